@@ -1,0 +1,79 @@
+//! The command-line surface (clap derive). Names are stable: scripts and CI depend on them.
+
+use std::sync::atomic::{AtomicI8, Ordering};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::cmd;
+
+/// yardstick — benchmark harness for AI systems.
+///
+/// Describe a benchmark once (a BenchmarkRun spec), validate it against the methodology, run it,
+/// store immutable signed results, gate regressions against a baseline, and report.
+///
+/// Exit codes: 0 success/PASS, 1 runtime failure, 2 invalid input, 3 gate FAIL, 4 INCONCLUSIVE.
+#[derive(Debug, Parser)]
+#[command(name = "yardstick", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOpts,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options accepted by every command.
+#[derive(Debug, Args)]
+pub struct GlobalOpts {
+    /// Print machine-readable JSON on stdout (progress and logs stay on stderr).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Print less: only results and errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print more detail (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// When to use colour. `auto` colours only a terminal and honours NO_COLOR.
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
+    pub color: ColorWhen,
+}
+
+/// When to colour output.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+static VERBOSITY: AtomicI8 = AtomicI8::new(0);
+
+/// -1 quiet, 0 normal, >0 verbose.
+pub fn verbosity() -> i8 {
+    VERBOSITY.load(Ordering::Relaxed)
+}
+
+impl GlobalOpts {
+    /// Installs the global settings (colour, verbosity) for the process.
+    pub fn apply(&self) {
+        let choice = match self.color {
+            ColorWhen::Auto => anstream::ColorChoice::Auto,
+            ColorWhen::Always => anstream::ColorChoice::Always,
+            ColorWhen::Never => anstream::ColorChoice::Never,
+        };
+        choice.write_global();
+        let v = if self.quiet { -1 } else { self.verbose.min(100) as i8 };
+        VERBOSITY.store(v, Ordering::Relaxed);
+    }
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check BenchmarkRun specs against the schema and the methodology rules.
+    Validate(cmd::validate::ValidateArgs),
+    /// Write a commented, valid BenchmarkRun spec to start from.
+    Init(cmd::init::InitArgs),
+    /// Print the JSON Schema of the BenchmarkRun spec.
+    Schema(cmd::schema::SchemaArgs),
+}

@@ -1,0 +1,18 @@
+//! One module per command. Each exposes an `Args` struct (clap) and a `run` function.
+
+pub mod init;
+pub mod schema;
+pub mod validate;
+
+use crate::cli::{Cli, Command};
+use crate::exit::Status;
+
+/// Runs the selected command.
+pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
+    let g = &cli.global;
+    match cli.command {
+        Command::Validate(args) => validate::run(args, g),
+        Command::Init(args) => init::run(args, g),
+        Command::Schema(args) => schema::run(args, g),
+    }
+}

@@ -1,0 +1,55 @@
+//! Terminal output conventions: results on stdout, progress and diagnostics on stderr, colour only
+//! on a terminal (anstream strips ANSI codes when the stream is not a TTY and honours `NO_COLOR`
+//! and `CLICOLOR_FORCE`).
+
+use std::io::Write;
+
+/// ANSI styles used across commands.
+pub mod style {
+    use anstream::adapter::strip_str;
+    pub const ERROR: &str = "\x1b[1;31m";
+    pub const WARN: &str = "\x1b[1;33m";
+    pub const OK: &str = "\x1b[1;32m";
+    pub const BOLD: &str = "\x1b[1m";
+    pub const DIM: &str = "\x1b[2m";
+    pub const RESET: &str = "\x1b[0m";
+
+    /// Removes ANSI escapes (for computing display widths).
+    #[allow(dead_code)]
+    pub fn plain(s: &str) -> String {
+        strip_str(s).to_string()
+    }
+}
+
+/// Prints `error: MESSAGE` to stderr.
+pub fn error(message: &str) {
+    let mut err = anstream::stderr().lock();
+    let _ = writeln!(err, "{}error{}: {message}", style::ERROR, style::RESET);
+}
+
+/// Prints `warning: MESSAGE` to stderr unless quiet.
+#[allow(dead_code)]
+pub fn warn(message: &str) {
+    if crate::cli::verbosity() >= 0 {
+        let mut err = anstream::stderr().lock();
+        let _ = writeln!(err, "{}warning{}: {message}", style::WARN, style::RESET);
+    }
+}
+
+/// Prints an informational line to stderr unless quiet.
+#[allow(dead_code)]
+pub fn info(message: &str) {
+    if crate::cli::verbosity() >= 0 {
+        let mut err = anstream::stderr().lock();
+        let _ = writeln!(err, "{message}");
+    }
+}
+
+/// Writes a serialisable value as pretty JSON to stdout, followed by a newline.
+pub fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
