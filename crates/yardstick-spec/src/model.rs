@@ -1,0 +1,796 @@
+//! The typed BenchmarkRun spec (`apiVersion: yardstick/v1`, `kind: BenchmarkRun`).
+//!
+//! Fields the methodology requires are `Option` here so that a spec missing several of them is
+//! still decoded and *every* omission is reported by the rules, each with its own position and
+//! hint, instead of serde stopping at the first. The JSON Schema marks them required.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::scenario::Scenario;
+
+/// The apiVersion this crate reads.
+pub const API_VERSION: &str = "yardstick/v1";
+/// The kind this crate reads.
+pub const KIND: &str = "BenchmarkRun";
+
+/// A declarative benchmark: frozen workload, trial policy, layers, gates and provenance.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields, title = "BenchmarkRun")]
+pub struct BenchmarkRun {
+    /// Always `yardstick/v1`.
+    #[schemars(required, regex(pattern = r"^yardstick/v1$"))]
+    pub api_version: Option<String>,
+    /// Always `BenchmarkRun`.
+    #[schemars(required, regex(pattern = r"^BenchmarkRun$"))]
+    pub kind: Option<String>,
+    /// Name and labels.
+    #[schemars(required)]
+    pub metadata: Option<Metadata>,
+    /// What to run and how.
+    #[schemars(required)]
+    pub spec: Option<Spec>,
+}
+
+/// Name and labels of a benchmark.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Metadata {
+    /// The benchmark's identity: lowercase letters, digits, `-`, `_` and `.` (baselines are keyed
+    /// by it).
+    #[schemars(required, regex(pattern = r"^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$"))]
+    pub name: Option<String>,
+    /// Free-form labels (team, service, ticket...).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// A sentence on what this benchmark is for.
+    pub description: Option<String>,
+}
+
+/// The body of a BenchmarkRun.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Spec {
+    /// Test mode: `publication` (isolated, gating, publishable), `realism` (multi-tenant,
+    /// background load recorded) or `exploratory` (several variables may move; never gating).
+    #[schemars(required)]
+    pub mode: Option<Mode>,
+    /// The one variable under test when this run is compared with another.
+    pub comparison: Option<Comparison>,
+    /// Isolation declaration; required in `publication` mode.
+    pub isolation: Option<Isolation>,
+    /// Background load policy; required (recorded) in `realism` mode.
+    pub background_load: Option<BackgroundLoad>,
+    /// The frozen workload definition.
+    pub workload: Option<Workload>,
+    /// Trial policy: replicates, warm-up, confidence, outliers, order.
+    #[schemars(required)]
+    pub trials: Option<Trials>,
+    /// The three-layer stack: micro, component, end-to-end.
+    #[schemars(required)]
+    pub layers: Option<Layers>,
+    /// Regression gate settings.
+    pub gates: Option<Gates>,
+    /// Artifact signing.
+    pub provenance: Option<Provenance>,
+}
+
+/// Test mode (seed 000, "Publication-Grade Versus Realism-Grade").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Dedicated nodes, stable background, fixed topology: hard gates and public claims.
+    Publication,
+    /// Multi-tenant, background load tolerated and recorded: operator reality.
+    Realism,
+    /// Anything goes (e.g. more than one variable moves); results never gate or publish.
+    Exploratory,
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Publication => "publication",
+            Mode::Realism => "realism",
+            Mode::Exploratory => "exploratory",
+        })
+    }
+}
+
+/// The variable(s) under test (seed 000, "Comparison Rule").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Comparison {
+    /// The one variable under test, e.g. `runtimeVersion`, `hardwareGeneration`, `driverStack`.
+    pub variable: Option<String>,
+    /// Several variables: only allowed with `mode: exploratory`.
+    pub variables: Option<Vec<String>>,
+    /// The reference the candidate is compared with (a run id, `baseline`, or free text).
+    pub against: Option<String>,
+}
+
+impl Comparison {
+    /// Every variable named, from either field.
+    pub fn all_variables(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.variable.iter().map(String::as_str).collect();
+        if let Some(list) = &self.variables {
+            for x in list {
+                if !v.contains(&x.as_str()) {
+                    v.push(x);
+                }
+            }
+        }
+        v
+    }
+}
+
+/// How the system under test is isolated (publication grade).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Isolation {
+    /// `dedicated` nodes, or `shared`.
+    pub nodes: Option<NodeTenancy>,
+    /// `fixed` topology, or `variable`.
+    pub topology: Option<Topology>,
+    /// Topology-exclusive scheduling (no other job on the same switch/NVLink domain).
+    pub topology_exclusive: Option<bool>,
+    /// Free text: how isolation is achieved (node selector, Slurm exclusive, ...).
+    pub notes: Option<String>,
+}
+
+/// Node tenancy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeTenancy {
+    /// No other workload on the nodes.
+    Dedicated,
+    /// Other workloads may share the nodes.
+    Shared,
+}
+
+/// Topology stability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Topology {
+    /// The same placement every run.
+    Fixed,
+    /// Placement may change between runs.
+    Variable,
+}
+
+/// Background load policy (realism grade).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct BackgroundLoad {
+    /// Record the background load (telemetry of other tenants) with the run.
+    pub record: Option<bool>,
+    /// What background load is expected.
+    pub description: Option<String>,
+}
+
+/// The workload freeze contract (seed 000, "Workload Freeze Rule").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Workload {
+    /// The model, pinned (a name and revision, or a path).
+    pub model: Option<String>,
+    /// Numeric precision.
+    pub precision: Option<Precision>,
+    /// Sequence-length mix: a traffic scenario (`D(in,out)`, `N(..)/(..)`, ...) or one length.
+    pub sequence_lengths: Option<SequenceLengths>,
+    /// Batching policy.
+    pub batching: Option<Batching>,
+    /// Global batch size (training), when fixed.
+    pub batch_size: Option<u64>,
+    /// Concurrency model: one level or the sweep points.
+    pub concurrency: Option<OneOrMany>,
+    /// Dataset or prompt corpus.
+    pub dataset: Option<Dataset>,
+    /// Correctness policy.
+    pub correctness: Option<Correctness>,
+}
+
+/// Numeric precision of the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum Precision {
+    Fp64,
+    Fp32,
+    Tf32,
+    Bf16,
+    Fp16,
+    Fp8,
+    Fp6,
+    Fp4,
+    Int8,
+    Int4,
+    Nf4,
+    /// Mixed precision (e.g. bf16 compute with fp32 master weights).
+    Mixed,
+}
+
+/// Batching policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Batching {
+    /// Continuous (in-flight) batching, as vLLM/SGLang/TGI do.
+    Continuous,
+    /// Dynamic batching with a window (Triton).
+    Dynamic,
+    /// Fixed batches (training, offline inference).
+    Static,
+    /// One request at a time.
+    None,
+}
+
+/// A sequence-length mix: a traffic scenario string or a single fixed length.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SequenceLengths {
+    /// One fixed sequence length (training).
+    Fixed(u64),
+    /// A traffic scenario string.
+    Scenario(ScenarioSpec),
+}
+
+impl<'de> Deserialize<'de> for SequenceLengths {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Not `#[serde(untagged)]`: its error would hide the scenario grammar's explanation.
+        #[derive(Deserialize)]
+        #[serde(untagged, expecting = "a traffic scenario such as D(100,100) or a token count")]
+        enum Raw {
+            Fixed(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Fixed(n) => Ok(SequenceLengths::Fixed(n)),
+            Raw::Text(t) => t
+                .parse()
+                .map(|s| SequenceLengths::Scenario(ScenarioSpec(s)))
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// One value or a list of values (e.g. `concurrency: 8` or `concurrency: [1, 16, 64]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged, expecting = "a positive integer or a list of positive integers")]
+pub enum OneOrMany {
+    /// One value.
+    One(u64),
+    /// Several values.
+    Many(Vec<u64>),
+}
+
+impl OneOrMany {
+    /// The values as a list.
+    pub fn values(&self) -> Vec<u64> {
+        match self {
+            OneOrMany::One(v) => vec![*v],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// The dataset or prompt corpus.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Dataset {
+    /// `synthetic` (generated from a seed), `jsonl`, `sharegpt`, or `file`.
+    pub kind: Option<DatasetKind>,
+    /// Seed for synthetic data and sampling.
+    pub seed: Option<u64>,
+    /// Path of a dataset file.
+    pub path: Option<String>,
+    /// Expected sha256 of the dataset file (frozen content, not just a name).
+    pub sha256: Option<String>,
+}
+
+/// Dataset kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DatasetKind {
+    /// Generated deterministically from a seed.
+    Synthetic,
+    /// JSON lines of prompts.
+    Jsonl,
+    /// ShareGPT-format JSON.
+    Sharegpt,
+    /// Any other file the workload reads.
+    File,
+}
+
+/// Correctness policy: how the run proves the optimisation did not break the answers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Correctness {
+    /// `none` (declared: performance only), `eval` (accuracy probes), `reference` (compare
+    /// outputs with a reference run), `loss` (training loss must fall).
+    pub policy: Option<CorrectnessPolicy>,
+    /// Eval task names or files, for `policy: eval`.
+    pub tasks: Option<Vec<String>>,
+}
+
+/// Correctness policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum CorrectnessPolicy {
+    None,
+    Eval,
+    Reference,
+    Loss,
+}
+
+/// The trial policy (seed 000, "Trial Policy").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Trials {
+    /// Independent repetitions of every point (>= 3).
+    #[schemars(required, range(min = 3))]
+    pub replicates: Option<u32>,
+    /// What is discarded before measuring.
+    #[schemars(required)]
+    pub warmup: Option<Warmup>,
+    /// Confidence level of reported intervals, in (0, 1).
+    #[schemars(required)]
+    pub confidence_level: Option<f64>,
+    /// What happens to outliers: reported (default methods) or trimmed.
+    #[schemars(required)]
+    pub outlier_policy: Option<OutlierPolicy>,
+    /// `interleaved` (ABAB: cancels drift) or `sequential`.
+    pub order: Option<Order>,
+}
+
+/// Warm-up declaration: exactly one of the fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Warmup {
+    /// Discard the first N requests.
+    pub requests: Option<u64>,
+    /// Discard the first N training steps.
+    pub steps: Option<u64>,
+    /// Discard the first duration (`10s`, `1m`).
+    pub duration: Option<DurationSpec>,
+    /// Discard the first N whole-process runs.
+    pub runs: Option<u64>,
+    /// Find the truncation point from the data (`mser5`).
+    pub auto: Option<AutoWarmup>,
+}
+
+impl Warmup {
+    /// Names of the fields that are set.
+    pub fn declared(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.requests.is_some() {
+            v.push("requests");
+        }
+        if self.steps.is_some() {
+            v.push("steps");
+        }
+        if self.duration.is_some() {
+            v.push("duration");
+        }
+        if self.runs.is_some() {
+            v.push("runs");
+        }
+        if self.auto.is_some() {
+            v.push("auto");
+        }
+        v
+    }
+}
+
+/// Automatic warm-up detection methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AutoWarmup {
+    /// MSER-5 truncation (batch means of 5).
+    Mser5,
+}
+
+/// Outlier policy: report (default) or trim, by Tukey fences or MAD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutlierPolicy {
+    /// Report Tukey-fence outliers (1.5/3 IQR), keep them.
+    ReportTukey,
+    /// Remove Tukey-fence outliers before summarising.
+    TrimTukey,
+    /// Report MAD outliers (modified z > 3.5), keep them.
+    ReportMad,
+    /// Remove MAD outliers before summarising.
+    TrimMad,
+    /// Declared: no outlier analysis.
+    None,
+}
+
+/// Order of replicates across points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// A, B, A, B, ...: drift affects every point alike.
+    Interleaved,
+    /// All replicates of A, then all of B.
+    Sequential,
+}
+
+/// The three-layer stack (seed 000, "The Three-Layer Stack").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Layers {
+    /// Subsystem limits: memory bandwidth, GEMM, storage, network.
+    pub micro: Option<Vec<MicroLayer>>,
+    /// Serving, data loading, startup.
+    pub component: Option<Vec<ComponentLayer>>,
+    /// Whole workflows: training commands, the built-in trainer.
+    pub e2e: Option<Vec<E2eLayer>>,
+}
+
+impl Layers {
+    /// Whether no layer has an entry.
+    pub fn is_empty(&self) -> bool {
+        self.micro.as_ref().is_none_or(Vec::is_empty)
+            && self.component.as_ref().is_none_or(Vec::is_empty)
+            && self.e2e.as_ref().is_none_or(Vec::is_empty)
+    }
+}
+
+/// A micro benchmark.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct MicroLayer {
+    /// `memory`, `gemm`, `storage` or `network`.
+    #[schemars(required)]
+    pub kind: Option<MicroKind>,
+    /// A name for reports (defaults to the kind).
+    pub name: Option<String>,
+    /// Problem sizes (bytes for memory/storage, N for an N×N GEMM).
+    pub sizes: Option<Vec<u64>>,
+    /// Element type for GEMM.
+    pub dtype: Option<Precision>,
+    /// Directory for the storage probe.
+    pub path: Option<String>,
+    /// How long each measurement lasts.
+    pub duration: Option<DurationSpec>,
+}
+
+/// Micro benchmark kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum MicroKind {
+    Memory,
+    Gemm,
+    Storage,
+    Network,
+}
+
+/// A component benchmark.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ComponentLayer {
+    /// `serve` (an OpenAI-compatible endpoint), `dataloader` or `startup` (commands).
+    #[schemars(required)]
+    pub kind: Option<ComponentKind>,
+    /// A name for reports.
+    pub name: Option<String>,
+    /// The endpoint (serve).
+    pub target: Option<Target>,
+    /// Load model and sweep (serve).
+    pub load: Option<Load>,
+    /// Traffic scenarios (serve).
+    pub scenarios: Option<Vec<ScenarioSpec>>,
+    /// When a point stops.
+    pub stop: Option<Stop>,
+    /// Service-level objectives for goodput (serve).
+    pub slo: Option<Slo>,
+    /// MLPerf LoadGen scenario to run instead of a plain sweep (serve).
+    pub mlperf: Option<MlperfScenario>,
+    /// The command (dataloader, startup).
+    pub command: Option<Vec<String>>,
+    /// Kill the command after this long.
+    pub timeout: Option<DurationSpec>,
+}
+
+/// Component kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum ComponentKind {
+    Serve,
+    Dataloader,
+    Startup,
+}
+
+/// An OpenAI-compatible endpoint.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Target {
+    /// Base URL (`http://127.0.0.1:8000`), or `sim` (or absent) to start the bundled simulator.
+    pub url: Option<String>,
+    /// `chat`, `completions` or `embeddings`.
+    pub api: Option<Api>,
+    /// The model name sent in requests.
+    pub model: Option<String>,
+    /// A `tokenizer.json` for counting tokens when the server does not report usage.
+    pub tokenizer: Option<String>,
+    /// Name of the environment variable holding the bearer token (the token itself never
+    /// appears in a spec).
+    pub api_key_env: Option<String>,
+    /// Stream responses (SSE). Default true.
+    pub stream: Option<bool>,
+}
+
+/// API flavours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum Api {
+    Chat,
+    Completions,
+    Embeddings,
+}
+
+/// The load model and its sweep points.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Load {
+    /// `concurrency` (closed loop) or `rate` (open loop, requests per second).
+    #[schemars(required)]
+    pub mode: Option<LoadMode>,
+    /// Sweep points: concurrency levels or rates.
+    #[schemars(required)]
+    pub values: Option<Vec<f64>>,
+    /// Arrival process for `rate`: `constant`, `poisson` or `gamma`.
+    pub arrival: Option<Arrival>,
+    /// Gamma shape for `arrival: gamma` (< 1 is burstier than Poisson).
+    pub burstiness: Option<f64>,
+}
+
+/// Load modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum LoadMode {
+    Concurrency,
+    Rate,
+}
+
+/// Arrival processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum Arrival {
+    Constant,
+    Poisson,
+    Gamma,
+}
+
+/// When a point stops.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Stop {
+    /// Stop after this many measured requests.
+    pub max_requests: Option<u64>,
+    /// Stop after this long (`120s`, `5m`).
+    pub max_duration: Option<DurationSpec>,
+}
+
+/// Service-level objectives; a request meeting all of them counts toward goodput.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Slo {
+    /// Time to first token, ms.
+    pub ttft_ms: Option<f64>,
+    /// Time per output token, ms.
+    pub tpot_ms: Option<f64>,
+    /// End-to-end latency, ms.
+    pub e2e_ms: Option<f64>,
+}
+
+/// MLPerf LoadGen scenarios (seed 003).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[allow(missing_docs)]
+pub enum MlperfScenario {
+    SingleStream,
+    MultiStream,
+    Server,
+    Offline,
+}
+
+/// An end-to-end workload.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct E2eLayer {
+    /// `command` (any program; training scripts speak the metric protocol) or `train` (the
+    /// built-in reference trainer).
+    #[schemars(required)]
+    pub kind: Option<E2eKind>,
+    /// A name for reports.
+    pub name: Option<String>,
+    /// The command and its arguments; `{worldSize}` and `{NAME}` placeholders are substituted.
+    pub command: Option<Vec<String>>,
+    /// World sizes to sweep (scaling efficiency).
+    pub world_sizes: Option<Vec<u32>>,
+    /// Model shape for MFU.
+    pub model: Option<ModelShape>,
+    /// Built-in trainer preset (`tiny`).
+    pub preset: Option<String>,
+    /// Training steps per replicate.
+    pub steps: Option<u64>,
+    /// Kill the workload after this long.
+    pub timeout: Option<DurationSpec>,
+    /// Extra environment for the command.
+    pub env: Option<BTreeMap<String, String>>,
+    /// Cost of one device-hour in dollars, for cost per 1K samples.
+    pub cost_per_device_hour: Option<f64>,
+}
+
+/// End-to-end kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum E2eKind {
+    Command,
+    Train,
+}
+
+/// The shape of a transformer, for FLOP estimates.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ModelShape {
+    /// Parameter count (e.g. `7.2e9`).
+    pub parameters: Option<f64>,
+    /// Transformer layers.
+    pub layers: Option<u32>,
+    /// Hidden size.
+    pub hidden: Option<u32>,
+    /// Training sequence length.
+    pub sequence_length: Option<u32>,
+    /// Vocabulary size.
+    pub vocab: Option<u32>,
+}
+
+/// Regression gate settings (seed 002).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Gates {
+    /// `auto` (the stored baseline of this machine profile), a run id, or a baseline file.
+    pub baseline: Option<String>,
+    /// Tolerances per metric, in percent (points for accuracy).
+    pub tolerances: Option<Tolerances>,
+    /// Re-run failing points before declaring FAIL.
+    pub confirm: Option<bool>,
+}
+
+/// Gate tolerances. Defaults are seed 002's.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Tolerances {
+    /// Throughput (tokens/s p50) drop that fails, % (default 5).
+    pub throughput_drop_pct: Option<f64>,
+    /// Step-time p50 increase that fails, % (default 5).
+    pub step_time_increase_pct: Option<f64>,
+    /// Latency (TTFT/E2E p50) increase that fails, % (default 5).
+    pub latency_increase_pct: Option<f64>,
+    /// Memory increase that warns, % (default 10).
+    pub memory_increase_pct: Option<f64>,
+    /// Perplexity increase that fails, relative % (default 1.5).
+    pub perplexity_increase_pct: Option<f64>,
+    /// Probe accuracy drop that fails, points (default 2).
+    pub accuracy_drop_points: Option<f64>,
+}
+
+/// Provenance (seed 000, "Artifact Contract").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Provenance {
+    /// `required`, `optional` (sign when a key is available) or `off`.
+    pub signing: Option<Signing>,
+    /// Path of the ed25519 signing key (`~` expands to the home directory).
+    pub key: Option<String>,
+}
+
+/// Signing policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum Signing {
+    Required,
+    Optional,
+    Off,
+}
+
+/// A traffic scenario, parsed when the spec is read (so a typo is an error with a position).
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[schemars(
+    with = "String",
+    description = "D(in,out), N(mu_in,sd_in)/(mu_out,sd_out), U(min_in,max_in)/(min_out,max_out), U(min,max) or E(tokens)"
+)]
+pub struct ScenarioSpec(pub Scenario);
+
+impl Serialize for ScenarioSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ScenarioSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse()
+            .map(ScenarioSpec)
+            .map_err(|e: crate::scenario::ScenarioError| serde::de::Error::custom(e))
+    }
+}
+
+/// A duration written as `120s`, `5m`, `1h30m`, `250ms`, or a number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq, JsonSchema)]
+#[schemars(
+    with = "String",
+    description = "a duration such as 120s, 5m, 1h30m, 250ms (a bare number is seconds)"
+)]
+pub struct DurationSpec(pub Duration);
+
+/// The prefix of every duration parse error (the decoder maps it to rule `duration-syntax`).
+pub const DURATION_ERROR_PREFIX: &str = "invalid duration";
+
+impl Serialize for DurationSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&humantime::format_duration(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Secs(f64),
+            Text(String),
+        }
+        let bad = |what: &str, why: &str| {
+            D::Error::custom(format!(
+                "{DURATION_ERROR_PREFIX} `{what}`: {why} (write e.g. 120s, 5m, 1h30m, 250ms)"
+            ))
+        };
+        match Raw::deserialize(d).map_err(|_| bad("?", "expected a string or a number"))? {
+            Raw::Secs(s) if s.is_finite() && s >= 0.0 => Ok(DurationSpec(Duration::from_secs_f64(s))),
+            Raw::Secs(s) => Err(bad(&s.to_string(), "must be a non-negative number of seconds")),
+            Raw::Text(t) => humantime::parse_duration(t.trim())
+                .map(DurationSpec)
+                .map_err(|e| bad(&t, &e.to_string())),
+        }
+    }
+}

@@ -1,0 +1,481 @@
+//! The methodology rules. Each has a stable id (scripts match on it), a message that cites the
+//! methodology (seed 000 unless said otherwise) and a hint. `docs/spec.md` lists them all.
+
+use crate::diag::{Diagnostic, Severity};
+use crate::locate::Locator;
+use crate::model::*;
+
+/// A rule's id and what it enforces, for documentation and `--json` consumers.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct RuleInfo {
+    /// Stable id.
+    pub id: &'static str,
+    /// One line on what it checks.
+    pub summary: &'static str,
+}
+
+/// Every rule the validator applies, including the reading and decoding ones.
+pub const RULES: &[RuleInfo] = &[
+    RuleInfo { id: "input", summary: "the file can be read, is UTF-8 text, not empty, at most 8 MiB" },
+    RuleInfo { id: "yaml-syntax", summary: "the file is one well-formed YAML document" },
+    RuleInfo { id: "yaml-limits", summary: "nesting <= 64 levels, <= 200,000 nodes after alias expansion" },
+    RuleInfo { id: "duplicate-key", summary: "a mapping names each key once" },
+    RuleInfo { id: "unknown-field", summary: "every field is known (with a did-you-mean)" },
+    RuleInfo { id: "unknown-value", summary: "enumerated fields take one of their values (with a did-you-mean)" },
+    RuleInfo { id: "invalid-value", summary: "every value has the right type" },
+    RuleInfo { id: "duration-syntax", summary: "durations read like 120s, 5m, 1h30m" },
+    RuleInfo { id: "scenario-syntax", summary: "traffic scenarios follow D/N/U/E grammar" },
+    RuleInfo { id: "api-version", summary: "apiVersion is yardstick/v1" },
+    RuleInfo { id: "kind", summary: "kind is BenchmarkRun" },
+    RuleInfo { id: "metadata-name", summary: "metadata.name is present and a lowercase identifier" },
+    RuleInfo { id: "mode-declared", summary: "spec.mode is declared (publication, realism or exploratory)" },
+    RuleInfo { id: "layers-declared", summary: "at least one micro, component or e2e layer" },
+    RuleInfo { id: "workload-freeze", summary: "serving/training layers pin model, precision, sequence lengths, batching, concurrency, dataset, correctness" },
+    RuleInfo { id: "workload-consistency", summary: "layers sweep what the workload declares (warning)" },
+    RuleInfo { id: "trials-replicates", summary: "trials.replicates >= 3" },
+    RuleInfo { id: "trials-confidence", summary: "trials.confidenceLevel declared, in (0, 1)" },
+    RuleInfo { id: "trials-outlier-policy", summary: "trials.outlierPolicy declared" },
+    RuleInfo { id: "trials-warmup", summary: "trials.warmup declared, exactly one way" },
+    RuleInfo { id: "comparison-one-variable", summary: "one variable under test, unless mode is exploratory" },
+    RuleInfo { id: "publication-isolation", summary: "publication mode declares dedicated nodes and fixed topology" },
+    RuleInfo { id: "realism-background-load", summary: "realism mode records background load" },
+    RuleInfo { id: "provenance-signing-key", summary: "signing: required names a key" },
+    RuleInfo { id: "serve-config", summary: "serve layers have a model, scenarios and a load sweep that fit the API" },
+    RuleInfo { id: "load-values", summary: "load values are positive (whole numbers for concurrency); gamma needs burstiness" },
+    RuleInfo { id: "stop-condition", summary: "serve layers are bounded by maxRequests or maxDuration" },
+    RuleInfo { id: "slo-values", summary: "SLO bounds are positive" },
+    RuleInfo { id: "command-config", summary: "command layers have a command; world-size sweeps use {worldSize}" },
+    RuleInfo { id: "gates-tolerance", summary: "tolerances are in [0, 100); exploratory runs never gate (warning)" },
+];
+
+struct Ctx<'a, 'b> {
+    loc: &'a Locator<'b>,
+    out: &'a mut Vec<Diagnostic>,
+}
+
+impl Ctx<'_, '_> {
+    fn push(&mut self, sev: Severity, rule: &'static str, ptr: &str, at_key: bool, message: String, hint: Option<&str>) {
+        let pos = if at_key { self.loc.key(ptr) } else { self.loc.value(ptr) };
+        self.out.push(Diagnostic {
+            severity: sev,
+            rule,
+            message,
+            hint: hint.map(str::to_owned),
+            path: crate::diag::display_path(ptr),
+            line: pos.line,
+            col: pos.col,
+        });
+    }
+    fn error(&mut self, rule: &'static str, ptr: &str, message: String, hint: &str) {
+        self.push(Severity::Error, rule, ptr, false, message, Some(hint));
+    }
+    fn error_at_key(&mut self, rule: &'static str, ptr: &str, message: String, hint: &str) {
+        self.push(Severity::Error, rule, ptr, true, message, Some(hint));
+    }
+    fn warn(&mut self, rule: &'static str, ptr: &str, message: String, hint: &str) {
+        self.push(Severity::Warning, rule, ptr, true, message, Some(hint));
+    }
+}
+
+/// Applies every rule to a decoded spec.
+pub(crate) fn check(run: &BenchmarkRun, loc: &Locator<'_>, out: &mut Vec<Diagnostic>) {
+    let mut cx = Ctx { loc, out };
+    header(run, &mut cx);
+    let Some(spec) = &run.spec else {
+        if !loc.exists("/spec") {
+            cx.error("layers-declared", "/spec", "`spec` is missing: nothing to run".into(),
+                "add a `spec:` section; `yardstick init` writes a complete example");
+        }
+        return;
+    };
+    mode(spec, &mut cx);
+    trials(spec, &mut cx);
+    layers(spec, &mut cx);
+    workload(spec, &mut cx);
+    provenance(spec, &mut cx);
+    gates(spec, &mut cx);
+}
+
+fn header(run: &BenchmarkRun, cx: &mut Ctx<'_, '_>) {
+    match run.api_version.as_deref() {
+        Some(API_VERSION) => {}
+        Some(other) => cx.error("api-version", "/apiVersion", format!("apiVersion is `{other}`; this yardstick reads `{API_VERSION}`"), "set `apiVersion: yardstick/v1`"),
+        None if !cx.loc.exists("/apiVersion") => cx.error("api-version", "/apiVersion", "apiVersion is missing".into(), "start the spec with `apiVersion: yardstick/v1`"),
+        None => {}
+    }
+    match run.kind.as_deref() {
+        Some(KIND) => {}
+        Some(other) => cx.error("kind", "/kind", format!("kind is `{other}`; expected `{KIND}`"), "set `kind: BenchmarkRun`"),
+        None if !cx.loc.exists("/kind") => cx.error("kind", "/kind", "kind is missing".into(), "add `kind: BenchmarkRun`"),
+        None => {}
+    }
+    let name = run.metadata.as_ref().and_then(|m| m.name.as_deref());
+    match name {
+        None if !cx.loc.exists("/metadata/name") => cx.error("metadata-name", "/metadata/name",
+            "metadata.name is missing; baselines and reports are keyed by it".into(),
+            "add `metadata: {name: my-benchmark}`"),
+        Some(n) if !valid_name(n) => cx.error("metadata-name", "/metadata/name",
+            format!("metadata.name `{n}` is not a lowercase identifier"),
+            "use lowercase letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit (at most 128 characters)"),
+        _ => {}
+    }
+}
+
+fn valid_name(n: &str) -> bool {
+    let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !n.is_empty()
+        && n.len() <= 128
+        && n.chars().all(|c| ok(c) || matches!(c, '-' | '_' | '.'))
+        && n.chars().next().is_some_and(ok)
+        && n.chars().last().is_some_and(ok)
+}
+
+fn mode(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    match spec.mode {
+        None if !cx.loc.exists("/spec/mode") => cx.error("mode-declared", "/spec/mode",
+            "spec.mode is missing; publication-grade and realism-grade runs are different test modes and must stay different (seed 000 \"Publication-Grade Versus Realism-Grade\")".into(),
+            "add `mode: publication` (isolated, gating), `mode: realism` (multi-tenant) or `mode: exploratory`"),
+        Some(Mode::Publication) => {
+            let iso = spec.isolation.as_ref();
+            let dedicated = iso.and_then(|i| i.nodes) == Some(NodeTenancy::Dedicated);
+            let fixed = iso.and_then(|i| i.topology) == Some(Topology::Fixed);
+            if !(dedicated && fixed) {
+                let missing: Vec<&str> = [(!dedicated).then_some("`nodes: dedicated`"), (!fixed).then_some("`topology: fixed`")].into_iter().flatten().collect();
+                let ptr = if iso.is_some() { "/spec/isolation" } else { "/spec/mode" };
+                cx.error("publication-isolation", ptr,
+                    format!("publication mode requires an isolation declaration with {} (seed 000: publication-grade runs use dedicated nodes and a fixed topology)", missing.join(" and ")),
+                    "add `isolation: {nodes: dedicated, topology: fixed}`, or use `mode: realism` for multi-tenant measurements");
+            }
+        }
+        Some(Mode::Realism) => {
+            let recorded = spec.background_load.as_ref().and_then(|b| b.record) == Some(true);
+            if !recorded {
+                let ptr = if spec.background_load.is_some() { "/spec/backgroundLoad" } else { "/spec/mode" };
+                cx.error("realism-background-load", ptr,
+                    "realism mode requires background load to be recorded (seed 000: realism-grade tolerates background load and records it, to explain outliers later)".into(),
+                    "add `backgroundLoad: {record: true, description: \"...\"}`");
+            }
+        }
+        _ => {}
+    }
+    if let Some(c) = &spec.comparison {
+        let vars = c.all_variables();
+        if vars.is_empty() {
+            cx.error("comparison-one-variable", "/spec/comparison",
+                "comparison names no variable under test".into(),
+                "set `comparison: {variable: runtimeVersion}` (or the one thing that differs), or remove `comparison`");
+        } else if vars.len() > 1 {
+            let list = vars.join(", ");
+            if spec.mode == Some(Mode::Exploratory) {
+                cx.warn("comparison-one-variable", "/spec/comparison",
+                    format!("{} variables move ({list}): the run is exploratory, not publication-grade, and its results never gate (seed 000 \"Comparison Rule\")", vars.len()),
+                    "to attribute a difference, compare one variable at a time");
+            } else {
+                cx.error("comparison-one-variable", "/spec/comparison",
+                    format!("{} variables move ({list}); compare one variable at a time — if more than one moves, the run is exploratory, not publication-grade (seed 000 \"Comparison Rule\")", vars.len()),
+                    "keep one variable under test, or set `mode: exploratory` to accept an exploratory run");
+            }
+        }
+    }
+}
+
+fn trials(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    let Some(t) = &spec.trials else {
+        if !cx.loc.exists("/spec/trials") {
+            cx.error("trials-replicates", "/spec/trials",
+                "spec.trials is missing; do not report a single run (seed 000 \"Trial Policy\")".into(),
+                "add `trials: {replicates: 5, warmup: {requests: 20}, confidenceLevel: 0.95, outlierPolicy: report-tukey}`");
+        }
+        return;
+    };
+    let base = "/spec/trials";
+    match t.replicates {
+        Some(n) if n < 3 => cx.error("trials-replicates", "/spec/trials/replicates",
+            format!("trials.replicates is {n}; the methodology requires at least 3 (seed 000 \"Trial Policy\": minReplicates >= 3)"),
+            "set `replicates: 3` or more; 5 gives tighter confidence intervals"),
+        None if !cx.loc.exists("/spec/trials/replicates") => cx.error_at_key("trials-replicates", base,
+            "trials.replicates is missing; run multiple trials (seed 000 \"Trial Policy\": minReplicates >= 3)".into(),
+            "add `replicates: 5` under `trials`"),
+        _ => {}
+    }
+    match t.confidence_level {
+        Some(c) if !(c > 0.0 && c < 1.0) => cx.error("trials-confidence", "/spec/trials/confidenceLevel",
+            format!("trials.confidenceLevel is {c}; it is a probability strictly between 0 and 1 (seed 000 \"Trial Policy\": confidence must be declared)"),
+            "use 0.95 (or 0.99); write percentages as fractions"),
+        None if !cx.loc.exists("/spec/trials/confidenceLevel") => cx.error_at_key("trials-confidence", base,
+            "trials.confidenceLevel is missing (seed 000 \"Trial Policy\": confidence level must be declared)".into(),
+            "add `confidenceLevel: 0.95` under `trials`"),
+        _ => {}
+    }
+    if t.outlier_policy.is_none() && !cx.loc.exists("/spec/trials/outlierPolicy") {
+        cx.error_at_key("trials-outlier-policy", base,
+            "trials.outlierPolicy is missing (seed 000 \"Trial Policy\": apply an explicit outlier policy)".into(),
+            "add `outlierPolicy: report-tukey` (report, keep), or trim-tukey, report-mad, trim-mad, none");
+    }
+    match &t.warmup {
+        None if !cx.loc.exists("/spec/trials/warmup") => cx.error_at_key("trials-warmup", base,
+            "trials.warmup is missing; declare what is discarded before measuring, even if nothing".into(),
+            "add `warmup: {requests: 20}` (or steps, duration, runs, or `auto: mser5`; `requests: 0` declares none)"),
+        Some(w) => {
+            let set = w.declared();
+            if set.len() != 1 {
+                let msg = if set.is_empty() {
+                    "trials.warmup declares nothing".to_string()
+                } else {
+                    format!("trials.warmup declares {} ways at once ({}); the warm-up must be unambiguous", set.len(), set.join(", "))
+                };
+                cx.error("trials-warmup", "/spec/trials/warmup", msg,
+                    "give exactly one of requests, steps, duration, runs or auto");
+            }
+        }
+        None => {}
+    }
+}
+
+/// Whether the spec has layers that serve or train (the freeze rule applies to them).
+fn has_workload_layers(spec: &Spec) -> bool {
+    spec.layers.as_ref().is_some_and(|l| {
+        l.component.as_ref().is_some_and(|c| !c.is_empty()) || l.e2e.as_ref().is_some_and(|e| !e.is_empty())
+    })
+}
+
+fn workload(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    if !has_workload_layers(spec) {
+        return;
+    }
+    let hint_all = "pin every one of: model, precision, sequenceLengths, batching, concurrency, dataset, correctness";
+    let Some(w) = &spec.workload else {
+        if !cx.loc.exists("/spec/workload") {
+            cx.error("workload-freeze", "/spec/workload",
+                "spec.workload is missing; before comparing anything, freeze the workload: model, precision, sequence-length mix, batching, concurrency, dataset, correctness policy (seed 000 \"Workload Freeze Rule\")".into(),
+                hint_all);
+        }
+        return;
+    };
+    let fields: [(&str, &str, bool); 7] = [
+        ("model", "the same model", w.model.is_some()),
+        ("precision", "the same precision", w.precision.is_some()),
+        ("sequenceLengths", "the same sequence-length mix", w.sequence_lengths.is_some()),
+        ("batching", "the same batching policy", w.batching.is_some()),
+        ("concurrency", "the same concurrency model", w.concurrency.is_some()),
+        ("dataset", "the same dataset or prompt corpus", w.dataset.is_some()),
+        ("correctness", "the same correctness policy", w.correctness.as_ref().is_some_and(|c| c.policy.is_some())),
+    ];
+    for (field, phrase, present) in fields {
+        let ptr = if field == "correctness" {
+            "/spec/workload/correctness/policy".to_string()
+        } else {
+            format!("/spec/workload/{field}")
+        };
+        if !present && !cx.loc.exists(&ptr) {
+            cx.error_at_key("workload-freeze", &ptr,
+                format!("workload.{field} is not pinned; results are comparable only with {phrase} (seed 000 \"Workload Freeze Rule\")"),
+                match field {
+                    "model" => "add `model: org/name@revision` (or a path)",
+                    "precision" => "add `precision: bf16` (fp32, tf32, bf16, fp16, fp8, int8, int4, ...)",
+                    "sequenceLengths" => "add `sequenceLengths: \"N(480,240)/(300,150)\"` or a fixed length such as 2048",
+                    "batching" => "add `batching: continuous` (dynamic, static, none)",
+                    "concurrency" => "add `concurrency: [1, 16, 64]` (the sweep points)",
+                    "dataset" => "add `dataset: {kind: synthetic, seed: 42}`",
+                    _ => "add `correctness: {policy: none}` to declare a performance-only run, or `policy: eval`",
+                });
+        }
+    }
+    if let Some(concurrency) = &w.concurrency {
+        let v = concurrency.values();
+        if v.contains(&0) {
+            cx.error("load-values", "/spec/workload/concurrency", "workload.concurrency contains 0".into(), "concurrency levels are at least 1");
+        }
+        let declared: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+        for (i, c) in spec.layers.iter().flat_map(|l| l.component.iter().flatten()).enumerate() {
+            if let Some(load) = &c.load {
+                if load.mode == Some(LoadMode::Concurrency) {
+                    if let Some(values) = &load.values {
+                        if values.iter().any(|x| !declared.contains(x)) {
+                            cx.warn("workload-consistency", &format!("/spec/layers/component/{i}/load/values"),
+                                format!("this layer sweeps concurrency {values:?} but workload.concurrency pins {v:?}"),
+                                "make the layer's sweep a subset of workload.concurrency, or update the workload");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    let Some(l) = &spec.layers else {
+        if !cx.loc.exists("/spec/layers") {
+            cx.error("layers-declared", "/spec/layers",
+                "spec.layers is missing; nothing would run (seed 000 \"The Three-Layer Stack\": micro, component, e2e)".into(),
+                "add at least one of `layers.micro`, `layers.component`, `layers.e2e`");
+        }
+        return;
+    };
+    if l.is_empty() && cx.loc.exists("/spec/layers") {
+        cx.error_at_key("layers-declared", "/spec/layers", "spec.layers has no entries; nothing would run".into(),
+            "add at least one of `micro: [{kind: memory}]`, `component: [{kind: serve, ...}]`, `e2e: [{kind: train}]`");
+    }
+    for (i, c) in l.component.iter().flatten().enumerate() {
+        let base = format!("/spec/layers/component/{i}");
+        match c.kind {
+            Some(ComponentKind::Serve) => serve(c, &base, cx),
+            Some(_) => {
+                if c.command.as_ref().is_none_or(Vec::is_empty) {
+                    cx.error_at_key("command-config", &format!("{base}/command"),
+                        "this component layer runs a command, but `command` is missing or empty".into(),
+                        "add `command: [python, load_data.py]`");
+                }
+            }
+            None if !cx.loc.exists(&format!("{base}/kind")) => cx.error_at_key("serve-config", &base,
+                "component layer without `kind`".into(), "add `kind: serve` (or dataloader, startup)"),
+            None => {}
+        }
+    }
+    for (i, e) in l.e2e.iter().flatten().enumerate() {
+        let base = format!("/spec/layers/e2e/{i}");
+        match e.kind {
+            Some(E2eKind::Command) => {
+                match &e.command {
+                    Some(cmd) if !cmd.is_empty() => {
+                        let multi = e.world_sizes.as_ref().is_some_and(|w| w.len() > 1);
+                        if multi && !cmd.iter().any(|a| a.contains("{worldSize}")) {
+                            cx.warn("command-config", &format!("{base}/command"),
+                                "worldSizes sweeps several sizes but the command has no `{worldSize}` placeholder: every point would run the same command".into(),
+                                "pass the size, e.g. `[torchrun, --nproc-per-node, \"{worldSize}\", train.py]`");
+                        }
+                    }
+                    _ => cx.error_at_key("command-config", &format!("{base}/command"),
+                        "e2e layer of kind command has no command".into(), "add `command: [torchrun, --nproc-per-node, \"{worldSize}\", train.py]`"),
+                }
+                if e.world_sizes.as_ref().is_some_and(|w| w.contains(&0)) {
+                    cx.error("load-values", &format!("{base}/worldSizes"), "worldSizes contains 0".into(), "world sizes are at least 1");
+                }
+            }
+            Some(E2eKind::Train) => {}
+            None if !cx.loc.exists(&format!("{base}/kind")) => cx.error_at_key("command-config", &base,
+                "e2e layer without `kind`".into(), "add `kind: command` (any program) or `kind: train` (built-in trainer)"),
+            None => {}
+        }
+    }
+    for (i, m) in l.micro.iter().flatten().enumerate() {
+        let base = format!("/spec/layers/micro/{i}");
+        if m.kind.is_none() && !cx.loc.exists(&format!("{base}/kind")) {
+            cx.error_at_key("layers-declared", &base, "micro layer without `kind`".into(), "add `kind: memory` (or gemm, storage, network)");
+        }
+    }
+}
+
+fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
+    let api = c.target.as_ref().and_then(|t| t.api).unwrap_or(Api::Chat);
+    if c.target.as_ref().and_then(|t| t.model.as_ref()).is_none() {
+        cx.error_at_key("serve-config", &format!("{base}/target/model"),
+            "serve layer has no `target.model`: requests must name the model".into(),
+            "add `target: {url: sim, api: chat, model: sim-llama}` (url `sim` starts the bundled simulator)");
+    }
+    match &c.scenarios {
+        Some(s) if !s.is_empty() => {
+            for (j, sc) in s.iter().enumerate() {
+                let embedding = sc.0.is_embedding();
+                if embedding != (api == Api::Embeddings) {
+                    cx.error("serve-config", &format!("{base}/scenarios/{j}"),
+                        if embedding { format!("scenario `{}` is for embeddings but the target API is not `embeddings`", sc.0) }
+                        else { format!("scenario `{}` generates text but the target API is `embeddings`", sc.0) },
+                        "use E(tokens) with `api: embeddings`, and D/N/U scenarios with chat or completions");
+                }
+            }
+        }
+        // An empty list here may be one whose entries were all invalid (already reported).
+        _ if !cx.loc.exists(&format!("{base}/scenarios/0")) => cx.error_at_key("serve-config", &format!("{base}/scenarios"),
+            "serve layer has no traffic scenarios".into(), "add `scenarios: [\"D(100,100)\"]`"),
+        _ => {}
+    }
+    match &c.load {
+        None if !cx.loc.exists(&format!("{base}/load")) => cx.error_at_key("serve-config", &format!("{base}/load"),
+            "serve layer has no `load`".into(), "add `load: {mode: concurrency, values: [1, 16, 64]}`"),
+        Some(load) => {
+            let lptr = format!("{base}/load");
+            if load.mode.is_none() && !cx.loc.exists(&format!("{lptr}/mode")) {
+                cx.error_at_key("serve-config", &lptr, "load has no `mode`".into(), "add `mode: concurrency` (closed loop) or `mode: rate` (open loop)");
+            }
+            match &load.values {
+                Some(v) if v.is_empty() => cx.error("load-values", &format!("{lptr}/values"), "load.values is empty".into(), "list the sweep points, e.g. [1, 16, 64]"),
+                Some(v) => {
+                    for (j, x) in v.iter().enumerate() {
+                        let ptr = format!("{lptr}/values/{j}");
+                        if !(*x > 0.0) || !x.is_finite() {
+                            cx.error("load-values", &ptr, format!("load value {x} must be positive"), "concurrency levels are >= 1; rates are requests per second > 0");
+                        } else if load.mode == Some(LoadMode::Concurrency) && x.fract() != 0.0 {
+                            cx.error("load-values", &ptr, format!("concurrency {x} is not a whole number"), "concurrency counts in-flight requests: 1, 16, 64");
+                        }
+                    }
+                }
+                None if !cx.loc.exists(&format!("{lptr}/values")) => cx.error_at_key("load-values", &lptr, "load has no `values`".into(), "add `values: [1, 16, 64]`"),
+                None => {}
+            }
+            if load.arrival == Some(Arrival::Gamma) && !load.burstiness.is_some_and(|b| b > 0.0) {
+                cx.error_at_key("load-values", &lptr, "gamma arrivals need `burstiness` > 0 (the gamma shape; < 1 is burstier than Poisson)".into(), "add `burstiness: 0.5`");
+            }
+            if load.arrival.is_some() && load.mode == Some(LoadMode::Concurrency) {
+                cx.warn("load-values", &format!("{lptr}/arrival"), "`arrival` applies to `mode: rate`; a closed loop sends the next request when one completes".into(), "remove `arrival`, or use `mode: rate`");
+            }
+        }
+        None => {}
+    }
+    let bounded = c.stop.as_ref().is_some_and(|s| s.max_requests.is_some_and(|n| n > 0) || s.max_duration.is_some_and(|d| !d.0.is_zero()));
+    if !bounded && !cx.loc.exists(&format!("{base}/stop/maxRequests")) && !cx.loc.exists(&format!("{base}/stop/maxDuration")) {
+        cx.error_at_key("stop-condition", &format!("{base}/stop"),
+            "serve layer has no stop condition: every point must end by request count or time".into(),
+            "add `stop: {maxRequests: 500, maxDuration: 120s}`");
+    }
+    if let Some(slo) = &c.slo {
+        for (name, v) in [("ttftMs", slo.ttft_ms), ("tpotMs", slo.tpot_ms), ("e2eMs", slo.e2e_ms)] {
+            if let Some(v) = v {
+                if !(v > 0.0) {
+                    cx.error("slo-values", &format!("{base}/slo/{name}"), format!("slo.{name} is {v}; an SLO bound is a positive number of milliseconds"), "e.g. `ttftMs: 500`");
+                }
+            }
+        }
+    }
+}
+
+fn provenance(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    if let Some(p) = &spec.provenance {
+        if p.signing == Some(Signing::Required) && p.key.as_deref().is_none_or(|k| k.trim().is_empty()) {
+            cx.error("provenance-signing-key", "/spec/provenance/signing",
+                "provenance.signing is `required` but no `key` is given: the run could not be signed (seed 000 \"Artifact Contract\": publication-grade work requires signed provenance)".into(),
+                "add `key: ~/.config/yardstick/signing.key` (create one with `yardstick keygen`), or set `signing: optional`");
+        }
+    } else if spec.mode == Some(Mode::Publication) {
+        cx.warn("provenance-signing-key", "/spec/mode",
+            "publication mode without `provenance`: results will not be signed (seed 000: publication-grade work requires signed provenance)".into(),
+            "add `provenance: {signing: required, key: ~/.config/yardstick/signing.key}`");
+    }
+}
+
+fn gates(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    let Some(g) = &spec.gates else { return };
+    if spec.mode == Some(Mode::Exploratory) {
+        cx.warn("gates-tolerance", "/spec/gates", "exploratory runs never gate: `gates` will be reported but not enforced".into(),
+            "use `mode: publication` for a run that gates");
+    }
+    if let Some(t) = &g.tolerances {
+        let all = [
+            ("throughputDropPct", t.throughput_drop_pct),
+            ("stepTimeIncreasePct", t.step_time_increase_pct),
+            ("latencyIncreasePct", t.latency_increase_pct),
+            ("memoryIncreasePct", t.memory_increase_pct),
+            ("perplexityIncreasePct", t.perplexity_increase_pct),
+            ("accuracyDropPoints", t.accuracy_drop_points),
+        ];
+        for (name, v) in all {
+            if let Some(v) = v {
+                if !(0.0..100.0).contains(&v) {
+                    cx.error("gates-tolerance", &format!("/spec/gates/tolerances/{name}"),
+                        format!("tolerance {name} is {v}; it must be in [0, 100)"),
+                        "tolerances are percentages (points for accuracy), e.g. 5 for a 5 % drop");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! Traffic scenario strings: how many tokens go in and come out of each request.
+//!
+//! The grammar is genai-bench's, so specs and command lines written for it keep working:
+//!
+//! | form | meaning |
+//! | --- | --- |
+//! | `D(in,out)` | deterministic: every request has exactly `in` prompt and `out` output tokens |
+//! | `N(mu_in,sd_in)/(mu_out,sd_out)` | normal distributions for input and output tokens |
+//! | `U(min_in,max_in)/(min_out,max_out)` | uniform (inclusive) for input and output tokens |
+//! | `U(min,max)` | uniform input tokens; the output length is not forced |
+//! | `E(tokens)` | embeddings: `tokens` input tokens per document, no output |
+//!
+//! Whitespace around numbers is allowed; numbers are non-negative integers (means and standard
+//! deviations may be decimals). Sampling lives with the load generator; this module only parses
+//! and checks.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The accepted forms, shown in every parse error.
+pub const ACCEPTED_FORMS: &str = "D(in,out), N(mu_in,sd_in)/(mu_out,sd_out), \
+U(min_in,max_in)/(min_out,max_out), U(min,max), E(tokens)";
+
+/// A parsed traffic scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scenario {
+    /// Exactly `input` prompt tokens and `output` output tokens.
+    Deterministic {
+        /// Prompt tokens.
+        input: u64,
+        /// Output tokens.
+        output: u64,
+    },
+    /// Normally distributed token counts (sampled values are rounded and clamped to >= 1).
+    Normal {
+        /// Mean prompt tokens.
+        input_mean: f64,
+        /// Standard deviation of prompt tokens.
+        input_sd: f64,
+        /// Mean output tokens.
+        output_mean: f64,
+        /// Standard deviation of output tokens.
+        output_sd: f64,
+    },
+    /// Uniformly distributed token counts, bounds inclusive. `output` is `None` for `U(min,max)`.
+    Uniform {
+        /// Inclusive bounds of prompt tokens.
+        input: (u64, u64),
+        /// Inclusive bounds of output tokens, when forced.
+        output: Option<(u64, u64)>,
+    },
+    /// Embedding requests of `tokens` input tokens.
+    Embedding {
+        /// Input tokens per document.
+        tokens: u64,
+    },
+}
+
+/// Why a scenario string did not parse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid traffic scenario `{input}`: {reason}")]
+pub struct ScenarioError {
+    /// The string as given.
+    pub input: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl ScenarioError {
+    /// The hint that accompanies every scenario error.
+    pub fn hint() -> String {
+        format!("accepted forms: {ACCEPTED_FORMS}; e.g. D(100,100) or N(480,240)/(300,150)")
+    }
+}
+
+impl Scenario {
+    /// Whether the scenario forces a number of output tokens per request.
+    pub fn forces_output(&self) -> bool {
+        match self {
+            Scenario::Deterministic { .. } | Scenario::Normal { .. } => true,
+            Scenario::Uniform { output, .. } => output.is_some(),
+            Scenario::Embedding { .. } => false,
+        }
+    }
+
+    /// Whether this is an embeddings scenario.
+    pub fn is_embedding(&self) -> bool {
+        matches!(self, Scenario::Embedding { .. })
+    }
+}
+
+impl FromStr for Scenario {
+    type Err = ScenarioError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = |reason: String| ScenarioError {
+            input: s.to_string(),
+            reason,
+        };
+        let t = s.trim();
+        let mut chars = t.chars();
+        let letter = chars
+            .next()
+            .ok_or_else(|| err("the scenario is empty".into()))?;
+        let rest = chars.as_str();
+        if rest.matches('(').count() != rest.matches(')').count() {
+            return Err(err(
+                "unbalanced parentheses; inside a YAML flow list `[...]` a comma splits items, \
+                 so quote each scenario: [\"D(100,100)\"]"
+                    .into(),
+            ));
+        }
+        let groups = split_groups(rest).map_err(err)?;
+        let arity = |want: &[usize]| -> Result<(), ScenarioError> {
+            let shape: Vec<usize> = groups.iter().map(Vec::len).collect();
+            if shape == want {
+                Ok(())
+            } else {
+                Err(err(format!(
+                    "`{letter}` takes {}, got {}",
+                    describe_shape(want),
+                    describe_shape(&shape)
+                )))
+            }
+        };
+        match letter {
+            'D' => {
+                arity(&[2])?;
+                let input = int(&groups[0][0]).map_err(err)?;
+                let output = int(&groups[0][1]).map_err(err)?;
+                positive(input, "input tokens").map_err(err)?;
+                positive(output, "output tokens").map_err(err)?;
+                Ok(Scenario::Deterministic { input, output })
+            }
+            'N' => {
+                arity(&[2, 2])?;
+                let input_mean = real(&groups[0][0]).map_err(err)?;
+                let input_sd = real(&groups[0][1]).map_err(err)?;
+                let output_mean = real(&groups[1][0]).map_err(err)?;
+                let output_sd = real(&groups[1][1]).map_err(err)?;
+                if input_mean < 1.0 || output_mean < 1.0 {
+                    return Err(err("means must be at least 1 token".into()));
+                }
+                Ok(Scenario::Normal {
+                    input_mean,
+                    input_sd,
+                    output_mean,
+                    output_sd,
+                })
+            }
+            'U' => {
+                let shape: Vec<usize> = groups.iter().map(Vec::len).collect();
+                let bounds = |g: &[String], what: &str| -> Result<(u64, u64), String> {
+                    let lo = int(&g[0])?;
+                    let hi = int(&g[1])?;
+                    positive(lo, what)?;
+                    if lo > hi {
+                        return Err(format!("{what}: min {lo} is greater than max {hi}"));
+                    }
+                    Ok((lo, hi))
+                };
+                match shape.as_slice() {
+                    [2] => Ok(Scenario::Uniform {
+                        input: bounds(&groups[0], "input tokens").map_err(err)?,
+                        output: None,
+                    }),
+                    [2, 2] => Ok(Scenario::Uniform {
+                        input: bounds(&groups[0], "input tokens").map_err(err)?,
+                        output: Some(bounds(&groups[1], "output tokens").map_err(err)?),
+                    }),
+                    _ => Err(err(format!(
+                        "`U` takes (min,max) or (min_in,max_in)/(min_out,max_out), got {}",
+                        describe_shape(&shape)
+                    ))),
+                }
+            }
+            'E' => {
+                arity(&[1])?;
+                let tokens = int(&groups[0][0]).map_err(err)?;
+                positive(tokens, "tokens").map_err(err)?;
+                Ok(Scenario::Embedding { tokens })
+            }
+            other => Err(err(format!(
+                "unknown distribution `{other}` (expected D, N, U or E)"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scenario::Deterministic { input, output } => write!(f, "D({input},{output})"),
+            Scenario::Normal {
+                input_mean,
+                input_sd,
+                output_mean,
+                output_sd,
+            } => write!(
+                f,
+                "N({input_mean},{input_sd})/({output_mean},{output_sd})"
+            ),
+            Scenario::Uniform { input, output } => {
+                write!(f, "U({},{})", input.0, input.1)?;
+                if let Some((lo, hi)) = output {
+                    write!(f, "/({lo},{hi})")?;
+                }
+                Ok(())
+            }
+            Scenario::Embedding { tokens } => write!(f, "E({tokens})"),
+        }
+    }
+}
+
+/// Splits `(a,b)/(c,d)` into `[[a,b],[c,d]]`.
+fn split_groups(rest: &str) -> Result<Vec<Vec<String>>, String> {
+    if rest.trim().is_empty() {
+        return Err("missing parameters in parentheses".into());
+    }
+    let mut groups = Vec::new();
+    for (i, part) in rest.split('/').enumerate() {
+        let p = part.trim();
+        let inner = p
+            .strip_prefix('(')
+            .and_then(|p| p.strip_suffix(')'))
+            .ok_or_else(|| {
+                format!(
+                    "group {} `{p}` must be numbers in parentheses, like (100,100)",
+                    i + 1
+                )
+            })?;
+        if inner.contains(['(', ')']) {
+            return Err(format!("group {} `{p}` has nested parentheses", i + 1));
+        }
+        groups.push(inner.split(',').map(|x| x.trim().to_string()).collect());
+    }
+    Ok(groups)
+}
+
+fn describe_shape(shape: &[usize]) -> String {
+    shape
+        .iter()
+        .map(|n| {
+            let names = vec!["_"; *n].join(",");
+            format!("({names})")
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn int(s: &str) -> Result<u64, String> {
+    if s.starts_with('-') {
+        return Err(format!("`{s}` is negative; token counts are >= 0"));
+    }
+    s.parse::<u64>()
+        .map_err(|_| format!("`{s}` is not a whole number of tokens"))
+}
+
+fn real(s: &str) -> Result<f64, String> {
+    if s.starts_with('-') {
+        return Err(format!("`{s}` is negative; token counts are >= 0"));
+    }
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("`{s}` is not a number")),
+    }
+}
+
+fn positive(v: u64, what: &str) -> Result<(), String> {
+    if v == 0 {
+        Err(format!("{what} must be at least 1"))
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_every_form() {
+        assert_eq!(
+            "D(100,100)".parse::<Scenario>().unwrap(),
+            Scenario::Deterministic {
+                input: 100,
+                output: 100
+            }
+        );
+        assert_eq!(
+            " N(480, 240)/(300,150) ".parse::<Scenario>().unwrap(),
+            Scenario::Normal {
+                input_mean: 480.0,
+                input_sd: 240.0,
+                output_mean: 300.0,
+                output_sd: 150.0
+            }
+        );
+        assert_eq!(
+            "U(50,100)/(200,250)".parse::<Scenario>().unwrap(),
+            Scenario::Uniform {
+                input: (50, 100),
+                output: Some((200, 250))
+            }
+        );
+        assert_eq!(
+            "U(1,2)".parse::<Scenario>().unwrap(),
+            Scenario::Uniform {
+                input: (1, 2),
+                output: None
+            }
+        );
+        assert_eq!(
+            "E(1024)".parse::<Scenario>().unwrap(),
+            Scenario::Embedding { tokens: 1024 }
+        );
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for s in [
+            "D(100,100)",
+            "N(480,240)/(300,150)",
+            "U(50,100)/(200,250)",
+            "U(1,2)",
+            "E(1024)",
+        ] {
+            let parsed: Scenario = s.parse().unwrap();
+            assert_eq!(parsed.to_string(), s);
+            assert_eq!(parsed.to_string().parse::<Scenario>().unwrap(), parsed);
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_with_reasons() {
+        let cases = [
+            ("D(100)", "`D` takes (_,_), got (_)"),
+            ("N(1,2)/(3)", "`N` takes (_,_)/(_,_), got (_,_)/(_)"),
+            ("D(-1,5)", "negative"),
+            ("U(10,5)", "greater than max"),
+            ("X(1,2)", "unknown distribution"),
+            ("", "empty"),
+            ("D", "missing parameters"),
+            ("D(1,a)", "not a whole number"),
+            ("D(0,10)", "at least 1"),
+            ("D100,100", "in parentheses"),
+            ("D(128", "unbalanced parentheses"),
+            ("128)", "unbalanced parentheses"),
+            ("N(1,2)/(3,x)", "not a number"),
+            ("U(1,2)/(3,4)/(5,6)", "`U` takes"),
+        ];
+        for (input, want) in cases {
+            let e = input.parse::<Scenario>().unwrap_err();
+            assert!(
+                e.to_string().contains(want),
+                "{input:?}: {e} does not contain {want:?}"
+            );
+        }
+    }
+}
