@@ -1,0 +1,53 @@
+//! `cargo bench -p yardstick-stats`: the three workloads the issue sets a 1 s target for.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::hint::black_box;
+use yardstick_stats::bootstrap::{BootstrapConfig, Method, Statistic, bootstrap_ci};
+use yardstick_stats::hypothesis::mann_whitney;
+use yardstick_stats::report::{Options, summarize};
+
+/// Log-normal-ish latencies (ms): a skewed body with a tail, like real serving data.
+fn latencies(n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let u: f64 = rng.random_range(1e-12..1.0);
+            let v: f64 = rng.random_range(0.0..1.0);
+            let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+            50.0 * (0.4 * z).exp()
+        })
+        .collect()
+}
+
+fn benches(c: &mut Criterion) {
+    let mut g = c.benchmark_group("stats");
+    g.sample_size(10);
+
+    let big = latencies(1_000_000, 1);
+    g.bench_function(
+        "summarize 1e6 (descriptive, percentiles, CIs, outliers, MSER-5, 200-resample BCa)",
+        |b| b.iter(|| summarize(black_box(&big), &Options::default()).unwrap()),
+    );
+
+    let mid = latencies(10_000, 2);
+    let cfg = BootstrapConfig {
+        resamples: 10_000,
+        level: 0.95,
+        seed: 7,
+        method: Method::Bca,
+    };
+    g.bench_function("BCa bootstrap of the median, 10k resamples of 1e4", |b| {
+        b.iter(|| bootstrap_ci(black_box(&mid), Statistic::Median, &cfg).unwrap())
+    });
+
+    let (x, y) = (latencies(100_000, 3), latencies(100_000, 4));
+    g.bench_function("Mann-Whitney U 1e5 x 1e5", |b| {
+        b.iter(|| mann_whitney(black_box(&x), black_box(&y)).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(stats, benches);
+criterion_main!(stats);
