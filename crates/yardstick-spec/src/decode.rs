@@ -46,7 +46,7 @@ pub(crate) fn decode(
             Err(err) => {
                 let ptr = pointer_of(err.path());
                 let original = original_pointer(&json, &ptr, &removed);
-                diags.push(type_error(&original, &err.inner().to_string(), loc));
+                diags.push(type_error(&original, &err.inner().to_string(), loc, schema));
                 if ptr.is_empty() {
                     return BenchmarkRun::default();
                 }
@@ -58,7 +58,7 @@ pub(crate) fn decode(
         severity: Severity::Error,
         rule: "invalid-value",
         message: format!("more than {MAX_ERRORS} invalid values; stopped checking"),
-        hint: None,
+        hint: Some("fix the errors above and check again".into()),
         path: String::new(),
         line: 1,
         col: 1,
@@ -144,7 +144,7 @@ fn remove(json: &mut Value, ptr: &str, original: &str, removed: &mut HashMap<Str
     }
 }
 
-fn type_error(ptr: &str, raw: &str, loc: &Locator<'_>) -> Diagnostic {
+fn type_error(ptr: &str, raw: &str, loc: &Locator<'_>, schema: &Value) -> Diagnostic {
     let path = display_path(ptr);
     let at = if path.is_empty() {
         "the document".to_string()
@@ -175,7 +175,11 @@ fn type_error(ptr: &str, raw: &str, loc: &Locator<'_>) -> Diagnostic {
         };
         ("unknown-value", format!("{at}: unknown value `{given}`"), Some(hint))
     } else {
-        ("invalid-value", format!("{at}: {}", humanize(raw)), None)
+        let hint = match crate::schema::description_at(schema, ptr) {
+            Some(d) => format!("`{}`: {d}", path.rsplit('.').next().unwrap_or(&path)),
+            None => "see docs/spec.md for the field's type".to_string(),
+        };
+        ("invalid-value", format!("{at}: {}", humanize(raw)), Some(hint))
     };
     Diagnostic {
         severity: Severity::Error,

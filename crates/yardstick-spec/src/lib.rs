@@ -20,7 +20,7 @@ pub mod yaml;
 
 pub use diag::{Diagnostic, Severity};
 pub use model::*;
-pub use schema::{fields_at, json_schema};
+pub use schema::{description_at, fields_at, json_schema};
 pub use templates::{Template, template};
 
 /// The largest spec file accepted (specs are small; this guards against pointing the validator

@@ -31,6 +31,26 @@ pub fn fields_at(schema: &Value, pointer: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The documentation of the field at `pointer` (the nearest documented ancestor for array
+/// elements), from the doc comments of the spec types.
+pub fn description_at(schema: &Value, pointer: &str) -> Option<String> {
+    let mut node = resolve(schema, schema);
+    let mut description = None;
+    for seg in pointer.split('/').skip(1) {
+        let next = if seg.parse::<usize>().is_ok() {
+            node.get("items")
+        } else {
+            node.get("properties").and_then(|p| p.get(seg))
+        };
+        let next = next?;
+        if let Some(d) = next.get("description").and_then(Value::as_str) {
+            description = Some(d.to_string());
+        }
+        node = resolve(schema, next);
+    }
+    description
+}
+
 /// Follows `$ref` and steps into the non-null branch of `anyOf`/`oneOf` (how schemars writes
 /// `Option<T>`).
 fn resolve<'a>(root: &'a Value, mut node: &'a Value) -> &'a Value {
@@ -77,5 +97,9 @@ mod tests {
         let target = fields_at(&s, "/spec/layers/component/0/target");
         assert!(target.contains(&"apiKeyEnv".to_string()));
         assert!(fields_at(&s, "/spec/nope").is_empty());
+        let d = description_at(&s, "/spec/trials/replicates").unwrap();
+        assert!(d.contains(">= 3"), "{d}");
+        let d = description_at(&s, "/spec/layers/micro/0/sizes/1").unwrap();
+        assert!(d.contains("Problem sizes"), "{d}");
     }
 }

@@ -124,14 +124,16 @@ fn build(text: &str, issues: &mut Vec<YamlIssue>) -> Result<Option<Node>, YamlIs
     while let Some(next) = parser.next_event() {
         let (event, span) = next.map_err(|e| {
             let m = e.marker();
-            fatal(
-                Pos {
-                    line: m.line() as u32,
-                    col: m.col() as u32 + 1,
-                },
-                "yaml-syntax",
-                format!("YAML syntax error: {}", e.info()),
-            )
+            let pos = Pos {
+                line: m.line() as u32,
+                col: m.col() as u32 + 1,
+            };
+            if e.info().contains("recursion limit") {
+                // The scanner's own guard against deep flow nesting.
+                fatal(pos, "yaml-limits", format!("nesting is too deep ({})", e.info()))
+            } else {
+                fatal(pos, "yaml-syntax", format!("YAML syntax error: {}", e.info()))
+            }
         })?;
         let pos = Pos::of(&span);
         // A completed node (scalar, alias, or a closed collection) to attach to its parent.
@@ -485,6 +487,13 @@ mod tests {
         let (root, issues) = parse(&text);
         assert!(root.is_none());
         assert_eq!(issues.last().unwrap().rule, "yaml-limits");
+        // Block nesting reaches our own depth limit.
+        let block: String = (0..200).map(|i| format!("{}a:\n", "  ".repeat(i))).collect();
+        let (root, issues) = parse(&block);
+        assert!(root.is_none());
+        let last = issues.last().unwrap();
+        assert_eq!(last.rule, "yaml-limits");
+        assert!(last.message.contains("deeper than 64"), "{}", last.message);
     }
 
     #[test]
