@@ -12,7 +12,7 @@ use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 use crate::descriptive::mean;
-use crate::percentile::{lerp, percentile_sorted};
+use crate::percentile::{lerp, median_sorted, percentile_sorted, virtual_index};
 use crate::{StatsError, check_finite, sorted};
 
 /// The statistic a bootstrap interval is for.
@@ -32,8 +32,19 @@ impl Statistic {
     pub fn compute(self, data: &mut [f64]) -> f64 {
         match self {
             Statistic::Mean => mean(data),
-            Statistic::Median => quantile_select(data, 0.5),
-            Statistic::Quantile(q) => quantile_select(data, q),
+            Statistic::Median => {
+                let (a, b) = order_pair(data, (data.len() - 1) / 2);
+                if data.len() % 2 == 1 {
+                    a
+                } else {
+                    (a + b) / 2.0
+                }
+            }
+            Statistic::Quantile(q) => {
+                let (lo, t) = virtual_index(data.len(), q);
+                let (a, b) = order_pair(data, lo);
+                lerp(a, b, t)
+            }
         }
     }
 
@@ -46,19 +57,12 @@ impl Statistic {
     }
 }
 
-/// Type-7 quantile by selection, O(n).
-fn quantile_select(data: &mut [f64], q: f64) -> f64 {
-    let n = data.len();
-    let h = (n - 1) as f64 * q;
-    let lo = (h.floor() as usize).min(n - 1);
-    let (_, a, rest) = data.select_nth_unstable_by(lo, f64::total_cmp);
+/// The order statistics at 0-based ranks `k` and `k + 1` (clamped) by selection, O(n).
+fn order_pair(data: &mut [f64], k: usize) -> (f64, f64) {
+    let (_, a, rest) = data.select_nth_unstable_by(k, f64::total_cmp);
     let a = *a;
-    let b = if lo + 1 < n {
-        rest.iter().copied().fold(f64::INFINITY, f64::min)
-    } else {
-        a
-    };
-    lerp(a, b, h - lo as f64)
+    let b = rest.iter().copied().fold(f64::INFINITY, f64::min);
+    (a, if b.is_finite() { b } else { a })
 }
 
 /// How the interval is read off the bootstrap distribution.
@@ -153,7 +157,7 @@ pub fn ratio_of_medians_ci(
     check_finite(a)?;
     check_finite(b)?;
     let (sa, sb) = (sorted(a), sorted(b));
-    let (ma, mb) = (percentile_sorted(&sa, 0.5), percentile_sorted(&sb, 0.5));
+    let (ma, mb) = (median_sorted(&sa), median_sorted(&sb));
     if ma == 0.0 {
         return Err(StatsError::Undefined(
             "ratio of medians: the baseline median is 0".into(),
@@ -176,17 +180,7 @@ pub fn ratio_of_medians_ci(
     finish(
         estimate,
         &mut replicates,
-        || {
-            let ja = jackknife(&sa, Statistic::Median)
-                .into_iter()
-                .map(|m| mb / m)
-                .collect();
-            let jb = jackknife(&sb, Statistic::Median)
-                .into_iter()
-                .map(|m| m / ma)
-                .collect();
-            vec![ja, jb]
-        },
+        || ratio_of_medians_jackknife(&sa, &sb),
         cfg,
     )
 }
@@ -256,9 +250,10 @@ fn check_stat(stat: Statistic) -> Result<(), StatsError> {
 }
 
 fn stat_of_sorted(s: &[f64], stat: Statistic) -> f64 {
-    match stat.quantile() {
-        None => mean(s),
-        Some(q) => percentile_sorted(s, q),
+    match stat {
+        Statistic::Mean => mean(s),
+        Statistic::Median => median_sorted(s),
+        Statistic::Quantile(q) => percentile_sorted(s, q),
     }
 }
 
@@ -283,6 +278,7 @@ fn finish(
 struct Resampler<'a> {
     sorted: &'a [f64],
     counts: Vec<u32>,
+    buf: Vec<f64>,
 }
 
 impl<'a> Resampler<'a> {
@@ -290,6 +286,7 @@ impl<'a> Resampler<'a> {
         Self {
             sorted,
             counts: vec![0; sorted.len()],
+            buf: Vec::with_capacity(sorted.len()),
         }
     }
 
@@ -297,10 +294,10 @@ impl<'a> Resampler<'a> {
         let n = self.sorted.len();
         match stat.quantile() {
             None => {
-                (0..n)
-                    .map(|_| self.sorted[rng.random_range(0..n)])
-                    .sum::<f64>()
-                    / n as f64
+                self.buf.clear();
+                self.buf
+                    .extend((0..n).map(|_| self.sorted[rng.random_range(0..n)]));
+                mean(&self.buf)
             }
             Some(q) => {
                 // The data are sorted, so an order statistic of the resample is the data value at
@@ -309,10 +306,7 @@ impl<'a> Resampler<'a> {
                 for _ in 0..n {
                     self.counts[rng.random_range(0..n)] += 1;
                 }
-                let h = (n - 1) as f64 * q;
-                let lo = (h.floor() as usize).min(n - 1);
-                let (a, b) = self.order_stats(lo);
-                lerp(a, b, h - lo as f64)
+                combine(stat, n, q, |k| self.order_stats(k))
             }
         }
     }
@@ -332,6 +326,19 @@ impl<'a> Resampler<'a> {
         }
         let a = a.unwrap_or(self.sorted[self.sorted.len() - 1]);
         (a, a)
+    }
+}
+
+/// A quantile statistic of `n` values from the pair of order statistics `pair(k)` = (x(k),
+/// x(k+1)), 0-based: numpy's median (mean of the middle two) or type-7 interpolation.
+fn combine(stat: Statistic, n: usize, q: f64, pair: impl FnOnce(usize) -> (f64, f64)) -> f64 {
+    if stat == Statistic::Median {
+        let (a, b) = pair((n - 1) / 2);
+        if n % 2 == 1 { a } else { (a + b) / 2.0 }
+    } else {
+        let (lo, t) = virtual_index(n, q);
+        let (a, b) = pair(lo);
+        lerp(a, b, t)
     }
 }
 
@@ -367,13 +374,30 @@ pub fn jackknife(sorted_data: &[f64], stat: Statistic) -> Vec<f64> {
     }
 }
 
+/// Jackknife values of median(b) / median(a) for BCa: leaving out each value of `a` (b whole),
+/// then each value of `b` (a whole). Both inputs sorted.
+pub fn ratio_of_medians_jackknife(a_sorted: &[f64], b_sorted: &[f64]) -> Vec<Vec<f64>> {
+    let ma = median_sorted(a_sorted);
+    let mb = median_sorted(b_sorted);
+    let ja = jackknife(a_sorted, Statistic::Median)
+        .into_iter()
+        .map(|m| mb / m)
+        .collect();
+    let jb = jackknife(b_sorted, Statistic::Median)
+        .into_iter()
+        .map(|m| m / ma)
+        .collect();
+    vec![ja, jb]
+}
+
 /// The plain percentile interval of bootstrap replicates (sorted in place).
 pub fn percentile_interval(replicates: &mut [f64], level: f64) -> (f64, f64) {
     replicates.sort_unstable_by(f64::total_cmp);
-    let alpha = (1.0 - level) / 2.0;
+    let lower = (1.0 - level) / 2.0 * 100.0 / 100.0;
+    let upper = (1.0 + level) / 2.0 * 100.0 / 100.0;
     (
-        percentile_sorted(replicates, alpha),
-        percentile_sorted(replicates, 1.0 - alpha),
+        percentile_sorted(replicates, lower),
+        percentile_sorted(replicates, upper),
     )
 }
 
@@ -426,8 +450,9 @@ pub fn bca_interval(
         ));
     }
     Ok((
-        percentile_sorted(replicates, a1),
-        percentile_sorted(replicates, a2),
+        // numpy.percentile(replicates, 100 * a) divides by 100 again: do the same, bit for bit.
+        percentile_sorted(replicates, a1 * 100.0 / 100.0),
+        percentile_sorted(replicates, a2 * 100.0 / 100.0),
     ))
 }
 

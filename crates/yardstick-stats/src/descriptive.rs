@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::percentile::percentile_sorted;
+use crate::percentile::median_sorted;
 use crate::{StatsError, check_finite, sorted};
 
 /// Descriptive statistics of one sample.
@@ -44,7 +44,7 @@ impl Descriptive {
         let nf = n as f64;
         let stddev = (n >= 2).then(|| (m2 / (nf - 1.0)).sqrt());
         let cv = stddev.filter(|_| mean != 0.0).map(|s| s / mean);
-        let median = percentile_sorted(sorted_data, 0.5);
+        let median = median_sorted(sorted_data);
         Descriptive {
             n,
             mean,
@@ -59,11 +59,39 @@ impl Descriptive {
     }
 }
 
-/// Arithmetic mean; NaN for an empty slice. Two-pass (compensates the first pass's rounding).
+/// Arithmetic mean; NaN for an empty slice. Summed pairwise exactly as numpy does, so that a
+/// bootstrap replicate that resamples the same multiset ties with the estimate, as in scipy.
 pub fn mean(data: &[f64]) -> f64 {
-    let n = data.len() as f64;
-    let m = data.iter().sum::<f64>() / n;
-    m + data.iter().map(|x| x - m).sum::<f64>() / n
+    pairwise_sum(data) / data.len() as f64
+}
+
+/// numpy's pairwise summation (`pairwise_sum` in `loops_utils.h`): eight interleaved
+/// accumulators over blocks of up to 128 values, halving larger ranges. Error grows as O(log n).
+pub fn pairwise_sum(data: &[f64]) -> f64 {
+    const BLOCK: usize = 128;
+    let n = data.len();
+    if n < 8 {
+        return data.iter().fold(-0.0, |acc, x| acc + x);
+    }
+    if n <= BLOCK {
+        let mut r = [0.0f64; 8];
+        r.copy_from_slice(&data[..8]);
+        let mut i = 8;
+        while i + 8 <= n {
+            for (k, acc) in r.iter_mut().enumerate() {
+                *acc += data[i + k];
+            }
+            i += 8;
+        }
+        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for x in &data[i..] {
+            res += x;
+        }
+        return res;
+    }
+    let mut half = n / 2;
+    half -= half % 8;
+    pairwise_sum(&data[..half]) + pairwise_sum(&data[half..])
 }
 
 /// Sample variance (n - 1 denominator); `None` when n < 2.
@@ -85,7 +113,6 @@ fn skewness_from_moments(n: usize, m2: f64, m3: f64) -> Option<f64> {
     }
     let nf = n as f64;
     let g1 = (m3 / nf) / (m2 / nf).powf(1.5);
-    // A relative spread below ~1e-12 is rounding noise, not skew.
     if !g1.is_finite() {
         return None;
     }
@@ -96,13 +123,13 @@ fn skewness_from_moments(n: usize, m2: f64, m3: f64) -> Option<f64> {
 pub fn mad(data: &[f64]) -> Result<f64, StatsError> {
     check_finite(data)?;
     let s = sorted(data);
-    Ok(mad_about(&s, percentile_sorted(&s, 0.5)))
+    Ok(mad_about(&s, median_sorted(&s)))
 }
 
 fn mad_about(data: &[f64], median: f64) -> f64 {
     let mut dev: Vec<f64> = data.iter().map(|x| (x - median).abs()).collect();
     dev.sort_unstable_by(f64::total_cmp);
-    percentile_sorted(&dev, 0.5)
+    median_sorted(&dev)
 }
 
 /// Streaming mean, variance, skewness, min and max (Welford's update, extended to the third

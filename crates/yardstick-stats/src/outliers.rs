@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::percentile::percentile_sorted;
+use crate::percentile::{median_sorted, percentile_sorted};
 use crate::{StatsError, check_finite, sorted};
 
 /// Samples outside Tukey's fences, by 0-based index into the input.
@@ -64,10 +64,10 @@ pub struct MadOutliers {
 pub fn mad_z(data: &[f64]) -> Result<MadOutliers, StatsError> {
     check_finite(data)?;
     let s = sorted(data);
-    let median = percentile_sorted(&s, 0.5);
+    let median = median_sorted(&s);
     let mut dev: Vec<f64> = s.iter().map(|x| (x - median).abs()).collect();
     dev.sort_unstable_by(f64::total_cmp);
-    let mad = percentile_sorted(&dev, 0.5);
+    let mad = median_sorted(&dev);
     let scale = if mad > 0.0 {
         mad / MAD_Z_CONSTANT
     } else {

@@ -17,10 +17,33 @@ pub fn percentile(data: &[f64], q: f64) -> Result<f64, StatsError> {
 /// Like [`percentile`] for data already sorted ascending (non-empty, finite, `q` in [0, 1]).
 pub fn percentile_sorted(sorted_data: &[f64], q: f64) -> f64 {
     let n = sorted_data.len();
-    let h = (n - 1) as f64 * q;
-    let lo = (h.floor() as usize).min(n - 1);
+    let (lo, t) = virtual_index(n, q);
     let hi = (lo + 1).min(n - 1);
-    lerp(sorted_data[lo], sorted_data[hi], h - lo as f64)
+    lerp(sorted_data[lo], sorted_data[hi], t)
+}
+
+/// numpy's type-7 position of quantile `q` among `n` sorted values, `(n - 1) q`: the 0-based
+/// index below it and the fraction towards the next.
+pub(crate) fn virtual_index(n: usize, q: f64) -> (usize, f64) {
+    let h = (n - 1) as f64 * q;
+    if h >= (n - 1) as f64 {
+        return (n - 1, 0.0);
+    }
+    if h <= 0.0 {
+        return (0, 0.0);
+    }
+    let lo = h.floor();
+    (lo as usize, h - lo)
+}
+
+/// The median as numpy computes it: the middle value, or the mean of the two middle values.
+pub(crate) fn median_sorted(sorted_data: &[f64]) -> f64 {
+    let n = sorted_data.len();
+    if n % 2 == 1 {
+        sorted_data[n / 2]
+    } else {
+        (sorted_data[n / 2 - 1] + sorted_data[n / 2]) / 2.0
+    }
 }
 
 /// numpy's `_lerp`: exact at both ends and monotone in `t`.
@@ -147,10 +170,10 @@ pub fn quantile_ci_ranks(n: usize, q: f64, level: f64) -> Result<(usize, usize, 
     // Smallest u in [l+1, n] with F(u-1) - F(l-1) >= level.
     let base = cdf(l);
     let mut u = smallest_at_least(l + 1, n, |r| cdf(r) - base >= level).unwrap_or(n);
-    // Contain the point estimate, whose ranks are floor(h)+1 and ceil(h)+1 with h = (n-1)q.
-    let h = (n - 1) as f64 * q;
-    l = l.min(h.floor() as usize + 1);
-    u = u.max((h.ceil() as usize + 1).min(n));
+    // Contain the point estimate, which lies between the 1-based ranks lo+1 and lo+2.
+    let (lo, t) = virtual_index(n, q);
+    l = l.min(lo + 1);
+    u = u.max(if t > 0.0 { (lo + 2).min(n) } else { lo + 1 });
     Ok((l, u, cdf(u) - cdf(l)))
 }
 
