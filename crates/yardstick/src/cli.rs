@@ -76,4 +76,8 @@ pub enum Command {
     Init(cmd::init::InitArgs),
     /// Print the JSON Schema of the BenchmarkRun spec.
     Schema(cmd::schema::SchemaArgs),
+    /// Run an OpenAI-compatible LLM server simulator with a latency model and a ground-truth log.
+    Sim(cmd::sim::SimArgs),
+    /// Measure a system directly: `bench serve` load-tests an OpenAI-compatible server.
+    Bench(cmd::bench::BenchArgs),
 }

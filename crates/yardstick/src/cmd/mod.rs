@@ -1,7 +1,9 @@
 //! One module per command. Each exposes an `Args` struct (clap) and a `run` function.
 
+pub mod bench;
 pub mod init;
 pub mod schema;
+pub mod sim;
 pub mod validate;
 
 use crate::cli::{Cli, Command};
@@ -14,5 +16,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Validate(args) => validate::run(args, g),
         Command::Init(args) => init::run(args, g),
         Command::Schema(args) => schema::run(args, g),
+        Command::Sim(args) => sim::run(args, g),
+        Command::Bench(args) => bench::run(args, g),
     }
 }

@@ -1,0 +1,559 @@
+//! The HTTP/1.1 client: hyper 1.x connections driven inside the requesting task (no background
+//! task, no channel hop between the socket and the timestamp), a keep-alive pool, TCP_NODELAY,
+//! rustls (ring) with the webpki roots for HTTPS, and an optional bearer token.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::{Context, Waker};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Uri};
+use http_body::Body as _;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1;
+use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use crate::openai::{self, Api};
+use crate::plan::PlannedRequest;
+use crate::record::{Clock, ErrorClass, RequestRecord, TokenSource};
+use crate::sse::SseParser;
+
+type Io = MaybeHttpsStream<TokioIo<TcpStream>>;
+type Driver = Pin<Box<http1::Connection<Io, Full<Bytes>>>>;
+
+/// Where and how to send requests.
+#[derive(Clone)]
+pub struct ClientConfig {
+    /// Base URL of the server, e.g. `http://127.0.0.1:8000` (a `/v1` suffix is optional).
+    pub url: String,
+    /// The API to call.
+    pub api: Api,
+    /// Stream responses (SSE). Embeddings are never streamed.
+    pub stream: bool,
+    /// Give up on a request this long after it was sent.
+    pub request_timeout: Duration,
+    /// Name of the environment variable holding a bearer token, if any.
+    pub bearer_env: Option<String>,
+    /// Idle connections kept for reuse (size it to the concurrency).
+    pub max_idle: usize,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("url", &self.url)
+            .field("api", &self.api)
+            .field("stream", &self.stream)
+            .field("request_timeout", &self.request_timeout)
+            .field("bearer_env", &self.bearer_env)
+            .finish()
+    }
+}
+
+/// Why a client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The URL is not an absolute http(s) URL.
+    #[error("invalid URL `{url}`: {why}")]
+    Url {
+        /// The URL as given.
+        url: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The bearer token's variable is unset or not valid in a header.
+    #[error(
+        "environment variable {0} (named by --bearer-env) is unset, empty or not valid in a header"
+    )]
+    Bearer(String),
+    /// TLS could not be set up.
+    #[error("cannot set up TLS: {0}")]
+    Tls(String),
+}
+
+struct Conn {
+    sender: http1::SendRequest<Full<Bytes>>,
+    driver: Driver,
+    closed: bool,
+}
+
+impl Conn {
+    /// Whether the connection is still usable (polls it once without registering interest
+    /// that matters: a closed idle connection resolves immediately).
+    fn usable(&mut self) -> bool {
+        if self.closed || self.sender.is_closed() {
+            return false;
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        if self.driver.as_mut().poll(&mut cx).is_ready() {
+            self.closed = true;
+            return false;
+        }
+        true
+    }
+}
+
+/// Polls the connection's I/O and `fut` together in the calling task.
+async fn drive<F: Future>(driver: &mut Driver, closed: &mut bool, fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| {
+        if !*closed && driver.as_mut().poll(cx).is_ready() {
+            *closed = true;
+        }
+        fut.as_mut().poll(cx)
+    })
+    .await
+}
+
+/// A benchmark client for one server.
+pub struct Client {
+    connector: HttpsConnector<HttpConnector>,
+    connect_uri: Uri,
+    path: Uri,
+    host: HeaderValue,
+    auth: Option<HeaderValue>,
+    api: Api,
+    stream: bool,
+    timeout: Duration,
+    idle: Mutex<Vec<Conn>>,
+    max_idle: usize,
+    clock: Clock,
+    run_tag: String,
+}
+
+/// Resolves the endpoint URL for `api` from a base URL.
+pub fn endpoint(url: &str, api: Api) -> Result<Uri, ClientError> {
+    let bad = |why: &str| ClientError::Url {
+        url: url.to_string(),
+        why: why.to_string(),
+    };
+    let uri: Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
+    match uri.scheme_str() {
+        Some("http") | Some("https") => {}
+        _ => return Err(bad("the scheme must be http or https")),
+    }
+    let authority = uri.authority().ok_or_else(|| bad("a host is required"))?;
+    let mut path = uri.path().trim_end_matches('/').to_string();
+    if !path.ends_with(api.path()) {
+        if !path.ends_with("/v1") {
+            path.push_str("/v1");
+        }
+        path.push_str(api.path());
+    }
+    Uri::builder()
+        .scheme(uri.scheme_str().unwrap_or("http"))
+        .authority(authority.as_str())
+        .path_and_query(path)
+        .build()
+        .map_err(|e| bad(&e.to_string()))
+}
+
+impl Client {
+    /// Builds a client; reads the bearer token from its variable now (it is never logged).
+    pub fn new(cfg: &ClientConfig, clock: Clock, run_tag: &str) -> Result<Client, ClientError> {
+        let full = endpoint(&cfg.url, cfg.api)?;
+        let authority = full.authority().expect("endpoint has an authority").clone();
+        let connect_uri = Uri::builder()
+            .scheme(full.scheme_str().unwrap_or("http"))
+            .authority(authority.as_str())
+            .path_and_query("/")
+            .build()
+            .map_err(|e| ClientError::Url {
+                url: cfg.url.clone(),
+                why: e.to_string(),
+            })?;
+        let path = Uri::builder()
+            .path_and_query(full.path())
+            .build()
+            .map_err(|e| ClientError::Url {
+                url: cfg.url.clone(),
+                why: e.to_string(),
+            })?;
+        let host = HeaderValue::from_str(authority.as_str()).map_err(|e| ClientError::Url {
+            url: cfg.url.clone(),
+            why: e.to_string(),
+        })?;
+        let auth = match &cfg.bearer_env {
+            None => None,
+            Some(var) => {
+                let token = std::env::var(var).ok().filter(|t| !t.is_empty());
+                let token = token.ok_or_else(|| ClientError::Bearer(var.clone()))?;
+                let mut v = HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| ClientError::Bearer(var.clone()))?;
+                v.set_sensitive(true);
+                Some(v)
+            }
+        };
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(cfg.request_timeout.min(Duration::from_secs(30))));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
+            .map_err(|e| ClientError::Tls(e.to_string()))?
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        Ok(Client {
+            connector,
+            connect_uri,
+            path,
+            host,
+            auth,
+            api: cfg.api,
+            stream: cfg.stream && cfg.api != Api::Embeddings,
+            timeout: cfg.request_timeout,
+            idle: Mutex::new(Vec::new()),
+            max_idle: cfg.max_idle.max(1),
+            clock,
+            run_tag: run_tag.to_string(),
+        })
+    }
+
+    /// The run's clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Whether responses are streamed.
+    pub fn streaming(&self) -> bool {
+        self.stream
+    }
+
+    async fn connect(&self) -> Result<Conn, String> {
+        let mut c = self.connector.clone();
+        let io = tower_service::Service::call(&mut c, self.connect_uri.clone())
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        let (sender, conn) = http1::Builder::new()
+            .handshake(io)
+            .await
+            .map_err(|e| format!("handshake: {e}"))?;
+        Ok(Conn {
+            sender,
+            driver: Box::pin(conn),
+            closed: false,
+        })
+    }
+
+    async fn checkout(&self) -> Result<Conn, String> {
+        loop {
+            let c = self.idle.lock().expect("pool lock").pop();
+            match c {
+                Some(mut c) => {
+                    if c.usable() {
+                        return Ok(c);
+                    }
+                }
+                None => return self.connect().await,
+            }
+        }
+    }
+
+    fn checkin(&self, mut c: Conn) {
+        if c.usable() {
+            let mut idle = self.idle.lock().expect("pool lock");
+            if idle.len() < self.max_idle {
+                idle.push(c);
+            }
+        }
+    }
+
+    /// Opens up to `n` connections ahead of the run so the first requests do not pay for them.
+    pub async fn prewarm(&self, n: usize) {
+        let n = n.min(self.max_idle);
+        let mut opened = Vec::new();
+        for _ in 0..n {
+            match self.connect().await {
+                Ok(c) => opened.push(c),
+                Err(_) => break,
+            }
+        }
+        let mut idle = self.idle.lock().expect("pool lock");
+        idle.extend(opened);
+    }
+
+    /// Sends one planned request scheduled at `scheduled` and records what happens. Never
+    /// fails: every failure is a classified record.
+    pub async fn execute(
+        &self,
+        plan: &PlannedRequest,
+        scheduled: Instant,
+        warmup: bool,
+    ) -> RequestRecord {
+        let clock = self.clock;
+        let mut rec = RequestRecord::new(
+            plan.index,
+            format!("{}-{}", self.run_tag, plan.index),
+            warmup,
+            plan.lengths.input,
+            plan.lengths.output,
+            clock.ns(scheduled),
+        );
+        let mut conn = match tokio::time::timeout(self.timeout, self.checkout()).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                rec.error = Some(ErrorClass::Connect);
+                rec.error_message = Some(e);
+                rec.done_ns = Some(clock.now_ns());
+                return rec;
+            }
+            Err(_) => {
+                rec.error = Some(ErrorClass::Timeout);
+                rec.error_message = Some("timed out connecting".into());
+                rec.done_ns = Some(clock.now_ns());
+                return rec;
+            }
+        };
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri(self.path.clone())
+            .header(header::HOST, self.host.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(
+                header::ACCEPT,
+                if self.stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            )
+            .header("x-request-id", rec.request_id.as_str())
+            .body(Full::new(plan.body.clone()))
+            .expect("request parts are valid");
+        if let Some(a) = &self.auth {
+            req.headers_mut().insert(header::AUTHORIZATION, a.clone());
+        }
+        let Conn {
+            sender,
+            driver,
+            closed,
+        } = &mut conn;
+        let exchange = exchange(sender, req, &mut rec, clock, self.stream, self.api);
+        let result = tokio::time::timeout(self.timeout, drive(driver, closed, exchange)).await;
+        let reusable = match result {
+            Ok(Ok(clean)) => clean,
+            Ok(Err((class, msg))) => {
+                rec.error = Some(class);
+                rec.error_message = Some(msg);
+                false
+            }
+            Err(_) => {
+                rec.error = Some(ErrorClass::Timeout);
+                rec.error_message = Some(format!("no complete response within {:?}", self.timeout));
+                false
+            }
+        };
+        if rec.done_ns.is_none() {
+            rec.done_ns = Some(clock.now_ns());
+        }
+        finalize_tokens(&mut rec);
+        if reusable {
+            self.checkin(conn);
+        }
+        rec
+    }
+}
+
+fn finalize_tokens(rec: &mut RequestRecord) {
+    if rec.output_tokens.is_some() {
+        rec.output_tokens_source = Some(TokenSource::ServerUsage);
+    } else if rec.ok() && rec.content_events > 0 {
+        rec.output_tokens = Some(rec.content_events);
+        rec.output_tokens_source = Some(TokenSource::ContentEvents);
+    }
+}
+
+type Failure = (ErrorClass, String);
+
+fn status_class(s: u16) -> ErrorClass {
+    match s {
+        400..=499 => ErrorClass::Http4xx,
+        500..=599 => ErrorClass::Http5xx,
+        _ => ErrorClass::HttpOther,
+    }
+}
+
+/// Sends `req` and reads the whole response into `rec`. `Ok(true)` when the connection is
+/// clean for reuse.
+async fn exchange(
+    sender: &mut http1::SendRequest<Full<Bytes>>,
+    req: Request<Full<Bytes>>,
+    rec: &mut RequestRecord,
+    clock: Clock,
+    stream: bool,
+    api: Api,
+) -> Result<bool, Failure> {
+    sender
+        .ready()
+        .await
+        .map_err(|e| (ErrorClass::Connect, format!("connection not ready: {e}")))?;
+    rec.sent_ns = Some(clock.now_ns());
+    let resp = sender.send_request(req).await.map_err(|e| {
+        if e.is_canceled() || e.is_closed() {
+            (
+                ErrorClass::Connect,
+                format!("connection closed before sending: {e}"),
+            )
+        } else {
+            (ErrorClass::StreamCut, format!("no response: {e}"))
+        }
+    })?;
+    rec.first_byte_ns = Some(clock.now_ns());
+    let status = resp.status().as_u16();
+    rec.status = Some(status);
+    let mut body = resp.into_body();
+    if !(200..300).contains(&status) {
+        let mut text = Vec::new();
+        while let Some(Ok(f)) = body.frame().await {
+            if let Ok(d) = f.into_data()
+                && text.len() < 4096
+            {
+                text.extend_from_slice(&d);
+            }
+        }
+        let shown: String = String::from_utf8_lossy(&text).chars().take(300).collect();
+        return Err((status_class(status), format!("HTTP {status}: {shown}")));
+    }
+    if !stream {
+        let bytes = body
+            .collect()
+            .await
+            .map_err(|e| (ErrorClass::StreamCut, format!("body cut: {e}")))?
+            .to_bytes();
+        let t = clock.now_ns();
+        rec.done_ns = Some(t);
+        let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            (
+                ErrorClass::MalformedEvent,
+                format!("response is not JSON: {e}"),
+            )
+        })?;
+        if v.get("error").is_some_and(|e| !e.is_null()) {
+            return Err((
+                ErrorClass::MalformedEvent,
+                format!("error in body: {}", v["error"]),
+            ));
+        }
+        let u = &v["usage"];
+        rec.prompt_tokens = u["prompt_tokens"].as_u64();
+        if api != Api::Embeddings {
+            rec.output_tokens = u["completion_tokens"].as_u64();
+            let c = &v["choices"][0];
+            let content = c["message"]["content"]
+                .as_str()
+                .or(c["text"].as_str())
+                .unwrap_or("");
+            rec.content_bytes = content.len() as u64;
+        }
+        return Ok(true);
+    }
+
+    let mut parser = SseParser::new();
+    let mut st = StreamState::default();
+    loop {
+        let frame = body.frame().await;
+        // Timestamp on arrival, before any parsing.
+        let t = clock.now_ns();
+        match frame {
+            None => {
+                parser.finish(|d| st.event(d, t, rec));
+                break;
+            }
+            Some(Err(e)) => {
+                parser.finish(|d| st.event(d, t, rec));
+                if st.done {
+                    // Everything arrived; only the connection's end was unclean.
+                    return Ok(false);
+                }
+                return Err((ErrorClass::StreamCut, format!("stream cut: {e}")));
+            }
+            Some(Ok(f)) => {
+                if let Ok(d) = f.into_data() {
+                    parser.feed(&d, |ev| st.event(ev, t, rec));
+                }
+            }
+        }
+        if let Some(f) = st.failure.take() {
+            return Err(f);
+        }
+        if st.done {
+            break;
+        }
+    }
+    if let Some(f) = st.failure {
+        return Err(f);
+    }
+    if rec.done_ns.is_none() {
+        // The body ended without `[DONE]`: accepted (some servers omit it).
+        rec.done_ns = Some(clock.now_ns());
+    }
+    if body.is_end_stream() {
+        return Ok(true);
+    }
+    // `[DONE]` is in; the end of the body normally follows at once. Reuse the connection
+    // only if it does.
+    match tokio::time::timeout(Duration::from_millis(20), body.frame()).await {
+        Ok(None) => Ok(true),
+        _ => Ok(false),
+    }
+}
+
+#[derive(Default)]
+struct StreamState {
+    done: bool,
+    failure: Option<Failure>,
+}
+
+impl StreamState {
+    /// Applies one event that arrived at `t`.
+    fn event(&mut self, data: &[u8], t: u64, rec: &mut RequestRecord) {
+        if self.done || self.failure.is_some() {
+            return;
+        }
+        match openai::classify(data) {
+            Ok(None) => {
+                self.done = true;
+                rec.done_ns = Some(t);
+            }
+            Ok(Some(ev)) => {
+                if ev.error {
+                    self.failure = Some((
+                        ErrorClass::MalformedEvent,
+                        format!(
+                            "error event in stream: {}",
+                            String::from_utf8_lossy(&data[..data.len().min(300)])
+                        ),
+                    ));
+                    return;
+                }
+                if ev.content_bytes > 0 {
+                    if rec.first_content_ns.is_none() {
+                        rec.first_content_ns = Some(t);
+                    }
+                    rec.last_content_ns = Some(t);
+                    rec.content_event_ns.push(t);
+                    rec.content_events += 1;
+                    rec.content_bytes += ev.content_bytes as u64;
+                }
+                if let Some(u) = ev.usage {
+                    if u.prompt_tokens.is_some() {
+                        rec.prompt_tokens = u.prompt_tokens;
+                    }
+                    if u.completion_tokens.is_some() {
+                        rec.output_tokens = u.completion_tokens;
+                    }
+                }
+            }
+            Err(e) => self.failure = Some((ErrorClass::MalformedEvent, e.to_string())),
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! `yardstick-load`: an OpenAI-compatible load generator that measures the server, not itself.
+//!
+//! * [`client`]: hyper 1.x HTTP/1.1 connections polled inside the requesting task, keep-alive
+//!   pool, TCP_NODELAY, rustls (ring) for HTTPS, optional bearer token from an environment
+//!   variable; every SSE read is timestamped on arrival, before parsing ([`sse`]).
+//! * [`runner`]: closed-loop concurrency and open-loop arrivals (constant, Poisson, gamma) by
+//!   absolute deadlines; warm-up, stop rules, draining cool-down.
+//! * [`plan`]: seeded request plans from genai-bench traffic scenarios
+//!   ([`yardstick_spec::scenario::Scenario`]).
+//! * [`summary`]: TTFT, TPOT, ITL, E2E and client queueing, all from the *scheduled* time;
+//!   throughput and goodput (docs/metrics.md).
+
+#![deny(missing_docs)]
+
+pub mod client;
+pub mod openai;
+pub mod plan;
+pub mod record;
+mod rng;
+pub mod runner;
+pub mod sse;
+pub mod summary;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use yardstick_spec::scenario::{Scenario, ScenarioError};
+
+pub use client::{Client, ClientConfig, ClientError};
+pub use openai::{Api, BodyOptions};
+pub use plan::{PlanError, Planner};
+pub use record::{Clock, ErrorClass, RequestRecord, TokenSource};
+pub use runner::{Arrival, LoadModel, PointOptions, Progress, StopReason, StopRule};
+pub use summary::{Distribution, LoadLevel, PointSummary, Slo};
+
+/// Why a benchmark could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A traffic scenario did not parse.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// A scenario does not fit the API.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The client could not be built.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// Some other setting is out of range.
+    #[error("{0}")]
+    Config(String),
+}
+
+impl LoadError {
+    /// Whether the error is the user's input (exit code 2) rather than a runtime failure.
+    pub fn is_invalid_input(&self) -> bool {
+        true
+    }
+}
+
+/// A `bench serve` run: a sweep over scenarios × load levels.
+#[derive(Debug, Clone)]
+pub struct ServeBench {
+    /// Server and API.
+    pub client: ClientConfig,
+    /// Model name sent in requests.
+    pub model: String,
+    /// Traffic scenarios as written (genai-bench grammar).
+    pub scenarios: Vec<String>,
+    /// Load levels, each a point per scenario.
+    pub loads: Vec<LoadModel>,
+    /// Stop rule of every point.
+    pub stop: StopRule,
+    /// SLOs for goodput.
+    pub slo: Slo,
+    /// Seed of plans and arrivals.
+    pub seed: u64,
+    /// Send `ignore_eos`/`min_tokens` to force output lengths.
+    pub force_output: bool,
+    /// `(i, n)` shard of every point's plan.
+    pub shard: (u64, u64),
+    /// Set to stop scheduling (Ctrl-C).
+    pub interrupt: Arc<AtomicBool>,
+}
+
+/// One finished point.
+#[derive(Debug)]
+pub struct PointResult {
+    /// The metrics.
+    pub summary: PointSummary,
+    /// The raw records (warm-up included, flagged).
+    pub records: Vec<RequestRecord>,
+}
+
+impl ServeBench {
+    /// Checks every setting that can be checked without the server; returns the scenarios.
+    pub fn validate(&self) -> Result<Vec<(String, Scenario)>, LoadError> {
+        if self.scenarios.is_empty() {
+            return Err(LoadError::Config("at least one scenario is needed".into()));
+        }
+        if self.loads.is_empty() {
+            return Err(LoadError::Config(
+                "at least one load level is needed".into(),
+            ));
+        }
+        for l in &self.loads {
+            match l {
+                LoadModel::Concurrency(0) => {
+                    return Err(LoadError::Config("concurrency must be at least 1".into()));
+                }
+                LoadModel::Rate { rate, arrival, .. } => {
+                    if !(rate.is_finite() && *rate > 0.0) {
+                        return Err(LoadError::Config(format!("rate must be > 0, got {rate}")));
+                    }
+                    if let Arrival::Gamma { burstiness } = arrival
+                        && !(burstiness.is_finite() && *burstiness > 0.0)
+                    {
+                        return Err(LoadError::Config("burstiness must be > 0".into()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if self.stop.max_requests == Some(0) {
+            return Err(LoadError::Config("max requests must be at least 1".into()));
+        }
+        if self.shard.1 == 0 || self.shard.0 >= self.shard.1 {
+            return Err(LoadError::Config(format!(
+                "shard {}/{} is out of range (i/N with i < N)",
+                self.shard.0, self.shard.1
+            )));
+        }
+        client::endpoint(&self.client.url, self.client.api)?;
+        let mut out = Vec::new();
+        for s in &self.scenarios {
+            let sc: Scenario = s.parse()?;
+            Planner::new(
+                sc.clone(),
+                s,
+                self.client.api,
+                &self.model,
+                self.seed,
+                self.body_options(),
+            )?;
+            out.push((s.clone(), sc));
+        }
+        Ok(out)
+    }
+
+    fn body_options(&self) -> BodyOptions {
+        BodyOptions {
+            stream: self.client.stream && self.client.api != Api::Embeddings,
+            force_output: self.force_output,
+        }
+    }
+
+    /// Runs every point in order (scenario-major), each with a fresh connection pool.
+    /// `on_point` hears of each point before it starts (index, scenario, load).
+    pub async fn run(
+        &self,
+        progress: Arc<Progress>,
+        mut on_point: impl FnMut(usize, &str, &LoadLevel),
+    ) -> Result<Vec<PointResult>, LoadError> {
+        let scenarios = self.validate()?;
+        let run_tag = format!("ys{:x}", Clock::new().now_ns() / 1_000_000 % 0xFFFF_FFFF);
+        let mut results = Vec::new();
+        let mut k = 0;
+        for (text, sc) in &scenarios {
+            for load in &self.loads {
+                let level = level_of(load);
+                on_point(k, text, &level);
+                progress.reset();
+                let width = match load {
+                    LoadModel::Concurrency(n) => *n,
+                    LoadModel::Rate {
+                        rate,
+                        max_in_flight,
+                        ..
+                    } => max_in_flight.unwrap_or((rate.ceil() as usize).clamp(1, 4096)),
+                };
+                let mut cc = self.client.clone();
+                cc.max_idle = cc.max_idle.max(width);
+                let client = Arc::new(Client::new(&cc, Clock::new(), &format!("{run_tag}-p{k}"))?);
+                client.prewarm(width.min(1024)).await;
+                let planner = Planner::new(
+                    sc.clone(),
+                    text,
+                    self.client.api,
+                    &self.model,
+                    self.seed,
+                    self.body_options(),
+                )?;
+                let run = runner::run_point(
+                    client,
+                    planner,
+                    *load,
+                    PointOptions {
+                        stop: self.stop,
+                        seed: self.seed,
+                        shard: self.shard,
+                        interrupt: self.interrupt.clone(),
+                    },
+                    progress.clone(),
+                )
+                .await;
+                let summary =
+                    summary::summarize(text, level, &run.records, &self.slo, &run.stop.to_string());
+                results.push(PointResult {
+                    summary,
+                    records: run.records,
+                });
+                k += 1;
+                if matches!(
+                    run.stop,
+                    StopReason::Interrupted | StopReason::TargetUnreachable(_)
+                ) {
+                    return Ok(results);
+                }
+            }
+        }
+        Ok(results)
+    }
+}
+
+/// The summary's description of a load model.
+pub fn level_of(load: &LoadModel) -> LoadLevel {
+    match load {
+        LoadModel::Concurrency(n) => LoadLevel {
+            mode: "concurrency",
+            value: *n as f64,
+            arrival: None,
+        },
+        LoadModel::Rate { rate, arrival, .. } => LoadLevel {
+            mode: "rate",
+            value: *rate,
+            arrival: Some(arrival.name()),
+        },
+    }
+}
+
+/// Raises the soft open-file limit to the hard limit (many connections need many descriptors).
+/// Returns the new soft limit.
+pub fn raise_nofile_limit() -> std::io::Result<u64> {
+    #[cfg(unix)]
+    {
+        // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+        unsafe {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if lim.rlim_cur < lim.rlim_max {
+                lim.rlim_cur = lim.rlim_max;
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 everywhere
+            Ok(lim.rlim_cur as u64)
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(u64::MAX)
+    }
+}

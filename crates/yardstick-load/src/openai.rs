@@ -1,0 +1,248 @@
+//! The OpenAI wire format from the client's side: request bodies and streamed events.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+/// Which API a benchmark drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// `/v1/chat/completions`
+    Chat,
+    /// `/v1/completions`
+    Completions,
+    /// `/v1/embeddings`
+    Embeddings,
+}
+
+impl Api {
+    /// The path under the base URL's `/v1`.
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/chat/completions",
+            Api::Completions => "/completions",
+            Api::Embeddings => "/embeddings",
+        }
+    }
+}
+
+impl std::str::FromStr for Api {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "chat" => Ok(Api::Chat),
+            "completions" => Ok(Api::Completions),
+            "embeddings" => Ok(Api::Embeddings),
+            _ => Err(format!(
+                "unknown API `{s}` (accepted: chat, completions, embeddings)"
+            )),
+        }
+    }
+}
+
+/// What the request asks for, beyond the prompt.
+#[derive(Debug, Clone)]
+pub struct BodyOptions {
+    /// Stream the response (SSE).
+    pub stream: bool,
+    /// Send `ignore_eos` and `min_tokens` to force the output length (vLLM, SGLang, the sim).
+    pub force_output: bool,
+}
+
+/// A request body for `api`.
+pub fn request_body(
+    api: Api,
+    model: &str,
+    prompt: &str,
+    max_tokens: Option<u64>,
+    opts: &BodyOptions,
+) -> Vec<u8> {
+    use serde_json::{Map, Value, json};
+    let mut m = Map::new();
+    m.insert("model".into(), json!(model));
+    match api {
+        Api::Chat => {
+            m.insert(
+                "messages".into(),
+                json!([{"role": "user", "content": prompt}]),
+            );
+        }
+        Api::Completions => {
+            m.insert("prompt".into(), json!(prompt));
+        }
+        Api::Embeddings => {
+            m.insert("input".into(), json!(prompt));
+            return serde_json::to_vec(&Value::Object(m)).unwrap_or_default();
+        }
+    }
+    if let Some(n) = max_tokens {
+        m.insert("max_tokens".into(), json!(n));
+        if opts.force_output {
+            m.insert("min_tokens".into(), json!(n));
+            m.insert("ignore_eos".into(), json!(true));
+        }
+    }
+    if opts.stream {
+        m.insert("stream".into(), json!(true));
+        m.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+}
+
+/// Token counts reported by the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    /// Output tokens.
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+}
+
+/// What one SSE event means to the benchmark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEvent {
+    /// Bytes of non-empty `content`, `reasoning_content`/`reasoning` or `text` it carries;
+    /// 0 for role-only, finish-only and usage-only chunks.
+    pub content_bytes: usize,
+    /// The usage it reports, if any.
+    pub usage: Option<Usage>,
+    /// The server reported an error inside the stream.
+    pub error: bool,
+}
+
+/// Why an event's data could not be understood.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed event: {0}")]
+pub struct MalformedEvent(pub String);
+
+fn classify_one(data: &[u8]) -> Result<StreamEvent, serde_json::Error> {
+    let c: Chunk<'_> = serde_json::from_slice(data)?;
+    let mut bytes = 0;
+    for ch in &c.choices {
+        if let Some(t) = &ch.text {
+            bytes += t.len();
+        }
+        if let Some(d) = &ch.delta {
+            for s in [&d.content, &d.reasoning_content, &d.reasoning]
+                .into_iter()
+                .flatten()
+            {
+                bytes += s.len();
+            }
+        }
+    }
+    Ok(StreamEvent {
+        content_bytes: bytes,
+        usage: c.usage,
+        error: c.error.is_some(),
+    })
+}
+
+/// Classifies an event's data. `Ok(None)` is the `[DONE]` sentinel.
+pub fn classify(data: &[u8]) -> Result<Option<StreamEvent>, MalformedEvent> {
+    let trimmed = data.trim_ascii();
+    if trimmed == b"[DONE]" {
+        return Ok(None);
+    }
+    match classify_one(trimmed) {
+        Ok(e) => Ok(Some(e)),
+        Err(first) => {
+            // Lenient: some servers put several JSON objects on consecutive `data:` lines of
+            // one event. Merge them if every line parses.
+            if trimmed.contains(&b'\n') {
+                let mut merged = StreamEvent {
+                    content_bytes: 0,
+                    usage: None,
+                    error: false,
+                };
+                for line in trimmed.split(|&b| b == b'\n') {
+                    let line = line.trim_ascii();
+                    if line.is_empty() || line == b"[DONE]" {
+                        continue;
+                    }
+                    let e = classify_one(line).map_err(|_| malformed(trimmed, &first))?;
+                    merged.content_bytes += e.content_bytes;
+                    merged.usage = e.usage.or(merged.usage);
+                    merged.error |= e.error;
+                }
+                return Ok(Some(merged));
+            }
+            Err(malformed(trimmed, &first))
+        }
+    }
+}
+
+fn malformed(data: &[u8], e: &serde_json::Error) -> MalformedEvent {
+    let shown: String = String::from_utf8_lossy(data).chars().take(120).collect();
+    MalformedEvent(format!("{e}: `{shown}`"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn role_only_reasoning_usage_and_done() {
+        let role = br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#;
+        assert_eq!(classify(role).unwrap().unwrap().content_bytes, 0);
+        let r = br#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#;
+        assert_eq!(classify(r).unwrap().unwrap().content_bytes, 3);
+        let t = br#"{"choices":[{"text":"ab\u00e9"}]}"#;
+        assert_eq!(classify(t).unwrap().unwrap().content_bytes, 4);
+        let u = br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12}}"#;
+        let e = classify(u).unwrap().unwrap();
+        assert_eq!(e.content_bytes, 0);
+        assert_eq!(e.usage.unwrap().completion_tokens, Some(9));
+        assert!(classify(b" [DONE] ").unwrap().is_none());
+        assert!(classify(b"{not json").is_err());
+        let two = b"{\"choices\":[{\"text\":\"a\"}]}\n{\"choices\":[{\"text\":\"b\"}]}";
+        assert_eq!(classify(two).unwrap().unwrap().content_bytes, 2);
+    }
+
+    #[test]
+    fn bodies_ask_for_usage_and_forced_lengths() {
+        let opts = BodyOptions {
+            stream: true,
+            force_output: true,
+        };
+        let b = request_body(Api::Chat, "m", "hi there", Some(7), &opts);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["messages"][0]["content"], "hi there");
+        assert_eq!(v["stream_options"]["include_usage"], true);
+        assert_eq!(v["min_tokens"], 7);
+        let b = request_body(Api::Embeddings, "m", "x", Some(7), &opts);
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert!(v.get("stream").is_none() && v["input"] == "x");
+    }
+}

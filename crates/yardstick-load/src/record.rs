@@ -1,0 +1,241 @@
+//! The raw per-request record: every timestamp a metric is computed from.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// Maps monotonic instants to unix-epoch nanoseconds through one anchor, so all timestamps
+/// of a run are mutually consistent and comparable with a server log on the same machine.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    anchor: Instant,
+    anchor_unix_ns: u64,
+}
+
+impl Clock {
+    /// Reads the anchor now.
+    pub fn new() -> Self {
+        let anchor = Instant::now();
+        let anchor_unix_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Clock {
+            anchor,
+            anchor_unix_ns,
+        }
+    }
+
+    /// Unix-epoch nanoseconds of `t`.
+    pub fn ns(&self, t: Instant) -> u64 {
+        match t.checked_duration_since(self.anchor) {
+            Some(d) => self.anchor_unix_ns + d.as_nanos() as u64,
+            None => self
+                .anchor_unix_ns
+                .saturating_sub(self.anchor.duration_since(t).as_nanos() as u64),
+        }
+    }
+
+    /// Unix-epoch nanoseconds now.
+    pub fn now_ns(&self) -> u64 {
+        self.ns(Instant::now())
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// No connection could be made (refused, unreachable, TLS or handshake failure).
+    Connect,
+    /// No complete answer within the request timeout.
+    Timeout,
+    /// The server answered 4xx.
+    Http4xx,
+    /// The server answered 5xx.
+    Http5xx,
+    /// Any other non-success status.
+    HttpOther,
+    /// The connection broke after the request was sent (mid-response, mid-stream).
+    StreamCut,
+    /// An event or body could not be understood, or the stream reported an error.
+    MalformedEvent,
+}
+
+impl ErrorClass {
+    /// The stable name used in summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Http4xx => "http_4xx",
+            ErrorClass::Http5xx => "http_5xx",
+            ErrorClass::HttpOther => "http_other",
+            ErrorClass::StreamCut => "stream_cut",
+            ErrorClass::MalformedEvent => "malformed_event",
+        }
+    }
+}
+
+/// Where an output token count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// The server's `usage`.
+    ServerUsage,
+    /// A local `tokenizer.json`.
+    Tokenizer,
+    /// The number of content events (a lower bound when servers batch tokens per event).
+    ContentEvents,
+}
+
+/// One request, as it happened. Timestamps are unix-epoch nanoseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestRecord {
+    /// Index in the plan.
+    pub index: u64,
+    /// Sent as `X-Request-Id` (joins with server logs).
+    pub request_id: String,
+    /// Part of the warm-up (excluded from metrics).
+    pub warmup: bool,
+    /// Prompt tokens the plan asked for.
+    pub planned_input_tokens: u64,
+    /// Output tokens the plan forced, if any.
+    pub planned_output_tokens: Option<u64>,
+    /// When the load model meant to send it.
+    pub scheduled_ns: u64,
+    /// When it was handed to the connection.
+    pub sent_ns: Option<u64>,
+    /// When the response head arrived.
+    pub first_byte_ns: Option<u64>,
+    /// When the first content event arrived.
+    pub first_content_ns: Option<u64>,
+    /// When the last content event arrived.
+    pub last_content_ns: Option<u64>,
+    /// When the response was complete (`[DONE]` or end of body) or the request failed.
+    pub done_ns: Option<u64>,
+    /// Arrival time of every content event.
+    #[serde(skip)]
+    pub content_event_ns: Vec<u64>,
+    /// HTTP status, if a response head arrived.
+    pub status: Option<u16>,
+    /// Why it failed, if it did.
+    pub error: Option<ErrorClass>,
+    /// What went wrong, for people.
+    pub error_message: Option<String>,
+    /// Prompt tokens reported by the server.
+    pub prompt_tokens: Option<u64>,
+    /// Output tokens (see `output_tokens_source`).
+    pub output_tokens: Option<u64>,
+    /// Where `output_tokens` came from.
+    pub output_tokens_source: Option<TokenSource>,
+    /// Number of content events received.
+    pub content_events: u64,
+    /// Bytes of content received.
+    pub content_bytes: u64,
+}
+
+fn ms(a: u64, b: u64) -> f64 {
+    (b as f64 - a as f64) / 1e6
+}
+
+impl RequestRecord {
+    /// A record for a request scheduled at `scheduled_ns`.
+    pub fn new(
+        index: u64,
+        request_id: String,
+        warmup: bool,
+        input: u64,
+        output: Option<u64>,
+        scheduled_ns: u64,
+    ) -> Self {
+        RequestRecord {
+            index,
+            request_id,
+            warmup,
+            planned_input_tokens: input,
+            planned_output_tokens: output,
+            scheduled_ns,
+            sent_ns: None,
+            first_byte_ns: None,
+            first_content_ns: None,
+            last_content_ns: None,
+            done_ns: None,
+            content_event_ns: Vec::new(),
+            status: None,
+            error: None,
+            error_message: None,
+            prompt_tokens: None,
+            output_tokens: None,
+            output_tokens_source: None,
+            content_events: 0,
+            content_bytes: 0,
+        }
+    }
+
+    /// Succeeded (no error class).
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// Scheduled → first content event.
+    pub fn ttft_ms(&self) -> Option<f64> {
+        self.first_content_ns.map(|t| ms(self.scheduled_ns, t))
+    }
+
+    /// Scheduled → last content event (streams) or complete response (non-streaming).
+    pub fn e2e_ms(&self) -> Option<f64> {
+        self.last_content_ns
+            .or(if self.first_content_ns.is_none() {
+                self.done_ns
+            } else {
+                None
+            })
+            .map(|t| ms(self.scheduled_ns, t))
+    }
+
+    /// (E2E − TTFT) / (output tokens − 1); undefined below 2 tokens.
+    pub fn tpot_ms(&self) -> Option<f64> {
+        let n = self.output_tokens?;
+        if n < 2 {
+            return None;
+        }
+        let ttft = self.ttft_ms()?;
+        Some((self.e2e_ms()? - ttft) / (n - 1) as f64)
+    }
+
+    /// Send − scheduled: time the request waited inside the client.
+    pub fn client_queue_ms(&self) -> Option<f64> {
+        self.sent_ns.map(|t| ms(self.scheduled_ns, t))
+    }
+
+    /// Gaps between consecutive content events, in ms.
+    pub fn itl_ms(&self) -> impl Iterator<Item = f64> + '_ {
+        self.content_event_ns.windows(2).map(|w| ms(w[0], w[1]))
+    }
+
+    /// The record as one JSON line for `requests.jsonl`, with derived metrics and ITL gaps.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("ttft_ms".into(), self.ttft_ms().into());
+            o.insert("tpot_ms".into(), self.tpot_ms().into());
+            o.insert("e2e_ms".into(), self.e2e_ms().into());
+            o.insert("client_queue_ms".into(), self.client_queue_ms().into());
+            o.insert(
+                "itl_ms".into(),
+                self.itl_ms()
+                    .map(|x| (x * 1e3).round() / 1e3)
+                    .collect::<Vec<_>>()
+                    .into(),
+            );
+        }
+        v
+    }
+}

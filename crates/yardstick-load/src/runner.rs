@@ -1,0 +1,385 @@
+//! Load models: closed-loop concurrency and open-loop arrivals by absolute deadlines, with
+//! warm-up, stop conditions and a draining cool-down.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+
+use crate::client::Client;
+use crate::plan::Planner;
+use crate::record::{ErrorClass, RequestRecord};
+use crate::rng::Rng;
+
+/// How inter-arrival gaps of an open-loop rate are drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arrival {
+    /// Exactly `1/rate` apart.
+    Constant,
+    /// Exponential gaps (a Poisson process).
+    Poisson,
+    /// Gamma gaps with shape `burstiness` (1 = Poisson; below 1 burstier, above 1 smoother).
+    Gamma {
+        /// The shape parameter.
+        burstiness: f64,
+    },
+}
+
+impl Arrival {
+    /// The name used in summaries.
+    pub fn name(&self) -> String {
+        match self {
+            Arrival::Constant => "constant".into(),
+            Arrival::Poisson => "poisson".into(),
+            Arrival::Gamma { burstiness } => format!("gamma({burstiness})"),
+        }
+    }
+
+    /// The next gap in seconds at `rate` requests per second.
+    pub fn gap(&self, rate: f64, rng: &mut Rng) -> f64 {
+        match self {
+            Arrival::Constant => 1.0 / rate,
+            Arrival::Poisson => rng.exp1() / rate,
+            Arrival::Gamma { burstiness } => rng.gamma(*burstiness) / (rate * burstiness),
+        }
+    }
+}
+
+/// The load model of a point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LoadModel {
+    /// Closed loop: `n` requests in flight; each starts when the previous one of its slot ends.
+    Concurrency(usize),
+    /// Open loop: requests scheduled at `rate` per second, whatever the server does.
+    Rate {
+        /// Requests per second.
+        rate: f64,
+        /// Inter-arrival distribution.
+        arrival: Arrival,
+        /// Cap on requests in flight (waiting for the cap counts as client queueing).
+        max_in_flight: Option<usize>,
+    },
+}
+
+/// When a point stops scheduling.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StopRule {
+    /// Measured requests (after warm-up).
+    pub max_requests: Option<u64>,
+    /// Time from the first scheduled request.
+    pub max_duration: Option<Duration>,
+    /// Requests at the start excluded from metrics.
+    pub warmup_requests: u64,
+}
+
+/// Live counters for a progress display.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Requests finished successfully (including warm-up).
+    pub completed: AtomicU64,
+    /// Requests failed (including warm-up).
+    pub failed: AtomicU64,
+    /// Requests in flight.
+    pub in_flight: AtomicU64,
+    /// Output tokens received by finished requests.
+    pub output_tokens: AtomicU64,
+}
+
+impl Progress {
+    /// Resets every counter (between points).
+    pub fn reset(&self) {
+        for a in [
+            &self.completed,
+            &self.failed,
+            &self.in_flight,
+            &self.output_tokens,
+        ] {
+            a.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Why a point stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StopReason {
+    /// The request budget was spent.
+    MaxRequests,
+    /// The time budget was spent.
+    MaxDuration,
+    /// Every recent request failed to connect: the target is gone.
+    TargetUnreachable(String),
+    /// Asked to stop from outside.
+    Interrupted,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::MaxRequests => f.write_str("max_requests"),
+            StopReason::MaxDuration => f.write_str("max_duration"),
+            StopReason::TargetUnreachable(m) => write!(f, "target_unreachable: {m}"),
+            StopReason::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
+/// The raw result of one point.
+#[derive(Debug)]
+pub struct PointRun {
+    /// Every request, warm-up included, in plan order.
+    pub records: Vec<RequestRecord>,
+    /// Why it stopped.
+    pub stop: StopReason,
+}
+
+struct Ctx {
+    client: Arc<Client>,
+    planner: Planner,
+    stop: StopRule,
+    limit: u64,
+    next: AtomicU64,
+    halt: AtomicBool,
+    reason: Mutex<Option<StopReason>>,
+    connect_failures: AtomicU64,
+    unreachable_after: u64,
+    progress: Arc<Progress>,
+    interrupt: Arc<AtomicBool>,
+    shard: (u64, u64),
+}
+
+impl Ctx {
+    fn halt(&self, r: StopReason) {
+        let mut g = self.reason.lock().expect("reason lock");
+        if g.is_none() {
+            *g = Some(r);
+        }
+        self.halt.store(true, Ordering::Release);
+    }
+
+    fn halted(&self) -> bool {
+        if self.interrupt.load(Ordering::Relaxed) {
+            self.halt(StopReason::Interrupted);
+        }
+        self.halt.load(Ordering::Acquire)
+    }
+
+    /// The next plan index this shard owns, or `None` when the budget is spent.
+    fn take(&self) -> Option<u64> {
+        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        let i = k * self.shard.1 + self.shard.0;
+        if i >= self.limit {
+            self.halt(StopReason::MaxRequests);
+            None
+        } else {
+            Some(i)
+        }
+    }
+
+    fn after(&self, rec: &RequestRecord) {
+        let p = &self.progress;
+        p.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if rec.ok() {
+            p.completed.fetch_add(1, Ordering::Relaxed);
+            p.output_tokens
+                .fetch_add(rec.output_tokens.unwrap_or(0), Ordering::Relaxed);
+        } else {
+            p.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        if rec.error == Some(ErrorClass::Connect) {
+            let n = self.connect_failures.fetch_add(1, Ordering::Relaxed) + 1;
+            if n >= self.unreachable_after {
+                self.halt(StopReason::TargetUnreachable(
+                    rec.error_message.clone().unwrap_or_default(),
+                ));
+            }
+        } else {
+            self.connect_failures.store(0, Ordering::Relaxed);
+        }
+    }
+
+    async fn one(&self, i: u64, scheduled: Instant) -> RequestRecord {
+        let plan = self.planner.request(i);
+        self.progress.in_flight.fetch_add(1, Ordering::Relaxed);
+        let rec = self
+            .client
+            .execute(&plan, scheduled, i < self.stop.warmup_requests)
+            .await;
+        self.after(&rec);
+        rec
+    }
+}
+
+/// Options of [`run_point`] beyond the load model.
+#[derive(Debug, Clone)]
+pub struct PointOptions {
+    /// Stop rule.
+    pub stop: StopRule,
+    /// Seed of the arrival process.
+    pub seed: u64,
+    /// `(i, n)`: run only plan indices `≡ i (mod n)` (sharding; `(0, 1)` runs everything).
+    pub shard: (u64, u64),
+    /// Set from outside to stop scheduling (Ctrl-C).
+    pub interrupt: Arc<AtomicBool>,
+}
+
+/// Runs one point to its stop rule, then drains requests in flight.
+pub async fn run_point(
+    client: Arc<Client>,
+    planner: Planner,
+    load: LoadModel,
+    opts: PointOptions,
+    progress: Arc<Progress>,
+) -> PointRun {
+    let stop = opts.stop;
+    let limit = match stop.max_requests {
+        Some(n) => stop.warmup_requests + n,
+        None => u64::MAX,
+    };
+    let width = match load {
+        LoadModel::Concurrency(n) => n as u64,
+        LoadModel::Rate { rate, .. } => rate.ceil() as u64,
+    };
+    let ctx = Arc::new(Ctx {
+        client,
+        planner,
+        stop,
+        limit,
+        next: AtomicU64::new(0),
+        halt: AtomicBool::new(false),
+        reason: Mutex::new(None),
+        connect_failures: AtomicU64::new(0),
+        unreachable_after: width.clamp(8, 64),
+        progress,
+        interrupt: opts.interrupt.clone(),
+        shard: (opts.shard.0, opts.shard.1.max(1)),
+    });
+    let mut records = match load {
+        LoadModel::Concurrency(n) => closed_loop(ctx.clone(), n).await,
+        LoadModel::Rate {
+            rate,
+            arrival,
+            max_in_flight,
+        } => open_loop(ctx.clone(), rate, arrival, max_in_flight, opts.seed).await,
+    };
+    records.sort_by_key(|r| r.index);
+    let stop = ctx
+        .reason
+        .lock()
+        .expect("reason lock")
+        .clone()
+        .unwrap_or(StopReason::MaxRequests);
+    PointRun { records, stop }
+}
+
+fn arm_timer(ctx: &Arc<Ctx>, start: Instant) -> Option<tokio::task::JoinHandle<()>> {
+    let d = ctx.stop.max_duration?;
+    let ctx = ctx.clone();
+    Some(tokio::spawn(async move {
+        tokio::time::sleep_until((start + d).into()).await;
+        ctx.halt(StopReason::MaxDuration);
+    }))
+}
+
+async fn closed_loop(ctx: Arc<Ctx>, n: usize) -> Vec<RequestRecord> {
+    let start = Instant::now();
+    let timer = arm_timer(&ctx, start);
+    let workers: Vec<_> = (0..n.max(1))
+        .map(|_| {
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let mut out = Vec::new();
+                while !ctx.halted() {
+                    let Some(i) = ctx.take() else { break };
+                    // Closed loop: the slot is free now, so the request is due now.
+                    let scheduled = Instant::now();
+                    out.push(ctx.one(i, scheduled).await);
+                }
+                out
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for w in workers {
+        if let Ok(v) = w.await {
+            all.extend(v);
+        }
+    }
+    if let Some(t) = timer {
+        t.abort();
+    }
+    all
+}
+
+async fn open_loop(
+    ctx: Arc<Ctx>,
+    rate: f64,
+    arrival: Arrival,
+    max_in_flight: Option<usize>,
+    seed: u64,
+) -> Vec<RequestRecord> {
+    let handle = tokio::runtime::Handle::current();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RequestRecord>();
+    // A small lead so the first deadline is not already late when the dispatcher starts.
+    let start = Instant::now() + Duration::from_millis(5);
+    let end = ctx.stop.max_duration.map(|d| start + d);
+    let gate = max_in_flight.map(|n| Arc::new(Semaphore::new(n.max(1))));
+    let dctx = ctx.clone();
+    // The dispatcher is an OS thread: `thread::sleep` to an absolute deadline is precise to
+    // tens of microseconds, where tokio's timer wheel rounds up to whole milliseconds.
+    let dispatcher = std::thread::Builder::new()
+        .name("yardstick-arrivals".into())
+        .spawn(move || {
+            let ctx = dctx;
+            let mut rng = Rng::new(seed, u64::MAX);
+            let mut offset = 0.0f64;
+            let mut seq = 0u64;
+            while !ctx.halted() {
+                // Every shard draws the same arrival sequence and keeps its own indices.
+                let i = seq;
+                seq += 1;
+                let gap = arrival.gap(rate, &mut rng);
+                let deadline = start + Duration::from_secs_f64(offset);
+                offset += gap;
+                if i >= ctx.limit {
+                    ctx.halt(StopReason::MaxRequests);
+                    break;
+                }
+                if let Some(e) = end
+                    && deadline >= e
+                {
+                    ctx.halt(StopReason::MaxDuration);
+                    break;
+                }
+                if i % ctx.shard.1 != ctx.shard.0 {
+                    continue;
+                }
+                loop {
+                    let now = Instant::now();
+                    if now >= deadline || ctx.halted() {
+                        break;
+                    }
+                    std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+                }
+                if ctx.halted() {
+                    break;
+                }
+                let (ctx2, tx, gate) = (ctx.clone(), tx.clone(), gate.clone());
+                handle.spawn(async move {
+                    let _permit = match &gate {
+                        Some(g) => g.clone().acquire_owned().await.ok(),
+                        None => None,
+                    };
+                    let rec = ctx2.one(i, deadline).await;
+                    let _ = tx.send(rec);
+                });
+            }
+        })
+        .expect("spawning the arrivals thread");
+    let mut out = Vec::new();
+    while let Some(r) = rx.recv().await {
+        out.push(r);
+    }
+    let _ = tokio::task::spawn_blocking(move || dispatcher.join()).await;
+    out
+}

@@ -1,0 +1,320 @@
+//! Per-point metrics, exactly as DESIGN.md "Metric definitions" and docs/metrics.md define them.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::record::{RequestRecord, TokenSource};
+
+/// Summary of one latency metric, in milliseconds.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Distribution {
+    /// Number of samples.
+    pub count: usize,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+}
+
+impl Distribution {
+    /// Summarises `xs` (NaNs dropped); `None` when there are no samples.
+    pub fn of(mut xs: Vec<f64>) -> Option<Distribution> {
+        xs.retain(|x| x.is_finite());
+        if xs.is_empty() {
+            return None;
+        }
+        xs.sort_by(f64::total_cmp);
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let p = |q: f64| yardstick_stats::percentile::percentile_sorted(&xs, q / 100.0);
+        Some(Distribution {
+            count: xs.len(),
+            mean,
+            p50: p(50.0),
+            p90: p(90.0),
+            p95: p(95.0),
+            p99: p(99.0),
+            min: xs[0],
+            max: xs[xs.len() - 1],
+        })
+    }
+}
+
+/// Service-level objectives a request must meet to count toward goodput.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Slo {
+    /// Time to first token, ms.
+    pub ttft_ms: Option<f64>,
+    /// Time per output token, ms.
+    pub tpot_ms: Option<f64>,
+    /// End-to-end latency, ms.
+    pub e2e_ms: Option<f64>,
+}
+
+impl Slo {
+    /// Whether any objective is set.
+    pub fn is_set(&self) -> bool {
+        self.ttft_ms.is_some() || self.tpot_ms.is_some() || self.e2e_ms.is_some()
+    }
+
+    /// Whether a successful request meets every objective (a metric that is undefined for the
+    /// request, e.g. TPOT of a one-token answer, does not fail it).
+    pub fn met_by(&self, r: &RequestRecord) -> bool {
+        let ok = |limit: Option<f64>, v: Option<f64>| match (limit, v) {
+            (Some(l), Some(v)) => v <= l,
+            _ => true,
+        };
+        r.ok()
+            && ok(self.ttft_ms, r.ttft_ms())
+            && ok(self.tpot_ms, r.tpot_ms())
+            && ok(self.e2e_ms, r.e2e_ms())
+    }
+}
+
+/// The load level of a point.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LoadLevel {
+    /// `concurrency` or `rate`.
+    pub mode: &'static str,
+    /// Concurrent requests, or requests per second.
+    pub value: f64,
+    /// Arrival process of a rate (`constant`, `poisson`, `gamma`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<String>,
+}
+
+/// Request counts of a point.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RequestCounts {
+    /// Measured requests that succeeded.
+    pub completed: u64,
+    /// Measured requests that failed.
+    pub failed: u64,
+    /// Warm-up requests (excluded from every metric).
+    pub warmup: u64,
+    /// Failed measured requests by error class.
+    pub errors: BTreeMap<&'static str, u64>,
+}
+
+/// Everything reported for one (scenario, load level) point.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointSummary {
+    /// The traffic scenario as written.
+    pub scenario: String,
+    /// The load level.
+    pub load: LoadLevel,
+    /// Request counts.
+    pub requests: RequestCounts,
+    /// First scheduled send → last response completed, among measured requests.
+    pub duration_s: f64,
+    /// Completed requests per second.
+    pub request_throughput: f64,
+    /// Output tokens of completed requests per second.
+    pub output_token_throughput: f64,
+    /// Prompt tokens of completed requests per second.
+    pub input_token_throughput: f64,
+    /// Requests per second meeting every SLO (`null` when no SLO is set).
+    pub goodput: Option<f64>,
+    /// Time to first token.
+    pub ttft_ms: Option<Distribution>,
+    /// Time per output token.
+    pub tpot_ms: Option<Distribution>,
+    /// Inter-token latency: every gap between content events.
+    pub itl_ms: Option<Distribution>,
+    /// End-to-end latency.
+    pub e2e_ms: Option<Distribution>,
+    /// Send − scheduled.
+    pub client_queue_ms: Option<Distribution>,
+    /// Completed requests by the source of their output token count.
+    pub output_tokens_source: BTreeMap<&'static str, u64>,
+    /// Completed requests whose server-reported output tokens differ by more than 10 % from the
+    /// local count (tokenizer when configured, else content events).
+    pub token_count_disagreements: u64,
+    /// Why the point stopped.
+    pub stop_reason: String,
+    /// The first error message seen, if any.
+    pub first_error: Option<String>,
+}
+
+/// Computes a point's summary from its raw records.
+pub fn summarize(
+    scenario: &str,
+    load: LoadLevel,
+    records: &[RequestRecord],
+    slo: &Slo,
+    stop_reason: &str,
+) -> PointSummary {
+    let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+    let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.ok()).collect();
+    let mut errors = BTreeMap::new();
+    for r in measured.iter().filter(|r| !r.ok()) {
+        if let Some(e) = r.error {
+            *errors.entry(e.name()).or_insert(0) += 1;
+        }
+    }
+    let start = measured.iter().map(|r| r.scheduled_ns).min();
+    let end = ok
+        .iter()
+        .filter_map(|r| r.done_ns)
+        .max()
+        .or_else(|| measured.iter().filter_map(|r| r.done_ns).max());
+    let duration_s = match (start, end) {
+        (Some(s), Some(e)) if e > s => (e - s) as f64 / 1e9,
+        _ => 0.0,
+    };
+    let per_s = |x: f64| {
+        if duration_s > 0.0 {
+            x / duration_s
+        } else {
+            0.0
+        }
+    };
+    let out_tokens: u64 = ok.iter().filter_map(|r| r.output_tokens).sum();
+    let in_tokens: u64 = ok
+        .iter()
+        .map(|r| r.prompt_tokens.unwrap_or(r.planned_input_tokens))
+        .sum();
+    let goodput = slo
+        .is_set()
+        .then(|| per_s(ok.iter().filter(|r| slo.met_by(r)).count() as f64));
+    let mut sources = BTreeMap::new();
+    let mut disagreements = 0;
+    for r in &ok {
+        if let Some(s) = r.output_tokens_source {
+            let name = match s {
+                TokenSource::ServerUsage => "server_usage",
+                TokenSource::Tokenizer => "tokenizer",
+                TokenSource::ContentEvents => "content_events",
+            };
+            *sources.entry(name).or_insert(0) += 1;
+            if s == TokenSource::ServerUsage
+                && r.content_events > 0
+                && let Some(n) = r.output_tokens
+            {
+                let diff = (n as f64 - r.content_events as f64).abs();
+                if diff > 0.1 * n as f64 {
+                    disagreements += 1;
+                }
+            }
+        }
+    }
+    let dist = |f: &dyn Fn(&RequestRecord) -> Option<f64>| {
+        Distribution::of(ok.iter().filter_map(|r| f(r)).collect())
+    };
+    PointSummary {
+        scenario: scenario.to_string(),
+        load,
+        requests: RequestCounts {
+            completed: ok.len() as u64,
+            failed: (measured.len() - ok.len()) as u64,
+            warmup: (records.len() - measured.len()) as u64,
+            errors,
+        },
+        duration_s,
+        request_throughput: per_s(ok.len() as f64),
+        output_token_throughput: per_s(out_tokens as f64),
+        input_token_throughput: per_s(in_tokens as f64),
+        goodput,
+        ttft_ms: dist(&RequestRecord::ttft_ms),
+        tpot_ms: dist(&RequestRecord::tpot_ms),
+        itl_ms: Distribution::of(ok.iter().flat_map(|r| r.itl_ms()).collect()),
+        e2e_ms: dist(&RequestRecord::e2e_ms),
+        client_queue_ms: Distribution::of(
+            measured
+                .iter()
+                .filter_map(|r| r.client_queue_ms())
+                .collect(),
+        ),
+        output_tokens_source: sources,
+        token_count_disagreements: disagreements,
+        stop_reason: stop_reason.to_string(),
+        first_error: measured
+            .iter()
+            .filter(|r| !r.ok())
+            .min_by_key(|r| r.done_ns)
+            .and_then(|r| r.error_message.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::ErrorClass;
+
+    #[test]
+    fn percentiles_match_numpy_linear() {
+        // numpy.percentile([1, 2, 3, 4, 10], [50, 90, 99]) == [3.0, 7.6, 9.76]
+        let d = Distribution::of(vec![10.0, 2.0, 4.0, 1.0, 3.0]).unwrap();
+        assert_eq!(d.p50, 3.0);
+        assert!((d.p90 - 7.6).abs() < 1e-12);
+        assert!((d.p99 - 9.76).abs() < 1e-12);
+        assert_eq!((d.min, d.max, d.mean), (1.0, 10.0, 4.0));
+        assert!(Distribution::of(vec![]).is_none());
+    }
+
+    fn rec(i: u64, sched_ms: u64, content_ms: &[u64], tokens: u64) -> RequestRecord {
+        let ms = |x: u64| x * 1_000_000;
+        let mut r = RequestRecord::new(i, format!("r{i}"), false, 10, Some(tokens), ms(sched_ms));
+        r.sent_ns = Some(ms(sched_ms) + 500_000);
+        r.content_event_ns = content_ms.iter().map(|&c| ms(c)).collect();
+        r.first_content_ns = r.content_event_ns.first().copied();
+        r.last_content_ns = r.content_event_ns.last().copied();
+        r.done_ns = r.last_content_ns;
+        r.content_events = content_ms.len() as u64;
+        r.output_tokens = Some(tokens);
+        r.output_tokens_source = Some(TokenSource::ServerUsage);
+        r
+    }
+
+    #[test]
+    fn metrics_follow_the_definitions() {
+        let mut warm = rec(0, 0, &[5, 6], 2);
+        warm.warmup = true;
+        let a = rec(1, 100, &[150, 160, 170], 3); // ttft 50, e2e 70, tpot 10
+        let b = rec(2, 200, &[280, 300, 320], 3); // ttft 80, e2e 120, tpot 20
+        let mut c = rec(3, 300, &[], 3);
+        c.error = Some(ErrorClass::Http5xx);
+        c.done_ns = Some(310_000_000);
+        let slo = Slo {
+            ttft_ms: Some(60.0),
+            ..Slo::default()
+        };
+        let s = summarize(
+            "D(10,3)",
+            LoadLevel {
+                mode: "concurrency",
+                value: 2.0,
+                arrival: None,
+            },
+            &[warm, a, b, c],
+            &slo,
+            "max_requests",
+        );
+        assert_eq!(
+            (s.requests.completed, s.requests.failed, s.requests.warmup),
+            (2, 1, 1)
+        );
+        assert_eq!(s.requests.errors["http_5xx"], 1);
+        // 100 ms (first measured schedule) → 320 ms (last completion).
+        assert!((s.duration_s - 0.22).abs() < 1e-9);
+        assert!((s.request_throughput - 2.0 / 0.22).abs() < 1e-9);
+        assert!((s.output_token_throughput - 6.0 / 0.22).abs() < 1e-9);
+        assert!((s.goodput.unwrap() - 1.0 / 0.22).abs() < 1e-9);
+        assert_eq!(s.ttft_ms.as_ref().unwrap().mean, 65.0);
+        assert_eq!(s.e2e_ms.as_ref().unwrap().max, 120.0);
+        assert_eq!(s.tpot_ms.as_ref().unwrap().mean, 15.0);
+        let itl = s.itl_ms.unwrap();
+        assert_eq!((itl.count, itl.min, itl.max), (4, 10.0, 20.0));
+        assert_eq!(s.client_queue_ms.unwrap().mean, 0.5);
+    }
+}

@@ -1,0 +1,571 @@
+//! `yardstick-sim`: an OpenAI-compatible LLM server whose latency is a model, not a GPU.
+//!
+//! It serves `/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/v1/models`,
+//! `/health` and Prometheus `/metrics` over HTTP/1.1 (hyper 1.x). Timing follows
+//! [`SimConfig`]: time to first token = `ttft + ttft_per_prompt_token × prompt tokens`, counted
+//! from admission (requests beyond `max_running` queue for a slot first); then one token every
+//! `itl` (± `itl_jitter`, × `1 + itl_slowdown × (running − 1)`). Every token is written at an
+//! absolute deadline (`tokio::time::sleep_until`), so lateness never accumulates: token `k` is
+//! due at `first + Σ gaps`, whenever the previous one actually went out. Tokio's timer has a
+//! 1 ms tick, so a token is written up to ~1 ms after its deadline, never before; the
+//! ground-truth log ([`SimConfig::log`]) records what actually happened.
+//!
+//! Faults are injected by rate from a seeded generator, per request in arrival order:
+//! HTTP errors, timeouts (the request is held unanswered), and disconnects (the stream is cut
+//! halfway).
+
+#![deny(missing_docs)]
+
+mod clock;
+pub mod log;
+mod metrics;
+pub mod openai;
+mod rng;
+mod stream;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+pub use clock::Clock;
+pub use log::{LogRecord, Outcome};
+use log::{LogSink, LogWriter};
+use metrics::Metrics;
+use openai::{Api, ParsedRequest};
+use rng::Rng;
+use stream::{SimBody, TokenStream};
+
+/// Largest request body accepted.
+const MAX_BODY: usize = 16 << 20;
+
+/// How the simulator behaves.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Address to bind; port 0 picks a free port.
+    pub addr: SocketAddr,
+    /// The model name served (any requested name is accepted).
+    pub model: String,
+    /// Base time to first token.
+    pub ttft: Duration,
+    /// Added to the time to first token per prompt token.
+    pub ttft_per_prompt_token: Duration,
+    /// Time between output tokens.
+    pub itl: Duration,
+    /// Uniform jitter of each gap, ± this much (0 = none).
+    pub itl_jitter: Duration,
+    /// Each gap is multiplied by `1 + itl_slowdown × (running − 1)`.
+    pub itl_slowdown: f64,
+    /// Sequences generating at once; more requests queue (`None` = unlimited).
+    pub max_running: Option<usize>,
+    /// Output tokens when the request gives no `max_tokens`.
+    pub default_max_tokens: u64,
+    /// When set and the request does not ask `ignore_eos`, the model "stops" after this many
+    /// tokens (raised to `min_tokens`, capped at `max_tokens`).
+    pub eos_after: Option<u64>,
+    /// Fraction of requests answered with `error_status`.
+    pub error_rate: f64,
+    /// The status of injected errors.
+    pub error_status: u16,
+    /// Fraction of requests held without an answer for `hang`.
+    pub timeout_rate: f64,
+    /// How long an injected timeout holds a request before giving up on it (then 504).
+    pub hang: Duration,
+    /// Fraction of streams cut halfway (the connection is closed).
+    pub disconnect_rate: f64,
+    /// Dimension of embedding vectors.
+    pub embedding_dim: usize,
+    /// Seed of fault injection and jitter.
+    pub seed: u64,
+    /// Where to write the ground-truth log (JSON lines), if anywhere.
+    pub log: Option<PathBuf>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8000)),
+            model: "yardstick-sim".into(),
+            ttft: Duration::from_millis(50),
+            ttft_per_prompt_token: Duration::ZERO,
+            itl: Duration::from_millis(10),
+            itl_jitter: Duration::ZERO,
+            itl_slowdown: 0.0,
+            max_running: None,
+            default_max_tokens: 100,
+            eos_after: None,
+            error_rate: 0.0,
+            error_status: 500,
+            timeout_rate: 0.0,
+            hang: Duration::from_secs(60),
+            disconnect_rate: 0.0,
+            embedding_dim: 64,
+            seed: 0,
+            log: None,
+        }
+    }
+}
+
+/// Why the simulator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A configuration value is out of range.
+    #[error("invalid simulator configuration: {0}")]
+    Config(String),
+    /// The address could not be bound.
+    #[error("cannot bind {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The log file could not be created.
+    #[error("cannot create log file {path}: {source}")]
+    Log {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// State shared by every connection.
+pub(crate) struct Shared {
+    pub(crate) cfg: SimConfig,
+    pub(crate) clock: Clock,
+    pub(crate) log: LogSink,
+    pub(crate) metrics: Metrics,
+    seq: AtomicU64,
+    slots: Option<Arc<Semaphore>>,
+}
+
+/// A bound simulator, ready to serve.
+pub struct Sim {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    writer: Option<LogWriter>,
+}
+
+impl Sim {
+    /// Validates `cfg`, binds its address and opens the log. Must be called inside a tokio runtime.
+    pub async fn bind(cfg: SimConfig) -> Result<Sim, SimError> {
+        for (name, r) in [
+            ("error rate", cfg.error_rate),
+            ("timeout rate", cfg.timeout_rate),
+            ("disconnect rate", cfg.disconnect_rate),
+        ] {
+            if !(0.0..=1.0).contains(&r) {
+                return Err(SimError::Config(format!(
+                    "{name} must be in [0, 1], got {r}"
+                )));
+            }
+        }
+        if cfg.error_rate + cfg.timeout_rate + cfg.disconnect_rate > 1.0 {
+            return Err(SimError::Config(
+                "error, timeout and disconnect rates must add up to at most 1".into(),
+            ));
+        }
+        if !(cfg.itl_slowdown >= 0.0 && cfg.itl_slowdown.is_finite()) {
+            return Err(SimError::Config("ITL slowdown must be >= 0".into()));
+        }
+        if cfg.max_running == Some(0) {
+            return Err(SimError::Config("max running must be at least 1".into()));
+        }
+        if !(400..=599).contains(&cfg.error_status) {
+            return Err(SimError::Config("error status must be in 400..=599".into()));
+        }
+        if cfg.default_max_tokens == 0 {
+            return Err(SimError::Config(
+                "default max tokens must be at least 1".into(),
+            ));
+        }
+        let listener = TcpListener::bind(cfg.addr)
+            .await
+            .map_err(|source| SimError::Bind {
+                addr: cfg.addr,
+                source,
+            })?;
+        let (log, writer) = match &cfg.log {
+            Some(path) => {
+                let (s, w) = LogWriter::create(path).map_err(|source| SimError::Log {
+                    path: path.clone(),
+                    source,
+                })?;
+                (s, Some(w))
+            }
+            None => (LogSink::disabled(), None),
+        };
+        let slots = cfg.max_running.map(|n| Arc::new(Semaphore::new(n)));
+        Ok(Sim {
+            listener,
+            shared: Arc::new(Shared {
+                cfg,
+                clock: Clock::new(),
+                log,
+                metrics: Metrics::default(),
+                seq: AtomicU64::new(0),
+                slots,
+            }),
+            writer,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting. Streams in flight when it
+    /// returns end with the runtime.
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) {
+        let Sim {
+            listener,
+            shared,
+            writer,
+        } = self;
+        let accept = async {
+            loop {
+                let (tcp, _) = match listener.accept().await {
+                    Ok(c) => c,
+                    Err(_) => {
+                        // Out of descriptors or similar: back off instead of spinning.
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    }
+                };
+                let _ = tcp.set_nodelay(true);
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| handle(shared.clone(), req));
+                    let _ = http1::Builder::new()
+                        .keep_alive(true)
+                        .serve_connection(TokioIo::new(tcp), svc)
+                        .await;
+                });
+            }
+        };
+        tokio::select! {
+            _ = accept => {}
+            _ = shutdown => {}
+        }
+        // Open connections still hold the log's sending half, so the writer is not joined;
+        // it flushes after every batch, so the file is complete up to the last instant.
+        drop(shared);
+        if let Some(w) = writer {
+            w.detach();
+        }
+    }
+}
+
+fn json_response(status: StatusCode, v: &serde_json::Value) -> Response<SimBody> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(SimBody::full(Bytes::from(v.to_string())))
+        .expect("static response parts are valid")
+}
+
+fn text_response(status: StatusCode, ctype: &'static str, s: String) -> Response<SimBody> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, ctype)
+        .body(SimBody::full(Bytes::from(s)))
+        .expect("static response parts are valid")
+}
+
+fn unix_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, Infallible> {
+    let api = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/health") => {
+            return Ok(text_response(StatusCode::OK, "text/plain", "ok\n".into()));
+        }
+        (&Method::GET, "/v1/models") => {
+            let m = &shared.cfg.model;
+            return Ok(json_response(
+                StatusCode::OK,
+                &serde_json::json!({"object": "list", "data": [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "yardstick"}]}),
+            ));
+        }
+        (&Method::GET, "/metrics") => {
+            return Ok(text_response(
+                StatusCode::OK,
+                "text/plain; version=0.0.4",
+                shared.metrics.render(&shared.cfg.model),
+            ));
+        }
+        (&Method::POST, "/v1/chat/completions") => Api::Chat,
+        (&Method::POST, "/v1/completions") => Api::Completions,
+        (&Method::POST, "/v1/embeddings") => Api::Embeddings,
+        (_, p) => {
+            return Ok(json_response(
+                StatusCode::NOT_FOUND,
+                &openai::error_body(&format!("no route {p}"), "not_found_error", 404),
+            ));
+        }
+    };
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = match http_body_util::Limited::new(req.into_body(), MAX_BODY)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return Ok(json_response(
+                StatusCode::BAD_REQUEST,
+                &openai::error_body(
+                    &format!("cannot read body: {e}"),
+                    "invalid_request_error",
+                    400,
+                ),
+            ));
+        }
+    };
+    let received = Instant::now();
+    let seq = shared.seq.fetch_add(1, Ordering::Relaxed);
+    shared.metrics.received.fetch_add(1, Ordering::Relaxed);
+    let request_id = request_id.unwrap_or_else(|| format!("sim-{seq}"));
+    let mut rec = LogRecord {
+        request_id,
+        seq,
+        api: api.name(),
+        stream: false,
+        outcome: Outcome::Ok,
+        status: 200,
+        prompt_tokens: 0,
+        output_tokens: 0,
+        received_ns: shared.clock.unix_ns(received),
+        admitted_ns: shared.clock.unix_ns(received),
+        first_token_ns: None,
+        last_token_ns: None,
+        ttft_ms: None,
+        e2e_ms: None,
+    };
+    let parsed = match openai::parse_request(api, &body) {
+        Ok(p) => p,
+        Err(msg) => {
+            rec.outcome = Outcome::BadRequest;
+            rec.status = 400;
+            shared.metrics.finish(Outcome::BadRequest);
+            shared.log.write(&rec);
+            return Ok(json_response(
+                StatusCode::BAD_REQUEST,
+                &openai::error_body(&msg, "invalid_request_error", 400),
+            ));
+        }
+    };
+    rec.stream = parsed.stream && api != Api::Embeddings;
+    rec.prompt_tokens = parsed.prompt_tokens;
+    let cfg = &shared.cfg;
+    let mut rng = Rng::new(cfg.seed, seq);
+    let u = rng.unit();
+
+    if u < cfg.error_rate {
+        rec.outcome = Outcome::Error;
+        rec.status = cfg.error_status;
+        shared.metrics.finish(Outcome::Error);
+        shared.log.write(&rec);
+        let status =
+            StatusCode::from_u16(cfg.error_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return Ok(json_response(
+            status,
+            &openai::error_body("injected error", "server_error", cfg.error_status),
+        ));
+    }
+    if u < cfg.error_rate + cfg.timeout_rate {
+        rec.outcome = Outcome::Timeout;
+        rec.status = 504;
+        shared.metrics.finish(Outcome::Timeout);
+        shared.log.write(&rec);
+        tokio::time::sleep_until((received + cfg.hang).into()).await;
+        return Ok(json_response(
+            StatusCode::GATEWAY_TIMEOUT,
+            &openai::error_body("injected timeout", "timeout", 504),
+        ));
+    }
+    let disconnect = u < cfg.error_rate + cfg.timeout_rate + cfg.disconnect_rate;
+
+    // Queue for a running slot (continuous batching's max_num_seqs).
+    let permit = match &shared.slots {
+        Some(sem) => {
+            shared.metrics.waiting.fetch_add(1, Ordering::Relaxed);
+            let p = sem.clone().acquire_owned().await.ok();
+            shared.metrics.waiting.fetch_sub(1, Ordering::Relaxed);
+            p
+        }
+        None => None,
+    };
+    let admitted = Instant::now();
+    rec.admitted_ns = shared.clock.unix_ns(admitted);
+    shared
+        .metrics
+        .prompt_tokens
+        .fetch_add(parsed.prompt_tokens, Ordering::Relaxed);
+    let ttft =
+        cfg.ttft + cfg.ttft_per_prompt_token * parsed.prompt_tokens.min(u32::MAX as u64) as u32;
+
+    if api == Api::Embeddings {
+        let _permit = permit;
+        tokio::time::sleep_until((admitted + ttft).into()).await;
+        let body = openai::embeddings_response(
+            &cfg.model,
+            parsed.inputs,
+            cfg.embedding_dim,
+            parsed.prompt_tokens,
+            cfg.seed ^ seq,
+        );
+        let resp = json_response(StatusCode::OK, &body);
+        let now = Instant::now();
+        rec.first_token_ns = Some(shared.clock.unix_ns(now));
+        rec.last_token_ns = rec.first_token_ns;
+        rec.ttft_ms = Some(ms(now - received));
+        rec.e2e_ms = rec.ttft_ms;
+        shared.metrics.finish(Outcome::Ok);
+        shared.log.write(&rec);
+        return Ok(resp);
+    }
+
+    let n = output_tokens(cfg, &parsed);
+    let finish = if Some(n) == parsed.max_tokens
+        || (parsed.max_tokens.is_none() && n == cfg.default_max_tokens)
+    {
+        "length"
+    } else {
+        "stop"
+    };
+    rec.output_tokens = n;
+    let id = match api {
+        Api::Chat => format!("chatcmpl-{seq}"),
+        _ => format!("cmpl-{seq}"),
+    };
+    let created = unix_s();
+
+    if parsed.stream {
+        let cut_after = disconnect.then(|| (n / 2).max(1));
+        let body = TokenStream::start(
+            shared.clone(),
+            api,
+            &id,
+            created,
+            n,
+            finish,
+            parsed.include_usage,
+            admitted + ttft,
+            rng,
+            cut_after,
+            permit,
+            rec,
+        );
+        let resp = Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-cache")
+            .body(SimBody::stream(body))
+            .expect("static response parts are valid");
+        return Ok(resp);
+    }
+
+    // Non-streaming: nothing is visible until the last token, which is then the response.
+    let _permit = permit;
+    let _running = stream::Running::enter(&shared.metrics);
+    let mut deadline = admitted + ttft;
+    for k in 1..n {
+        deadline += stream::gap(cfg, &shared.metrics, &mut rng, k);
+    }
+    if disconnect {
+        tokio::time::sleep_until(deadline.into()).await;
+        rec.outcome = Outcome::Disconnect;
+        rec.status = 200;
+        shared.metrics.finish(Outcome::Disconnect);
+        shared.log.write(&rec);
+        return Ok(Response::new(SimBody::broken()));
+    }
+    tokio::time::sleep_until(deadline.into()).await;
+    let body = openai::full_response(
+        api,
+        &id,
+        created,
+        &cfg.model,
+        parsed.prompt_tokens,
+        n,
+        finish,
+    );
+    let resp = json_response(StatusCode::OK, &body);
+    let now = Instant::now();
+    rec.first_token_ns = Some(shared.clock.unix_ns(now));
+    rec.last_token_ns = rec.first_token_ns;
+    rec.ttft_ms = Some(ms(now - received));
+    rec.e2e_ms = rec.ttft_ms;
+    shared
+        .metrics
+        .generation_tokens
+        .fetch_add(n, Ordering::Relaxed);
+    shared.metrics.finish(Outcome::Ok);
+    shared.log.write(&rec);
+    Ok(resp)
+}
+
+/// Output tokens for a request: `max_tokens` (or the default), cut at `eos_after` unless the
+/// request says `ignore_eos`, and never below `min_tokens`.
+fn output_tokens(cfg: &SimConfig, p: &ParsedRequest) -> u64 {
+    let max = p.max_tokens.unwrap_or(cfg.default_max_tokens);
+    match cfg.eos_after {
+        Some(e) if !p.ignore_eos => e.max(p.min_tokens).min(max).max(1),
+        _ => max,
+    }
+}
+
+pub(crate) fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_length_honours_ignore_eos_and_min_tokens() {
+        let cfg = SimConfig {
+            eos_after: Some(10),
+            ..SimConfig::default()
+        };
+        let mut p =
+            openai::parse_request(Api::Completions, br#"{"prompt":"x","max_tokens":50}"#).unwrap();
+        assert_eq!(output_tokens(&cfg, &p), 10);
+        p.min_tokens = 20;
+        assert_eq!(output_tokens(&cfg, &p), 20);
+        p.ignore_eos = true;
+        assert_eq!(output_tokens(&cfg, &p), 50);
+        p.max_tokens = None;
+        assert_eq!(output_tokens(&cfg, &p), 100);
+    }
+}

@@ -1,0 +1,346 @@
+//! The OpenAI wire format: reading requests, counting prompt tokens, writing chunks.
+//!
+//! **Prompt token count** (documented in docs/sim.md): the number of whitespace-separated words
+//! in every text the request carries (chat message contents, including text parts; completion
+//! prompts; embedding inputs). A prompt given as token ids counts one token per id. Roles and
+//! chat templates add nothing. The load generator's synthetic corpus uses one word per token, so
+//! its prompts land on exact counts here.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::Value;
+
+/// Which endpoint a request came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `/v1/chat/completions`
+    Chat,
+    /// `/v1/completions`
+    Completions,
+    /// `/v1/embeddings`
+    Embeddings,
+}
+
+impl Api {
+    /// The name used in the log.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+            Api::Embeddings => "embeddings",
+        }
+    }
+}
+
+/// The parts of a request the simulator acts on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedRequest {
+    /// Prompt tokens by the simulator's count.
+    pub prompt_tokens: u64,
+    /// Number of embedding inputs (embeddings only).
+    pub inputs: usize,
+    /// `max_tokens` / `max_completion_tokens`, if given.
+    pub max_tokens: Option<u64>,
+    /// `min_tokens`, if given.
+    pub min_tokens: u64,
+    /// `ignore_eos`.
+    pub ignore_eos: bool,
+    /// `stream`.
+    pub stream: bool,
+    /// `stream_options.include_usage`.
+    pub include_usage: bool,
+}
+
+/// Counts whitespace-separated words: the simulator's tokenizer.
+pub fn count_words(s: &str) -> u64 {
+    s.split_whitespace().count() as u64
+}
+
+fn count_content(v: &Value) -> u64 {
+    match v {
+        Value::String(s) => count_words(s),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| match p {
+                Value::String(s) => count_words(s),
+                Value::Number(_) => 1,
+                Value::Object(o) => o.get("text").map(count_content).unwrap_or(0),
+                Value::Array(a) => a.len() as u64,
+                _ => 0,
+            })
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// Reads a JSON request body for `api`; the error is a message for a 400 answer.
+pub fn parse_request(api: Api, body: &[u8]) -> Result<ParsedRequest, String> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+    let obj = v.as_object().ok_or("the body must be a JSON object")?;
+    let uint = |k: &str| -> Result<Option<u64>, String> {
+        match obj.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(x) => x
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| format!("`{k}` must be a non-negative integer")),
+        }
+    };
+    let (prompt_tokens, inputs) = match api {
+        Api::Chat => {
+            let msgs = obj
+                .get("messages")
+                .and_then(Value::as_array)
+                .ok_or("`messages` must be an array")?;
+            if msgs.is_empty() {
+                return Err("`messages` must not be empty".into());
+            }
+            let n = msgs
+                .iter()
+                .map(|m| m.get("content").map(count_content).unwrap_or(0))
+                .sum();
+            (n, 1)
+        }
+        Api::Completions => {
+            let p = obj.get("prompt").ok_or("`prompt` is required")?;
+            let n = match p {
+                Value::String(s) => count_words(s),
+                Value::Array(_) => count_content(p),
+                _ => return Err("`prompt` must be a string or an array".into()),
+            };
+            (n, 1)
+        }
+        Api::Embeddings => {
+            let i = obj.get("input").ok_or("`input` is required")?;
+            match i {
+                Value::String(s) => (count_words(s), 1),
+                Value::Array(a) if a.iter().all(Value::is_number) => (a.len() as u64, 1),
+                Value::Array(a) => (count_content(i), a.len().max(1)),
+                _ => return Err("`input` must be a string or an array".into()),
+            }
+        }
+    };
+    let max_tokens = match uint("max_completion_tokens")? {
+        Some(n) => Some(n),
+        None => uint("max_tokens")?,
+    };
+    if max_tokens == Some(0) {
+        return Err("`max_tokens` must be at least 1".into());
+    }
+    let include_usage = obj
+        .get("stream_options")
+        .and_then(|o| o.get("include_usage"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok(ParsedRequest {
+        prompt_tokens,
+        inputs,
+        max_tokens,
+        min_tokens: uint("min_tokens")?.unwrap_or(0),
+        ignore_eos: obj
+            .get("ignore_eos")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        stream: obj.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        include_usage,
+    })
+}
+
+/// The text of output token `k`: a word with a leading space, like most BPE tokens.
+pub fn token_text(k: u64) -> &'static str {
+    const WORDS: [&str; 16] = [
+        " the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", " and",
+        " then", " runs", " far", " into", " green", " hills",
+    ];
+    WORDS[(k % WORDS.len() as u64) as usize]
+}
+
+/// Writes the fixed parts of one request's SSE chunks once, so each token costs one small copy.
+#[derive(Debug, Clone)]
+pub struct ChunkWriter {
+    api: Api,
+    /// `data: {"id":..,"object":..,"created":..,"model":..,"choices":[` (shared by every chunk).
+    head: Bytes,
+}
+
+impl ChunkWriter {
+    /// A writer for a response with id `id`.
+    pub fn new(api: Api, id: &str, created: u64, model: &str) -> Self {
+        let object = match api {
+            Api::Chat => "chat.completion.chunk",
+            _ => "text_completion",
+        };
+        let head = format!(
+            "data: {{\"id\":{},\"object\":\"{object}\",\"created\":{created},\"model\":{},\"choices\":[",
+            Value::String(id.to_string()),
+            Value::String(model.to_string())
+        );
+        ChunkWriter {
+            api,
+            head: Bytes::from(head),
+        }
+    }
+
+    /// The role-only first chunk of a chat stream.
+    pub fn role(&self, buf: &mut BytesMut) {
+        buf.put_slice(&self.head);
+        buf.put_slice(
+            b"{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+        );
+    }
+
+    /// A chunk carrying output token `k`; `finish` is the finish reason on the last one.
+    pub fn token(&self, buf: &mut BytesMut, k: u64, finish: Option<&str>) {
+        buf.put_slice(&self.head);
+        match self.api {
+            Api::Chat => buf.put_slice(b"{\"index\":0,\"delta\":{\"content\":\""),
+            _ => buf.put_slice(b"{\"index\":0,\"text\":\""),
+        }
+        buf.put_slice(token_text(k).as_bytes());
+        match self.api {
+            Api::Chat => buf.put_slice(b"\"},\"logprobs\":null,\"finish_reason\":"),
+            _ => buf.put_slice(b"\",\"logprobs\":null,\"finish_reason\":"),
+        }
+        match finish {
+            Some(f) => {
+                buf.put_u8(b'"');
+                buf.put_slice(f.as_bytes());
+                buf.put_u8(b'"');
+            }
+            None => buf.put_slice(b"null"),
+        }
+        buf.put_slice(b"}]}\n\n");
+    }
+
+    /// The usage-only last chunk (`stream_options.include_usage`).
+    pub fn usage(&self, buf: &mut BytesMut, prompt: u64, completion: u64) {
+        buf.put_slice(&self.head);
+        let tail = format!(
+            "],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{}}}}}\n\n",
+            prompt + completion
+        );
+        buf.put_slice(tail.as_bytes());
+    }
+
+    /// The terminating `[DONE]` event.
+    pub fn done(buf: &mut BytesMut) {
+        buf.put_slice(b"data: [DONE]\n\n");
+    }
+}
+
+/// The whole text of `n` output tokens.
+pub fn output_text(n: u64) -> String {
+    (0..n).map(token_text).collect()
+}
+
+/// A non-streaming chat or completion response body.
+pub fn full_response(
+    api: Api,
+    id: &str,
+    created: u64,
+    model: &str,
+    prompt: u64,
+    completion: u64,
+    finish: &str,
+) -> Value {
+    let text = output_text(completion);
+    let choice = match api {
+        Api::Chat => serde_json::json!({"index": 0,
+            "message": {"role": "assistant", "content": text},
+            "logprobs": null, "finish_reason": finish}),
+        _ => {
+            serde_json::json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish})
+        }
+    };
+    let object = if api == Api::Chat {
+        "chat.completion"
+    } else {
+        "text_completion"
+    };
+    serde_json::json!({
+        "id": id, "object": object, "created": created, "model": model,
+        "choices": [choice],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
+    })
+}
+
+/// An embeddings response with deterministic unit vectors of dimension `dim`.
+pub fn embeddings_response(
+    model: &str,
+    inputs: usize,
+    dim: usize,
+    prompt: u64,
+    seed: u64,
+) -> Value {
+    let data: Vec<Value> = (0..inputs)
+        .map(|i| {
+            let mut rng = crate::rng::Rng::new(seed, i as u64);
+            let v: Vec<f64> = (0..dim).map(|_| rng.unit() * 2.0 - 1.0).collect();
+            let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-12);
+            let v: Vec<f32> = v.iter().map(|x| (x / norm) as f32).collect();
+            serde_json::json!({"object": "embedding", "index": i, "embedding": v})
+        })
+        .collect();
+    serde_json::json!({
+        "object": "list", "data": data, "model": model,
+        "usage": {"prompt_tokens": prompt, "total_tokens": prompt},
+    })
+}
+
+/// An OpenAI-style error body.
+pub fn error_body(message: &str, kind: &str, code: u16) -> Value {
+    serde_json::json!({"error": {"message": message, "type": kind, "code": code}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_words_in_chat_parts_and_token_ids() {
+        let body = br#"{"messages":[{"role":"system","content":"be brief"},
+            {"role":"user","content":[{"type":"text","text":"one two  three"}]}],
+            "max_tokens":5,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}"#;
+        let p = parse_request(Api::Chat, body).unwrap();
+        assert_eq!(p.prompt_tokens, 5);
+        assert_eq!(p.max_tokens, Some(5));
+        assert!(p.stream && p.include_usage && p.ignore_eos);
+        let p = parse_request(Api::Completions, br#"{"prompt":[1,2,3,4]}"#).unwrap();
+        assert_eq!(p.prompt_tokens, 4);
+        let p = parse_request(Api::Embeddings, br#"{"input":["a b","c"]}"#).unwrap();
+        assert_eq!((p.prompt_tokens, p.inputs), (3, 2));
+    }
+
+    #[test]
+    fn rejects_bad_requests() {
+        assert!(parse_request(Api::Chat, b"{}").is_err());
+        assert!(parse_request(Api::Chat, b"nope").is_err());
+        assert!(parse_request(Api::Completions, br#"{"prompt":"x","max_tokens":0}"#).is_err());
+        assert!(parse_request(Api::Completions, br#"{"prompt":"x","max_tokens":-3}"#).is_err());
+    }
+
+    #[test]
+    fn chunks_are_valid_json_events() {
+        let w = ChunkWriter::new(Api::Chat, "chatcmpl-1", 7, "m\"x");
+        let mut b = BytesMut::new();
+        w.role(&mut b);
+        w.token(&mut b, 3, None);
+        w.token(&mut b, 4, Some("length"));
+        w.usage(&mut b, 10, 2);
+        ChunkWriter::done(&mut b);
+        let text = std::str::from_utf8(&b).unwrap();
+        let events: Vec<&str> = text.split("\n\n").filter(|s| !s.is_empty()).collect();
+        assert_eq!(events.len(), 5);
+        for e in &events[..4] {
+            let v: Value = serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap();
+            assert_eq!(v["model"], "m\"x");
+        }
+        let v: Value = serde_json::from_str(&events[2][6..]).unwrap();
+        assert_eq!(v["choices"][0]["delta"]["content"], token_text(4));
+        assert_eq!(v["choices"][0]["finish_reason"], "length");
+        let u: Value = serde_json::from_str(&events[3][6..]).unwrap();
+        assert_eq!(u["usage"]["total_tokens"], 12);
+        assert_eq!(u["choices"].as_array().unwrap().len(), 0);
+        assert_eq!(events[4], "data: [DONE]");
+    }
+}

@@ -1,0 +1,27 @@
+//! `yardstick bench`: measure one layer directly, without a spec.
+
+pub mod serve;
+
+use crate::cli::GlobalOpts;
+use crate::exit::Status;
+
+/// Measure a system directly: `serve` drives an OpenAI-compatible server.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+/// The benchmark kinds.
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Load-test an OpenAI-compatible server: TTFT, TPOT, ITL, E2E, throughput, goodput.
+    Serve(Box<serve::ServeArgs>),
+}
+
+/// Runs the selected benchmark.
+pub fn run(args: BenchArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    match args.command {
+        BenchCommand::Serve(a) => serve::run(*a, g),
+    }
+}

@@ -1,0 +1,460 @@
+//! `yardstick bench serve`: wiring of the load generator (crate `yardstick-load`) to the CLI.
+
+use std::fs;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use yardstick_load::{
+    Api, Arrival, ClientConfig, LoadError, LoadModel, PointResult, PointSummary, Progress,
+    ServeBench, Slo, StopRule,
+};
+use yardstick_spec::scenario::ScenarioError;
+
+use crate::cli::{GlobalOpts, verbosity};
+use crate::exit::{self, Status};
+use crate::output;
+
+/// Load-test an OpenAI-compatible server and report serving metrics.
+///
+/// Every latency is measured from the time the load model scheduled the request (no coordinated
+/// omission); client queueing is reported separately. One point per scenario × load level.
+/// Without --max-requests a point runs for --max-duration (default 60s).
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
+    #[arg(long)]
+    pub url: String,
+    /// Model name to request.
+    #[arg(long)]
+    pub model: String,
+    /// API: chat, completions or embeddings.
+    #[arg(long, default_value = "chat")]
+    pub api: String,
+    /// Traffic scenario (repeatable): D(in,out), N(mu,sd)/(mu,sd), U(min,max)/(min,max),
+    /// U(min,max), E(tokens).
+    #[arg(long = "scenario", value_name = "S")]
+    pub scenarios: Vec<String>,
+    /// Closed-loop concurrency levels, comma-separated.
+    #[arg(long, value_delimiter = ',', conflicts_with = "rate")]
+    pub concurrency: Vec<usize>,
+    /// Open-loop request rates (req/s), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub rate: Vec<f64>,
+    /// Arrival process of --rate: poisson, constant or gamma.
+    #[arg(long, default_value = "poisson")]
+    pub arrival: String,
+    /// Shape of gamma arrivals (1 = Poisson, < 1 burstier).
+    #[arg(long, default_value_t = 1.0)]
+    pub burstiness: f64,
+    /// Cap on requests in flight under --rate (waiting counts as client queueing).
+    #[arg(long)]
+    pub max_in_flight: Option<usize>,
+    /// Measured requests per point (after warm-up).
+    #[arg(long)]
+    pub max_requests: Option<u64>,
+    /// Time budget per point, e.g. 60s, 500ms, 2m.
+    #[arg(long)]
+    pub max_duration: Option<String>,
+    /// Requests at the start of each point excluded from metrics.
+    #[arg(long, default_value_t = 0)]
+    pub warmup_requests: u64,
+    /// A tokenizer.json for local token counts (needs the `tokenizer` build feature).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+    /// SLO on time to first token, ms (for goodput).
+    #[arg(long)]
+    pub slo_ttft_ms: Option<f64>,
+    /// SLO on time per output token, ms (for goodput).
+    #[arg(long)]
+    pub slo_tpot_ms: Option<f64>,
+    /// SLO on end-to-end latency, ms (for goodput).
+    #[arg(long)]
+    pub slo_e2e_ms: Option<f64>,
+    /// Write raw per-request records (requests.jsonl) and summary.json to DIR.
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Ask for complete responses instead of SSE streams.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Do not send ignore_eos/min_tokens (for servers that reject them).
+    #[arg(long)]
+    pub no_ignore_eos: bool,
+    /// Give up on a request this long after it was sent, e.g. 600s.
+    #[arg(long, default_value = "600s")]
+    pub request_timeout: String,
+    /// Environment variable holding a bearer token (the token is never printed or stored).
+    #[arg(long, value_name = "VAR")]
+    pub bearer_env: Option<String>,
+    /// Seed of request plans and arrivals.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Run shard i of N of every point's plan, e.g. 0/4.
+    #[arg(long, value_name = "i/N")]
+    pub shard: Option<String>,
+    /// Runtime worker threads (default: one per core).
+    #[arg(long)]
+    pub workers: Option<usize>,
+}
+
+/// Parses `60s`, `500ms`, `2m`, `1h` or plain seconds.
+fn parse_duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| bad_duration(flag, s))?;
+    let secs = match unit {
+        "ms" => v / 1e3,
+        "s" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(bad_duration(flag, s)),
+    };
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(bad_duration(flag, s));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn bad_duration(flag: &str, s: &str) -> anyhow::Error {
+    exit::invalid(
+        format!("--{flag}: `{s}` is not a positive duration"),
+        Some("write e.g. 60s, 500ms, 2m"),
+    )
+}
+
+fn parse_shard(s: &str) -> anyhow::Result<(u64, u64)> {
+    let bad = || {
+        exit::invalid(
+            format!("--shard: `{s}` is not i/N"),
+            Some("e.g. --shard 0/4"),
+        )
+    };
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let i: u64 = i.trim().parse().map_err(|_| bad())?;
+    let n: u64 = n.trim().parse().map_err(|_| bad())?;
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+fn to_exit(e: LoadError) -> anyhow::Error {
+    match &e {
+        LoadError::Scenario(_) => exit::invalid(e.to_string(), Some(&ScenarioError::hint())),
+        _ => exit::invalid(e.to_string(), None),
+    }
+}
+
+/// Runs the sweep and prints or writes the results.
+pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    let api: Api = args
+        .api
+        .parse()
+        .map_err(|e: String| exit::invalid(e, None))?;
+    if args.tokenizer.is_some() {
+        return Err(exit::invalid(
+            "--tokenizer: local tokenizer counts are not built into this binary yet",
+            Some("omit --tokenizer; output tokens come from the server's usage"),
+        ));
+    }
+    let arrival = match args.arrival.as_str() {
+        "poisson" => Arrival::Poisson,
+        "constant" => Arrival::Constant,
+        "gamma" => Arrival::Gamma {
+            burstiness: args.burstiness,
+        },
+        other => {
+            return Err(exit::invalid(
+                format!("--arrival: unknown arrival process `{other}`"),
+                Some("accepted: poisson, constant, gamma"),
+            ));
+        }
+    };
+    let loads: Vec<LoadModel> = if !args.rate.is_empty() {
+        args.rate
+            .iter()
+            .map(|&rate| LoadModel::Rate {
+                rate,
+                arrival,
+                max_in_flight: args.max_in_flight,
+            })
+            .collect()
+    } else if !args.concurrency.is_empty() {
+        args.concurrency
+            .iter()
+            .map(|&n| LoadModel::Concurrency(n))
+            .collect()
+    } else {
+        vec![LoadModel::Concurrency(1)]
+    };
+    let max_duration = match &args.max_duration {
+        Some(d) => Some(parse_duration("max-duration", d)?),
+        None if args.max_requests.is_none() => Some(Duration::from_secs(60)),
+        None => None,
+    };
+    let scenarios = if args.scenarios.is_empty() {
+        vec![if api == Api::Embeddings {
+            "E(100)".to_string()
+        } else {
+            "D(100,100)".to_string()
+        }]
+    } else {
+        args.scenarios.clone()
+    };
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let bench = ServeBench {
+        client: ClientConfig {
+            url: args.url.clone(),
+            api,
+            stream: !args.no_stream,
+            request_timeout: parse_duration("request-timeout", &args.request_timeout)?,
+            bearer_env: args.bearer_env.clone(),
+            max_idle: 1,
+        },
+        model: args.model.clone(),
+        scenarios,
+        loads,
+        stop: StopRule {
+            max_requests: args.max_requests,
+            max_duration,
+            warmup_requests: args.warmup_requests,
+        },
+        slo: Slo {
+            ttft_ms: args.slo_ttft_ms,
+            tpot_ms: args.slo_tpot_ms,
+            e2e_ms: args.slo_e2e_ms,
+        },
+        seed: args.seed,
+        force_output: !args.no_ignore_eos,
+        shard: match &args.shard {
+            Some(s) => parse_shard(s)?,
+            None => (0, 1),
+        },
+        interrupt: interrupt.clone(),
+    };
+    let scenarios = bench.validate().map_err(to_exit)?;
+    if let Some(dir) = &args.output {
+        fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+    }
+    let _ = yardstick_load::raise_nofile_limit();
+
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(n) = args.workers {
+        rt.worker_threads(n.max(1));
+    }
+    let rt = rt.build().context("starting the async runtime")?;
+    let total_points = scenarios.len() * bench.loads.len();
+    let progress = Arc::new(Progress::default());
+    let results = rt.block_on(async {
+        let irq = interrupt.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                irq.store(true, Ordering::Relaxed);
+            }
+        });
+        let show = verbosity() >= 0;
+        let ticker = show.then(|| tokio::spawn(progress_ticker(progress.clone())));
+        let res = bench
+            .run(progress.clone(), |k, sc, level| {
+                if show {
+                    output::info(&format!(
+                        "point {}/{total_points}: {sc} at {} {}",
+                        k + 1,
+                        level.mode,
+                        level.value
+                    ));
+                }
+            })
+            .await;
+        if let Some(t) = ticker {
+            t.abort();
+            if std::io::stderr().is_terminal() {
+                eprintln!();
+            }
+        }
+        res
+    });
+    let results = results.map_err(to_exit)?;
+
+    let summaries: Vec<&PointSummary> = results.iter().map(|r| &r.summary).collect();
+    let doc = serde_json::json!({
+        "url": args.url,
+        "model": args.model,
+        "api": args.api,
+        "stream": !args.no_stream,
+        "seed": args.seed,
+        "points": summaries,
+    });
+    if let Some(dir) = &args.output {
+        write_output(dir, &doc, &results)?;
+    }
+    if g.json {
+        output::json(&doc)?;
+    } else {
+        print_table(&summaries)?;
+        if let Some(dir) = &args.output {
+            output::info(&format!(
+                "wrote {}/summary.json and requests.jsonl",
+                dir.display()
+            ));
+        }
+    }
+    let mut status = Status::Ok;
+    for s in &summaries {
+        if s.stop_reason.starts_with("target_unreachable") {
+            output::error(&format!(
+                "the run ended early: the server stopped answering ({}); results cover the requests made before",
+                s.stop_reason
+            ));
+            status = Status::Failure;
+        } else if s.stop_reason == "interrupted" {
+            output::warn("interrupted: results cover the requests made before");
+            status = Status::Failure;
+        }
+    }
+    Ok(status)
+}
+
+fn write_output(
+    dir: &std::path::Path,
+    doc: &serde_json::Value,
+    results: &[PointResult],
+) -> anyhow::Result<()> {
+    let path = dir.join("requests.jsonl");
+    let f = fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = BufWriter::new(f);
+    for (k, r) in results.iter().enumerate() {
+        for rec in &r.records {
+            let mut v = rec.to_json();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("point".into(), k.into());
+                o.insert("scenario".into(), r.summary.scenario.clone().into());
+                o.insert("load_mode".into(), r.summary.load.mode.into());
+                o.insert("load_value".into(), r.summary.load.value.into());
+            }
+            serde_json::to_writer(&mut w, &v)?;
+            w.write_all(b"\n")?;
+        }
+    }
+    w.flush()?;
+    let path = dir.join("summary.json");
+    let mut s = serde_json::to_string_pretty(doc)?;
+    s.push('\n');
+    fs::write(&path, s).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+async fn progress_ticker(p: Arc<Progress>) {
+    let tty = std::io::stderr().is_terminal();
+    let every = if tty {
+        Duration::from_millis(500)
+    } else {
+        Duration::from_secs(5)
+    };
+    let mut last = (Instant::now(), 0u64);
+    loop {
+        tokio::time::sleep(every).await;
+        let done = p.completed.load(Ordering::Relaxed);
+        let failed = p.failed.load(Ordering::Relaxed);
+        let now = Instant::now();
+        let rate = (done.saturating_sub(last.1)) as f64 / now.duration_since(last.0).as_secs_f64();
+        last = (now, done);
+        let line = format!(
+            "  {done} done, {failed} failed, {} in flight, {rate:.1} req/s",
+            p.in_flight.load(Ordering::Relaxed)
+        );
+        if tty {
+            eprint!("\r\x1b[2K{line}");
+        } else {
+            eprintln!("{line}");
+        }
+    }
+}
+
+fn fmt_dist(d: &Option<yardstick_load::Distribution>) -> String {
+    match d {
+        Some(d) => format!("{:>9.2} {:>9.2} {:>9.2}", d.mean, d.p50, d.p99),
+        None => format!("{:>9} {:>9} {:>9}", "-", "-", "-"),
+    }
+}
+
+fn print_table(points: &[&PointSummary]) -> anyhow::Result<()> {
+    let mut out = anstream::stdout().lock();
+    for s in points {
+        writeln!(
+            out,
+            "{}{}{} at {} {}: {} completed, {} failed in {:.2}s; {:.1} req/s, {:.1} output tok/s{}",
+            output::style::BOLD,
+            s.scenario,
+            output::style::RESET,
+            s.load.mode,
+            s.load.value,
+            s.requests.completed,
+            s.requests.failed,
+            s.duration_s,
+            s.request_throughput,
+            s.output_token_throughput,
+            match s.goodput {
+                Some(g) => format!(", goodput {g:.1} req/s"),
+                None => String::new(),
+            }
+        )?;
+        writeln!(
+            out,
+            "  {:<16} {:>9} {:>9} {:>9}",
+            "ms", "mean", "p50", "p99"
+        )?;
+        for (name, d) in [
+            ("ttft", &s.ttft_ms),
+            ("tpot", &s.tpot_ms),
+            ("itl", &s.itl_ms),
+            ("e2e", &s.e2e_ms),
+            ("client queue", &s.client_queue_ms),
+        ] {
+            writeln!(out, "  {:<16} {}", name, fmt_dist(d))?;
+        }
+        if !s.requests.errors.is_empty() {
+            let errs: Vec<String> = s
+                .requests
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            writeln!(out, "  errors: {}", errs.join(", "))?;
+        }
+        if let Some(e) = &s.first_error {
+            writeln!(out, "  first error: {e}")?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_shards_parse() {
+        assert_eq!(
+            parse_duration("x", "500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(parse_duration("x", "2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(
+            parse_duration("x", "1.5").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert!(parse_duration("x", "-1s").is_err());
+        assert!(parse_duration("x", "10 parsecs").is_err());
+        assert_eq!(parse_shard("1/4").unwrap(), (1, 4));
+        assert!(parse_shard("4/4").is_err());
+    }
+}

@@ -1,0 +1,158 @@
+//! `yardstick sim`: run the OpenAI-compatible LLM server simulator (crate `yardstick-sim`).
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use yardstick_sim::{Sim, SimConfig, SimError};
+
+use crate::cli::GlobalOpts;
+use crate::exit::{self, Status};
+
+/// Run an OpenAI-compatible LLM server simulator with a latency model and a ground-truth log.
+///
+/// Prints `listening on http://ADDR` as the first line on stdout once bound, then serves until
+/// interrupted. Time to first token = --ttft-ms + --ttft-per-token-ms × prompt words (after
+/// queueing beyond --max-running); then a token every --itl-ms. See docs/sim.md.
+#[derive(Debug, clap::Args)]
+pub struct SimArgs {
+    /// Address to bind (loopback by default).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Port to bind; 0 picks a free one.
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Model name served.
+    #[arg(long, default_value = "yardstick-sim")]
+    pub model: String,
+    /// Base time to first token, ms.
+    #[arg(long, default_value_t = 50.0)]
+    pub ttft_ms: f64,
+    /// Added to the time to first token per prompt token, ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub ttft_per_token_ms: f64,
+    /// Time between output tokens, ms.
+    #[arg(long, default_value_t = 10.0)]
+    pub itl_ms: f64,
+    /// Uniform jitter of each inter-token gap, ± ms.
+    #[arg(long, default_value_t = 0.0)]
+    pub itl_jitter_ms: f64,
+    /// Inter-token gaps are multiplied by 1 + F × (running sequences − 1).
+    #[arg(long, default_value_t = 0.0, value_name = "F")]
+    pub itl_slowdown: f64,
+    /// Sequences generating at once; further requests queue (default: unlimited).
+    #[arg(long)]
+    pub max_running: Option<usize>,
+    /// Output tokens when a request gives no max_tokens.
+    #[arg(long, default_value_t = 100)]
+    pub max_tokens: u64,
+    /// Stop after this many tokens unless the request sets ignore_eos (raised to min_tokens).
+    #[arg(long)]
+    pub eos_after: Option<u64>,
+    /// Fraction of requests answered with --error-status.
+    #[arg(long, default_value_t = 0.0)]
+    pub error_rate: f64,
+    /// HTTP status of injected errors.
+    #[arg(long, default_value_t = 500)]
+    pub error_status: u16,
+    /// Fraction of requests held unanswered for --hang-ms (an injected timeout).
+    #[arg(long, default_value_t = 0.0)]
+    pub timeout_rate: f64,
+    /// How long an injected timeout holds its request, ms.
+    #[arg(long, default_value_t = 60_000)]
+    pub hang_ms: u64,
+    /// Fraction of responses cut halfway (the connection is closed).
+    #[arg(long, default_value_t = 0.0)]
+    pub disconnect_rate: f64,
+    /// Dimension of embedding vectors.
+    #[arg(long, default_value_t = 64)]
+    pub embedding_dim: usize,
+    /// Seed of fault injection and jitter.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write one JSON line per request with server-side timestamps to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Runtime worker threads (default: one per core).
+    #[arg(long)]
+    pub workers: Option<usize>,
+}
+
+fn ms(name: &str, v: f64) -> anyhow::Result<Duration> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(Duration::from_secs_f64(v / 1e3))
+    } else {
+        Err(exit::invalid(
+            format!("--{name} must be a non-negative number, got {v}"),
+            None,
+        ))
+    }
+}
+
+/// Runs the simulator until Ctrl-C or SIGTERM.
+pub fn run(args: SimArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
+    let cfg = SimConfig {
+        addr: SocketAddr::new(args.host, args.port),
+        model: args.model,
+        ttft: ms("ttft-ms", args.ttft_ms)?,
+        ttft_per_prompt_token: ms("ttft-per-token-ms", args.ttft_per_token_ms)?,
+        itl: ms("itl-ms", args.itl_ms)?,
+        itl_jitter: ms("itl-jitter-ms", args.itl_jitter_ms)?,
+        itl_slowdown: args.itl_slowdown,
+        max_running: args.max_running,
+        default_max_tokens: args.max_tokens,
+        eos_after: args.eos_after,
+        error_rate: args.error_rate,
+        error_status: args.error_status,
+        timeout_rate: args.timeout_rate,
+        hang: Duration::from_millis(args.hang_ms),
+        disconnect_rate: args.disconnect_rate,
+        embedding_dim: args.embedding_dim,
+        seed: args.seed,
+        log: args.log,
+    };
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(n) = args.workers {
+        rt.worker_threads(n.max(1));
+    }
+    let rt = rt.build().context("starting the async runtime")?;
+    rt.block_on(async move {
+        let sim = match Sim::bind(cfg).await {
+            Ok(s) => s,
+            Err(e @ SimError::Config(_)) => return Err(exit::invalid(e.to_string(), None)),
+            Err(e @ SimError::Log { .. }) => return Err(exit::invalid(e.to_string(), None)),
+            Err(e) => return Err(anyhow::Error::new(e)),
+        };
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on http://{}", sim.local_addr())?;
+        out.flush()?;
+        drop(out);
+        sim.serve(shutdown_signal()).await;
+        Ok(Status::Ok)
+    })
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
