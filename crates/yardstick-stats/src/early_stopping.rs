@@ -26,7 +26,8 @@ pub fn odds(h: u64, t: u64, p: f64, d: f64) -> f64 {
 }
 
 fn check(p: f64, d: f64, c: f64) -> Result<(), StatsError> {
-    if !(p > 0.0 && p < 1.0) || !(c > 0.0 && c < 1.0) || !(0.0..p).contains(&d) {
+    let in_unit = |x: f64| x > 0.0 && x < 1.0;
+    if !in_unit(p) || !in_unit(c) || !(0.0..p).contains(&d) {
         return Err(StatsError::InvalidParameter(format!(
             "early stopping needs 0 < p < 1, 0 < confidence < 1, 0 <= tolerance < p \
              (got p = {p}, confidence = {c}, tolerance = {d})"

@@ -80,4 +80,6 @@ pub enum Command {
     Sim(cmd::sim::SimArgs),
     /// Measure a system directly: `bench serve` load-tests an OpenAI-compatible server.
     Bench(cmd::bench::BenchArgs),
+    /// Summarise and compare samples of numbers (a ministat for benchmarks).
+    Stats(cmd::stats::StatsArgs),
 }

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod init;
 pub mod schema;
 pub mod sim;
+pub mod stats;
 pub mod validate;
 
 use crate::cli::{Cli, Command};
@@ -18,5 +19,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Schema(args) => schema::run(args, g),
         Command::Sim(args) => sim::run(args, g),
         Command::Bench(args) => bench::run(args, g),
+        Command::Stats(args) => stats::run(args, g),
     }
 }
