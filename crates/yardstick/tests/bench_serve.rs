@@ -1,0 +1,441 @@
+//! `yardstick bench serve` against the real `yardstick sim` on loopback: metrics recovered from
+//! the simulator's configured model and its ground-truth log, faults counted by class, a killed
+//! server, open-loop arrivals, bad input.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_yardstick"))
+}
+
+/// A running simulator, killed on drop.
+struct Sim {
+    child: Child,
+    url: String,
+}
+
+impl Sim {
+    fn start(args: &[&str]) -> Sim {
+        let mut child = bin()
+            .args(["sim", "--port", "0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_string();
+        Sim { child, url }
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bench(url: &str, args: &[&str]) -> Output {
+    bin()
+        .args(["--json", "bench", "serve", "--url", url, "--model", "sim"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json_of(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The sim's log, once it holds `n` lines (its writer runs on its own thread).
+fn sim_log(path: &Path, n: usize) -> Vec<Value> {
+    for _ in 0..100 {
+        let l = lines(path);
+        if l.len() >= n {
+            return l;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the sim log never reached {n} lines");
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn recovers_the_simulated_model_and_agrees_with_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sim.jsonl");
+    let out = dir.path().join("out");
+    let sim = Sim::start(&[
+        "--ttft-ms",
+        "40",
+        "--itl-ms",
+        "8",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let o = bench(
+        &sim.url,
+        &[
+            "--scenario",
+            "D(20,10)",
+            "--concurrency",
+            "4",
+            "--max-requests",
+            "40",
+            "--warmup-requests",
+            "4",
+            "--slo-ttft-ms",
+            "1000",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    );
+    let doc = json_of(&o);
+    let p = &doc["points"][0];
+    assert_eq!(p["scenario"], "D(20,10)");
+    assert_eq!(p["load"]["mode"], "concurrency");
+    assert_eq!(f(&p["load"]["value"]), 4.0);
+    assert_eq!(
+        (
+            p["requests"]["completed"].as_u64(),
+            p["requests"]["failed"].as_u64()
+        ),
+        (Some(40), Some(0))
+    );
+    for k in ["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "client_queue_ms"] {
+        for q in ["mean", "p50", "p90", "p95", "p99"] {
+            assert!(p[k][q].is_number(), "{k}.{q} missing");
+        }
+    }
+    // The configured model: TTFT 40 ms, then 9 gaps of 8 ms. The sim's timer is never early
+    // and at most a tick late; the rest is a busy machine.
+    let ttft = f(&p["ttft_ms"]["mean"]);
+    assert!((40.0..60.0).contains(&ttft), "ttft {ttft}");
+    let tpot = f(&p["tpot_ms"]["mean"]);
+    assert!((7.0..10.5).contains(&tpot), "tpot {tpot}");
+    let itl = f(&p["itl_ms"]["mean"]);
+    assert!((7.0..10.5).contains(&itl), "itl {itl}");
+    let e2e = f(&p["e2e_ms"]["mean"]);
+    assert!((112.0..150.0).contains(&e2e), "e2e {e2e}");
+    assert!((f(&p["duration_s"]) * f(&p["request_throughput"]) - 40.0).abs() < 1e-6);
+    assert!((f(&p["output_token_throughput"]) / f(&p["request_throughput"]) - 10.0).abs() < 1e-6);
+    assert!((f(&p["goodput"]) - f(&p["request_throughput"])).abs() < 1e-9);
+    assert_eq!(p["output_tokens_source"]["server_usage"], 40);
+
+    // Per request, against the server's own clock: the client adds only loopback + parsing.
+    let server: HashMap<String, Value> = sim_log(&log, 44)
+        .into_iter()
+        .map(|l| (l["request_id"].as_str().unwrap().to_string(), l))
+        .collect();
+    let recs = lines(&out.join("requests.jsonl"));
+    assert_eq!(recs.len(), 44);
+    assert_eq!(recs.iter().filter(|r| r["warmup"] == true).count(), 4);
+    let mut errs = Vec::new();
+    for r in recs.iter().filter(|r| r["warmup"] == false) {
+        let s = &server[r["request_id"].as_str().unwrap()];
+        errs.push(f(&r["ttft_ms"]) - f(&s["ttft_ms"]));
+        assert_eq!(r["itl_ms"].as_array().unwrap().len(), 9);
+        assert_eq!(r["output_tokens"], s["output_tokens"]);
+        assert_eq!(
+            r["prompt_tokens"], 20,
+            "the synthetic prompt is exactly 20 sim tokens"
+        );
+        // Arrival after writing, on the same clock.
+        let lag = (f(&r["first_content_ns"]) - f(&s["first_token_ns"])) / 1e6;
+        assert!((0.0..25.0).contains(&lag), "delivery lag {lag} ms");
+    }
+    let mean_err = errs.iter().sum::<f64>() / errs.len() as f64;
+    assert!(
+        (0.0..10.0).contains(&mean_err),
+        "client TTFT exceeds the server's by {mean_err} ms"
+    );
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary, doc);
+}
+
+#[test]
+fn injected_faults_are_counted_by_class_and_match_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sim.jsonl");
+    let sim = Sim::start(&[
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "2",
+        "--error-rate",
+        "0.2",
+        "--timeout-rate",
+        "0.1",
+        "--hang-ms",
+        "20000",
+        "--disconnect-rate",
+        "0.2",
+        "--seed",
+        "7",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let o = bench(
+        &sim.url,
+        &[
+            "--scenario",
+            "D(10,10)",
+            "--concurrency",
+            "8",
+            "--max-requests",
+            "80",
+            "--request-timeout",
+            "700ms",
+        ],
+    );
+    let doc = json_of(&o);
+    let p = &doc["points"][0];
+    let e = &p["requests"]["errors"];
+    let completed = p["requests"]["completed"].as_u64().unwrap();
+    let failed = p["requests"]["failed"].as_u64().unwrap();
+    assert_eq!(completed + failed, 80);
+    let mut by_outcome: HashMap<String, u64> = HashMap::new();
+    for l in sim_log(&log, 80) {
+        *by_outcome
+            .entry(l["outcome"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    assert!(by_outcome["error"] > 0 && by_outcome["timeout"] > 0 && by_outcome["disconnect"] > 0);
+    assert_eq!(e["http_5xx"].as_u64(), Some(by_outcome["error"]));
+    assert_eq!(e["timeout"].as_u64(), Some(by_outcome["timeout"]));
+    assert_eq!(e["stream_cut"].as_u64(), Some(by_outcome["disconnect"]));
+    assert_eq!(completed, by_outcome["ok"]);
+    assert!(p["first_error"].is_string());
+}
+
+#[test]
+fn a_server_killed_mid_run_ends_the_run_with_the_records_it_has() {
+    let mut sim = Sim::start(&["--ttft-ms", "20", "--itl-ms", "5"]);
+    let started = Instant::now();
+    let child = bin()
+        .args([
+            "--json",
+            "bench",
+            "serve",
+            "--url",
+            &sim.url,
+            "--model",
+            "sim",
+            "--scenario",
+            "D(10,20)",
+        ])
+        .args(["--concurrency", "8", "--max-duration", "60s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    sim.child.kill().unwrap();
+    sim.child.wait().unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(40),
+        "the run did not notice"
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("server stopped answering"));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = &doc["points"][0];
+    assert!(p["requests"]["completed"].as_u64().unwrap() > 0);
+    assert!(
+        p["stop_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("target_unreachable")
+    );
+    assert!(p["requests"]["errors"]["connect"].as_u64().unwrap() >= 8);
+    assert!(p["ttft_ms"]["mean"].is_number());
+}
+
+#[test]
+fn open_loop_arrivals_keep_their_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let sim = Sim::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let o = bench(
+        &sim.url,
+        &[
+            "--scenario",
+            "D(5,2)",
+            "--rate",
+            "1000",
+            "--arrival",
+            "constant",
+            "--max-requests",
+            "1500",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    );
+    let doc = json_of(&o);
+    let p = &doc["points"][0];
+    assert_eq!(p["load"]["mode"], "rate");
+    assert_eq!(p["load"]["arrival"], "constant");
+    assert_eq!(p["requests"]["failed"], 0);
+    let recs = lines(&out.join("requests.jsonl"));
+    let sched: Vec<f64> = recs.iter().map(|r| f(&r["scheduled_ns"])).collect();
+    // Scheduled exactly 1 ms apart (absolute deadlines: no drift).
+    let span_ms = (sched[sched.len() - 1] - sched[0]) / 1e6;
+    assert!((span_ms - 1499.0).abs() < 0.01, "span {span_ms}");
+    // And actually sent at that rate, within 1 %.
+    let mut sent: Vec<f64> = recs.iter().map(|r| f(&r["sent_ns"])).collect();
+    sent.sort_by(f64::total_cmp);
+    let rate = (sent.len() - 1) as f64 / ((sent[sent.len() - 1] - sent[0]) / 1e9);
+    assert!((rate - 1000.0).abs() < 10.0, "sent at {rate} req/s");
+
+    // Poisson arrivals: seeded, mean gap 1/rate.
+    let o = bench(
+        &sim.url,
+        &[
+            "--scenario",
+            "D(5,2)",
+            "--rate",
+            "500",
+            "--max-requests",
+            "1000",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    );
+    json_of(&o);
+    let recs = lines(&out.join("requests.jsonl"));
+    let s: Vec<f64> = recs.iter().map(|r| f(&r["scheduled_ns"])).collect();
+    let mean_gap = (s[s.len() - 1] - s[0]) / 1e6 / (s.len() - 1) as f64;
+    assert!((mean_gap - 2.0).abs() < 0.2, "mean gap {mean_gap} ms");
+}
+
+#[test]
+fn other_apis_and_non_streaming() {
+    let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let doc = json_of(&bench(
+        &sim.url,
+        &[
+            "--api",
+            "embeddings",
+            "--scenario",
+            "E(16)",
+            "--concurrency",
+            "2",
+            "--max-requests",
+            "6",
+        ],
+    ));
+    let p = &doc["points"][0];
+    assert_eq!(p["requests"]["completed"], 6);
+    assert!(p["ttft_ms"].is_null() && f(&p["e2e_ms"]["mean"]) >= 5.0);
+    let doc = json_of(&bench(
+        &sim.url,
+        &[
+            "--api",
+            "completions",
+            "--no-stream",
+            "--scenario",
+            "D(3,4)",
+            "--max-requests",
+            "3",
+        ],
+    ));
+    let p = &doc["points"][0];
+    assert_eq!(p["requests"]["completed"], 3);
+    assert!(p["ttft_ms"].is_null());
+    assert!(f(&p["e2e_ms"]["mean"]) >= 5.0 + 3.0);
+    assert_eq!(
+        f(&p["output_token_throughput"]) / f(&p["request_throughput"]),
+        4.0
+    );
+    let doc = json_of(&bench(
+        &sim.url,
+        &[
+            "--scenario",
+            "U(5,10)/(2,6)",
+            "--scenario",
+            "N(20,5)/(4,1)",
+            "--concurrency",
+            "1,3",
+            "--max-requests",
+            "6",
+        ],
+    ));
+    assert_eq!(doc["points"].as_array().unwrap().len(), 4);
+    assert_eq!(doc["points"][3]["scenario"], "N(20,5)/(4,1)");
+    assert_eq!(f(&doc["points"][3]["load"]["value"]), 3.0);
+}
+
+#[test]
+fn bad_input_exits_2_and_shows_the_accepted_forms() {
+    for bad in ["D(100)", "N(1,2)/(3)", "D(-1,5)", "X(1,2)"] {
+        let o = bench(
+            "http://127.0.0.1:9",
+            &["--scenario", bad, "--max-requests", "1"],
+        );
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(bad), "{err}");
+        assert!(
+            err.contains("D(in,out)") && err.contains("E(tokens)"),
+            "{err}"
+        );
+    }
+    let o = bench("http://127.0.0.1:9", &["--scenario", "E(5)"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--api embeddings"));
+    for args in [
+        &["--url-less"][..],
+        &["--rate", "0"],
+        &["--arrival", "weibull", "--rate", "1"],
+        &["--shard", "3/2"],
+        &["--max-duration", "soon"],
+        &["--bearer-env", "YARDSTICK_SURELY_UNSET_VAR"],
+    ] {
+        let o = bench("http://127.0.0.1:9", args);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = bench("ftp://127.0.0.1:9", &[]);
+    assert_eq!(o.status.code(), Some(2));
+}
