@@ -31,7 +31,8 @@ pub(crate) fn decode(
     for _ in 0..MAX_ERRORS {
         let mut unknown: Vec<String> = Vec::new();
         let result = {
-            let mut record = |path: serde_ignored::Path<'_>| unknown.push(pointer_of_ignored(&path));
+            let mut record =
+                |path: serde_ignored::Path<'_>| unknown.push(pointer_of_ignored(&path));
             let de = serde_ignored::Deserializer::new(&json, &mut record);
             serde_path_to_error::deserialize::<_, BenchmarkRun>(de)
         };
@@ -88,11 +89,15 @@ fn pointer_of_ignored(path: &serde_ignored::Path<'_>) -> String {
         Path::Root => String::new(),
         Path::Seq { parent, index } => format!("{}/{index}", pointer_of_ignored(parent)),
         Path::Map { parent, key } => {
-            format!("{}/{}", pointer_of_ignored(parent), crate::yaml::escape(key))
+            format!(
+                "{}/{}",
+                pointer_of_ignored(parent),
+                crate::yaml::escape(key)
+            )
         }
-        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => {
-            pointer_of_ignored(parent)
-        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => pointer_of_ignored(parent),
     }
 }
 
@@ -105,7 +110,11 @@ fn original_pointer(json: &Value, ptr: &str, removed: &HashMap<String, Vec<usize
         let mapped = match (is_array, seg.parse::<usize>(), removed.get(&original)) {
             (true, Ok(i), Some(gone)) => {
                 // The i-th original index that was not removed.
-                (0..).filter(|j| !gone.contains(j)).nth(i).unwrap_or(i).to_string()
+                (0..)
+                    .filter(|j| !gone.contains(j))
+                    .nth(i)
+                    .unwrap_or(i)
+                    .to_string()
             }
             _ => seg.to_string(),
         };
@@ -128,12 +137,15 @@ fn remove(json: &mut Value, ptr: &str, original: &str, removed: &mut HashMap<Str
             map.remove(&last.replace("~1", "/").replace("~0", "~"));
         }
         Some(Value::Array(items)) => {
-            if let Ok(i) = last.parse::<usize>() {
-                if i < items.len() {
-                    items.remove(i);
-                    if let Ok(j) = original_last.parse::<usize>() {
-                        removed.entry(original_parent.to_string()).or_default().push(j);
-                    }
+            if let Ok(i) = last.parse::<usize>()
+                && i < items.len()
+            {
+                items.remove(i);
+                if let Ok(j) = original_last.parse::<usize>() {
+                    removed
+                        .entry(original_parent.to_string())
+                        .or_default()
+                        .push(j);
                 }
             }
         }
@@ -153,7 +165,11 @@ fn type_error(ptr: &str, raw: &str, loc: &Locator<'_>, schema: &Value) -> Diagno
     };
     let pos = loc.value(ptr);
     let (rule, message, hint) = if raw.starts_with("invalid traffic scenario") {
-        ("scenario-syntax", format!("{at}: {raw}"), Some(ScenarioError::hint()))
+        (
+            "scenario-syntax",
+            format!("{at}: {raw}"),
+            Some(ScenarioError::hint()),
+        )
     } else if raw.starts_with(DURATION_ERROR_PREFIX) {
         (
             "duration-syntax",
@@ -173,13 +189,21 @@ fn type_error(ptr: &str, raw: &str, loc: &Locator<'_>, schema: &Value) -> Diagno
             Some(s) => format!("did you mean `{s}`? accepted: {}", options.join(", ")),
             None => format!("accepted: {}", options.join(", ")),
         };
-        ("unknown-value", format!("{at}: unknown value `{given}`"), Some(hint))
+        (
+            "unknown-value",
+            format!("{at}: unknown value `{given}`"),
+            Some(hint),
+        )
     } else {
         let hint = match crate::schema::description_at(schema, ptr) {
             Some(d) => format!("`{}`: {d}", path.rsplit('.').next().unwrap_or(&path)),
             None => "see docs/spec.md for the field's type".to_string(),
         };
-        ("invalid-value", format!("{at}: {}", humanize(raw)), Some(hint))
+        (
+            "invalid-value",
+            format!("{at}: {}", humanize(raw)),
+            Some(hint),
+        )
     };
     Diagnostic {
         severity: Severity::Error,
@@ -226,7 +250,10 @@ fn unknown_field(ptr: &str, loc: &Locator<'_>, schema: &Value) -> Diagnostic {
         format!("in `{parent_path}`")
     };
     let hint = match did_you_mean(&name, known.iter().map(String::as_str)) {
-        Some(s) => Some(format!("did you mean `{s}`? known fields: {}", known.join(", "))),
+        Some(s) => Some(format!(
+            "did you mean `{s}`? known fields: {}",
+            known.join(", ")
+        )),
         None if !known.is_empty() => Some(format!("known fields: {}", known.join(", "))),
         None => None,
     };

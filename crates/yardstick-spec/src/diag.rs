@@ -81,7 +81,10 @@ pub fn display_path(pointer: &str) -> String {
 
 /// The closest candidate to `word` by Jaro–Winkler similarity, when it is close enough to be a
 /// plausible typo.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let lower = word.to_ascii_lowercase();
     candidates
         .into_iter()
@@ -109,7 +112,10 @@ mod tests {
     fn suggests_close_names_only() {
         let known = ["replicates", "warmup", "confidenceLevel", "outlierPolicy"];
         assert_eq!(did_you_mean("replicate", known), Some("replicates"));
-        assert_eq!(did_you_mean("confidencelevel", known), Some("confidenceLevel"));
+        assert_eq!(
+            did_you_mean("confidencelevel", known),
+            Some("confidenceLevel")
+        );
         assert_eq!(did_you_mean("zzz", known), None);
     }
 }

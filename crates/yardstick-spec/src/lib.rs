@@ -40,7 +40,10 @@ pub struct Checked {
 impl Checked {
     /// True when no diagnostic is an error.
     pub fn is_valid(&self) -> bool {
-        !self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+        !self
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
     }
 
     /// The number of errors.
@@ -59,7 +62,11 @@ impl Checked {
 
     /// The spec, when valid.
     pub fn valid_spec(&self) -> Option<&BenchmarkRun> {
-        if self.is_valid() { self.spec.as_ref() } else { None }
+        if self.is_valid() {
+            self.spec.as_ref()
+        } else {
+            None
+        }
     }
 }
 
@@ -99,9 +106,16 @@ pub fn check_bytes(bytes: &[u8]) -> Checked {
     match std::str::from_utf8(bytes) {
         Ok(text) => check_str(text),
         Err(e) => {
-            let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            let line = bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
             let mut c = input_error(
-                format!("the file is not UTF-8 text (invalid byte at offset {})", e.valid_up_to()),
+                format!(
+                    "the file is not UTF-8 text (invalid byte at offset {})",
+                    e.valid_up_to()
+                ),
                 "save the spec as UTF-8",
             );
             c.diagnostics[0].line = line as u32;
@@ -127,7 +141,9 @@ pub fn check_str(text: &str) -> Checked {
             rule: i.rule,
             message: i.message.clone(),
             hint: match i.rule {
-                "yaml-limits" => Some("specs are small documents; check for runaway anchors or nesting".into()),
+                "yaml-limits" => {
+                    Some("specs are small documents; check for runaway anchors or nesting".into())
+                }
                 "duplicate-key" => Some("remove one of the two entries".into()),
                 _ => Some("check indentation and quoting near this position".into()),
             },
@@ -138,28 +154,42 @@ pub fn check_str(text: &str) -> Checked {
         .collect();
     let Some(root) = root else {
         if diagnostics.is_empty() {
-            return input_error("the spec holds no YAML document".into(), "start from `yardstick init`");
+            return input_error(
+                "the spec holds no YAML document".into(),
+                "start from `yardstick init`",
+            );
         }
-        return Checked { spec: None, diagnostics };
+        return Checked {
+            spec: None,
+            diagnostics,
+        };
     };
     if !matches!(root.value, yaml::Value::Map(_)) {
         diagnostics.push(Diagnostic {
             severity: Severity::Error,
             rule: "invalid-value",
-            message: "a spec is a mapping (apiVersion, kind, metadata, spec), not a scalar or a list".into(),
+            message:
+                "a spec is a mapping (apiVersion, kind, metadata, spec), not a scalar or a list"
+                    .into(),
             hint: Some("start from `yardstick init`".into()),
             path: String::new(),
             line: root.pos.line,
             col: root.pos.col,
         });
-        return Checked { spec: None, diagnostics };
+        return Checked {
+            spec: None,
+            diagnostics,
+        };
     }
     let (json, positions) = yaml::to_json(&root);
     let loc = locate::Locator::new(&positions);
     let schema = json_schema();
     let run = decode::decode(json, &loc, &schema, &mut diagnostics);
     rules::check(&run, &loc, &mut diagnostics);
-    diagnostics.sort_by(|a, b| (a.line, a.col, a.severity).cmp(&(b.line, b.col, b.severity)));
+    diagnostics.sort_by_key(|d| (d.line, d.col, d.severity));
     diagnostics.dedup();
-    Checked { spec: Some(run), diagnostics }
+    Checked {
+        spec: Some(run),
+        diagnostics,
+    }
 }

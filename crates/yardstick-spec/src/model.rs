@@ -249,7 +249,10 @@ impl<'de> Deserialize<'de> for SequenceLengths {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         // Not `#[serde(untagged)]`: its error would hide the scenario grammar's explanation.
         #[derive(Deserialize)]
-        #[serde(untagged, expecting = "a traffic scenario such as D(100,100) or a token count")]
+        #[serde(
+            untagged,
+            expecting = "a traffic scenario such as D(100,100) or a token count"
+        )]
         enum Raw {
             Fixed(u64),
             Text(String),
@@ -266,7 +269,10 @@ impl<'de> Deserialize<'de> for SequenceLengths {
 
 /// One value or a list of values (e.g. `concurrency: 8` or `concurrency: [1, 16, 64]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged, expecting = "a positive integer or a list of positive integers")]
+#[serde(
+    untagged,
+    expecting = "a positive integer or a list of positive integers"
+)]
 pub enum OneOrMany {
     /// One value.
     One(u64),
@@ -786,8 +792,13 @@ impl<'de> Deserialize<'de> for DurationSpec {
             ))
         };
         match Raw::deserialize(d).map_err(|_| bad("?", "expected a string or a number"))? {
-            Raw::Secs(s) if s.is_finite() && s >= 0.0 => Ok(DurationSpec(Duration::from_secs_f64(s))),
-            Raw::Secs(s) => Err(bad(&s.to_string(), "must be a non-negative number of seconds")),
+            Raw::Secs(s) if s.is_finite() && s >= 0.0 => {
+                Ok(DurationSpec(Duration::from_secs_f64(s)))
+            }
+            Raw::Secs(s) => Err(bad(
+                &s.to_string(),
+                "must be a non-negative number of seconds",
+            )),
             Raw::Text(t) => humantime::parse_duration(t.trim())
                 .map(DurationSpec)
                 .map_err(|e| bad(&t, &e.to_string())),

@@ -16,36 +16,126 @@ pub struct RuleInfo {
 
 /// Every rule the validator applies, including the reading and decoding ones.
 pub const RULES: &[RuleInfo] = &[
-    RuleInfo { id: "input", summary: "the file can be read, is UTF-8 text, not empty, at most 8 MiB" },
-    RuleInfo { id: "yaml-syntax", summary: "the file is one well-formed YAML document" },
-    RuleInfo { id: "yaml-limits", summary: "nesting <= 64 levels, <= 200,000 nodes after alias expansion" },
-    RuleInfo { id: "duplicate-key", summary: "a mapping names each key once" },
-    RuleInfo { id: "unknown-field", summary: "every field is known (with a did-you-mean)" },
-    RuleInfo { id: "unknown-value", summary: "enumerated fields take one of their values (with a did-you-mean)" },
-    RuleInfo { id: "invalid-value", summary: "every value has the right type" },
-    RuleInfo { id: "duration-syntax", summary: "durations read like 120s, 5m, 1h30m" },
-    RuleInfo { id: "scenario-syntax", summary: "traffic scenarios follow D/N/U/E grammar" },
-    RuleInfo { id: "api-version", summary: "apiVersion is yardstick/v1" },
-    RuleInfo { id: "kind", summary: "kind is BenchmarkRun" },
-    RuleInfo { id: "metadata-name", summary: "metadata.name is present and a lowercase identifier" },
-    RuleInfo { id: "mode-declared", summary: "spec.mode is declared (publication, realism or exploratory)" },
-    RuleInfo { id: "layers-declared", summary: "at least one micro, component or e2e layer" },
-    RuleInfo { id: "workload-freeze", summary: "serving/training layers pin model, precision, sequence lengths, batching, concurrency, dataset, correctness" },
-    RuleInfo { id: "workload-consistency", summary: "layers sweep what the workload declares (warning)" },
-    RuleInfo { id: "trials-replicates", summary: "trials.replicates >= 3" },
-    RuleInfo { id: "trials-confidence", summary: "trials.confidenceLevel declared, in (0, 1)" },
-    RuleInfo { id: "trials-outlier-policy", summary: "trials.outlierPolicy declared" },
-    RuleInfo { id: "trials-warmup", summary: "trials.warmup declared, exactly one way" },
-    RuleInfo { id: "comparison-one-variable", summary: "one variable under test, unless mode is exploratory" },
-    RuleInfo { id: "publication-isolation", summary: "publication mode declares dedicated nodes and fixed topology" },
-    RuleInfo { id: "realism-background-load", summary: "realism mode records background load" },
-    RuleInfo { id: "provenance-signing-key", summary: "signing: required names a key" },
-    RuleInfo { id: "serve-config", summary: "serve layers have a model, scenarios and a load sweep that fit the API" },
-    RuleInfo { id: "load-values", summary: "load values are positive (whole numbers for concurrency); gamma needs burstiness" },
-    RuleInfo { id: "stop-condition", summary: "serve layers are bounded by maxRequests or maxDuration" },
-    RuleInfo { id: "slo-values", summary: "SLO bounds are positive" },
-    RuleInfo { id: "command-config", summary: "command layers have a command; world-size sweeps use {worldSize}" },
-    RuleInfo { id: "gates-tolerance", summary: "tolerances are in [0, 100); exploratory runs never gate (warning)" },
+    RuleInfo {
+        id: "input",
+        summary: "the file can be read, is UTF-8 text, not empty, at most 8 MiB",
+    },
+    RuleInfo {
+        id: "yaml-syntax",
+        summary: "the file is one well-formed YAML document",
+    },
+    RuleInfo {
+        id: "yaml-limits",
+        summary: "nesting <= 64 levels, <= 200,000 nodes after alias expansion",
+    },
+    RuleInfo {
+        id: "duplicate-key",
+        summary: "a mapping names each key once",
+    },
+    RuleInfo {
+        id: "unknown-field",
+        summary: "every field is known (with a did-you-mean)",
+    },
+    RuleInfo {
+        id: "unknown-value",
+        summary: "enumerated fields take one of their values (with a did-you-mean)",
+    },
+    RuleInfo {
+        id: "invalid-value",
+        summary: "every value has the right type",
+    },
+    RuleInfo {
+        id: "duration-syntax",
+        summary: "durations read like 120s, 5m, 1h30m",
+    },
+    RuleInfo {
+        id: "scenario-syntax",
+        summary: "traffic scenarios follow D/N/U/E grammar",
+    },
+    RuleInfo {
+        id: "api-version",
+        summary: "apiVersion is yardstick/v1",
+    },
+    RuleInfo {
+        id: "kind",
+        summary: "kind is BenchmarkRun",
+    },
+    RuleInfo {
+        id: "metadata-name",
+        summary: "metadata.name is present and a lowercase identifier",
+    },
+    RuleInfo {
+        id: "mode-declared",
+        summary: "spec.mode is declared (publication, realism or exploratory)",
+    },
+    RuleInfo {
+        id: "layers-declared",
+        summary: "at least one micro, component or e2e layer",
+    },
+    RuleInfo {
+        id: "workload-freeze",
+        summary: "serving/training layers pin model, precision, sequence lengths, batching, concurrency, dataset, correctness",
+    },
+    RuleInfo {
+        id: "workload-consistency",
+        summary: "layers sweep what the workload declares (warning)",
+    },
+    RuleInfo {
+        id: "trials-replicates",
+        summary: "trials.replicates >= 3",
+    },
+    RuleInfo {
+        id: "trials-confidence",
+        summary: "trials.confidenceLevel declared, in (0, 1)",
+    },
+    RuleInfo {
+        id: "trials-outlier-policy",
+        summary: "trials.outlierPolicy declared",
+    },
+    RuleInfo {
+        id: "trials-warmup",
+        summary: "trials.warmup declared, exactly one way",
+    },
+    RuleInfo {
+        id: "comparison-one-variable",
+        summary: "one variable under test, unless mode is exploratory",
+    },
+    RuleInfo {
+        id: "publication-isolation",
+        summary: "publication mode declares dedicated nodes and fixed topology",
+    },
+    RuleInfo {
+        id: "realism-background-load",
+        summary: "realism mode records background load",
+    },
+    RuleInfo {
+        id: "provenance-signing-key",
+        summary: "signing: required names a key",
+    },
+    RuleInfo {
+        id: "serve-config",
+        summary: "serve layers have a model, scenarios and a load sweep that fit the API",
+    },
+    RuleInfo {
+        id: "load-values",
+        summary: "load values are positive (whole numbers for concurrency); gamma needs burstiness",
+    },
+    RuleInfo {
+        id: "stop-condition",
+        summary: "serve layers are bounded by maxRequests or maxDuration",
+    },
+    RuleInfo {
+        id: "slo-values",
+        summary: "SLO bounds are positive",
+    },
+    RuleInfo {
+        id: "command-config",
+        summary: "command layers have a command; world-size sweeps use {worldSize}",
+    },
+    RuleInfo {
+        id: "gates-tolerance",
+        summary: "tolerances are in [0, 100); exploratory runs never gate (warning)",
+    },
 ];
 
 struct Ctx<'a, 'b> {
@@ -54,8 +144,20 @@ struct Ctx<'a, 'b> {
 }
 
 impl Ctx<'_, '_> {
-    fn push(&mut self, sev: Severity, rule: &'static str, ptr: &str, at_key: bool, message: String, hint: Option<&str>) {
-        let pos = if at_key { self.loc.key(ptr) } else { self.loc.value(ptr) };
+    fn push(
+        &mut self,
+        sev: Severity,
+        rule: &'static str,
+        ptr: &str,
+        at_key: bool,
+        message: String,
+        hint: Option<&str>,
+    ) {
+        let pos = if at_key {
+            self.loc.key(ptr)
+        } else {
+            self.loc.value(ptr)
+        };
         self.out.push(Diagnostic {
             severity: sev,
             rule,
@@ -83,8 +185,12 @@ pub(crate) fn check(run: &BenchmarkRun, loc: &Locator<'_>, out: &mut Vec<Diagnos
     header(run, &mut cx);
     let Some(spec) = &run.spec else {
         if !loc.exists("/spec") {
-            cx.error("layers-declared", "/spec", "`spec` is missing: nothing to run".into(),
-                "add a `spec:` section; `yardstick init` writes a complete example");
+            cx.error(
+                "layers-declared",
+                "/spec",
+                "`spec` is missing: nothing to run".into(),
+                "add a `spec:` section; `yardstick init` writes a complete example",
+            );
         }
         return;
     };
@@ -99,14 +205,34 @@ pub(crate) fn check(run: &BenchmarkRun, loc: &Locator<'_>, out: &mut Vec<Diagnos
 fn header(run: &BenchmarkRun, cx: &mut Ctx<'_, '_>) {
     match run.api_version.as_deref() {
         Some(API_VERSION) => {}
-        Some(other) => cx.error("api-version", "/apiVersion", format!("apiVersion is `{other}`; this yardstick reads `{API_VERSION}`"), "set `apiVersion: yardstick/v1`"),
-        None if !cx.loc.exists("/apiVersion") => cx.error("api-version", "/apiVersion", "apiVersion is missing".into(), "start the spec with `apiVersion: yardstick/v1`"),
+        Some(other) => cx.error(
+            "api-version",
+            "/apiVersion",
+            format!("apiVersion is `{other}`; this yardstick reads `{API_VERSION}`"),
+            "set `apiVersion: yardstick/v1`",
+        ),
+        None if !cx.loc.exists("/apiVersion") => cx.error(
+            "api-version",
+            "/apiVersion",
+            "apiVersion is missing".into(),
+            "start the spec with `apiVersion: yardstick/v1`",
+        ),
         None => {}
     }
     match run.kind.as_deref() {
         Some(KIND) => {}
-        Some(other) => cx.error("kind", "/kind", format!("kind is `{other}`; expected `{KIND}`"), "set `kind: BenchmarkRun`"),
-        None if !cx.loc.exists("/kind") => cx.error("kind", "/kind", "kind is missing".into(), "add `kind: BenchmarkRun`"),
+        Some(other) => cx.error(
+            "kind",
+            "/kind",
+            format!("kind is `{other}`; expected `{KIND}`"),
+            "set `kind: BenchmarkRun`",
+        ),
+        None if !cx.loc.exists("/kind") => cx.error(
+            "kind",
+            "/kind",
+            "kind is missing".into(),
+            "add `kind: BenchmarkRun`",
+        ),
         None => {}
     }
     let name = run.metadata.as_ref().and_then(|m| m.name.as_deref());
@@ -235,7 +361,8 @@ fn trials(spec: &Spec, cx: &mut Ctx<'_, '_>) {
 /// Whether the spec has layers that serve or train (the freeze rule applies to them).
 fn has_workload_layers(spec: &Spec) -> bool {
     spec.layers.as_ref().is_some_and(|l| {
-        l.component.as_ref().is_some_and(|c| !c.is_empty()) || l.e2e.as_ref().is_some_and(|e| !e.is_empty())
+        l.component.as_ref().is_some_and(|c| !c.is_empty())
+            || l.e2e.as_ref().is_some_and(|e| !e.is_empty())
     })
 }
 
@@ -255,11 +382,27 @@ fn workload(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     let fields: [(&str, &str, bool); 7] = [
         ("model", "the same model", w.model.is_some()),
         ("precision", "the same precision", w.precision.is_some()),
-        ("sequenceLengths", "the same sequence-length mix", w.sequence_lengths.is_some()),
+        (
+            "sequenceLengths",
+            "the same sequence-length mix",
+            w.sequence_lengths.is_some(),
+        ),
         ("batching", "the same batching policy", w.batching.is_some()),
-        ("concurrency", "the same concurrency model", w.concurrency.is_some()),
-        ("dataset", "the same dataset or prompt corpus", w.dataset.is_some()),
-        ("correctness", "the same correctness policy", w.correctness.as_ref().is_some_and(|c| c.policy.is_some())),
+        (
+            "concurrency",
+            "the same concurrency model",
+            w.concurrency.is_some(),
+        ),
+        (
+            "dataset",
+            "the same dataset or prompt corpus",
+            w.dataset.is_some(),
+        ),
+        (
+            "correctness",
+            "the same correctness policy",
+            w.correctness.as_ref().is_some_and(|c| c.policy.is_some()),
+        ),
     ];
     for (field, phrase, present) in fields {
         let ptr = if field == "correctness" {
@@ -284,20 +427,31 @@ fn workload(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     if let Some(concurrency) = &w.concurrency {
         let v = concurrency.values();
         if v.contains(&0) {
-            cx.error("load-values", "/spec/workload/concurrency", "workload.concurrency contains 0".into(), "concurrency levels are at least 1");
+            cx.error(
+                "load-values",
+                "/spec/workload/concurrency",
+                "workload.concurrency contains 0".into(),
+                "concurrency levels are at least 1",
+            );
         }
         let declared: Vec<f64> = v.iter().map(|&x| x as f64).collect();
-        for (i, c) in spec.layers.iter().flat_map(|l| l.component.iter().flatten()).enumerate() {
-            if let Some(load) = &c.load {
-                if load.mode == Some(LoadMode::Concurrency) {
-                    if let Some(values) = &load.values {
-                        if values.iter().any(|x| !declared.contains(x)) {
-                            cx.warn("workload-consistency", &format!("/spec/layers/component/{i}/load/values"),
-                                format!("this layer sweeps concurrency {values:?} but workload.concurrency pins {v:?}"),
-                                "make the layer's sweep a subset of workload.concurrency, or update the workload");
-                        }
-                    }
-                }
+        for (i, c) in spec
+            .layers
+            .iter()
+            .flat_map(|l| l.component.iter().flatten())
+            .enumerate()
+        {
+            if let Some(load) = &c.load
+                && load.mode == Some(LoadMode::Concurrency)
+                && let Some(values) = &load.values
+                && values.iter().any(|x| !declared.contains(x))
+            {
+                cx.warn(
+                    "workload-consistency",
+                    &format!("/spec/layers/component/{i}/load/values"),
+                    format!("this layer sweeps concurrency {values:?} but workload.concurrency pins {v:?}"),
+                    "make the layer's sweep a subset of workload.concurrency, or update the workload",
+                );
             }
         }
     }
@@ -320,15 +474,21 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
         let base = format!("/spec/layers/component/{i}");
         match c.kind {
             Some(ComponentKind::Serve) => serve(c, &base, cx),
-            Some(_) => {
-                if c.command.as_ref().is_none_or(Vec::is_empty) {
-                    cx.error_at_key("command-config", &format!("{base}/command"),
-                        "this component layer runs a command, but `command` is missing or empty".into(),
-                        "add `command: [python, load_data.py]`");
-                }
+            Some(_) if c.command.as_ref().is_none_or(Vec::is_empty) => {
+                cx.error_at_key(
+                    "command-config",
+                    &format!("{base}/command"),
+                    "this component layer runs a command, but `command` is missing or empty".into(),
+                    "add `command: [python, load_data.py]`",
+                );
             }
-            None if !cx.loc.exists(&format!("{base}/kind")) => cx.error_at_key("serve-config", &base,
-                "component layer without `kind`".into(), "add `kind: serve` (or dataloader, startup)"),
+            Some(_) => {}
+            None if !cx.loc.exists(&format!("{base}/kind")) => cx.error_at_key(
+                "serve-config",
+                &base,
+                "component layer without `kind`".into(),
+                "add `kind: serve` (or dataloader, startup)",
+            ),
             None => {}
         }
     }
@@ -345,23 +505,41 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                                 "pass the size, e.g. `[torchrun, --nproc-per-node, \"{worldSize}\", train.py]`");
                         }
                     }
-                    _ => cx.error_at_key("command-config", &format!("{base}/command"),
-                        "e2e layer of kind command has no command".into(), "add `command: [torchrun, --nproc-per-node, \"{worldSize}\", train.py]`"),
+                    _ => cx.error_at_key(
+                        "command-config",
+                        &format!("{base}/command"),
+                        "e2e layer of kind command has no command".into(),
+                        "add `command: [torchrun, --nproc-per-node, \"{worldSize}\", train.py]`",
+                    ),
                 }
                 if e.world_sizes.as_ref().is_some_and(|w| w.contains(&0)) {
-                    cx.error("load-values", &format!("{base}/worldSizes"), "worldSizes contains 0".into(), "world sizes are at least 1");
+                    cx.error(
+                        "load-values",
+                        &format!("{base}/worldSizes"),
+                        "worldSizes contains 0".into(),
+                        "world sizes are at least 1",
+                    );
                 }
             }
             Some(E2eKind::Train) => {}
-            None if !cx.loc.exists(&format!("{base}/kind")) => cx.error_at_key("command-config", &base,
-                "e2e layer without `kind`".into(), "add `kind: command` (any program) or `kind: train` (built-in trainer)"),
+            None if !cx.loc.exists(&format!("{base}/kind")) => cx.error_at_key(
+                "command-config",
+                &base,
+                "e2e layer without `kind`".into(),
+                "add `kind: command` (any program) or `kind: train` (built-in trainer)",
+            ),
             None => {}
         }
     }
     for (i, m) in l.micro.iter().flatten().enumerate() {
         let base = format!("/spec/layers/micro/{i}");
         if m.kind.is_none() && !cx.loc.exists(&format!("{base}/kind")) {
-            cx.error_at_key("layers-declared", &base, "micro layer without `kind`".into(), "add `kind: memory` (or gemm, storage, network)");
+            cx.error_at_key(
+                "layers-declared",
+                &base,
+                "micro layer without `kind`".into(),
+                "add `kind: memory` (or gemm, storage, network)",
+            );
         }
     }
 }
@@ -386,31 +564,64 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             }
         }
         // An empty list here may be one whose entries were all invalid (already reported).
-        _ if !cx.loc.exists(&format!("{base}/scenarios/0")) => cx.error_at_key("serve-config", &format!("{base}/scenarios"),
-            "serve layer has no traffic scenarios".into(), "add `scenarios: [\"D(100,100)\"]`"),
+        _ if !cx.loc.exists(&format!("{base}/scenarios/0")) => cx.error_at_key(
+            "serve-config",
+            &format!("{base}/scenarios"),
+            "serve layer has no traffic scenarios".into(),
+            "add `scenarios: [\"D(100,100)\"]`",
+        ),
         _ => {}
     }
     match &c.load {
-        None if !cx.loc.exists(&format!("{base}/load")) => cx.error_at_key("serve-config", &format!("{base}/load"),
-            "serve layer has no `load`".into(), "add `load: {mode: concurrency, values: [1, 16, 64]}`"),
+        None if !cx.loc.exists(&format!("{base}/load")) => cx.error_at_key(
+            "serve-config",
+            &format!("{base}/load"),
+            "serve layer has no `load`".into(),
+            "add `load: {mode: concurrency, values: [1, 16, 64]}`",
+        ),
         Some(load) => {
             let lptr = format!("{base}/load");
             if load.mode.is_none() && !cx.loc.exists(&format!("{lptr}/mode")) {
-                cx.error_at_key("serve-config", &lptr, "load has no `mode`".into(), "add `mode: concurrency` (closed loop) or `mode: rate` (open loop)");
+                cx.error_at_key(
+                    "serve-config",
+                    &lptr,
+                    "load has no `mode`".into(),
+                    "add `mode: concurrency` (closed loop) or `mode: rate` (open loop)",
+                );
             }
             match &load.values {
-                Some(v) if v.is_empty() => cx.error("load-values", &format!("{lptr}/values"), "load.values is empty".into(), "list the sweep points, e.g. [1, 16, 64]"),
+                Some(v) if v.is_empty() => cx.error(
+                    "load-values",
+                    &format!("{lptr}/values"),
+                    "load.values is empty".into(),
+                    "list the sweep points, e.g. [1, 16, 64]",
+                ),
                 Some(v) => {
                     for (j, x) in v.iter().enumerate() {
                         let ptr = format!("{lptr}/values/{j}");
-                        if !(*x > 0.0) || !x.is_finite() {
-                            cx.error("load-values", &ptr, format!("load value {x} must be positive"), "concurrency levels are >= 1; rates are requests per second > 0");
+                        if !x.is_finite() || *x <= 0.0 {
+                            cx.error(
+                                "load-values",
+                                &ptr,
+                                format!("load value {x} must be positive"),
+                                "concurrency levels are >= 1; rates are requests per second > 0",
+                            );
                         } else if load.mode == Some(LoadMode::Concurrency) && x.fract() != 0.0 {
-                            cx.error("load-values", &ptr, format!("concurrency {x} is not a whole number"), "concurrency counts in-flight requests: 1, 16, 64");
+                            cx.error(
+                                "load-values",
+                                &ptr,
+                                format!("concurrency {x} is not a whole number"),
+                                "concurrency counts in-flight requests: 1, 16, 64",
+                            );
                         }
                     }
                 }
-                None if !cx.loc.exists(&format!("{lptr}/values")) => cx.error_at_key("load-values", &lptr, "load has no `values`".into(), "add `values: [1, 16, 64]`"),
+                None if !cx.loc.exists(&format!("{lptr}/values")) => cx.error_at_key(
+                    "load-values",
+                    &lptr,
+                    "load has no `values`".into(),
+                    "add `values: [1, 16, 64]`",
+                ),
                 None => {}
             }
             if load.arrival == Some(Arrival::Gamma) && !load.burstiness.is_some_and(|b| b > 0.0) {
@@ -422,18 +633,37 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
         }
         None => {}
     }
-    let bounded = c.stop.as_ref().is_some_and(|s| s.max_requests.is_some_and(|n| n > 0) || s.max_duration.is_some_and(|d| !d.0.is_zero()));
-    if !bounded && !cx.loc.exists(&format!("{base}/stop/maxRequests")) && !cx.loc.exists(&format!("{base}/stop/maxDuration")) {
-        cx.error_at_key("stop-condition", &format!("{base}/stop"),
-            "serve layer has no stop condition: every point must end by request count or time".into(),
-            "add `stop: {maxRequests: 500, maxDuration: 120s}`");
+    let bounded = c.stop.as_ref().is_some_and(|s| {
+        s.max_requests.is_some_and(|n| n > 0) || s.max_duration.is_some_and(|d| !d.0.is_zero())
+    });
+    if !bounded
+        && !cx.loc.exists(&format!("{base}/stop/maxRequests"))
+        && !cx.loc.exists(&format!("{base}/stop/maxDuration"))
+    {
+        cx.error_at_key(
+            "stop-condition",
+            &format!("{base}/stop"),
+            "serve layer has no stop condition: every point must end by request count or time"
+                .into(),
+            "add `stop: {maxRequests: 500, maxDuration: 120s}`",
+        );
     }
     if let Some(slo) = &c.slo {
-        for (name, v) in [("ttftMs", slo.ttft_ms), ("tpotMs", slo.tpot_ms), ("e2eMs", slo.e2e_ms)] {
-            if let Some(v) = v {
-                if !(v > 0.0) {
-                    cx.error("slo-values", &format!("{base}/slo/{name}"), format!("slo.{name} is {v}; an SLO bound is a positive number of milliseconds"), "e.g. `ttftMs: 500`");
-                }
+        for (name, v) in [
+            ("ttftMs", slo.ttft_ms),
+            ("tpotMs", slo.tpot_ms),
+            ("e2eMs", slo.e2e_ms),
+        ] {
+            // NaN cannot reach here: YAML's .nan has no JSON form and decodes as absent.
+            if let Some(v) = v
+                && v <= 0.0
+            {
+                cx.error(
+                    "slo-values",
+                    &format!("{base}/slo/{name}"),
+                    format!("slo.{name} is {v}; an SLO bound is a positive number of milliseconds"),
+                    "e.g. `ttftMs: 500`",
+                );
             }
         }
     }
@@ -441,7 +671,9 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
 
 fn provenance(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     if let Some(p) = &spec.provenance {
-        if p.signing == Some(Signing::Required) && p.key.as_deref().is_none_or(|k| k.trim().is_empty()) {
+        if p.signing == Some(Signing::Required)
+            && p.key.as_deref().is_none_or(|k| k.trim().is_empty())
+        {
             cx.error("provenance-signing-key", "/spec/provenance/signing",
                 "provenance.signing is `required` but no `key` is given: the run could not be signed (seed 000 \"Artifact Contract\": publication-grade work requires signed provenance)".into(),
                 "add `key: ~/.config/yardstick/signing.key` (create one with `yardstick keygen`), or set `signing: optional`");
@@ -456,8 +688,12 @@ fn provenance(spec: &Spec, cx: &mut Ctx<'_, '_>) {
 fn gates(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     let Some(g) = &spec.gates else { return };
     if spec.mode == Some(Mode::Exploratory) {
-        cx.warn("gates-tolerance", "/spec/gates", "exploratory runs never gate: `gates` will be reported but not enforced".into(),
-            "use `mode: publication` for a run that gates");
+        cx.warn(
+            "gates-tolerance",
+            "/spec/gates",
+            "exploratory runs never gate: `gates` will be reported but not enforced".into(),
+            "use `mode: publication` for a run that gates",
+        );
     }
     if let Some(t) = &g.tolerances {
         let all = [
@@ -469,12 +705,15 @@ fn gates(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             ("accuracyDropPoints", t.accuracy_drop_points),
         ];
         for (name, v) in all {
-            if let Some(v) = v {
-                if !(0.0..100.0).contains(&v) {
-                    cx.error("gates-tolerance", &format!("/spec/gates/tolerances/{name}"),
-                        format!("tolerance {name} is {v}; it must be in [0, 100)"),
-                        "tolerances are percentages (points for accuracy), e.g. 5 for a 5 % drop");
-                }
+            if let Some(v) = v
+                && !(0.0..100.0).contains(&v)
+            {
+                cx.error(
+                    "gates-tolerance",
+                    &format!("/spec/gates/tolerances/{name}"),
+                    format!("tolerance {name} is {v}; it must be in [0, 100)"),
+                    "tolerances are percentages (points for accuracy), e.g. 5 for a 5 % drop",
+                );
             }
         }
     }

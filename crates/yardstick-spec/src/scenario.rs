@@ -196,10 +196,7 @@ impl fmt::Display for Scenario {
                 input_sd,
                 output_mean,
                 output_sd,
-            } => write!(
-                f,
-                "N({input_mean},{input_sd})/({output_mean},{output_sd})"
-            ),
+            } => write!(f, "N({input_mean},{input_sd})/({output_mean},{output_sd})"),
             Scenario::Uniform { input, output } => {
                 write!(f, "U({},{})", input.0, input.1)?;
                 if let Some((lo, hi)) = output {

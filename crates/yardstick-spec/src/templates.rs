@@ -15,7 +15,12 @@ pub enum Template {
 
 impl Template {
     /// Every template.
-    pub const ALL: [Template; 4] = [Template::Serve, Template::Train, Template::Micro, Template::Full];
+    pub const ALL: [Template; 4] = [
+        Template::Serve,
+        Template::Train,
+        Template::Micro,
+        Template::Full,
+    ];
 
     /// The template's name on the command line.
     pub fn name(self) -> &'static str {

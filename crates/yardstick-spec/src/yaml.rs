@@ -130,9 +130,17 @@ fn build(text: &str, issues: &mut Vec<YamlIssue>) -> Result<Option<Node>, YamlIs
             };
             if e.info().contains("recursion limit") {
                 // The scanner's own guard against deep flow nesting.
-                fatal(pos, "yaml-limits", format!("nesting is too deep ({})", e.info()))
+                fatal(
+                    pos,
+                    "yaml-limits",
+                    format!("nesting is too deep ({})", e.info()),
+                )
             } else {
-                fatal(pos, "yaml-syntax", format!("YAML syntax error: {}", e.info()))
+                fatal(
+                    pos,
+                    "yaml-syntax",
+                    format!("YAML syntax error: {}", e.info()),
+                )
             }
         })?;
         let pos = Pos::of(&span);
@@ -318,26 +326,27 @@ fn resolve_plain(s: &str) -> Value {
         _ => {}
     }
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        if let Ok(i) = s.parse::<i64>() {
-            return Value::Int(i);
-        }
+    if !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(i) = s.parse::<i64>()
+    {
+        return Value::Int(i);
     }
-    if let Some(hex) = s.strip_prefix("0x") {
-        if let Ok(i) = i64::from_str_radix(hex, 16) {
-            return Value::Int(i);
-        }
+    if let Some(hex) = s.strip_prefix("0x")
+        && let Ok(i) = i64::from_str_radix(hex, 16)
+    {
+        return Value::Int(i);
     }
-    if let Some(oct) = s.strip_prefix("0o") {
-        if let Ok(i) = i64::from_str_radix(oct, 8) {
-            return Value::Int(i);
-        }
+    if let Some(oct) = s.strip_prefix("0o")
+        && let Ok(i) = i64::from_str_radix(oct, 8)
+    {
+        return Value::Int(i);
     }
     // Core-schema floats: [-+]? ( \. [0-9]+ | [0-9]+ ( \. [0-9]* )? ) ( [eE] [-+]? [0-9]+ )?
-    if is_core_float(digits) {
-        if let Ok(f) = s.parse::<f64>() {
-            return Value::Float(f);
-        }
+    if is_core_float(digits)
+        && let Ok(f) = s.parse::<f64>()
+    {
+        return Value::Float(f);
     }
     Value::Str(s.to_string())
 }
@@ -473,7 +482,7 @@ mod tests {
             let prev = format!("*a{}", i - 1);
             text.push_str(&format!(
                 "a{i}: &a{i} [{}]\n",
-                vec![prev.as_str(); 10].join(", ")
+                [prev.as_str(); 10].join(", ")
             ));
         }
         let (root, issues) = parse(&text);
@@ -488,7 +497,9 @@ mod tests {
         assert!(root.is_none());
         assert_eq!(issues.last().unwrap().rule, "yaml-limits");
         // Block nesting reaches our own depth limit.
-        let block: String = (0..200).map(|i| format!("{}a:\n", "  ".repeat(i))).collect();
+        let block: String = (0..200)
+            .map(|i| format!("{}a:\n", "  ".repeat(i)))
+            .collect();
         let (root, issues) = parse(&block);
         assert!(root.is_none());
         let last = issues.last().unwrap();

@@ -9,7 +9,11 @@ fn render(path: &Path) -> String {
     let bytes = std::fs::read(path).unwrap();
     let checked = check_bytes(&bytes);
     let name = path.file_name().unwrap().to_string_lossy();
-    let mut out: Vec<String> = checked.diagnostics.iter().map(|d| d.render(&name)).collect();
+    let mut out: Vec<String> = checked
+        .diagnostics
+        .iter()
+        .map(|d| d.render(&name))
+        .collect();
     out.push(format!(
         "-- valid: {}, errors: {}, warnings: {}",
         checked.is_valid(),
@@ -24,7 +28,11 @@ fn invalid_fixtures_report_every_problem_with_position_rule_and_hint() {
     insta::glob!("fixtures/invalid/*.yaml", |path| {
         let checked = check_bytes(&std::fs::read(path).unwrap());
         assert!(!checked.is_valid(), "{} should be invalid", path.display());
-        for d in checked.diagnostics.iter().filter(|d| d.severity == Severity::Error) {
+        for d in checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+        {
             assert!(d.line >= 1 && d.col >= 1, "{d:?}");
             assert!(d.hint.is_some(), "every error carries a hint: {d:?}");
             assert!(
@@ -41,7 +49,12 @@ fn invalid_fixtures_report_every_problem_with_position_rule_and_hint() {
 fn valid_fixtures_validate() {
     insta::glob!("fixtures/valid/*.yaml", |path| {
         let checked = check_bytes(&std::fs::read(path).unwrap());
-        assert!(checked.is_valid(), "{}: {:#?}", path.display(), checked.diagnostics);
+        assert!(
+            checked.is_valid(),
+            "{}: {:#?}",
+            path.display(),
+            checked.diagnostics
+        );
         insta::assert_snapshot!(render(path));
     });
 }
@@ -50,8 +63,19 @@ fn valid_fixtures_validate() {
 fn every_template_validates_without_warnings() {
     for t in Template::ALL {
         let checked = check_str(template(t));
-        assert!(checked.is_valid(), "{}: {:#?}", t.name(), checked.diagnostics);
-        assert_eq!(checked.warnings(), 0, "{}: {:#?}", t.name(), checked.diagnostics);
+        assert!(
+            checked.is_valid(),
+            "{}: {:#?}",
+            t.name(),
+            checked.diagnostics
+        );
+        assert_eq!(
+            checked.warnings(),
+            0,
+            "{}: {:#?}",
+            t.name(),
+            checked.diagnostics
+        );
     }
 }
 
@@ -69,25 +93,40 @@ fn json_schema_accepts_every_valid_spec_and_rejects_unknown_fields() {
         .iter()
         .map(|t| (t.name().to_string(), template(*t).to_string()))
         .collect();
-    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid")).unwrap() {
+    for entry in
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid"))
+            .unwrap()
+    {
         let p = entry.unwrap().path();
-        docs.push((p.display().to_string(), std::fs::read_to_string(&p).unwrap()));
+        docs.push((
+            p.display().to_string(),
+            std::fs::read_to_string(&p).unwrap(),
+        ));
     }
     assert!(docs.len() >= 7);
     for (name, text) in &docs {
         let json = as_json(text);
-        let errors: Vec<String> = validator.iter_errors(&json).map(|e| e.to_string()).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&json)
+            .map(|e| e.to_string())
+            .collect();
         assert!(errors.is_empty(), "{name}: {errors:#?}");
     }
     // The schema is strict too: an unknown field fails it, as it fails the validator.
-    let bad = as_json(&template(Template::Serve).replace("replicates: 3", "replicates: 3\n    replicate: 3"));
+    let bad = as_json(
+        &template(Template::Serve).replace("replicates: 3", "replicates: 3\n    replicate: 3"),
+    );
     assert!(!validator.is_valid(&bad));
 }
 
 #[test]
 fn changing_replicates_to_two_fails_with_line_and_rule() {
     let text = template(Template::Full);
-    let line = text.lines().position(|l| l.trim_start().starts_with("replicates: 3")).unwrap() + 1;
+    let line = text
+        .lines()
+        .position(|l| l.trim_start().starts_with("replicates: 3"))
+        .unwrap()
+        + 1;
     let checked = check_str(&text.replacen("replicates: 3", "replicates: 2", 1));
     assert!(!checked.is_valid());
     let d = &checked.diagnostics[0];

@@ -13,7 +13,12 @@ use crate::cmd;
 ///
 /// Exit codes: 0 success/PASS, 1 runtime failure, 2 invalid input, 3 gate FAIL, 4 INCONCLUSIVE.
 #[derive(Debug, Parser)]
-#[command(name = "yardstick", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "yardstick",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalOpts,
@@ -62,7 +67,11 @@ impl GlobalOpts {
             ColorWhen::Never => anstream::ColorChoice::Never,
         };
         choice.write_global();
-        let v = if self.quiet { -1 } else { self.verbose.min(100) as i8 };
+        let v = if self.quiet {
+            -1
+        } else {
+            self.verbose.min(100) as i8
+        };
         VERBOSITY.store(v, Ordering::Relaxed);
     }
 }

@@ -73,10 +73,10 @@ pub fn invalid(message: impl Into<String>, hint: Option<&str>) -> anyhow::Error 
 /// stdout went away, e.g. `| head`) is not an error.
 pub fn report(err: &anyhow::Error) -> ExitCode {
     for cause in err.chain() {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::BrokenPipe {
-                return Status::Ok.into();
-            }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            return Status::Ok.into();
         }
     }
     let status = if err.chain().any(|c| c.is::<InvalidInput>()) {

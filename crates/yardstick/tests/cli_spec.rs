@@ -54,7 +54,8 @@ fn replicates_two_exits_2_with_line_and_rule() {
         + 1;
     let o = run_with_stdin(
         &["validate", "-"],
-        full.replacen("replicates: 3", "replicates: 2", 1).as_bytes(),
+        full.replacen("replicates: 3", "replicates: 2", 1)
+            .as_bytes(),
     );
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
@@ -177,7 +178,9 @@ fn hostile_yaml_is_bounded() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("yaml-limits"), "{}", stderr(&o));
     // Billion laughs: 9^9 expansions if unbounded.
-    let mut bomb = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    let mut bomb = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
     let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i"];
     for w in names.windows(2) {
         let refs = vec![format!("*{}", w[0]); 9].join(",");
@@ -203,7 +206,11 @@ fn init_writes_files_and_refuses_to_overwrite() {
             .unwrap()
             .contains("kind: train")
     );
-    let o = yardstick().args(["init", "-o"]).arg(&path).output().unwrap();
+    let o = yardstick()
+        .args(["init", "-o"])
+        .arg(&path)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("already exists") && stderr(&o).contains("--force"));
     let o = yardstick()

@@ -11,8 +11,10 @@ use crate::exit::{Status, invalid};
 
 /// Write a commented BenchmarkRun spec that validates as it is, to stdout or a file.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  yardstick init --template serve -o bench.yaml\n  \
-yardstick init --template full | yardstick validate -")]
+#[command(
+    after_help = "Examples:\n  yardstick init --template serve -o bench.yaml\n  \
+yardstick init --template full | yardstick validate -"
+)]
 pub struct InitArgs {
     /// Which spec to start from.
     #[arg(long, short, value_enum, default_value_t = TemplateArg::Serve)]

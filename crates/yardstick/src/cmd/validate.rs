@@ -141,7 +141,12 @@ pub fn run(args: ValidateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                         c.warnings()
                     )
                 } else if c.warnings() > 0 {
-                    format!("{}{name}: valid{} ({} warning(s))", style::OK, style::RESET, c.warnings())
+                    format!(
+                        "{}{name}: valid{} ({} warning(s))",
+                        style::OK,
+                        style::RESET,
+                        c.warnings()
+                    )
                 } else {
                     format!("{}{name}: valid{}", style::OK, style::RESET)
                 };
@@ -149,5 +154,9 @@ pub fn run(args: ValidateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             }
         }
     }
-    Ok(if all_valid { Status::Ok } else { Status::Invalid })
+    Ok(if all_valid {
+        Status::Ok
+    } else {
+        Status::Invalid
+    })
 }
