@@ -29,8 +29,9 @@ cleanup() {
 trap cleanup EXIT
 
 echo "machine: $(nproc) cores, $(uname -sr); sim TTFT ${TTFT_MS} ms, ITL ${ITL_MS} ms, ${OUT} output tokens"
-printf '%-6s %9s %9s %7s %12s %12s %12s %12s %9s %9s\n' \
-  conc "req/s" ideal "%ideal" "ttft_mean" "ttft_err_mu" "ttft_err_p99" "sim_ttft_mu" "cpu_s" "rss_MB"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
+printf '%-6s %9s %9s %7s %12s %12s %12s %12s %9s %9s %7s %9s\n' \
+  conc "req/s" ideal "%ideal" "ttft_mean" "ttft_err_mu" "ttft_err_p99" "sim_ttft_mu" "cpu_s" "rss_MB" "dur_s" "sim_cpu_s"
 for C in $CONCURRENCY; do
   N=${REQUESTS:-$((C * 8))}
   LOG=$WORK/sim-$C.jsonl
@@ -44,10 +45,13 @@ for C in $CONCURRENCY; do
       --concurrency "$C" --warmup-requests "$C" --max-requests "$N" --max-duration 120s \
       --output "$WORK/out-$C" >"$WORK/summary-$C.json"
   sleep 0.3 # let the simulator's log writer drain
+  # The simulator's own CPU time (utime + stime, in clock ticks) from /proc.
+  SIM_CPU=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$SIM_PID/stat")
   kill "$SIM_PID"; wait "$SIM_PID" 2>/dev/null || true; SIM_PID=
-  python3 - "$C" "$TTFT_MS" "$ITL_MS" "$OUT" "$WORK" <<'PY'
+  python3 - "$C" "$TTFT_MS" "$ITL_MS" "$OUT" "$WORK" "$SIM_CPU" <<'PY'
 import json, sys
 c, ttft, itl, out, work = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+sim_cpu = float(sys.argv[6])
 summary = json.load(open(f"{work}/summary-{c}.json"))["points"][0]
 server = {}
 for line in open(f"{work}/sim-{c}.jsonl"):
@@ -75,7 +79,8 @@ ideal = c / ((ttft + (out - 1) * itl) / 1e3)
 rps = summary["request_throughput"]
 assert summary["requests"]["failed"] == 0, summary["requests"]
 print(f"{c:<6d} {rps:9.1f} {ideal:9.1f} {100 * rps / ideal:6.1f}% {summary['ttft_ms']['mean']:12.2f} "
-      f"{mean(errs):12.3f} {pct(errs, 0.99):12.3f} {mean(sim_ttft):12.2f} {cpu:9.2f} {rss:9.1f}")
+      f"{mean(errs):12.3f} {pct(errs, 0.99):12.3f} {mean(sim_ttft):12.2f} {cpu:9.2f} {rss:9.1f} "
+      f"{summary['duration_s']:7.2f} {sim_cpu:9.2f}")
 PY
 done
 echo "ttft_err = client TTFT (scheduled -> first content event) - sim TTFT (received -> first token written), per request joined by X-Request-Id"

@@ -50,13 +50,6 @@ pub enum LoadError {
     Config(String),
 }
 
-impl LoadError {
-    /// Whether the error is the user's input (exit code 2) rather than a runtime failure.
-    pub fn is_invalid_input(&self) -> bool {
-        true
-    }
-}
-
 /// A `bench serve` run: a sweep over scenarios × load levels.
 #[derive(Debug, Clone)]
 pub struct ServeBench {

@@ -71,6 +71,9 @@ pub struct StopRule {
     pub max_duration: Option<Duration>,
     /// Requests at the start excluded from metrics.
     pub warmup_requests: u64,
+    /// Requests scheduled within this time of the start are excluded from metrics too (they do
+    /// not count toward `max_requests`).
+    pub warmup_duration: Option<Duration>,
 }
 
 /// Live counters for a progress display.
@@ -138,6 +141,8 @@ struct Ctx {
     planner: Planner,
     stop: StopRule,
     limit: u64,
+    /// Plan indices spent on time-based warm-up (they extend `limit`).
+    time_warm: AtomicU64,
     next: AtomicU64,
     halt: AtomicBool,
     reason: Mutex<Option<StopReason>>,
@@ -164,11 +169,19 @@ impl Ctx {
         self.halt.load(Ordering::Acquire)
     }
 
-    /// The next plan index this shard owns, or `None` when the budget is spent.
-    fn take(&self) -> Option<u64> {
+    /// The next plan index this shard owns, or `None` when the budget is spent. `warm` says
+    /// the request falls in the time-based warm-up.
+    fn take(&self, warm: bool) -> Option<u64> {
         let k = self.next.fetch_add(1, Ordering::Relaxed);
         let i = k * self.shard.1 + self.shard.0;
-        if i >= self.limit {
+        if warm {
+            self.time_warm.fetch_add(self.shard.1, Ordering::Relaxed);
+            return Some(i);
+        }
+        if i >= self
+            .limit
+            .saturating_add(self.time_warm.load(Ordering::Relaxed))
+        {
             self.halt(StopReason::MaxRequests);
             None
         } else {
@@ -198,12 +211,12 @@ impl Ctx {
         }
     }
 
-    async fn one(&self, i: u64, scheduled: Instant) -> RequestRecord {
+    async fn one(&self, i: u64, scheduled: Instant, warm: bool) -> RequestRecord {
         let plan = self.planner.request(i);
         self.progress.in_flight.fetch_add(1, Ordering::Relaxed);
         let rec = self
             .client
-            .execute(&plan, scheduled, i < self.stop.warmup_requests)
+            .execute(&plan, scheduled, warm || i < self.stop.warmup_requests)
             .await;
         self.after(&rec);
         rec
@@ -245,6 +258,7 @@ pub async fn run_point(
         planner,
         stop,
         limit,
+        time_warm: AtomicU64::new(0),
         next: AtomicU64::new(0),
         halt: AtomicBool::new(false),
         reason: Mutex::new(None),
@@ -284,16 +298,18 @@ fn arm_timer(ctx: &Arc<Ctx>, start: Instant) -> Option<tokio::task::JoinHandle<(
 async fn closed_loop(ctx: Arc<Ctx>, n: usize) -> Vec<RequestRecord> {
     let start = Instant::now();
     let timer = arm_timer(&ctx, start);
+    let warm_until = ctx.stop.warmup_duration.map(|d| start + d);
     let workers: Vec<_> = (0..n.max(1))
         .map(|_| {
             let ctx = ctx.clone();
             tokio::spawn(async move {
                 let mut out = Vec::new();
                 while !ctx.halted() {
-                    let Some(i) = ctx.take() else { break };
                     // Closed loop: the slot is free now, so the request is due now.
                     let scheduled = Instant::now();
-                    out.push(ctx.one(i, scheduled).await);
+                    let warm = warm_until.is_some_and(|w| scheduled < w);
+                    let Some(i) = ctx.take(warm) else { break };
+                    out.push(ctx.one(i, scheduled, warm).await);
                 }
                 out
             })
@@ -323,6 +339,7 @@ async fn open_loop(
     // A small lead so the first deadline is not already late when the dispatcher starts.
     let start = Instant::now() + Duration::from_millis(5);
     let end = ctx.stop.max_duration.map(|d| start + d);
+    let warm_until = ctx.stop.warmup_duration.map(|d| start + d);
     let gate = max_in_flight.map(|n| Arc::new(Semaphore::new(n.max(1))));
     let dctx = ctx.clone();
     // The dispatcher is an OS thread: `thread::sleep` to an absolute deadline is precise to
@@ -341,7 +358,14 @@ async fn open_loop(
                 let gap = arrival.gap(rate, &mut rng);
                 let deadline = start + Duration::from_secs_f64(offset);
                 offset += gap;
-                if i >= ctx.limit {
+                let warm = warm_until.is_some_and(|w| deadline < w);
+                if warm {
+                    ctx.time_warm.fetch_add(1, Ordering::Relaxed);
+                } else if i
+                    >= ctx
+                        .limit
+                        .saturating_add(ctx.time_warm.load(Ordering::Relaxed))
+                {
                     ctx.halt(StopReason::MaxRequests);
                     break;
                 }
@@ -370,7 +394,7 @@ async fn open_loop(
                         Some(g) => g.clone().acquire_owned().await.ok(),
                         None => None,
                     };
-                    let rec = ctx2.one(i, deadline).await;
+                    let rec = ctx2.one(i, deadline, warm).await;
                     let _ = tx.send(rec);
                 });
             }

@@ -439,3 +439,87 @@ fn bad_input_exits_2_and_shows_the_accepted_forms() {
     let o = bench("ftp://127.0.0.1:9", &[]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn shards_partition_the_seeded_plan_and_time_warmup_is_excluded() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let plan_of = |shard: Option<&str>| -> Vec<(u64, u64)> {
+        let out = dir.path().join(shard.unwrap_or("all").replace('/', "of"));
+        let mut args = vec![
+            "--scenario",
+            "N(8,3)/(3,1)",
+            "--concurrency",
+            "2",
+            "--max-requests",
+            "10",
+            "--seed",
+            "5",
+            "--output",
+            out.to_str().unwrap(),
+        ];
+        if let Some(s) = shard {
+            args.extend(["--shard", s]);
+        }
+        json_of(&bench(&sim.url, &args));
+        lines(&out.join("requests.jsonl"))
+            .iter()
+            .map(|r| {
+                (
+                    r["index"].as_u64().unwrap(),
+                    r["planned_input_tokens"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let all = plan_of(None);
+    let mut merged = plan_of(Some("0/2"));
+    let odd = plan_of(Some("1/2"));
+    assert!(merged.iter().all(|(i, _)| i % 2 == 0) && odd.iter().all(|(i, _)| i % 2 == 1));
+    merged.extend(odd);
+    merged.sort();
+    assert_eq!(merged, all);
+    assert_eq!(
+        all.iter().map(|p| p.0).collect::<Vec<_>>(),
+        (0..10).collect::<Vec<_>>()
+    );
+    assert!(
+        all.iter().any(|p| p.1 != all[0].1),
+        "lengths are drawn, not constant"
+    );
+
+    let out = dir.path().join("warm");
+    let sim = Sim::start(&["--ttft-ms", "20", "--itl-ms", "5"]);
+    let doc = json_of(&bench(
+        &sim.url,
+        &[
+            "--scenario",
+            "D(5,4)",
+            "--concurrency",
+            "2",
+            "--max-requests",
+            "12",
+            "--warmup-duration",
+            "300ms",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    ));
+    let p = &doc["points"][0];
+    assert_eq!(p["requests"]["completed"], 12);
+    let recs = lines(&out.join("requests.jsonl"));
+    let t0 = recs
+        .iter()
+        .map(|r| f(&r["scheduled_ns"]))
+        .fold(f64::MAX, f64::min);
+    let warm: Vec<&Value> = recs.iter().filter(|r| r["warmup"] == true).collect();
+    assert!(!warm.is_empty());
+    assert_eq!(p["requests"]["warmup"].as_u64(), Some(warm.len() as u64));
+    for r in &recs {
+        let since = (f(&r["scheduled_ns"]) - t0) / 1e6;
+        // (The run's clock starts a few microseconds before its first request.)
+        if (since - 300.0).abs() > 2.0 {
+            assert_eq!(r["warmup"] == true, since < 300.0, "{r}");
+        }
+    }
+}

@@ -62,6 +62,9 @@ pub struct ServeArgs {
     /// Requests at the start of each point excluded from metrics.
     #[arg(long, default_value_t = 0)]
     pub warmup_requests: u64,
+    /// Also exclude requests scheduled within this time of each point's start, e.g. 10s.
+    #[arg(long)]
+    pub warmup_duration: Option<String>,
     /// A tokenizer.json for local token counts (needs the `tokenizer` build feature).
     #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<PathBuf>,
@@ -224,6 +227,10 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             max_requests: args.max_requests,
             max_duration,
             warmup_requests: args.warmup_requests,
+            warmup_duration: match &args.warmup_duration {
+                Some(d) => Some(parse_duration("warmup-duration", d)?),
+                None => None,
+            },
         },
         slo: Slo {
             ttft_ms: args.slo_ttft_ms,
