@@ -274,6 +274,9 @@ fn finish(
     })
 }
 
+/// Above this size the mean of a resample is computed from draw counts.
+const COUNTING_THRESHOLD: usize = 4096;
+
 /// Draws resamples of one sorted sample and evaluates a statistic on each.
 struct Resampler<'a> {
     sorted: &'a [f64],
@@ -293,21 +296,40 @@ impl<'a> Resampler<'a> {
     fn draw(&mut self, stat: Statistic, rng: &mut ChaCha8Rng) -> f64 {
         let n = self.sorted.len();
         match stat.quantile() {
-            None => {
+            // Small samples: gather and sum pairwise like the estimate, so a resample of the same
+            // multiset ties with it. Large ones: count draws (cache-friendlier than gathering
+            // values) and weight the sorted values.
+            None if n <= COUNTING_THRESHOLD => {
                 self.buf.clear();
                 self.buf
                     .extend((0..n).map(|_| self.sorted[rng.random_range(0..n)]));
                 mean(&self.buf)
             }
+            None => {
+                self.draw_counts(rng);
+                let total: f64 = self
+                    .counts
+                    .iter()
+                    .zip(self.sorted)
+                    .map(|(&c, &x)| f64::from(c) * x)
+                    .sum();
+                total / n as f64
+            }
             Some(q) => {
                 // The data are sorted, so an order statistic of the resample is the data value at
                 // the matching order statistic of the drawn indices: count them, then scan.
-                self.counts.fill(0);
-                for _ in 0..n {
-                    self.counts[rng.random_range(0..n)] += 1;
-                }
+                self.draw_counts(rng);
                 combine(stat, n, q, |k| self.order_stats(k))
             }
+        }
+    }
+
+    /// Draws n indices with replacement into `counts`.
+    fn draw_counts(&mut self, rng: &mut ChaCha8Rng) {
+        let n = self.sorted.len();
+        self.counts.fill(0);
+        for _ in 0..n {
+            self.counts[rng.random_range(0..n)] += 1;
         }
     }
 

@@ -128,7 +128,7 @@ pub struct EarlyStoppingEstimate {
 
 /// LoadGen's SingleStream early-stopping estimate: the `t`-th largest latency for the largest
 /// `t` the run could have tolerated over the bound. Needs `min_passing_queries(1) + 1` samples
-/// (e.g. 662 for p90 at 0.99).
+/// (at confidence 0.99: 64 for p90, 662 for p99).
 pub fn early_stopping_estimate(
     latencies: &[f64],
     p: f64,

@@ -39,13 +39,19 @@ pub fn mser5(series: &[f64]) -> Result<Mser, StatsError> {
         .chunks_exact(MSER_BATCH)
         .map(|c| c.iter().sum::<f64>() / MSER_BATCH as f64)
         .collect();
+    // Walk d from the end, adding batch d to a running mean and sum of squared deviations
+    // (Welford): O(b) and numerically stable, where recomputing each tail would be O(b²).
     let (mut best_d, mut best) = (0, f64::INFINITY);
-    for d in 0..b - 1 {
-        let tail = &z[d..];
-        let m = tail.len() as f64;
-        let mean = tail.iter().sum::<f64>() / m;
-        let ss: f64 = tail.iter().map(|x| (x - mean) * (x - mean)).sum();
-        let stat = ss / (m * m);
+    let (mut count, mut mean, mut m2) = (0.0f64, 0.0f64, 0.0f64);
+    let mut stats = vec![0.0; b];
+    for d in (0..b).rev() {
+        count += 1.0;
+        let delta = z[d] - mean;
+        mean += delta / count;
+        m2 += delta * (z[d] - mean);
+        stats[d] = m2 / (count * count);
+    }
+    for (d, &stat) in stats.iter().enumerate().take(b - 1) {
         if stat < best {
             best = stat;
             best_d = d;
