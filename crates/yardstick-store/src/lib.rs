@@ -1,0 +1,31 @@
+//! The store: run directories with manifests, hashing and signed provenance; raw samples as
+//! Parquet; and the warehouse of facts (SQLite embedded, PostgreSQL shared).
+#![deny(missing_docs)]
+
+pub mod fsutil;
+pub mod run;
+pub mod sign;
+pub mod verify;
+
+pub use run::{Artifact, Manifest, RunStatus, RunWriter, ToolInfo, read_manifest};
+pub use verify::{VerifyReport, verify_run};
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The caller asked for something impossible (bad path, existing key...).
+    #[error("{0}")]
+    Invalid(String),
+    /// Something that should exist does not.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// Stored data does not match its record.
+    #[error("integrity: {0}")]
+    Integrity(String),
+    /// A file-system error.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A warehouse (database) error.
+    #[error("warehouse: {0}")]
+    Warehouse(String),
+}

@@ -1,0 +1,403 @@
+//! Run directories: `<store>/runs/<run_id>/` with the spec, environment, raw samples, logs,
+//! summary, a manifest listing every artifact with its sha256, and (when signing) an attestation.
+//!
+//! The manifest is rewritten atomically after every artifact, so a crash leaves a run whose
+//! manifest lists exactly the artifacts that were completely written (status `running`, read back
+//! as incomplete). Artifacts are sealed (read-only) as soon as they are written.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::StoreError;
+use crate::fsutil::{seal_file, sha256_bytes, sha256_file, write_atomic};
+
+/// Manifest schema identifier.
+pub const MANIFEST_SCHEMA: &str = "yardstick.manifest/v1";
+/// File name of the manifest.
+pub const MANIFEST: &str = "manifest.json";
+/// File name of the attestation.
+pub const ATTESTATION: &str = "attestation.dsse.json";
+
+/// Lifecycle of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Being written (a crashed run stays in this state and reads as incomplete).
+    Running,
+    /// Stopped before every point finished (Ctrl-C, crash); resumable.
+    Incomplete,
+    /// Every point finished; the manifest is sealed.
+    Complete,
+}
+
+impl RunStatus {
+    /// `running`, `incomplete`, `complete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Incomplete => "incomplete",
+            RunStatus::Complete => "complete",
+        }
+    }
+}
+
+/// The tool that produced a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ToolInfo {
+    /// `yardstick`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Git commit of the working directory the run was started from, if any.
+    pub git_commit: Option<String>,
+}
+
+/// One file of a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Artifact {
+    /// Path relative to the run directory, `/`-separated.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// sha256, hex.
+    pub sha256: String,
+    /// What it is: `spec`, `env`, `samples`, `telemetry`, `log`, `summary`, `other`.
+    pub kind: String,
+}
+
+/// The manifest: identity, provenance and every artifact of a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// [`MANIFEST_SCHEMA`].
+    pub schema: String,
+    /// ULID of the run.
+    pub run_id: String,
+    /// The spec's `metadata.name`.
+    pub name: String,
+    /// Lifecycle state.
+    pub status: RunStatus,
+    /// sha256 of the spec as given.
+    pub spec_sha256: String,
+    /// The tool.
+    pub tool: ToolInfo,
+    /// Machine profile key of the environment capture.
+    pub machine_profile: Option<String>,
+    /// sha256 of `env.json`.
+    pub env_sha256: Option<String>,
+    /// RFC 3339 start time.
+    pub started_at: String,
+    /// RFC 3339 end time (complete or incomplete runs).
+    pub ended_at: Option<String>,
+    /// Every artifact, in the order written.
+    pub artifacts: Vec<Artifact>,
+    /// Free-form notes (e.g. "machine profile changed mid-run", "resumed at ...").
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Manifest {
+    /// The effective status: a run left `running` by a process that is gone is incomplete.
+    pub fn effective_status(&self) -> RunStatus {
+        match self.status {
+            RunStatus::Running => RunStatus::Incomplete,
+            s => s,
+        }
+    }
+
+    /// The artifact at `path`, if listed.
+    pub fn artifact(&self, path: &str) -> Option<&Artifact> {
+        self.artifacts.iter().find(|a| a.path == path)
+    }
+}
+
+/// Now, RFC 3339 UTC with milliseconds.
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    now.format(&fmt).expect("formats")
+}
+
+/// Writes into one run directory.
+#[derive(Debug)]
+pub struct RunWriter {
+    dir: PathBuf,
+    manifest: Manifest,
+}
+
+impl RunWriter {
+    /// Creates `<runs>/<new ULID>/`, writes the spec (sealed) and a `running` manifest.
+    pub fn create(
+        runs_dir: &Path,
+        name: &str,
+        spec_text: &str,
+        tool: ToolInfo,
+    ) -> Result<Self, StoreError> {
+        let run_id = ulid::Ulid::new().to_string();
+        let dir = runs_dir.join(&run_id);
+        std::fs::create_dir_all(&dir)?;
+        let mut w = RunWriter {
+            dir,
+            manifest: Manifest {
+                schema: MANIFEST_SCHEMA.into(),
+                run_id,
+                name: name.into(),
+                status: RunStatus::Running,
+                spec_sha256: sha256_bytes(spec_text.as_bytes()),
+                tool,
+                machine_profile: None,
+                env_sha256: None,
+                started_at: now_rfc3339(),
+                ended_at: None,
+                artifacts: Vec::new(),
+                notes: Vec::new(),
+            },
+        };
+        w.add("spec.yaml", spec_text.as_bytes(), "spec")?;
+        Ok(w)
+    }
+
+    /// Reopens an incomplete run to continue it. Every listed artifact is checked first; a run
+    /// whose artifacts changed is refused.
+    pub fn resume(dir: &Path) -> Result<Self, StoreError> {
+        let manifest = read_manifest(dir)?;
+        if manifest.status == RunStatus::Complete {
+            return Err(StoreError::Invalid(format!(
+                "run {} is complete; there is nothing to resume",
+                manifest.run_id
+            )));
+        }
+        for a in &manifest.artifacts {
+            let (sha, _) = sha256_file(&dir.join(&a.path))
+                .map_err(|e| StoreError::Integrity(format!("{}: {e}", a.path)))?;
+            if sha != a.sha256 {
+                return Err(StoreError::Integrity(format!(
+                    "{} changed since it was written; refusing to resume",
+                    a.path
+                )));
+            }
+        }
+        let mut w = RunWriter {
+            dir: dir.to_path_buf(),
+            manifest,
+        };
+        w.manifest.status = RunStatus::Running;
+        w.manifest
+            .notes
+            .push(format!("resumed at {}", now_rfc3339()));
+        w.write_manifest()?;
+        Ok(w)
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.manifest.run_id
+    }
+
+    /// The run directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The manifest as it stands.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Records the environment capture (`env.json`) and its machine profile.
+    pub fn set_env(&mut self, env_json: &[u8], machine_profile: &str) -> Result<(), StoreError> {
+        let a = self.add("env.json", env_json, "env")?;
+        self.manifest.env_sha256 = Some(a.sha256);
+        self.manifest.machine_profile = Some(machine_profile.to_string());
+        self.write_manifest().map(drop)
+    }
+
+    /// Adds a note to the manifest.
+    pub fn note(&mut self, note: impl Into<String>) -> Result<(), StoreError> {
+        self.manifest.notes.push(note.into());
+        self.write_manifest().map(drop)
+    }
+
+    /// Whether an artifact is already recorded (e.g. a replicate finished before a resume).
+    pub fn has(&self, rel: &str) -> bool {
+        self.manifest.artifact(rel).is_some()
+    }
+
+    /// Writes an artifact atomically, seals it, and records it in the manifest.
+    pub fn add(&mut self, rel: &str, bytes: &[u8], kind: &str) -> Result<Artifact, StoreError> {
+        check_rel(rel)?;
+        if self.has(rel) {
+            return Err(StoreError::Invalid(format!(
+                "artifact {rel} already exists in run {}; sealed artifacts are never rewritten",
+                self.manifest.run_id
+            )));
+        }
+        let path = self.dir.join(rel);
+        write_atomic(&path, bytes)?;
+        seal_file(&path)?;
+        let a = Artifact {
+            path: rel.to_string(),
+            size: bytes.len() as u64,
+            sha256: sha256_bytes(bytes),
+            kind: kind.to_string(),
+        };
+        self.manifest.artifacts.push(a.clone());
+        self.write_manifest()?;
+        Ok(a)
+    }
+
+    /// Adds a file that was produced in place (e.g. a log written by a child process): hashes it,
+    /// seals it, records it.
+    pub fn adopt(&mut self, rel: &str, kind: &str) -> Result<Artifact, StoreError> {
+        check_rel(rel)?;
+        let path = self.dir.join(rel);
+        let (sha256, size) = sha256_file(&path)?;
+        seal_file(&path)?;
+        let a = Artifact {
+            path: rel.into(),
+            size,
+            sha256,
+            kind: kind.into(),
+        };
+        self.manifest.artifacts.push(a.clone());
+        self.write_manifest()?;
+        Ok(a)
+    }
+
+    /// Ends the run as incomplete (interrupted); it can be resumed.
+    pub fn interrupt(mut self, why: &str) -> Result<Manifest, StoreError> {
+        self.manifest.status = RunStatus::Incomplete;
+        self.manifest.ended_at = Some(now_rfc3339());
+        self.manifest.notes.push(format!("interrupted: {why}"));
+        self.write_manifest()?;
+        Ok(self.manifest)
+    }
+
+    /// Completes the run: seals the manifest and, given a key, writes the attestation.
+    pub fn complete(
+        mut self,
+        key: Option<&ed25519_dalek::SigningKey>,
+    ) -> Result<Manifest, StoreError> {
+        self.manifest.status = RunStatus::Complete;
+        self.manifest.ended_at = Some(now_rfc3339());
+        let bytes = self.write_manifest()?;
+        seal_file(&self.dir.join(MANIFEST))?;
+        if let Some(key) = key {
+            let predicate = serde_json::json!({
+                "run_id": self.manifest.run_id,
+                "name": self.manifest.name,
+                "spec_sha256": self.manifest.spec_sha256,
+                "machine_profile": self.manifest.machine_profile,
+                "tool": self.manifest.tool,
+                "started_at": self.manifest.started_at,
+                "ended_at": self.manifest.ended_at,
+            });
+            let env = crate::sign::attest(&bytes, predicate, key);
+            let path = self.dir.join(ATTESTATION);
+            write_atomic(&path, &serde_json::to_vec_pretty(&env).expect("JSON"))?;
+            seal_file(&path)?;
+        }
+        Ok(self.manifest)
+    }
+
+    fn write_manifest(&mut self) -> Result<Vec<u8>, StoreError> {
+        let bytes = serde_json::to_vec_pretty(&self.manifest).expect("manifest is JSON");
+        write_atomic(&self.dir.join(MANIFEST), &bytes)?;
+        Ok(bytes)
+    }
+}
+
+fn check_rel(rel: &str) -> Result<(), StoreError> {
+    let bad = rel.is_empty()
+        || rel.starts_with('/')
+        || rel
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+        || rel == MANIFEST
+        || rel == ATTESTATION;
+    if bad {
+        Err(StoreError::Invalid(format!(
+            "invalid artifact path `{rel}`"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// Reads a run's manifest.
+pub fn read_manifest(dir: &Path) -> Result<Manifest, StoreError> {
+    let path = dir.join(MANIFEST);
+    let bytes = std::fs::read(&path)
+        .map_err(|e| StoreError::NotFound(format!("{}: {e}", path.display())))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        StoreError::Integrity(format!("{} is not a valid manifest: {e}", path.display()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool() -> ToolInfo {
+        ToolInfo {
+            name: "yardstick".into(),
+            version: "0.1.0".into(),
+            git_commit: None,
+        }
+    }
+
+    #[test]
+    fn writes_seals_and_lists_artifacts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = RunWriter::create(dir.path(), "demo", "spec: x\n", tool()).unwrap();
+        w.set_env(b"{}", "cpu-test").unwrap();
+        w.add("samples/a.parquet", b"data", "samples").unwrap();
+        assert!(w.add("samples/a.parquet", b"again", "samples").is_err());
+        assert!(w.add("../escape", b"x", "other").is_err());
+        let run_dir = w.dir().to_path_buf();
+        let m = w.complete(None).unwrap();
+        assert_eq!(m.status, RunStatus::Complete);
+        assert_eq!(m.artifacts.len(), 3);
+        assert_eq!(read_manifest(&run_dir).unwrap(), m);
+        assert!(
+            std::fs::metadata(run_dir.join("samples/a.parquet"))
+                .unwrap()
+                .permissions()
+                .readonly()
+        );
+    }
+
+    #[test]
+    fn interrupted_runs_resume_and_changed_artifacts_refuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = RunWriter::create(dir.path(), "demo", "spec", tool()).unwrap();
+        w.add("samples/r1.parquet", b"one", "samples").unwrap();
+        let run_dir = w.dir().to_path_buf();
+        let m = w.interrupt("ctrl-c").unwrap();
+        assert_eq!(m.effective_status(), RunStatus::Incomplete);
+        let mut w = RunWriter::resume(&run_dir).unwrap();
+        assert!(w.has("samples/r1.parquet"));
+        w.add("samples/r2.parquet", b"two", "samples").unwrap();
+        let m = w.complete(None).unwrap();
+        assert_eq!(m.artifacts.len(), 3);
+        assert!(
+            RunWriter::resume(&run_dir).is_err(),
+            "complete runs do not resume"
+        );
+
+        let mut w = RunWriter::create(dir.path(), "demo2", "spec", tool()).unwrap();
+        w.add("samples/r1.parquet", b"one", "samples").unwrap();
+        let run_dir = w.dir().to_path_buf();
+        drop(w); // a crash: status stays `running`
+        let p = run_dir.join("samples/r1.parquet");
+        let mut perm = std::fs::metadata(&p).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perm.set_readonly(false);
+        std::fs::set_permissions(&p, perm).unwrap();
+        std::fs::write(&p, b"tampered").unwrap();
+        let err = RunWriter::resume(&run_dir).unwrap_err();
+        assert!(err.to_string().contains("changed"), "{err}");
+    }
+}
