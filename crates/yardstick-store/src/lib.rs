@@ -6,6 +6,7 @@ pub mod fsutil;
 pub mod run;
 pub mod sign;
 pub mod verify;
+pub mod warehouse;
 
 pub use run::{Artifact, Manifest, RunStatus, RunWriter, ToolInfo, read_manifest};
 pub use verify::{VerifyReport, verify_run};
