@@ -57,7 +57,7 @@ pub struct ServeBench {
     pub client: ClientConfig,
     /// Model name sent in requests.
     pub model: String,
-    /// Traffic scenarios as written (genai-bench grammar).
+    /// Traffic scenarios as written (genai-bench grammar); may be empty with a dataset.
     pub scenarios: Vec<String>,
     /// Load levels, each a point per scenario.
     pub loads: Vec<LoadModel>,
@@ -73,6 +73,8 @@ pub struct ServeBench {
     pub shard: (u64, u64),
     /// Set to stop scheduling (Ctrl-C).
     pub interrupt: Arc<AtomicBool>,
+    /// Prompts from a dataset (JSONL or ShareGPT JSON) instead of the synthetic corpus.
+    pub dataset: Option<std::path::PathBuf>,
 }
 
 /// One finished point.
@@ -87,8 +89,11 @@ pub struct PointResult {
 impl ServeBench {
     /// Checks every setting that can be checked without the server; returns the scenarios.
     pub fn validate(&self) -> Result<Vec<(String, Scenario)>, LoadError> {
-        if self.scenarios.is_empty() {
+        if self.scenarios.is_empty() && self.dataset.is_none() {
             return Err(LoadError::Config("at least one scenario is needed".into()));
+        }
+        if let Some(d) = &self.dataset {
+            plan::load_dataset(d)?;
         }
         if self.loads.is_empty() {
             return Err(LoadError::Config(
@@ -124,6 +129,21 @@ impl ServeBench {
         }
         client::endpoint(&self.client.url, self.client.api)?;
         let mut out = Vec::new();
+        if self.scenarios.is_empty()
+            && let Some(d) = &self.dataset
+        {
+            // Lengths come from the dataset alone: a scenario that forces no output.
+            let name = d.file_name().map(|n| n.to_string_lossy().into_owned());
+            let sc = if self.client.api == Api::Embeddings {
+                Scenario::Embedding { tokens: 1 }
+            } else {
+                Scenario::Uniform {
+                    input: (1, 1),
+                    output: None,
+                }
+            };
+            out.push((format!("dataset:{}", name.unwrap_or_default()), sc));
+        }
         for s in &self.scenarios {
             let sc: Scenario = s.parse()?;
             Planner::new(
@@ -154,6 +174,10 @@ impl ServeBench {
         mut on_point: impl FnMut(usize, &str, &LoadLevel),
     ) -> Result<Vec<PointResult>, LoadError> {
         let scenarios = self.validate()?;
+        let dataset = match &self.dataset {
+            Some(d) => Some(Arc::new(plan::load_dataset(d)?)),
+            None => None,
+        };
         let run_tag = format!("ys{:x}", Clock::new().now_ns() / 1_000_000 % 0xFFFF_FFFF);
         let mut results = Vec::new();
         let mut k = 0;
@@ -182,6 +206,10 @@ impl ServeBench {
                     self.seed,
                     self.body_options(),
                 )?;
+                let planner = match &dataset {
+                    Some(items) => planner.with_dataset(items.clone()),
+                    None => planner,
+                };
                 let run = runner::run_point(
                     client,
                     planner,

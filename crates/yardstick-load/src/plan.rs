@@ -7,7 +7,11 @@
 //! scenario's counts. The server's `usage` is recorded with every request, so any difference
 //! shows in the results.
 
+use std::path::Path;
+use std::sync::Arc;
+
 use bytes::Bytes;
+use serde_json::Value;
 use yardstick_spec::scenario::Scenario;
 
 use crate::openai::{self, Api, BodyOptions};
@@ -32,6 +36,14 @@ const WORDS: &[&str] = &[
 /// Why a plan cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
+    /// A dataset file could not be read or understood.
+    #[error("dataset {path}: {why}")]
+    Dataset {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        why: String,
+    },
     /// An embeddings scenario with a generation API, or the reverse.
     #[error("scenario `{scenario}` does not fit the `{api}` API: {why}")]
     Mismatch {
@@ -112,10 +124,106 @@ pub struct PlannedRequest {
     pub body: Bytes,
 }
 
+/// One prompt of a dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetItem {
+    /// The prompt text.
+    pub prompt: String,
+    /// Output tokens to ask for, when the dataset says (ShareGPT: the words of the reply).
+    pub output_tokens: Option<u64>,
+}
+
+fn words(s: &str) -> u64 {
+    s.split_whitespace().count() as u64
+}
+
+/// Reads prompts from `path`: a JSON array in ShareGPT form (`[{"conversations":[{"from":
+/// "human","value":..},{"from":"gpt","value":..}]}]`; the first human turn is the prompt and
+/// the words of the reply that follows are its output length), or JSON lines, each an object
+/// with `prompt`, `text` or `input` (a string) or `messages` (chat messages, contents joined),
+/// and optionally `output_tokens` or `max_tokens`.
+pub fn load_dataset(path: &Path) -> Result<Vec<DatasetItem>, PlanError> {
+    let err = |why: String| PlanError::Dataset {
+        path: path.display().to_string(),
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let mut items = Vec::new();
+    if text.trim_start().starts_with('[') {
+        let v: Vec<Value> =
+            serde_json::from_str(&text).map_err(|e| err(format!("not a JSON array: {e}")))?;
+        for conv in &v {
+            let Some(turns) = conv.get("conversations").and_then(Value::as_array) else {
+                continue;
+            };
+            let is = |t: &Value, who: &[&str]| {
+                t.get("from")
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| who.contains(&f))
+            };
+            let Some(k) = turns.iter().position(|t| is(t, &["human", "user"])) else {
+                continue;
+            };
+            let Some(prompt) = turns[k].get("value").and_then(Value::as_str) else {
+                continue;
+            };
+            let reply = turns
+                .get(k + 1)
+                .filter(|t| is(t, &["gpt", "assistant", "chatgpt", "bard", "bing"]))
+                .and_then(|t| t.get("value"))
+                .and_then(Value::as_str);
+            if prompt.trim().is_empty() {
+                continue;
+            }
+            items.push(DatasetItem {
+                prompt: prompt.to_string(),
+                output_tokens: reply.map(words).filter(|&n| n > 0),
+            });
+        }
+    } else {
+        for (n, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: Value = serde_json::from_str(line)
+                .map_err(|e| err(format!("line {}: not JSON: {e}", n + 1)))?;
+            let prompt = ["prompt", "text", "input"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(Value::as_str).map(str::to_owned))
+                .or_else(|| {
+                    v.get("messages").and_then(Value::as_array).map(|m| {
+                        m.iter()
+                            .filter_map(|x| x.get("content").and_then(Value::as_str))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                })
+                .ok_or_else(|| {
+                    err(format!(
+                        "line {}: no `prompt`, `text`, `input` or `messages`",
+                        n + 1
+                    ))
+                })?;
+            let output_tokens = ["output_tokens", "max_tokens"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(Value::as_u64));
+            items.push(DatasetItem {
+                prompt,
+                output_tokens,
+            });
+        }
+    }
+    if items.is_empty() {
+        return Err(err("no prompts found".into()));
+    }
+    Ok(items)
+}
+
 /// Builds requests of a run from its seed.
 #[derive(Debug, Clone)]
 pub struct Planner {
     scenario: Scenario,
+    dataset: Option<Arc<Vec<DatasetItem>>>,
     api: Api,
     model: String,
     seed: u64,
@@ -150,6 +258,7 @@ impl Planner {
         }
         Ok(Planner {
             scenario,
+            dataset: None,
             api,
             model: model.to_string(),
             seed,
@@ -157,9 +266,35 @@ impl Planner {
         })
     }
 
+    /// Draws prompts from `items` (seeded, with replacement) instead of the synthetic corpus.
+    /// Output lengths come from the scenario when it forces them, else from the item.
+    pub fn with_dataset(mut self, items: Arc<Vec<DatasetItem>>) -> Self {
+        self.dataset = Some(items);
+        self
+    }
+
     /// Request `i` of the plan.
     pub fn request(&self, i: u64) -> PlannedRequest {
         let mut rng = Rng::new(self.seed, i);
+        if let Some(items) = &self.dataset {
+            let item = &items[(rng.next_u64() % items.len() as u64) as usize];
+            let forced = sample_lengths(&self.scenario, &mut rng).output;
+            let output = if self.api == Api::Embeddings {
+                None
+            } else {
+                forced.or(item.output_tokens)
+            };
+            let body =
+                openai::request_body(self.api, &self.model, &item.prompt, output, &self.opts);
+            return PlannedRequest {
+                index: i,
+                lengths: Lengths {
+                    input: words(&item.prompt),
+                    output,
+                },
+                body: Bytes::from(body),
+            };
+        }
         let lengths = sample_lengths(&self.scenario, &mut rng);
         let prompt = synthetic_prompt(lengths.input, &mut rng);
         let body = openai::request_body(self.api, &self.model, &prompt, lengths.output, &self.opts);
@@ -174,6 +309,66 @@ impl Planner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn datasets_in_sharegpt_and_jsonl_form() {
+        let dir = std::env::temp_dir().join(format!("ys-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sg = dir.join("sg.json");
+        std::fs::write(
+            &sg,
+            r#"[{"conversations":[{"from":"human","value":"tell me a joke"},{"from":"gpt","value":"no way sorry"}]},
+               {"conversations":[{"from":"gpt","value":"orphan"}]},
+               {"conversations":[{"from":"human","value":"hi"}]}]"#,
+        )
+        .unwrap();
+        let items = load_dataset(&sg).unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!(
+            items[0],
+            DatasetItem {
+                prompt: "tell me a joke".into(),
+                output_tokens: Some(3)
+            }
+        );
+        assert_eq!(items[1].output_tokens, None);
+        let jl = dir.join("p.jsonl");
+        std::fs::write(&jl, "{\"prompt\":\"a b\",\"output_tokens\":7}\n\n{\"messages\":[{\"role\":\"user\",\"content\":\"x y z\"}]}\n").unwrap();
+        let items = load_dataset(&jl).unwrap();
+        assert_eq!(items[1].prompt, "x y z");
+        let opts = BodyOptions {
+            stream: true,
+            force_output: true,
+        };
+        let u: Scenario = "U(1,2)".parse().unwrap();
+        let p = Planner::new(u, "U(1,2)", Api::Chat, "m", 3, opts.clone())
+            .unwrap()
+            .with_dataset(Arc::new(items.clone()));
+        let reqs: Vec<PlannedRequest> = (0..50).map(|i| p.request(i)).collect();
+        assert!(reqs.iter().any(|r| r.lengths
+            == Lengths {
+                input: 2,
+                output: Some(7)
+            }));
+        assert!(reqs.iter().any(|r| r.lengths
+            == Lengths {
+                input: 3,
+                output: None
+            }));
+        let d: Scenario = "D(1,4)".parse().unwrap();
+        let p = Planner::new(d, "D(1,4)", Api::Chat, "m", 3, opts)
+            .unwrap()
+            .with_dataset(Arc::new(items));
+        assert!((0..20).all(|i| p.request(i).lengths.output == Some(4)));
+        std::fs::write(&jl, "{\"nope\":1}\n").unwrap();
+        assert!(
+            load_dataset(&jl)
+                .unwrap_err()
+                .to_string()
+                .contains("line 1")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn plans_are_reproducible_and_exact() {

@@ -523,3 +523,53 @@ fn shards_partition_the_seeded_plan_and_time_warmup_is_excluded() {
         }
     }
 }
+
+#[test]
+fn prompts_from_a_sharegpt_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("sg.json");
+    std::fs::write(
+        &data,
+        r#"[{"conversations":[{"from":"human","value":"what is the capital of France"},{"from":"gpt","value":"Paris it is"}]},
+           {"conversations":[{"from":"human","value":"count to two"},{"from":"gpt","value":"one two"}]}]"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let sim = Sim::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let doc = json_of(&bench(
+        &sim.url,
+        &[
+            "--dataset",
+            data.to_str().unwrap(),
+            "--max-requests",
+            "8",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    ));
+    let p = &doc["points"][0];
+    assert_eq!(p["scenario"], "dataset:sg.json");
+    assert_eq!(p["requests"]["completed"], 8);
+    for r in lines(&out.join("requests.jsonl")) {
+        let planned = (
+            r["planned_input_tokens"].as_u64(),
+            r["planned_output_tokens"].as_u64(),
+        );
+        assert!(
+            planned == (Some(6), Some(3)) || planned == (Some(3), Some(2)),
+            "{planned:?}"
+        );
+        assert_eq!(r["prompt_tokens"].as_u64(), planned.0);
+        assert_eq!(r["output_tokens"].as_u64(), planned.1);
+    }
+    let o = bench(
+        &sim.url,
+        &[
+            "--dataset",
+            "/nonexistent/data.jsonl",
+            "--max-requests",
+            "1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -65,6 +65,10 @@ pub struct ServeArgs {
     /// Also exclude requests scheduled within this time of each point's start, e.g. 10s.
     #[arg(long)]
     pub warmup_duration: Option<String>,
+    /// Prompts from a dataset: JSON lines ({"prompt": ..}) or ShareGPT JSON. Output lengths
+    /// come from the scenario when it forces them (D, N, U(..)/(..)), else from the dataset.
+    #[arg(long, value_name = "FILE")]
+    pub dataset: Option<PathBuf>,
     /// A tokenizer.json for local token counts (needs the `tokenizer` build feature).
     #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<PathBuf>,
@@ -201,7 +205,9 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         None if args.max_requests.is_none() => Some(Duration::from_secs(60)),
         None => None,
     };
-    let scenarios = if args.scenarios.is_empty() {
+    let scenarios = if args.scenarios.is_empty() && args.dataset.is_some() {
+        Vec::new() // one point, lengths from the dataset
+    } else if args.scenarios.is_empty() {
         vec![if api == Api::Embeddings {
             "E(100)".to_string()
         } else {
@@ -244,6 +250,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             None => (0, 1),
         },
         interrupt: interrupt.clone(),
+        dataset: args.dataset.clone(),
     };
     let scenarios = bench.validate().map_err(to_exit)?;
     if let Some(dir) = &args.output {
@@ -265,6 +272,10 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 irq.store(true, Ordering::Relaxed);
+                output::warn("interrupted: draining requests in flight (Ctrl-C again to abort)");
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
             }
         });
         let show = verbosity() >= 0;
