@@ -91,4 +91,6 @@ pub enum Command {
     Bench(cmd::bench::BenchArgs),
     /// Summarise and compare samples of numbers (a ministat for benchmarks).
     Stats(cmd::stats::StatsArgs),
+    /// Print the environment capture and the machine-profile key (`--json` for all fields).
+    Env(cmd::env::EnvArgs),
 }

@@ -1,6 +1,7 @@
 //! One module per command. Each exposes an `Args` struct (clap) and a `run` function.
 
 pub mod bench;
+pub mod env;
 pub mod init;
 pub mod schema;
 pub mod sim;
@@ -20,5 +21,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Sim(args) => sim::run(args, g),
         Command::Bench(args) => bench::run(args, g),
         Command::Stats(args) => stats::run(args, g),
+        Command::Env(args) => env::run(args, g),
     }
 }

@@ -1,0 +1,1 @@
+//! Roofline placement and bottleneck classification (work in progress).

@@ -1,0 +1,1 @@
+//! Telemetry sampler (work in progress).
