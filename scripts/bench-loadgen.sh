@@ -8,7 +8,9 @@
 #
 # Environment: YARDSTICK_BIN (default target/release/yardstick, built if missing),
 # CONCURRENCY (default "256 1024"), REQUESTS (measured requests per level; default 8 × level),
-# TTFT_MS (50), ITL_MS (10), OUTPUT_TOKENS (100), KEEP (keep the work directory).
+# TTFT_MS (50), ITL_MS (10), OUTPUT_TOKENS (100), KEEP (keep the work directory),
+# NICE (e.g. -10: run simulator and client at that niceness, to shield the measurement from
+# other work on a shared machine; needs root; default: unchanged).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -21,6 +23,8 @@ TTFT_MS=${TTFT_MS:-50}
 ITL_MS=${ITL_MS:-10}
 OUT=${OUTPUT_TOKENS:-100}
 WORK=$(mktemp -d /tmp/bench-loadgen.XXXXXX)
+RUN=()
+if [[ -n ${NICE:-} ]]; then RUN=(nice -n "$NICE"); fi
 SIM_PID=
 cleanup() {
   if [[ -n $SIM_PID ]]; then kill "$SIM_PID" 2>/dev/null || true; wait "$SIM_PID" 2>/dev/null || true; fi
@@ -29,18 +33,18 @@ cleanup() {
 trap cleanup EXIT
 
 echo "machine: $(nproc) cores, $(uname -sr); sim TTFT ${TTFT_MS} ms, ITL ${ITL_MS} ms, ${OUT} output tokens"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews every figure); niceness: ${NICE:-unchanged}"
 printf '%-6s %9s %9s %7s %12s %12s %12s %12s %9s %9s %7s %9s\n' \
   conc "req/s" ideal "%ideal" "ttft_mean" "ttft_err_mu" "ttft_err_p99" "sim_ttft_mu" "cpu_s" "rss_MB" "dur_s" "sim_cpu_s"
 for C in $CONCURRENCY; do
   N=${REQUESTS:-$((C * 8))}
   LOG=$WORK/sim-$C.jsonl
-  "$BIN" sim --port 0 --ttft-ms "$TTFT_MS" --itl-ms "$ITL_MS" --max-tokens "$OUT" \
+  "${RUN[@]}" "$BIN" sim --port 0 --ttft-ms "$TTFT_MS" --itl-ms "$ITL_MS" --max-tokens "$OUT" \
     --log "$LOG" >"$WORK/sim-$C.out" 2>"$WORK/sim-$C.err" &
   SIM_PID=$!
   for _ in $(seq 100); do [[ -s $WORK/sim-$C.out ]] && break; sleep 0.05; done
   URL=$(head -1 "$WORK/sim-$C.out" | sed 's/^listening on //')
-  /usr/bin/time -v -o "$WORK/time-$C.txt" \
+  "${RUN[@]}" /usr/bin/time -v -o "$WORK/time-$C.txt" \
     "$BIN" --quiet --json bench serve --url "$URL" --model sim --scenario "D(100,$OUT)" \
       --concurrency "$C" --warmup-requests "$C" --max-requests "$N" --max-duration 120s \
       --output "$WORK/out-$C" >"$WORK/summary-$C.json"
