@@ -4,6 +4,7 @@
 
 pub mod fsutil;
 pub mod run;
+pub mod samples;
 pub mod sign;
 pub mod verify;
 pub mod warehouse;

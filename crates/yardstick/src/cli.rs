@@ -83,6 +83,12 @@ pub enum Command {
     Validate(cmd::validate::ValidateArgs),
     /// Write a commented, valid BenchmarkRun spec to start from.
     Init(cmd::init::InitArgs),
+    /// Execute a BenchmarkRun into the store (plan, env capture, runners, artifacts, facts).
+    Run(cmd::run::RunArgs),
+    /// Check a stored run's hashes and signature.
+    Verify(cmd::verify::VerifyArgs),
+    /// Create an ed25519 signing key pair for signed provenance.
+    Keygen(cmd::keygen::KeygenArgs),
     /// Print the JSON Schema of the BenchmarkRun spec.
     Schema(cmd::schema::SchemaArgs),
     /// Run an OpenAI-compatible LLM server simulator with a latency model and a ground-truth log.

@@ -3,10 +3,13 @@
 pub mod bench;
 pub mod env;
 pub mod init;
+pub mod keygen;
+pub mod run;
 pub mod schema;
 pub mod sim;
 pub mod stats;
 pub mod validate;
+pub mod verify;
 
 use crate::cli::{Cli, Command};
 use crate::exit::Status;
@@ -17,6 +20,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
     match cli.command {
         Command::Validate(args) => validate::run(args, g),
         Command::Init(args) => init::run(args, g),
+        Command::Run(args) => run::run(args, g),
+        Command::Verify(args) => verify::run(args, g),
+        Command::Keygen(args) => keygen::run(args, g),
         Command::Schema(args) => schema::run(args, g),
         Command::Sim(args) => sim::run(args, g),
         Command::Bench(args) => bench::run(args, g),

@@ -1,0 +1,236 @@
+//! Facts: the numbers of a replicate's summary flattened into (metric, statistic) rows, and their
+//! aggregate over replicates (mean with a Student-t confidence interval: replicates are the
+//! independent unit, seed 000 "Trial Policy").
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+use yardstick_store::warehouse::FactRow;
+
+use crate::plan::Plan;
+
+/// The unit of a metric, from its name.
+pub fn unit_of(metric: &str) -> &'static str {
+    if metric.ends_with("_ms") {
+        "ms"
+    } else if metric.ends_with("_s") {
+        "s"
+    } else if metric == "request_throughput" || metric == "goodput" {
+        "req/s"
+    } else if metric.ends_with("token_throughput") || metric.starts_with("tokens_per_s") {
+        "tok/s"
+    } else if metric == "requests" {
+        "count"
+    } else {
+        ""
+    }
+}
+
+/// Flattens a summary's numbers: `{"ttft_ms":{"p50":51}}` → (`ttft_ms`, `p50`, 51);
+/// `{"request_throughput": 238}` → (`request_throughput`, `value`, 238). Strings, nulls and
+/// deeper nesting are skipped; `load` describes the point, not a measurement.
+pub fn flatten(summary: &Value) -> Vec<(String, String, f64)> {
+    let mut out = Vec::new();
+    let Some(obj) = summary.as_object() else {
+        return out;
+    };
+    for (k, v) in obj {
+        if k == "load" {
+            continue;
+        }
+        match v {
+            Value::Number(n) => {
+                if let Some(x) = n.as_f64() {
+                    out.push((k.clone(), "value".to_string(), x));
+                }
+            }
+            Value::Object(inner) => {
+                for (s, x) in inner {
+                    if let Some(x) = x.as_f64() {
+                        out.push((k.clone(), s.clone(), x));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn sample_count(summary: &Value) -> u64 {
+    summary["requests"]["completed"].as_u64().unwrap_or(1)
+}
+
+/// Facts of one replicate.
+pub fn replicate_facts(
+    run_id: &str,
+    point_id: &str,
+    replicate: u32,
+    summary: &Value,
+    artifact: Option<&str>,
+) -> Vec<FactRow> {
+    let n = sample_count(summary);
+    flatten(summary)
+        .into_iter()
+        .map(|(metric, statistic, value)| FactRow {
+            run_id: run_id.into(),
+            point_id: point_id.into(),
+            replicate: Some(replicate),
+            unit: unit_of(&metric).into(),
+            metric,
+            statistic,
+            value,
+            ci_lo: None,
+            ci_hi: None,
+            n,
+            artifact: artifact.map(str::to_owned),
+            row_group: artifact.map(|_| 0),
+        })
+        .collect()
+}
+
+/// Mean and Student-t interval of replicate values; the interval is absent below 2 values.
+pub fn mean_ci(values: &[f64], level: f64) -> (f64, Option<(f64, f64)>) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, None);
+    }
+    let var = values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let t = StudentsT::new(0.0, 1.0, n - 1.0)
+        .expect("n >= 2")
+        .inverse_cdf(0.5 + level / 2.0);
+    let half = t * (var / n).sqrt();
+    (mean, Some((mean - half, mean + half)))
+}
+
+/// Aggregates each point's replicate summaries (failed replicates, with an `error`, are left out
+/// and counted by `n`).
+pub fn aggregate(run_id: &str, per_point: &[(String, Vec<Value>)], level: f64) -> Vec<FactRow> {
+    let mut out = Vec::new();
+    for (point, reps) in per_point {
+        let mut by_key: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+        for r in reps.iter().filter(|r| r.get("error").is_none()) {
+            for (m, s, v) in flatten(r) {
+                by_key.entry((m, s)).or_default().push(v);
+            }
+        }
+        for ((metric, statistic), values) in by_key {
+            let (mean, ci) = mean_ci(&values, level);
+            out.push(FactRow {
+                run_id: run_id.into(),
+                point_id: point.clone(),
+                replicate: None,
+                unit: unit_of(&metric).into(),
+                metric,
+                statistic,
+                value: mean,
+                ci_lo: ci.map(|c| c.0),
+                ci_hi: ci.map(|c| c.1),
+                n: values.len() as u64,
+                artifact: None,
+                row_group: None,
+            });
+        }
+    }
+    out
+}
+
+/// `summary.json`: every point's aggregate facts, grouped.
+pub fn summary_json(plan: &Plan, facts: &[FactRow], level: f64) -> Value {
+    let points: Vec<Value> = plan
+        .points
+        .iter()
+        .map(|p| {
+            let mut metrics = serde_json::Map::new();
+            for f in facts.iter().filter(|f| f.point_id == p.id) {
+                let entry = metrics
+                    .entry(f.metric.clone())
+                    .or_insert_with(|| Value::Object(Default::default()));
+                entry[&f.statistic] = serde_json::json!({
+                    "mean": f.value,
+                    "ci": f.ci_lo.zip(f.ci_hi).map(|(a, b)| vec![a, b]),
+                    "n": f.n,
+                    "unit": f.unit,
+                });
+            }
+            serde_json::json!({"id": p.id, "layer": p.layer, "work": p.work, "metrics": metrics})
+        })
+        .collect();
+    serde_json::json!({
+        "name": plan.name,
+        "replicates": plan.replicates,
+        "confidence_level": level,
+        "points": points,
+    })
+}
+
+/// A one-line headline of a replicate summary for progress output.
+pub fn headline(summary: &Value) -> String {
+    if let Some(e) = summary.get("error").and_then(Value::as_str) {
+        return format!("failed: {e}");
+    }
+    if summary.get("ttft_ms").is_some() || summary.get("request_throughput").is_some() {
+        let f = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.1}"));
+        return format!(
+            "{} req/s, TTFT p50 {} ms, p99 {} ms, {} failed",
+            f(&summary["request_throughput"]),
+            f(&summary["ttft_ms"]["p50"]),
+            f(&summary["ttft_ms"]["p99"]),
+            summary["requests"]["failed"].as_u64().unwrap_or(0)
+        );
+    }
+    let mut parts: Vec<String> = flatten(summary)
+        .into_iter()
+        .take(3)
+        .map(|(m, s, v)| {
+            if s == "value" {
+                format!("{m} {v:.3}")
+            } else {
+                format!("{m}.{s} {v:.3}")
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        parts.push("done".into());
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flattens_and_aggregates_with_t_intervals() {
+        let reps: Vec<Value> = [100.0, 110.0, 120.0]
+            .iter()
+            .map(|x| serde_json::json!({"request_throughput": x, "ttft_ms": {"p50": x / 2.0}, "scenario": "D(1,1)", "load": {"value": 8}, "requests": {"completed": 10, "failed": 0}}))
+            .collect();
+        let mut with_failure = reps.clone();
+        with_failure.push(serde_json::json!({"error": "boom"}));
+        let facts = aggregate("r", &[("p".into(), with_failure)], 0.95);
+        let thr = facts
+            .iter()
+            .find(|f| f.metric == "request_throughput")
+            .unwrap();
+        assert_eq!(thr.value, 110.0);
+        assert_eq!(thr.n, 3);
+        assert_eq!(thr.unit, "req/s");
+        // t(0.975, 2) = 4.302653; sd = 10; half = 4.302653 * 10 / sqrt(3) = 24.8414
+        let (lo, hi) = (thr.ci_lo.unwrap(), thr.ci_hi.unwrap());
+        assert!(
+            (hi - 110.0 - 24.8414).abs() < 1e-3 && (110.0 - lo - 24.8414).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        assert!(
+            facts
+                .iter()
+                .any(|f| f.metric == "ttft_ms" && f.statistic == "p50" && f.value == 55.0)
+        );
+        assert!(!facts.iter().any(|f| f.metric == "load"));
+        let one = replicate_facts("r", "p", 2, &reps[0], Some("samples/p/r2.parquet"));
+        assert!(one.iter().all(|f| f.replicate == Some(2) && f.n == 10));
+    }
+}

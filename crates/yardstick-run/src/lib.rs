@@ -1,0 +1,513 @@
+//! Orchestration of a BenchmarkRun: expand the plan, capture the environment before and after,
+//! start the embedded simulator when a serve target asks for it, execute every (point,
+//! replicate) in the planned order, store each replicate's raw samples and summary as sealed
+//! artifacts the moment it finishes, write facts to the warehouse, aggregate replicates with
+//! confidence intervals, and seal (and sign) the run.
+//!
+//! An interrupted run keeps every finished replicate and is marked `incomplete`; `resume`
+//! continues it, skipping replicates whose artifacts exist, and the warehouse upserts facts so
+//! nothing is duplicated.
+#![deny(missing_docs)]
+
+pub mod facts;
+pub mod plan;
+pub mod serve;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Serialize;
+use yardstick_spec::{BenchmarkRun, Signing};
+use yardstick_store::warehouse::{PointRow, ReplicateRow, RunRow};
+use yardstick_store::{Manifest, RunWriter, StoreError, ToolInfo};
+
+pub use plan::{Plan, Point, PointWork, Step, plan};
+
+/// Why a run could not proceed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The user's input is wrong (bad spec, missing key, unknown run id).
+    #[error("{0}")]
+    Invalid(String),
+    /// A store or warehouse failure.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A workload could not be run at all (not its measured failures, which are recorded).
+    #[error("{0}")]
+    Workload(String),
+    /// A bug.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// Progress events for a display.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// The run directory exists.
+    Started {
+        /// Run id.
+        run_id: String,
+        /// Run directory.
+        dir: PathBuf,
+        /// Steps in all.
+        steps: usize,
+        /// Steps already done (resume).
+        done: usize,
+    },
+    /// A step starts.
+    Step {
+        /// 1-based step number.
+        n: usize,
+        /// Steps in all.
+        of: usize,
+        /// Point id.
+        point: String,
+        /// Replicate.
+        replicate: u32,
+    },
+    /// A step finished; a few headline numbers.
+    StepDone {
+        /// Point id.
+        point: String,
+        /// Replicate.
+        replicate: u32,
+        /// A one-line summary.
+        headline: String,
+    },
+    /// Something worth a warning.
+    Warning(String),
+}
+
+/// How to run.
+pub struct RunOptions {
+    /// Store directory (run directories under `runs/`, SQLite warehouse at `yardstick.db`).
+    pub store: PathBuf,
+    /// Warehouse location when not the store's SQLite (a `postgres://` URL).
+    pub warehouse: Option<String>,
+    /// The tool.
+    pub tool: ToolInfo,
+    /// Set to stop after the current step (Ctrl-C).
+    pub interrupt: Arc<AtomicBool>,
+    /// Seed for plans and arrivals (the replicate index is mixed in).
+    pub seed: u64,
+    /// Where progress goes.
+    pub on_event: Box<dyn FnMut(Event) + Send>,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutcome {
+    /// Run id.
+    pub run_id: String,
+    /// Run directory.
+    pub dir: PathBuf,
+    /// `complete` or `incomplete`.
+    pub status: String,
+    /// Whether the run was signed.
+    pub signed: bool,
+    /// The aggregate facts (one per point × metric × statistic, mean over replicates with CI).
+    pub summary: serde_json::Value,
+}
+
+/// Resolves the signing key the spec asks for. `required` without a readable key is invalid
+/// input, reported before any work starts.
+pub fn signing_key(spec: &BenchmarkRun) -> Result<Option<ed25519_dalek::SigningKey>, RunError> {
+    let prov = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.provenance.clone())
+        .unwrap_or_default();
+    let policy = prov.signing.unwrap_or(Signing::Optional);
+    let path = prov.key.as_deref().map(yardstick_store::sign::expand_home);
+    match (policy, path) {
+        (Signing::Off, _) | (Signing::Optional, None) => Ok(None),
+        (Signing::Optional, Some(p)) if !p.exists() => Ok(None),
+        (Signing::Required, None) => Err(RunError::Invalid(
+            "provenance.signing is required but no key is named".into(),
+        )),
+        (_, Some(p)) => match yardstick_store::sign::load_signing_key(&p) {
+            Ok(k) => Ok(Some(k)),
+            Err(e) => Err(RunError::Invalid(format!(
+                "{e} (create one with `yardstick keygen {}`)",
+                p.display()
+            ))),
+        },
+    }
+}
+
+fn artifact_paths(point: &Point, replicate: u32) -> (String, String) {
+    (
+        format!("samples/{}/r{replicate}.parquet", point.slug),
+        format!("results/{}/r{replicate}.json", point.slug),
+    )
+}
+
+/// Executes a spec as a new run (`resume: None`) or continues an incomplete one.
+pub fn execute(
+    spec_text: &str,
+    spec: &BenchmarkRun,
+    resume: Option<&str>,
+    mut opts: RunOptions,
+) -> Result<RunOutcome, RunError> {
+    let key = signing_key(spec)?;
+    let plan = plan::plan(spec);
+    let runs_dir = opts.store.join("runs");
+    let mut writer = match resume {
+        None => RunWriter::create(&runs_dir, &plan.name, spec_text, opts.tool.clone())?,
+        Some(id) => {
+            let dir = runs_dir.join(id);
+            if !dir.join(yardstick_store::run::MANIFEST).exists() {
+                return Err(RunError::Invalid(format!(
+                    "no run {id} in {}",
+                    runs_dir.display()
+                )));
+            }
+            let w = RunWriter::resume(&dir)?;
+            if w.manifest().spec_sha256
+                != yardstick_store::fsutil::sha256_bytes(spec_text.as_bytes())
+            {
+                return Err(RunError::Invalid(format!(
+                    "run {id} was started from a different spec; resume it with the same spec file"
+                )));
+            }
+            w
+        }
+    };
+    let mode = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.mode)
+        .map(|m| m.to_string());
+
+    // Environment before.
+    let env_before = yardstick_env::capture(&yardstick_env::CaptureOptions {
+        tool_version: Some(opts.tool.version.clone()),
+        ..Default::default()
+    });
+    if !writer.has("env.json") {
+        let bytes = serde_json::to_vec_pretty(&env_before).expect("JSON");
+        writer.set_env(&bytes, &env_before.machine_profile)?;
+    } else if writer.manifest().machine_profile.as_deref()
+        != Some(env_before.machine_profile.as_str())
+    {
+        let msg = format!(
+            "machine profile changed since the run started: {} -> {}",
+            writer
+                .manifest()
+                .machine_profile
+                .clone()
+                .unwrap_or_default(),
+            env_before.machine_profile
+        );
+        (opts.on_event)(Event::Warning(msg.clone()));
+        writer.note(msg)?;
+    }
+
+    let location = opts
+        .warehouse
+        .clone()
+        .unwrap_or_else(|| opts.store.display().to_string());
+    let mut wh = yardstick_store::warehouse::open_warehouse(&location)?;
+    let run_row = |m: &Manifest| RunRow {
+        run_id: m.run_id.clone(),
+        name: m.name.clone(),
+        status: m.effective_status().as_str().to_string(),
+        mode: mode.clone(),
+        spec_sha256: m.spec_sha256.clone(),
+        machine_profile: m.machine_profile.clone(),
+        env_sha256: m.env_sha256.clone(),
+        started_at: m.started_at.clone(),
+        ended_at: m.ended_at.clone(),
+        tool_version: m.tool.version.clone(),
+        git_commit: m.tool.git_commit.clone(),
+        location: location.clone(),
+    };
+    let run_id = writer.run_id().to_string();
+    wh.upsert_run(&RunRow {
+        status: "running".into(),
+        ..run_row(writer.manifest())
+    })?;
+    wh.upsert_points(
+        &plan
+            .points
+            .iter()
+            .map(|p| PointRow {
+                run_id: run_id.clone(),
+                point_id: p.id.clone(),
+                layer: p.layer.clone(),
+                kind: match &p.work {
+                    PointWork::Micro { micro, .. } => micro.clone(),
+                    PointWork::Serve { .. } => "serve".into(),
+                    PointWork::Train { .. } => "train".into(),
+                    PointWork::Command { .. } => "command".into(),
+                },
+                params: serde_json::to_value(&p.work).expect("JSON"),
+            })
+            .collect::<Vec<_>>(),
+    )?;
+
+    let done = plan
+        .steps
+        .iter()
+        .filter(|s| writer.has(&artifact_paths(&plan.points[s.point], s.replicate).1))
+        .count();
+    (opts.on_event)(Event::Started {
+        run_id: run_id.clone(),
+        dir: writer.dir().to_path_buf(),
+        steps: plan.steps.len(),
+        done,
+    });
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Internal(format!("async runtime: {e}")))?;
+    let needs_sim = plan
+        .points
+        .iter()
+        .any(|p| matches!(&p.work, PointWork::Serve { url: None, .. }));
+    let sim = if needs_sim {
+        Some(start_sim(&rt, &plan)?)
+    } else {
+        None
+    };
+    let _ = yardstick_load::raise_nofile_limit();
+
+    let mut interrupted = false;
+    for (n, step) in plan.steps.iter().enumerate() {
+        if opts.interrupt.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let point = &plan.points[step.point];
+        let (samples_path, result_path) = artifact_paths(point, step.replicate);
+        if writer.has(&result_path) {
+            continue;
+        }
+        (opts.on_event)(Event::Step {
+            n: n + 1,
+            of: plan.steps.len(),
+            point: point.id.clone(),
+            replicate: step.replicate,
+        });
+        let started_at = yardstick_store::run::now_rfc3339();
+        let seed = opts.seed ^ (u64::from(step.replicate) << 32);
+        let outcome = match &point.work {
+            PointWork::Serve { url, .. } => {
+                let url = match (url, &sim) {
+                    (Some(u), _) => u.clone(),
+                    (None, Some(s)) => format!("http://{}", s.addr),
+                    (None, None) => unreachable!("the simulator starts when a target needs it"),
+                };
+                serve::run_replicate(&rt, &point.work, &url, seed, opts.interrupt.clone())
+                    .map(|o| (o.summary, Some(o.samples)))
+            }
+            other => Err(RunError::Workload(format!(
+                "{} layers are not wired into `yardstick run` in this build",
+                match other {
+                    PointWork::Micro { .. } => "micro",
+                    PointWork::Train { .. } => "e2e train",
+                    _ => "e2e command",
+                }
+            ))),
+        };
+        if opts.interrupt.load(Ordering::Relaxed) {
+            // A replicate cut short by Ctrl-C is not a finished measurement: keep nothing of it.
+            interrupted = true;
+            break;
+        }
+        let (summary, samples) = match outcome {
+            Ok(x) => x,
+            Err(RunError::Workload(msg)) => {
+                (opts.on_event)(Event::Warning(format!(
+                    "{} r{}: {msg}",
+                    point.id, step.replicate
+                )));
+                (serde_json::json!({"error": msg}), None)
+            }
+            Err(e) => return Err(e),
+        };
+        let mut sample_artifact = None;
+        if let Some(table) = samples {
+            let bytes = table.to_parquet(&[
+                ("yardstick.run_id", &run_id),
+                ("yardstick.point", &point.id),
+                ("yardstick.replicate", &step.replicate.to_string()),
+            ])?;
+            writer.add(&samples_path, &bytes, "samples")?;
+            sample_artifact = Some(samples_path.clone());
+        }
+        let record = serde_json::json!({
+            "point": point.id,
+            "replicate": step.replicate,
+            "started_at": started_at,
+            "ended_at": yardstick_store::run::now_rfc3339(),
+            "samples": sample_artifact,
+            "summary": summary,
+        });
+        let failed = summary.get("error").is_some();
+        writer.add(
+            &result_path,
+            &serde_json::to_vec_pretty(&record).expect("JSON"),
+            "result",
+        )?;
+        let rows = facts::replicate_facts(
+            &run_id,
+            &point.id,
+            step.replicate,
+            &summary,
+            sample_artifact.as_deref(),
+        );
+        wh.upsert_facts(&rows)?;
+        wh.upsert_replicate(&ReplicateRow {
+            run_id: run_id.clone(),
+            point_id: point.id.clone(),
+            replicate: step.replicate,
+            status: if failed {
+                "failed".into()
+            } else {
+                "complete".into()
+            },
+            started_at,
+            ended_at: Some(yardstick_store::run::now_rfc3339()),
+            artifact: sample_artifact,
+        })?;
+        (opts.on_event)(Event::StepDone {
+            point: point.id.clone(),
+            replicate: step.replicate,
+            headline: facts::headline(&summary),
+        });
+    }
+    if let Some(s) = sim {
+        s.stop(&rt);
+    }
+
+    if interrupted {
+        let m = writer.interrupt("interrupted before every replicate finished")?;
+        wh.upsert_run(&run_row(&m))?;
+        return Ok(RunOutcome {
+            run_id,
+            dir: runs_dir.join(&m.run_id),
+            status: "incomplete".into(),
+            signed: false,
+            summary: serde_json::Value::Null,
+        });
+    }
+
+    // Aggregate over replicates from the stored results (so a resumed run aggregates everything).
+    let level = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.trials.as_ref())
+        .and_then(|t| t.confidence_level)
+        .unwrap_or(0.95);
+    let mut per_point = Vec::new();
+    for p in &plan.points {
+        let mut reps = Vec::new();
+        for r in 0..plan.replicates {
+            let path = writer.dir().join(artifact_paths(p, r).1);
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path).map_err(StoreError::from)?)
+                    .map_err(|e| RunError::Internal(format!("{}: {e}", path.display())))?;
+            reps.push(v["summary"].clone());
+        }
+        per_point.push((p.id.clone(), reps));
+    }
+    let aggregate = facts::aggregate(&run_id, &per_point, level);
+    wh.upsert_facts(&aggregate)?;
+    let summary = facts::summary_json(&plan, &aggregate, level);
+    writer.add(
+        "summary.json",
+        &serde_json::to_vec_pretty(&summary).expect("JSON"),
+        "summary",
+    )?;
+
+    // Environment after: a changed profile mid-run is flagged.
+    let env_after = yardstick_env::capture(&yardstick_env::CaptureOptions {
+        tool_version: Some(opts.tool.version.clone()),
+        probe_python: false,
+        ..Default::default()
+    });
+    if writer.manifest().machine_profile.as_deref() != Some(env_after.machine_profile.as_str()) {
+        let msg = format!(
+            "machine profile changed during the run: {} -> {}",
+            writer
+                .manifest()
+                .machine_profile
+                .clone()
+                .unwrap_or_default(),
+            env_after.machine_profile
+        );
+        (opts.on_event)(Event::Warning(msg.clone()));
+        writer.note(msg)?;
+    }
+    writer.add(
+        "env.after.json",
+        &serde_json::to_vec_pretty(&env_after).expect("JSON"),
+        "env",
+    )?;
+    let signed = key.is_some();
+    let m = writer.complete(key.as_ref())?;
+    wh.upsert_run(&run_row(&m))?;
+    Ok(RunOutcome {
+        run_id,
+        dir: runs_dir.join(&m.run_id),
+        status: "complete".into(),
+        signed,
+        summary,
+    })
+}
+
+struct EmbeddedSim {
+    addr: SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl EmbeddedSim {
+    fn stop(self, rt: &tokio::runtime::Runtime) {
+        let _ = self.stop.send(());
+        let _ = rt.block_on(self.task);
+    }
+}
+
+fn start_sim(rt: &tokio::runtime::Runtime, plan: &Plan) -> Result<EmbeddedSim, RunError> {
+    let model = plan
+        .points
+        .iter()
+        .find_map(|p| match &p.work {
+            PointWork::Serve {
+                url: None, model, ..
+            } => Some(model.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let cfg = yardstick_sim::SimConfig {
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        model,
+        ..Default::default()
+    };
+    let sim = rt
+        .block_on(yardstick_sim::Sim::bind(cfg))
+        .map_err(|e| RunError::Workload(format!("cannot start the embedded simulator: {e}")))?;
+    let addr = sim.local_addr();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = rt.spawn(async move {
+        sim.serve(async {
+            let _ = rx.await;
+        })
+        .await;
+    });
+    Ok(EmbeddedSim {
+        addr,
+        stop: tx,
+        task,
+    })
+}
+
+/// The run directory of `run_id` in a store.
+pub fn run_dir(store: &Path, run_id: &str) -> PathBuf {
+    store.join("runs").join(run_id)
+}

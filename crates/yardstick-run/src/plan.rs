@@ -1,0 +1,416 @@
+//! The plan of a run: every point (one cell of a layer's sweep) and the order in which its
+//! replicates execute. Pure: no I/O, so `--dry-run` and tests see exactly what a run would do.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use yardstick_spec::{
+    Api, BenchmarkRun, ComponentKind, E2eKind, LoadMode, MicroKind, Order, ScenarioSpec,
+};
+
+/// What one point runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PointWork {
+    /// A micro benchmark.
+    Micro {
+        /// Which one.
+        micro: String,
+        /// Problem sizes, when given.
+        sizes: Option<Vec<u64>>,
+    },
+    /// One (scenario, load level) of a serve layer.
+    Serve {
+        /// Base URL, or `None` for the embedded simulator.
+        url: Option<String>,
+        /// API.
+        api: String,
+        /// Model name.
+        model: String,
+        /// Scenario as written.
+        scenario: String,
+        /// `concurrency` or `rate`.
+        load_mode: String,
+        /// The level.
+        load_value: f64,
+        /// Arrival process for rate mode.
+        arrival: Option<String>,
+        /// Gamma shape.
+        burstiness: Option<f64>,
+        /// Stop after this many measured requests.
+        max_requests: Option<u64>,
+        /// Stop after this long.
+        #[serde(with = "secs_opt")]
+        max_duration: Option<Duration>,
+        /// Warm-up requests excluded from metrics.
+        warmup_requests: u64,
+        /// SLOs.
+        slo_ttft_ms: Option<f64>,
+        /// SLOs.
+        slo_tpot_ms: Option<f64>,
+        /// SLOs.
+        slo_e2e_ms: Option<f64>,
+        /// Environment variable holding a bearer token.
+        api_key_env: Option<String>,
+    },
+    /// The built-in reference trainer.
+    Train {
+        /// Preset.
+        preset: String,
+        /// Steps per replicate.
+        steps: Option<u64>,
+        /// Warm-up steps excluded.
+        warmup_steps: u64,
+    },
+    /// A command (training script or any program).
+    Command {
+        /// Argument vector with placeholders substituted.
+        argv: Vec<String>,
+        /// World size, when swept.
+        world_size: Option<u32>,
+        /// Timeout.
+        #[serde(with = "secs_opt")]
+        timeout: Option<Duration>,
+    },
+}
+
+mod secs_opt {
+    use std::time::Duration;
+    pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+}
+
+/// One point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Point {
+    /// Stable id within the run, e.g. `component.0.serve/D(100,100)/concurrency=8`.
+    pub id: String,
+    /// A file-system-safe form of the id for artifact paths.
+    pub slug: String,
+    /// `micro`, `component` or `e2e`.
+    pub layer: String,
+    /// What runs.
+    pub work: PointWork,
+}
+
+/// A point and replicate, in execution order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// Index into [`Plan::points`].
+    pub point: usize,
+    /// 0-based replicate.
+    pub replicate: u32,
+}
+
+/// The whole plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    /// Benchmark name.
+    pub name: String,
+    /// Every point, micro first, then component, then e2e (seed 000: lower layers first).
+    pub points: Vec<Point>,
+    /// Replicates of every point.
+    pub replicates: u32,
+    /// Execution order.
+    pub steps: Vec<Step>,
+    /// An upper bound on the run's duration where the spec bounds every point, in seconds.
+    pub estimate_upper_s: Option<f64>,
+}
+
+/// A file-system-safe slug of a point id.
+pub fn slug(id: &str) -> String {
+    let mut s: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    while s.contains("__") {
+        s = s.replace("__", "_");
+    }
+    s.trim_matches('_').to_string()
+}
+
+fn fmt_value(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Expands a valid spec into its plan. (Validation has already run: missing required pieces
+/// here are programming errors and yield an empty plan section, not a panic.)
+pub fn plan(run: &BenchmarkRun) -> Plan {
+    let name = run
+        .metadata
+        .as_ref()
+        .and_then(|m| m.name.clone())
+        .unwrap_or_default();
+    let Some(spec) = &run.spec else {
+        return Plan {
+            name,
+            points: vec![],
+            replicates: 0,
+            steps: vec![],
+            estimate_upper_s: None,
+        };
+    };
+    let trials = spec.trials.clone().unwrap_or_default();
+    let replicates = trials.replicates.unwrap_or(3);
+    let warmup = trials.warmup.clone().unwrap_or_default();
+    let mut points = Vec::new();
+    let mut estimate: Option<f64> = Some(0.0);
+    let layers = spec.layers.clone().unwrap_or_default();
+
+    for (i, m) in layers.micro.iter().flatten().enumerate() {
+        let kind = match m.kind {
+            Some(MicroKind::Memory) => "memory",
+            Some(MicroKind::Gemm) => "gemm",
+            Some(MicroKind::Storage) => "storage",
+            Some(MicroKind::Network) => "network",
+            None => continue,
+        };
+        let id = format!("micro.{i}.{kind}");
+        estimate = estimate.map(|e| e + 10.0);
+        points.push(Point {
+            slug: slug(&id),
+            id,
+            layer: "micro".into(),
+            work: PointWork::Micro {
+                micro: kind.into(),
+                sizes: m.sizes.clone(),
+            },
+        });
+    }
+
+    for (i, c) in layers.component.iter().flatten().enumerate() {
+        if c.kind != Some(ComponentKind::Serve) {
+            continue;
+        }
+        let target = c.target.clone().unwrap_or_default();
+        let url = target.url.filter(|u| u != "sim");
+        let api = match target.api.unwrap_or(Api::Chat) {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+            Api::Embeddings => "embeddings",
+        };
+        let load = c.load.clone().unwrap_or_default();
+        let mode = match load.mode {
+            Some(LoadMode::Rate) => "rate",
+            _ => "concurrency",
+        };
+        let arrival = load.arrival.map(|a| format!("{a:?}").to_lowercase());
+        let stop = c.stop.clone().unwrap_or_default();
+        let slo = c.slo.clone().unwrap_or_default();
+        for sc in c.scenarios.iter().flatten() {
+            let ScenarioSpec(scenario) = sc;
+            for v in load.values.iter().flatten() {
+                let id = format!("component.{i}.serve/{scenario}/{mode}={}", fmt_value(*v));
+                let max_duration = stop.max_duration.map(|d| d.0);
+                estimate = match (estimate, max_duration) {
+                    (Some(e), Some(d)) => Some(e + d.as_secs_f64()),
+                    _ => None,
+                };
+                points.push(Point {
+                    slug: slug(&id),
+                    id,
+                    layer: "component".into(),
+                    work: PointWork::Serve {
+                        url: url.clone(),
+                        api: api.into(),
+                        model: target.model.clone().unwrap_or_default(),
+                        scenario: scenario.to_string(),
+                        load_mode: mode.into(),
+                        load_value: *v,
+                        arrival: arrival.clone(),
+                        burstiness: load.burstiness,
+                        max_requests: stop.max_requests,
+                        max_duration,
+                        warmup_requests: warmup.requests.unwrap_or(0),
+                        slo_ttft_ms: slo.ttft_ms,
+                        slo_tpot_ms: slo.tpot_ms,
+                        slo_e2e_ms: slo.e2e_ms,
+                        api_key_env: target.api_key_env.clone(),
+                    },
+                });
+            }
+        }
+    }
+
+    for (i, e) in layers.e2e.iter().flatten().enumerate() {
+        match e.kind {
+            Some(E2eKind::Train) => {
+                let preset = e.preset.clone().unwrap_or_else(|| "tiny".into());
+                let id = format!("e2e.{i}.train/{preset}");
+                estimate = match (estimate, e.timeout) {
+                    (Some(x), Some(t)) => Some(x + t.0.as_secs_f64()),
+                    _ => None,
+                };
+                points.push(Point {
+                    slug: slug(&id),
+                    id,
+                    layer: "e2e".into(),
+                    work: PointWork::Train {
+                        preset,
+                        steps: e.steps,
+                        warmup_steps: warmup.steps.unwrap_or(0),
+                    },
+                });
+            }
+            Some(E2eKind::Command) => {
+                let sizes: Vec<Option<u32>> = match &e.world_sizes {
+                    Some(w) if !w.is_empty() => w.iter().map(|n| Some(*n)).collect(),
+                    _ => vec![None],
+                };
+                for ws in sizes {
+                    let argv: Vec<String> = e
+                        .command
+                        .iter()
+                        .flatten()
+                        .map(|a| match ws {
+                            Some(n) => a.replace("{worldSize}", &n.to_string()),
+                            None => a.clone(),
+                        })
+                        .collect();
+                    let id = match ws {
+                        Some(n) => format!("e2e.{i}.command/ws={n}"),
+                        None => format!("e2e.{i}.command"),
+                    };
+                    estimate = match (estimate, e.timeout) {
+                        (Some(x), Some(t)) => Some(x + t.0.as_secs_f64()),
+                        _ => None,
+                    };
+                    points.push(Point {
+                        slug: slug(&id),
+                        id,
+                        layer: "e2e".into(),
+                        work: PointWork::Command {
+                            argv,
+                            world_size: ws,
+                            timeout: e.timeout.map(|t| t.0),
+                        },
+                    });
+                }
+            }
+            None => {}
+        }
+    }
+
+    let order = trials.order.unwrap_or(Order::Interleaved);
+    let mut steps = Vec::new();
+    match order {
+        Order::Interleaved => {
+            for r in 0..replicates {
+                for p in 0..points.len() {
+                    steps.push(Step {
+                        point: p,
+                        replicate: r,
+                    });
+                }
+            }
+        }
+        Order::Sequential => {
+            for p in 0..points.len() {
+                for r in 0..replicates {
+                    steps.push(Step {
+                        point: p,
+                        replicate: r,
+                    });
+                }
+            }
+        }
+    }
+    let estimate_upper_s = estimate.map(|e| e * replicates as f64);
+    Plan {
+        name,
+        points,
+        replicates,
+        steps,
+        estimate_upper_s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> BenchmarkRun {
+        let c = yardstick_spec::check_str(text);
+        assert!(c.is_valid(), "{:#?}", c.diagnostics);
+        c.spec.unwrap()
+    }
+
+    #[test]
+    fn expands_layers_points_and_interleaves_replicates() {
+        let p = plan(&spec(yardstick_spec::template(
+            yardstick_spec::Template::Full,
+        )));
+        let ids: Vec<&str> = p.points.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            vec![
+                "micro.0.memory",
+                "micro.1.gemm",
+                "component.0.serve/D(100,100)/concurrency=1",
+                "component.0.serve/D(100,100)/concurrency=8",
+                "component.0.serve/D(100,100)/concurrency=32",
+                "component.0.serve/N(480,240)/(300,150)/concurrency=1",
+                "component.0.serve/N(480,240)/(300,150)/concurrency=8",
+                "component.0.serve/N(480,240)/(300,150)/concurrency=32",
+                "e2e.0.train/tiny",
+            ]
+        );
+        assert_eq!(p.replicates, 3);
+        assert_eq!(p.steps.len(), 27);
+        // Interleaved: every point once before any point's second replicate (ABAB…).
+        assert!(p.steps[..9].iter().all(|s| s.replicate == 0));
+        assert_eq!(
+            p.steps[9],
+            Step {
+                point: 0,
+                replicate: 1
+            }
+        );
+        assert_eq!(
+            p.points[5].slug,
+            "component.0.serve_N_480_240_300_150_concurrency_1"
+        );
+        assert!(p.estimate_upper_s.is_some());
+    }
+
+    #[test]
+    fn sequential_order_and_world_size_substitution() {
+        let text = "apiVersion: yardstick/v1\nkind: BenchmarkRun\nmetadata: {name: ws}\nspec:\n  mode: exploratory\n  workload: {model: m, precision: fp32, sequenceLengths: 128, batching: static, concurrency: 1, dataset: {kind: synthetic}, correctness: {policy: loss}}\n  trials: {replicates: 3, warmup: {steps: 1}, confidenceLevel: 0.95, outlierPolicy: none, order: sequential}\n  layers:\n    e2e:\n      - kind: command\n        command: [torchrun, --nproc-per-node, \"{worldSize}\", train.py]\n        worldSizes: [1, 2]\n";
+        let p = plan(&spec(text));
+        assert_eq!(p.points.len(), 2);
+        match &p.points[1].work {
+            PointWork::Command {
+                argv, world_size, ..
+            } => {
+                assert_eq!(argv[2], "2");
+                assert_eq!(*world_size, Some(2));
+            }
+            w => panic!("{w:?}"),
+        }
+        assert_eq!(
+            p.steps
+                .iter()
+                .map(|s| (s.point, s.replicate))
+                .collect::<Vec<_>>(),
+            vec![(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+        );
+        assert_eq!(
+            p.estimate_upper_s, None,
+            "commands without a timeout are unbounded"
+        );
+    }
+}

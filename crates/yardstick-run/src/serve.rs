@@ -1,0 +1,234 @@
+//! The serve executor: one replicate of one (scenario, load) point is one `ServeBench` with a fresh
+//! connection pool; raw request records become a Parquet table.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use yardstick_load::{
+    Api, Arrival, ClientConfig, LoadModel, Progress, RequestRecord, ServeBench, Slo, StopRule,
+};
+use yardstick_store::samples::{Column, Table};
+
+use crate::RunError;
+use crate::plan::PointWork;
+
+/// The outcome of one serve replicate.
+pub struct ServeOutcome {
+    /// The point summary as JSON (the shape `bench serve --json` prints per point).
+    pub summary: serde_json::Value,
+    /// Raw records, one row per request.
+    pub samples: Table,
+}
+
+/// Runs one replicate of a serve point against `url`.
+pub fn run_replicate(
+    rt: &tokio::runtime::Runtime,
+    work: &PointWork,
+    url: &str,
+    seed: u64,
+    interrupt: Arc<AtomicBool>,
+) -> Result<ServeOutcome, RunError> {
+    let PointWork::Serve {
+        api,
+        model,
+        scenario,
+        load_mode,
+        load_value,
+        arrival,
+        burstiness,
+        max_requests,
+        max_duration,
+        warmup_requests,
+        slo_ttft_ms,
+        slo_tpot_ms,
+        slo_e2e_ms,
+        api_key_env,
+        ..
+    } = work
+    else {
+        return Err(RunError::Internal("not a serve point".into()));
+    };
+    let api = match api.as_str() {
+        "completions" => Api::Completions,
+        "embeddings" => Api::Embeddings,
+        _ => Api::Chat,
+    };
+    let load = if load_mode == "rate" {
+        let arrival = match arrival.as_deref() {
+            Some("constant") => Arrival::Constant,
+            Some("gamma") => Arrival::Gamma {
+                burstiness: burstiness.unwrap_or(1.0),
+            },
+            _ => Arrival::Poisson,
+        };
+        LoadModel::Rate {
+            rate: *load_value,
+            arrival,
+            max_in_flight: None,
+        }
+    } else {
+        LoadModel::Concurrency(load_value.round().max(1.0) as usize)
+    };
+    let bench = ServeBench {
+        client: ClientConfig {
+            url: url.to_string(),
+            api,
+            stream: api != Api::Embeddings,
+            request_timeout: Duration::from_secs(120),
+            bearer_env: api_key_env.clone(),
+            max_idle: 1,
+        },
+        model: model.clone(),
+        scenarios: vec![scenario.clone()],
+        loads: vec![load],
+        stop: StopRule {
+            max_requests: *max_requests,
+            max_duration: *max_duration,
+            warmup_requests: *warmup_requests,
+            warmup_duration: None,
+        },
+        slo: Slo {
+            ttft_ms: *slo_ttft_ms,
+            tpot_ms: *slo_tpot_ms,
+            e2e_ms: *slo_e2e_ms,
+        },
+        seed,
+        force_output: true,
+        shard: (0, 1),
+        interrupt,
+        dataset: None,
+    };
+    let progress = Arc::new(Progress::default());
+    let mut results = rt
+        .block_on(bench.run(progress, |_, _, _| {}))
+        .map_err(|e| RunError::Workload(e.to_string()))?;
+    let result = results
+        .pop()
+        .ok_or_else(|| RunError::Workload("the serve point produced no result".into()))?;
+    let summary = serde_json::to_value(&result.summary).expect("summary is JSON");
+    Ok(ServeOutcome {
+        summary,
+        samples: records_table(&result.records),
+    })
+}
+
+/// Raw request records as a table: timestamps in unix nanoseconds, derived latencies in ms
+/// (from the scheduled time, DESIGN.md), the inter-token gaps as a list column.
+pub fn records_table(records: &[RequestRecord]) -> Table {
+    let ns = |f: fn(&RequestRecord) -> Option<u64>| -> Column {
+        Column::OptI64(records.iter().map(|r| f(r).map(|v| v as i64)).collect())
+    };
+    let since_sched = |f: fn(&RequestRecord) -> Option<u64>| -> Column {
+        Column::OptF64(
+            records
+                .iter()
+                .map(|r| f(r).map(|t| (t as f64 - r.scheduled_ns as f64) / 1e6))
+                .collect(),
+        )
+    };
+    Table::new()
+        .with(
+            "index",
+            Column::I64(records.iter().map(|r| r.index as i64).collect()),
+        )
+        .with(
+            "request_id",
+            Column::Str(records.iter().map(|r| r.request_id.clone()).collect()),
+        )
+        .with(
+            "warmup",
+            Column::Bool(records.iter().map(|r| r.warmup).collect()),
+        )
+        .with(
+            "planned_input_tokens",
+            Column::I64(
+                records
+                    .iter()
+                    .map(|r| r.planned_input_tokens as i64)
+                    .collect(),
+            ),
+        )
+        .with(
+            "planned_output_tokens",
+            Column::OptI64(
+                records
+                    .iter()
+                    .map(|r| r.planned_output_tokens.map(|v| v as i64))
+                    .collect(),
+            ),
+        )
+        .with(
+            "scheduled_ns",
+            Column::I64(records.iter().map(|r| r.scheduled_ns as i64).collect()),
+        )
+        .with("sent_ns", ns(|r| r.sent_ns))
+        .with("first_byte_ns", ns(|r| r.first_byte_ns))
+        .with("first_content_ns", ns(|r| r.first_content_ns))
+        .with("last_content_ns", ns(|r| r.last_content_ns))
+        .with("done_ns", ns(|r| r.done_ns))
+        .with("ttft_ms", since_sched(|r| r.first_content_ns))
+        .with("e2e_ms", since_sched(|r| r.last_content_ns))
+        .with("client_queue_ms", since_sched(|r| r.sent_ns))
+        .with(
+            "status",
+            Column::OptI64(records.iter().map(|r| r.status.map(i64::from)).collect()),
+        )
+        .with(
+            "error",
+            Column::OptStr(
+                records
+                    .iter()
+                    .map(|r| r.error.map(|e| e.name().to_string()))
+                    .collect(),
+            ),
+        )
+        .with(
+            "prompt_tokens",
+            Column::OptI64(
+                records
+                    .iter()
+                    .map(|r| r.prompt_tokens.map(|v| v as i64))
+                    .collect(),
+            ),
+        )
+        .with(
+            "output_tokens",
+            Column::OptI64(
+                records
+                    .iter()
+                    .map(|r| r.output_tokens.map(|v| v as i64))
+                    .collect(),
+            ),
+        )
+        .with(
+            "output_tokens_source",
+            Column::OptStr(
+                records
+                    .iter()
+                    .map(|r| {
+                        r.output_tokens_source.map(|s| {
+                            serde_json::to_value(s)
+                                .ok()
+                                .and_then(|v| v.as_str().map(str::to_owned))
+                                .unwrap_or_default()
+                        })
+                    })
+                    .collect(),
+            ),
+        )
+        .with(
+            "itl_ms",
+            Column::ListF64(
+                records
+                    .iter()
+                    .map(|r| {
+                        r.content_event_ns
+                            .windows(2)
+                            .map(|w| (w[1] as f64 - w[0] as f64) / 1e6)
+                            .collect()
+                    })
+                    .collect(),
+            ),
+        )
+}

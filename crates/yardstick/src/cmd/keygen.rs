@@ -1,0 +1,38 @@
+//! `yardstick keygen PATH`: create an ed25519 signing key pair for signed provenance.
+
+use std::path::PathBuf;
+
+use crate::cli::GlobalOpts;
+use crate::exit::{Status, invalid};
+
+/// Create an ed25519 key pair: the secret key at PATH (mode 0600) and the public key at PATH.pub.
+/// Name the secret key in a spec's `provenance.key`; give the public key to `verify --key`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  yardstick keygen ~/.config/yardstick/signing.key")]
+pub struct KeygenArgs {
+    /// Where to write the secret key (never overwritten).
+    #[arg(value_name = "PATH")]
+    pub path: PathBuf,
+}
+
+pub fn run(args: KeygenArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    let path = yardstick_store::sign::expand_home(&args.path.to_string_lossy());
+    let (public, keyid) = yardstick_store::sign::keygen(&path).map_err(|e| {
+        invalid(
+            e.to_string(),
+            Some("choose another path, or delete the old key deliberately"),
+        )
+    })?;
+    if g.json {
+        crate::output::json(
+            &serde_json::json!({"secret_key": path, "public_key": public, "keyid": keyid}),
+        )?;
+    } else {
+        println!(
+            "secret key: {} (mode 0600)\npublic key: {}\nkey id:     {keyid}",
+            path.display(),
+            public.display()
+        );
+    }
+    Ok(Status::Ok)
+}

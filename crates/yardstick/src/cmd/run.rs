@@ -1,0 +1,242 @@
+//! `yardstick run SPEC`: execute a BenchmarkRun into the store.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use yardstick_run::{Event, RunError, RunOptions};
+use yardstick_store::ToolInfo;
+
+use crate::cli::{GlobalOpts, verbosity};
+use crate::exit::{Status, invalid};
+use crate::output;
+
+/// Execute a BenchmarkRun: validate it, print the plan, capture the environment, run every
+/// point × replicate (interleaved unless the spec says otherwise), and store immutable, hashed
+/// (and, with a key, signed) artifacts and facts.
+///
+/// A serve target with `url: sim` (or no url) runs against the bundled simulator on a loopback
+/// port. Ctrl-C stops after the current replicate: the run is kept as `incomplete` with every
+/// finished replicate sealed, and `--resume RUN_ID` continues it.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  yardstick run examples/quickstart.yaml\n  \
+yardstick run bench.yaml --dry-run\n  yardstick run bench.yaml --resume 01JD...\n  \
+yardstick verify 01JD...")]
+pub struct RunArgs {
+    /// The spec (`-` reads standard input).
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// Store directory (runs and the SQLite warehouse), or set YARDSTICK_STORE.
+    #[arg(
+        long,
+        env = "YARDSTICK_STORE",
+        default_value = "yardstick-store",
+        value_name = "DIR"
+    )]
+    pub store: PathBuf,
+    /// Warehouse URL when not the store's SQLite (postgres://...).
+    #[arg(long, value_name = "URL")]
+    pub warehouse: Option<String>,
+    /// Print the plan and its duration estimate, run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Continue an incomplete run (same spec) instead of starting a new one.
+    #[arg(long, value_name = "RUN_ID")]
+    pub resume: Option<String>,
+    /// Seed of traffic plans and arrivals.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    let (name, checked) = super::validate::check_path(&args.spec);
+    if !checked.is_valid() {
+        for d in &checked.diagnostics {
+            eprintln!("{}", d.render(&name));
+        }
+        return Err(invalid(
+            format!("{name} is not a valid BenchmarkRun; nothing was run"),
+            Some("fix the errors above (`yardstick validate` checks a spec)"),
+        ));
+    }
+    let spec = checked.spec.expect("valid specs decode");
+    let text = String::from_utf8(
+        super::validate::read_spec(&args.spec)
+            .map_err(|(_, e)| anyhow::anyhow!(e))?
+            .1,
+    )?;
+    let plan = yardstick_run::plan(&spec);
+    // The key is checked before anything runs.
+    yardstick_run::signing_key(&spec).map_err(|e| {
+        invalid(
+            e.to_string(),
+            Some(
+                "create a key with `yardstick keygen PATH`, or set `provenance.signing: optional`",
+            ),
+        )
+    })?;
+    if args.dry_run {
+        if g.json {
+            output::json(&plan)?;
+        } else {
+            print_plan(&plan);
+        }
+        return Ok(Status::Ok);
+    }
+    if verbosity() >= 0 && !g.json {
+        print_plan(&plan);
+    }
+    let interrupt = Arc::new(AtomicBool::new(false));
+    {
+        let irq = interrupt.clone();
+        let _ = ctrlc_handler(move || {
+            if irq.swap(true, Ordering::Relaxed) {
+                std::process::exit(130);
+            }
+            output::warn(
+                "interrupted: finishing the current replicate, then stopping (Ctrl-C again to abort)",
+            );
+        });
+    }
+    let show = verbosity() >= 0;
+    let outcome = yardstick_run::execute(
+        &text,
+        &spec,
+        args.resume.as_deref(),
+        RunOptions {
+            store: args.store.clone(),
+            warehouse: args.warehouse.clone(),
+            tool: tool_info(),
+            interrupt: interrupt.clone(),
+            seed: args.seed,
+            on_event: Box::new(move |e| {
+                if !show {
+                    return;
+                }
+                match e {
+                    Event::Started {
+                        run_id,
+                        dir,
+                        steps,
+                        done,
+                    } => output::info(&format!(
+                        "run {run_id} ({steps} steps{}) -> {}",
+                        if done > 0 {
+                            format!(", {done} already done")
+                        } else {
+                            String::new()
+                        },
+                        dir.display()
+                    )),
+                    Event::Step {
+                        n,
+                        of,
+                        point,
+                        replicate,
+                    } => output::info(&format!("[{n}/{of}] {point} r{replicate}")),
+                    Event::StepDone { headline, .. } => {
+                        output::info(&format!("        {headline}"))
+                    }
+                    Event::Warning(w) => output::warn(&w),
+                }
+            }),
+        },
+    )
+    .map_err(|e| match e {
+        RunError::Invalid(m) => invalid(m, None),
+        other => anyhow::Error::new(other),
+    })?;
+    if g.json {
+        output::json(&outcome)?;
+    } else {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "run {}: {}{}",
+            outcome.run_id,
+            outcome.status,
+            if outcome.signed { ", signed" } else { "" }
+        )?;
+        writeln!(out, "  {}", outcome.dir.display())?;
+        if outcome.status == "incomplete" {
+            writeln!(
+                out,
+                "  continue with: yardstick run {} --store {} --resume {}",
+                args.spec.display(),
+                args.store.display(),
+                outcome.run_id
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  check it with: yardstick verify {} --store {}",
+                outcome.run_id,
+                args.store.display()
+            )?;
+        }
+    }
+    Ok(if outcome.status == "complete" {
+        Status::Ok
+    } else {
+        Status::Failure
+    })
+}
+
+fn print_plan(plan: &yardstick_run::Plan) {
+    let mut lines = vec![format!(
+        "plan: {} point(s) x {} replicate(s) = {} step(s)",
+        plan.points.len(),
+        plan.replicates,
+        plan.steps.len()
+    )];
+    for p in &plan.points {
+        lines.push(format!("  {}", p.id));
+    }
+    lines.push(match plan.estimate_upper_s {
+        Some(s) => format!("estimate: at most {}", fmt_secs(s)),
+        None => "estimate: unbounded (some points have no time limit)".to_string(),
+    });
+    output::info(&lines.join("\n"));
+}
+
+fn fmt_secs(s: f64) -> String {
+    if s >= 3600.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else if s >= 60.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
+/// The tool's identity for manifests: version and the git commit of the working directory.
+pub fn tool_info() -> ToolInfo {
+    let git_commit = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    ToolInfo {
+        name: "yardstick".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        git_commit,
+    }
+}
+
+/// Calls `f` on every Ctrl-C, from a small signal thread (tokio's portable signal handling).
+fn ctrlc_handler(f: impl Fn() + Send + 'static) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::spawn(move || {
+        rt.block_on(async {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                f();
+            }
+        })
+    });
+    Ok(())
+}
