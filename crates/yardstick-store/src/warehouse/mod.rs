@@ -3,11 +3,25 @@
 //!
 //! Tables: `runs`, `points`, `replicates`, `facts` (metric, statistic, value, ci_lo, ci_hi, unit,
 //! n, with lineage to the artifact and row group they came from), the dimensions
-//! `machine_profiles` and `workloads`, and `baselines`. Schema migrations are versioned.
+//! `machine_profiles` and `workloads`, and `baselines`. Schema migrations are versioned
+//! ([`schema::MIGRATIONS`]); `docs/warehouse.md` describes every table and column.
+
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
+
+pub mod postgres;
+pub mod schema;
+mod sql;
+pub mod sqlite;
+
+pub use postgres::PostgresWarehouse;
+pub use sqlite::SqliteWarehouse;
+
+/// File name of the embedded warehouse inside a store directory.
+pub const SQLITE_FILE: &str = "yardstick.db";
 
 /// One run, as the warehouse knows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,7 +167,11 @@ pub trait Warehouse {
     fn runs(&mut self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError>;
     /// One run.
     fn run(&mut self, run_id: &str) -> Result<Option<RunRow>, StoreError>;
-    /// Facts of a run.
+    /// Points of a run, by point id.
+    fn points(&mut self, run_id: &str) -> Result<Vec<PointRow>, StoreError>;
+    /// Replicates of a run, by point id then replicate.
+    fn replicates(&mut self, run_id: &str) -> Result<Vec<ReplicateRow>, StoreError>;
+    /// Facts of a run, by point, replicate (aggregates first), metric, statistic.
     fn facts(&mut self, run_id: &str) -> Result<Vec<FactRow>, StoreError>;
     /// Sets the baseline of a (profile, benchmark) pair; refuses to replace one unless `force`.
     fn set_baseline(&mut self, baseline: &BaselineRow, force: bool) -> Result<(), StoreError>;
@@ -163,4 +181,279 @@ pub trait Warehouse {
     fn query(&mut self, sql: &str) -> Result<QueryResult, StoreError>;
     /// The schema version the database is at.
     fn schema_version(&mut self) -> Result<u32, StoreError>;
+}
+
+/// Where a warehouse lives, parsed from a `--store` argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WarehouseLocation {
+    /// A PostgreSQL connection URL (`postgres://…` or `postgresql://…`).
+    Postgres(String),
+    /// The embedded SQLite file of a store directory (`<dir>/yardstick.db`).
+    Sqlite {
+        /// The store directory.
+        store_dir: PathBuf,
+        /// The database file inside it.
+        db: PathBuf,
+    },
+}
+
+impl WarehouseLocation {
+    /// Parses a `--store` value: a PostgreSQL URL, otherwise a store directory.
+    pub fn parse(location: &str) -> WarehouseLocation {
+        if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+            WarehouseLocation::Postgres(location.to_string())
+        } else {
+            let store_dir = PathBuf::from(location);
+            let db = store_dir.join(SQLITE_FILE);
+            WarehouseLocation::Sqlite { store_dir, db }
+        }
+    }
+
+    /// The store directory, when the location is one.
+    pub fn store_dir(&self) -> Option<&Path> {
+        match self {
+            WarehouseLocation::Sqlite { store_dir, .. } => Some(store_dir),
+            WarehouseLocation::Postgres(_) => None,
+        }
+    }
+}
+
+/// Opens (creating and migrating when needed) the warehouse at `location`: `postgres://…` or
+/// `postgresql://…` is PostgreSQL, anything else a store directory holding `yardstick.db`.
+pub fn open_warehouse(location: &str) -> Result<Box<dyn Warehouse>, StoreError> {
+    match WarehouseLocation::parse(location) {
+        WarehouseLocation::Postgres(url) => Ok(Box::new(PostgresWarehouse::connect(&url)?)),
+        WarehouseLocation::Sqlite { store_dir, db } => {
+            std::fs::create_dir_all(&store_dir)?;
+            Ok(Box::new(SqliteWarehouse::open(&db)?))
+        }
+    }
+}
+
+/// Like [`open_warehouse`], but a store directory without a database is
+/// [`StoreError::NotFound`] instead of being created (for commands that only read).
+pub fn open_existing_warehouse(location: &str) -> Result<Box<dyn Warehouse>, StoreError> {
+    if let WarehouseLocation::Sqlite { db, .. } = WarehouseLocation::parse(location)
+        && !db.is_file()
+    {
+        return Err(StoreError::NotFound(format!(
+            "no warehouse at {} (a store directory holds {SQLITE_FILE} once a run was stored)",
+            db.display()
+        )));
+    }
+    open_warehouse(location)
+}
+
+/// Rewrites an RFC 3339 time as the canonical UTC form the warehouse stores
+/// (`2026-05-20T10:31:07.123Z`), so that text order is time order in every backend.
+pub fn canonical_time(rfc3339: &str) -> Result<String, StoreError> {
+    use time::format_description::well_known::Rfc3339;
+    let t = time::OffsetDateTime::parse(rfc3339, &Rfc3339).map_err(|e| {
+        StoreError::Invalid(format!(
+            "`{rfc3339}` is not an RFC 3339 time (e.g. 2026-05-20T10:31:07Z): {e}"
+        ))
+    })?;
+    Ok(format_time(t))
+}
+
+fn format_time(t: time::OffsetDateTime) -> String {
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    t.to_offset(time::UtcOffset::UTC)
+        .format(&fmt)
+        .expect("a UTC time formats")
+}
+
+/// Parses an age such as `30d`, `12h`, `90m`, `45s` or `2w` (one number and one unit).
+pub fn parse_age(s: &str) -> Result<std::time::Duration, StoreError> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || {
+        StoreError::Invalid(format!(
+            "`{s}` is not an age; use a whole number and a unit: s, m, h, d or w (e.g. 30d)"
+        ))
+    };
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(secs)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(bad)
+}
+
+/// Resolves a `--since` value — an age (`7d`) counted back from `now`, a date (`2026-05-01`) or an
+/// RFC 3339 time — to the canonical time the warehouse compares with.
+pub fn since_to_time(since: &str, now: time::OffsetDateTime) -> Result<String, StoreError> {
+    if let Ok(age) = parse_age(since) {
+        let age = time::Duration::try_from(age)
+            .map_err(|_| StoreError::Invalid(format!("`{since}` is too long an age")))?;
+        let t = now
+            .checked_sub(age)
+            .unwrap_or(time::PrimitiveDateTime::MIN.assume_utc());
+        return Ok(format_time(t));
+    }
+    let date_fmt = time::macros::format_description!("[year]-[month]-[day]");
+    if let Ok(d) = time::Date::parse(since, &date_fmt) {
+        return Ok(format_time(d.midnight().assume_utc()));
+    }
+    canonical_time(since).map_err(|_| {
+        StoreError::Invalid(format!(
+            "`{since}` is neither an age (7d, 12h), a date (2026-05-01) nor an RFC 3339 time"
+        ))
+    })
+}
+
+/// Checks a fact before it is written: the natural key must be present and values finite or
+/// infinite but never NaN (SQLite stores NaN as NULL, which would silently lose the fact).
+pub(crate) fn check_fact(f: &FactRow) -> Result<(), StoreError> {
+    let nan =
+        f.value.is_nan() || f.ci_lo.is_some_and(f64::is_nan) || f.ci_hi.is_some_and(f64::is_nan);
+    if nan {
+        return Err(StoreError::Invalid(format!(
+            "fact {}/{}/{}.{} has a NaN value; store a missing statistic as no fact",
+            f.run_id, f.point_id, f.metric, f.statistic
+        )));
+    }
+    if f.metric.is_empty() || f.statistic.is_empty() {
+        return Err(StoreError::Invalid(format!(
+            "fact of run {} point {} has an empty metric or statistic",
+            f.run_id, f.point_id
+        )));
+    }
+    Ok(())
+}
+
+/// The stored form of a float: `-0.0` becomes `0.0` (SQLite stores an integral REAL as an
+/// integer and loses the sign; normalising in every backend keeps them identical).
+pub(crate) fn stored_f64(x: f64) -> f64 {
+    if x == 0.0 { 0.0 } else { x }
+}
+
+/// The stored form of a replicate index: `-1` is the aggregate over replicates (a key column
+/// cannot be NULL and still be unique in both backends).
+pub(crate) fn replicate_key(r: Option<u32>) -> i64 {
+    r.map_or(-1, i64::from)
+}
+
+/// The inverse of [`replicate_key`].
+pub(crate) fn replicate_from_key(k: i64) -> Result<Option<u32>, StoreError> {
+    if k < 0 {
+        Ok(None)
+    } else {
+        u32::try_from(k)
+            .map(Some)
+            .map_err(|_| StoreError::Integrity(format!("replicate {k} is out of range")))
+    }
+}
+
+/// Facts in their canonical order: point, replicate (aggregate first), metric, statistic.
+pub(crate) fn sort_facts(facts: &mut [FactRow]) {
+    facts.sort_by(|a, b| {
+        (
+            &a.point_id,
+            replicate_key(a.replicate),
+            &a.metric,
+            &a.statistic,
+        )
+            .cmp(&(
+                &b.point_id,
+                replicate_key(b.replicate),
+                &b.metric,
+                &b.statistic,
+            ))
+    });
+}
+
+/// Refuses to replace another run's baseline unless forced (setting the same run again is fine).
+pub(crate) fn check_baseline_replace(
+    new: &BaselineRow,
+    existing: Option<&str>,
+    force: bool,
+) -> Result<(), StoreError> {
+    match existing {
+        Some(old) if old != new.run_id && !force => Err(StoreError::Invalid(format!(
+            "the baseline of {} on {} is already run {old}; replacing it with {} needs force",
+            new.benchmark, new.machine_profile, new.run_id
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// A run with its canonical times.
+pub(crate) fn canonical_run(run: &RunRow) -> Result<RunRow, StoreError> {
+    let mut r = run.clone();
+    r.started_at = canonical_time(&run.started_at)?;
+    r.ended_at = run.ended_at.as_deref().map(canonical_time).transpose()?;
+    Ok(r)
+}
+
+/// A replicate with its canonical times.
+pub(crate) fn canonical_replicate(rep: &ReplicateRow) -> Result<ReplicateRow, StoreError> {
+    let mut r = rep.clone();
+    r.started_at = canonical_time(&rep.started_at)?;
+    r.ended_at = rep.ended_at.as_deref().map(canonical_time).transpose()?;
+    Ok(r)
+}
+
+/// Keeps the last of facts that share a natural key (PostgreSQL refuses to update one row twice
+/// in one statement; SQLite would apply them in order, so the last wins in both).
+pub(crate) fn dedup_facts(facts: &[FactRow]) -> Vec<&FactRow> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out: Vec<&FactRow> = facts
+        .iter()
+        .rev()
+        .filter(|f| {
+            seen.insert((
+                f.run_id.as_str(),
+                f.point_id.as_str(),
+                f.replicate,
+                f.metric.as_str(),
+                f.statistic.as_str(),
+            ))
+        })
+        .collect();
+    out.reverse();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_ages_and_times_parse() {
+        assert_eq!(
+            WarehouseLocation::parse("postgresql://u@127.0.0.1:5/db"),
+            WarehouseLocation::Postgres("postgresql://u@127.0.0.1:5/db".into())
+        );
+        let WarehouseLocation::Sqlite { db, .. } = WarehouseLocation::parse("./s") else {
+            panic!("a directory");
+        };
+        assert_eq!(db, Path::new("./s/yardstick.db"));
+        assert_eq!(parse_age("30d").unwrap().as_secs(), 30 * 86_400);
+        assert_eq!(parse_age("2w").unwrap().as_secs(), 14 * 86_400);
+        assert!(parse_age("30").is_err() && parse_age("d").is_err() && parse_age("3y").is_err());
+        assert_eq!(
+            canonical_time("2026-05-20T12:00:00+02:00").unwrap(),
+            "2026-05-20T10:00:00.000Z"
+        );
+        let now = time::macros::datetime!(2026-05-20 10:00 UTC);
+        assert_eq!(
+            since_to_time("7d", now).unwrap(),
+            "2026-05-13T10:00:00.000Z"
+        );
+        assert_eq!(
+            since_to_time("2026-05-01", now).unwrap(),
+            "2026-05-01T00:00:00.000Z"
+        );
+        assert!(since_to_time("last week", now).is_err());
+    }
 }

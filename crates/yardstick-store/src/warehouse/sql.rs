@@ -1,0 +1,159 @@
+//! The statements both backends run, written once with `?N` parameters. PostgreSQL spells them
+//! `$N`; `JSONPARAM(?N)` and `JSONTEXT(col)` mark the only other difference (JSON is `TEXT` in
+//! SQLite and `JSONB` in PostgreSQL).
+
+use super::schema::Dialect;
+
+/// The statement in `dialect`.
+pub(crate) fn render(dialect: Dialect, template: &str) -> String {
+    match dialect {
+        Dialect::Sqlite => {
+            let s = replace_calls(template, "JSONPARAM", |arg| arg.to_string());
+            replace_calls(&s, "JSONTEXT", |arg| arg.to_string())
+        }
+        Dialect::Postgres => {
+            let s = replace_calls(template, "JSONPARAM", |arg| {
+                format!("CAST(CAST({arg} AS TEXT) AS JSONB)")
+            });
+            let s = replace_calls(&s, "JSONTEXT", |arg| format!("CAST({arg} AS TEXT)"));
+            s.replace('?', "$")
+        }
+    }
+}
+
+fn replace_calls(s: &str, name: &str, f: impl Fn(&str) -> String) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    let open = format!("{name}(");
+    while let Some(i) = rest.find(&open) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + open.len()..];
+        let close = after.find(')').expect("a closing parenthesis");
+        out.push_str(&f(&after[..close]));
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+pub(crate) const UPSERT_RUN: &str = "
+INSERT INTO runs (run_id, name, status, mode, spec_sha256, machine_profile, env_sha256,
+                  started_at, ended_at, tool_version, git_commit, location)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+ON CONFLICT (run_id) DO UPDATE SET
+    name = excluded.name, status = excluded.status, mode = excluded.mode,
+    spec_sha256 = excluded.spec_sha256, machine_profile = excluded.machine_profile,
+    env_sha256 = excluded.env_sha256, started_at = excluded.started_at,
+    ended_at = excluded.ended_at, tool_version = excluded.tool_version,
+    git_commit = excluded.git_commit, location = excluded.location";
+
+pub(crate) const UPSERT_PROFILE: &str = "
+INSERT INTO machine_profiles (machine_profile, first_seen_at, last_seen_at) VALUES (?1, ?2, ?2)
+ON CONFLICT (machine_profile) DO UPDATE SET
+    first_seen_at = CASE WHEN excluded.first_seen_at < machine_profiles.first_seen_at
+                         THEN excluded.first_seen_at ELSE machine_profiles.first_seen_at END,
+    last_seen_at = CASE WHEN excluded.last_seen_at > machine_profiles.last_seen_at
+                        THEN excluded.last_seen_at ELSE machine_profiles.last_seen_at END";
+
+pub(crate) const UPSERT_WORKLOAD: &str = "
+INSERT INTO workloads (spec_sha256, name, first_seen_at, last_seen_at) VALUES (?1, ?2, ?3, ?3)
+ON CONFLICT (spec_sha256) DO UPDATE SET
+    first_seen_at = CASE WHEN excluded.first_seen_at < workloads.first_seen_at
+                         THEN excluded.first_seen_at ELSE workloads.first_seen_at END,
+    last_seen_at = CASE WHEN excluded.last_seen_at > workloads.last_seen_at
+                        THEN excluded.last_seen_at ELSE workloads.last_seen_at END";
+
+pub(crate) const UPSERT_POINT: &str = "
+INSERT INTO points (run_id, point_id, layer, kind, params)
+VALUES (?1, ?2, ?3, ?4, JSONPARAM(?5))
+ON CONFLICT (run_id, point_id) DO UPDATE SET
+    layer = excluded.layer, kind = excluded.kind, params = excluded.params";
+
+pub(crate) const UPSERT_REPLICATE: &str = "
+INSERT INTO replicates (run_id, point_id, replicate, status, started_at, ended_at, artifact)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (run_id, point_id, replicate) DO UPDATE SET
+    status = excluded.status, started_at = excluded.started_at,
+    ended_at = excluded.ended_at, artifact = excluded.artifact";
+
+/// The fact upsert's conflict clause (SQLite binds one row per execution; PostgreSQL a batch
+/// through `unnest`).
+pub(crate) const FACT_CONFLICT: &str = "
+ON CONFLICT (run_id, point_id, replicate, metric, statistic) DO UPDATE SET
+    value = excluded.value, ci_lo = excluded.ci_lo, ci_hi = excluded.ci_hi,
+    unit = excluded.unit, n = excluded.n, artifact = excluded.artifact,
+    row_group = excluded.row_group";
+
+pub(crate) const FACT_COLUMNS: &str = "run_id, point_id, replicate, metric, statistic, value, \
+     ci_lo, ci_hi, unit, n, artifact, row_group";
+
+pub(crate) const RUN_COLUMNS: &str = "run_id, name, status, mode, spec_sha256, machine_profile, \
+     env_sha256, started_at, ended_at, tool_version, git_commit, location";
+
+pub(crate) const SELECT_POINTS: &str =
+    "SELECT run_id, point_id, layer, kind, JSONTEXT(params) FROM points WHERE run_id = ?1";
+
+pub(crate) const SELECT_REPLICATES: &str = "SELECT run_id, point_id, replicate, status, \
+     started_at, ended_at, artifact FROM replicates WHERE run_id = ?1";
+
+pub(crate) const SELECT_BASELINE: &str = "SELECT run_id FROM baselines \
+     WHERE machine_profile = ?1 AND benchmark = ?2";
+
+pub(crate) const UPSERT_BASELINE: &str = "
+INSERT INTO baselines (machine_profile, benchmark, run_id, created_at, note)
+VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT (machine_profile, benchmark) DO UPDATE SET
+    run_id = excluded.run_id, created_at = excluded.created_at, note = excluded.note";
+
+pub(crate) const SELECT_BASELINES: &str = "SELECT machine_profile, benchmark, run_id, \
+     created_at, note FROM baselines";
+
+/// `SELECT … FROM runs` with the filter's conditions, newest first. Returns the statement and
+/// the values to bind, in order.
+pub(crate) fn select_runs(
+    filter: &super::RunFilter,
+    since: Option<String>,
+) -> (String, Vec<String>) {
+    let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs");
+    let mut conds = Vec::new();
+    let mut args = Vec::new();
+    let mut add = |col: &str, op: &str, v: String| {
+        args.push(v);
+        conds.push(format!("{col} {op} ?{}", args.len()));
+    };
+    if let Some(p) = &filter.machine_profile {
+        add("machine_profile", "=", p.clone());
+    }
+    if let Some(n) = &filter.name {
+        add("name", "=", n.clone());
+    }
+    if let Some(s) = since {
+        add("started_at", ">=", s);
+    }
+    if !conds.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conds.join(" AND "));
+    }
+    sql.push_str(" ORDER BY started_at DESC, run_id DESC");
+    if let Some(l) = filter.limit {
+        sql.push_str(&format!(" LIMIT {l}"));
+    }
+    (sql, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_both_dialects() {
+        assert_eq!(
+            render(Dialect::Sqlite, UPSERT_POINT),
+            UPSERT_POINT.replace("JSONPARAM(?5)", "?5")
+        );
+        let pg = render(Dialect::Postgres, UPSERT_POINT);
+        assert!(pg.contains("CAST(CAST($5 AS TEXT) AS JSONB)"), "{pg}");
+        assert!(!pg.contains('?'));
+        assert!(render(Dialect::Postgres, SELECT_POINTS).contains("CAST(params AS TEXT)"));
+    }
+}
