@@ -1,0 +1,1 @@
+//! Parsers of the standard tools' output (nccl-tests, fio JSON, STREAM): work in progress.
