@@ -13,7 +13,7 @@ use statrs::distribution::{ContinuousCDF, Normal};
 
 use crate::descriptive::mean;
 use crate::percentile::{lerp, median_sorted, percentile_sorted, virtual_index};
-use crate::{StatsError, check_finite, sorted};
+use crate::{StatsError, check_finite, resample, sorted};
 
 /// The statistic a bootstrap interval is for.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -133,17 +133,48 @@ pub fn bootstrap_ci(
     stat: Statistic,
     cfg: &BootstrapConfig,
 ) -> Result<BootstrapCi, StatsError> {
-    cfg.validate()?;
     check_finite(data)?;
+    bootstrap_ci_sorted(&sorted(data), stat, cfg)
+}
+
+/// Like [`bootstrap_ci`] for data already sorted ascending (non-empty and finite; not checked
+/// beyond that). Resample r draws from ChaCha8 stream r of `cfg.seed`: quantiles of a resample
+/// are drawn exactly from the law of its order statistics in O(1), the mean from block counts
+/// (see `docs/stats.md`), and long bootstraps of the mean run on all cores with identical results.
+pub fn bootstrap_ci_sorted(
+    sorted_data: &[f64],
+    stat: Statistic,
+    cfg: &BootstrapConfig,
+) -> Result<BootstrapCi, StatsError> {
+    cfg.validate()?;
     check_stat(stat)?;
-    let s = sorted(data);
-    let estimate = stat_of_sorted(&s, stat);
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    let mut resampler = Resampler::new(&s);
-    let mut replicates: Vec<f64> = (0..cfg.resamples)
-        .map(|_| resampler.draw(stat, &mut rng))
-        .collect();
-    finish(estimate, &mut replicates, || vec![jackknife(&s, stat)], cfg)
+    if sorted_data.is_empty() {
+        return Err(StatsError::Empty);
+    }
+    let s = sorted_data;
+    let n = s.len();
+    let estimate = stat_of_sorted(s, stat);
+    let mut replicates = match stat.quantile() {
+        None => {
+            let blocks = resample::blocks(n);
+            let threads = resample::threads_for(n.saturating_mul(cfg.resamples));
+            resample::replicates(
+                cfg.resamples,
+                cfg.seed,
+                threads,
+                resample::MeanScratch::new,
+                |scratch, rng| resample::resample_mean(rng, s, &blocks, scratch),
+            )
+        }
+        Some(q) => resample::replicates(
+            cfg.resamples,
+            cfg.seed,
+            1,
+            || (),
+            |_, rng| resample_quantile(rng, s, stat, q),
+        ),
+    };
+    finish(estimate, &mut replicates, || vec![jackknife(s, stat)], cfg)
 }
 
 /// Bootstrap CI for median(b) / median(a): `a` is the baseline, `b` the candidate. The two
@@ -164,14 +195,17 @@ pub fn ratio_of_medians_ci(
         ));
     }
     let estimate = mb / ma;
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    let (mut ra, mut rb) = (Resampler::new(&sa), Resampler::new(&sb));
-    let mut replicates = Vec::with_capacity(cfg.resamples);
-    for _ in 0..cfg.resamples {
-        let ma_star = ra.draw(Statistic::Median, &mut rng);
-        let mb_star = rb.draw(Statistic::Median, &mut rng);
-        replicates.push(mb_star / ma_star);
-    }
+    let mut replicates = resample::replicates(
+        cfg.resamples,
+        cfg.seed,
+        1,
+        || (),
+        |_, rng| {
+            let ma_star = resample_quantile(rng, &sa, Statistic::Median, 0.5);
+            let mb_star = resample_quantile(rng, &sb, Statistic::Median, 0.5);
+            mb_star / ma_star
+        },
+    );
     if replicates.iter().any(|r| !r.is_finite()) {
         return Err(StatsError::Undefined(
             "ratio of medians: a resampled baseline median is 0".into(),
@@ -183,6 +217,22 @@ pub fn ratio_of_medians_ci(
         || ratio_of_medians_jackknife(&sa, &sb),
         cfg,
     )
+}
+
+/// The quantile statistic (`stat` with quantile `q`) of one bootstrap resample of sorted data,
+/// from the exactly drawn order statistics it needs: numpy's median (the mean of the middle two
+/// for even n) or type-7 interpolation.
+fn resample_quantile(rng: &mut ChaCha8Rng, s: &[f64], stat: Statistic, q: f64) -> f64 {
+    let n = s.len();
+    if stat == Statistic::Median {
+        let even = n.is_multiple_of(2);
+        let (i, j) = resample::order_statistic_indices(rng, n, (n - 1) / 2, even);
+        if even { (s[i] + s[j]) / 2.0 } else { s[i] }
+    } else {
+        let (lo, t) = virtual_index(n, q);
+        let (i, j) = resample::order_statistic_indices(rng, n, lo, t > 0.0);
+        lerp(s[i], s[j], t)
+    }
 }
 
 /// Cluster bootstrap CI for `stat` of the pooled samples of several replicates: each resample
@@ -272,96 +322,6 @@ fn finish(
         lower,
         upper,
     })
-}
-
-/// Above this size the mean of a resample is computed from draw counts.
-const COUNTING_THRESHOLD: usize = 4096;
-
-/// Draws resamples of one sorted sample and evaluates a statistic on each.
-struct Resampler<'a> {
-    sorted: &'a [f64],
-    counts: Vec<u32>,
-    buf: Vec<f64>,
-}
-
-impl<'a> Resampler<'a> {
-    fn new(sorted: &'a [f64]) -> Self {
-        Self {
-            sorted,
-            counts: vec![0; sorted.len()],
-            buf: Vec::with_capacity(sorted.len()),
-        }
-    }
-
-    fn draw(&mut self, stat: Statistic, rng: &mut ChaCha8Rng) -> f64 {
-        let n = self.sorted.len();
-        match stat.quantile() {
-            // Small samples: gather and sum pairwise like the estimate, so a resample of the same
-            // multiset ties with it. Large ones: count draws (cache-friendlier than gathering
-            // values) and weight the sorted values.
-            None if n <= COUNTING_THRESHOLD => {
-                self.buf.clear();
-                self.buf
-                    .extend((0..n).map(|_| self.sorted[rng.random_range(0..n)]));
-                mean(&self.buf)
-            }
-            None => {
-                self.draw_counts(rng);
-                let total: f64 = self
-                    .counts
-                    .iter()
-                    .zip(self.sorted)
-                    .map(|(&c, &x)| f64::from(c) * x)
-                    .sum();
-                total / n as f64
-            }
-            Some(q) => {
-                // The data are sorted, so an order statistic of the resample is the data value at
-                // the matching order statistic of the drawn indices: count them, then scan.
-                self.draw_counts(rng);
-                combine(stat, n, q, |k| self.order_stats(k))
-            }
-        }
-    }
-
-    /// Draws n indices with replacement into `counts`.
-    fn draw_counts(&mut self, rng: &mut ChaCha8Rng) {
-        let n = self.sorted.len();
-        self.counts.fill(0);
-        for _ in 0..n {
-            self.counts[rng.random_range(0..n)] += 1;
-        }
-    }
-
-    /// The resample's order statistics at 0-based ranks `k` and `k + 1` (clamped).
-    fn order_stats(&self, k: usize) -> (f64, f64) {
-        let mut seen = 0usize;
-        let mut a = None;
-        for (i, &c) in self.counts.iter().enumerate() {
-            seen += c as usize;
-            if a.is_none() && seen > k {
-                a = Some(self.sorted[i]);
-            }
-            if seen > k + 1 {
-                return (a.unwrap_or(self.sorted[i]), self.sorted[i]);
-            }
-        }
-        let a = a.unwrap_or(self.sorted[self.sorted.len() - 1]);
-        (a, a)
-    }
-}
-
-/// A quantile statistic of `n` values from the pair of order statistics `pair(k)` = (x(k),
-/// x(k+1)), 0-based: numpy's median (mean of the middle two) or type-7 interpolation.
-fn combine(stat: Statistic, n: usize, q: f64, pair: impl FnOnce(usize) -> (f64, f64)) -> f64 {
-    if stat == Statistic::Median {
-        let (a, b) = pair((n - 1) / 2);
-        if n % 2 == 1 { a } else { (a + b) / 2.0 }
-    } else {
-        let (lo, t) = virtual_index(n, q);
-        let (a, b) = pair(lo);
-        lerp(a, b, t)
-    }
 }
 
 /// Leave-one-out values of `stat` over sorted data, each in O(1) (mean and quantiles).
@@ -500,24 +460,6 @@ mod tests {
                 let slow = stat.compute(&mut rest);
                 assert!((f - slow).abs() < 1e-12, "{stat:?} {i}: {f} vs {slow}");
             }
-        }
-    }
-
-    #[test]
-    fn resampled_quantile_matches_direct_computation() {
-        let data: Vec<f64> = (0..50).map(|i| (i as f64).powf(1.3)).collect();
-        let s = sorted(&data);
-        let mut r = Resampler::new(&s);
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
-        for _ in 0..20 {
-            let v = r.draw(Statistic::Quantile(0.37), &mut rng);
-            let mut expanded: Vec<f64> = r
-                .counts
-                .iter()
-                .enumerate()
-                .flat_map(|(i, &c)| std::iter::repeat_n(s[i], c as usize))
-                .collect();
-            assert_eq!(v, Statistic::Quantile(0.37).compute(&mut expanded));
         }
     }
 

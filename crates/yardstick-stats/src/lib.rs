@@ -29,6 +29,7 @@ pub mod hypothesis;
 pub mod outliers;
 pub mod percentile;
 pub mod report;
+mod resample;
 pub mod samples;
 pub mod steady_state;
 pub mod tail;
