@@ -36,7 +36,7 @@ pub fn flatten(summary: &Value) -> Vec<(String, String, f64)> {
         return out;
     };
     for (k, v) in obj {
-        if k == "load" {
+        if k == "load" || k == "units" {
             continue;
         }
         match v {
@@ -58,6 +58,14 @@ pub fn flatten(summary: &Value) -> Vec<(String, String, f64)> {
     out
 }
 
+/// The unit a summary declares for a metric (`"units": {"memory.triad": "GB/s"}`), else the
+/// unit the name implies.
+pub fn unit_in(summary: &Value, metric: &str) -> String {
+    summary["units"][metric]
+        .as_str()
+        .map_or_else(|| unit_of(metric).to_string(), str::to_owned)
+}
+
 fn sample_count(summary: &Value) -> u64 {
     summary["requests"]["completed"].as_u64().unwrap_or(1)
 }
@@ -77,7 +85,7 @@ pub fn replicate_facts(
             run_id: run_id.into(),
             point_id: point_id.into(),
             replicate: Some(replicate),
-            unit: unit_of(&metric).into(),
+            unit: unit_in(summary, &metric),
             metric,
             statistic,
             value,
@@ -111,8 +119,10 @@ pub fn aggregate(run_id: &str, per_point: &[(String, Vec<Value>)], level: f64) -
     let mut out = Vec::new();
     for (point, reps) in per_point {
         let mut by_key: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+        let mut units: BTreeMap<String, String> = BTreeMap::new();
         for r in reps.iter().filter(|r| r.get("error").is_none()) {
             for (m, s, v) in flatten(r) {
+                units.entry(m.clone()).or_insert_with(|| unit_in(r, &m));
                 by_key.entry((m, s)).or_default().push(v);
             }
         }
@@ -122,7 +132,7 @@ pub fn aggregate(run_id: &str, per_point: &[(String, Vec<Value>)], level: f64) -
                 run_id: run_id.into(),
                 point_id: point.clone(),
                 replicate: None,
-                unit: unit_of(&metric).into(),
+                unit: units.get(&metric).cloned().unwrap_or_default(),
                 metric,
                 statistic,
                 value: mean,
@@ -181,9 +191,12 @@ pub fn headline(summary: &Value) -> String {
             summary["requests"]["failed"].as_u64().unwrap_or(0)
         );
     }
-    let mut parts: Vec<String> = flatten(summary)
+    let mut all = flatten(summary);
+    // Headline values first (`value`), then whatever else there is.
+    all.sort_by_key(|(_, s, _)| s != "value");
+    let mut parts: Vec<String> = all
         .into_iter()
-        .take(3)
+        .take(4)
         .map(|(m, s, v)| {
             if s == "value" {
                 format!("{m} {v:.3}")

@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod facts;
+pub mod micro;
 pub mod plan;
 pub mod serve;
 
@@ -180,6 +181,11 @@ pub fn execute(
         .as_ref()
         .and_then(|s| s.mode)
         .map(|m| m.to_string());
+    let trials = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.trials.clone())
+        .unwrap_or_default();
 
     // Environment before.
     let env_before = yardstick_env::capture(&yardstick_env::CaptureOptions {
@@ -304,10 +310,13 @@ pub fn execute(
                 serve::run_replicate(&rt, &point.work, &url, seed, opts.interrupt.clone())
                     .map(|o| (o.summary, Some(o.samples)))
             }
+            PointWork::Micro { micro: kind, sizes } => {
+                micro::run_replicate(kind, sizes.as_ref(), &trials, seed)
+                    .map(|o| (o.summary, Some(o.samples)))
+            }
             other => Err(RunError::Workload(format!(
                 "{} layers are not wired into `yardstick run` in this build",
                 match other {
-                    PointWork::Micro { .. } => "micro",
                     PointWork::Train { .. } => "e2e train",
                     _ => "e2e command",
                 }

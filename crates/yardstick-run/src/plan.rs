@@ -52,6 +52,8 @@ pub enum PointWork {
         slo_e2e_ms: Option<f64>,
         /// Environment variable holding a bearer token.
         api_key_env: Option<String>,
+        /// A `tokenizer.json` for exact prompt lengths and local token counts.
+        tokenizer: Option<String>,
     },
     /// The built-in reference trainer.
     Train {
@@ -240,6 +242,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                         slo_tpot_ms: slo.tpot_ms,
                         slo_e2e_ms: slo.e2e_ms,
                         api_key_env: target.api_key_env.clone(),
+                        tokenizer: target.tokenizer.clone(),
                     },
                 });
             }

@@ -44,6 +44,7 @@ pub fn run_replicate(
         slo_tpot_ms,
         slo_e2e_ms,
         api_key_env,
+        tokenizer,
         ..
     } = work
     else {
@@ -98,6 +99,7 @@ pub fn run_replicate(
         shard: (0, 1),
         interrupt,
         dataset: None,
+        tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
     };
     let progress = Arc::new(Progress::default());
     let mut results = rt

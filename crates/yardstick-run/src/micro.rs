@@ -1,0 +1,80 @@
+//! The micro executor: one replicate of a micro point is one trial (fresh buffers, files,
+//! sockets) of the built-in micro benchmark; its iterations are the raw samples.
+
+use yardstick_spec::{MicroKind, Trials};
+use yardstick_store::samples::{Column, Table};
+use yardstick_workloads::micro::{self, MicroConfig, TrialPolicy};
+
+use crate::RunError;
+
+/// The outcome of one micro replicate.
+pub struct MicroOutcome {
+    /// `{"<result name>": {"value", "mean", "min", "max", "cv"}, "units": {...}, "warnings": [...]}`.
+    pub summary: serde_json::Value,
+    /// One row per measured iteration.
+    pub samples: Table,
+}
+
+/// Runs one replicate of a micro benchmark.
+pub fn run_replicate(
+    kind: &str,
+    sizes: Option<&Vec<u64>>,
+    trials: &Trials,
+    seed: u64,
+) -> Result<MicroOutcome, RunError> {
+    let kind = match kind {
+        "memory" => MicroKind::Memory,
+        "gemm" => MicroKind::Gemm,
+        "storage" => MicroKind::Storage,
+        _ => MicroKind::Network,
+    };
+    let mut config = MicroConfig::new(kind);
+    if let Some(s) = sizes {
+        config.sizes = s.clone();
+    }
+    let mut policy = TrialPolicy::from_spec(trials);
+    // The orchestrator repeats the point `replicates` times; each call is one replicate.
+    policy.replicates = 1;
+    policy.seed = seed;
+    let report = micro::run(&config, &policy).map_err(|e| RunError::Workload(e.to_string()))?;
+    let mut summary = serde_json::Map::new();
+    let mut units = serde_json::Map::new();
+    let (mut names, mut iters, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    for r in &report.results {
+        summary.insert(
+            r.name.clone(),
+            serde_json::json!({"value": r.value, "mean": r.mean, "min": r.min, "max": r.max, "cv": r.cv}),
+        );
+        units.insert(r.name.clone(), r.unit.clone().into());
+        for (i, x) in r.samples.iter().flatten().enumerate() {
+            names.push(r.name.clone());
+            iters.push(i as i64);
+            values.push(*x);
+        }
+    }
+    summary.insert("units".into(), units.into());
+    if !report.warnings.is_empty() || !report.skipped.is_empty() {
+        summary.insert(
+            "warnings".into(),
+            report
+                .warnings
+                .iter()
+                .cloned()
+                .chain(
+                    report
+                        .skipped
+                        .iter()
+                        .map(|s| format!("{} skipped: {}", s.name, s.reason)),
+                )
+                .collect::<Vec<_>>()
+                .into(),
+        );
+    }
+    Ok(MicroOutcome {
+        summary: summary.into(),
+        samples: Table::new()
+            .with("name", Column::Str(names))
+            .with("iteration", Column::I64(iters))
+            .with("value", Column::F64(values)),
+    })
+}
