@@ -2,7 +2,9 @@
 //! Parquet; and the warehouse of facts (SQLite embedded, PostgreSQL shared).
 #![deny(missing_docs)]
 
+pub mod export;
 pub mod fsutil;
+pub mod gc;
 pub mod run;
 pub mod samples;
 pub mod sign;
