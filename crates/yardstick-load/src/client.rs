@@ -23,6 +23,7 @@ use crate::openai::{self, Api};
 use crate::plan::PlannedRequest;
 use crate::record::{Clock, ErrorClass, RequestRecord, TokenSource};
 use crate::sse::SseParser;
+use crate::tokenizer::LocalTokenizer;
 
 type Io = MaybeHttpsStream<TokioIo<TcpStream>>;
 type Driver = Pin<Box<http1::Connection<Io, Full<Bytes>>>>;
@@ -125,6 +126,7 @@ pub struct Client {
     max_idle: usize,
     clock: Clock,
     run_tag: String,
+    tokenizer: Option<std::sync::Arc<LocalTokenizer>>,
 }
 
 /// Resolves the endpoint URL for `api` from a base URL.
@@ -215,7 +217,14 @@ impl Client {
             max_idle: cfg.max_idle.max(1),
             clock,
             run_tag: run_tag.to_string(),
+            tokenizer: None,
         })
+    }
+
+    /// Counts output tokens locally too (and uses that count when the server reports none).
+    pub fn with_tokenizer(mut self, t: std::sync::Arc<LocalTokenizer>) -> Self {
+        self.tokenizer = Some(t);
+        self
     }
 
     /// The run's clock.
@@ -298,6 +307,9 @@ impl Client {
             plan.lengths.output,
             clock.ns(scheduled),
         );
+        if self.tokenizer.is_some() {
+            rec.content_text = Some(String::new());
+        }
         let mut conn = match tokio::time::timeout(self.timeout, self.checkout()).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
@@ -355,6 +367,11 @@ impl Client {
         if rec.done_ns.is_none() {
             rec.done_ns = Some(clock.now_ns());
         }
+        if let (Some(t), Some(text)) = (&self.tokenizer, rec.content_text.take())
+            && rec.ok()
+        {
+            rec.local_output_tokens = Some(t.count(&text));
+        }
         finalize_tokens(&mut rec);
         if reusable {
             self.checkin(conn);
@@ -366,6 +383,11 @@ impl Client {
 fn finalize_tokens(rec: &mut RequestRecord) {
     if rec.output_tokens.is_some() {
         rec.output_tokens_source = Some(TokenSource::ServerUsage);
+    } else if rec.ok()
+        && let Some(n) = rec.local_output_tokens
+    {
+        rec.output_tokens = Some(n);
+        rec.output_tokens_source = Some(TokenSource::Tokenizer);
     } else if rec.ok() && rec.content_events > 0 {
         rec.output_tokens = Some(rec.content_events);
         rec.output_tokens_source = Some(TokenSource::ContentEvents);
@@ -453,6 +475,9 @@ async fn exchange(
                 .or(c["text"].as_str())
                 .unwrap_or("");
             rec.content_bytes = content.len() as u64;
+            if let Some(t) = rec.content_text.as_mut() {
+                t.push_str(content);
+            }
         }
         return Ok(true);
     }
@@ -519,7 +544,7 @@ impl StreamState {
         if self.done || self.failure.is_some() {
             return;
         }
-        match openai::classify(data) {
+        match openai::classify_with(data, rec.content_text.is_some()) {
             Ok(None) => {
                 self.done = true;
                 rec.done_ns = Some(t);
@@ -543,6 +568,9 @@ impl StreamState {
                     rec.content_event_ns.push(t);
                     rec.content_events += 1;
                     rec.content_bytes += ev.content_bytes as u64;
+                    if let Some(t) = rec.content_text.as_mut() {
+                        t.push_str(&ev.text);
+                    }
                 }
                 if let Some(u) = ev.usage {
                     if u.prompt_tokens.is_some() {

@@ -20,6 +20,7 @@ mod rng;
 pub mod runner;
 pub mod sse;
 pub mod summary;
+pub mod tokenizer;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -45,6 +46,9 @@ pub enum LoadError {
     /// The client could not be built.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// The tokenizer could not be loaded.
+    #[error(transparent)]
+    Tokenizer(#[from] tokenizer::TokenizerError),
     /// Some other setting is out of range.
     #[error("{0}")]
     Config(String),
@@ -75,6 +79,9 @@ pub struct ServeBench {
     pub interrupt: Arc<AtomicBool>,
     /// Prompts from a dataset (JSONL or ShareGPT JSON) instead of the synthetic corpus.
     pub dataset: Option<std::path::PathBuf>,
+    /// A `tokenizer.json` for exact prompt lengths and local output counts (feature
+    /// `tokenizer`).
+    pub tokenizer: Option<std::path::PathBuf>,
 }
 
 /// One finished point.
@@ -94,6 +101,9 @@ impl ServeBench {
         }
         if let Some(d) = &self.dataset {
             plan::load_dataset(d)?;
+        }
+        if let Some(t) = &self.tokenizer {
+            tokenizer::LocalTokenizer::from_file(t)?;
         }
         if self.loads.is_empty() {
             return Err(LoadError::Config(
@@ -178,6 +188,10 @@ impl ServeBench {
             Some(d) => Some(Arc::new(plan::load_dataset(d)?)),
             None => None,
         };
+        let tok = match &self.tokenizer {
+            Some(t) => Some(Arc::new(tokenizer::LocalTokenizer::from_file(t)?)),
+            None => None,
+        };
         let run_tag = format!("ys{:x}", Clock::new().now_ns() / 1_000_000 % 0xFFFF_FFFF);
         let mut results = Vec::new();
         let mut k = 0;
@@ -196,7 +210,11 @@ impl ServeBench {
                 };
                 let mut cc = self.client.clone();
                 cc.max_idle = cc.max_idle.max(width);
-                let client = Arc::new(Client::new(&cc, Clock::new(), &format!("{run_tag}-p{k}"))?);
+                let client = Client::new(&cc, Clock::new(), &format!("{run_tag}-p{k}"))?;
+                let client = Arc::new(match &tok {
+                    Some(t) => client.with_tokenizer(t.clone()),
+                    None => client,
+                });
                 client.prewarm(width.min(1024)).await;
                 let planner = Planner::new(
                     sc.clone(),
@@ -208,6 +226,10 @@ impl ServeBench {
                 )?;
                 let planner = match &dataset {
                     Some(items) => planner.with_dataset(items.clone()),
+                    None => planner,
+                };
+                let planner = match &tok {
+                    Some(t) => planner.with_tokenizer(t.clone()),
                     None => planner,
                 };
                 let run = runner::run_point(

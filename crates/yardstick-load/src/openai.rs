@@ -135,6 +135,8 @@ pub struct StreamEvent {
     /// Bytes of non-empty `content`, `reasoning_content`/`reasoning` or `text` it carries;
     /// 0 for role-only, finish-only and usage-only chunks.
     pub content_bytes: usize,
+    /// The content text, when asked for (local token counting).
+    pub text: String,
     /// The usage it reports, if any.
     pub usage: Option<Usage>,
     /// The server reported an error inside the stream.
@@ -146,24 +148,28 @@ pub struct StreamEvent {
 #[error("malformed event: {0}")]
 pub struct MalformedEvent(pub String);
 
-fn classify_one(data: &[u8]) -> Result<StreamEvent, serde_json::Error> {
+fn classify_one(data: &[u8], want_text: bool) -> Result<StreamEvent, serde_json::Error> {
     let c: Chunk<'_> = serde_json::from_slice(data)?;
     let mut bytes = 0;
+    let mut text = String::new();
     for ch in &c.choices {
-        if let Some(t) = &ch.text {
-            bytes += t.len();
-        }
-        if let Some(d) = &ch.delta {
-            for s in [&d.content, &d.reasoning_content, &d.reasoning]
-                .into_iter()
-                .flatten()
-            {
-                bytes += s.len();
+        let delta = ch.delta.as_ref();
+        let parts = [
+            ch.text.as_ref(),
+            delta.and_then(|d| d.content.as_ref()),
+            delta.and_then(|d| d.reasoning_content.as_ref()),
+            delta.and_then(|d| d.reasoning.as_ref()),
+        ];
+        for s in parts.into_iter().flatten() {
+            bytes += s.len();
+            if want_text {
+                text.push_str(s);
             }
         }
     }
     Ok(StreamEvent {
         content_bytes: bytes,
+        text,
         usage: c.usage,
         error: c.error.is_some(),
     })
@@ -171,11 +177,16 @@ fn classify_one(data: &[u8]) -> Result<StreamEvent, serde_json::Error> {
 
 /// Classifies an event's data. `Ok(None)` is the `[DONE]` sentinel.
 pub fn classify(data: &[u8]) -> Result<Option<StreamEvent>, MalformedEvent> {
+    classify_with(data, false)
+}
+
+/// Like [`classify`], also returning the content text when `want_text`.
+pub fn classify_with(data: &[u8], want_text: bool) -> Result<Option<StreamEvent>, MalformedEvent> {
     let trimmed = data.trim_ascii();
     if trimmed == b"[DONE]" {
         return Ok(None);
     }
-    match classify_one(trimmed) {
+    match classify_one(trimmed, want_text) {
         Ok(e) => Ok(Some(e)),
         Err(first) => {
             // Lenient: some servers put several JSON objects on consecutive `data:` lines of
@@ -183,6 +194,7 @@ pub fn classify(data: &[u8]) -> Result<Option<StreamEvent>, MalformedEvent> {
             if trimmed.contains(&b'\n') {
                 let mut merged = StreamEvent {
                     content_bytes: 0,
+                    text: String::new(),
                     usage: None,
                     error: false,
                 };
@@ -191,8 +203,10 @@ pub fn classify(data: &[u8]) -> Result<Option<StreamEvent>, MalformedEvent> {
                     if line.is_empty() || line == b"[DONE]" {
                         continue;
                     }
-                    let e = classify_one(line).map_err(|_| malformed(trimmed, &first))?;
+                    let e =
+                        classify_one(line, want_text).map_err(|_| malformed(trimmed, &first))?;
                     merged.content_bytes += e.content_bytes;
+                    merged.text.push_str(&e.text);
                     merged.usage = e.usage.or(merged.usage);
                     merged.error |= e.error;
                 }

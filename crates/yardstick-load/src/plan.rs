@@ -18,7 +18,7 @@ use crate::openai::{self, Api, BodyOptions};
 use crate::rng::Rng;
 
 /// Common words that are single tokens in the usual BPE vocabularies.
-const WORDS: &[&str] = &[
+pub(crate) const WORDS: &[&str] = &[
     "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "it", "by",
     "at", "from", "his", "her", "an", "are", "be", "this", "which", "or", "had", "not", "but",
     "have", "one", "all", "they", "their", "were", "has", "been", "new", "more", "when", "there",
@@ -224,6 +224,7 @@ pub fn load_dataset(path: &Path) -> Result<Vec<DatasetItem>, PlanError> {
 pub struct Planner {
     scenario: Scenario,
     dataset: Option<Arc<Vec<DatasetItem>>>,
+    tokenizer: Option<Arc<crate::tokenizer::LocalTokenizer>>,
     api: Api,
     model: String,
     seed: u64,
@@ -259,6 +260,7 @@ impl Planner {
         Ok(Planner {
             scenario,
             dataset: None,
+            tokenizer: None,
             api,
             model: model.to_string(),
             seed,
@@ -270,6 +272,13 @@ impl Planner {
     /// Output lengths come from the scenario when it forces them, else from the item.
     pub fn with_dataset(mut self, items: Arc<Vec<DatasetItem>>) -> Self {
         self.dataset = Some(items);
+        self
+    }
+
+    /// Builds prompts to exact counts of this tokenizer's tokens (and counts dataset prompts
+    /// with it).
+    pub fn with_tokenizer(mut self, t: Arc<crate::tokenizer::LocalTokenizer>) -> Self {
+        self.tokenizer = Some(t);
         self
     }
 
@@ -289,14 +298,20 @@ impl Planner {
             return PlannedRequest {
                 index: i,
                 lengths: Lengths {
-                    input: words(&item.prompt),
+                    input: match &self.tokenizer {
+                        Some(t) => t.count(&item.prompt),
+                        None => words(&item.prompt),
+                    },
                     output,
                 },
                 body: Bytes::from(body),
             };
         }
         let lengths = sample_lengths(&self.scenario, &mut rng);
-        let prompt = synthetic_prompt(lengths.input, &mut rng);
+        let prompt = match &self.tokenizer {
+            Some(t) => t.prompt(lengths.input, &mut rng),
+            None => synthetic_prompt(lengths.input, &mut rng),
+        };
         let body = openai::request_body(self.api, &self.model, &prompt, lengths.output, &self.opts);
         PlannedRequest {
             index: i,

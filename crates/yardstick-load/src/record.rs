@@ -139,6 +139,11 @@ pub struct RequestRecord {
     pub content_events: u64,
     /// Bytes of content received.
     pub content_bytes: u64,
+    /// Output tokens by the local tokenizer, when one is configured.
+    pub local_output_tokens: Option<u64>,
+    /// The content text, kept only while a local tokenizer needs it.
+    #[serde(skip)]
+    pub content_text: Option<String>,
 }
 
 fn ms(a: u64, b: u64) -> f64 {
@@ -176,6 +181,8 @@ impl RequestRecord {
             output_tokens_source: None,
             content_events: 0,
             content_bytes: 0,
+            local_output_tokens: None,
+            content_text: None,
         }
     }
 

@@ -197,11 +197,13 @@ pub fn summarize(
                 TokenSource::ContentEvents => "content_events",
             };
             *sources.entry(name).or_insert(0) += 1;
+            let local = r
+                .local_output_tokens
+                .or(Some(r.content_events).filter(|&n| n > 0));
             if s == TokenSource::ServerUsage
-                && r.content_events > 0
-                && let Some(n) = r.output_tokens
+                && let (Some(n), Some(local)) = (r.output_tokens, local)
             {
-                let diff = (n as f64 - r.content_events as f64).abs();
+                let diff = (n as f64 - local as f64).abs();
                 if diff > 0.1 * n as f64 {
                     disagreements += 1;
                 }

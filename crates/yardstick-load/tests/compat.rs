@@ -310,3 +310,46 @@ async fn non_streaming_response_and_bearer_token() {
         .to_string();
     assert!(err.contains("YARDSTICK_TEST_TOKEN_UNSET") && !err.contains("s3cret"));
 }
+
+#[cfg(feature = "tokenizer")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_tokenizer_counts_output_without_usage() {
+    let vocab: serde_json::Map<String, serde_json::Value> = ["[UNK]", "red", "fox", "ran"]
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.to_string(), i.into()))
+        .collect();
+    let json = serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+        "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null,
+        "decoder": null, "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"}
+    });
+    let dir = std::env::temp_dir().join(format!("ys-compat-tok-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tokenizer.json");
+    std::fs::write(&path, json.to_string()).unwrap();
+    let tok =
+        std::sync::Arc::new(yardstick_load::tokenizer::LocalTokenizer::from_file(&path).unwrap());
+    // Two content events carrying three tokens; no usage.
+    let url = serve_once(|s, _| {
+        s.write_all(SSE_HEAD).unwrap();
+        write_chunk(
+            s,
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"red fox\"}}]}\n\n",
+        );
+        write_chunk(
+            s,
+            b"data: {\"choices\":[{\"delta\":{\"content\":\" ran\"}}]}\n\ndata: [DONE]\n\n",
+        );
+        s.write_all(b"0\r\n\r\n").unwrap();
+    });
+    let c = client(&url, Api::Chat, true, Duration::from_secs(10)).with_tokenizer(tok);
+    let r = c.execute(&plan(), Instant::now(), false).await;
+    assert!(r.ok(), "{:?}", r.error_message);
+    assert_eq!(r.content_events, 2);
+    assert_eq!(
+        (r.output_tokens, r.output_tokens_source),
+        (Some(3), Some(TokenSource::Tokenizer))
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -427,6 +427,7 @@ fn bad_input_exits_2_and_shows_the_accepted_forms() {
         &["--shard", "3/2"],
         &["--max-duration", "soon"],
         &["--bearer-env", "YARDSTICK_SURELY_UNSET_VAR"],
+        &["--tokenizer", "/nonexistent/tokenizer.json"],
     ] {
         let o = bench("http://127.0.0.1:9", args);
         assert_eq!(

@@ -69,7 +69,8 @@ pub struct ServeArgs {
     /// come from the scenario when it forces them (D, N, U(..)/(..)), else from the dataset.
     #[arg(long, value_name = "FILE")]
     pub dataset: Option<PathBuf>,
-    /// A tokenizer.json for local token counts (needs the `tokenizer` build feature).
+    /// A tokenizer.json: prompts of exact token counts for it, and local output token counts
+    /// (needs a build with `--features yardstick-load/tokenizer`).
     #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<PathBuf>,
     /// SLO on time to first token, ms (for goodput).
@@ -164,12 +165,6 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         .api
         .parse()
         .map_err(|e: String| exit::invalid(e, None))?;
-    if args.tokenizer.is_some() {
-        return Err(exit::invalid(
-            "--tokenizer: local tokenizer counts are not built into this binary yet",
-            Some("omit --tokenizer; output tokens come from the server's usage"),
-        ));
-    }
     let arrival = match args.arrival.as_str() {
         "poisson" => Arrival::Poisson,
         "constant" => Arrival::Constant,
@@ -251,6 +246,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         },
         interrupt: interrupt.clone(),
         dataset: args.dataset.clone(),
+        tokenizer: args.tokenizer.clone(),
     };
     let scenarios = bench.validate().map_err(to_exit)?;
     if let Some(dir) = &args.output {
