@@ -1,0 +1,324 @@
+//! `yardstick run` end to end through the built binary: the embedded simulator on loopback, the
+//! store, verify (tampering, unsigned), signing keys, interruption and resume.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn yardstick() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
+    c.env("NO_COLOR", "1").env_remove("YARDSTICK_STORE");
+    c
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A small serve spec against the embedded simulator: 2 points × 3 replicates, 12 requests each.
+fn serve_spec(provenance: &str, max_requests: u32) -> String {
+    format!(
+        "apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata: {{name: run-test}}
+spec:
+  mode: exploratory
+  workload:
+    model: sim-llama
+    precision: bf16
+    sequenceLengths: \"D(20,10)\"
+    batching: continuous
+    concurrency: [1, 4]
+    dataset: {{kind: synthetic, seed: 1}}
+    correctness: {{policy: none}}
+  trials: {{replicates: 3, warmup: {{requests: 2}}, confidenceLevel: 0.95, outlierPolicy: report-tukey}}
+  layers:
+    component:
+      - kind: serve
+        target: {{url: sim, api: chat, model: sim-llama}}
+        scenarios: [\"D(20,10)\"]
+        load: {{mode: concurrency, values: [1, 4]}}
+        stop: {{maxRequests: {max_requests}, maxDuration: 30s}}
+{provenance}"
+    )
+}
+
+fn run_json(spec: &Path, store: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
+    let o = yardstick()
+        .args(["run", "--json", "-q"])
+        .arg(spec)
+        .arg("--store")
+        .arg(store)
+        .args(extra)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+    (o, v)
+}
+
+fn make_writable(p: &Path) {
+    let mut perm = std::fs::metadata(p).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(p, perm).unwrap();
+}
+
+fn files_under(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_signed_run_verifies_and_tampering_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("keys/signing.key");
+    let o = yardstick().arg("keygen").arg(&key).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        serve_spec(
+            &format!(
+                "  provenance: {{signing: required, key: \"{}\"}}\n",
+                key.display()
+            ),
+            12,
+        ),
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let (o, v) = run_json(&spec, &store, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(v["status"], "complete");
+    assert_eq!(v["signed"], true);
+    let run_id = v["run_id"].as_str().unwrap().to_string();
+    let run_dir = store.join("runs").join(&run_id);
+
+    // The summary aggregates 3 replicates per point with a confidence interval.
+    let points = v["summary"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    let thr = &points[1]["metrics"]["request_throughput"]["value"];
+    assert_eq!(thr["n"], 3);
+    let ci = thr["ci"].as_array().unwrap();
+    let mean = thr["mean"].as_f64().unwrap();
+    assert!(ci[0].as_f64().unwrap() <= mean && mean <= ci[1].as_f64().unwrap());
+    let ttft = points[0]["metrics"]["ttft_ms"]["p50"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (45.0..200.0).contains(&ttft),
+        "TTFT p50 {ttft} ms vs the simulator's 50 ms"
+    );
+    // Raw samples: one Parquet file per point and replicate.
+    assert_eq!(files_under(&run_dir.join("samples"), "parquet").len(), 6);
+
+    let pub_key = format!("{}.pub", key.display());
+    let verify = |extra: &[&str]| {
+        yardstick()
+            .args(["verify", "--json", &run_id, "--store"])
+            .arg(&store)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = verify(&["--key", &pub_key]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["signature"]["check"]["trusted"], true);
+
+    // Flip one byte of a sealed sample file: verify names it.
+    let sample = files_under(&run_dir.join("samples"), "parquet")[0].clone();
+    make_writable(&sample);
+    let mut bytes = std::fs::read(&sample).unwrap();
+    bytes[10] ^= 0x01;
+    std::fs::write(&sample, bytes).unwrap();
+    let o = verify(&[]);
+    assert_eq!(o.status.code(), Some(1));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rel = sample
+        .strip_prefix(&run_dir)
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    assert_eq!(r["problems"][0]["path"], rel);
+    assert_eq!(r["problems"][0]["problem"], "modified");
+
+    // Delete the signature: verify says unsigned.
+    std::fs::remove_file(run_dir.join("attestation.dsse.json")).unwrap();
+    let o = yardstick()
+        .args(["verify", &run_id, "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("unsigned"), "{text}");
+}
+
+#[test]
+fn signing_required_without_a_key_exits_2_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    let missing = dir.path().join("nope.key");
+    std::fs::write(
+        &spec,
+        serve_spec(
+            &format!(
+                "  provenance: {{signing: required, key: \"{}\"}}\n",
+                missing.display()
+            ),
+            12,
+        ),
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let o = yardstick()
+        .arg("run")
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("keygen"), "{}", stderr(&o));
+    assert!(
+        !store.exists(),
+        "nothing may be written before the key is checked"
+    );
+}
+
+#[test]
+fn an_invalid_spec_runs_nothing_and_dry_run_prints_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        serve_spec("", 12).replace("replicates: 3", "replicates: 2"),
+    )
+    .unwrap();
+    let o = yardstick().arg("run").arg(&spec).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("error[trials-replicates]"),
+        "{}",
+        stderr(&o)
+    );
+
+    std::fs::write(&spec, serve_spec("", 12)).unwrap();
+    let store = dir.path().join("store");
+    let (o, v) = run_json(&spec, &store, &["--dry-run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(v["points"].as_array().unwrap().len(), 2);
+    assert_eq!(v["steps"].as_array().unwrap().len(), 6);
+    assert!(!store.exists(), "a dry run writes nothing");
+}
+
+#[test]
+fn a_killed_run_is_incomplete_and_resume_completes_it_without_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    // Enough requests per replicate that the kill lands mid-run.
+    std::fs::write(&spec, serve_spec("", 60)).unwrap();
+    let store = dir.path().join("store");
+    let mut child = yardstick()
+        .args(["run", "-q"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until at least one replicate is sealed, then SIGKILL.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let results = loop {
+        let found = if store.join("runs").exists() {
+            files_under(&store.join("runs"), "json")
+                .into_iter()
+                .filter(|p| p.to_string_lossy().contains("/results/"))
+                .count()
+        } else {
+            0
+        };
+        if found >= 1 || Instant::now() > deadline {
+            break found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(results >= 1, "no replicate finished within a minute");
+    let run_id = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .to_string();
+
+    // The store opens; the run reads as incomplete and its finished replicates verify.
+    let o = yardstick()
+        .args(["verify", "--json", &run_id, "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["status"], "incomplete");
+
+    let (o, v) = run_json(&spec, &store, &["--resume", &run_id]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(v["status"], "complete");
+    assert_eq!(v["run_id"], run_id);
+    let run_dir = store.join("runs").join(&run_id);
+    assert_eq!(files_under(&run_dir.join("samples"), "parquet").len(), 6);
+    let o = yardstick()
+        .args(["verify", &run_id, "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+
+    // Facts are not duplicated: one row per (point, replicate, metric, statistic), every
+    // replicate of every point present exactly once.
+    let mut wh = yardstick_store::warehouse::open_warehouse(&store.display().to_string()).unwrap();
+    let facts = wh.facts(&run_id).unwrap();
+    let mut keys: Vec<_> = facts
+        .iter()
+        .map(|f| {
+            (
+                f.point_id.clone(),
+                f.replicate,
+                f.metric.clone(),
+                f.statistic.clone(),
+            )
+        })
+        .collect();
+    let total = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), total, "duplicated facts after resume");
+    let mut replicates: Vec<_> = facts
+        .iter()
+        .filter(|f| f.metric == "request_throughput")
+        .map(|f| (f.point_id.clone(), f.replicate))
+        .collect();
+    replicates.sort();
+    assert_eq!(
+        replicates.len(),
+        2 * 4,
+        "3 replicates + 1 aggregate per point: {replicates:?}"
+    );
+    assert_eq!(wh.run(&run_id).unwrap().unwrap().status, "complete");
+}
