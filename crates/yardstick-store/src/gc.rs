@@ -119,6 +119,17 @@ pub struct GcOptions {
     pub dry_run: bool,
 }
 
+impl GcOptions {
+    /// Drop raw artifacts older than `keep_raw`, now, for real.
+    pub fn new(keep_raw: Duration) -> Self {
+        GcOptions {
+            keep_raw,
+            now: time::OffsetDateTime::now_utc(),
+            dry_run: false,
+        }
+    }
+}
+
 /// What retention did to one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PrunedRun {
@@ -163,14 +174,7 @@ pub struct GcReport {
 /// Drops raw artifacts of complete runs in `<store_dir>/runs/` that ended more than `keep_raw`
 /// ago, recording them in each run's `gc.json`.
 pub fn gc(store_dir: &Path, keep_raw: Duration) -> Result<GcReport, StoreError> {
-    gc_with(
-        store_dir,
-        &GcOptions {
-            keep_raw,
-            now: time::OffsetDateTime::now_utc(),
-            dry_run: false,
-        },
-    )
+    gc_with(store_dir, &GcOptions::new(keep_raw))
 }
 
 /// [`gc`] with every setting explicit.

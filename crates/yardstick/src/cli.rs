@@ -99,4 +99,12 @@ pub enum Command {
     Stats(cmd::stats::StatsArgs),
     /// Print the environment capture and the machine-profile key (`--json` for all fields).
     Env(cmd::env::EnvArgs),
+    /// List and inspect stored runs (`runs list`, `runs show ID`).
+    Runs(cmd::runs::RunsArgs),
+    /// Run a read-only SQL query against the warehouse.
+    Query(cmd::query::QueryArgs),
+    /// Export the warehouse's facts as Hive-partitioned Parquet (`--parquet DIR`).
+    Export(cmd::export::ExportArgs),
+    /// Drop raw samples and logs of old runs, keeping facts, manifests and hashes.
+    Gc(cmd::gc::GcArgs),
 }

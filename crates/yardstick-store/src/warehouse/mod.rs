@@ -311,6 +311,11 @@ pub fn since_to_time(since: &str, now: time::OffsetDateTime) -> Result<String, S
     })
 }
 
+/// [`since_to_time`] counted back from the current time.
+pub fn resolve_since(since: &str) -> Result<String, StoreError> {
+    since_to_time(since, time::OffsetDateTime::now_utc())
+}
+
 /// Checks a fact before it is written: the natural key must be present and values finite or
 /// infinite but never NaN (SQLite stores NaN as NULL, which would silently lose the fact).
 pub(crate) fn check_fact(f: &FactRow) -> Result<(), StoreError> {

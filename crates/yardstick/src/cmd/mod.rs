@@ -2,9 +2,13 @@
 
 pub mod bench;
 pub mod env;
+pub mod export;
+pub mod gc;
 pub mod init;
 pub mod keygen;
+pub mod query;
 pub mod run;
+pub mod runs;
 pub mod schema;
 pub mod sim;
 pub mod stats;
@@ -28,5 +32,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Bench(args) => bench::run(args, g),
         Command::Stats(args) => stats::run(args, g),
         Command::Env(args) => env::run(args, g),
+        Command::Runs(args) => runs::run(args, g),
+        Command::Query(args) => query::run(args, g),
+        Command::Export(args) => export::run(args, g),
+        Command::Gc(args) => gc::run(args, g),
     }
 }

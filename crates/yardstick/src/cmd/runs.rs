@@ -1,0 +1,342 @@
+//! `yardstick runs list|show`: the runs in the warehouse. Reading and printing only; the
+//! warehouse lives in `yardstick-store`.
+
+use std::io::Write;
+
+use serde::Serialize;
+use yardstick_store::StoreError;
+use yardstick_store::warehouse::{
+    FactRow, PointRow, ReplicateRow, RunFilter, RunRow, Warehouse, open_existing_warehouse,
+    resolve_since,
+};
+
+use crate::cli::GlobalOpts;
+use crate::exit::{self, Status};
+use crate::output::{self, style};
+
+const STORE_HINT: &str = "pass --store DIR (a store directory) or --store postgres://… (or set \
+                          YARDSTICK_STORE); `yardstick run SPEC --store DIR` creates one";
+
+/// Where the warehouse is (shared by `runs`, `query`, `export`, `gc`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreOpt {
+    /// Store directory (its SQLite warehouse, `<DIR>/yardstick.db`) or a PostgreSQL URL
+    /// (`postgres://user@host:port/db`, no TLS: loopback or a trusted network).
+    #[arg(
+        long,
+        env = "YARDSTICK_STORE",
+        default_value = "yardstick-store",
+        value_name = "DIR|URL"
+    )]
+    pub store: String,
+}
+
+impl StoreOpt {
+    /// Opens the warehouse; a missing one is invalid input (exit 2).
+    pub fn open(&self) -> anyhow::Result<Box<dyn Warehouse>> {
+        open_existing_warehouse(&self.store).map_err(store_error)
+    }
+}
+
+/// Maps store errors to exit codes: the user's input (bad SQL, unknown store, bad age) is exit 2,
+/// everything else (I/O, database failures) exit 1.
+pub fn store_error(e: StoreError) -> anyhow::Error {
+    match e {
+        StoreError::NotFound(_) => exit::invalid(e.to_string(), Some(STORE_HINT)),
+        StoreError::Invalid(_) => exit::invalid(e.to_string(), None),
+        e => anyhow::Error::new(e),
+    }
+}
+
+/// List and inspect stored runs.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  yardstick runs list --since 7d --profile cpu-EPYC-7B13x2c_linux6.1\n  \
+yardstick runs show 01JD7X… --json")]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub command: RunsCommand,
+}
+
+/// The `runs` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum RunsCommand {
+    /// Runs, newest first.
+    List(ListArgs),
+    /// One run: its points, replicates and facts.
+    Show(ShowArgs),
+}
+
+/// Arguments of `yardstick runs list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Only runs of this machine profile.
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<String>,
+    /// Only runs of this benchmark (the spec's metadata.name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Only runs started since: an age (7d, 12h), a date (2026-05-01) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// At most this many runs.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+    #[command(flatten)]
+    pub store: StoreOpt,
+}
+
+/// Arguments of `yardstick runs show`.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Run id (ULID), or a unique prefix of one.
+    #[arg(value_name = "RUN_ID")]
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreOpt,
+}
+
+/// Runs `yardstick runs`.
+pub fn run(args: RunsArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    match args.command {
+        RunsCommand::List(a) => list(a, g),
+        RunsCommand::Show(a) => show(a, g),
+    }
+}
+
+#[derive(Serialize)]
+struct ListOut<'a> {
+    runs: &'a [RunRow],
+}
+
+fn list(args: ListArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    let since = args
+        .since
+        .as_deref()
+        .map(resolve_since)
+        .transpose()
+        .map_err(store_error)?;
+    let mut w = args.store.open()?;
+    let runs = w
+        .runs(&RunFilter {
+            machine_profile: args.profile,
+            name: args.name,
+            since,
+            limit: Some(args.limit),
+        })
+        .map_err(store_error)?;
+    if g.json {
+        output::json(&ListOut { runs: &runs })?;
+        return Ok(Status::Ok);
+    }
+    if runs.is_empty() {
+        output::info("no runs match");
+        return Ok(Status::Ok);
+    }
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            vec![
+                r.run_id.clone(),
+                r.name.clone(),
+                r.status.clone(),
+                r.machine_profile.clone().unwrap_or_else(|| "-".into()),
+                r.started_at.clone(),
+            ]
+        })
+        .collect();
+    print_table(&["RUN", "NAME", "STATUS", "PROFILE", "STARTED (UTC)"], &rows)?;
+    Ok(Status::Ok)
+}
+
+#[derive(Serialize)]
+struct ShowOut {
+    run: RunRow,
+    points: Vec<PointRow>,
+    replicates: Vec<ReplicateRow>,
+    facts: Vec<FactRow>,
+}
+
+/// Finds a run by id or unique id prefix.
+fn find_run(w: &mut dyn Warehouse, id: &str) -> anyhow::Result<RunRow> {
+    if let Some(r) = w.run(id).map_err(store_error)? {
+        return Ok(r);
+    }
+    let all = w.runs(&RunFilter::default()).map_err(store_error)?;
+    let matches: Vec<RunRow> = all
+        .into_iter()
+        .filter(|r| r.run_id.starts_with(&id.to_ascii_uppercase()))
+        .collect();
+    match matches.len() {
+        1 => Ok(matches.into_iter().next().expect("one")),
+        0 => Err(exit::invalid(
+            format!("no run `{id}` in the warehouse"),
+            Some("`yardstick runs list` shows the stored runs"),
+        )),
+        n => Err(exit::invalid(
+            format!("`{id}` matches {n} runs"),
+            Some("give more characters of the run id"),
+        )),
+    }
+}
+
+fn show(args: ShowArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    let mut w = args.store.open()?;
+    let run = find_run(w.as_mut(), &args.run)?;
+    let out = ShowOut {
+        points: w.points(&run.run_id).map_err(store_error)?,
+        replicates: w.replicates(&run.run_id).map_err(store_error)?,
+        facts: w.facts(&run.run_id).map_err(store_error)?,
+        run,
+    };
+    if g.json {
+        output::json(&out)?;
+        return Ok(Status::Ok);
+    }
+    let r = &out.run;
+    let mut so = anstream::stdout().lock();
+    let field = |so: &mut anstream::AutoStream<std::io::StdoutLock<'static>>,
+                 k: &str,
+                 v: &str|
+     -> std::io::Result<()> {
+        writeln!(so, "{}{k:<16}{} {v}", style::BOLD, style::RESET)
+    };
+    field(&mut so, "run", &r.run_id)?;
+    field(&mut so, "name", &r.name)?;
+    field(&mut so, "status", &r.status)?;
+    field(&mut so, "mode", r.mode.as_deref().unwrap_or("-"))?;
+    field(
+        &mut so,
+        "machine profile",
+        r.machine_profile.as_deref().unwrap_or("-"),
+    )?;
+    field(&mut so, "started", &r.started_at)?;
+    field(&mut so, "ended", r.ended_at.as_deref().unwrap_or("-"))?;
+    field(&mut so, "spec sha256", &r.spec_sha256)?;
+    field(&mut so, "tool", &r.tool_version)?;
+    field(&mut so, "location", &r.location)?;
+    let done = out
+        .replicates
+        .iter()
+        .filter(|x| x.status == "complete")
+        .count();
+    field(
+        &mut so,
+        "plan",
+        &format!(
+            "{} points, {done}/{} replicates complete",
+            out.points.len(),
+            out.replicates.len()
+        ),
+    )?;
+    writeln!(so)?;
+    drop(so);
+    // Aggregates (over replicates) are the headline; per-replicate facts are in --json.
+    let aggregates: Vec<&FactRow> = out.facts.iter().filter(|f| f.replicate.is_none()).collect();
+    let shown: Vec<&FactRow> = if aggregates.is_empty() {
+        out.facts.iter().collect()
+    } else {
+        aggregates
+    };
+    let rows: Vec<Vec<String>> = shown
+        .iter()
+        .map(|f| {
+            let ci = match (f.ci_lo, f.ci_hi) {
+                (Some(lo), Some(hi)) => format!("[{}, {}]", num(lo), num(hi)),
+                _ => "-".into(),
+            };
+            vec![
+                f.point_id.clone(),
+                f.replicate.map_or("all".into(), |r| r.to_string()),
+                f.metric.clone(),
+                f.statistic.clone(),
+                num(f.value),
+                ci,
+                f.unit.clone(),
+                f.n.to_string(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        output::info("no facts stored for this run");
+    } else {
+        print_table(
+            &["POINT", "REP", "METRIC", "STAT", "VALUE", "CI", "UNIT", "N"],
+            &rows,
+        )?;
+        let hidden = out.facts.len() - rows.len();
+        if hidden > 0 {
+            output::info(&format!(
+                "{hidden} per-replicate facts not shown (--json lists every fact)"
+            ));
+        }
+    }
+    Ok(Status::Ok)
+}
+
+/// A number for people: up to 4 significant decimals, no trailing zeros.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    let s = if a != 0.0 && !(1e-3..1e9).contains(&a) {
+        format!("{x:.3e}")
+    } else if a >= 100.0 || x.fract() == 0.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    };
+    if s.contains('.') && !s.contains('e') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Prints an aligned table on stdout: bold headers, columns separated by two spaces, numbers
+/// right-aligned.
+pub fn print_table(headers: &[&str], rows: &[Vec<String>]) -> anyhow::Result<()> {
+    let cols = headers.len();
+    let mut width: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    let mut numeric = vec![true; cols];
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            width[i] = width[i].max(c.chars().count());
+            if c.parse::<f64>().is_err() && c != "-" {
+                numeric[i] = false;
+            }
+        }
+    }
+    let mut so = anstream::stdout().lock();
+    let line = |cells: Vec<String>| -> String {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = width[i].saturating_sub(c.chars().count());
+                if numeric[i] {
+                    format!("{}{c}", " ".repeat(pad))
+                } else if i + 1 == cols {
+                    c.clone()
+                } else {
+                    format!("{c}{}", " ".repeat(pad))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    writeln!(
+        so,
+        "{}{}{}",
+        style::BOLD,
+        line(headers.iter().map(|h| h.to_string()).collect()),
+        style::RESET
+    )?;
+    for r in rows {
+        writeln!(so, "{}", line(r.clone()))?;
+    }
+    so.flush()?;
+    Ok(())
+}
