@@ -1,5 +1,6 @@
 //! `yardstick bench`: measure one layer directly, without a spec.
 
+pub mod micro;
 pub mod serve;
 
 use crate::cli::GlobalOpts;
@@ -17,11 +18,14 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     /// Load-test an OpenAI-compatible server: TTFT, TPOT, ITL, E2E, throughput, goodput.
     Serve(Box<serve::ServeArgs>),
+    /// Micro layer: memory bandwidth, GEMM FLOP/s, storage and network, with CIs.
+    Micro(Box<micro::MicroArgs>),
 }
 
 /// Runs the selected benchmark.
 pub fn run(args: BenchArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     match args.command {
         BenchCommand::Serve(a) => serve::run(*a, g),
+        BenchCommand::Micro(a) => micro::run(*a, g),
     }
 }

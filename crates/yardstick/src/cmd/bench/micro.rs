@@ -1,0 +1,430 @@
+//! `yardstick bench micro`: wiring of the micro layer (`yardstick_workloads::micro`) to the CLI.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use yardstick_spec::model::{MicroKind, OutlierPolicy, Precision};
+use yardstick_workloads::micro::{
+    self, MicroConfig, MicroError, MicroReport, MicroResult, TrialPolicy, Warmup,
+};
+
+use crate::cli::{GlobalOpts, verbosity};
+use crate::exit::{self, Status};
+use crate::output::{self, style};
+
+/// Measure subsystem limits: memory bandwidth, GEMM FLOP/s, storage and network.
+///
+/// Each benchmark runs warm-up iterations (discarded), then --replicates independent
+/// replicates (fresh buffers, files, connections) of --iterations measured iterations; a
+/// figure is the median with a cluster-bootstrap confidence interval. Build with --release:
+/// a debug build measures the compiler, not the machine. Methods: docs/micro.md.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick bench micro memory gemm --json\n  \
+yardstick bench micro storage --path /mnt/data --storage-size 1GiB\n  \
+yardstick bench micro network --listen 0.0.0.0:9753      # on the peer\n  \
+yardstick bench micro network --peer HOST:9753            # here"
+)]
+pub struct MicroArgs {
+    /// Benchmarks to run: memory, gemm, storage, network [default: all four].
+    #[arg(value_name = "KIND")]
+    pub kinds: Vec<String>,
+    /// Independent replicates of each benchmark (the methodology asks for >= 3).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub replicates: usize,
+    /// Warm-up iterations discarded at the start of every replicate (or `mser5`).
+    #[arg(long, default_value = "1", value_name = "N|mser5")]
+    pub warmup: String,
+    /// Measured iterations per replicate [default: memory 10, gemm 10, storage 3, network 10].
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<usize>,
+    /// Confidence level of the intervals, in (0, 1).
+    #[arg(long, default_value_t = 0.95, value_name = "LEVEL")]
+    pub confidence: f64,
+    /// Bootstrap and data seed.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub seed: u64,
+    /// Outlier policy: report-tukey, trim-tukey, report-mad, trim-mad or none.
+    #[arg(long, default_value = "report-tukey", value_name = "POLICY")]
+    pub outliers: String,
+    /// Threads of the memory and GEMM benchmarks [default: the CPUs this process may use].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Bytes per STREAM array, e.g. 128MiB (repeatable, or comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "SIZE")]
+    pub memory_size: Vec<String>,
+    /// GEMM sizes N (N×N×N), comma-separated [default: 512,1024,2048].
+    #[arg(long, value_delimiter = ',', value_name = "N")]
+    pub gemm_size: Vec<u64>,
+    /// GEMM element type: fp32 or fp64 (bf16 is reported as not measured).
+    #[arg(long, default_value = "fp32", value_name = "DTYPE")]
+    pub gemm_dtype: String,
+    /// Directory of the storage benchmark [default: the system temp directory].
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+    /// Size of the storage test file, e.g. 1GiB [default: 256MiB].
+    #[arg(long, value_name = "SIZE")]
+    pub storage_size: Option<String>,
+    /// Bytes streamed per network bandwidth iteration [default: 256MiB].
+    #[arg(long, value_name = "SIZE")]
+    pub network_size: Option<String>,
+    /// Time budget of one random-I/O or RTT iteration, e.g. 500ms.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Measure the network to HOST[:PORT] running `yardstick bench micro network --listen`
+    /// [default: loopback, against a listener of our own].
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub peer: Option<String>,
+    /// Run a listener for --peer clients on ADDR (e.g. 0.0.0.0:9753) instead of measuring.
+    #[arg(long, value_name = "ADDR", conflicts_with = "peer")]
+    pub listen: Option<String>,
+    /// Stop the listener after this long [default: until interrupted].
+    #[arg(long, value_name = "DURATION", requires = "listen")]
+    pub listen_for: Option<String>,
+}
+
+/// The JSON of `yardstick bench micro --json`.
+#[derive(Debug, Serialize)]
+struct MicroOutput<'a> {
+    machine_profile: String,
+    profile_hash: String,
+    policy: &'a TrialPolicy,
+    results: Vec<MicroResult>,
+    skipped: Vec<micro::Skipped>,
+    warnings: Vec<String>,
+}
+
+fn parse_kind(s: &str) -> anyhow::Result<MicroKind> {
+    match s.to_ascii_lowercase().as_str() {
+        "memory" | "mem" | "stream" => Ok(MicroKind::Memory),
+        "gemm" | "matmul" => Ok(MicroKind::Gemm),
+        "storage" | "disk" | "io" => Ok(MicroKind::Storage),
+        "network" | "net" => Ok(MicroKind::Network),
+        _ => Err(exit::invalid(
+            format!("unknown micro benchmark `{s}`"),
+            Some("choose from memory, gemm, storage, network"),
+        )),
+    }
+}
+
+/// Parses `4096`, `64KiB`, `128MiB`, `1GiB`, `1G` (binary), `500MB` (decimal).
+fn parse_size(flag: &str, s: &str) -> anyhow::Result<u64> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = (t[..split].trim(), t[split..].trim());
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        _ => 0,
+    };
+    let v: f64 = num.parse().unwrap_or(f64::NAN);
+    let bytes = v * mult as f64;
+    if mult == 0 || !bytes.is_finite() || bytes < 1.0 || bytes > 1e15 {
+        return Err(exit::invalid(
+            format!("--{flag}: `{s}` is not a size"),
+            Some("write e.g. 4096, 64KiB, 128MiB, 1GiB"),
+        ));
+    }
+    Ok(bytes as u64)
+}
+
+/// Parses `60s`, `500ms`, `2m` or plain seconds.
+fn parse_duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let v: f64 = t[..split].trim().parse().unwrap_or(f64::NAN);
+    let secs = match &t[split..] {
+        "ms" => v / 1e3,
+        "" | "s" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => f64::NAN,
+    };
+    if !(secs.is_finite() && secs > 0.0 && secs < 1e7) {
+        return Err(exit::invalid(
+            format!("--{flag}: `{s}` is not a positive duration"),
+            Some("write e.g. 500ms, 2s, 1m"),
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_policy(args: &MicroArgs) -> anyhow::Result<TrialPolicy> {
+    let warmup = if args.warmup.eq_ignore_ascii_case("mser5") {
+        Warmup::Mser5
+    } else {
+        match args.warmup.parse::<usize>() {
+            Ok(n) => Warmup::Iterations(n),
+            Err(_) => {
+                return Err(exit::invalid(
+                    format!("--warmup: `{}` is not a count", args.warmup),
+                    Some("give a number of iterations, e.g. --warmup 2, or --warmup mser5"),
+                ));
+            }
+        }
+    };
+    let outliers = match args.outliers.as_str() {
+        "report-tukey" => OutlierPolicy::ReportTukey,
+        "trim-tukey" => OutlierPolicy::TrimTukey,
+        "report-mad" => OutlierPolicy::ReportMad,
+        "trim-mad" => OutlierPolicy::TrimMad,
+        "none" => OutlierPolicy::None,
+        other => {
+            return Err(exit::invalid(
+                format!("--outliers: unknown policy `{other}`"),
+                Some("choose report-tukey, trim-tukey, report-mad, trim-mad or none"),
+            ));
+        }
+    };
+    let policy = TrialPolicy {
+        replicates: args.replicates,
+        warmup,
+        iterations: args.iterations,
+        confidence: args.confidence,
+        seed: args.seed,
+        outliers,
+    };
+    policy.validate().map_err(|e| {
+        exit::invalid(
+            e.to_string(),
+            Some("e.g. --replicates 3 --iterations 10 --confidence 0.95"),
+        )
+    })?;
+    Ok(policy)
+}
+
+fn configs(args: &MicroArgs) -> anyhow::Result<Vec<MicroConfig>> {
+    let kinds: Vec<MicroKind> = if args.kinds.is_empty() {
+        vec![
+            MicroKind::Memory,
+            MicroKind::Gemm,
+            MicroKind::Storage,
+            MicroKind::Network,
+        ]
+    } else {
+        let mut v = Vec::new();
+        for s in &args.kinds {
+            let k = parse_kind(s)?;
+            if !v.contains(&k) {
+                v.push(k);
+            }
+        }
+        v
+    };
+    if args.threads == Some(0) {
+        return Err(exit::invalid(
+            "--threads must be >= 1",
+            Some("omit it to use every CPU"),
+        ));
+    }
+    let duration = args
+        .duration
+        .as_deref()
+        .map(|d| parse_duration("duration", d))
+        .transpose()?;
+    let dtype = match args.gemm_dtype.to_ascii_lowercase().as_str() {
+        "fp32" | "f32" | "float32" => Precision::Fp32,
+        "fp64" | "f64" | "float64" => Precision::Fp64,
+        "bf16" => Precision::Bf16,
+        "fp16" | "f16" => Precision::Fp16,
+        other => {
+            return Err(exit::invalid(
+                format!("--gemm-dtype: unknown type `{other}`"),
+                Some("choose fp32 or fp64"),
+            ));
+        }
+    };
+    if let Some(p) = &args.path
+        && !p.is_dir()
+    {
+        return Err(exit::invalid(
+            format!("--path {}: not a directory", p.display()),
+            Some("give an existing directory on the filesystem to measure"),
+        ));
+    }
+    let mut out = Vec::new();
+    for kind in kinds {
+        let mut c = MicroConfig::new(kind);
+        c.threads = args.threads;
+        c.duration = duration;
+        match kind {
+            MicroKind::Memory => {
+                for s in &args.memory_size {
+                    c.sizes.push(parse_size("memory-size", s)?);
+                }
+            }
+            MicroKind::Gemm => {
+                c.sizes = args.gemm_size.clone();
+                c.dtype = Some(dtype);
+            }
+            MicroKind::Storage => {
+                c.path = args.path.clone();
+                if let Some(s) = &args.storage_size {
+                    c.sizes.push(parse_size("storage-size", s)?);
+                }
+            }
+            MicroKind::Network => {
+                c.peer = args.peer.clone();
+                if let Some(s) = &args.network_size {
+                    c.sizes.push(parse_size("network-size", s)?);
+                }
+            }
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// Runs `yardstick bench micro`.
+pub fn run(args: MicroArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    if let Some(bind) = &args.listen {
+        return listen(bind, &args);
+    }
+    let policy = parse_policy(&args)?;
+    let configs = configs(&args)?;
+    let capture = yardstick_env::capture(&yardstick_env::CaptureOptions {
+        probe_python: false,
+        probe_rustc: false,
+        probe_git_status: false,
+        ..Default::default()
+    });
+    let mut all = MicroReport::default();
+    for c in &configs {
+        if verbosity() >= 0 {
+            output::info(&format!(
+                "{}measuring {}…{}",
+                style::DIM,
+                micro::kind_name(c.kind),
+                style::RESET
+            ));
+        }
+        let report = micro::run(c, &policy).map_err(|e| match e {
+            MicroError::InvalidConfig(m) => {
+                exit::invalid(m, Some("see yardstick bench micro --help"))
+            }
+            other => anyhow::Error::new(other)
+                .context(format!("{} benchmark failed", micro::kind_name(c.kind))),
+        })?;
+        all.results.extend(report.results);
+        all.skipped.extend(report.skipped);
+        for w in report.warnings {
+            if !all.warnings.contains(&w) {
+                all.warnings.push(w);
+            }
+        }
+    }
+    if g.json {
+        output::json(&MicroOutput {
+            machine_profile: capture.machine_profile,
+            profile_hash: capture.profile_hash,
+            policy: &policy,
+            results: all.results,
+            skipped: all.skipped,
+            warnings: all.warnings,
+        })?;
+    } else {
+        for w in &all.warnings {
+            output::warn(w);
+        }
+        print_table(&capture.machine_profile, &policy, &all)?;
+    }
+    Ok(Status::Ok)
+}
+
+fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn print_table(profile: &str, policy: &TrialPolicy, r: &MicroReport) -> anyhow::Result<()> {
+    let mut out = anstream::stdout().lock();
+    let (b, d, x) = (style::BOLD, style::DIM, style::RESET);
+    writeln!(
+        out,
+        "{d}machine profile {profile} · {} replicates · {:.0}% CI{x}",
+        policy.replicates,
+        policy.confidence * 100.0
+    )?;
+    writeln!(
+        out,
+        "{b}{:<28} {:>10} {:<8} {:>23} {:>6} {:>7}{x}",
+        "benchmark", "value", "unit", "CI", "n", "cv"
+    )?;
+    for res in &r.results {
+        let ci = res.ci.map_or("-".to_owned(), |[lo, hi]| {
+            format!("[{}, {}]", fmt_num(lo), fmt_num(hi))
+        });
+        let cv = res
+            .cv
+            .map_or("-".to_owned(), |c| format!("{:.1}%", c * 100.0));
+        writeln!(
+            out,
+            "{:<28} {:>10} {:<8} {:>23} {:>6} {:>7}",
+            res.name,
+            fmt_num(res.value),
+            res.unit,
+            ci,
+            res.n,
+            cv
+        )?;
+    }
+    for s in &r.skipped {
+        writeln!(out, "{d}{:<28} not measured: {}{x}", s.name, s.reason)?;
+    }
+    Ok(())
+}
+
+fn listen(bind: &str, args: &MicroArgs) -> anyhow::Result<Status> {
+    let non_network = args
+        .kinds
+        .iter()
+        .any(|k| parse_kind(k).map_or(true, |k| k != MicroKind::Network));
+    if non_network {
+        return Err(exit::invalid(
+            "--listen serves only the network benchmark",
+            Some("run `yardstick bench micro network --listen ADDR`"),
+        ));
+    }
+    let limit = args
+        .listen_for
+        .as_deref()
+        .map(|d| parse_duration("listen-for", d))
+        .transpose()?;
+    let l = micro::network::Listener::bind(bind).map_err(|e| {
+        exit::invalid(
+            format!("--listen {bind}: {e}"),
+            Some("give a free HOST:PORT, e.g. 0.0.0.0:9753"),
+        )
+    })?;
+    output::info(&format!(
+        "listening on {} for `yardstick bench micro network --peer {}`{}",
+        l.addr(),
+        l.addr(),
+        limit.map_or(" (Ctrl-C to stop)".to_owned(), |d| format!(
+            " for {:.1}s",
+            d.as_secs_f64()
+        ))
+    ));
+    let start = std::time::Instant::now();
+    while limit.is_none_or(|d| start.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    output::info(&format!("served {} connection(s)", l.connections()));
+    l.stop();
+    Ok(Status::Ok)
+}
