@@ -1,7 +1,9 @@
 //! `yardstick bench`: measure one layer directly, without a spec.
 
+pub mod exec;
 pub mod micro;
 pub mod serve;
+pub mod train;
 
 use crate::cli::GlobalOpts;
 use crate::exit::Status;
@@ -18,6 +20,10 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     /// Load-test an OpenAI-compatible server: TTFT, TPOT, ITL, E2E, throughput, goodput.
     Serve(Box<serve::ServeArgs>),
+    /// Benchmark any command as a whole process (hyperfine-like), plus its metric-protocol steps.
+    Exec(Box<exec::ExecArgs>),
+    /// Train the built-in reference transformer on CPU: step time, tokens/s, MFU, loss.
+    Train(Box<train::TrainArgs>),
     /// Micro layer: memory bandwidth, GEMM FLOP/s, storage and network, with CIs.
     Micro(Box<micro::MicroArgs>),
 }
@@ -26,6 +32,8 @@ pub enum BenchCommand {
 pub fn run(args: BenchArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     match args.command {
         BenchCommand::Serve(a) => serve::run(*a, g),
+        BenchCommand::Exec(a) => exec::run(*a, g),
+        BenchCommand::Train(a) => train::run(*a, g),
         BenchCommand::Micro(a) => micro::run(*a, g),
     }
 }

@@ -1,0 +1,495 @@
+//! `yardstick bench exec`: wiring of whole-process benchmarks (crate `yardstick-exec`).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use yardstick_exec::command::{
+    BenchmarkResult, ExecReport, Parameter, Progress, RunSummary, WORLD_SIZE_PARAM, fmt_s,
+    run_command_benchmark_with_progress,
+};
+use yardstick_exec::training::{ModelDims, TrainingConfig, TrainingReport, WarmupPolicy};
+use yardstick_exec::{CancelToken, ExecConfig, ExecError, flops};
+
+use crate::cli::{GlobalOpts, verbosity};
+use crate::exit::{self, Status};
+use crate::output::{self, style};
+
+/// Benchmark any command as a whole process, hyperfine-style.
+///
+/// Each run is timed from spawn to exit (wall, user, sys, max RSS via wait4), in its own process
+/// group, with stdout/stderr kept as logs. With --param (or --world-sizes) every value is a
+/// separate benchmark and runs are interleaved across them. Workloads that report their own steps
+/// (JSON lines to $YARDSTICK_METRICS, see docs/metric-protocol.md) also get a training analysis:
+/// step time, tokens/s, MFU, loss, cost, stragglers, scaling.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// Measured runs per benchmark.
+    #[arg(short = 'r', long, default_value_t = 10)]
+    pub runs: usize,
+    /// Warm-up runs per benchmark (run, logged, not measured).
+    #[arg(short = 'w', long, default_value_t = 0)]
+    pub warmup: usize,
+    /// Shell command run before every run, untimed (e.g. to drop caches).
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Shell command run once per benchmark after its last run.
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
+    /// Scan a parameter: NAME=v1,v2,... substitutes {NAME} in the command (repeatable; the
+    /// benchmarks are the combinations).
+    #[arg(long = "param", value_name = "NAME=V1,V2")]
+    pub params: Vec<String>,
+    /// World sizes to sweep: substitutes {worldSize}; adds scaling efficiency and Amdahl's fit.
+    #[arg(long, value_delimiter = ',', value_name = "N,..")]
+    pub world_sizes: Vec<u32>,
+    /// Kill a run's process group after this long (SIGTERM, then SIGKILL), e.g. 10m, 30s.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Time between SIGTERM and SIGKILL when a run is stopped.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub kill_grace: String,
+    /// Measure failing runs (non-zero exit) instead of stopping that benchmark.
+    #[arg(short = 'i', long)]
+    pub ignore_failure: bool,
+    /// Extra environment variable for the command, KEY=VALUE (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Directory for stdout/stderr/metrics of every run (default: a new temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub logs: Option<PathBuf>,
+    /// Confidence level of the interval of the mean.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Training steps to drop as warm-up (default: MSER-5 finds the steady state).
+    #[arg(long, value_name = "N")]
+    pub warmup_steps: Option<u64>,
+    /// Parameters of the model (N of 6·N·T), for MFU.
+    #[arg(long, value_name = "N")]
+    pub model_params: Option<f64>,
+    /// Transformer layers (transformer-aware MFU).
+    #[arg(long)]
+    pub layers: Option<u32>,
+    /// Hidden size (transformer-aware MFU).
+    #[arg(long)]
+    pub hidden: Option<u32>,
+    /// Training sequence length (transformer-aware MFU; tokens from samples).
+    #[arg(long)]
+    pub seq_len: Option<u32>,
+    /// Peak FLOP/s of one device (overrides the --gpu table).
+    #[arg(long, value_name = "FLOPS")]
+    pub peak_flops: Option<f64>,
+    /// GPU model for the peak FLOP/s table, e.g. H100, A100, L4.
+    #[arg(long, value_name = "NAME")]
+    pub gpu: Option<String>,
+    /// Data type for the peak table: bf16, fp16, fp8, tf32, fp32.
+    #[arg(long, default_value = "bf16")]
+    pub dtype: String,
+    /// Devices the job uses (default: the reported world size).
+    #[arg(long)]
+    pub devices: Option<u32>,
+    /// Price of one device-hour in dollars, for cost per 1K samples and per 1M tokens.
+    #[arg(long, value_name = "USD")]
+    pub cost_per_device_hour: Option<f64>,
+    /// Warn when a run writes no metric-protocol records.
+    #[arg(long)]
+    pub expect_metrics: bool,
+    /// Test-only: fake wall times instead of running anything.
+    #[arg(
+        long,
+        hide = true,
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
+    pub debug_mock_times: Vec<f64>,
+    /// The command and its arguments (no shell: use `sh -c '...'` for pipes and globs).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn parse_duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    let bad = || {
+        exit::invalid(
+            format!("--{flag}: `{s}` is not a positive duration"),
+            Some("write e.g. 10m, 30s, 500ms"),
+        )
+    };
+    let t = s.trim();
+    let (num, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "ms" => v / 1e3,
+        "s" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(bad()),
+    };
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn to_exit(e: ExecError) -> anyhow::Error {
+    if e.is_invalid_input() {
+        let hint = e.hint();
+        exit::invalid(e.to_string(), hint.as_deref())
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+fn positive(flag: &str, v: Option<f64>) -> anyhow::Result<()> {
+    match v {
+        Some(x) if !(x.is_finite() && x > 0.0) => Err(exit::invalid(
+            format!("--{flag} must be a positive number, got {x}"),
+            None,
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Builds the library configuration from the flags.
+fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
+    let log_dir = match &args.logs {
+        Some(d) => d.clone(),
+        None => {
+            let stamp = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0);
+            std::env::temp_dir().join(format!("yardstick-exec-{}-{stamp}", std::process::id()))
+        }
+    };
+    let mut cfg = ExecConfig::new(args.command.clone(), log_dir);
+    cfg.runs = args.runs;
+    cfg.warmup = args.warmup;
+    cfg.prepare = args.prepare.clone();
+    cfg.cleanup = args.cleanup.clone();
+    cfg.ignore_failure = args.ignore_failure;
+    cfg.confidence_level = args.confidence;
+    cfg.timeout = args
+        .timeout
+        .as_deref()
+        .map(|t| parse_duration("timeout", t))
+        .transpose()?;
+    cfg.kill_grace = parse_duration("kill-grace", &args.kill_grace)?;
+    for p in &args.params {
+        cfg.params.push(Parameter::parse(p).map_err(to_exit)?);
+    }
+    if !args.world_sizes.is_empty() {
+        if args.world_sizes.contains(&0) {
+            return Err(exit::invalid(
+                "--world-sizes contains 0",
+                Some("world sizes are at least 1"),
+            ));
+        }
+        cfg.params.push(Parameter {
+            name: WORLD_SIZE_PARAM.into(),
+            values: args.world_sizes.iter().map(u32::to_string).collect(),
+        });
+    }
+    for kv in &args.env {
+        let (k, v) = kv.split_once('=').ok_or_else(|| {
+            exit::invalid(
+                format!("--env `{kv}` is not KEY=VALUE"),
+                Some("e.g. --env OMP_NUM_THREADS=4"),
+            )
+        })?;
+        cfg.env.push((k.to_string(), v.to_string()));
+    }
+    positive("model-params", args.model_params)?;
+    positive("peak-flops", args.peak_flops)?;
+    positive("cost-per-device-hour", args.cost_per_device_hour)?;
+    let peak = match (args.peak_flops, &args.gpu) {
+        (Some(p), _) => Some(p),
+        (None, Some(gpu)) => Some(
+            flops::peak_flops(gpu, &args.dtype)
+                .ok_or_else(|| {
+                    exit::invalid(
+                        format!("no peak FLOP/s for `{gpu}` in {}", args.dtype),
+                        Some("give the figure with --peak-flops (e.g. 312e12 for an A100 in bf16)"),
+                    )
+                })?
+                .flops,
+        ),
+        (None, None) => None,
+    };
+    let model = args.model_params.map(|parameters| ModelDims {
+        parameters,
+        layers: args.layers,
+        hidden: args.hidden,
+        sequence_length: args.seq_len,
+    });
+    cfg.training = Some(TrainingConfig {
+        warmup: args
+            .warmup_steps
+            .map_or(WarmupPolicy::Mser5, WarmupPolicy::Steps),
+        model,
+        peak_flops_per_device: peak,
+        devices: args.devices,
+        cost_per_device_hour: args.cost_per_device_hour,
+    });
+    cfg.expect_metrics = args.expect_metrics || model.is_some() || !args.world_sizes.is_empty();
+    if !args.debug_mock_times.is_empty() {
+        cfg.mock_wall_times = Some(args.debug_mock_times.clone());
+    }
+    Ok(cfg)
+}
+
+/// Runs `bench exec`.
+pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    let mut cfg = config(&args)?;
+    cfg.cancel = Some(CancelToken::on_interrupt());
+    let show_progress = !g.json && verbosity() >= 0 && std::io::stderr().is_terminal();
+    let mut progress = |p: Progress<'_>| {
+        let Progress::RunDone {
+            benchmark,
+            of,
+            run,
+            runs,
+        } = p;
+        if show_progress {
+            let kind = if run.warmup { "warm-up" } else { "run" };
+            let mut err = std::io::stderr().lock();
+            let _ = write!(
+                err,
+                "\r\x1b[2K  benchmark {}/{of}: {kind} {}/{} {}",
+                benchmark + 1,
+                run.index + 1,
+                if run.warmup { args.warmup } else { runs },
+                fmt_s(run.wall_s)
+            );
+            let _ = err.flush();
+        }
+    };
+    let report = run_command_benchmark_with_progress(&cfg, &mut progress).map_err(to_exit)?;
+    if show_progress {
+        eprint!("\r\x1b[2K");
+    }
+    if g.json {
+        output::json(&json_of(&report))?;
+    } else {
+        print_human(&report);
+    }
+    if report.interrupted {
+        output::error("interrupted: results cover the runs that finished");
+    }
+    Ok(if report.ok() {
+        Status::Ok
+    } else {
+        Status::Failure
+    })
+}
+
+/// One object for a single benchmark (`{"command","runs","wall_s",...}`), or `{"benchmarks":
+/// [...]}` for a parameter scan.
+fn json_of(report: &ExecReport) -> serde_json::Value {
+    if report.benchmarks.len() == 1 && report.benchmarks[0].parameters.is_empty() {
+        let mut v = serde_json::to_value(&report.benchmarks[0]).unwrap_or_default();
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert("logs_dir".into(), serde_json::json!(report.logs_dir));
+            m.insert("interrupted".into(), report.interrupted.into());
+        }
+        v
+    } else {
+        serde_json::to_value(report).unwrap_or_default()
+    }
+}
+
+fn print_human(report: &ExecReport) {
+    let mut out = anstream::stdout().lock();
+    let (b, r, d, w) = (style::BOLD, style::RESET, style::DIM, style::WARN);
+    for (i, bench) in report.benchmarks.iter().enumerate() {
+        let _ = writeln!(out, "{b}Benchmark {}{r}: {}", i + 1, bench.command);
+        print_times(&mut out, bench);
+        if let Some(t) = bench.runs.iter().rev().find_map(|x| x.training.as_ref()) {
+            print_training(&mut out, t, bench);
+        }
+        for warning in &bench.warnings {
+            let _ = writeln!(out, "  {w}warning{r}: {warning}");
+        }
+        let _ = writeln!(out);
+    }
+    print_relative(&mut out, report);
+    if let Some(s) = &report.scaling {
+        let _ = writeln!(
+            out,
+            "{b}Scaling{r} ({}, relative to world size {}):",
+            s.metric, s.base_world_size
+        );
+        for p in &s.points {
+            let _ = writeln!(
+                out,
+                "  N={:<4} {:>12.3}  speedup {:>6.2}x  efficiency {:>6.1} %  {d}{}{r}",
+                p.world_size,
+                p.throughput,
+                p.speedup,
+                p.efficiency * 100.0,
+                p.band
+            );
+        }
+        if let Some(a) = &s.amdahl {
+            let limit = a
+                .max_speedup
+                .map_or("none".to_string(), |m| format!("{m:.1}x"));
+            let _ = writeln!(
+                out,
+                "  Amdahl: serial fraction {:.2} % (speedup limit {limit}, rms error {:.3})",
+                a.serial_fraction * 100.0,
+                a.rms_error
+            );
+        }
+        for warning in &s.warnings {
+            let _ = writeln!(out, "  {w}warning{r}: {warning}");
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "{d}logs: {}{r}", report.logs_dir.display());
+}
+
+fn print_times(out: &mut impl Write, bench: &BenchmarkResult) {
+    let Some(wall) = &bench.wall_s else {
+        let _ = writeln!(out, "  no successful run to summarise");
+        return;
+    };
+    let mean = |s: &Option<RunSummary>| s.as_ref().map_or(0.0, |x| x.mean);
+    let _ = writeln!(
+        out,
+        "  Time (mean ± σ):   {:>10} ± {:>9}    [User: {}, System: {}]",
+        fmt_s(wall.mean),
+        fmt_s(wall.stddev.unwrap_or(0.0)),
+        fmt_s(mean(&bench.user_s)),
+        fmt_s(mean(&bench.sys_s))
+    );
+    let _ = writeln!(
+        out,
+        "  Range (min … max): {:>10} … {:>9}    {} runs",
+        fmt_s(wall.min),
+        fmt_s(wall.max),
+        wall.n
+    );
+    let ci = wall.ci.map_or("n/a".into(), |c| {
+        format!("[{}, {}]", fmt_s(c[0]), fmt_s(c[1]))
+    });
+    let rss = bench
+        .max_rss_bytes
+        .as_ref()
+        .map_or(0.0, |x| x.max / (1024.0 * 1024.0));
+    let _ = writeln!(
+        out,
+        "  {:.0}% CI of mean:   {ci}    median {}    max RSS {rss:.1} MiB",
+        wall.ci_level * 100.0,
+        fmt_s(wall.median)
+    );
+}
+
+fn print_training(out: &mut impl Write, t: &TrainingReport, bench: &BenchmarkResult) {
+    let _ = writeln!(
+        out,
+        "  Training (last run): {} steps, {} measured; step time p50 {} p90 {}",
+        t.steps,
+        t.measured_steps,
+        fmt_s(t.step_time_s.p50),
+        fmt_s(t.step_time_s.p90)
+    );
+    if let Some(tp) = &t.tokens_per_s {
+        let _ = writeln!(
+            out,
+            "    tokens/s p50 {:.1}  p10 {:.1}  aggregate {:.1}",
+            tp.p50, tp.p10, tp.aggregate
+        );
+    }
+    if let Some(sp) = &t.samples_per_s {
+        let _ = writeln!(
+            out,
+            "    samples/s p50 {:.2}  p10 {:.2}  aggregate {:.2}",
+            sp.p50, sp.p10, sp.aggregate
+        );
+    }
+    if let Some(m) = &t.mfu {
+        let _ = writeln!(
+            out,
+            "    MFU p50 {:.2} % ({}; {} device(s) × {:.3e} FLOP/s)",
+            m.p50 * 100.0,
+            m.estimator,
+            m.devices,
+            m.peak_flops_per_device
+        );
+    }
+    if let Some(l) = &t.loss {
+        let _ = writeln!(
+            out,
+            "    loss {:.4} → {:.4} (slope {:+.3e}/step)",
+            l.first, l.last, l.slope
+        );
+    }
+    if let Some(c) = &t.cost {
+        if let Some(k) = c.per_1k_samples {
+            let _ = writeln!(out, "    cost ${k:.4} per 1K samples");
+        }
+        if let Some(m) = c.per_1m_tokens {
+            let _ = writeln!(out, "    cost ${m:.4} per 1M tokens");
+        }
+    }
+    if let Some(rk) = &t.ranks {
+        let _ = writeln!(
+            out,
+            "    ranks: slowest {} (median spread {:.1} %), waiting share {:.1} %, outliers {:?}",
+            rk.slowest_rank,
+            rk.median_spread * 100.0,
+            rk.waiting_share * 100.0,
+            rk.outlier_ranks
+        );
+    }
+    if let Some(across) = &bench.training
+        && across.replicates > 1
+        && let Some(tp) = &across.tokens_per_s
+    {
+        let _ = writeln!(
+            out,
+            "    across {} runs: tokens/s mean {:.1}{}",
+            across.replicates,
+            tp.mean,
+            tp.ci
+                .map_or(String::new(), |c| format!(" [{:.1}, {:.1}]", c[0], c[1]))
+        );
+    }
+}
+
+fn print_relative(out: &mut impl Write, report: &ExecReport) {
+    let means: Vec<(usize, f64)> = report
+        .benchmarks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| Some((i, b.wall_s.as_ref()?.mean)))
+        .collect();
+    if means.len() < 2 {
+        return;
+    }
+    let &(fastest, fmean) = means
+        .iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("two or more means");
+    let _ = writeln!(
+        out,
+        "{}Summary{}\n  {} ran",
+        style::BOLD,
+        style::RESET,
+        report.benchmarks[fastest].command
+    );
+    for &(i, m) in &means {
+        if i != fastest {
+            let _ = writeln!(
+                out,
+                "    {:>8.2} times faster than {}",
+                m / fmean,
+                report.benchmarks[i].command
+            );
+        }
+    }
+    let _ = writeln!(out);
+}

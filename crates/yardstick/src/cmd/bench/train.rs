@@ -1,0 +1,229 @@
+//! `yardstick bench train`: wiring of the built-in reference trainer (crate
+//! `yardstick-workloads`, feature `train`) to the training analysis of `yardstick-exec`.
+
+use std::path::PathBuf;
+
+/// Train a small decoder-only transformer on CPU and report step time, tokens/s, MFU and loss.
+///
+/// Pure Rust (candle, f32, AdamW) on seeded synthetic tokens: real forward/backward/optimizer
+/// work whose FLOPs per step are known exactly. MFU is against this machine's measured f32 GEMM
+/// peak (or --peak-flops). Every step is also written as a metric-protocol line to --metrics, or
+/// to $YARDSTICK_METRICS when yardstick runs it as a workload.
+#[derive(Debug, clap::Args)]
+pub struct TrainArgs {
+    /// Model size: tiny (H 64, L 2) or small (H 256, L 4).
+    #[arg(long, default_value = "tiny")]
+    pub preset: String,
+    /// Training steps.
+    #[arg(long, default_value_t = 100)]
+    pub steps: usize,
+    /// Sequences per step (default: the preset's, 8).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Sequence length (default: the preset's).
+    #[arg(long)]
+    pub seq_len: Option<usize>,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Seed of the weights and the synthetic data.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// AdamW learning rate.
+    #[arg(long, default_value_t = 3e-3)]
+    pub lr: f64,
+    /// Steps dropped as warm-up (default: MSER-5 finds the steady state).
+    #[arg(long, value_name = "N")]
+    pub warmup_steps: Option<u64>,
+    /// Peak FLOP/s for MFU (default: measured with an f32 GEMM before training).
+    #[arg(long, value_name = "FLOPS")]
+    pub peak_flops: Option<f64>,
+    /// Append metric-protocol JSON lines here (default: $YARDSTICK_METRICS when set).
+    #[arg(long, value_name = "FILE", env = "YARDSTICK_METRICS")]
+    pub metrics: Option<PathBuf>,
+}
+
+#[cfg(not(feature = "train"))]
+/// Without the `train` feature there is no trainer to run.
+pub fn run(_args: TrainArgs, _g: &crate::cli::GlobalOpts) -> anyhow::Result<crate::exit::Status> {
+    Err(crate::exit::invalid(
+        "this yardstick was built without the reference trainer",
+        Some("rebuild with `cargo build --features train` (it is on by default)"),
+    ))
+}
+
+#[cfg(feature = "train")]
+pub use imp::run;
+
+#[cfg(feature = "train")]
+mod imp {
+    use std::io::{IsTerminal, Write};
+
+    use serde_json::json;
+    use yardstick_exec::command::fmt_s;
+    use yardstick_exec::protocol::ParsedMetrics;
+    use yardstick_exec::training::{TrainingConfig, TrainingReport, WarmupPolicy};
+    use yardstick_workloads::train::{self, Preset, TrainConfig, TrainError, TrainRun};
+
+    use super::TrainArgs;
+    use crate::cli::{GlobalOpts, verbosity};
+    use crate::exit::{self, Status};
+    use crate::output::{self, style};
+
+    fn to_exit(e: TrainError) -> anyhow::Error {
+        match e {
+            TrainError::Invalid { message, hint } => exit::invalid(message, Some(&hint)),
+            other => anyhow::Error::new(other),
+        }
+    }
+
+    /// Runs `bench train`.
+    pub fn run(args: TrainArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+        let preset = Preset::parse(&args.preset).map_err(to_exit)?;
+        if let Some(p) = args.peak_flops
+            && !(p.is_finite() && p > 0.0)
+        {
+            return Err(exit::invalid(
+                format!("--peak-flops must be positive, got {p}"),
+                Some("e.g. --peak-flops 1.2e11"),
+            ));
+        }
+        let cfg = TrainConfig {
+            preset,
+            steps: args.steps,
+            batch: args.batch,
+            seq_len: args.seq_len,
+            threads: args.threads,
+            seed: args.seed,
+            learning_rate: args.lr,
+            metrics_file: args.metrics.clone(),
+        };
+        cfg.validate().map_err(to_exit)?;
+        let quiet = g.json || verbosity() < 0;
+        let (peak, peak_source) = match args.peak_flops {
+            Some(p) => (p, json!({"source": "given"})),
+            None => {
+                if !quiet {
+                    output::info("measuring the f32 GEMM peak (1024³, best of 5)...");
+                }
+                let gp = train::measure_gemm_peak(1024, 5, args.threads).map_err(to_exit)?;
+                (gp.flops, json!({"source": "measured", "gemm": gp}))
+            }
+        };
+        let tty = std::io::stderr().is_terminal() && !quiet;
+        let steps = args.steps;
+        let mut progress = |r: &yardstick_exec::MetricRecord| {
+            if tty {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(
+                    err,
+                    "\r\x1b[2K  step {}/{steps}  loss {:.4}  {}",
+                    r.step.unwrap_or(0) + 1,
+                    r.loss.unwrap_or(f64::NAN),
+                    fmt_s(r.step_time_s.unwrap_or(0.0))
+                );
+                let _ = err.flush();
+            }
+        };
+        let run = train::train(&cfg, &mut progress).map_err(to_exit)?;
+        if tty {
+            eprint!("\r\x1b[2K");
+        }
+        let parsed = ParsedMetrics {
+            records: run.records.clone(),
+            ..ParsedMetrics::default()
+        };
+        let tcfg = TrainingConfig {
+            warmup: args
+                .warmup_steps
+                .map_or(WarmupPolicy::Mser5, WarmupPolicy::Steps),
+            peak_flops_per_device: Some(peak),
+            devices: Some(1),
+            ..TrainingConfig::default()
+        };
+        let report = yardstick_exec::analyze_training(&parsed, &tcfg)
+            .map_err(|e| anyhow::anyhow!("analysing the trainer's steps: {e}"))?;
+        if g.json {
+            let mut v = serde_json::to_value(&report)?;
+            if let Some(m) = v.as_object_mut() {
+                m.insert("preset".into(), json!(preset));
+                m.insert("model".into(), serde_json::to_value(&run)?);
+                m.insert("peak".into(), json!({"flops": peak, "detail": peak_source}));
+                if let Some(p) = &args.metrics {
+                    m.insert("metrics_file".into(), json!(p));
+                }
+            }
+            output::json(&v)?;
+        } else {
+            print_human(&run, &report, peak, &peak_source);
+        }
+        let rising = report
+            .loss
+            .as_ref()
+            .is_some_and(|l| l.rising || l.non_finite_steps > 0);
+        Ok(if rising { Status::Failure } else { Status::Ok })
+    }
+
+    fn print_human(run: &TrainRun, r: &TrainingReport, peak: f64, source: &serde_json::Value) {
+        let mut out = anstream::stdout().lock();
+        let (b, x, d, w) = (style::BOLD, style::RESET, style::DIM, style::WARN);
+        let s = &run.shape;
+        let _ = writeln!(
+            out,
+            "{b}Reference trainer{x}: V {} H {} L {} heads {} S {} batch {} — {:.2}M params \
+             ({:.2}M in matmuls), {:.3} GFLOP/step, {} thread(s)",
+            s.vocab,
+            s.hidden,
+            s.layers,
+            s.heads,
+            s.seq_len,
+            run.batch,
+            run.total_params as f64 / 1e6,
+            run.matmul_params as f64 / 1e6,
+            run.flops_per_step / 1e9,
+            run.threads
+        );
+        let _ = writeln!(
+            out,
+            "  steps {} ({} measured after warm-up of {})",
+            r.steps, r.measured_steps, r.warmup.trimmed
+        );
+        let _ = writeln!(
+            out,
+            "  step time   p50 {}  p90 {}  mean {}",
+            fmt_s(r.step_time_s.p50),
+            fmt_s(r.step_time_s.p90),
+            fmt_s(r.step_time_s.mean)
+        );
+        if let Some(t) = &r.tokens_per_s {
+            let _ = writeln!(
+                out,
+                "  tokens/s    p50 {:.0}  p10 {:.0}  aggregate {:.0}",
+                t.p50, t.p10, t.aggregate
+            );
+        }
+        if let Some(m) = &r.mfu {
+            let src = source["source"].as_str().unwrap_or("given");
+            let _ = writeln!(
+                out,
+                "  MFU         p50 {:.1} %  p10 {:.1} %  {d}(peak {:.2} GFLOP/s, {src}){x}",
+                m.p50 * 100.0,
+                m.p10 * 100.0,
+                peak / 1e9
+            );
+        }
+        if let Some(l) = &r.loss {
+            let _ = writeln!(
+                out,
+                "  loss        {:.4} → {:.4}  slope {:+.3e}/step",
+                l.first, l.last, l.slope
+            );
+        }
+        if let Some(m) = r.peak_mem_bytes {
+            let _ = writeln!(out, "  peak RSS    {:.1} MiB", m / (1024.0 * 1024.0));
+        }
+        for warning in &r.warnings {
+            let _ = writeln!(out, "  {w}warning{x}: {warning}");
+        }
+    }
+}
