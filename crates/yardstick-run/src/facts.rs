@@ -191,6 +191,17 @@ pub fn headline(summary: &Value) -> String {
             summary["requests"]["failed"].as_u64().unwrap_or(0)
         );
     }
+    if summary.get("step_time_s").is_some() {
+        let f = |v: &Value, d: usize| v.as_f64().map_or("-".to_string(), |x| format!("{x:.d$}"));
+        return format!(
+            "step p50 {} s, {} tok/s p50, loss {} -> {}, wall {} s",
+            f(&summary["step_time_s"]["p50"], 4),
+            f(&summary["tokens_per_s"]["p50"], 0),
+            f(&summary["loss"]["first"], 3),
+            f(&summary["loss"]["last"], 3),
+            f(&summary["wall_s"]["value"], 2),
+        );
+    }
     let mut all = flatten(summary);
     // Headline values first (`value`), then whatever else there is.
     all.sort_by_key(|(_, s, _)| s != "value");

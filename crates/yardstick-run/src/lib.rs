@@ -9,6 +9,7 @@
 //! nothing is duplicated.
 #![deny(missing_docs)]
 
+pub mod e2e;
 pub mod facts;
 pub mod micro;
 pub mod plan;
@@ -95,6 +96,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// Where progress goes.
     pub on_event: Box<dyn FnMut(Event) + Send>,
+    /// This program, for running the built-in trainer as a child (`bench train`).
+    pub self_exe: PathBuf,
 }
 
 /// What a run produced.
@@ -281,6 +284,13 @@ pub fn execute(
     };
     let _ = yardstick_load::raise_nofile_limit();
 
+    let scratch = opts.store.join("tmp").join(&run_id);
+    let e2e_layers: Vec<yardstick_spec::E2eLayer> = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.layers.as_ref())
+        .and_then(|l| l.e2e.clone())
+        .unwrap_or_default();
     let mut interrupted = false;
     for (n, step) in plan.steps.iter().enumerate() {
         if opts.interrupt.load(Ordering::Relaxed) {
@@ -308,36 +318,79 @@ pub fn execute(
                     (None, None) => unreachable!("the simulator starts when a target needs it"),
                 };
                 serve::run_replicate(&rt, &point.work, &url, seed, opts.interrupt.clone())
-                    .map(|o| (o.summary, Some(o.samples)))
+                    .map(|o| (o.summary, Some(o.samples), Vec::new()))
             }
             PointWork::Micro { micro: kind, sizes } => {
                 micro::run_replicate(kind, sizes.as_ref(), &trials, seed)
-                    .map(|o| (o.summary, Some(o.samples)))
+                    .map(|o| (o.summary, Some(o.samples), Vec::new()))
             }
-            other => Err(RunError::Workload(format!(
-                "{} layers are not wired into `yardstick run` in this build",
-                match other {
-                    PointWork::Train { .. } => "e2e train",
-                    _ => "e2e command",
+            PointWork::Train {
+                layer,
+                preset,
+                steps,
+                ..
+            } => {
+                let mut argv = vec![
+                    opts.self_exe.display().to_string(),
+                    "bench".into(),
+                    "train".into(),
+                    "--preset".into(),
+                    preset.clone(),
+                ];
+                if let Some(n) = steps {
+                    argv.extend(["--steps".into(), n.to_string()]);
                 }
-            ))),
+                let entry = e2e_layers.get(*layer).cloned().unwrap_or_default();
+                e2e::run_replicate(
+                    argv,
+                    &entry,
+                    &trials,
+                    true,
+                    &scratch,
+                    &run_id,
+                    seed,
+                    opts.interrupt.clone(),
+                )
+                .map(|o| (o.summary, Some(o.samples), o.logs))
+            }
+            PointWork::Command { layer, argv, .. } => {
+                let entry = e2e_layers.get(*layer).cloned().unwrap_or_default();
+                e2e::run_replicate(
+                    argv.clone(),
+                    &entry,
+                    &trials,
+                    false,
+                    &scratch,
+                    &run_id,
+                    seed,
+                    opts.interrupt.clone(),
+                )
+                .map(|o| (o.summary, Some(o.samples), o.logs))
+            }
         };
         if opts.interrupt.load(Ordering::Relaxed) {
             // A replicate cut short by Ctrl-C is not a finished measurement: keep nothing of it.
             interrupted = true;
             break;
         }
-        let (summary, samples) = match outcome {
+        let (summary, samples, logs) = match outcome {
             Ok(x) => x,
-            Err(RunError::Workload(msg)) => {
-                (opts.on_event)(Event::Warning(format!(
-                    "{} r{}: {msg}",
-                    point.id, step.replicate
-                )));
-                (serde_json::json!({"error": msg}), None)
-            }
+            // A workload that cannot run is measured as a failed replicate, not a crash.
+            Err(RunError::Workload(msg)) => (serde_json::json!({"error": msg}), None, Vec::new()),
             Err(e) => return Err(e),
         };
+        if let Some(e) = summary.get("error").and_then(|e| e.as_str()) {
+            (opts.on_event)(Event::Warning(format!(
+                "{} r{}: {e}",
+                point.id, step.replicate
+            )));
+        }
+        for (name, bytes) in &logs {
+            let rel = format!("logs/{}/r{}/{name}", point.slug, step.replicate);
+            if !writer.has(&rel) {
+                writer.add(&rel, bytes, "log")?;
+            }
+        }
         let mut sample_artifact = None;
         if let Some(table) = samples {
             let bytes = table.to_parquet(&[
@@ -392,6 +445,8 @@ pub fn execute(
     if let Some(s) = sim {
         s.stop(&rt);
     }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let _ = std::fs::remove_dir(opts.store.join("tmp"));
 
     if interrupted {
         let m = writer.interrupt("interrupted before every replicate finished")?;

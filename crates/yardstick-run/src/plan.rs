@@ -57,6 +57,8 @@ pub enum PointWork {
     },
     /// The built-in reference trainer.
     Train {
+        /// Index of the e2e entry in the spec.
+        layer: usize,
         /// Preset.
         preset: String,
         /// Steps per replicate.
@@ -66,6 +68,8 @@ pub enum PointWork {
     },
     /// A command (training script or any program).
     Command {
+        /// Index of the e2e entry in the spec.
+        layer: usize,
         /// Argument vector with placeholders substituted.
         argv: Vec<String>,
         /// World size, when swept.
@@ -263,6 +267,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                     id,
                     layer: "e2e".into(),
                     work: PointWork::Train {
+                        layer: i,
                         preset,
                         steps: e.steps,
                         warmup_steps: warmup.steps.unwrap_or(0),
@@ -297,6 +302,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                         id,
                         layer: "e2e".into(),
                         work: PointWork::Command {
+                            layer: i,
                             argv,
                             world_size: ws,
                             timeout: e.timeout.map(|t| t.0),

@@ -109,6 +109,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             tool: tool_info(),
             interrupt: interrupt.clone(),
             seed: args.seed,
+            self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("yardstick")),
             on_event: Box::new(move |e| {
                 if !show {
                     return;

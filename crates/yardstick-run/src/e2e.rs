@@ -1,0 +1,149 @@
+//! The e2e executor: one replicate of a command point (a training script speaking the metric
+//! protocol, or any program) is one measured run through yardstick-exec — its own process
+//! group, rusage, timeout, logs — followed by the training analysis of its metric records.
+//! The built-in trainer runs the same way, as `yardstick bench train` in a child process, so
+//! it is measured exactly like a user's script.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use yardstick_exec::{CancelToken, ExecConfig};
+use yardstick_spec::{E2eLayer, Trials};
+use yardstick_store::samples::{Column, Table};
+
+use crate::RunError;
+
+/// The outcome of one e2e replicate.
+pub struct E2eOutcome {
+    /// Process figures and the training analysis; `error` when the run failed.
+    pub summary: serde_json::Value,
+    /// One row for the process run.
+    pub samples: Table,
+    /// Log files (name relative to the replicate's log directory, contents).
+    pub logs: Vec<(String, Vec<u8>)>,
+}
+
+/// Runs one replicate of `argv` with the layer's timeout, environment and analysis settings.
+pub fn run_replicate(
+    argv: Vec<String>,
+    layer: &E2eLayer,
+    trials: &Trials,
+    expect_metrics: bool,
+    scratch: &Path,
+    run_id: &str,
+    seed: u64,
+    interrupt: Arc<AtomicBool>,
+) -> Result<E2eOutcome, RunError> {
+    let log_dir = scratch.join("logs");
+    let _ = std::fs::remove_dir_all(&log_dir);
+    std::fs::create_dir_all(&log_dir).map_err(|e| RunError::Internal(e.to_string()))?;
+    let mut cfg = ExecConfig::new(argv, log_dir.clone());
+    cfg.runs = 1;
+    cfg.warmup = 0;
+    cfg.timeout = layer.timeout.map(|d| d.0);
+    cfg.env = layer.env.clone().unwrap_or_default().into_iter().collect();
+    cfg.run_id = run_id.to_string();
+    cfg.training = Some(yardstick_exec::spec::training_config_from_spec(
+        layer,
+        Some(trials),
+        None,
+    ));
+    cfg.expect_metrics = expect_metrics;
+    cfg.confidence_level = trials.confidence_level.unwrap_or(0.95);
+    cfg.seed = seed;
+    cfg.ignore_failure = true;
+    let cancel = CancelToken::new();
+    cfg.cancel = Some(cancel.clone());
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if interrupt.load(Ordering::Relaxed) {
+                    cancel.cancel();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let report = yardstick_exec::run_command_benchmark(&cfg);
+    done.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    let report = report.map_err(|e| RunError::Workload(e.to_string()))?;
+    let bench = report
+        .benchmarks
+        .first()
+        .ok_or_else(|| RunError::Workload("the command produced no result".into()))?;
+    let run = bench
+        .runs
+        .first()
+        .ok_or_else(|| RunError::Workload("the command did not run".into()))?;
+
+    let mut summary = serde_json::Map::new();
+    summary.insert("wall_s".into(), serde_json::json!({"value": run.wall_s}));
+    summary.insert("user_s".into(), serde_json::json!({"value": run.user_s}));
+    summary.insert("sys_s".into(), serde_json::json!({"value": run.sys_s}));
+    summary.insert(
+        "max_rss_bytes".into(),
+        serde_json::json!({"value": run.max_rss_bytes}),
+    );
+    summary.insert("exit_code".into(), run.exit_code.into());
+    if let Some(t) = &run.training
+        && let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(t)
+    {
+        for (k, v) in fields {
+            summary.entry(k).or_insert(v);
+        }
+    }
+    if !bench.warnings.is_empty() {
+        summary.insert("warnings".into(), bench.warnings.clone().into());
+    }
+    if !run.success() {
+        let why = if run.timed_out {
+            "timed out".to_string()
+        } else if let Some(s) = run.signal {
+            format!("killed by signal {s}")
+        } else {
+            format!("exited with status {}", run.exit_code.unwrap_or(-1))
+        };
+        summary.insert("error".into(), format!("the command {why}").into());
+    }
+
+    let mut logs = Vec::new();
+    let mut stack = vec![log_dir.clone()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).map_err(|e| RunError::Internal(e.to_string()))? {
+            let p = entry.map_err(|e| RunError::Internal(e.to_string()))?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                let rel = p
+                    .strip_prefix(&log_dir)
+                    .expect("inside")
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                logs.push((rel, bytes));
+            }
+        }
+    }
+    logs.sort();
+    let _ = std::fs::remove_dir_all(&log_dir);
+
+    let samples = Table::new()
+        .with("wall_s", Column::F64(vec![run.wall_s]))
+        .with("user_s", Column::F64(vec![run.user_s]))
+        .with("sys_s", Column::F64(vec![run.sys_s]))
+        .with("max_rss_bytes", Column::I64(vec![run.max_rss_bytes as i64]))
+        .with(
+            "exit_code",
+            Column::OptI64(vec![run.exit_code.map(i64::from)]),
+        );
+    Ok(E2eOutcome {
+        summary: summary.into(),
+        samples,
+        logs,
+    })
+}
