@@ -2,8 +2,8 @@
 //! applies.
 //!
 //! The kernel is the `gemm` crate (pure Rust, runtime dispatch to AVX2/FMA and AVX-512
-//! micro-kernels, rayon threads); on the development machine it beat `matrixmultiply` (see
-//! `docs/micro.md`). C = A·B on row-major N×N matrices of seeded uniform values in [-1, 1];
+//! micro-kernels, rayon threads; the same kernels candle uses). Its name is reported with every
+//! figure; `docs/micro.md` has an A/B against `matrixmultiply`. C = A·B on row-major N×N matrices of seeded uniform values in [-1, 1];
 //! FLOPs are counted as 2·N³. A sample is at least ~20 ms of back-to-back products (small sizes
 //! repeat), and every replicate's result is checked against an `f64` dot product at 16 random
 //! positions, so a wrong kernel cannot report a figure.

@@ -1,1 +1,0 @@
-//! Parsers of the standard tools' output (nccl-tests, fio JSON, STREAM): work in progress.
