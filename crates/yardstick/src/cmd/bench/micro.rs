@@ -126,7 +126,7 @@ fn parse_size(flag: &str, s: &str) -> anyhow::Result<u64> {
     };
     let v: f64 = num.parse().unwrap_or(f64::NAN);
     let bytes = v * mult as f64;
-    if mult == 0 || !bytes.is_finite() || bytes < 1.0 || bytes > 1e15 {
+    if mult == 0 || !(1.0..=1e15).contains(&bytes) {
         return Err(exit::invalid(
             format!("--{flag}: `{s}` is not a size"),
             Some("write e.g. 4096, 64KiB, 128MiB, 1GiB"),
