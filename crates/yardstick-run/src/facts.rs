@@ -12,14 +12,18 @@ use crate::plan::Plan;
 
 /// The unit of a metric, from its name.
 pub fn unit_of(metric: &str) -> &'static str {
-    if metric.ends_with("_ms") {
+    if metric.starts_with("tokens_per_s") || metric.ends_with("token_throughput") {
+        "tok/s"
+    } else if metric.starts_with("samples_per_s") {
+        "samples/s"
+    } else if metric.ends_with("_bytes") {
+        "bytes"
+    } else if metric.ends_with("_ms") {
         "ms"
     } else if metric.ends_with("_s") {
         "s"
     } else if metric == "request_throughput" || metric == "goodput" {
         "req/s"
-    } else if metric.ends_with("token_throughput") || metric.starts_with("tokens_per_s") {
-        "tok/s"
     } else if metric == "requests" {
         "count"
     } else {
@@ -254,6 +258,9 @@ mod tests {
                 .any(|f| f.metric == "ttft_ms" && f.statistic == "p50" && f.value == 55.0)
         );
         assert!(!facts.iter().any(|f| f.metric == "load"));
+        assert_eq!(unit_of("tokens_per_s"), "tok/s");
+        assert_eq!(unit_of("step_time_s"), "s");
+        assert_eq!(unit_of("max_rss_bytes"), "bytes");
         let one = replicate_facts("r", "p", 2, &reps[0], Some("samples/p/r2.parquet"));
         assert!(one.iter().all(|f| f.replicate == Some(2) && f.n == 10));
     }

@@ -291,6 +291,14 @@ pub fn execute(
         .and_then(|s| s.layers.as_ref())
         .and_then(|l| l.e2e.clone())
         .unwrap_or_default();
+    // Telemetry throughout (CPU, memory, GPUs when NVML loads), 1 Hz.
+    let sampler = match yardstick_env::telemetry::Sampler::start(Default::default()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            (opts.on_event)(Event::Warning(format!("telemetry is off: {e}")));
+            None
+        }
+    };
     let mut interrupted = false;
     for (n, step) in plan.steps.iter().enumerate() {
         if opts.interrupt.load(Ordering::Relaxed) {
@@ -445,6 +453,29 @@ pub fn execute(
     if let Some(s) = sim {
         s.stop(&rt);
     }
+    let mut telemetry_summary = serde_json::Value::Null;
+    if let Some(sampler) = sampler {
+        match sampler.stop() {
+            Ok(t) if !t.rows.is_empty() => {
+                std::fs::create_dir_all(&scratch).map_err(StoreError::from)?;
+                let tmp = scratch.join("telemetry.parquet");
+                match yardstick_env::telemetry::write_parquet(&tmp, &t.rows) {
+                    Ok(()) => {
+                        let bytes = std::fs::read(&tmp).map_err(StoreError::from)?;
+                        writer.add(
+                            &format!("telemetry/{}.parquet", t.started_ms),
+                            &bytes,
+                            "telemetry",
+                        )?;
+                    }
+                    Err(e) => (opts.on_event)(Event::Warning(format!("telemetry not stored: {e}"))),
+                }
+                telemetry_summary = serde_json::to_value(&t.summary).unwrap_or_default();
+            }
+            Ok(_) => {}
+            Err(e) => (opts.on_event)(Event::Warning(format!("telemetry lost: {e}"))),
+        }
+    }
     let _ = std::fs::remove_dir_all(&scratch);
     let _ = std::fs::remove_dir(opts.store.join("tmp"));
 
@@ -481,7 +512,8 @@ pub fn execute(
     }
     let aggregate = facts::aggregate(&run_id, &per_point, level);
     wh.upsert_facts(&aggregate)?;
-    let summary = facts::summary_json(&plan, &aggregate, level);
+    let mut summary = facts::summary_json(&plan, &aggregate, level);
+    summary["telemetry"] = telemetry_summary;
     writer.add(
         "summary.json",
         &serde_json::to_vec_pretty(&summary).expect("JSON"),
