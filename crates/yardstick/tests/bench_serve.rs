@@ -160,6 +160,19 @@ fn recovers_the_simulated_model_and_agrees_with_its_log() {
     let recs = lines(&out.join("requests.jsonl"));
     assert_eq!(recs.len(), 44);
     assert_eq!(recs.iter().filter(|r| r["warmup"] == true).count(), 4);
+    // The Parquet records are the same requests: one row each, gaps as a list column.
+    let rows =
+        yardstick_store::samples::read_rows(std::fs::read(out.join("requests.parquet")).unwrap())
+            .unwrap();
+    assert_eq!(rows.len(), 44);
+    for (row, rec) in rows.iter().zip(&recs) {
+        assert_eq!(row["request_id"], rec["request_id"]);
+        assert_eq!(row["warmup"], rec["warmup"]);
+        if rec["warmup"] == false {
+            assert_eq!(row["itl_ms"].as_array().unwrap().len(), 9);
+            assert!((f(&row["ttft_ms"]) - f(&rec["ttft_ms"])).abs() < 1e-6);
+        }
+    }
     let mut errs = Vec::new();
     for r in recs.iter().filter(|r| r["warmup"] == false) {
         let s = &server[r["request_id"].as_str().unwrap()];

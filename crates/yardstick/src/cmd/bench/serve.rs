@@ -82,7 +82,7 @@ pub struct ServeArgs {
     /// SLO on end-to-end latency, ms (for goodput).
     #[arg(long)]
     pub slo_e2e_ms: Option<f64>,
-    /// Write raw per-request records (requests.jsonl) and summary.json to DIR.
+    /// Write raw per-request records (requests.parquet and requests.jsonl) and summary.json to DIR.
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,
     /// Ask for complete responses instead of SSE streams.
@@ -359,6 +359,33 @@ fn write_output(
         }
     }
     w.flush()?;
+    // The same records as Parquet (one row per request, inter-token gaps as a list column),
+    // the format `yardstick run` stores.
+    let all: Vec<yardstick_load::RequestRecord> = results
+        .iter()
+        .flat_map(|r| r.records.iter().cloned())
+        .collect();
+    let mut points = Vec::new();
+    let mut scenarios = Vec::new();
+    let mut modes = Vec::new();
+    let mut values = Vec::new();
+    for (k, r) in results.iter().enumerate() {
+        for _ in &r.records {
+            points.push(k as i64);
+            scenarios.push(r.summary.scenario.clone());
+            modes.push(r.summary.load.mode.to_string());
+            values.push(r.summary.load.value);
+        }
+    }
+    use yardstick_store::samples::Column;
+    let table = yardstick_run::serve::records_table(&all)
+        .with("point", Column::I64(points))
+        .with("scenario", Column::Str(scenarios))
+        .with("load_mode", Column::Str(modes))
+        .with("load_value", Column::F64(values));
+    let path = dir.join("requests.parquet");
+    let bytes = table.to_parquet(&[("yardstick.kind", "serve")])?;
+    fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
     let path = dir.join("summary.json");
     let mut s = serde_json::to_string_pretty(doc)?;
     s.push('\n');
