@@ -330,7 +330,7 @@ fn remove_empty_parents(run_dir: &Path, file: &Path) {
 pub fn format_age(d: Duration) -> String {
     let s = d.as_secs();
     for (unit, secs) in [("w", 7 * 86_400), ("d", 86_400), ("h", 3600), ("m", 60)] {
-        if s > 0 && s % secs == 0 {
+        if s > 0 && s.is_multiple_of(secs) {
             return format!("{}{unit}", s / secs);
         }
     }

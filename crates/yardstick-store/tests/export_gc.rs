@@ -23,12 +23,7 @@ fn files_under(root: &Path) -> Vec<String> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                out.push(
-                    p.strip_prefix(root)
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned(),
-                );
+                out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
             }
         }
     }
@@ -140,7 +135,8 @@ fn sealed_run(runs: &Path, key: &ed25519_dalek::SigningKey) -> std::path::PathBu
         .unwrap();
     w.add("samples/p0-r1.parquet", &[8u8; 3000], "samples")
         .unwrap();
-    w.add("telemetry.parquet", &[9u8; 500], "telemetry").unwrap();
+    w.add("telemetry.parquet", &[9u8; 500], "telemetry")
+        .unwrap();
     w.add("logs/server.log", b"started\n", "log").unwrap();
     w.add("summary.json", b"{}", "summary").unwrap();
     let dir = w.dir().to_path_buf();
@@ -191,7 +187,11 @@ fn gc_drops_raw_artifacts_of_old_runs_and_verify_tells_dropped_from_missing() {
     assert_eq!(r.runs_checked, 2);
     assert_eq!(r.pruned.len(), 1);
     assert_eq!(r.policy, "keep-raw 30d");
-    let dropped: Vec<&str> = r.pruned[0].dropped.iter().map(|d| d.path.as_str()).collect();
+    let dropped: Vec<&str> = r.pruned[0]
+        .dropped
+        .iter()
+        .map(|d| d.path.as_str())
+        .collect();
     assert_eq!(
         dropped,
         [
@@ -202,7 +202,11 @@ fn gc_drops_raw_artifacts_of_old_runs_and_verify_tells_dropped_from_missing() {
         ]
     );
     assert_eq!(r.skipped.len(), 1);
-    assert!(r.skipped[0].reason.contains("incomplete"), "{:?}", r.skipped);
+    assert!(
+        r.skipped[0].reason.contains("incomplete"),
+        "{:?}",
+        r.skipped
+    );
     assert!(incomplete.join("samples/a.parquet").exists());
     // Kept: spec, env, summary, manifest, attestation. Gone: raw files and their empty dirs.
     assert_eq!(

@@ -272,6 +272,39 @@ fn sqlite_refuses_orphans_nan_and_bad_times() {
 }
 
 #[test]
+fn sqlite_trend_queries_use_the_fact_key_not_a_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = sqlite(&dir);
+    write(
+        &mut w,
+        &fixture("01T", "serve", Some("cpu"), "2026-05-20T10:00:00Z"),
+    );
+    let plan = w
+        .query(
+            "EXPLAIN QUERY PLAN SELECT substr(r.started_at, 1, 10) AS day, AVG(f.value) \
+             FROM runs r JOIN facts f ON f.run_id = r.run_id WHERE r.name = 'serve' \
+             AND f.metric = 'ttft_ms' AND f.statistic = 'p50' AND f.replicate = -1 \
+             GROUP BY day ORDER BY day",
+        )
+        .unwrap();
+    let detail: Vec<String> = plan
+        .rows
+        .iter()
+        .map(|r| r.last().unwrap().as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        detail
+            .iter()
+            .any(|d| d.starts_with("SEARCH f USING PRIMARY KEY (run_id=? AND metric=?")),
+        "{detail:?}"
+    );
+    assert!(
+        detail.iter().all(|d| !d.starts_with("SCAN f")),
+        "{detail:?}"
+    );
+}
+
+#[test]
 fn sqlite_readers_do_not_block_a_writer_in_another_handle() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("yardstick.db");

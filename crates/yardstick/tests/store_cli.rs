@@ -125,7 +125,15 @@ fn runs_list_filters_and_prints_tables_and_json() {
 
     let recent = json_ok(&run(
         &store,
-        &["runs", "list", "--profile", "cpu-a", "--since", "7d", "--json"],
+        &[
+            "runs",
+            "list",
+            "--profile",
+            "cpu-a",
+            "--since",
+            "7d",
+            "--json",
+        ],
     ));
     assert_eq!(recent["runs"].as_array().unwrap().len(), 1);
     assert_eq!(recent["runs"][0]["run_id"], "01JBBBBBBBBBBBBBBBBBBBBBBB");
@@ -141,7 +149,10 @@ fn runs_list_filters_and_prints_tables_and_json() {
     let text = stdout(&table);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
-    assert!(lines[0].starts_with("RUN") && lines[0].contains("PROFILE"), "{text}");
+    assert!(
+        lines[0].starts_with("RUN") && lines[0].contains("PROFILE"),
+        "{text}"
+    );
     assert!(lines[1].starts_with("01JBBBBBBBBBBBBBBBBBBBBBBB  serve  complete  cpu-a"));
 
     let bad = run(&store, &["runs", "list", "--since", "last tuesday"]);
@@ -151,7 +162,11 @@ fn runs_list_filters_and_prints_tables_and_json() {
     let none = dir.path().join("no-store");
     let missing = run(&none, &["runs", "list"]);
     assert_eq!(missing.status.code(), Some(2));
-    assert!(stderr(&missing).contains("no warehouse"), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("no warehouse"),
+        "{}",
+        stderr(&missing)
+    );
     assert!(stderr(&missing).contains("hint:"));
     assert!(!none.exists(), "reading commands never create a store");
 }
@@ -169,7 +184,11 @@ fn runs_show_prints_a_run_by_id_or_prefix() {
     assert_eq!(shown["points"][0]["params"]["concurrency"], 8);
     assert_eq!(shown["replicates"].as_array().unwrap().len(), 1);
     assert_eq!(shown["facts"].as_array().unwrap().len(), 2);
-    assert_eq!(shown["facts"][0]["replicate"], Value::Null, "aggregate first");
+    assert_eq!(
+        shown["facts"][0]["replicate"],
+        Value::Null,
+        "aggregate first"
+    );
     assert_eq!(shown["facts"][0]["value"], 51.5);
 
     let text = run(&store, &["runs", "show", "01jc"]);
@@ -178,7 +197,10 @@ fn runs_show_prints_a_run_by_id_or_prefix() {
     assert!(out.contains("01JCCCCCCCCCCCCCCCCCCCCCCC"), "{out}");
     assert!(out.contains("1 points, 1/1 replicates complete"), "{out}");
     let fact_line = out.lines().find(|l| l.contains("ttft_ms")).unwrap();
-    assert!(fact_line.contains("all") && fact_line.contains("52.5"), "{out}");
+    assert!(
+        fact_line.contains("all") && fact_line.contains("52.5"),
+        "{out}"
+    );
     assert!(fact_line.contains("[51.5, 53.5]"), "{out}");
     assert!(stderr(&text).contains("1 per-replicate facts not shown"));
 
@@ -219,7 +241,10 @@ fn query_is_read_only_and_prints_rows() {
         let o = run(&store, &["query", bad]);
         assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
     }
-    let count = json_ok(&run(&store, &["query", "SELECT COUNT(*) FROM facts", "--json"]));
+    let count = json_ok(&run(
+        &store,
+        &["query", "SELECT COUNT(*) FROM facts", "--json"],
+    ));
     assert_eq!(count["rows"][0][0], 6, "nothing was deleted");
 }
 
@@ -265,7 +290,8 @@ fn gc_drops_raw_files_of_old_runs_and_refuses_urls_and_bad_ages() {
         git_commit: None,
     };
     let mut w = RunWriter::create(&store.join("runs"), "serve", "spec", tool).unwrap();
-    w.add("samples/r0.parquet", &[1u8; 1000], "samples").unwrap();
+    w.add("samples/r0.parquet", &[1u8; 1000], "samples")
+        .unwrap();
     w.add("logs/server.log", b"log\n", "log").unwrap();
     w.add("summary.json", b"{}", "summary").unwrap();
     let run_dir = w.dir().to_path_buf();
@@ -274,21 +300,34 @@ fn gc_drops_raw_files_of_old_runs_and_refuses_urls_and_bad_ages() {
 
     let kept = json_ok(&run(&store, &["gc", "--keep-raw", "30d", "--json"]));
     assert_eq!(kept["pruned"], json!([]));
-    let dry = json_ok(&run(&store, &["gc", "--keep-raw", "0s", "--dry-run", "--json"]));
+    let dry = json_ok(&run(
+        &store,
+        &["gc", "--keep-raw", "0s", "--dry-run", "--json"],
+    ));
     assert_eq!(dry["bytes_freed"], 1004);
     assert!(run_dir.join("samples/r0.parquet").exists());
 
     let human = run(&store, &["gc", "--keep-raw", "0s"]);
     assert!(human.status.success(), "{}", stderr(&human));
     assert!(stdout(&human).contains("RUN"), "{}", stdout(&human));
-    assert!(stderr(&human).contains("1004 bytes freed"), "{}", stderr(&human));
+    assert!(
+        stderr(&human).contains("1004 bytes freed"),
+        "{}",
+        stderr(&human)
+    );
     assert!(!run_dir.join("samples").exists());
     assert!(run_dir.join("summary.json").exists());
     assert!(run_dir.join("gc.json").exists());
 
     let url = run(
         &store,
-        &["gc", "--keep-raw", "30d", "--store", "postgresql://u@127.0.0.1:1/db"],
+        &[
+            "gc",
+            "--keep-raw",
+            "30d",
+            "--store",
+            "postgresql://u@127.0.0.1:1/db",
+        ],
     );
     assert_eq!(url.status.code(), Some(2));
     assert!(stderr(&url).contains("store directory"));

@@ -21,7 +21,7 @@ use super::{
 use crate::StoreError;
 
 /// Arbitrary key of the advisory lock that serialises concurrent migrators.
-const MIGRATION_LOCK: i64 = 0x7961_7264_7374_6b;
+const MIGRATION_LOCK: i64 = 0x0079_6172_6473_746b;
 /// Rows per `INSERT … SELECT FROM unnest(…)` batch.
 const FACT_BATCH: usize = 10_000;
 

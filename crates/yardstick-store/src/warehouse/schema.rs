@@ -1,8 +1,9 @@
 //! Versioned schema migrations, shared by both backends.
 //!
 //! Each migration is one SQL script written once with two placeholders for the types the dialects
-//! spell differently: `{double}` (SQLite `REAL`, PostgreSQL `DOUBLE PRECISION`, both 8-byte IEEE)
-//! and `{json}` (SQLite `TEXT` read with `json_extract`, PostgreSQL `JSONB`). Applied versions are
+//! spell differently: `{double}` (SQLite `REAL`, PostgreSQL `DOUBLE PRECISION`, both 8-byte IEEE),
+//! `{json}` (SQLite `TEXT` read with `json_extract`, PostgreSQL `JSONB`) and `{without_rowid}`
+//! (SQLite keeps the table in its primary-key b-tree; nothing in PostgreSQL). Applied versions are
 //! rows of `schema_migrations`; opening a database applies the missing ones in order, each in its
 //! own transaction, so a database at any older version migrates forward and an up-to-date one is
 //! left alone. Migrations are append-only: never edit one that has shipped.
@@ -30,11 +31,14 @@ pub enum Dialect {
 impl Dialect {
     /// The script of `m` in this dialect.
     pub fn render(self, m: &Migration) -> String {
-        let (double, json) = match self {
-            Dialect::Sqlite => ("REAL", "TEXT"),
-            Dialect::Postgres => ("DOUBLE PRECISION", "JSONB"),
+        let (double, json, without_rowid) = match self {
+            Dialect::Sqlite => ("REAL", "TEXT", "WITHOUT ROWID"),
+            Dialect::Postgres => ("DOUBLE PRECISION", "JSONB", ""),
         };
-        m.sql.replace("{double}", double).replace("{json}", json)
+        m.sql
+            .replace("{double}", double)
+            .replace("{json}", json)
+            .replace("{without_rowid}", without_rowid)
     }
 }
 
@@ -90,6 +94,8 @@ CREATE TABLE replicates (
     FOREIGN KEY (run_id, point_id) REFERENCES points (run_id, point_id) ON DELETE CASCADE
 );
 
+-- The key leads with run, metric and statistic: trend queries join runs (by name or profile) to
+-- facts of one metric and statistic, and `facts(run)` reads a run's prefix.
 CREATE TABLE facts (
     run_id TEXT NOT NULL,
     point_id TEXT NOT NULL,
@@ -103,9 +109,9 @@ CREATE TABLE facts (
     n BIGINT NOT NULL,
     artifact TEXT,
     row_group INTEGER,
-    PRIMARY KEY (run_id, point_id, replicate, metric, statistic),
+    PRIMARY KEY (run_id, metric, statistic, replicate, point_id),
     FOREIGN KEY (run_id, point_id) REFERENCES points (run_id, point_id) ON DELETE CASCADE
-);
+) {without_rowid};
 
 CREATE TABLE baselines (
     machine_profile TEXT NOT NULL,
@@ -119,7 +125,7 @@ CREATE TABLE baselines (
     },
     Migration {
         version: 2,
-        name: "dimensions machine_profiles and workloads; facts by metric",
+        name: "dimensions machine_profiles and workloads",
         sql: "
 CREATE TABLE machine_profiles (
     machine_profile TEXT PRIMARY KEY,
@@ -139,8 +145,6 @@ CREATE TABLE workloads (
 INSERT INTO workloads (spec_sha256, name, first_seen_at, last_seen_at)
     SELECT spec_sha256, MIN(name), MIN(started_at), MAX(started_at) FROM runs
     GROUP BY spec_sha256;
-
-CREATE INDEX facts_by_metric ON facts (metric, statistic, run_id);
 ",
     },
 ];

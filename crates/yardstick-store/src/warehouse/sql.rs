@@ -79,7 +79,7 @@ ON CONFLICT (run_id, point_id, replicate) DO UPDATE SET
 /// The fact upsert's conflict clause (SQLite binds one row per execution; PostgreSQL a batch
 /// through `unnest`).
 pub(crate) const FACT_CONFLICT: &str = "
-ON CONFLICT (run_id, point_id, replicate, metric, statistic) DO UPDATE SET
+ON CONFLICT (run_id, metric, statistic, replicate, point_id) DO UPDATE SET
     value = excluded.value, ci_lo = excluded.ci_lo, ci_hi = excluded.ci_hi,
     unit = excluded.unit, n = excluded.n, artifact = excluded.artifact,
     row_group = excluded.row_group";

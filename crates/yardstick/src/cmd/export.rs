@@ -51,7 +51,9 @@ pub fn run(args: ExportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         report.facts,
         report.runs,
         report.files.len(),
-        args.parquet.join(yardstick_store::export::FACTS_DIR).display()
+        args.parquet
+            .join(yardstick_store::export::FACTS_DIR)
+            .display()
     ));
     Ok(Status::Ok)
 }

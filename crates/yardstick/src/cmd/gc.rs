@@ -81,4 +81,3 @@ pub fn run(args: GcArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     ));
     Ok(Status::Ok)
 }
-

@@ -9,10 +9,12 @@ use crate::output;
 /// refuses writes (SQLite opened read-only with `PRAGMA query_only`; PostgreSQL in
 /// `BEGIN READ ONLY`). Tables and example queries: docs/warehouse.md.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  yardstick query \"SELECT run_id, name, status FROM runs ORDER BY started_at DESC LIMIT 5\"\n  \
+#[command(
+    after_help = "Examples:\n  yardstick query \"SELECT run_id, name, status FROM runs ORDER BY started_at DESC LIMIT 5\"\n  \
 yardstick query --json \"SELECT substr(r.started_at, 1, 10) AS day, AVG(f.value) AS p50_ttft_ms \
 FROM facts f JOIN runs r USING (run_id) WHERE r.name = 'llama-serve' AND f.metric = 'ttft_ms' \
-AND f.statistic = 'p50' AND f.replicate = -1 GROUP BY day ORDER BY day\"")]
+AND f.statistic = 'p50' AND f.replicate = -1 GROUP BY day ORDER BY day\""
+)]
 pub struct QueryArgs {
     /// One SQL statement that returns rows (SELECT, WITH, VALUES, EXPLAIN); `-` reads stdin.
     #[arg(value_name = "SQL")]

@@ -50,8 +50,10 @@ pub fn store_error(e: StoreError) -> anyhow::Error {
 
 /// List and inspect stored runs.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  yardstick runs list --since 7d --profile cpu-EPYC-7B13x2c_linux6.1\n  \
-yardstick runs show 01JD7X… --json")]
+#[command(
+    after_help = "Examples:\n  yardstick runs list --since 7d --profile cpu-EPYC-7B13x2c_linux6.1\n  \
+yardstick runs show 01JD7X… --json"
+)]
 pub struct RunsArgs {
     #[command(subcommand)]
     pub command: RunsCommand,
@@ -144,7 +146,10 @@ fn list(args: ListArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             ]
         })
         .collect();
-    print_table(&["RUN", "NAME", "STATUS", "PROFILE", "STARTED (UTC)"], &rows)?;
+    print_table(
+        &["RUN", "NAME", "STATUS", "PROFILE", "STARTED (UTC)"],
+        &rows,
+    )?;
     Ok(Status::Ok)
 }
 
