@@ -25,17 +25,38 @@ pub struct E2eOutcome {
     pub logs: Vec<(String, Vec<u8>)>,
 }
 
-/// Runs one replicate of `argv` with the layer's timeout, environment and analysis settings.
-pub fn run_replicate(
-    argv: Vec<String>,
-    layer: &E2eLayer,
-    trials: &Trials,
-    expect_metrics: bool,
-    scratch: &Path,
-    run_id: &str,
-    seed: u64,
-    interrupt: Arc<AtomicBool>,
-) -> Result<E2eOutcome, RunError> {
+/// One e2e replicate to run.
+pub struct E2eRequest<'a> {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// The spec's e2e entry (timeout, env, model shape, cost).
+    pub layer: &'a E2eLayer,
+    /// The trial policy (warm-up steps, confidence).
+    pub trials: &'a Trials,
+    /// Warn when the workload writes no metric records.
+    pub expect_metrics: bool,
+    /// A scratch directory for logs while the command runs.
+    pub scratch: &'a Path,
+    /// Exported as `YARDSTICK_RUN_ID`.
+    pub run_id: &'a str,
+    /// Seed.
+    pub seed: u64,
+    /// Set on Ctrl-C: the child's process group is terminated.
+    pub interrupt: Arc<AtomicBool>,
+}
+
+/// Runs one replicate with the layer's timeout, environment and analysis settings.
+pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
+    let E2eRequest {
+        argv,
+        layer,
+        trials,
+        expect_metrics,
+        scratch,
+        run_id,
+        seed,
+        interrupt,
+    } = req;
     let log_dir = scratch.join("logs");
     let _ = std::fs::remove_dir_all(&log_dir);
     std::fs::create_dir_all(&log_dir).map_err(|e| RunError::Internal(e.to_string()))?;

@@ -349,30 +349,30 @@ pub fn execute(
                     argv.extend(["--steps".into(), n.to_string()]);
                 }
                 let entry = e2e_layers.get(*layer).cloned().unwrap_or_default();
-                e2e::run_replicate(
+                e2e::run_replicate(e2e::E2eRequest {
                     argv,
-                    &entry,
-                    &trials,
-                    true,
-                    &scratch,
-                    &run_id,
+                    layer: &entry,
+                    trials: &trials,
+                    expect_metrics: true,
+                    scratch: &scratch,
+                    run_id: &run_id,
                     seed,
-                    opts.interrupt.clone(),
-                )
+                    interrupt: opts.interrupt.clone(),
+                })
                 .map(|o| (o.summary, Some(o.samples), o.logs))
             }
             PointWork::Command { layer, argv, .. } => {
                 let entry = e2e_layers.get(*layer).cloned().unwrap_or_default();
-                e2e::run_replicate(
-                    argv.clone(),
-                    &entry,
-                    &trials,
-                    false,
-                    &scratch,
-                    &run_id,
+                e2e::run_replicate(e2e::E2eRequest {
+                    argv: argv.clone(),
+                    layer: &entry,
+                    trials: &trials,
+                    expect_metrics: false,
+                    scratch: &scratch,
+                    run_id: &run_id,
                     seed,
-                    opts.interrupt.clone(),
-                )
+                    interrupt: opts.interrupt.clone(),
+                })
                 .map(|o| (o.summary, Some(o.samples), o.logs))
             }
         };

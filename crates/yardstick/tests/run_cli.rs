@@ -322,3 +322,46 @@ fn a_killed_run_is_incomplete_and_resume_completes_it_without_duplicates() {
     );
     assert_eq!(wh.run(&run_id).unwrap().unwrap().status, "complete");
 }
+
+#[test]
+fn retention_drops_raw_samples_and_the_run_still_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(&spec, serve_spec("", 6)).unwrap();
+    let store = dir.path().join("store");
+    let (o, v) = run_json(&spec, &store, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run_id = v["run_id"].as_str().unwrap().to_string();
+    let run_dir = store.join("runs").join(&run_id);
+    assert_eq!(files_under(&run_dir.join("samples"), "parquet").len(), 6);
+
+    let o = yardstick()
+        .args(["gc", "--json", "--keep-raw", "0s", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !run_dir.join("samples").exists()
+            || files_under(&run_dir.join("samples"), "parquet").is_empty()
+    );
+    let o = yardstick()
+        .args(["verify", "--json", &run_id, "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(o.status.success(), "{r}");
+    assert!(
+        r["dropped_by_retention"].as_array().map_or(0, Vec::len) >= 6,
+        "{r}"
+    );
+    // Facts survive retention.
+    let o = yardstick()
+        .args(["runs", "show", "--json", &run_id, "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("request_throughput"));
+}

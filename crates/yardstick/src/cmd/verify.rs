@@ -55,10 +55,14 @@ pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         ),
         None => None,
     };
-    let report = yardstick_store::verify_run(&dir, trusted.as_ref())?;
+    let mut report = yardstick_store::verify_run(&dir, trusted.as_ref())?;
+    // Raw files dropped by the retention policy (`yardstick gc`) are recorded in gc.json with
+    // their hashes: they are explained, not missing.
+    let dropped = yardstick_store::gc::explain_missing(&mut report, &dir)?;
     if g.json {
         let mut v = serde_json::to_value(&report)?;
         v["ok"] = report.ok().into();
+        v["dropped_by_retention"] = serde_json::to_value(&dropped)?;
         crate::output::json(&v)?;
     } else {
         use std::io::Write;
@@ -82,6 +86,13 @@ pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 "missing" => writeln!(out, "  MISSING   {}", p.path)?,
                 _ => writeln!(out, "  UNLISTED  {} (not in the manifest)", p.path)?,
             }
+        }
+        if !dropped.is_empty() {
+            writeln!(
+                out,
+                "  {} raw file(s) dropped by the retention policy (gc.json); their hashes are kept",
+                dropped.len()
+            )?;
         }
         match &report.signature {
             SignatureState::Unsigned => {
