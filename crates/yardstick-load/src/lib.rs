@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+pub mod mlperf;
 pub mod openai;
 pub mod plan;
 pub mod record;
@@ -28,6 +29,7 @@ use std::sync::atomic::AtomicBool;
 use yardstick_spec::scenario::{Scenario, ScenarioError};
 
 pub use client::{Client, ClientConfig, ClientError};
+pub use mlperf::{Mlperf, MlperfResult, MlperfRun};
 pub use openai::{Api, BodyOptions};
 pub use plan::{PlanError, Planner};
 pub use record::{Clock, ErrorClass, RequestRecord, TokenSource};

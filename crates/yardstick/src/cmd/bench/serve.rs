@@ -12,6 +12,7 @@ use yardstick_load::{
     Api, Arrival, ClientConfig, LoadError, LoadModel, PointResult, PointSummary, Progress,
     ServeBench, Slo, StopRule,
 };
+use yardstick_load::{Mlperf, MlperfResult};
 use yardstick_spec::scenario::ScenarioError;
 
 use crate::cli::{GlobalOpts, verbosity};
@@ -106,6 +107,96 @@ pub struct ServeArgs {
     /// Runtime worker threads (default: one per core).
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Run an MLPerf LoadGen scenario instead of a sweep: single-stream, multi-stream, server
+    /// (needs one --rate) or offline (needs --max-requests). See docs/metrics.md.
+    #[arg(long, value_name = "SCENARIO")]
+    pub mlperf: Option<String>,
+    /// Requests issued together per query of --mlperf multi-stream.
+    #[arg(long, default_value_t = 8)]
+    pub samples_per_query: usize,
+    /// Bound on p99 TTFT of --mlperf server, ms (default 2000).
+    #[arg(long)]
+    pub ttft_bound_ms: Option<f64>,
+    /// Bound on p99 TPOT of --mlperf server, ms (default 200).
+    #[arg(long)]
+    pub tpot_bound_ms: Option<f64>,
+}
+
+/// The MLPerf scenario asked for, checked against the other flags.
+fn mlperf_of(args: &ServeArgs) -> anyhow::Result<Option<Mlperf>> {
+    let Some(name) = &args.mlperf else {
+        if args.ttft_bound_ms.is_some() || args.tpot_bound_ms.is_some() {
+            return Err(exit::invalid(
+                "--ttft-bound-ms/--tpot-bound-ms apply to --mlperf server",
+                None,
+            ));
+        }
+        return Ok(None);
+    };
+    let accepted = Some("accepted: single-stream, multi-stream, server, offline");
+    if !args.concurrency.is_empty() {
+        return Err(exit::invalid(
+            "--mlperf sets the load itself: drop --concurrency",
+            accepted,
+        ));
+    }
+    if args.shard.is_some() {
+        return Err(exit::invalid(
+            "--mlperf does not combine with --shard",
+            None,
+        ));
+    }
+    let server_only = args.ttft_bound_ms.is_some() || args.tpot_bound_ms.is_some();
+    let m = match name.as_str() {
+        "single-stream" | "singlestream" => Mlperf::SingleStream,
+        "multi-stream" | "multistream" => Mlperf::MultiStream {
+            samples_per_query: args.samples_per_query,
+        },
+        "server" => {
+            let [qps] = args.rate[..] else {
+                return Err(exit::invalid(
+                    "--mlperf server needs exactly one --rate (target queries per second)",
+                    Some("e.g. --mlperf server --rate 10 --ttft-bound-ms 2000 --tpot-bound-ms 200"),
+                ));
+            };
+            if !(qps.is_finite() && qps > 0.0) {
+                return Err(exit::invalid(
+                    format!("--rate must be > 0, got {qps}"),
+                    None,
+                ));
+            }
+            Mlperf::Server {
+                qps,
+                ttft_bound_ms: args
+                    .ttft_bound_ms
+                    .unwrap_or(yardstick_load::mlperf::DEFAULT_TTFT_BOUND_MS),
+                tpot_bound_ms: args
+                    .tpot_bound_ms
+                    .unwrap_or(yardstick_load::mlperf::DEFAULT_TPOT_BOUND_MS),
+            }
+        }
+        "offline" => Mlperf::Offline,
+        other => {
+            return Err(exit::invalid(
+                format!("--mlperf: unknown scenario `{other}`"),
+                accepted,
+            ));
+        }
+    };
+    if !matches!(m, Mlperf::Server { .. }) && !args.rate.is_empty() {
+        return Err(exit::invalid(
+            format!("--mlperf {} sets the load itself: drop --rate", m.name()),
+            None,
+        ));
+    }
+    if server_only && !matches!(m, Mlperf::Server { .. }) {
+        return Err(exit::invalid(
+            "--ttft-bound-ms/--tpot-bound-ms apply to --mlperf server",
+            None,
+        ));
+    }
+    m.load_model(args.max_requests).map_err(to_exit)?;
+    Ok(Some(m))
 }
 
 /// Parses `60s`, `500ms`, `2m`, `1h` or plain seconds.
@@ -165,6 +256,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         .api
         .parse()
         .map_err(|e: String| exit::invalid(e, None))?;
+    let mlperf = mlperf_of(&args)?;
     let arrival = match args.arrival.as_str() {
         "poisson" => Arrival::Poisson,
         "constant" => Arrival::Constant,
@@ -178,7 +270,9 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             ));
         }
     };
-    let loads: Vec<LoadModel> = if !args.rate.is_empty() {
+    let loads: Vec<LoadModel> = if let Some(m) = mlperf {
+        vec![m.load_model(args.max_requests).map_err(to_exit)?]
+    } else if !args.rate.is_empty() {
         args.rate
             .iter()
             .map(|&rate| LoadModel::Rate {
@@ -276,18 +370,29 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         });
         let show = verbosity() >= 0;
         let ticker = show.then(|| tokio::spawn(progress_ticker(progress.clone())));
-        let res = bench
-            .run(progress.clone(), |k, sc, level| {
-                if show {
-                    output::info(&format!(
-                        "point {}/{total_points}: {sc} at {} {}",
-                        k + 1,
-                        level.mode,
-                        level.value
-                    ));
-                }
-            })
-            .await;
+        let on_point = |k: usize, sc: &str, level: &yardstick_load::LoadLevel| {
+            if show {
+                output::info(&format!(
+                    "point {}/{total_points}: {sc} at {} {}",
+                    k + 1,
+                    level.mode,
+                    level.value
+                ));
+            }
+        };
+        let res = match mlperf {
+            Some(m) => yardstick_load::mlperf::run(&bench, m, progress.clone(), on_point)
+                .await
+                .map(|runs| {
+                    let (r, p): (Vec<MlperfResult>, Vec<PointResult>) =
+                        runs.into_iter().map(|r| (r.result, r.point)).unzip();
+                    (p, Some(r))
+                }),
+            None => bench
+                .run(progress.clone(), on_point)
+                .await
+                .map(|p| (p, None)),
+        };
         if let Some(t) = ticker {
             t.abort();
             if std::io::stderr().is_terminal() {
@@ -296,10 +401,10 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         }
         res
     });
-    let results = results.map_err(to_exit)?;
+    let (results, mlperf_results) = results.map_err(to_exit)?;
 
     let summaries: Vec<&PointSummary> = results.iter().map(|r| &r.summary).collect();
-    let doc = serde_json::json!({
+    let mut doc = serde_json::json!({
         "url": args.url,
         "model": args.model,
         "api": args.api,
@@ -307,13 +412,19 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         "seed": args.seed,
         "points": summaries,
     });
+    if let Some(m) = &mlperf_results {
+        doc["mlperf"] = serde_json::to_value(m)?;
+    }
     if let Some(dir) = &args.output {
         write_output(dir, &doc, &results)?;
     }
     if g.json {
         output::json(&doc)?;
     } else {
-        print_table(&summaries)?;
+        match &mlperf_results {
+            Some(m) => print_mlperf(m)?,
+            None => print_table(&summaries)?,
+        }
         if let Some(dir) = &args.output {
             output::info(&format!(
                 "wrote {}/summary.json and requests.jsonl",
@@ -418,6 +529,65 @@ async fn progress_ticker(p: Arc<Progress>) {
             eprintln!("{line}");
         }
     }
+}
+
+fn print_mlperf(results: &[MlperfResult]) -> anyhow::Result<()> {
+    let mut out = anstream::stdout().lock();
+    for r in results {
+        writeln!(
+            out,
+            "{}MLPerf {}{} on {}: {} queries ({} completed, {} samples failed) in {:.2}s; {:.1} samples/s",
+            output::style::BOLD,
+            r.scenario,
+            output::style::RESET,
+            r.traffic,
+            r.queries,
+            r.queries_completed,
+            r.samples_failed,
+            r.duration_s,
+            r.samples_per_s
+        )?;
+        if let Some(l) = &r.latency {
+            let v = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+            writeln!(
+                out,
+                "  p{} {} latency: {} ms; {:.0}% CI [{}, {}] ms; early-stopping estimate {} ms",
+                (l.percentile * 100.0).round(),
+                l.metric,
+                v(l.value_ms),
+                l.ci_level * 100.0,
+                v(l.ci.map(|c| c.lower)),
+                v(l.ci.map(|c| c.upper)),
+                v(l.early_stopping.map(|e| e.estimate)),
+            )?;
+        }
+        if let Some(s) = &r.server {
+            writeln!(
+                out,
+                "  target {:.2} QPS, achieved {:.2} QPS",
+                s.target_qps, s.achieved_qps
+            )?;
+            for b in &s.bounds {
+                writeln!(
+                    out,
+                    "  p99 {}: {} ms (bound {} ms, {} over) {}",
+                    b.metric,
+                    b.p99_ms.map_or("-".to_string(), |x| format!("{x:.2}")),
+                    b.bound_ms,
+                    b.over_bound,
+                    if b.within { "within" } else { "OVER" }
+                )?;
+            }
+        }
+        if let Some(res) = r.result {
+            writeln!(out, "  result: {res}")?;
+        }
+        writeln!(out, "  {}", r.validity)?;
+        for why in &r.reasons {
+            writeln!(out, "    {why}")?;
+        }
+    }
+    Ok(())
 }
 
 fn fmt_dist(d: &Option<yardstick_load::Distribution>) -> String {
