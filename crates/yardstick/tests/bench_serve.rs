@@ -140,13 +140,13 @@ fn recovers_the_simulated_model_and_agrees_with_its_log() {
     // The configured model: TTFT 40 ms, then 9 gaps of 8 ms. The sim's timer is never early
     // and at most a tick late; the rest is a busy machine.
     let ttft = f(&p["ttft_ms"]["mean"]);
-    assert!((40.0..60.0).contains(&ttft), "ttft {ttft}");
+    assert!((40.0..70.0).contains(&ttft), "ttft {ttft}");
     let tpot = f(&p["tpot_ms"]["mean"]);
-    assert!((7.0..10.5).contains(&tpot), "tpot {tpot}");
+    assert!((7.0..12.0).contains(&tpot), "tpot {tpot}");
     let itl = f(&p["itl_ms"]["mean"]);
-    assert!((7.0..10.5).contains(&itl), "itl {itl}");
+    assert!((7.0..12.0).contains(&itl), "itl {itl}");
     let e2e = f(&p["e2e_ms"]["mean"]);
-    assert!((112.0..150.0).contains(&e2e), "e2e {e2e}");
+    assert!((112.0..175.0).contains(&e2e), "e2e {e2e}");
     assert!((f(&p["duration_s"]) * f(&p["request_throughput"]) - 40.0).abs() < 1e-6);
     assert!((f(&p["output_token_throughput"]) / f(&p["request_throughput"]) - 10.0).abs() < 1e-6);
     assert!((f(&p["goodput"]) - f(&p["request_throughput"])).abs() < 1e-9);

