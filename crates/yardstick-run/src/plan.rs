@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 use yardstick_spec::{
-    Api, BenchmarkRun, ComponentKind, E2eKind, LoadMode, MicroKind, Order, ScenarioSpec,
+    Api, BenchmarkRun, ComponentKind, E2eKind, LoadMode, MicroKind, MlperfScenario, Order,
+    ScenarioSpec,
 };
 
 /// What one point runs.
@@ -56,6 +57,10 @@ pub enum PointWork {
         api_key_env: Option<String>,
         /// A `tokenizer.json` for exact prompt lengths and local token counts.
         tokenizer: Option<String>,
+        /// MLPerf LoadGen scenario (`single-stream`, `multi-stream`, `server`, `offline`)
+        /// instead of a plain load point; `load_value` is then the samples per query
+        /// (multi-stream) or the target QPS (server).
+        mlperf: Option<String>,
     },
     /// The built-in reference trainer.
     Train {
@@ -219,10 +224,30 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
         let arrival = load.arrival.map(|a| format!("{a:?}").to_lowercase());
         let stop = c.stop.clone().unwrap_or_default();
         let slo = c.slo.clone().unwrap_or_default();
+        let mlperf = c.mlperf.map(|m| match m {
+            MlperfScenario::SingleStream => "single-stream",
+            MlperfScenario::MultiStream => "multi-stream",
+            MlperfScenario::Server => "server",
+            MlperfScenario::Offline => "offline",
+        });
+        // Single-stream and offline take no load value: one point per scenario.
+        let values: Vec<f64> = match mlperf {
+            Some("single-stream") | Some("offline") => vec![1.0],
+            _ => load.values.clone().unwrap_or_default(),
+        };
+        let mode = match mlperf {
+            Some(m) => format!("mlperf-{m}"),
+            None => mode.to_string(),
+        };
         for sc in c.scenarios.iter().flatten() {
             let ScenarioSpec(scenario) = sc;
-            for v in load.values.iter().flatten() {
-                let id = format!("component.{i}.serve/{scenario}/{mode}={}", fmt_value(*v));
+            for v in &values {
+                let id = match mlperf {
+                    Some("single-stream") | Some("offline") => {
+                        format!("component.{i}.serve/{scenario}/{mode}")
+                    }
+                    _ => format!("component.{i}.serve/{scenario}/{mode}={}", fmt_value(*v)),
+                };
                 let max_duration = stop.max_duration.map(|d| d.0);
                 estimate = match (estimate, max_duration) {
                     (Some(e), Some(d)) => Some(e + d.as_secs_f64()),
@@ -237,7 +262,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                         api: api.into(),
                         model: target.model.clone().unwrap_or_default(),
                         scenario: scenario.to_string(),
-                        load_mode: mode.into(),
+                        load_mode: mode.clone(),
                         load_value: *v,
                         arrival: arrival.clone(),
                         burstiness: load.burstiness,
@@ -249,6 +274,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                         slo_e2e_ms: slo.e2e_ms,
                         api_key_env: target.api_key_env.clone(),
                         tokenizer: target.tokenizer.clone(),
+                        mlperf: mlperf.map(str::to_owned),
                     },
                 });
             }
@@ -422,6 +448,34 @@ mod tests {
         assert_eq!(
             p.estimate_upper_s, None,
             "commands without a timeout are unbounded"
+        );
+    }
+
+    #[test]
+    fn mlperf_scenarios_expand_to_their_points() {
+        let text = yardstick_spec::template(yardstick_spec::Template::Serve).replace(
+            "        slo: {ttftMs: 500, tpotMs: 50}",
+            "        slo: {ttftMs: 500, tpotMs: 50}\n        mlperf: server",
+        );
+        let p = plan(&spec(&text));
+        let ids: Vec<&str> = p.points.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            vec![
+                "component.0.serve/D(100,100)/mlperf-server=1",
+                "component.0.serve/D(100,100)/mlperf-server=8",
+                "component.0.serve/D(100,100)/mlperf-server=32",
+            ]
+        );
+        let text = text.replace("mlperf: server", "mlperf: single-stream");
+        let p = plan(&spec(&text));
+        assert_eq!(p.points.len(), 1);
+        assert_eq!(
+            p.points[0].id,
+            "component.0.serve/D(100,100)/mlperf-single-stream"
+        );
+        assert!(
+            matches!(&p.points[0].work, PointWork::Serve { mlperf: Some(m), .. } if m == "single-stream")
         );
     }
 }

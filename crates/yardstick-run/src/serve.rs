@@ -6,7 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use yardstick_load::{
-    Api, Arrival, ClientConfig, LoadModel, Progress, RequestRecord, ServeBench, Slo, StopRule,
+    Api, Arrival, ClientConfig, LoadModel, Mlperf, Progress, RequestRecord, ServeBench, Slo,
+    StopRule,
 };
 use yardstick_store::samples::{Column, Table};
 
@@ -45,6 +46,7 @@ pub fn run_replicate(
         slo_e2e_ms,
         api_key_env,
         tokenizer,
+        mlperf,
         ..
     } = work
     else {
@@ -102,6 +104,37 @@ pub fn run_replicate(
         tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
     };
     let progress = Arc::new(Progress::default());
+    if let Some(m) = mlperf {
+        let scenario = match m.as_str() {
+            "single-stream" => Mlperf::SingleStream,
+            "multi-stream" => Mlperf::MultiStream {
+                samples_per_query: load_value.round().max(1.0) as usize,
+            },
+            "server" => Mlperf::Server {
+                qps: *load_value,
+                ttft_bound_ms: slo_ttft_ms.unwrap_or(yardstick_load::mlperf::DEFAULT_TTFT_BOUND_MS),
+                tpot_bound_ms: slo_tpot_ms.unwrap_or(yardstick_load::mlperf::DEFAULT_TPOT_BOUND_MS),
+            },
+            _ => Mlperf::Offline,
+        };
+        let mut runs = rt
+            .block_on(yardstick_load::mlperf::run(
+                &bench,
+                scenario,
+                progress,
+                |_, _, _| {},
+            ))
+            .map_err(|e| RunError::Workload(e.to_string()))?;
+        let run = runs
+            .pop()
+            .ok_or_else(|| RunError::Workload("the MLPerf scenario produced no result".into()))?;
+        let mut summary = serde_json::to_value(&run.point.summary).expect("summary is JSON");
+        summary["mlperf"] = serde_json::to_value(&run.result).expect("result is JSON");
+        return Ok(ServeOutcome {
+            summary,
+            samples: records_table(&run.point.records),
+        });
+    }
     let mut results = rt
         .block_on(bench.run(progress, |_, _, _| {}))
         .map_err(|e| RunError::Workload(e.to_string()))?;

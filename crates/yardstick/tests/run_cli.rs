@@ -365,3 +365,36 @@ fn retention_drops_raw_samples_and_the_run_still_verifies() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("request_throughput"));
 }
+
+#[test]
+fn an_mlperf_server_scenario_in_a_spec_reports_its_verdict_per_replicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    let text = serve_spec("", 40)
+        .replace(
+            "load: {mode: concurrency, values: [1, 4]}",
+            "load: {mode: rate, values: [40]}\n        slo: {ttftMs: 1000, tpotMs: 200}\n        mlperf: server",
+        )
+        .replace("concurrency: [1, 4]", "concurrency: 1");
+    std::fs::write(&spec, text).unwrap();
+    let store = dir.path().join("store");
+    let (o, v) = run_json(&spec, &store, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let points = v["summary"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 1);
+    assert_eq!(
+        points[0]["id"],
+        "component.0.serve/D(20,10)/mlperf-server=40"
+    );
+    let run_dir = store.join("runs").join(v["run_id"].as_str().unwrap());
+    let r0: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(run_dir.join("results/component.0.serve_D_20_10_mlperf-server_40/r0.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let m = &r0["summary"]["mlperf"];
+    assert_eq!(m["scenario"], "server");
+    // 40 queries cannot support a p99 claim under LoadGen's early stopping.
+    assert_eq!(m["validity"], "INVALID", "{m}");
+    assert_eq!(m["result"], "PASS", "{m}");
+}
