@@ -107,4 +107,10 @@ pub enum Command {
     Export(cmd::export::ExportArgs),
     /// Drop raw samples and logs of old runs, keeping facts, manifests and hashes.
     Gc(cmd::gc::GcArgs),
+    /// Save, list and show baselines (one reference run per machine profile and benchmark).
+    Baseline(cmd::baseline::BaselineArgs),
+    /// Compare two runs: differing spec/env fields, per-metric ratios with CIs.
+    Compare(cmd::compare::CompareArgs),
+    /// Gate a run against its baseline: exit 0 PASS/WARN, 3 FAIL, 4 INCONCLUSIVE.
+    Gate(cmd::gate::GateArgs),
 }

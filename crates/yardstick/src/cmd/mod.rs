@@ -1,8 +1,11 @@
 //! One module per command. Each exposes an `Args` struct (clap) and a `run` function.
 
+pub mod baseline;
 pub mod bench;
+pub mod compare;
 pub mod env;
 pub mod export;
+pub mod gate;
 pub mod gc;
 pub mod init;
 pub mod keygen;
@@ -36,5 +39,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Query(args) => query::run(args, g),
         Command::Export(args) => export::run(args, g),
         Command::Gc(args) => gc::run(args, g),
+        Command::Baseline(args) => baseline::run(args, g),
+        Command::Compare(args) => compare::run(args, g),
+        Command::Gate(args) => gate::run(args, g),
     }
 }

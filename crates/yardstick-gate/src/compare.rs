@@ -1,0 +1,334 @@
+//! Comparing two runs: what differs in their specs and environments, and per point × headline
+//! metric the ratio candidate/baseline with a bootstrap CI over replicate-level values.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use yardstick_stats::bootstrap::{BootstrapConfig, Method, ratio_of_medians_ci};
+use yardstick_stats::hypothesis::mann_whitney;
+
+use crate::gate::{MetricClass, headline};
+use crate::{GateError, RunData};
+
+/// Seed of every bootstrap of the gate (reproducible intervals).
+pub(crate) const SEED: u64 = 0x5EED_0008;
+/// Resamples of every bootstrap of the gate.
+pub(crate) const RESAMPLES: usize = 10_000;
+
+/// One field that differs between the two runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldDiff {
+    /// JSON-pointer-like path (`spec.workload.concurrency`, `env.cpu.cores`).
+    pub path: String,
+    /// The baseline's value (`null` when absent).
+    pub baseline: Value,
+    /// The candidate's value (`null` when absent).
+    pub candidate: Value,
+}
+
+/// One point × headline metric of a comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricComparison {
+    /// Point id.
+    pub point: String,
+    /// Metric name (`ttft_ms`).
+    pub metric: String,
+    /// Statistic (`p50`, `value`).
+    pub statistic: String,
+    /// Unit.
+    pub unit: String,
+    /// What the metric is, for tolerances and direction.
+    pub class: MetricClass,
+    /// The baseline's aggregate value.
+    pub baseline: f64,
+    /// The candidate's aggregate value.
+    pub candidate: f64,
+    /// Replicate values of the baseline.
+    pub baseline_replicates: Vec<f64>,
+    /// Replicate values of the candidate.
+    pub candidate_replicates: Vec<f64>,
+    /// Ratio of the medians of the replicate values, candidate / baseline.
+    pub ratio: Option<f64>,
+    /// Lower bound of the ratio's bootstrap CI (replicates resampled).
+    pub ci_lo: Option<f64>,
+    /// Upper bound of the ratio's bootstrap CI.
+    pub ci_hi: Option<f64>,
+    /// Two-sided Mann–Whitney p-value over replicate values (each side ≥ 2 replicates).
+    pub mann_whitney_p: Option<f64>,
+}
+
+/// The comparison of two runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Baseline run id.
+    pub baseline_run: String,
+    /// Candidate run id.
+    pub candidate_run: String,
+    /// Baseline machine profile.
+    pub baseline_profile: Option<String>,
+    /// Candidate machine profile.
+    pub candidate_profile: Option<String>,
+    /// Confidence level of the CIs.
+    pub level: f64,
+    /// Spec fields that differ.
+    pub spec_diffs: Vec<FieldDiff>,
+    /// Key environment fields that differ.
+    pub env_diffs: Vec<FieldDiff>,
+    /// Warnings (more than one variable moved, missing files...).
+    pub warnings: Vec<String>,
+    /// Per point × headline metric.
+    pub metrics: Vec<MetricComparison>,
+}
+
+/// Recursively lists the leaves that differ between `a` and `b`, with dotted paths under `prefix`.
+pub fn diff_values(prefix: &str, a: &Value, b: &Value, out: &mut Vec<FieldDiff>) {
+    match (a, b) {
+        (Value::Object(ma), Value::Object(mb)) => {
+            let keys: std::collections::BTreeSet<&String> = ma.keys().chain(mb.keys()).collect();
+            for k in keys {
+                let (va, vb) = (
+                    ma.get(k).unwrap_or(&Value::Null),
+                    mb.get(k).unwrap_or(&Value::Null),
+                );
+                diff_values(&format!("{prefix}.{k}"), va, vb, out);
+            }
+        }
+        _ if a == b => {}
+        _ => out.push(FieldDiff {
+            path: prefix.to_string(),
+            baseline: a.clone(),
+            candidate: b.clone(),
+        }),
+    }
+}
+
+/// The environment fields a comparison checks (paths into `env.json`): the machine profile and
+/// what defines it, plus a few fields that move performance without changing the profile.
+pub fn env_key_fields() -> &'static [&'static str] {
+    &[
+        "machine_profile",
+        "os.name",
+        "os.kernel",
+        "os.arch",
+        "cpu.model_name",
+        "cpu.sockets",
+        "cpu.cores",
+        "cpu.threads",
+        "cpu.available",
+        "cpu.smt",
+        "cpu.governor",
+        "memory.total_bytes",
+        "memory.transparent_hugepages",
+        "container.runtime",
+        "container.cpu_limit",
+        "container.memory_limit_bytes",
+        "nvidia",
+    ]
+}
+
+fn at<'a>(v: &'a Value, dotted: &str) -> &'a Value {
+    dotted
+        .split('.')
+        .try_fold(v, |v, k| v.get(k))
+        .unwrap_or(&Value::Null)
+}
+
+/// Key = (point, metric, statistic).
+type Key = (String, String, String);
+
+struct Series {
+    aggregate: Option<f64>,
+    replicates: BTreeMap<u32, f64>,
+    unit: String,
+}
+
+fn series(run: &RunData) -> BTreeMap<Key, Series> {
+    let mut out: BTreeMap<Key, Series> = BTreeMap::new();
+    for f in &run.facts {
+        if headline(&f.metric, &f.statistic).is_none() || !f.value.is_finite() {
+            continue;
+        }
+        let s = out
+            .entry((f.point_id.clone(), f.metric.clone(), f.statistic.clone()))
+            .or_insert_with(|| Series {
+                aggregate: None,
+                replicates: BTreeMap::new(),
+                unit: f.unit.clone(),
+            });
+        match f.replicate {
+            None => s.aggregate = Some(f.value),
+            Some(k) => {
+                s.replicates.insert(k, f.value);
+            }
+        }
+    }
+    out
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// The confidence level of a run's spec (`trials.confidenceLevel`), default 0.95.
+pub(crate) fn level_of(run: &RunData) -> f64 {
+    run.spec
+        .as_ref()
+        .and_then(|s| s.spec.as_ref())
+        .and_then(|s| s.trials.as_ref())
+        .and_then(|t| t.confidence_level)
+        .filter(|l| *l > 0.0 && *l < 1.0)
+        .unwrap_or(0.95)
+}
+
+/// The bootstrap settings of the gate: percentile intervals (BCa's jackknife acceleration is
+/// unstable with 3–5 replicates), fixed seed.
+pub(crate) fn boot(level: f64) -> BootstrapConfig {
+    BootstrapConfig {
+        resamples: RESAMPLES,
+        level,
+        seed: SEED,
+        method: Method::Percentile,
+    }
+}
+
+/// Compares `candidate` against `baseline`. The CIs are at the candidate spec's confidence level.
+pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, GateError> {
+    let level = level_of(candidate);
+    let mut warnings = Vec::new();
+    let mut spec_diffs = Vec::new();
+    if baseline.spec_value.is_null() || candidate.spec_value.is_null() {
+        warnings.push("a spec.yaml is missing or does not decode; spec fields not compared".into());
+    } else {
+        diff_values(
+            "spec",
+            &baseline.spec_value,
+            &candidate.spec_value,
+            &mut spec_diffs,
+        );
+    }
+    let mut env_diffs = Vec::new();
+    if baseline.env.is_null() || candidate.env.is_null() {
+        warnings.push("an env.json is missing; environments not compared".into());
+    } else {
+        for f in env_key_fields() {
+            diff_values(
+                &format!("env.{f}"),
+                at(&baseline.env, f),
+                at(&candidate.env, f),
+                &mut env_diffs,
+            );
+        }
+    }
+    let moved = spec_diffs.len() + env_diffs.len();
+    if moved > 1 {
+        warnings.push(format!(
+            "{moved} fields differ between the runs: more than one variable moved, so a difference \
+             cannot be attributed to one of them (seed 000 comparison rule); treat this \
+             comparison as exploratory"
+        ));
+    }
+
+    let (sa, sb) = (series(baseline), series(candidate));
+    let cfg = boot(level);
+    let mut metrics = Vec::new();
+    for (key, a) in &sa {
+        let Some(b) = sb.get(key) else { continue };
+        let (point, metric, statistic) = key.clone();
+        let class = headline(&metric, &statistic).expect("filtered to headline metrics");
+        let ra: Vec<f64> = a.replicates.values().copied().collect();
+        let rb: Vec<f64> = b.replicates.values().copied().collect();
+        let agg = |s: &Series, r: &[f64]| {
+            s.aggregate
+                .or_else(|| (!r.is_empty()).then(|| median(r)))
+                .unwrap_or(f64::NAN)
+        };
+        let (va, vb) = (agg(a, &ra), agg(b, &rb));
+        let (ratio, ci_lo, ci_hi) = if ra.len() >= 2 && rb.len() >= 2 && median(&ra) != 0.0 {
+            let ci = ratio_of_medians_ci(&ra, &rb, &cfg)?;
+            (Some(ci.estimate), Some(ci.lower), Some(ci.upper))
+        } else if va.is_finite() && vb.is_finite() && va != 0.0 {
+            (Some(vb / va), None, None)
+        } else {
+            (None, None, None)
+        };
+        let mann_whitney_p = if ra.len() >= 2 && rb.len() >= 2 {
+            mann_whitney(&ra, &rb).ok().map(|m| m.p_value)
+        } else {
+            None
+        };
+        metrics.push(MetricComparison {
+            point,
+            metric,
+            statistic,
+            unit: b.unit.clone(),
+            class,
+            baseline: va,
+            candidate: vb,
+            baseline_replicates: ra,
+            candidate_replicates: rb,
+            ratio,
+            ci_lo,
+            ci_hi,
+            mann_whitney_p,
+        });
+    }
+    let only = |x: &BTreeMap<Key, Series>, y: &BTreeMap<Key, Series>| {
+        x.keys().filter(|k| !y.contains_key(*k)).count()
+    };
+    let (only_a, only_b) = (only(&sa, &sb), only(&sb, &sa));
+    if only_a + only_b > 0 {
+        warnings.push(format!(
+            "{only_a} headline metric(s) only in the baseline and {only_b} only in the candidate \
+             (different points?); they are not compared"
+        ));
+    }
+    if metrics.is_empty() {
+        warnings.push("no headline metric in common: nothing to compare".into());
+    }
+    Ok(Comparison {
+        baseline_run: baseline.run.run_id.clone(),
+        candidate_run: candidate.run.run_id.clone(),
+        baseline_profile: baseline.run.machine_profile.clone(),
+        candidate_profile: candidate.run.machine_profile.clone(),
+        level,
+        spec_diffs,
+        env_diffs,
+        warnings,
+        metrics,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diff_names_every_leaf_that_moved() {
+        let a = json!({"workload": {"concurrency": [1, 8], "model": "m"}, "mode": "realism"});
+        let b = json!({"workload": {"concurrency": [1, 16], "model": "m"}, "extra": 1});
+        let mut out = Vec::new();
+        diff_values("spec", &a, &b, &mut out);
+        let paths: Vec<&str> = out.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["spec.extra", "spec.mode", "spec.workload.concurrency"]
+        );
+        assert_eq!(out[1].candidate, Value::Null);
+    }
+
+    #[test]
+    fn env_paths_resolve() {
+        let env = json!({"cpu": {"cores": 4}});
+        assert_eq!(at(&env, "cpu.cores"), &json!(4));
+        assert_eq!(at(&env, "cpu.nope"), &Value::Null);
+    }
+}

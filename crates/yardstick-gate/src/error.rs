@@ -1,0 +1,69 @@
+//! Typed errors of the gate.
+
+use yardstick_store::StoreError;
+
+/// What can go wrong while comparing or gating runs.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// The warehouse or the run directory failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A file of a run directory could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file of a run directory is not what it should be.
+    #[error("{path}: {message}")]
+    Malformed {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The user asked for something that does not exist or cannot be done (exit 2).
+    #[error("{0}")]
+    Invalid(String),
+    /// No stored baseline for the run's machine profile and benchmark (exit 2).
+    #[error(
+        "no baseline stored for benchmark `{benchmark}` on machine profile `{profile}`; save one \
+         with `yardstick baseline save RUN`"
+    )]
+    NoBaseline {
+        /// Machine profile.
+        profile: String,
+        /// Benchmark name.
+        benchmark: String,
+    },
+    /// The two runs were measured on different machine profiles (exit 2 unless cross-profile).
+    #[error(
+        "machine profiles differ: baseline `{baseline}`, candidate `{candidate}`; results from \
+         different machines are not comparable (pass --cross-profile for an exploratory, \
+         non-gating comparison)"
+    )]
+    ProfileMismatch {
+        /// The baseline's profile.
+        baseline: String,
+        /// The candidate's profile.
+        candidate: String,
+    },
+    /// A statistics computation failed unexpectedly.
+    #[error("statistics: {0}")]
+    Stats(#[from] yardstick_stats::StatsError),
+}
+
+impl GateError {
+    /// True when the error is the user's input (exit code 2) rather than a runtime failure.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            GateError::Invalid(_)
+                | GateError::NoBaseline { .. }
+                | GateError::ProfileMismatch { .. }
+                | GateError::Store(StoreError::Invalid(_) | StoreError::NotFound(_))
+        )
+    }
+}

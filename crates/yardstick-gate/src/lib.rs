@@ -1,0 +1,24 @@
+//! Baselines, run comparison and the regression gate (issue 8, seed 002).
+//!
+//! * [`baseline`]: the warehouse's baselines, keyed by machine profile and benchmark name;
+//!   replacing one is explicit (`force`).
+//! * [`compare()`]: any two runs: every spec/env field that differs (the one-variable rule of seed
+//!   000) and, per point × headline metric, the ratio candidate/baseline with a bootstrap CI over
+//!   **replicate-level** values (replicates are the independent unit) and a Mann–Whitney p-value.
+//! * [`gate()`]: a verdict per metric against tolerances (seed 002 defaults, overridable in the
+//!   spec's `gates.tolerances`), Holm-corrected across metrics, overall = worst.
+#![deny(missing_docs)]
+
+pub mod baseline;
+mod compare;
+mod error;
+mod gate;
+mod load;
+
+pub use compare::{Comparison, FieldDiff, MetricComparison, compare, diff_values, env_key_fields};
+pub use error::GateError;
+pub use gate::{
+    Direction, GateOptions, GateReport, MetricClass, MetricVerdict, Verdict, check_profiles, gate,
+    headline, tolerance_pct,
+};
+pub use load::{RunData, find_run, load_run};

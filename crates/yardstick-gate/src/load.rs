@@ -1,0 +1,96 @@
+//! Loading a stored run: its warehouse row and facts, and its run directory's spec and env.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use yardstick_spec::BenchmarkRun;
+use yardstick_store::warehouse::{FactRow, RunFilter, RunRow, Warehouse};
+
+use crate::GateError;
+
+/// Everything the comparison needs of one run.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    /// The warehouse row.
+    pub run: RunRow,
+    /// The run directory (`<store>/runs/<id>`).
+    pub dir: PathBuf,
+    /// The decoded spec (`spec.yaml`), when it decodes.
+    pub spec: Option<BenchmarkRun>,
+    /// The spec as JSON (for field-by-field diffs); `Null` when it does not decode.
+    pub spec_value: Value,
+    /// `env.json`; `Null` when missing.
+    pub env: Value,
+    /// Every fact of the run.
+    pub facts: Vec<FactRow>,
+}
+
+/// Finds a run by id or a unique prefix of one.
+pub fn find_run(w: &mut dyn Warehouse, id: &str) -> Result<RunRow, GateError> {
+    if let Some(r) = w.run(id)? {
+        return Ok(r);
+    }
+    let want = id.to_ascii_uppercase();
+    let mut matches: Vec<RunRow> = w
+        .runs(&RunFilter::default())?
+        .into_iter()
+        .filter(|r| r.run_id.starts_with(&want))
+        .collect();
+    match matches.len() {
+        1 => Ok(matches.remove(0)),
+        0 => Err(GateError::Invalid(format!(
+            "no run `{id}` in the warehouse (`yardstick runs list` shows the stored runs)"
+        ))),
+        n => Err(GateError::Invalid(format!(
+            "`{id}` matches {n} runs; give more characters of the run id"
+        ))),
+    }
+}
+
+/// Loads a run (by id or unique prefix): facts from the warehouse, spec and env from its run
+/// directory. A missing `env.json` or undecodable spec leaves `Null` (the diff then says so).
+pub fn load_run(w: &mut dyn Warehouse, id: &str) -> Result<RunData, GateError> {
+    let run = find_run(w, id)?;
+    let facts = w.facts(&run.run_id)?;
+    let dir = Path::new(&run.location).join("runs").join(&run.run_id);
+    let spec_path = dir.join("spec.yaml");
+    let (spec, spec_value) = match std::fs::read(&spec_path) {
+        Ok(bytes) => {
+            let spec = yardstick_spec::check_bytes(&bytes).spec;
+            let value = spec
+                .as_ref()
+                .and_then(|s| serde_json::to_value(s).ok())
+                .unwrap_or(Value::Null);
+            (spec, value)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, Value::Null),
+        Err(source) => {
+            return Err(GateError::Io {
+                path: spec_path.display().to_string(),
+                source,
+            });
+        }
+    };
+    let env_path = dir.join("env.json");
+    let env = match std::fs::read(&env_path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| GateError::Malformed {
+            path: env_path.display().to_string(),
+            message: e.to_string(),
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
+        Err(source) => {
+            return Err(GateError::Io {
+                path: env_path.display().to_string(),
+                source,
+            });
+        }
+    };
+    Ok(RunData {
+        run,
+        dir,
+        spec,
+        spec_value,
+        env,
+        facts,
+    })
+}

@@ -1,0 +1,160 @@
+//! `yardstick baseline save|list|show`: the reference run of each (machine profile, benchmark).
+//! Saving is explicit; replacing another run's baseline needs `--force`.
+
+use serde::Serialize;
+use yardstick_gate::{GateError, baseline};
+use yardstick_store::warehouse::BaselineRow;
+
+use crate::cli::GlobalOpts;
+use crate::cmd::runs::{StoreOpt, print_table};
+use crate::exit::{self, Status};
+use crate::output;
+
+/// Manage baselines.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick baseline save 01JD7X… --store DIR\n  \
+yardstick baseline list\n  yardstick baseline show --name quickstart"
+)]
+pub struct BaselineArgs {
+    #[command(subcommand)]
+    pub command: BaselineCommand,
+}
+
+/// The `baseline` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum BaselineCommand {
+    /// Make a complete run the baseline of its machine profile and benchmark name.
+    Save(SaveArgs),
+    /// Every stored baseline.
+    List(ListArgs),
+    /// The baseline of one benchmark (and profile), with the run it points at.
+    Show(ShowArgs),
+}
+
+/// Arguments of `baseline save`.
+#[derive(Debug, clap::Args)]
+pub struct SaveArgs {
+    /// Run id (ULID), or a unique prefix of one.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Replace an existing baseline of another run.
+    #[arg(long)]
+    pub force: bool,
+    /// Why this run is the baseline.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+    #[command(flatten)]
+    pub store: StoreOpt,
+}
+
+/// Arguments of `baseline list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub store: StoreOpt,
+}
+
+/// Arguments of `baseline show`.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// Benchmark name (the spec's metadata.name).
+    #[arg(long, value_name = "NAME")]
+    pub name: String,
+    /// Machine profile (default: every profile with a baseline of NAME).
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<String>,
+    #[command(flatten)]
+    pub store: StoreOpt,
+}
+
+/// Maps gate errors to exit codes: the user's input is exit 2, the rest exit 1.
+pub fn gate_error(e: GateError) -> anyhow::Error {
+    if e.is_invalid_input() {
+        exit::invalid(e.to_string(), None)
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+#[derive(Serialize)]
+struct ListOut<'a> {
+    baselines: &'a [BaselineRow],
+}
+
+/// Runs `yardstick baseline`.
+pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    match args.command {
+        BaselineCommand::Save(a) => {
+            let mut w = a.store.open()?;
+            let row = baseline::save(w.as_mut(), &a.run, a.force, a.note).map_err(|e| {
+                let replacing = matches!(&e, GateError::Store(yardstick_store::StoreError::Invalid(m)) if m.contains("needs force"));
+                if replacing {
+                    exit::invalid(e.to_string(), Some("pass --force to replace it"))
+                } else {
+                    gate_error(e)
+                }
+            })?;
+            if g.json {
+                output::json(&row)?;
+            } else {
+                println!(
+                    "baseline of {} on {} is now run {}",
+                    row.benchmark, row.machine_profile, row.run_id
+                );
+            }
+            Ok(Status::Ok)
+        }
+        BaselineCommand::List(a) => {
+            let mut w = a.store.open()?;
+            let rows = baseline::list(w.as_mut()).map_err(gate_error)?;
+            print_rows(&rows, g)
+        }
+        BaselineCommand::Show(a) => {
+            let mut w = a.store.open()?;
+            let rows: Vec<BaselineRow> = baseline::list(w.as_mut())
+                .map_err(gate_error)?
+                .into_iter()
+                .filter(|b| {
+                    b.benchmark == a.name
+                        && a.profile.as_ref().is_none_or(|p| *p == b.machine_profile)
+                })
+                .collect();
+            if rows.is_empty() {
+                return Err(exit::invalid(
+                    format!("no baseline stored for `{}`", a.name),
+                    Some("`yardstick baseline list` shows the stored baselines"),
+                ));
+            }
+            print_rows(&rows, g)
+        }
+    }
+}
+
+fn print_rows(rows: &[BaselineRow], g: &GlobalOpts) -> anyhow::Result<Status> {
+    if g.json {
+        output::json(&ListOut { baselines: rows })?;
+        return Ok(Status::Ok);
+    }
+    if rows.is_empty() {
+        output::info("no baselines stored; save one with `yardstick baseline save RUN`");
+        return Ok(Status::Ok);
+    }
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|b| {
+            vec![
+                b.benchmark.clone(),
+                b.machine_profile.clone(),
+                b.run_id.clone(),
+                b.created_at.clone(),
+                b.note.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    print_table(
+        &["BENCHMARK", "PROFILE", "RUN", "SAVED (UTC)", "NOTE"],
+        &table,
+    )?;
+    Ok(Status::Ok)
+}
