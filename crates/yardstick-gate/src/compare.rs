@@ -19,7 +19,8 @@ pub(crate) const RESAMPLES: usize = 10_000;
 /// One field that differs between the two runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FieldDiff {
-    /// JSON-pointer-like path (`spec.workload.concurrency`, `env.cpu.cores`).
+    /// Dotted path (`spec.workload.concurrency`, `spec.layers.component[0].target.url`,
+    /// `env.cpu.cores`).
     pub path: String,
     /// The baseline's value (`null` when absent).
     pub baseline: Value,
@@ -81,7 +82,8 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
 }
 
-/// Recursively lists the leaves that differ between `a` and `b`, with dotted paths under `prefix`.
+/// Recursively lists the leaves that differ between `a` and `b`, with dotted paths under `prefix`
+/// (`spec.layers.component[0].target.url`); arrays of equal length are compared element-wise.
 pub fn diff_values(prefix: &str, a: &Value, b: &Value, out: &mut Vec<FieldDiff>) {
     match (a, b) {
         (Value::Object(ma), Value::Object(mb)) => {
@@ -91,7 +93,17 @@ pub fn diff_values(prefix: &str, a: &Value, b: &Value, out: &mut Vec<FieldDiff>)
                     ma.get(k).unwrap_or(&Value::Null),
                     mb.get(k).unwrap_or(&Value::Null),
                 );
-                diff_values(&format!("{prefix}.{k}"), va, vb, out);
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                diff_values(&path, va, vb, out);
+            }
+        }
+        (Value::Array(xa), Value::Array(xb)) if xa.len() == xb.len() => {
+            for (i, (va, vb)) in xa.iter().zip(xb).enumerate() {
+                diff_values(&format!("{prefix}[{i}]"), va, vb, out);
             }
         }
         _ if a == b => {}
@@ -208,7 +220,7 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
         warnings.push("a spec.yaml is missing or does not decode; spec fields not compared".into());
     } else {
         diff_values(
-            "spec",
+            "",
             &baseline.spec_value,
             &candidate.spec_value,
             &mut spec_diffs,
@@ -313,16 +325,23 @@ mod tests {
 
     #[test]
     fn diff_names_every_leaf_that_moved() {
-        let a = json!({"workload": {"concurrency": [1, 8], "model": "m"}, "mode": "realism"});
-        let b = json!({"workload": {"concurrency": [1, 16], "model": "m"}, "extra": 1});
+        let a = json!({"workload": {"concurrency": [1, 8], "model": "m"}, "mode": "realism",
+                       "layers": [1, 2]});
+        let b = json!({"workload": {"concurrency": [1, 16], "model": "m"}, "extra": 1,
+                       "layers": [1, 2, 3]});
         let mut out = Vec::new();
         diff_values("spec", &a, &b, &mut out);
         let paths: Vec<&str> = out.iter().map(|d| d.path.as_str()).collect();
         assert_eq!(
             paths,
-            ["spec.extra", "spec.mode", "spec.workload.concurrency"]
+            [
+                "spec.extra",
+                "spec.layers",
+                "spec.mode",
+                "spec.workload.concurrency[1]"
+            ]
         );
-        assert_eq!(out[1].candidate, Value::Null);
+        assert_eq!(out[2].candidate, Value::Null);
     }
 
     #[test]
