@@ -398,6 +398,133 @@ pub fn gate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use yardstick_store::warehouse::{FactRow, RunRow};
+
+    /// A run with one point and the given replicate values of `ttft_ms p50` and
+    /// `max_rss_bytes value` (no spec: realism defaults apply; profile `cpu-test`).
+    fn run_data(id: &str, ttft: &[f64], rss: &[f64]) -> RunData {
+        let fact = |metric: &str, statistic: &str, k: usize, v: f64| FactRow {
+            run_id: id.into(),
+            point_id: "p".into(),
+            replicate: Some(k as u32),
+            metric: metric.into(),
+            statistic: statistic.into(),
+            value: v,
+            ci_lo: None,
+            ci_hi: None,
+            unit: "ms".into(),
+            n: 1,
+            artifact: None,
+            row_group: None,
+        };
+        let mut facts: Vec<FactRow> = ttft
+            .iter()
+            .enumerate()
+            .map(|(k, v)| fact("ttft_ms", "p50", k, *v))
+            .collect();
+        facts.extend(
+            rss.iter()
+                .enumerate()
+                .map(|(k, v)| fact("max_rss_bytes", "value", k, *v)),
+        );
+        RunData {
+            run: RunRow {
+                run_id: id.into(),
+                name: "t".into(),
+                status: "complete".into(),
+                mode: Some("realism".into()),
+                spec_sha256: String::new(),
+                machine_profile: Some("cpu-test".into()),
+                env_sha256: None,
+                started_at: "2026-01-01T00:00:00.000Z".into(),
+                ended_at: None,
+                tool_version: "0".into(),
+                git_commit: None,
+                location: "/nonexistent".into(),
+            },
+            dir: "/nonexistent".into(),
+            spec: None,
+            spec_value: serde_json::Value::Null,
+            env: serde_json::Value::Null,
+            facts,
+        }
+    }
+
+    fn verdict_of(report: &GateReport, metric: &str) -> Verdict {
+        report
+            .metrics
+            .iter()
+            .find(|m| m.metric == metric)
+            .map(|m| m.verdict)
+            .unwrap()
+    }
+
+    #[test]
+    fn clear_regression_fails_and_stable_passes() {
+        let base = run_data("a", &[40.0, 40.3, 39.9, 40.1, 40.2], &[100.0, 101.0, 99.0]);
+        let same = run_data("b", &[40.1, 40.0, 40.2, 39.8, 40.3], &[100.0, 100.5, 99.5]);
+        let r = gate(&base, &same, &GateOptions::default()).unwrap();
+        assert_eq!(r.verdict, Verdict::Pass, "{r:#?}");
+        let slow = run_data("c", &[80.0, 80.3, 79.9, 80.1, 80.2], &[100.0, 101.0, 99.0]);
+        let r = gate(&base, &slow, &GateOptions::default()).unwrap();
+        assert_eq!(verdict_of(&r, "ttft_ms"), Verdict::Fail);
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert!(r.metrics[1].p_holm.unwrap() >= r.metrics[1].p_value.unwrap());
+    }
+
+    #[test]
+    fn straddling_the_bound_or_too_few_replicates_is_inconclusive() {
+        let base = run_data("a", &[40.0, 40.0, 40.0], &[]);
+        // +3 % .. +8 %: the CI straddles 1.05.
+        let mid = run_data("b", &[41.2, 42.0, 43.2], &[]);
+        let r = gate(&base, &mid, &GateOptions::default()).unwrap();
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{r:#?}");
+        assert!(r.metrics[0].reason.contains("straddles"));
+        let two = run_data("c", &[40.0, 40.1], &[]);
+        let r = gate(&base, &two, &GateOptions::default()).unwrap();
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(r.metrics[0].reason.contains("at least 3"));
+    }
+
+    #[test]
+    fn memory_beyond_tolerance_only_warns() {
+        let base = run_data("a", &[40.0, 40.1, 39.9], &[100.0, 101.0, 99.0]);
+        let fat = run_data("b", &[40.0, 40.1, 39.9], &[130.0, 131.0, 129.0]);
+        let r = gate(&base, &fat, &GateOptions::default()).unwrap();
+        assert_eq!(verdict_of(&r, "max_rss_bytes"), Verdict::Warn);
+        assert_eq!(r.verdict, Verdict::Warn);
+    }
+
+    #[test]
+    fn spec_tolerances_override_the_defaults() {
+        let base = run_data("a", &[40.0, 40.3, 39.9, 40.1, 40.2], &[]);
+        let slower = run_data("b", &[44.0, 44.3, 43.9, 44.1, 44.2], &[]);
+        let r = gate(&base, &slower, &GateOptions::default()).unwrap();
+        assert_eq!(r.verdict, Verdict::Fail);
+        let loose = GateOptions {
+            tolerances: Some(Tolerances {
+                latency_increase_pct: Some(20.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(gate(&base, &slower, &loose).unwrap().verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn gate_refuses_another_machine_profile() {
+        let base = run_data("a", &[40.0, 40.1, 39.9], &[]);
+        let mut other = run_data("b", &[40.0, 40.1, 39.9], &[]);
+        other.run.machine_profile = Some("gpu-H100x8".into());
+        let e = gate(&base, &other, &GateOptions::default()).unwrap_err();
+        assert!(matches!(e, GateError::ProfileMismatch { .. }));
+        let opts = GateOptions {
+            cross_profile: true,
+            ..Default::default()
+        };
+        let r = gate(&base, &other, &opts).unwrap();
+        assert!(r.exploratory);
+    }
 
     #[test]
     fn same_profile_passes_the_check() {
