@@ -1,7 +1,7 @@
 //! Baselines, run comparison and the regression gate (issue 8, seed 002).
 //!
 //! * [`baseline`]: the warehouse's baselines, keyed by machine profile and benchmark name;
-//!   replacing one is explicit (`force`).
+//!   replacing one is explicit (`force`); [`file`] exports them as `baselines/<profile>.json`.
 //! * [`compare()`]: any two runs: every spec/env field that differs (the one-variable rule of seed
 //!   000) and, per point × headline metric, the ratio candidate/baseline with a bootstrap CI over
 //!   **replicate-level** values (replicates are the independent unit) and a Mann–Whitney p-value.
@@ -12,6 +12,7 @@
 pub mod baseline;
 mod compare;
 mod error;
+pub mod file;
 mod gate;
 mod load;
 

@@ -1,6 +1,6 @@
 //! `yardstick baseline`, `compare` and `gate` driven through the built binary on real runs
 //! against the simulator: A/A must not FAIL; a slower simulator (TTFT 40 → 80 ms) must FAIL with
-//! exit 3; replacing a baseline needs --force. (The machine-profile refusal is unit-tested on the
+//! exit 3, also against an exported baseline file; replacing a baseline needs --force. (The machine-profile refusal is unit-tested on the
 //! library function: faking a second machine by editing env.json would not be honest.)
 
 use std::io::{BufRead, BufReader};
@@ -245,4 +245,27 @@ fn a_slower_simulator_fails_the_gate_with_exit_3() {
         "{text}"
     );
     assert!(text.contains("gate: FAIL"), "{text}");
+
+    // The same verdict from an exported baseline file (baselines kept in git).
+    let dir = tmp.path().join("baselines");
+    let out = cmd(
+        &store,
+        &[
+            "baseline",
+            "export",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let files = json(&out)["files"].clone();
+    let file = files[0].as_str().unwrap().to_string();
+    assert!(
+        file.ends_with(".json") && Path::new(&file).is_file(),
+        "{files}"
+    );
+    let out = cmd(&store, &["gate", &b, "--baseline", &file, "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(json(&out)["comparison"]["baseline_run"], a.as_str());
 }

@@ -30,6 +30,24 @@ pub enum BaselineCommand {
     List(ListArgs),
     /// The baseline of one benchmark (and profile), with the run it points at.
     Show(ShowArgs),
+    /// Write `<DIR>/<profile>.json` per machine profile (for repos that keep baselines in git;
+    /// `gate --baseline FILE` reads them).
+    Export(ExportArgs),
+}
+
+/// Arguments of `baseline export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Directory to write the baseline files into (created).
+    #[arg(long, value_name = "DIR", default_value = "baselines")]
+    pub dir: std::path::PathBuf,
+    #[command(flatten)]
+    pub store: StoreOpt,
+}
+
+#[derive(Serialize)]
+struct ExportOut {
+    files: Vec<String>,
 }
 
 /// Arguments of `baseline save`.
@@ -102,6 +120,21 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                     "baseline of {} on {} is now run {}",
                     row.benchmark, row.machine_profile, row.run_id
                 );
+            }
+            Ok(Status::Ok)
+        }
+        BaselineCommand::Export(a) => {
+            let mut w = a.store.open()?;
+            let files = yardstick_gate::file::export(w.as_mut(), &a.dir).map_err(gate_error)?;
+            let files: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+            if g.json {
+                output::json(&ExportOut { files })?;
+            } else if files.is_empty() {
+                output::info("no baselines stored; nothing written");
+            } else {
+                for f in &files {
+                    println!("wrote {f}");
+                }
             }
             Ok(Status::Ok)
         }

@@ -14,14 +14,16 @@ use crate::output;
 #[command(
     after_help = "Exit codes: 0 PASS (or WARN), 3 FAIL, 4 INCONCLUSIVE, 2 invalid input \
 (unknown run, no baseline, different machine profiles).\n\nExamples:\n  \
-yardstick gate 01JD8Y… --baseline auto --store DIR\n  yardstick gate 01JD8Y… --baseline 01JD7X… --json"
+yardstick gate 01JD8Y… --baseline auto --store DIR\n  yardstick gate 01JD8Y… --baseline 01JD7X… --json\n  \
+yardstick gate 01JD8Y… --baseline baselines/cpu-EPYC-7B13x2c_linux6.1.json"
 )]
 pub struct GateArgs {
     /// The candidate run (id or unique prefix).
     #[arg(value_name = "RUN")]
     pub run: String,
-    /// `auto` (the stored baseline of the run's machine profile and name) or a run id.
-    #[arg(long, value_name = "auto|RUN_ID", default_value = "auto")]
+    /// `auto` (the stored baseline of the run's machine profile and name), a run id, or a
+    /// baseline file written by `baseline export` (`baselines/<profile>.json`).
+    #[arg(long, value_name = "auto|RUN_ID|FILE", default_value = "auto")]
     pub baseline: String,
     /// Compare runs of different machine profiles anyway (exploratory: reported, not enforced).
     #[arg(long)]
@@ -34,14 +36,17 @@ pub struct GateArgs {
 pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut w = args.store.open()?;
     let cand = yardstick_gate::load_run(w.as_mut(), &args.run).map_err(gate_error)?;
-    let base_id = if args.baseline == "auto" {
-        baseline::resolve_auto(w.as_mut(), &cand.run)
+    let as_file = std::path::Path::new(&args.baseline);
+    let base = if args.baseline == "auto" {
+        let id = baseline::resolve_auto(w.as_mut(), &cand.run)
             .map_err(gate_error)?
-            .run_id
+            .run_id;
+        yardstick_gate::load_run(w.as_mut(), &id).map_err(gate_error)?
+    } else if as_file.is_file() {
+        yardstick_gate::file::load(as_file, &cand.run.name).map_err(gate_error)?
     } else {
-        args.baseline.clone()
+        yardstick_gate::load_run(w.as_mut(), &args.baseline).map_err(gate_error)?
     };
-    let base = yardstick_gate::load_run(w.as_mut(), &base_id).map_err(gate_error)?;
     let report = yardstick_gate::gate(
         &base,
         &cand,
