@@ -52,13 +52,17 @@ impl Drop for Sim {
 /// A tiny gating spec (realism mode: exploratory specs never gate): one serving point, three
 /// replicates of 12 measured requests.
 fn spec(url: &str) -> String {
+    spec_in_mode(url, "realism")
+}
+
+fn spec_in_mode(url: &str, mode: &str) -> String {
     format!(
         r#"apiVersion: yardstick/v1
 kind: BenchmarkRun
 metadata:
   name: gate-tiny
 spec:
-  mode: realism
+  mode: {mode}
   backgroundLoad: {{record: true, description: "test machine"}}
   workload:
     model: sim-llama
@@ -89,8 +93,12 @@ spec:
 
 /// Runs a spec into `store` and returns the run id.
 fn run(store: &Path, name: &str, url: &str) -> String {
+    run_spec(store, name, &spec(url))
+}
+
+fn run_spec(store: &Path, name: &str, text: &str) -> String {
     let path = store.parent().unwrap().join(format!("{name}.yaml"));
-    std::fs::write(&path, spec(url)).unwrap();
+    std::fs::write(&path, text).unwrap();
     let out = yardstick()
         .args([
             "run",
@@ -268,4 +276,22 @@ fn a_slower_simulator_fails_the_gate_with_exit_3() {
     let out = cmd(&store, &["gate", &b, "--baseline", &file, "--json"]);
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     assert_eq!(json(&out)["comparison"]["baseline_run"], a.as_str());
+}
+
+#[test]
+fn exploratory_specs_are_reported_not_enforced() {
+    let fast = Sim::start(40);
+    let slow = Sim::start(80);
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let a = run_spec(&store, "a", &spec_in_mode(&fast.url, "exploratory"));
+    let b = run_spec(&store, "b", &spec_in_mode(&slow.url, "exploratory"));
+    drop((fast, slow));
+    let out = cmd(&store, &["gate", &b, "--baseline", &a, "--json"]);
+    // The regression is found and reported, but an exploratory spec never gates: exit 0.
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let g = json(&out);
+    assert_eq!(g["verdict"], "FAIL");
+    assert_eq!(g["exploratory"], true);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not enforced"));
 }
