@@ -512,6 +512,36 @@ mod tests {
     }
 
     #[test]
+    fn compare_warns_when_more_than_one_field_moved() {
+        let mut a = run_data("a", &[40.0, 40.1, 39.9], &[]);
+        let mut b = run_data("b", &[40.0, 40.1, 39.9], &[]);
+        a.spec_value = serde_json::json!({"spec": {"trials": {"replicates": 3}, "x": 1}});
+        a.env =
+            serde_json::json!({"machine_profile": "cpu-test", "cpu": {"governor": "performance"}});
+        b.spec_value = serde_json::json!({"spec": {"trials": {"replicates": 5}, "x": 1}});
+        b.env =
+            serde_json::json!({"machine_profile": "cpu-test", "cpu": {"governor": "powersave"}});
+        let c = crate::compare(&a, &b).unwrap();
+        assert_eq!(c.spec_diffs[0].path, "spec.trials.replicates");
+        assert_eq!(c.env_diffs[0].path, "env.cpu.governor");
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("more than one variable")),
+            "{:?}",
+            c.warnings
+        );
+        // One moved field: no such warning.
+        b.env = a.env.clone();
+        let c = crate::compare(&a, &b).unwrap();
+        assert!(
+            !c.warnings
+                .iter()
+                .any(|w| w.contains("more than one variable"))
+        );
+    }
+
+    #[test]
     fn gate_refuses_another_machine_profile() {
         let base = run_data("a", &[40.0, 40.1, 39.9], &[]);
         let mut other = run_data("b", &[40.0, 40.1, 39.9], &[]);
