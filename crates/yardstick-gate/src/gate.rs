@@ -55,9 +55,10 @@ pub fn headline(metric: &str, statistic: &str) -> Option<MetricClass> {
         ("request_throughput" | "output_token_throughput", "value") => MetricClass::Throughput,
         ("tokens_per_s", "p50") => MetricClass::Throughput,
         ("memory.triad", "value") => MetricClass::Throughput,
+        (m, "value") if m.starts_with("gemm.") => MetricClass::Throughput,
         ("ttft_ms" | "e2e_ms" | "tpot_ms", "p50") => MetricClass::Latency,
         ("step_time_s", "p50") => MetricClass::StepTime,
-        ("max_rss_bytes", "value") => MetricClass::Memory,
+        ("max_rss_bytes" | "peak_mem_bytes", "value") => MetricClass::Memory,
         _ => return None,
     })
 }
@@ -601,6 +602,25 @@ mod tests {
         // Throughput halves: beyond a 5 % drop.
         let p = p_beyond(&slow, &a, MetricClass::Throughput, 0.95).unwrap();
         assert!(p <= 1e-3, "{p}");
+    }
+
+    #[test]
+    fn headline_metrics_are_medians_and_rates() {
+        assert_eq!(headline("ttft_ms", "p50"), Some(MetricClass::Latency));
+        assert_eq!(headline("ttft_ms", "p99"), None);
+        assert_eq!(
+            headline("gemm.f32.256", "value"),
+            Some(MetricClass::Throughput)
+        );
+        assert_eq!(headline("step_time_s", "p50"), Some(MetricClass::StepTime));
+        assert_eq!(
+            headline("peak_mem_bytes", "value"),
+            Some(MetricClass::Memory)
+        );
+        assert_eq!(
+            MetricClass::Throughput.direction(),
+            Direction::HigherIsBetter
+        );
     }
 
     #[test]
