@@ -398,3 +398,33 @@ fn an_mlperf_server_scenario_in_a_spec_reports_its_verdict_per_replicate() {
     assert_eq!(m["validity"], "INVALID", "{m}");
     assert_eq!(m["result"], "PASS", "{m}");
 }
+
+#[test]
+fn a_spec_from_standard_input_is_run_and_stored_as_given() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let text = serve_spec("", 4).replace("replicates: 3", "replicates: 3, order: sequential");
+    let store = dir.path().join("store");
+    let mut child = yardstick()
+        .args(["run", "--json", "-q", "-", "--store"])
+        .arg(&store)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run_dir = store.join("runs").join(v["run_id"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(run_dir.join("spec.yaml")).unwrap(),
+        text
+    );
+}

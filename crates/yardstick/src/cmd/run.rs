@@ -49,7 +49,15 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
-    let (name, checked) = super::validate::check_path(&args.spec);
+    // Read once (the spec may be standard input), check, and keep the exact bytes: the run
+    // stores and hashes the spec as given.
+    let (name, bytes) = super::validate::read_spec(&args.spec).map_err(|(name, e)| {
+        invalid(
+            format!("cannot read the spec {name}: {e}"),
+            Some("check the path; `-` reads standard input"),
+        )
+    })?;
+    let checked = yardstick_spec::check_bytes(&bytes);
     if !checked.is_valid() {
         for d in &checked.diagnostics {
             eprintln!("{}", d.render(&name));
@@ -60,11 +68,8 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         ));
     }
     let spec = checked.spec.expect("valid specs decode");
-    let text = String::from_utf8(
-        super::validate::read_spec(&args.spec)
-            .map_err(|(_, e)| anyhow::anyhow!(e))?
-            .1,
-    )?;
+    // Valid specs are UTF-8 (check_bytes refuses anything else).
+    let text = String::from_utf8(bytes)?;
     let plan = yardstick_run::plan(&spec);
     // The key is checked before anything runs.
     yardstick_run::signing_key(&spec).map_err(|e| {
