@@ -1,0 +1,119 @@
+//! Running tasks: deterministic decoding, repeats, per-item records.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use yardstick_load::Api;
+
+use crate::EvalError;
+use crate::http::HttpBackend;
+use crate::report::{EvalReport, ItemRecord, TaskResult};
+use crate::task::{Item, Task};
+
+/// Decoding settings, identical for every item and repeat.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decoding {
+    /// Model name sent in each request.
+    pub model: String,
+    /// Maximum output tokens.
+    pub max_tokens: u64,
+    /// Sampling seed (sent as `seed`).
+    pub seed: u64,
+    /// Stop sequences (sent as `stop` when not empty).
+    pub stop: Vec<String>,
+}
+
+impl Decoding {
+    /// The request body for `item` under `api`: temperature 0, top_p 1, the fixed seed, max
+    /// tokens and stop sequences, never streamed.
+    pub fn body(&self, api: Api, item: &Item) -> Vec<u8> {
+        let mut m = Map::new();
+        m.insert("model".into(), json!(self.model));
+        match api {
+            Api::Completions => {
+                m.insert("prompt".into(), json!(item.completion_prompt()));
+            }
+            _ => {
+                m.insert("messages".into(), json!(item.messages));
+            }
+        }
+        m.insert("temperature".into(), json!(0));
+        m.insert("top_p".into(), json!(1));
+        m.insert("seed".into(), json!(self.seed));
+        m.insert("max_tokens".into(), json!(self.max_tokens));
+        m.insert("stream".into(), json!(false));
+        if !self.stop.is_empty() {
+            m.insert("stop".into(), json!(self.stop));
+        }
+        serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
+    }
+}
+
+/// Runs every item of every task `repeat` times (at least once), one request at a time, and
+/// summarises at `confidence`. Request failures are recorded as incorrect items with an error.
+pub async fn run_eval(
+    backend: &HttpBackend,
+    decoding: &Decoding,
+    tasks: &[Task],
+    repeat: usize,
+    confidence: f64,
+) -> Result<EvalReport, EvalError> {
+    if !(confidence > 0.0 && confidence < 1.0) {
+        return Err(EvalError::Config(format!(
+            "confidence must be in (0, 1), got {confidence}"
+        )));
+    }
+    let repeat = repeat.max(1);
+    let mut results = Vec::new();
+    for task in tasks {
+        let mut records = Vec::new();
+        for item in &task.items {
+            let body = decoding.body(backend.api(), item);
+            for r in 0..repeat {
+                let rec = match backend.generate(body.clone()).await {
+                    Ok(g) => {
+                        let s = item.score(&g.text);
+                        ItemRecord {
+                            task: task.name.clone(),
+                            id: item.id.clone(),
+                            repeat: r,
+                            output: Some(g.text),
+                            correct: s.correct,
+                            score: s.score,
+                            latency_ms: Some(g.latency_ms),
+                            output_tokens: g.output_tokens,
+                            error: None,
+                        }
+                    }
+                    Err(e) => ItemRecord {
+                        task: task.name.clone(),
+                        id: item.id.clone(),
+                        repeat: r,
+                        output: None,
+                        correct: false,
+                        score: 0.0,
+                        latency_ms: None,
+                        output_tokens: None,
+                        error: Some(e),
+                    },
+                };
+                records.push(rec);
+            }
+        }
+        let f1 = task
+            .items
+            .first()
+            .is_some_and(|i| matches!(i.scorer, crate::Scorer::F1 { .. }));
+        results.push(TaskResult::summarise(
+            &task.name, records, repeat, confidence, f1,
+        )?);
+    }
+    Ok(EvalReport {
+        model: decoding.model.clone(),
+        api: backend.api(),
+        decoding: decoding.clone(),
+        repeat,
+        confidence,
+        tasks: results,
+        perplexity: None,
+    })
+}
