@@ -1,5 +1,6 @@
 //! `yardstick bench`: measure one layer directly, without a spec.
 
+pub mod eval;
 pub mod exec;
 pub mod micro;
 pub mod serve;
@@ -26,6 +27,8 @@ pub enum BenchCommand {
     Train(Box<train::TrainArgs>),
     /// Micro layer: memory bandwidth, GEMM FLOP/s, storage and network, with CIs.
     Micro(Box<micro::MicroArgs>),
+    /// Accuracy eval: scored probe tasks, Wilson CIs, determinism across repeats, McNemar compare.
+    Eval(Box<eval::EvalArgs>),
 }
 
 /// Runs the selected benchmark.
@@ -35,5 +38,6 @@ pub fn run(args: BenchArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         BenchCommand::Exec(a) => exec::run(*a, g),
         BenchCommand::Train(a) => train::run(*a, g),
         BenchCommand::Micro(a) => micro::run(*a, g),
+        BenchCommand::Eval(a) => eval::run(*a, g),
     }
 }

@@ -1,0 +1,245 @@
+//! `yardstick bench eval`: wiring of the accuracy eval (crate `yardstick-eval`) to the CLI.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use yardstick_eval::http::HttpBackend;
+use yardstick_eval::{Decoding, EvalError, Task};
+use yardstick_load::Api;
+
+use crate::cli::{GlobalOpts, verbosity};
+use crate::exit::{self, Status};
+use crate::output;
+
+/// Run a small deterministic accuracy eval against an OpenAI-compatible server.
+///
+/// Every item is sent with temperature 0, a fixed seed, fixed max tokens and stop sequences.
+/// Reports per task: n, accuracy with a Wilson score CI, determinism across --repeat, latency.
+/// With --compare A.json B.json: McNemar on paired per-item correctness instead.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
+    #[arg(long, required_unless_present = "compare")]
+    pub url: Option<String>,
+    /// Model name to request.
+    #[arg(long, required_unless_present = "compare")]
+    pub model: Option<String>,
+    /// Tasks, comma-separated: bundled probes (arith, format) or paths to .jsonl files.
+    #[arg(long, value_delimiter = ',', default_value = "arith,format")]
+    pub tasks: Vec<String>,
+    /// API: chat or completions.
+    #[arg(long, default_value = "chat")]
+    pub api: String,
+    /// Run every item N times and report the determinism rate.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Confidence level of the accuracy intervals.
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Maximum output tokens per item.
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: u64,
+    /// Sampling seed sent with every request.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stop sequence (repeatable).
+    #[arg(long = "stop", value_name = "S")]
+    pub stop: Vec<String>,
+    /// Per-request timeout in seconds.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout: f64,
+    /// Environment variable holding a bearer token.
+    #[arg(long)]
+    pub bearer_env: Option<String>,
+    /// Write eval.json and items.jsonl into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Compare two eval.json files (A = baseline, B = candidate) instead of running.
+    #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with = "url")]
+    pub compare: Option<Vec<PathBuf>>,
+    /// Significance level of --compare verdicts.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+}
+
+fn task_error(e: EvalError) -> anyhow::Error {
+    match e {
+        EvalError::Task { .. } | EvalError::UnknownTask { .. } | EvalError::Config(_) => {
+            exit::invalid(e.to_string(), Some("see docs/eval.md for the task format"))
+        }
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// Runs the eval (or the comparison).
+pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    if let Some(files) = &args.compare {
+        return compare(files, args.alpha, g);
+    }
+    let (Some(url), Some(model)) = (args.url.clone(), args.model.clone()) else {
+        return Err(exit::invalid("--url and --model are required", None));
+    };
+    let api: Api = args
+        .api
+        .parse()
+        .map_err(|e: String| exit::invalid(e, None))?;
+    if api == Api::Embeddings {
+        return Err(exit::invalid(
+            "bench eval needs --api chat or completions",
+            None,
+        ));
+    }
+    if !(args.confidence > 0.0 && args.confidence < 1.0) {
+        return Err(exit::invalid(
+            "--confidence must be in (0, 1), e.g. 0.95",
+            None,
+        ));
+    }
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        return Err(exit::invalid(
+            "--timeout must be a positive number of seconds",
+            None,
+        ));
+    }
+    let tasks = args
+        .tasks
+        .iter()
+        .map(|t| Task::load(t.trim()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(task_error)?;
+    let backend = HttpBackend::new(
+        &url,
+        api,
+        Duration::from_secs_f64(args.timeout),
+        args.bearer_env.as_deref(),
+    )
+    .map_err(task_error)?;
+    let decoding = Decoding {
+        model,
+        max_tokens: args.max_tokens,
+        seed: args.seed,
+        stop: args.stop.clone(),
+    };
+    if verbosity() >= 0 {
+        let n: usize = tasks.iter().map(|t| t.items.len()).sum();
+        output::info(&format!(
+            "evaluating {n} items × {} repeat(s) against {url}…",
+            args.repeat.max(1)
+        ));
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let report = rt
+        .block_on(yardstick_eval::run_eval(
+            &backend,
+            &decoding,
+            &tasks,
+            args.repeat,
+            args.confidence,
+        ))
+        .map_err(task_error)?;
+    if let Some(dir) = &args.output {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let doc = serde_json::to_string_pretty(&report.to_json())?;
+        std::fs::write(dir.join("eval.json"), doc + "\n")
+            .with_context(|| format!("writing {}", dir.join("eval.json").display()))?;
+        std::fs::write(dir.join("items.jsonl"), report.items_jsonl())
+            .with_context(|| format!("writing {}", dir.join("items.jsonl").display()))?;
+    }
+    if g.json {
+        output::json(&report.to_json())?;
+    } else {
+        let pct = (args.confidence * 100.0).round();
+        println!(
+            "{:<16} {:>5} {:>9} {:>19} {:>12} {:>7} {:>12}",
+            "task",
+            "n",
+            "accuracy",
+            format!("{pct}% CI"),
+            "determinism",
+            "errors",
+            "p50 latency"
+        );
+        for t in &report.tasks {
+            println!(
+                "{:<16} {:>5} {:>8.1}% {:>19} {:>12} {:>7} {:>12}",
+                t.name,
+                t.n,
+                t.accuracy * 100.0,
+                format!("[{:.1}%, {:.1}%]", t.ci[0] * 100.0, t.ci[1] * 100.0),
+                t.determinism
+                    .map(|d| format!("{:.1}%", d * 100.0))
+                    .unwrap_or_else(|| "-".into()),
+                t.errors,
+                t.latency_ms
+                    .map(|l| format!("{:.1} ms", l.p50))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+    }
+    let total: usize = report.tasks.iter().map(|t| t.items.len()).sum();
+    let errors: usize = report.tasks.iter().map(|t| t.errors).sum();
+    if total > 0 && errors == total {
+        let first = report
+            .tasks
+            .iter()
+            .flat_map(|t| &t.items)
+            .find_map(|i| i.error.clone())
+            .unwrap_or_default();
+        output::error(&format!("every request failed; first error: {first}"));
+        return Ok(Status::Failure);
+    }
+    if errors > 0 {
+        output::warn(&format!(
+            "{errors} of {total} requests failed (counted as wrong)"
+        ));
+    }
+    Ok(Status::Ok)
+}
+
+fn compare(files: &[PathBuf], alpha: f64, g: &GlobalOpts) -> anyhow::Result<Status> {
+    let read = |p: &PathBuf| -> anyhow::Result<serde_json::Value> {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        serde_json::from_str(&text)
+            .map_err(|e| exit::invalid(format!("{}: not JSON: {e}", p.display()), None))
+    };
+    let (a, b) = (read(&files[0])?, read(&files[1])?);
+    let c = yardstick_eval::compare(
+        &a,
+        &files[0].display().to_string(),
+        &b,
+        &files[1].display().to_string(),
+        alpha,
+    )
+    .map_err(|e| match e {
+        EvalError::BadResult { .. } => exit::invalid(e.to_string(), None),
+        other => anyhow::Error::new(other),
+    })?;
+    if g.json {
+        output::json(&c)?;
+    } else {
+        println!(
+            "{:<16} {:>5} {:>8} {:>8} {:>7} {:>7} {:>9} {:>9}  verdict",
+            "task", "n", "acc A", "acc B", "A only", "B only", "p", "p (Holm)"
+        );
+        for t in &c.tasks {
+            println!(
+                "{:<16} {:>5} {:>7.1}% {:>7.1}% {:>7} {:>7} {:>9.4} {:>9.4}  {}",
+                t.name,
+                t.n,
+                t.accuracy_a * 100.0,
+                t.accuracy_b * 100.0,
+                t.a_only,
+                t.b_only,
+                t.p_value,
+                t.p_holm,
+                t.verdict
+            );
+        }
+    }
+    Ok(Status::Ok)
+}
