@@ -1,7 +1,8 @@
 //! `yardstick-eval`: a small deterministic accuracy eval over an OpenAI-compatible server.
 //!
 //! * [`task`]: tasks as data (JSONL items) and the bundled probe sets `arith` and `format`.
-//! * [`score`]: scorers `exact`, `contains`, `regex`, `choice`, `numeric`, `f1`, `json_keys`,
+//! * [`score`]: scorers `exact`, `contains`, `regex`, `choice`, `numeric`, `f1`, `rouge-l`,
+//!   `json_keys`,
 //!   with normalisation options.
 //! * [`run`]: deterministic decoding (temperature 0, fixed seed, max tokens, stop sequences),
 //!   `repeat` runs and the determinism rate.

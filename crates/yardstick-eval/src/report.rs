@@ -61,6 +61,8 @@ pub struct TaskResult {
     pub determinism: Option<f64>,
     /// Mean token F1 (tasks scored with `f1`).
     pub mean_f1: Option<f64>,
+    /// Mean ROUGE-L F (tasks scored with `rouge-l`).
+    pub mean_rouge_l: Option<f64>,
     /// Mean graded score.
     pub mean_score: f64,
     /// Failed requests (all repeats).
@@ -90,13 +92,14 @@ pub fn wilson(k: u64, n: u64, confidence: f64) -> [f64; 2] {
 }
 
 impl TaskResult {
-    /// Summarises `records` (all repeats of all items of one task).
+    /// Summarises `records` (all repeats of all items of one task); `scorer` is the scorer all
+    /// items share, if they do.
     pub fn summarise(
         name: &str,
         records: Vec<ItemRecord>,
         repeat: usize,
         confidence: f64,
-        f1: bool,
+        scorer: Option<&str>,
     ) -> Result<TaskResult, EvalError> {
         let first: Vec<&ItemRecord> = records.iter().filter(|r| r.repeat == 0).collect();
         let n = first.len();
@@ -143,7 +146,8 @@ impl TaskResult {
             accuracy,
             ci: wilson(correct as u64, n as u64, confidence),
             determinism,
-            mean_f1: f1.then_some(mean_score),
+            mean_f1: (scorer == Some("f1")).then_some(mean_score),
+            mean_rouge_l: (scorer == Some("rouge-l")).then_some(mean_score),
             mean_score,
             errors: records.iter().filter(|r| r.error.is_some()).count(),
             latency_ms,

@@ -99,12 +99,14 @@ pub async fn run_eval(
                 records.push(rec);
             }
         }
-        let f1 = task
+        // The graded mean is reported under the scorer's name when every item shares it.
+        let scorer = task
             .items
             .first()
-            .is_some_and(|i| matches!(i.scorer, crate::Scorer::F1 { .. }));
+            .map(|i| i.scorer.name())
+            .filter(|n| task.items.iter().all(|i| i.scorer.name() == *n));
         results.push(TaskResult::summarise(
-            &task.name, records, repeat, confidence, f1,
+            &task.name, records, repeat, confidence, scorer,
         )?);
     }
     Ok(EvalReport {

@@ -58,6 +58,14 @@ pub enum Scorer {
         #[serde(default = "one")]
         threshold: f64,
     },
+    /// ROUGE-L F-measure (LCS; rouge-score tokenisation: lower-case, alphanumeric runs) against
+    /// the best reference; correct when >= `threshold` (default 0.5).
+    #[serde(rename = "rouge-l", alias = "rouge_l")]
+    RougeL {
+        /// ROUGE-L F needed to count as correct.
+        #[serde(default = "half")]
+        threshold: f64,
+    },
     /// The output (or its first `{...}` object) is valid JSON with every key in `keys`.
     JsonKeys {
         /// Keys the object must have.
@@ -70,6 +78,9 @@ fn default_tol() -> f64 {
 }
 fn one() -> f64 {
     1.0
+}
+fn half() -> f64 {
+    0.5
 }
 
 /// The verdict on one output.
@@ -100,6 +111,7 @@ impl Scorer {
             Scorer::Choice => "choice",
             Scorer::Numeric { .. } => "numeric",
             Scorer::F1 { .. } => "f1",
+            Scorer::RougeL { .. } => "rouge-l",
             Scorer::JsonKeys { .. } => "json_keys",
         }
     }
@@ -144,6 +156,16 @@ impl Scorer {
                 let best = references
                     .iter()
                     .map(|r| token_f1(&out, &norm.apply(r)))
+                    .fold(0.0, f64::max);
+                Score {
+                    correct: best >= *threshold - 1e-12,
+                    score: best,
+                }
+            }
+            Scorer::RougeL { threshold } => {
+                let best = references
+                    .iter()
+                    .map(|r| rouge_l(output, r))
                     .fold(0.0, f64::max);
                 Score {
                     correct: best >= *threshold - 1e-12,
@@ -228,6 +250,42 @@ pub fn token_f1(a: &str, b: &str) -> f64 {
     let p = common as f64 / ta.len() as f64;
     let r = common as f64 / tb.len() as f64;
     2.0 * p * r / (p + r)
+}
+
+/// rouge-score's default tokenisation: lower-case, every non-alphanumeric character a separator.
+fn rouge_tokens(s: &str) -> Vec<String> {
+    s.to_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// ROUGE-L F-measure (beta = 1) of `candidate` against `reference`, as rouge-score computes it
+/// without stemming: LCS over tokens, P = LCS / |candidate|, R = LCS / |reference|.
+pub fn rouge_l(candidate: &str, reference: &str) -> f64 {
+    let (c, r) = (rouge_tokens(candidate), rouge_tokens(reference));
+    if c.is_empty() || r.is_empty() {
+        return 0.0;
+    }
+    let mut prev = vec![0usize; r.len() + 1];
+    for ct in &c {
+        let mut cur = vec![0usize; r.len() + 1];
+        for (j, rt) in r.iter().enumerate() {
+            cur[j + 1] = if ct == rt {
+                prev[j] + 1
+            } else {
+                cur[j].max(prev[j + 1])
+            };
+        }
+        prev = cur;
+    }
+    let lcs = prev[r.len()] as f64;
+    if lcs == 0.0 {
+        return 0.0;
+    }
+    let (p, rec) = (lcs / c.len() as f64, lcs / r.len() as f64);
+    2.0 * p * rec / (p + rec)
 }
 
 fn json_has_keys(output: &str, keys: &[String]) -> bool {
@@ -319,6 +377,29 @@ mod tests {
         );
         assert!(r.correct);
         assert!((r.score - 4.0 / 7.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rouge_l_values() {
+        // LCS("the cat sat on the mat", "the cat lay on the mat") = 5 of 6 and 6: F = 5/6.
+        let f = rouge_l("The cat sat on the mat.", "the cat lay on the mat");
+        assert!((f - 5.0 / 6.0).abs() < 1e-12, "{f}");
+        // LCS("police killed the gunman", "the gunman police killed") = 2 ("police killed"):
+        // P = R = 2/4.
+        assert!(
+            (rouge_l("police killed the gunman", "the gunman police killed") - 0.5).abs() < 1e-12
+        );
+        assert_eq!(rouge_l("", "a"), 0.0);
+        assert_eq!(rouge_l("x y", "a b"), 0.0);
+        let t: Scorer = serde_json::from_str(r#"{"scorer":"rouge-l","threshold":0.8}"#).unwrap();
+        let s = t.score(
+            "the cat sat on the mat",
+            &refs(&["the cat lay on the mat"]),
+            &Normalize::default(),
+            &[],
+        );
+        assert!(s.correct);
+        assert!((s.score - 5.0 / 6.0).abs() < 1e-12);
     }
 
     #[test]
