@@ -1,6 +1,7 @@
 //! `yardstick-eval`: a small deterministic accuracy eval over an OpenAI-compatible server.
 //!
-//! * [`task`]: tasks as data (JSONL items) and the bundled probe sets `arith` and `format`.
+//! * [`task`]: tasks as data (JSONL items) and the bundled probe sets `arith`, `format`,
+//!   `extract` and `code`.
 //! * [`score`]: scorers `exact`, `contains`, `regex`, `choice`, `numeric`, `f1`, `rouge-l`,
 //!   `json_keys`,
 //!   with normalisation options.

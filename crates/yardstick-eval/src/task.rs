@@ -80,6 +80,8 @@ pub struct Task {
 pub const PROBES: &[(&str, &str)] = &[
     ("arith", include_str!("probes/arith.jsonl")),
     ("format", include_str!("probes/format.jsonl")),
+    ("extract", include_str!("probes/extract.jsonl")),
+    ("code", include_str!("probes/code.jsonl")),
 ];
 
 impl Task {
@@ -191,6 +193,48 @@ mod tests {
         for (n, _) in PROBES {
             let t = Task::builtin(n).unwrap().unwrap();
             assert!((20..=30).contains(&t.items.len()), "{n}: {}", t.items.len());
+        }
+    }
+
+    #[test]
+    fn probe_references_accept_model_answers() {
+        let t = |n: &str| Task::builtin(n).unwrap().unwrap();
+        let code = t("code");
+        let samples = [
+            "def add(a, b):\n    return a + b",
+            "```rust\nfn square(x: i32) -> i32 { x * x }\n```",
+            "SELECT * FROM users;",
+            "const double = (n) => n * 2;",
+            "ls -la",
+            "[x**2 for x in range(10)]",
+            "int main(void) {\n  return 0;\n}",
+            "import json",
+            "struct Point { x: f64, y: f64 }",
+            "\\d+",
+            "for i in range(1, 6):\n    print(i)",
+            "func Hello() string { return \"hi\" }",
+            "CREATE TABLE items (id INTEGER);",
+            "class Stack:\n    def __init__(self):\n        self.items = []",
+            "git checkout -b dev",
+            "match n {\n    0 => 1,\n    _ => 2,\n}",
+            "[1, 2, 3]",
+            "f\"Hello, {name}!\"",
+            "interface User {\n  email: string;\n}",
+            "FROM alpine:3.19",
+        ];
+        assert_eq!(code.items.len(), samples.len());
+        for (item, s) in code.items.iter().zip(samples) {
+            assert!(item.score(s).correct, "{}: {s}", item.id);
+            assert!(
+                !item.score("I cannot help with that.").correct,
+                "{}",
+                item.id
+            );
+        }
+        for item in &t("extract").items {
+            let answer = format!("{}.", item.references[0].to_uppercase());
+            assert!(item.score(&answer).correct, "{}", item.id);
+            assert!(!item.score("unknown").correct, "{}", item.id);
         }
     }
 

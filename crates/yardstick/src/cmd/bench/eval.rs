@@ -25,7 +25,7 @@ pub struct EvalArgs {
     /// Model name to request.
     #[arg(long, required_unless_present = "compare")]
     pub model: Option<String>,
-    /// Tasks, comma-separated: bundled probes (arith, format) or paths to .jsonl files.
+    /// Tasks, comma-separated: bundled probes (arith, format, extract, code) or paths to .jsonl files.
     #[arg(long, value_delimiter = ',', default_value = "arith,format")]
     pub tasks: Vec<String>,
     /// API: chat or completions.
