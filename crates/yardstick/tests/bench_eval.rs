@@ -362,3 +362,45 @@ fn an_unreachable_server_fails() {
     );
     assert!(String::from_utf8_lossy(&o.stderr).contains("every request failed"));
 }
+
+#[test]
+fn f1_and_choice_through_the_cli() {
+    // The server answers anything it does not recognise with "I do not know".
+    let url = server(false);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("graded.jsonl");
+    std::fs::write(
+        &p,
+        concat!(
+            r#"{"id":"a","prompt":"Say something.","references":["i do know"],"scorer":"f1","normalize":{"case":true}}"#,
+            "\n",
+            r#"{"id":"b","prompt":"Say more.","references":["I do not know"],"scorer":"f1"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let c = dir.path().join("choice.jsonl");
+    std::fs::write(
+        &c,
+        r#"{"id":"c","messages":[{"role":"system","content":"One letter."},{"role":"user","content":"Pick."}],"references":["I"],"scorer":"choice"}"#,
+    )
+    .unwrap();
+    let v = json_out(&run(&[
+        "bench",
+        "eval",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--tasks",
+        &format!("{},{}", p.display(), c.display()),
+        "--json",
+    ]));
+    let t = &v["tasks"][0];
+    // a: F1("i do not know", "i do know") = 2 * (3/4) * 1 / (3/4 + 1) = 6/7, below threshold 1.
+    assert_eq!(t["accuracy"], 0.5);
+    let f1 = t["mean_f1"].as_f64().unwrap();
+    assert!((f1 - (6.0 / 7.0 + 1.0) / 2.0).abs() < 1e-12, "{f1}");
+    assert_eq!(v["tasks"][1]["accuracy"], 1.0);
+    assert!(v["tasks"][1]["mean_f1"].is_null());
+}
