@@ -21,7 +21,7 @@ pub mod score;
 pub mod task;
 
 pub use report::{Comparison, EvalReport, TaskComparison, TaskResult, compare, wilson};
-pub use run::{Decoding, run_eval};
+pub use run::{Decoding, RunOptions, run_eval};
 pub use score::{Normalize, Score, Scorer};
 pub use task::{Item, Message, Task};
 

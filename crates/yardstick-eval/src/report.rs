@@ -172,6 +172,12 @@ pub struct EvalReport {
     pub confidence: f64,
     /// Per-task results.
     pub tasks: Vec<TaskResult>,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// Wall time of all requests, seconds.
+    pub elapsed_s: f64,
+    /// Requests (items × repeats) per second.
+    pub requests_per_s: f64,
     /// Perplexity (not implemented yet: always null).
     pub perplexity: Option<serde_json::Value>,
 }

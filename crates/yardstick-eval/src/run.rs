@@ -48,28 +48,75 @@ impl Decoding {
     }
 }
 
-/// Runs every item of every task `repeat` times (at least once), one request at a time, and
+/// How many times and how fast items run, and the confidence of the intervals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunOptions {
+    /// Runs per item (at least 1).
+    pub repeat: usize,
+    /// Confidence level of the Wilson intervals, in (0, 1).
+    pub confidence: f64,
+    /// Requests in flight at once (at least 1). Records keep file order whatever the value.
+    pub concurrency: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            repeat: 1,
+            confidence: 0.95,
+            concurrency: 1,
+        }
+    }
+}
+
+/// Runs every item of every task `repeat` times with up to `concurrency` requests in flight and
 /// summarises at `confidence`. Request failures are recorded as incorrect items with an error.
+/// Must run inside a tokio runtime.
 pub async fn run_eval(
     backend: &HttpBackend,
     decoding: &Decoding,
     tasks: &[Task],
-    repeat: usize,
-    confidence: f64,
+    opts: RunOptions,
 ) -> Result<EvalReport, EvalError> {
+    let confidence = opts.confidence;
     if !(confidence > 0.0 && confidence < 1.0) {
         return Err(EvalError::Config(format!(
             "confidence must be in (0, 1), got {confidence}"
         )));
     }
-    let repeat = repeat.max(1);
+    let repeat = opts.repeat.max(1);
+    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
+    let started = std::time::Instant::now();
+    // Spawn every request in file order; a semaphore bounds how many are in flight.
+    let mut handles = Vec::new();
+    for task in tasks {
+        for item in &task.items {
+            let body = decoding.body(backend.api(), item);
+            for _ in 0..repeat {
+                let (b, body, sem) = (backend.clone(), body.clone(), sem.clone());
+                handles.push(tokio::spawn(async move {
+                    let _permit = sem.acquire_owned().await;
+                    b.generate(body).await
+                }));
+            }
+        }
+    }
+    let mut outcomes = Vec::with_capacity(handles.len());
+    for h in handles {
+        outcomes.push(
+            h.await
+                .unwrap_or_else(|e| Err(format!("request task failed: {e}"))),
+        );
+    }
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let mut outcomes = outcomes.into_iter();
     let mut results = Vec::new();
     for task in tasks {
         let mut records = Vec::new();
         for item in &task.items {
-            let body = decoding.body(backend.api(), item);
             for r in 0..repeat {
-                let rec = match backend.generate(body.clone()).await {
+                let outcome = outcomes.next().expect("one outcome per request");
+                let rec = match outcome {
                     Ok(g) => {
                         let s = item.score(&g.text);
                         ItemRecord {
@@ -109,7 +156,15 @@ pub async fn run_eval(
             &task.name, records, repeat, confidence, scorer,
         )?);
     }
+    let requests = tasks.iter().map(|t| t.items.len()).sum::<usize>() * repeat;
     Ok(EvalReport {
+        elapsed_s,
+        requests_per_s: if elapsed_s > 0.0 {
+            requests as f64 / elapsed_s
+        } else {
+            0.0
+        },
+        concurrency: opts.concurrency.max(1),
         model: decoding.model.clone(),
         api: backend.api(),
         decoding: decoding.clone(),

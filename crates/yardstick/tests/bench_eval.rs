@@ -404,3 +404,45 @@ fn f1_and_choice_through_the_cli() {
     assert_eq!(v["tasks"][1]["accuracy"], 1.0);
     assert!(v["tasks"][1]["mean_f1"].is_null());
 }
+
+#[test]
+fn concurrency_keeps_results_and_order() {
+    let url = server(false);
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = ten_items(dir.path());
+    let v = json_out(&run(&[
+        "bench",
+        "eval",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--tasks",
+        &tasks,
+        "--repeat",
+        "3",
+        "--concurrency",
+        "8",
+        "--json",
+    ]));
+    let t = &v["tasks"][0];
+    assert_eq!(t["accuracy"], 0.8);
+    assert_eq!(t["determinism"], 1.0);
+    assert_eq!(v["concurrency"], 8);
+    assert!(v["requests_per_s"].as_f64().unwrap() > 0.0);
+    let order: Vec<(String, u64)> = t["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["id"].as_str().unwrap().to_string(),
+                i["repeat"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, u64)> = (0..10)
+        .flat_map(|i| (0..3).map(move |r| (format!("q{i}"), r)))
+        .collect();
+    assert_eq!(order, want);
+}

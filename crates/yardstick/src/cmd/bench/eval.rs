@@ -34,6 +34,9 @@ pub struct EvalArgs {
     /// Run every item N times and report the determinism rate.
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
+    /// Requests in flight at once (results keep file order).
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
     /// Confidence level of the accuracy intervals.
     #[arg(long, default_value_t = 0.95)]
     pub confidence: f64,
@@ -137,8 +140,11 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             &backend,
             &decoding,
             &tasks,
-            args.repeat,
-            args.confidence,
+            yardstick_eval::RunOptions {
+                repeat: args.repeat,
+                confidence: args.confidence,
+                concurrency: args.concurrency,
+            },
         ))
         .map_err(task_error)?;
     if let Some(dir) = &args.output {
@@ -179,6 +185,13 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                     .unwrap_or_else(|| "-".into()),
             );
         }
+        println!(
+            "{} requests in {:.2} s ({:.1} requests/s, concurrency {})",
+            report.tasks.iter().map(|t| t.items.len()).sum::<usize>(),
+            report.elapsed_s,
+            report.requests_per_s,
+            report.concurrency
+        );
     }
     let total: usize = report.tasks.iter().map(|t| t.items.len()).sum();
     let errors: usize = report.tasks.iter().map(|t| t.errors).sum();
