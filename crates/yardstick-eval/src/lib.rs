@@ -2,7 +2,7 @@
 //!
 //! * [`task`]: tasks as data (JSONL items) and the bundled probe sets `arith`, `format`,
 //!   `extract` and `code`.
-//! * [`score`]: scorers `exact`, `contains`, `regex`, `choice`, `numeric`, `f1`, `rouge-l`,
+//! * [`score`]: scorers `exact`, `contains`, `regex`, `choice`, `numeric`, `f1`, `rouge-l`, `bleu`,
 //!   `json_keys`,
 //!   with normalisation options.
 //! * [`run`]: deterministic decoding (temperature 0, fixed seed, max tokens, stop sequences),
@@ -14,6 +14,7 @@
 
 #![deny(missing_docs)]
 
+pub mod bleu;
 pub mod http;
 pub mod report;
 pub mod run;

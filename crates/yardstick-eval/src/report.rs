@@ -63,6 +63,8 @@ pub struct TaskResult {
     pub mean_f1: Option<f64>,
     /// Mean ROUGE-L F (tasks scored with `rouge-l`).
     pub mean_rouge_l: Option<f64>,
+    /// Corpus BLEU, 0–100 (tasks scored with `bleu`; first repeat, failed requests as empty).
+    pub bleu: Option<f64>,
     /// Mean graded score.
     pub mean_score: f64,
     /// Failed requests (all repeats).
@@ -148,6 +150,7 @@ impl TaskResult {
             determinism,
             mean_f1: (scorer == Some("f1")).then_some(mean_score),
             mean_rouge_l: (scorer == Some("rouge-l")).then_some(mean_score),
+            bleu: None,
             mean_score,
             errors: records.iter().filter(|r| r.error.is_some()).count(),
             latency_ms,

@@ -152,9 +152,18 @@ pub async fn run_eval(
             .first()
             .map(|i| i.scorer.name())
             .filter(|n| task.items.iter().all(|i| i.scorer.name() == *n));
-        results.push(TaskResult::summarise(
-            &task.name, records, repeat, confidence, scorer,
-        )?);
+        let bleu = (scorer == Some("bleu")).then(|| {
+            let segs: Vec<_> = task
+                .items
+                .iter()
+                .zip(records.iter().filter(|r| r.repeat == 0))
+                .map(|(i, r)| crate::bleu::stats(r.output.as_deref().unwrap_or(""), &i.references))
+                .collect();
+            crate::bleu::corpus(&segs)
+        });
+        let mut result = TaskResult::summarise(&task.name, records, repeat, confidence, scorer)?;
+        result.bleu = bleu;
+        results.push(result);
     }
     let requests = tasks.iter().map(|t| t.items.len()).sum::<usize>() * repeat;
     Ok(EvalReport {

@@ -66,6 +66,14 @@ pub enum Scorer {
         #[serde(default = "half")]
         threshold: f64,
     },
+    /// Sentence BLEU (sacreBLEU defaults, 0–100) against the references; correct when at least
+    /// `threshold` (default 50). The item's score is BLEU / 100; the task also reports corpus
+    /// BLEU.
+    Bleu {
+        /// Sentence BLEU (0–100) needed to count as correct.
+        #[serde(default = "fifty")]
+        threshold: f64,
+    },
     /// The output (or its first `{...}` object) is valid JSON with every key in `keys`.
     JsonKeys {
         /// Keys the object must have.
@@ -78,6 +86,9 @@ fn default_tol() -> f64 {
 }
 fn one() -> f64 {
     1.0
+}
+fn fifty() -> f64 {
+    50.0
 }
 fn half() -> f64 {
     0.5
@@ -112,6 +123,7 @@ impl Scorer {
             Scorer::Numeric { .. } => "numeric",
             Scorer::F1 { .. } => "f1",
             Scorer::RougeL { .. } => "rouge-l",
+            Scorer::Bleu { .. } => "bleu",
             Scorer::JsonKeys { .. } => "json_keys",
         }
     }
@@ -170,6 +182,13 @@ impl Scorer {
                 Score {
                     correct: best >= *threshold - 1e-12,
                     score: best,
+                }
+            }
+            Scorer::Bleu { threshold } => {
+                let b = crate::bleu::sentence(output, references);
+                Score {
+                    correct: b >= *threshold - 1e-9,
+                    score: b / 100.0,
                 }
             }
             Scorer::JsonKeys { keys } => Score::bool(json_has_keys(output, keys)),
@@ -400,6 +419,16 @@ mod tests {
         );
         assert!(s.correct);
         assert!((s.score - 5.0 / 6.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bleu_scorer() {
+        let t: Scorer = serde_json::from_str(r#"{"scorer":"bleu"}"#).unwrap();
+        let r = refs(&["The dog bit the man."]);
+        let s = t.score("The dog bit the man.", &r, &Normalize::default(), &[]);
+        assert!(s.correct && (s.score - 1.0).abs() < 1e-9);
+        let s = t.score("A cat.", &r, &Normalize::default(), &[]);
+        assert!(!s.correct && s.score < 0.5);
     }
 
     #[test]

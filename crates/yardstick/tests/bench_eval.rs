@@ -446,3 +446,36 @@ fn concurrency_keeps_results_and_order() {
         .collect();
     assert_eq!(order, want);
 }
+
+#[test]
+fn bleu_task_reports_corpus_bleu() {
+    // The server answers "I do not know" to these prompts.
+    let url = server(false);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("mt.jsonl");
+    std::fs::write(
+        &p,
+        concat!(
+            r#"{"id":"a","prompt":"Translate.","references":["I do not know"],"scorer":"bleu"}"#,
+            "\n",
+            r#"{"id":"b","prompt":"Translate again.","references":["We do not know it at all"],"scorer":"bleu","threshold":90}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let v = json_out(&run(&[
+        "bench",
+        "eval",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--tasks",
+        p.to_str().unwrap(),
+        "--json",
+    ]));
+    let t = &v["tasks"][0];
+    assert_eq!(t["accuracy"], 0.5);
+    let b = t["bleu"].as_f64().unwrap();
+    assert!(b > 0.0 && b < 100.0, "{b}");
+}
