@@ -1,47 +1,20 @@
 //! `yardstick bench serve --mlperf …` against the real `yardstick sim` on loopback: the four
 //! MLPerf LoadGen scenarios, the Server verdicts and early-stopping validity, bad flags.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod common;
+use common::Sim;
+
+/// The simulator these tests use: TTFT 20 ms, then a token every 2 ms.
+fn sim() -> Sim {
+    Sim::start(&["--ttft-ms", "20", "--itl-ms", "2"])
+}
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_yardstick"))
-}
-
-/// A running simulator, killed on drop.
-struct Sim {
-    child: Child,
-    url: String,
-}
-
-impl Sim {
-    /// TTFT 20 ms, then a token every 2 ms.
-    fn start() -> Sim {
-        let mut child = bin()
-            .args(["sim", "--port", "0", "--ttft-ms", "20", "--itl-ms", "2"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .to_string();
-        Sim { child, url }
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn bench(url: &str, args: &[&str]) -> Output {
@@ -72,7 +45,7 @@ fn f(v: &Value) -> f64 {
 
 #[test]
 fn single_stream_p90_is_the_simulated_ttft_with_ci_and_early_stopping() {
-    let sim = Sim::start();
+    let sim = sim();
     let m = mlperf(&bench(
         &sim.url,
         &["--mlperf", "single-stream", "--max-requests", "70"],
@@ -100,7 +73,7 @@ fn single_stream_p90_is_the_simulated_ttft_with_ci_and_early_stopping() {
 
 #[test]
 fn single_stream_without_streaming_reports_e2e_and_too_few_queries_are_invalid() {
-    let sim = Sim::start();
+    let sim = sim();
     let m = mlperf(&bench(
         &sim.url,
         &[
@@ -128,7 +101,7 @@ fn single_stream_without_streaming_reports_e2e_and_too_few_queries_are_invalid()
 
 #[test]
 fn multi_stream_issues_whole_batches_and_reports_batch_latency() {
-    let sim = Sim::start();
+    let sim = sim();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let m = mlperf(&bench(
@@ -188,7 +161,7 @@ fn multi_stream_issues_whole_batches_and_reports_batch_latency() {
 
 #[test]
 fn server_passes_generous_bounds_validly() {
-    let sim = Sim::start();
+    let sim = sim();
     let m = mlperf(&bench(
         &sim.url,
         &[
@@ -230,7 +203,7 @@ fn server_passes_generous_bounds_validly() {
 
 #[test]
 fn server_fails_a_ttft_bound_below_the_simulated_ttft() {
-    let sim = Sim::start();
+    let sim = sim();
     let m = mlperf(&bench(
         &sim.url,
         &[
@@ -267,7 +240,7 @@ fn server_fails_a_ttft_bound_below_the_simulated_ttft() {
 
 #[test]
 fn server_with_too_few_queries_passes_but_is_invalid() {
-    let sim = Sim::start();
+    let sim = sim();
     let m = mlperf(&bench(
         &sim.url,
         &[
@@ -296,7 +269,7 @@ fn server_with_too_few_queries_passes_but_is_invalid() {
 
 #[test]
 fn offline_issues_everything_at_once_and_completes_it() {
-    let sim = Sim::start();
+    let sim = sim();
     let o = bench(&sim.url, &["--mlperf", "offline", "--max-requests", "100"]);
     let m = mlperf(&o);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -3,49 +3,17 @@
 //! server, open-loop arrivals, bad input.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+use common::Sim;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_yardstick"))
-}
-
-/// A running simulator, killed on drop.
-struct Sim {
-    child: Child,
-    url: String,
-}
-
-impl Sim {
-    fn start(args: &[&str]) -> Sim {
-        let mut child = bin()
-            .args(["sim", "--port", "0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .to_string();
-        Sim { child, url }
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn bench(url: &str, args: &[&str]) -> Output {
@@ -274,8 +242,7 @@ fn a_server_killed_mid_run_ends_the_run_with_the_records_it_has() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    sim.child.kill().unwrap();
-    sim.child.wait().unwrap();
+    sim.kill();
     let o = child.wait_with_output().unwrap();
     assert!(
         started.elapsed() < Duration::from_secs(40),

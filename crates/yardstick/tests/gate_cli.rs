@@ -3,50 +3,23 @@
 //! exit 3, also against an exported baseline file; replacing a baseline needs --force. (The machine-profile refusal is unit-tested on the
 //! library function: faking a second machine by editing env.json would not be honest.)
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::Value;
+
+mod common;
+use common::Sim;
+
+/// A simulator whose time to first token is `ttft_ms`.
+fn sim_with_ttft(ttft_ms: u32) -> Sim {
+    Sim::start(&["--ttft-ms", &ttft_ms.to_string()])
+}
 
 fn yardstick() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
     c.env_remove("YARDSTICK_STORE").env("NO_COLOR", "1");
     c
-}
-
-/// A running `yardstick sim`, killed on drop.
-struct Sim {
-    child: Child,
-    url: String,
-}
-
-impl Sim {
-    fn start(ttft_ms: u32) -> Sim {
-        let mut child = yardstick()
-            .args(["sim", "--port", "0", "--ttft-ms", &ttft_ms.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn yardstick sim");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        Sim { child, url: addr }
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A tiny gating spec (realism mode: exploratory specs never gate): one serving point, three
@@ -202,8 +175,8 @@ fn aa_runs_do_not_fail_and_baselines_need_force_to_replace() {
 
 #[test]
 fn a_slower_simulator_fails_the_gate_with_exit_3() {
-    let fast = Sim::start(40);
-    let slow = Sim::start(80);
+    let fast = sim_with_ttft(40);
+    let slow = sim_with_ttft(80);
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
     let a = run(&store, "a", &fast.url);
@@ -280,8 +253,8 @@ fn a_slower_simulator_fails_the_gate_with_exit_3() {
 
 #[test]
 fn exploratory_specs_are_reported_not_enforced() {
-    let fast = Sim::start(40);
-    let slow = Sim::start(80);
+    let fast = sim_with_ttft(40);
+    let slow = sim_with_ttft(80);
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
     let a = run_spec(&store, "a", &spec_in_mode(&fast.url, "exploratory"));

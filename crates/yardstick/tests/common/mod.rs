@@ -1,0 +1,55 @@
+//! Helpers shared by the CLI integration tests.
+// Each test binary compiles this module and uses part of it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// A running `yardstick sim` on an ephemeral loopback port, killed on drop.
+pub struct Sim {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+}
+
+impl Sim {
+    /// Starts `yardstick sim --port 0 ARGS...` and waits for its `listening on URL` line.
+    pub fn start(args: &[&str]) -> Sim {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_yardstick"))
+            .env("NO_COLOR", "1")
+            .args(["sim", "--port", "0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn yardstick sim");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        let addr = url.strip_prefix("http://").unwrap_or(&url).to_string();
+        Sim { child, url, addr }
+    }
+}
+
+impl Sim {
+    /// Kills the simulator now (a server dying mid-run).
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
