@@ -127,6 +127,7 @@ pub struct Client {
     clock: Clock,
     run_tag: String,
     tokenizer: Option<std::sync::Arc<LocalTokenizer>>,
+    keep_response: bool,
 }
 
 /// Resolves the endpoint URL for `api` from a base URL.
@@ -218,12 +219,22 @@ impl Client {
             clock,
             run_tag: run_tag.to_string(),
             tokenizer: None,
+            keep_response: false,
         })
     }
 
     /// Counts output tokens locally too (and uses that count when the server reports none).
     pub fn with_tokenizer(mut self, t: std::sync::Arc<LocalTokenizer>) -> Self {
         self.tokenizer = Some(t);
+        self
+    }
+
+    /// Keeps what the server answered in every record: the content text in
+    /// [`RequestRecord::content_text`] (streamed or not) and, for non-streamed requests, the
+    /// whole body in [`RequestRecord::response_body`]. For accuracy evals and perplexity; load
+    /// runs leave it off and pay nothing for it.
+    pub fn keeping_responses(mut self) -> Self {
+        self.keep_response = true;
         self
     }
 
@@ -307,7 +318,7 @@ impl Client {
             plan.lengths.output,
             clock.ns(scheduled),
         );
-        if self.tokenizer.is_some() {
+        if self.tokenizer.is_some() || self.keep_response {
             rec.content_text = Some(String::new());
         }
         let mut conn = match tokio::time::timeout(self.timeout, self.checkout()).await {
@@ -349,7 +360,15 @@ impl Client {
             driver,
             closed,
         } = &mut conn;
-        let exchange = exchange(sender, req, &mut rec, clock, self.stream, self.api);
+        let exchange = exchange(
+            sender,
+            req,
+            &mut rec,
+            clock,
+            self.stream,
+            self.api,
+            self.keep_response,
+        );
         let result = tokio::time::timeout(self.timeout, drive(driver, closed, exchange)).await;
         let reusable = match result {
             Ok(Ok(clean)) => clean,
@@ -367,10 +386,17 @@ impl Client {
         if rec.done_ns.is_none() {
             rec.done_ns = Some(clock.now_ns());
         }
-        if let (Some(t), Some(text)) = (&self.tokenizer, rec.content_text.take())
-            && rec.ok()
-        {
-            rec.local_output_tokens = Some(t.count(&text));
+        if let Some(t) = &self.tokenizer {
+            let text = if self.keep_response {
+                rec.content_text.clone()
+            } else {
+                rec.content_text.take()
+            };
+            if let Some(text) = text
+                && rec.ok()
+            {
+                rec.local_output_tokens = Some(t.count(&text));
+            }
         }
         finalize_tokens(&mut rec);
         if reusable {
@@ -413,6 +439,7 @@ async fn exchange(
     clock: Clock,
     stream: bool,
     api: Api,
+    keep_body: bool,
 ) -> Result<bool, Failure> {
     sender
         .ready()
@@ -453,6 +480,9 @@ async fn exchange(
             .to_bytes();
         let t = clock.now_ns();
         rec.done_ns = Some(t);
+        if keep_body {
+            rec.response_body = Some(bytes.clone());
+        }
         let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             (
                 ErrorClass::MalformedEvent,

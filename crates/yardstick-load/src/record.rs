@@ -141,9 +141,14 @@ pub struct RequestRecord {
     pub content_bytes: u64,
     /// Output tokens by the local tokenizer, when one is configured.
     pub local_output_tokens: Option<u64>,
-    /// The content text, kept only while a local tokenizer needs it.
+    /// The content text, kept only while a local tokenizer needs it, or for good when the
+    /// client keeps responses ([`crate::Client::keeping_responses`]).
     #[serde(skip)]
     pub content_text: Option<String>,
+    /// The whole response body of a non-streamed request, only when the client keeps
+    /// responses (log-probabilities, usage and anything else a caller wants to read).
+    #[serde(skip)]
+    pub response_body: Option<bytes::Bytes>,
 }
 
 fn ms(a: u64, b: u64) -> f64 {
@@ -183,6 +188,7 @@ impl RequestRecord {
             content_bytes: 0,
             local_output_tokens: None,
             content_text: None,
+            response_body: None,
         }
     }
 
