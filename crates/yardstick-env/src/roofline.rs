@@ -25,6 +25,97 @@ pub struct Ceilings {
     pub link_bw: Option<f64>,
 }
 
+/// Which micro results [`Ceilings::from_micro`] took its figures from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CeilingSources {
+    /// The GEMM result of the peak, e.g. `gemm.f32.2048`.
+    pub peak: String,
+    /// The bandwidth result, e.g. `memory.triad`.
+    pub memory: String,
+    /// The collective result of the link peak, e.g. `nccl.all_reduce.busbw.8589934592`.
+    pub link: Option<String>,
+}
+
+/// Converts a throughput in `unit` to per-second base units (FLOP/s or bytes/s).
+fn scale(unit: &str) -> Option<f64> {
+    match unit {
+        "FLOP/s" | "B/s" => Some(1.0),
+        "KB/s" => Some(1e3),
+        "MFLOP/s" | "MB/s" => Some(1e6),
+        "GFLOP/s" | "GB/s" => Some(1e9),
+        "TFLOP/s" | "TB/s" => Some(1e12),
+        "MiB/s" => Some(1_048_576.0),
+        "GiB/s" => Some(1_073_741_824.0),
+        _ => None,
+    }
+}
+
+impl Ceilings {
+    /// Ceilings from micro-benchmark results `(name, value, unit)` of one machine, named as
+    /// `yardstick bench micro` and `yardstick import` name them: the peak is the best
+    /// `gemm.<dtype>.<n>` (the GEMM of the workload's element type, e.g. `f32`), the memory
+    /// bandwidth `memory.triad` (STREAM's figure of merit), the link peak the best
+    /// `nccl.*.busbw.<size>` when nccl-tests output was imported. `None` without a GEMM or a
+    /// triad figure.
+    pub fn from_micro<'a>(
+        label: impl Into<String>,
+        dtype: &str,
+        results: impl IntoIterator<Item = (&'a str, f64, &'a str)>,
+    ) -> Option<(Ceilings, CeilingSources)> {
+        let mut peak: Option<(f64, String)> = None;
+        let mut mem: Option<(f64, String)> = None;
+        let mut link: Option<(f64, String)> = None;
+        let gemm_prefix = format!("gemm.{dtype}.");
+        let better =
+            |slot: &Option<(f64, String)>, v: f64| slot.as_ref().is_none_or(|(b, _)| v > *b);
+        for (name, value, unit) in results {
+            let Some(k) = scale(unit) else { continue };
+            let v = value * k;
+            if !(v.is_finite() && v > 0.0) {
+                continue;
+            }
+            let size_suffix = |p: &str| {
+                name.strip_prefix(p)
+                    .is_some_and(|rest| rest.parse::<u64>().is_ok())
+            };
+            if size_suffix(&gemm_prefix) && better(&peak, v) {
+                peak = Some((v, name.to_owned()));
+            } else if name == "memory.triad" && better(&mem, v) {
+                mem = Some((v, name.to_owned()));
+            } else if name.starts_with("nccl.")
+                && name
+                    .split('.')
+                    .collect::<Vec<_>>()
+                    .windows(2)
+                    .any(|w| w[0] == "busbw" && w[1].parse::<u64>().is_ok())
+                && better(&link, v)
+            {
+                link = Some((v, name.to_owned()));
+            }
+        }
+        let (peak_flops, peak_name) = peak?;
+        let (memory_bw, mem_name) = mem?;
+        Some((
+            Ceilings {
+                label: label.into(),
+                peak_flops,
+                memory_bw,
+                link_bw: link.as_ref().map(|l| l.0),
+            },
+            CeilingSources {
+                peak: peak_name,
+                memory: mem_name,
+                link: link.map(|l| l.1),
+            },
+        ))
+    }
+
+    /// The ridge point, FLOP/byte.
+    pub fn ridge(&self) -> f64 {
+        self.peak_flops / self.memory_bw
+    }
+}
+
 /// Where a workload sits on a roofline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Placement {
@@ -281,6 +372,93 @@ pub fn compare(a: &Ceilings, b: &Ceilings, intensity: f64) -> Option<RooflineCom
     })
 }
 
+/// Two machine profiles' rooflines side by side, over the intensities of the workloads that
+/// matter (seed 003: which machine wins depends on where the workload sits).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfileComparison {
+    /// Machine A.
+    pub a: Ceilings,
+    /// Machine B.
+    pub b: Ceilings,
+    /// Ridge point of A, FLOP/byte.
+    pub ridge_a: f64,
+    /// Ridge point of B, FLOP/byte.
+    pub ridge_b: f64,
+    /// Where the rooflines cross (one machine has the higher peak, the other the higher
+    /// bandwidth); below it the high-bandwidth machine wins.
+    pub crossover_intensity: Option<f64>,
+    /// One row per workload.
+    pub workloads: Vec<WorkloadOnTwo>,
+}
+
+/// One workload on two rooflines.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkloadOnTwo {
+    /// Its name.
+    pub name: String,
+    /// Its intensity, FLOP/byte.
+    pub intensity: f64,
+    /// Attainable FLOP/s on A and on B.
+    pub attainable: [f64; 2],
+    /// The roof it is under on A and on B (`memory` or `compute`).
+    pub roof: [&'static str; 2],
+    /// attainable B / attainable A.
+    pub ratio_b_over_a: f64,
+    /// `a`, `b`, or `tie` (within 1 %).
+    pub faster: &'static str,
+}
+
+/// Compares two machine profiles for a set of named workload intensities (FLOP/byte).
+/// `None` when a machine's ceilings are not positive or an intensity is not.
+pub fn compare_profiles(
+    a: &Ceilings,
+    b: &Ceilings,
+    workloads: &[(&str, f64)],
+) -> Option<ProfileComparison> {
+    let ok = |c: &Ceilings| c.peak_flops > 0.0 && c.memory_bw > 0.0;
+    if !(ok(a) && ok(b)) {
+        return None;
+    }
+    let mut rows = Vec::with_capacity(workloads.len());
+    let mut crossover = None;
+    for (name, intensity) in workloads {
+        let c = compare(a, b, *intensity)?;
+        crossover = c.crossover_intensity;
+        let roof = |m: &Ceilings| {
+            if *intensity < m.ridge() {
+                "memory"
+            } else {
+                "compute"
+            }
+        };
+        rows.push(WorkloadOnTwo {
+            name: (*name).to_owned(),
+            intensity: *intensity,
+            attainable: [c.attainable_a, c.attainable_b],
+            roof: [roof(a), roof(b)],
+            ratio_b_over_a: c.ratio_b_over_a,
+            faster: if (c.ratio_b_over_a - 1.0).abs() <= 0.01 {
+                "tie"
+            } else if c.ratio_b_over_a > 1.0 {
+                "b"
+            } else {
+                "a"
+            },
+        });
+    }
+    if workloads.is_empty() && (a.peak_flops - b.peak_flops) * (a.memory_bw - b.memory_bw) < 0.0 {
+        crossover = Some(a.peak_flops.min(b.peak_flops) / a.memory_bw.min(b.memory_bw));
+    }
+    Some(ProfileComparison {
+        a: a.clone(),
+        b: b.clone(),
+        ridge_a: a.ridge(),
+        ridge_b: b.ridge(),
+        crossover_intensity: crossover,
+        workloads: rows,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,5 +571,85 @@ mod tests {
         assert_eq!(at.attainable_a, at.attainable_b);
         // A machine better in both has no crossover.
         assert_eq!(compare(&a, &a, 10.0).unwrap().crossover_intensity, None);
+    }
+
+    #[test]
+    fn ceilings_from_micro_results() {
+        let results = [
+            ("memory.copy", 16.1, "GB/s"),
+            ("memory.triad", 14.6, "GB/s"),
+            ("gemm.f32.512", 98.0, "GFLOP/s"),
+            ("gemm.f32.2048", 131.0, "GFLOP/s"),
+            ("gemm.f64.2048", 64.0, "GFLOP/s"),
+            ("gemm.f32.peak", 999.0, "GFLOP/s"), // not a size: ignored
+            ("nccl.all_reduce.busbw.1048576", 52.62, "GB/s"),
+            ("nccl.all_reduce.busbw.8589934592", 413.78, "GB/s"),
+            ("nccl.all_reduce.busbw.avg", 197.172, "GB/s"),
+            ("storage.seq_read", 3221.2, "MB/s"),
+        ];
+        let (c, src) = Ceilings::from_micro("vm", "f32", results).unwrap();
+        assert_eq!(c.peak_flops, 131e9);
+        assert_eq!(c.memory_bw, 14.6e9);
+        assert_eq!(c.link_bw, Some(413.78e9));
+        assert_eq!(src.peak, "gemm.f32.2048");
+        assert_eq!(src.memory, "memory.triad");
+        assert_eq!(
+            src.link.as_deref(),
+            Some("nccl.all_reduce.busbw.8589934592")
+        );
+        assert!((c.ridge() - 131.0 / 14.6).abs() < 1e-12);
+        let (c64, _) = Ceilings::from_micro("vm", "f64", results).unwrap();
+        assert_eq!(c64.peak_flops, 64e9);
+        // No triad: no ceilings.
+        assert!(Ceilings::from_micro("x", "f32", [("gemm.f32.1024", 1.0, "GFLOP/s")]).is_none());
+    }
+
+    #[test]
+    fn two_machine_profiles_side_by_side() {
+        // Seed 003's pair: A "high peak, low bandwidth" (2 PFLOP/s, 2 TB/s) against B "low
+        // peak, high bandwidth" (1 PFLOP/s, 4 TB/s), as micro results of two profiles.
+        let (a, _) = Ceilings::from_micro(
+            "A",
+            "bf16",
+            [
+                ("gemm.bf16.8192", 2000.0, "TFLOP/s"),
+                ("memory.triad", 2.0, "TB/s"),
+            ],
+        )
+        .unwrap();
+        let (b, _) = Ceilings::from_micro(
+            "B",
+            "bf16",
+            [
+                ("gemm.bf16.8192", 1000.0, "TFLOP/s"),
+                ("memory.triad", 4.0, "TB/s"),
+            ],
+        )
+        .unwrap();
+        // Decode (batch 1: ~1 FLOP/B per weight byte, say 2), a mid-size prefill (300) and a
+        // large training GEMM (2000).
+        let cmp = compare_profiles(
+            &a,
+            &b,
+            &[("decode", 2.0), ("prefill", 300.0), ("train", 2000.0)],
+        )
+        .unwrap();
+        assert_eq!((cmp.ridge_a, cmp.ridge_b), (1000.0, 250.0));
+        assert_eq!(cmp.crossover_intensity, Some(500.0));
+        let decode = &cmp.workloads[0];
+        assert_eq!(decode.attainable, [4e12, 8e12]);
+        assert_eq!(decode.roof, ["memory", "memory"]);
+        assert_eq!((decode.ratio_b_over_a, decode.faster), (2.0, "b"));
+        // 300 FLOP/B: memory-bound on A (ridge 1000), compute-bound on B (ridge 250); B still
+        // wins, 1e15 against 6e14.
+        let prefill = &cmp.workloads[1];
+        assert_eq!(prefill.roof, ["memory", "compute"]);
+        assert_eq!(prefill.attainable, [6e14, 1e15]);
+        assert_eq!(prefill.faster, "b");
+        // Past the crossover the high-peak machine wins.
+        let train = &cmp.workloads[2];
+        assert_eq!(train.roof, ["compute", "compute"]);
+        assert_eq!((train.ratio_b_over_a, train.faster), (0.5, "a"));
+        assert!(compare_profiles(&a, &b, &[("bad", -1.0)]).is_none());
     }
 }
