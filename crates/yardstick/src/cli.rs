@@ -113,4 +113,6 @@ pub enum Command {
     Compare(cmd::compare::CompareArgs),
     /// Gate a run against its baseline: exit 0 PASS/WARN, 3 FAIL, 4 INCONCLUSIVE.
     Gate(cmd::gate::GateArgs),
+    /// Report a run (and a saved gate result): table, HTML with plots, Excel, Markdown, JUnit, CSV.
+    Report(cmd::report::ReportArgs),
 }

@@ -10,6 +10,7 @@ pub mod gc;
 pub mod init;
 pub mod keygen;
 pub mod query;
+pub mod report;
 pub mod run;
 pub mod runs;
 pub mod schema;
@@ -42,5 +43,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Baseline(args) => baseline::run(args, g),
         Command::Compare(args) => compare::run(args, g),
         Command::Gate(args) => gate::run(args, g),
+        Command::Report(args) => report::run(args, g),
     }
 }

@@ -1,0 +1,189 @@
+//! Markdown for `$GITHUB_STEP_SUMMARY` and pull-request comments: the verdict first, then the
+//! headline numbers. GitHub-flavoured tables; no timestamps beyond the run's own.
+
+use std::fmt::Write;
+
+use crate::format::{self, num};
+use crate::model::Report;
+use crate::tables::headline_metrics;
+
+/// Escapes a table cell (pipes and newlines would break the row).
+fn cell(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('\n', " ")
+}
+
+fn verdict_mark(v: &str) -> &'static str {
+    match v {
+        "PASS" => "✅",
+        "WARN" => "⚠️",
+        "FAIL" => "❌",
+        "INCONCLUSIVE" => "❔",
+        _ => "",
+    }
+}
+
+/// Renders the report as Markdown.
+pub fn render(report: &Report) -> String {
+    let r = &report.run;
+    let run = &r.run;
+    let mut out = String::new();
+    let _ = writeln!(out, "## yardstick report: {}", cell(&run.name));
+    let _ = writeln!(out);
+    if let Some(g) = &report.gate
+        && let Some(v) = &g.verdict
+    {
+        let _ = writeln!(
+            out,
+            "**Gate: {} {v}** — {} PASS, {} WARN, {} INCONCLUSIVE, {} FAIL (baseline `{}`)",
+            verdict_mark(v),
+            g.count("PASS"),
+            g.count("WARN"),
+            g.count("INCONCLUSIVE"),
+            g.count("FAIL"),
+            g.baseline_run
+        );
+        if let Some(why) = &g.exploratory_reason {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "> Exploratory, not enforced: {}", cell(why));
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "| run | status | machine profile | started | tool |");
+    let _ = writeln!(out, "| --- | --- | --- | --- | --- |");
+    let _ = writeln!(
+        out,
+        "| `{}` | {} | `{}` | {} | yardstick {} |",
+        run.run_id,
+        run.status,
+        run.machine_profile.as_deref().unwrap_or("-"),
+        run.started_at,
+        run.tool_version
+    );
+    let _ = writeln!(out);
+
+    if let Some(g) = &report.gate {
+        let _ = writeln!(
+            out,
+            "### {} `{}` → `{}`",
+            if g.verdict.is_some() {
+                "Gate"
+            } else {
+                "Comparison"
+            },
+            g.baseline_run,
+            g.candidate_run
+        );
+        let _ = writeln!(out);
+        if !g.spec_diffs.is_empty() || !g.env_diffs.is_empty() {
+            let _ = writeln!(out, "Fields that differ:");
+            for d in g.spec_diffs.iter().chain(&g.env_diffs) {
+                let _ = writeln!(
+                    out,
+                    "- `{}`: `{}` → `{}`",
+                    d.path,
+                    d.baseline.replace('`', "'"),
+                    d.candidate.replace('`', "'")
+                );
+            }
+            let _ = writeln!(out);
+        }
+        for w in &g.warnings {
+            let _ = writeln!(out, "> ⚠️ {}", cell(w));
+            let _ = writeln!(out);
+        }
+        let _ = writeln!(
+            out,
+            "| point | metric | baseline | candidate | Δ | {} (Δ) | tolerance | verdict | why |",
+            format::level_header(g.level)
+        );
+        let _ = writeln!(
+            out,
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"
+        );
+        for m in &g.rows {
+            let v = m.verdict.as_deref().unwrap_or("-");
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} {} | {} |",
+                cell(&m.point),
+                cell(&m.label()),
+                num(m.baseline),
+                num(m.candidate),
+                format::delta_pct(m.ratio),
+                format::delta_ci(m.ci),
+                m.tolerance_pct.map_or("-".into(), |t| format!("{} %", num(t))),
+                verdict_mark(v),
+                v,
+                cell(m.reason.as_deref().unwrap_or(""))
+            );
+        }
+        let _ = writeln!(out);
+    }
+
+    let _ = writeln!(
+        out,
+        "### Results (mean over {} replicates, {})",
+        r.replicates,
+        format::level_header(r.level)
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "| point | metric | mean | CI | ± | unit | n |");
+    let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | --- | ---: |");
+    for p in &r.points {
+        for m in headline_metrics(p) {
+            let _ = writeln!(
+                out,
+                "| {} | {} {} | {} | {} | {} | {} | {} |",
+                cell(&p.id),
+                cell(&m.metric),
+                cell(&m.statistic),
+                num(m.mean),
+                format::ci(m.ci),
+                format::pm_pct(m.half_width_pct()),
+                cell(&m.unit),
+                m.n
+            );
+        }
+        for f in p.failed_replicates() {
+            let _ = writeln!(
+                out,
+                "| {} | ❌ replicate {} failed: {} | | | | | |",
+                cell(&p.id),
+                f.replicate,
+                cell(f.error.as_deref().unwrap_or(""))
+            );
+        }
+    }
+    if let Some(t) = crate::tables::latency(r) {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "<details><summary>Latency percentiles and the normal-assumption p99</summary>");
+        let _ = writeln!(out);
+        let _ = writeln!(out, "| point | latency | n | p50 | p90 | p99 | p99 if normal (μ+2.326σ) |");
+        let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+        for row in &t.rows {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                cell(&row[0].display()),
+                row[1].display(),
+                row[2].display(),
+                row[4].display(),
+                row[5].display(),
+                row[7].display(),
+                row[8].display()
+            );
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(out, "</details>");
+    }
+    let notes: Vec<&String> = r.notes.iter().chain(&report.warnings).collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out);
+        for n in notes {
+            let _ = writeln!(out, "> {}", cell(n));
+        }
+    }
+    out
+}

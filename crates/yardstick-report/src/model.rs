@@ -1,0 +1,619 @@
+//! What a report is made of: a stored run (warehouse facts plus its run directory's spec, env,
+//! raw samples, step logs and telemetry) and, optionally, a gate or comparison result.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+use yardstick_store::warehouse::{FactRow, PointRow, RunFilter, RunRow, Warehouse};
+
+use crate::ReportError;
+use crate::gate::GateView;
+
+/// Everything a report shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The run.
+    pub run: RunReport,
+    /// A gate or comparison result the report covers, when given.
+    pub gate: Option<GateView>,
+    /// Things the reader should know (a gate file for another run, unreadable artifacts).
+    pub warnings: Vec<String>,
+}
+
+impl Report {
+    /// A report of `run`, covering `gate` when given; warns when the gate is about another run.
+    pub fn new(run: RunReport, gate: Option<GateView>) -> Report {
+        let mut warnings = run.warnings.clone();
+        if let Some(g) = &gate
+            && g.candidate_run != run.run.run_id
+        {
+            warnings.push(format!(
+                "the gate result is for run {} (candidate), not for run {}",
+                g.candidate_run, run.run.run_id
+            ));
+        }
+        Report {
+            run,
+            gate,
+            warnings,
+        }
+    }
+}
+
+/// One stored run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The warehouse row (id, name, status, profile, times, tool).
+    pub run: RunRow,
+    /// `spec.yaml` as given, when readable.
+    pub spec_yaml: Option<String>,
+    /// `env.json`; `Null` when missing.
+    pub env: Value,
+    /// Confidence level of the CIs (`summary.json`, default 0.95).
+    pub level: f64,
+    /// Replicates per point in the plan.
+    pub replicates: u32,
+    /// The points, in plan order.
+    pub points: Vec<PointReport>,
+    /// Telemetry samples (CPU, memory, GPU clocks and temperatures) over the run.
+    #[serde(skip_serializing)]
+    pub telemetry: Vec<TelemetryRow>,
+    /// The telemetry summary of `summary.json`.
+    pub telemetry_summary: Value,
+    /// Manifest notes (resumes, machine-profile changes).
+    pub notes: Vec<String>,
+    /// Artifacts that could not be read, and similar.
+    pub warnings: Vec<String>,
+}
+
+/// One point of the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointReport {
+    /// Point id (`component.0.serve/D(16,8)/concurrency=4`).
+    pub id: String,
+    /// `micro`, `component` or `e2e`.
+    pub layer: String,
+    /// `serve`, `train`, `command` or the micro benchmark's name.
+    pub kind: String,
+    /// The point's parameters (the plan's work item).
+    pub work: Value,
+    /// Aggregate facts (mean over replicates with CI) and their replicate values.
+    pub metrics: Vec<MetricStat>,
+    /// Replicates that ran, with their errors.
+    pub replicates: Vec<ReplicateInfo>,
+    /// Per-request latencies of a serving point, warm-up and failed requests excluded (raw
+    /// samples: left out of `--json`, which carries the aggregates).
+    #[serde(skip_serializing)]
+    pub latency: Option<LatencySamples>,
+    /// Per-step times of a training or command point that reported steps.
+    #[serde(skip_serializing)]
+    pub steps: Vec<StepSeries>,
+}
+
+/// One (metric, statistic) of a point.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricStat {
+    /// Metric (`ttft_ms`).
+    pub metric: String,
+    /// Statistic (`p50`, `value`).
+    pub statistic: String,
+    /// Unit.
+    pub unit: String,
+    /// Mean over replicates.
+    pub mean: f64,
+    /// CI of the mean (Student t over replicates).
+    pub ci: Option<(f64, f64)>,
+    /// Replicates aggregated.
+    pub n: u64,
+    /// Per-replicate values.
+    pub replicates: Vec<(u32, f64)>,
+}
+
+impl MetricStat {
+    /// Half the CI width relative to the mean, in percent.
+    pub fn half_width_pct(&self) -> Option<f64> {
+        let (lo, hi) = self.ci?;
+        (self.mean != 0.0).then(|| (hi - lo) / 2.0 / self.mean.abs() * 100.0)
+    }
+}
+
+/// One replicate of a point.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicateInfo {
+    /// 0-based replicate.
+    pub replicate: u32,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+    /// Warm-up steps trimmed by the training analysis.
+    pub warmup_trimmed: Option<usize>,
+}
+
+/// Request latencies of a serving point, pooled over replicates (measured requests only).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LatencySamples {
+    /// Time to first token, ms.
+    pub ttft_ms: Vec<f64>,
+    /// End-to-end latency, ms.
+    pub e2e_ms: Vec<f64>,
+    /// Time per output token, ms (requests with two or more output tokens).
+    pub tpot_ms: Vec<f64>,
+    /// Every inter-token gap, ms.
+    pub itl_ms: Vec<f64>,
+    /// Warm-up requests left out.
+    pub warmup: usize,
+    /// Failed requests left out.
+    pub failed: usize,
+}
+
+impl LatencySamples {
+    /// The samples of a metric by name (`ttft_ms`, `e2e_ms`, `tpot_ms`, `itl_ms`).
+    pub fn get(&self, metric: &str) -> &[f64] {
+        match metric {
+            "ttft_ms" => &self.ttft_ms,
+            "e2e_ms" => &self.e2e_ms,
+            "tpot_ms" => &self.tpot_ms,
+            "itl_ms" => &self.itl_ms,
+            _ => &[],
+        }
+    }
+}
+
+/// Step times of one replicate and rank, in reporting order.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepSeries {
+    /// Replicate.
+    pub replicate: u32,
+    /// Rank, when the workload reported one.
+    pub rank: Option<u32>,
+    /// (step, step time in seconds).
+    pub steps: Vec<(f64, f64)>,
+    /// Leading steps trimmed as warm-up by the analysis.
+    pub warmup_steps: usize,
+}
+
+/// One telemetry sample.
+#[derive(Debug, Clone, Serialize)]
+pub struct TelemetryRow {
+    /// Seconds since the sampler started.
+    pub elapsed_s: f64,
+    /// `cpu`, `memory`, `gpu0`, ...
+    pub device: String,
+    /// `util_pct`, `clock_mhz`, `temperature_c`, ...
+    pub metric: String,
+    /// The value.
+    pub value: f64,
+}
+
+impl PointReport {
+    /// The (metric, statistic) aggregate, if stored.
+    pub fn metric(&self, metric: &str, statistic: &str) -> Option<&MetricStat> {
+        self.metrics
+            .iter()
+            .find(|m| m.metric == metric && m.statistic == statistic)
+    }
+
+    /// The serving scenario (`D(16,8)`), when a serving point.
+    pub fn scenario(&self) -> Option<&str> {
+        self.work["scenario"].as_str()
+    }
+
+    /// `concurrency=4`, `rate=8`, `world_size=2`: the point's load for labels.
+    pub fn load_label(&self) -> String {
+        if let Some(v) = self.work["load_value"].as_f64() {
+            let mode = self.work["load_mode"].as_str().unwrap_or("load");
+            return format!("{mode}={}", crate::format::num(v));
+        }
+        if let Some(n) = self.world_size() {
+            return format!("world_size={n}");
+        }
+        self.id.rsplit('/').next().unwrap_or(&self.id).to_string()
+    }
+
+    /// The world size of a command point.
+    pub fn world_size(&self) -> Option<u32> {
+        self.work["world_size"]
+            .as_u64()
+            .map(|n| n as u32)
+            .or_else(|| {
+                self.metric("world_size", "value")
+                    .map(|m| m.mean.round() as u32)
+            })
+    }
+
+    /// Replicates that failed.
+    pub fn failed_replicates(&self) -> impl Iterator<Item = &ReplicateInfo> {
+        self.replicates.iter().filter(|r| r.error.is_some())
+    }
+}
+
+/// Finds a run by id or a unique prefix of one.
+pub fn find_run(w: &mut dyn Warehouse, id: &str) -> Result<RunRow, ReportError> {
+    if let Some(r) = w.run(id)? {
+        return Ok(r);
+    }
+    let want = id.to_ascii_uppercase();
+    let mut matches: Vec<RunRow> = w
+        .runs(&RunFilter::default())?
+        .into_iter()
+        .filter(|r| r.run_id.starts_with(&want))
+        .collect();
+    match matches.len() {
+        1 => Ok(matches.remove(0)),
+        0 => Err(ReportError::NotFound(format!(
+            "no run `{id}` in the warehouse (`yardstick runs list` shows the stored runs)"
+        ))),
+        n => Err(ReportError::NotFound(format!(
+            "`{id}` matches {n} runs; give more characters of the run id"
+        ))),
+    }
+}
+
+/// Loads a run (by id or unique prefix): facts and points from the warehouse, everything else
+/// from its run directory: `<store_dir>/runs/<id>` when the caller names a store directory that
+/// holds it, else `<location>/runs/<id>` as the warehouse recorded it (a relative location is
+/// relative to where the run was started, so the caller's store directory comes first).
+pub fn load_run(
+    w: &mut dyn Warehouse,
+    id: &str,
+    store_dir: Option<&Path>,
+) -> Result<RunReport, ReportError> {
+    let run = find_run(w, id)?;
+    let facts = w.facts(&run.run_id)?;
+    let points = w.points(&run.run_id)?;
+    let recorded = Path::new(&run.location).join("runs").join(&run.run_id);
+    let dir = store_dir
+        .map(|s| s.join("runs").join(&run.run_id))
+        .filter(|d| d.is_dir())
+        .unwrap_or(recorded);
+    let mut report = from_parts(run, &points, &facts, &dir);
+    if !dir.is_dir() {
+        report.warnings.insert(
+            0,
+            format!(
+                "run directory {} not found: spec, env, samples and telemetry are missing from                  this report",
+                dir.display()
+            ),
+        );
+    }
+    Ok(report)
+}
+
+fn read_json(path: &Path, warnings: &mut Vec<String>) -> Value {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            warnings.push(format!("{}: not JSON: {e}", path.display()));
+            Value::Null
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
+        Err(e) => {
+            warnings.push(format!("{}: {e}", path.display()));
+            Value::Null
+        }
+    }
+}
+
+/// Builds a run report from its warehouse rows and run directory. Missing or unreadable
+/// artifacts (a garbage-collected run has no samples) leave their parts empty, with a warning
+/// for the unreadable ones.
+pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Path) -> RunReport {
+    let mut warnings = Vec::new();
+    let spec_yaml = std::fs::read_to_string(dir.join("spec.yaml")).ok();
+    let env = read_json(&dir.join("env.json"), &mut warnings);
+    let summary = read_json(&dir.join("summary.json"), &mut warnings);
+    let manifest = yardstick_store::read_manifest(dir).ok();
+    let level = summary["confidence_level"].as_f64().unwrap_or(0.95);
+    let replicates = summary["replicates"].as_u64().unwrap_or(0) as u32;
+
+    // Plan order: summary.json's, else the warehouse's.
+    let mut order: Vec<(String, String, String, Value)> = Vec::new();
+    if let Some(ps) = summary["points"].as_array() {
+        for p in ps {
+            let id = p["id"].as_str().unwrap_or_default().to_string();
+            let kind = p["work"]["kind"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| {
+                    points
+                        .iter()
+                        .find(|r| r.point_id == id)
+                        .map(|r| r.kind.clone())
+                        .unwrap_or_default()
+                });
+            let kind = if kind == "micro" {
+                p["work"]["micro"].as_str().unwrap_or("micro").to_string()
+            } else {
+                kind
+            };
+            order.push((
+                id,
+                p["layer"].as_str().unwrap_or_default().to_string(),
+                kind,
+                p["work"].clone(),
+            ));
+        }
+    }
+    for p in points {
+        if !order.iter().any(|o| o.0 == p.point_id) {
+            order.push((
+                p.point_id.clone(),
+                p.layer.clone(),
+                p.kind.clone(),
+                p.params.clone(),
+            ));
+        }
+    }
+
+    // Per-replicate records (results/<slug>/r<k>.json) name their point and samples file.
+    let artifacts: Vec<(String, String)> = manifest
+        .as_ref()
+        .map(|m| {
+            m.artifacts
+                .iter()
+                .map(|a| (a.path.clone(), a.kind.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut results: BTreeMap<String, Vec<(u32, String, Value)>> = BTreeMap::new();
+    for (path, _) in artifacts.iter().filter(|(p, _)| p.starts_with("results/")) {
+        let v = read_json(&dir.join(path), &mut warnings);
+        let Some(point) = v["point"].as_str() else {
+            continue;
+        };
+        let slug = path
+            .trim_start_matches("results/")
+            .rsplit_once('/')
+            .map(|(s, _)| s.to_string())
+            .unwrap_or_default();
+        results.entry(point.to_string()).or_default().push((
+            v["replicate"].as_u64().unwrap_or(0) as u32,
+            slug,
+            v,
+        ));
+    }
+
+    let mut out_points = Vec::new();
+    for (id, layer, kind, work) in order {
+        let mut recs = results.remove(&id).unwrap_or_default();
+        recs.sort_by_key(|r| r.0);
+        let replicates: Vec<ReplicateInfo> = recs
+            .iter()
+            .map(|(k, _, v)| ReplicateInfo {
+                replicate: *k,
+                error: v["summary"]["error"].as_str().map(str::to_owned),
+                warmup_trimmed: v["summary"]["warmup"]["trimmed"]
+                    .as_u64()
+                    .map(|n| n as usize),
+            })
+            .collect();
+        let latency = if kind == "serve" {
+            let mut l = LatencySamples::default();
+            let mut any = false;
+            for (_, _, v) in &recs {
+                if let Some(rel) = v["samples"].as_str() {
+                    match read_serve_samples(&dir.join(rel), &mut l) {
+                        Ok(()) => any = true,
+                        Err(e) => warnings.push(format!("{rel}: {e}")),
+                    }
+                }
+            }
+            any.then_some(l)
+        } else {
+            None
+        };
+        let mut steps = Vec::new();
+        for (k, slug, v) in &recs {
+            let prefix = format!("logs/{slug}/r{k}/");
+            let trimmed = v["summary"]["warmup"]["trimmed"].as_u64().unwrap_or(0) as usize;
+            for (path, _) in artifacts
+                .iter()
+                .filter(|(p, _)| p.starts_with(&prefix) && p.ends_with(".metrics.jsonl"))
+            {
+                match std::fs::read_to_string(dir.join(path)) {
+                    Ok(text) => steps.extend(parse_steps(&text, *k, trimmed)),
+                    Err(e) => warnings.push(format!("{path}: {e}")),
+                }
+            }
+        }
+        out_points.push(PointReport {
+            metrics: point_metrics(facts, &id),
+            id,
+            layer,
+            kind,
+            work,
+            replicates,
+            latency,
+            steps,
+        });
+    }
+
+    let mut telemetry = Vec::new();
+    for (path, _) in artifacts.iter().filter(|(_, k)| k == "telemetry") {
+        match read_telemetry(&dir.join(path)) {
+            Ok(rows) => telemetry.extend(rows),
+            Err(e) => warnings.push(format!("{path}: {e}")),
+        }
+    }
+    RunReport {
+        run,
+        spec_yaml,
+        env,
+        level,
+        replicates,
+        points: out_points,
+        telemetry,
+        telemetry_summary: summary["telemetry"].clone(),
+        notes: manifest.map(|m| m.notes).unwrap_or_default(),
+        warnings,
+    }
+}
+
+/// Where a metric goes in a list: headline metrics first, in reading order.
+pub fn metric_rank(metric: &str) -> usize {
+    const ORDER: &[&str] = &[
+        "request_throughput",
+        "output_token_throughput",
+        "input_token_throughput",
+        "goodput",
+        "ttft_ms",
+        "tpot_ms",
+        "itl_ms",
+        "e2e_ms",
+        "client_queue_ms",
+        "step_time_s",
+        "tokens_per_s",
+        "samples_per_s",
+        "mfu",
+        "loss",
+        "wall_s",
+        "user_s",
+        "sys_s",
+        "max_rss_bytes",
+        "peak_mem_bytes",
+    ];
+    ORDER
+        .iter()
+        .position(|m| *m == metric)
+        .unwrap_or(ORDER.len())
+}
+
+fn stat_rank(statistic: &str) -> usize {
+    const ORDER: &[&str] = &[
+        "value",
+        "aggregate",
+        "mean",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "p10",
+        "min",
+        "max",
+    ];
+    ORDER
+        .iter()
+        .position(|s| *s == statistic)
+        .unwrap_or(ORDER.len())
+}
+
+/// The aggregate facts of a point with their replicate values; a (metric, statistic) stored only
+/// per replicate (an incomplete run) gets the mean of its replicates and no CI.
+fn point_metrics(facts: &[FactRow], point: &str) -> Vec<MetricStat> {
+    let mut by: BTreeMap<(String, String), MetricStat> = BTreeMap::new();
+    for f in facts.iter().filter(|f| f.point_id == point) {
+        let e = by
+            .entry((f.metric.clone(), f.statistic.clone()))
+            .or_insert_with(|| MetricStat {
+                metric: f.metric.clone(),
+                statistic: f.statistic.clone(),
+                unit: f.unit.clone(),
+                mean: f64::NAN,
+                ci: None,
+                n: 0,
+                replicates: Vec::new(),
+            });
+        match f.replicate {
+            None => {
+                e.mean = f.value;
+                e.ci = f.ci_lo.zip(f.ci_hi);
+                e.n = f.n;
+            }
+            Some(k) => e.replicates.push((k, f.value)),
+        }
+    }
+    let mut out: Vec<MetricStat> = by
+        .into_values()
+        .map(|mut m| {
+            m.replicates.sort_by_key(|r| r.0);
+            if m.mean.is_nan() && !m.replicates.is_empty() {
+                m.mean =
+                    m.replicates.iter().map(|r| r.1).sum::<f64>() / m.replicates.len() as f64;
+                m.n = m.replicates.len() as u64;
+            }
+            m
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (metric_rank(&a.metric), &a.metric, stat_rank(&a.statistic), &a.statistic).cmp(&(
+            metric_rank(&b.metric),
+            &b.metric,
+            stat_rank(&b.statistic),
+            &b.statistic,
+        ))
+    });
+    out
+}
+
+fn read_serve_samples(path: &Path, into: &mut LatencySamples) -> Result<(), ReportError> {
+    let bytes = std::fs::read(path).map_err(|e| ReportError::io(path, e))?;
+    for row in yardstick_store::samples::read_rows(bytes)? {
+        if row["warmup"].as_bool() == Some(true) {
+            into.warmup += 1;
+            continue;
+        }
+        let (Some(ttft), Some(e2e)) = (row["ttft_ms"].as_f64(), row["e2e_ms"].as_f64()) else {
+            into.failed += 1;
+            continue;
+        };
+        if !row["error"].is_null() {
+            into.failed += 1;
+            continue;
+        }
+        into.ttft_ms.push(ttft);
+        into.e2e_ms.push(e2e);
+        if let Some(n) = row["output_tokens"].as_f64()
+            && n >= 2.0
+        {
+            into.tpot_ms.push((e2e - ttft) / (n - 1.0));
+        }
+        if let Some(gaps) = row["itl_ms"].as_array() {
+            into.itl_ms.extend(gaps.iter().filter_map(Value::as_f64));
+        }
+    }
+    Ok(())
+}
+
+/// Step times of a metric-protocol file (`train` phase), one series per rank.
+pub fn parse_steps(text: &str, replicate: u32, warmup_steps: usize) -> Vec<StepSeries> {
+    let mut by_rank: BTreeMap<Option<u32>, Vec<(f64, f64)>> = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v["phase"].as_str().is_some_and(|p| p != "train") {
+            continue;
+        }
+        let Some(t) = v["step_time_s"].as_f64() else {
+            continue;
+        };
+        let rank = v["rank"].as_u64().map(|r| r as u32);
+        let series = by_rank.entry(rank).or_default();
+        let step = v["step"].as_f64().unwrap_or(series.len() as f64);
+        series.push((step, t));
+    }
+    by_rank
+        .into_iter()
+        .map(|(rank, steps)| StepSeries {
+            replicate,
+            rank,
+            steps,
+            warmup_steps,
+        })
+        .collect()
+}
+
+fn read_telemetry(path: &PathBuf) -> Result<Vec<TelemetryRow>, ReportError> {
+    let bytes = std::fs::read(path).map_err(|e| ReportError::io(path, e))?;
+    Ok(yardstick_store::samples::read_rows(bytes)?
+        .into_iter()
+        .filter_map(|r| {
+            Some(TelemetryRow {
+                elapsed_s: r["elapsed_s"].as_f64()?,
+                device: r["device"].as_str()?.to_string(),
+                metric: r["metric"].as_str()?.to_string(),
+                value: r["value"].as_f64()?,
+            })
+        })
+        .collect())
+}

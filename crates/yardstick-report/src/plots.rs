@@ -1,0 +1,1071 @@
+//! The report's plots as inline SVG (plotters' SVG backend; text is SVG `<text>` in a generic
+//! sans-serif family, so no font files are read or referenced). A plot whose data the run does
+//! not have is left out with a one-line note; nothing is drawn from invented data.
+
+use plotters::prelude::*;
+
+use crate::ReportError;
+use crate::format::num;
+use crate::gate::GateView;
+use crate::model::{PointReport, RunReport, StepSeries};
+
+/// One figure: a title and its SVG.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// Title shown above the plot.
+    pub title: String,
+    /// `<svg …>…</svg>`.
+    pub svg: String,
+}
+
+/// A group of figures with the notes of those left out.
+#[derive(Debug, Clone)]
+pub struct Section {
+    /// Anchor id.
+    pub id: &'static str,
+    /// Heading.
+    pub title: String,
+    /// A sentence on how to read the plots.
+    pub caption: String,
+    /// The figures.
+    pub figures: Vec<Figure>,
+    /// Why something is not plotted.
+    pub notes: Vec<String>,
+}
+
+impl Section {
+    fn new(id: &'static str, title: &str, caption: &str) -> Section {
+        Section {
+            id,
+            title: title.into(),
+            caption: caption.into(),
+            figures: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+const W: u32 = 880;
+const H: u32 = 380;
+const FONT: &str = "sans-serif";
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+const GREY: RGBColor = RGBColor(120, 120, 120);
+
+fn color(i: usize) -> RGBColor {
+    COLORS[i % COLORS.len()]
+}
+
+/// Renders one SVG of `size` with `draw`.
+fn svg(
+    what: &str,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> DrawResult,
+) -> Result<String, ReportError> {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(|e| ReportError::render(what, e))?;
+        draw(&root).map_err(|e| ReportError::render(what, e))?;
+        root.present().map_err(|e| ReportError::render(what, e))?;
+    }
+    Ok(buf)
+}
+
+fn sorted(data: &[f64]) -> Vec<f64> {
+    let mut s: Vec<f64> = data.iter().copied().filter(|x| x.is_finite()).collect();
+    s.sort_unstable_by(f64::total_cmp);
+    s
+}
+
+fn q(s: &[f64], p: f64) -> f64 {
+    yardstick_stats::percentile::percentile_sorted(s, p)
+}
+
+/// A range that is never empty.
+fn padded(lo: f64, hi: f64, frac: f64) -> (f64, f64) {
+    if hi > lo {
+        let pad = (hi - lo) * frac;
+        (lo - pad, hi + pad)
+    } else {
+        let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.05 };
+        (lo - pad, hi + pad)
+    }
+}
+
+fn legend_line(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+}
+
+/// Latency metrics a serving point has samples for, with a label.
+const LATENCIES: [(&str, &str); 4] = [
+    ("ttft_ms", "TTFT"),
+    ("tpot_ms", "TPOT"),
+    ("itl_ms", "ITL"),
+    ("e2e_ms", "E2E latency"),
+];
+
+/// Histogram of one latency sample, linear or log-spaced bins on a log axis, with mean, p95 and
+/// p99 marked and the normal-assumption p99 (mean + 2.326 sd) beside the empirical p99.
+pub fn histogram(title: &str, data: &[f64], log: bool) -> Result<Option<String>, ReportError> {
+    let s = sorted(data);
+    let s: Vec<f64> = if log {
+        s.into_iter().filter(|x| *x > 0.0).collect()
+    } else {
+        s
+    };
+    if s.len() < 2 {
+        return Ok(None);
+    }
+    let n = s.len();
+    let mean = s.iter().sum::<f64>() / n as f64;
+    let (p95, p99) = (q(&s, 0.95), q(&s, 0.99));
+    let normal = yardstick_stats::tail::normal_tail(&s, 0.99)
+        .ok()
+        .map(|t| t.normal);
+    let (min, max) = (s[0], s[n - 1]);
+    let hi = normal.map_or(max, |x| x.max(max));
+    let bins = ((n as f64).sqrt().ceil() as usize).clamp(10, 60);
+    let edges: Vec<f64> = if log {
+        let (a, b) = if max > min {
+            (min.ln(), hi.ln())
+        } else {
+            ((min * 0.95).ln(), (min * 1.05).ln())
+        };
+        (0..=bins)
+            .map(|i| (a + (b - a) * i as f64 / bins as f64).exp())
+            .collect()
+    } else {
+        let (a, b) = if hi > min {
+            (min, hi)
+        } else {
+            padded(min, min, 0.0)
+        };
+        (0..=bins)
+            .map(|i| a + (b - a) * i as f64 / bins as f64)
+            .collect()
+    };
+    let mut counts = vec![0usize; bins];
+    for x in &s {
+        let i = edges.partition_point(|e| e <= x).saturating_sub(1).min(bins - 1);
+        counts[i] += 1;
+    }
+    let ymax = *counts.iter().max().unwrap_or(&1) as f64 * 1.15;
+    let (x0, x1) = (edges[0], edges[bins]);
+    let marks: Vec<(String, f64, RGBColor, bool)> = [
+        Some((format!("mean {}", num(mean)), mean, color(2), false)),
+        Some((format!("p95 {}", num(p95)), p95, color(1), false)),
+        Some((format!("p99 {}", num(p99)), p99, color(3), false)),
+        normal.map(|x| (format!("p99 if normal {}", num(x)), x, color(4), true)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let caption = format!(
+        "{title} ({} axis, n = {n})",
+        if log { "log" } else { "linear" }
+    );
+    macro_rules! body {
+        ($chart:ident) => {{
+            $chart
+                .configure_mesh()
+                .x_desc("ms")
+                .y_desc("requests")
+                .x_label_formatter(&|v| num(*v))
+                .draw()?;
+            $chart.draw_series(edges.windows(2).zip(&counts).map(|(e, c)| {
+                Rectangle::new([(e[0], 0.0), (e[1], *c as f64)], color(0).mix(0.55).filled())
+            }))?;
+            for (label, x, c, dashed) in &marks {
+                let (x, c) = (*x, *c);
+                let pts = vec![(x, 0.0), (x, ymax)];
+                if *dashed {
+                    $chart
+                        .draw_series(DashedLineSeries::new(pts, 6, 4, c.stroke_width(2)))?
+                        .label(label.as_str())
+                        .legend(legend_line(c));
+                } else {
+                    $chart
+                        .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
+                        .label(label.as_str())
+                        .legend(legend_line(c));
+                }
+            }
+            $chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT, 12))
+                .draw()?;
+        }};
+    }
+    svg(title, (W, H), |root| {
+        let mut b = ChartBuilder::on(root);
+        b.caption(&caption, (FONT, 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56);
+        if log {
+            let mut chart = b.build_cartesian_2d((x0..x1).log_scale(), 0.0..ymax)?;
+            body!(chart);
+        } else {
+            let mut chart = b.build_cartesian_2d(x0..x1, 0.0..ymax)?;
+            body!(chart);
+        }
+        Ok(())
+    })
+    .map(Some)
+}
+
+/// Latency histograms (linear and log) of TTFT and E2E per serving point.
+pub fn latency_histograms(r: &RunReport) -> Result<Section, ReportError> {
+    let mut sec = Section::new(
+        "latency-histograms",
+        "Latency histograms",
+        "Measured requests pooled over replicates. Solid lines: empirical mean, p95 and p99; \
+         dashed: the p99 a normal distribution with the same mean and standard deviation \
+         would have (mean + 2.326 sd). The gap between them is how much the normal assumption \
+         misjudges the tail.",
+    );
+    let serve: Vec<&PointReport> = r.points.iter().filter(|p| p.kind == "serve").collect();
+    if serve.is_empty() {
+        sec.notes
+            .push("no serving points in this run: no request latencies to plot".into());
+    }
+    for p in serve {
+        let Some(l) = &p.latency else {
+            sec.notes
+                .push(format!("{}: raw samples not stored (or collected)", p.id));
+            continue;
+        };
+        for (metric, label) in [LATENCIES[0], LATENCIES[3]] {
+            for log in [false, true] {
+                let title = format!("{label} · {}", p.id);
+                match histogram(&title, l.get(metric), log)? {
+                    Some(svg) => sec.figures.push(Figure {
+                        title: format!("{title} ({})", if log { "log" } else { "linear" }),
+                        svg,
+                    }),
+                    None if !log => sec
+                        .notes
+                        .push(format!("{}: fewer than 2 {label} samples", p.id)),
+                    None => {}
+                }
+            }
+        }
+    }
+    Ok(sec)
+}
+
+/// Empirical CDFs of TTFT and E2E latency, one line per serving point.
+pub fn latency_cdf(r: &RunReport) -> Result<Section, ReportError> {
+    let mut sec = Section::new(
+        "latency-cdf",
+        "Latency CDF",
+        "Share of measured requests at or below a latency, one line per point.",
+    );
+    let serve: Vec<(&PointReport, &crate::model::LatencySamples)> = r
+        .points
+        .iter()
+        .filter_map(|p| p.latency.as_ref().map(|l| (p, l)))
+        .collect();
+    if serve.is_empty() {
+        sec.notes
+            .push("no request latency samples in this run: no CDF".into());
+        return Ok(sec);
+    }
+    for (metric, label) in [LATENCIES[0], LATENCIES[3]] {
+        let lines: Vec<(String, Vec<(f64, f64)>)> = serve
+            .iter()
+            .filter_map(|(p, l)| {
+                let s = sorted(l.get(metric));
+                if s.is_empty() {
+                    return None;
+                }
+                // At most 400 steps of the CDF: plenty for the eye, small in the file.
+                let k = s.len().min(400);
+                let pts = (0..=k)
+                    .map(|i| {
+                        let f = i as f64 / k as f64;
+                        (q(&s, f), f)
+                    })
+                    .collect();
+                Some((p.id.clone(), pts))
+            })
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let lo = lines
+            .iter()
+            .flat_map(|l| l.1.iter().map(|p| p.0))
+            .fold(f64::INFINITY, f64::min);
+        let hi = lines
+            .iter()
+            .flat_map(|l| l.1.iter().map(|p| p.0))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let (x0, x1) = padded(lo, hi, 0.02);
+        let title = format!("{label} CDF");
+        let svg = svg(&title, (W, H), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(56)
+                .build_cartesian_2d(x0..x1, 0.0..1.0)?;
+            chart
+                .configure_mesh()
+                .x_desc("ms")
+                .y_desc("fraction of requests")
+                .x_label_formatter(&|v| num(*v))
+                .draw()?;
+            for (i, (name, pts)) in lines.iter().enumerate() {
+                let c = color(i);
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                    .label(name.as_str())
+                    .legend(legend_line(c));
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT, 12))
+                .draw()?;
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg });
+    }
+    Ok(sec)
+}
+
+/// Serving points grouped by scenario, each group ordered by load.
+fn by_scenario(r: &RunReport) -> Vec<(String, Vec<&PointReport>)> {
+    let mut groups: Vec<(String, Vec<&PointReport>)> = Vec::new();
+    for p in r.points.iter().filter(|p| p.kind == "serve") {
+        let key = format!(
+            "{} ({})",
+            p.scenario().unwrap_or("?"),
+            p.work["load_mode"].as_str().unwrap_or("load")
+        );
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(p),
+            None => groups.push((key, vec![p])),
+        }
+    }
+    for g in &mut groups {
+        g.1.sort_by(|a, b| {
+            a.work["load_value"]
+                .as_f64()
+                .unwrap_or(0.0)
+                .total_cmp(&b.work["load_value"].as_f64().unwrap_or(0.0))
+        });
+    }
+    groups
+}
+
+/// Throughput against latency across the load points of each scenario (the Offline-vs-Server
+/// picture): where adding load stops adding throughput and only adds latency.
+pub fn throughput_latency(r: &RunReport) -> Result<Section, ReportError> {
+    let mut sec = Section::new(
+        "throughput-latency",
+        "Throughput vs latency",
+        "One curve per scenario across its load points (labelled). The knee is where more \
+         load stops buying throughput and only adds latency.",
+    );
+    let groups = by_scenario(r);
+    if groups.is_empty() {
+        sec.notes
+            .push("no serving points in this run: no throughput-latency curve".into());
+    }
+    for (scenario, points) in groups {
+        let rows: Vec<(String, f64, [Option<f64>; 3])> = points
+            .iter()
+            .filter_map(|p| {
+                let x = p
+                    .metric("output_token_throughput", "value")
+                    .or_else(|| p.metric("request_throughput", "value"))?
+                    .mean;
+                let y = |m: &str, s: &str| p.metric(m, s).map(|m| m.mean);
+                Some((
+                    p.load_label(),
+                    x,
+                    [
+                        y("ttft_ms", "p50"),
+                        y("ttft_ms", "p99"),
+                        y("e2e_ms", "p50"),
+                    ],
+                ))
+            })
+            .collect();
+        if rows.len() < 2 {
+            sec.notes.push(format!(
+                "{scenario}: {} load point(s) with throughput; a curve needs two or more",
+                rows.len()
+            ));
+            continue;
+        }
+        let x_unit = if points[0].metric("output_token_throughput", "value").is_some() {
+            "output tokens/s"
+        } else {
+            "requests/s"
+        };
+        let xs: Vec<f64> = rows.iter().map(|r| r.1).collect();
+        let ys: Vec<f64> = rows.iter().flat_map(|r| r.2.iter().flatten()).copied().collect();
+        if ys.is_empty() {
+            sec.notes.push(format!("{scenario}: no latency percentiles"));
+            continue;
+        }
+        let (x0, x1) = padded(
+            xs.iter().copied().fold(f64::INFINITY, f64::min),
+            xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            0.08,
+        );
+        let y1 = ys.iter().copied().fold(0.0, f64::max) * 1.15;
+        let title = format!("Throughput vs latency · {scenario}");
+        let svg = svg(&title, (W, H), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(56)
+                .build_cartesian_2d(x0..x1, 0.0..y1)?;
+            chart
+                .configure_mesh()
+                .x_desc(x_unit)
+                .y_desc("ms")
+                .x_label_formatter(&|v| num(*v))
+                .draw()?;
+            for (k, name) in ["TTFT p50", "TTFT p99", "E2E p50"].iter().enumerate() {
+                let pts: Vec<(f64, f64)> = rows
+                    .iter()
+                    .filter_map(|r| r.2[k].map(|y| (r.1, y)))
+                    .collect();
+                if pts.is_empty() {
+                    continue;
+                }
+                let c = color(k);
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                    .label(*name)
+                    .legend(legend_line(c));
+                chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, c.filled())))?;
+            }
+            chart.draw_series(rows.iter().filter_map(|r| {
+                r.2[0].map(|y| Text::new(r.0.clone(), (r.1, y), (FONT, 11).into_font()))
+            }))?;
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT, 12))
+                .draw()?;
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg });
+    }
+    Ok(sec)
+}
+
+/// TTFT, TPOT and ITL percentiles (p50, p90, p99) per serving point, with the CI over
+/// replicates as error bars.
+pub fn percentiles(r: &RunReport) -> Result<Section, ReportError> {
+    let mut sec = Section::new(
+        "percentiles",
+        "TTFT, TPOT and ITL percentiles per point",
+        "Mean over replicates of each replicate's percentile; bars are the confidence interval \
+         over replicates.",
+    );
+    let serve: Vec<&PointReport> = r.points.iter().filter(|p| p.kind == "serve").collect();
+    if serve.is_empty() {
+        sec.notes
+            .push("no serving points in this run: no token-latency percentiles".into());
+        return Ok(sec);
+    }
+    let multi = by_scenario(r).len() > 1;
+    let labels: Vec<String> = serve
+        .iter()
+        .map(|p| {
+            if multi {
+                format!("{} {}", p.scenario().unwrap_or(""), p.load_label())
+            } else {
+                p.load_label()
+            }
+        })
+        .collect();
+    for (metric, label) in &LATENCIES[..3] {
+        let stats = ["p50", "p90", "p99"];
+        let series: Vec<Vec<(f64, f64, Option<(f64, f64)>)>> = stats
+            .iter()
+            .map(|s| {
+                serve
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, p)| p.metric(metric, s).map(|m| (i as f64, m.mean, m.ci)))
+                    .collect()
+            })
+            .collect();
+        let ys: Vec<f64> = series
+            .iter()
+            .flatten()
+            .flat_map(|(_, y, ci)| [Some(*y), ci.map(|c| c.1)])
+            .flatten()
+            .collect();
+        if ys.is_empty() {
+            sec.notes.push(format!("{label}: not measured"));
+            continue;
+        }
+        let y1 = ys.iter().copied().fold(0.0, f64::max) * 1.15;
+        let n = serve.len() as f64;
+        let title = format!("{label} percentiles");
+        let svg = svg(&title, (W, H), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(56)
+                .build_cartesian_2d(-0.5..n - 0.5, 0.0..y1.max(1e-9))?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(serve.len().clamp(2, 12))
+                .x_label_formatter(&|v| {
+                    let i = v.round();
+                    if (v - i).abs() < 1e-6 && i >= 0.0 {
+                        labels.get(i as usize).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                })
+                .y_desc("ms")
+                .draw()?;
+            for (k, pts) in series.iter().enumerate() {
+                let c = color(k);
+                let off = (k as f64 - 1.0) * 0.12;
+                chart
+                    .draw_series(
+                        pts.iter()
+                            .map(|(x, y, _)| Circle::new((x + off, *y), 4, c.filled())),
+                    )?
+                    .label(stats[k])
+                    .legend(legend_line(c));
+                chart.draw_series(pts.iter().filter_map(|(x, _, ci)| {
+                    ci.map(|(lo, hi)| {
+                        PathElement::new(vec![(x + off, lo), (x + off, hi)], c.stroke_width(2))
+                    })
+                }))?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT, 12))
+                .draw()?;
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg });
+    }
+    Ok(sec)
+}
+
+/// Step time over steps per training point, the trimmed warm-up shaded.
+pub fn step_times(r: &RunReport) -> Result<Section, ReportError> {
+    let mut sec = Section::new(
+        "step-time",
+        "Step time over steps",
+        "Every reported step of every replicate (and rank). The shaded region is the warm-up \
+         the analysis trimmed before computing step-time statistics.",
+    );
+    let pts: Vec<&PointReport> = r.points.iter().filter(|p| !p.steps.is_empty()).collect();
+    if pts.is_empty() {
+        sec.notes.push(
+            "no point reported per-step times (metric protocol `step_time_s`): no step-time plot"
+                .into(),
+        );
+    }
+    for p in pts {
+        let series: Vec<&StepSeries> = p.steps.iter().take(8).collect();
+        if p.steps.len() > 8 {
+            sec.notes.push(format!(
+                "{}: {} series; the first 8 are drawn",
+                p.id,
+                p.steps.len()
+            ));
+        }
+        let all = || series.iter().flat_map(|s| s.steps.iter());
+        let (x0, x1) = padded(
+            all().map(|s| s.0).fold(f64::INFINITY, f64::min),
+            all().map(|s| s.0).fold(f64::NEG_INFINITY, f64::max),
+            0.02,
+        );
+        let y1 = all().map(|s| s.1).fold(0.0, f64::max) * 1.15;
+        let warm = series
+            .iter()
+            .filter(|s| s.warmup_steps > 0)
+            .filter_map(|s| s.steps.get(s.warmup_steps.min(s.steps.len()) - 1).map(|x| x.0))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let title = format!("Step time · {}", p.id);
+        let svg = svg(&title, (W, H), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(64)
+                .build_cartesian_2d(x0..x1, 0.0..y1.max(1e-9))?;
+            chart
+                .configure_mesh()
+                .x_desc("step")
+                .y_desc("step time (s)")
+                .y_label_formatter(&|v| num(*v))
+                .draw()?;
+            if warm.is_finite() {
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x0, 0.0), (warm + 0.5, y1)],
+                        GREY.mix(0.18).filled(),
+                    )))?
+                    .label("warm-up (trimmed)")
+                    .legend(|(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 18, y + 5)], GREY.mix(0.3).filled())
+                    });
+            }
+            for (i, s) in series.iter().enumerate() {
+                let c = color(i);
+                let name = match s.rank {
+                    Some(k) => format!("r{} rank {k}", s.replicate),
+                    None => format!("replicate {}", s.replicate),
+                };
+                chart
+                    .draw_series(LineSeries::new(s.steps.clone(), c.stroke_width(1)))?
+                    .label(name)
+                    .legend(legend_line(c));
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT, 12))
+                .draw()?;
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg });
+    }
+    Ok(sec)
+}
+
+/// Scaling efficiency against world size.
+pub fn scaling(r: &RunReport) -> Result<Section, ReportError> {
+    let mut sec = Section::new(
+        "scaling",
+        "Scaling efficiency",
+        "Efficiency = T(N) / (N/N0 · T(N0)) from the aggregate throughput of each world size; \
+         1.0 (dashed) is linear scaling.",
+    );
+    let pts = crate::tables::scaling_points(r);
+    if pts.is_empty() {
+        sec.notes.push(
+            "fewer than two world sizes with a throughput (tokens/s or samples/s): no scaling plot"
+                .into(),
+        );
+        return Ok(sec);
+    }
+    let (x0, x1) = padded(f64::from(pts[0].0), f64::from(pts[pts.len() - 1].0), 0.08);
+    let y1 = pts.iter().map(|p| p.2).fold(1.0, f64::max) * 1.15;
+    let title = format!("Scaling efficiency ({})", pts[0].3);
+    let svg = svg(&title, (W, H), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&title, (FONT, 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x0..x1, 0.0..y1)?;
+        chart
+            .configure_mesh()
+            .x_desc("world size")
+            .y_desc("efficiency")
+            .x_label_formatter(&|v| num(*v))
+            .draw()?;
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(x0, 1.0), (x1, 1.0)],
+                6,
+                4,
+                GREY.stroke_width(1),
+            ))?
+            .label("linear")
+            .legend(legend_line(GREY));
+        let line: Vec<(f64, f64)> = pts.iter().map(|p| (f64::from(p.0), p.2)).collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), color(0).stroke_width(2)))?
+            .label("measured")
+            .legend(legend_line(color(0)));
+        chart.draw_series(line.iter().map(|p| Circle::new(*p, 4, color(0).filled())))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 12))
+            .draw()?;
+        Ok(())
+    })?;
+    sec.figures.push(Figure { title, svg });
+    Ok(sec)
+}
+
+/// Quartiles and Tukey whiskers (1.5 IQR) of sorted data.
+fn box_stats(s: &[f64]) -> (f64, f64, f64, f64, f64) {
+    let (q1, m, q3) = (q(s, 0.25), q(s, 0.5), q(s, 0.75));
+    let iqr = q3 - q1;
+    let lo = s
+        .iter()
+        .copied()
+        .find(|x| *x >= q1 - 1.5 * iqr)
+        .unwrap_or(q1);
+    let hi = s
+        .iter()
+        .rev()
+        .copied()
+        .find(|x| *x <= q3 + 1.5 * iqr)
+        .unwrap_or(q3);
+    (lo, q1, m, q3, hi)
+}
+
+/// Per-rank step-time box plots (warm-up excluded), for points with more than one rank.
+pub fn rank_boxes(r: &RunReport) -> Result<Section, ReportError> {
+    let mut sec = Section::new(
+        "ranks",
+        "Per-rank step time",
+        "Box: quartiles; line: median; whiskers: 1.5 IQR (Tukey); warm-up steps excluded. The \
+         slowest rank decides the step.",
+    );
+    let mut any = false;
+    for p in &r.points {
+        let mut ranks: Vec<u32> = p.steps.iter().filter_map(|s| s.rank).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        if ranks.len() < 2 {
+            continue;
+        }
+        any = true;
+        let data: Vec<(u32, Vec<f64>)> = ranks
+            .iter()
+            .map(|k| {
+                let v: Vec<f64> = p
+                    .steps
+                    .iter()
+                    .filter(|s| s.rank == Some(*k))
+                    .flat_map(|s| s.steps.iter().skip(s.warmup_steps).map(|x| x.1))
+                    .collect();
+                (*k, sorted(&v))
+            })
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        if data.is_empty() {
+            sec.notes
+                .push(format!("{}: no measured steps after warm-up", p.id));
+            continue;
+        }
+        let y1 = data
+            .iter()
+            .map(|d| d.1[d.1.len() - 1])
+            .fold(0.0, f64::max)
+            * 1.15;
+        let n = data.len() as f64;
+        let title = format!("Step time per rank · {}", p.id);
+        let svg = svg(&title, (W, H), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(64)
+                .build_cartesian_2d(-0.5..n - 0.5, 0.0..y1.max(1e-9))?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(data.len().clamp(2, 16))
+                .x_label_formatter(&|v| {
+                    let i = v.round();
+                    if (v - i).abs() < 1e-6 && i >= 0.0 {
+                        data.get(i as usize)
+                            .map(|d| format!("rank {}", d.0))
+                            .unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                })
+                .y_desc("step time (s)")
+                .y_label_formatter(&|v| num(*v))
+                .draw()?;
+            for (i, (_, v)) in data.iter().enumerate() {
+                let x = i as f64;
+                let (lo, q1, m, q3, hi) = box_stats(v);
+                let c = color(0);
+                chart.draw_series([
+                    Rectangle::new([(x - 0.25, q1), (x + 0.25, q3)], c.mix(0.35).filled()),
+                    Rectangle::new([(x - 0.25, q1), (x + 0.25, q3)], c.stroke_width(1)),
+                ])?;
+                chart.draw_series([
+                    PathElement::new(vec![(x - 0.25, m), (x + 0.25, m)], BLACK.stroke_width(2)),
+                    PathElement::new(vec![(x, q3), (x, hi)], c.stroke_width(1)),
+                    PathElement::new(vec![(x, q1), (x, lo)], c.stroke_width(1)),
+                    PathElement::new(vec![(x - 0.1, hi), (x + 0.1, hi)], c.stroke_width(1)),
+                    PathElement::new(vec![(x - 0.1, lo), (x + 0.1, lo)], c.stroke_width(1)),
+                ])?;
+            }
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg });
+    }
+    if !any {
+        sec.notes
+            .push("no point reported steps from more than one rank: no per-rank plot".into());
+    }
+    Ok(sec)
+}
+
+/// Telemetry over time: one plot per metric (clocks, temperature, utilisation, power,
+/// memory), one line per device.
+pub fn telemetry(r: &RunReport) -> Result<Section, ReportError> {
+    let mut sec = Section::new(
+        "telemetry",
+        "Telemetry over time",
+        "Sampled once a second for the whole run. A falling clock under load is throttling.",
+    );
+    if r.telemetry.is_empty() {
+        sec.notes
+            .push("no telemetry stored for this run: no telemetry plots".into());
+        return Ok(sec);
+    }
+    let mut metrics: Vec<&str> = r.telemetry.iter().map(|t| t.metric.as_str()).collect();
+    metrics.sort_unstable_by_key(|m| {
+        let order = [
+            "cpu_util_pct",
+            "cpu_clock_mhz",
+            "sm_clock_mhz",
+            "temperature_c",
+            "power_w",
+            "util_pct",
+            "memory_util_pct",
+            "memory_used_bytes",
+        ];
+        (order.iter().position(|o| o == m).unwrap_or(order.len()), *m)
+    });
+    metrics.dedup();
+    for metric in metrics {
+        let mut devices: Vec<&str> = r
+            .telemetry
+            .iter()
+            .filter(|t| t.metric == metric)
+            .map(|t| t.device.as_str())
+            .collect();
+        devices.sort_unstable();
+        devices.dedup();
+        let lines: Vec<(&str, Vec<(f64, f64)>)> = devices
+            .iter()
+            .map(|d| {
+                let mut v: Vec<(f64, f64)> = r
+                    .telemetry
+                    .iter()
+                    .filter(|t| t.metric == metric && t.device == *d)
+                    .map(|t| (t.elapsed_s, t.value))
+                    .collect();
+                v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                (*d, v)
+            })
+            .collect();
+        let all = || lines.iter().flat_map(|l| l.1.iter());
+        let (x0, x1) = padded(
+            all().map(|p| p.0).fold(f64::INFINITY, f64::min),
+            all().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max),
+            0.01,
+        );
+        let (y0, y1) = padded(
+            all().map(|p| p.1).fold(f64::INFINITY, f64::min).min(0.0),
+            all().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max),
+            0.1,
+        );
+        let title = format!("Telemetry · {metric}");
+        let svg = svg(&title, (W, 300), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(36)
+                .y_label_area_size(72)
+                .build_cartesian_2d(x0..x1, y0.max(0.0)..y1)?;
+            chart
+                .configure_mesh()
+                .x_desc("seconds since start")
+                .y_desc(metric)
+                .y_label_formatter(&|v| num(*v))
+                .draw()?;
+            for (i, (d, pts)) in lines.iter().enumerate() {
+                let c = color(i);
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                    .label(*d)
+                    .legend(legend_line(c));
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT, 12))
+                .draw()?;
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg });
+    }
+    Ok(sec)
+}
+
+fn verdict_color(v: Option<&str>) -> RGBColor {
+    match v {
+        Some("PASS") => RGBColor(44, 160, 44),
+        Some("FAIL") => RGBColor(214, 39, 40),
+        Some("WARN") | Some("INCONCLUSIVE") => RGBColor(230, 145, 0),
+        _ => RGBColor(31, 119, 180),
+    }
+}
+
+/// Per-metric ratio candidate/baseline with its CI against the tolerance band.
+pub fn gate_ratios(g: &GateView) -> Result<Section, ReportError> {
+    let mut sec = Section::new(
+        "gate-plot",
+        "Ratio to baseline with CI against the tolerance",
+        "Each row: candidate / baseline (dot) with its bootstrap CI (bar). Green: within \
+         tolerance; red: beyond it (a regression). A metric FAILs only when its whole CI is in \
+         the red.",
+    );
+    let rows: Vec<&crate::gate::GateRow> = g.rows.iter().filter(|r| r.ratio.is_some()).collect();
+    if rows.is_empty() {
+        sec.notes
+            .push("the result has no metric with a ratio: nothing to plot".into());
+        return Ok(sec);
+    }
+    const MAX: usize = 60;
+    if rows.len() > MAX {
+        sec.notes.push(format!(
+            "{} metrics; the first {MAX} are drawn (all are in the table)",
+            rows.len()
+        ));
+    }
+    let rows: Vec<_> = rows.into_iter().take(MAX).collect();
+    let vals: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| {
+            [
+                r.ratio,
+                r.ci.map(|c| c.0),
+                r.ci.map(|c| c.1),
+                r.bound(),
+                Some(1.0),
+            ]
+        })
+        .flatten()
+        .filter(|x| x.is_finite())
+        .collect();
+    let (x0, x1) = padded(
+        vals.iter().copied().fold(f64::INFINITY, f64::min),
+        vals.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        0.1,
+    );
+    let n = rows.len();
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let point = r.point.rsplit('/').next().unwrap_or(&r.point);
+            let s = format!("{point} · {}", r.label());
+            if s.chars().count() > 44 {
+                format!("{}…", s.chars().take(43).collect::<String>())
+            } else {
+                s
+            }
+        })
+        .collect();
+    let height = (90 + 26 * n as u32).max(200);
+    let title = match &g.verdict {
+        Some(v) => format!("Gate {v}: ratio to baseline"),
+        None => "Comparison: ratio B/A".to_string(),
+    };
+    let svg = svg(&title, (W, height), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&title, (FONT, 16))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(300)
+            .build_cartesian_2d(x0..x1, -0.5..n as f64 - 0.5)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n.max(2))
+            .y_label_formatter(&|v| {
+                let i = v.round();
+                if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                    labels[n - 1 - i as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc("candidate / baseline")
+            .x_label_formatter(&|v| format!("{v:.3}"))
+            .draw()?;
+        for (i, r) in rows.iter().enumerate() {
+            let y = (n - 1 - i) as f64;
+            if let Some(b) = r.bound() {
+                let (ok, bad) = if r.higher_is_better() {
+                    ((b, x1), (x0, b))
+                } else {
+                    ((x0, b), (b, x1))
+                };
+                chart.draw_series([
+                    Rectangle::new(
+                        [(ok.0, y - 0.4), (ok.1, y + 0.4)],
+                        RGBColor(44, 160, 44).mix(0.15).filled(),
+                    ),
+                    Rectangle::new(
+                        [(bad.0, y - 0.4), (bad.1, y + 0.4)],
+                        RGBColor(214, 39, 40).mix(0.15).filled(),
+                    ),
+                ])?;
+            }
+            let c = verdict_color(r.verdict.as_deref());
+            if let Some((lo, hi)) = r.ci {
+                chart.draw_series([
+                    PathElement::new(vec![(lo, y), (hi, y)], c.stroke_width(3)),
+                    PathElement::new(vec![(lo, y - 0.15), (lo, y + 0.15)], c.stroke_width(2)),
+                    PathElement::new(vec![(hi, y - 0.15), (hi, y + 0.15)], c.stroke_width(2)),
+                ])?;
+            }
+            if let Some(x) = r.ratio {
+                chart.draw_series(std::iter::once(Circle::new((x, y), 5, c.filled())))?;
+            }
+        }
+        chart.draw_series(DashedLineSeries::new(
+            vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
+            5,
+            4,
+            BLACK.stroke_width(1),
+        ))?;
+        Ok(())
+    })?;
+    sec.figures.push(Figure { title, svg });
+    Ok(sec)
+}
