@@ -14,13 +14,15 @@
 
 #![deny(missing_docs)]
 
+pub mod backend;
 pub mod bleu;
-pub mod http;
+pub mod perplexity;
 pub mod report;
 pub mod run;
 pub mod score;
 pub mod task;
 
+pub use perplexity::{Perplexity, Shard};
 pub use report::{Comparison, EvalReport, TaskComparison, TaskResult, compare, wilson};
 pub use run::{Decoding, RunOptions, run_eval};
 pub use score::{Normalize, Score, Scorer};

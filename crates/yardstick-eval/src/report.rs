@@ -181,8 +181,9 @@ pub struct EvalReport {
     pub elapsed_s: f64,
     /// Requests (items × repeats) per second.
     pub requests_per_s: f64,
-    /// Perplexity (not implemented yet: always null).
-    pub perplexity: Option<serde_json::Value>,
+    /// Perplexity on the shard, when asked for (`value` null and `unsupported` set when the
+    /// server cannot give one).
+    pub perplexity: Option<crate::perplexity::Perplexity>,
 }
 
 impl EvalReport {

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use yardstick_load::Api;
 
 use crate::EvalError;
-use crate::http::HttpBackend;
+use crate::backend::HttpBackend;
 use crate::report::{EvalReport, ItemRecord, TaskResult};
 use crate::task::{Item, Task};
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use yardstick_eval::http::HttpBackend;
+use yardstick_eval::backend::HttpBackend;
 use yardstick_eval::{Decoding, EvalError, Task};
 use yardstick_load::Api;
 
@@ -25,7 +25,8 @@ pub struct EvalArgs {
     /// Model name to request.
     #[arg(long, required_unless_present = "compare")]
     pub model: Option<String>,
-    /// Tasks, comma-separated: bundled probes (arith, format, extract, code) or paths to .jsonl files.
+    /// Tasks, comma-separated: bundled probes (arith, format, extract, code) or paths to .jsonl
+    /// files; `none` for none (e.g. perplexity only).
     #[arg(long, value_delimiter = ',', default_value = "arith,format")]
     pub tasks: Vec<String>,
     /// API: chat or completions.
@@ -55,6 +56,10 @@ pub struct EvalArgs {
     /// Environment variable holding a bearer token.
     #[arg(long)]
     pub bearer_env: Option<String>,
+    /// Perplexity over a text shard through /v1/completions with echo + logprobs: `builtin` (the
+    /// bundled shard) or a text file (paragraphs separated by blank lines).
+    #[arg(long, value_name = "builtin|FILE")]
+    pub perplexity: Option<String>,
     /// Write eval.json and items.jsonl into DIR.
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,
@@ -108,14 +113,29 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let tasks = args
         .tasks
         .iter()
-        .map(|t| Task::load(t.trim()))
+        .map(|t| t.trim())
+        .filter(|t| *t != "none" && !t.is_empty())
+        .map(Task::load)
         .collect::<Result<Vec<_>, _>>()
         .map_err(task_error)?;
+    let shard = args
+        .perplexity
+        .as_deref()
+        .map(yardstick_eval::Shard::load)
+        .transpose()
+        .map_err(task_error)?;
+    if tasks.is_empty() && shard.is_none() {
+        return Err(exit::invalid(
+            "nothing to do: --tasks none without --perplexity",
+            None,
+        ));
+    }
     let backend = HttpBackend::new(
         &url,
         api,
         Duration::from_secs_f64(args.timeout),
         args.bearer_env.as_deref(),
+        args.concurrency,
     )
     .map_err(task_error)?;
     let decoding = Decoding {
@@ -135,7 +155,7 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let report = rt
+    let mut report = rt
         .block_on(yardstick_eval::run_eval(
             &backend,
             &decoding,
@@ -147,6 +167,34 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             },
         ))
         .map_err(task_error)?;
+    if let Some(shard) = &shard {
+        let completions = HttpBackend::new(
+            &url,
+            Api::Completions,
+            Duration::from_secs_f64(args.timeout),
+            args.bearer_env.as_deref(),
+            1,
+        )
+        .map_err(task_error)?;
+        if verbosity() >= 0 {
+            output::info(&format!(
+                "perplexity over {} ({} paragraphs)…",
+                shard.source,
+                shard.paragraphs.len()
+            ));
+        }
+        let p = rt
+            .block_on(yardstick_eval::perplexity::measure(
+                &completions,
+                &decoding.model,
+                shard,
+            ))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let Some(why) = &p.unsupported {
+            output::warn(&format!("perplexity: unsupported by this server: {why}"));
+        }
+        report.perplexity = Some(p);
+    }
     if let Some(dir) = &args.output {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let doc = serde_json::to_string_pretty(&report.to_json())?;
@@ -184,6 +232,18 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                     .map(|l| format!("{:.1} ms", l.p50))
                     .unwrap_or_else(|| "-".into()),
             );
+        }
+        if let Some(p) = &report.perplexity {
+            match p.value {
+                Some(v) => println!(
+                    "perplexity {v:.3} over {} tokens of {} ({} paragraphs)",
+                    p.tokens, p.source, p.paragraphs
+                ),
+                None => println!(
+                    "perplexity: unsupported by this server ({})",
+                    p.unsupported.as_deref().unwrap_or("")
+                ),
+            }
         }
         println!(
             "{} requests in {:.2} s ({:.1} requests/s, concurrency {})",
