@@ -63,7 +63,8 @@ pub fn resolve_auto(w: &mut dyn Warehouse, candidate: &RunRow) -> Result<Baselin
 }
 
 /// The current UTC time, RFC 3339 with milliseconds.
-fn now_rfc3339() -> String {
+/// The current time, RFC 3339 UTC.
+pub fn now_rfc3339() -> String {
     let fmt = time::macros::format_description!(
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     );

@@ -8,7 +8,7 @@ use serde_json::Value;
 use yardstick_stats::bootstrap::{BootstrapConfig, Method, ratio_of_medians_ci};
 use yardstick_stats::hypothesis::mann_whitney;
 
-use crate::gate::{MetricClass, headline};
+use crate::gate::{MetricClass, classify};
 use crate::{GateError, RunData};
 
 /// Seed of every bootstrap of the gate (reproducible intervals).
@@ -57,6 +57,8 @@ pub struct MetricComparison {
     pub ci_hi: Option<f64>,
     /// Two-sided Mann–Whitney p-value over replicate values (each side ≥ 2 replicates).
     pub mann_whitney_p: Option<f64>,
+    /// The fewest samples (requests, steps) behind one replicate's value, over both runs.
+    pub min_samples: Option<u64>,
 }
 
 /// The comparison of two runs.
@@ -153,12 +155,24 @@ struct Series {
     aggregate: Option<f64>,
     replicates: BTreeMap<u32, f64>,
     unit: String,
+    min_samples: Option<u64>,
 }
 
-fn series(run: &RunData) -> BTreeMap<Key, Series> {
+/// The tail statistics (`p99`) the candidate's spec asks the gate to check (`gates.tails`).
+pub(crate) fn tails_of(run: &RunData) -> Vec<&'static str> {
+    run.spec
+        .as_ref()
+        .and_then(|s| s.spec.as_ref())
+        .and_then(|s| s.gates.as_ref())
+        .and_then(|g| g.tails.as_ref())
+        .map(|t| t.iter().map(|p| p.statistic()).collect())
+        .unwrap_or_default()
+}
+
+fn series(run: &RunData, tails: &[&str]) -> BTreeMap<Key, Series> {
     let mut out: BTreeMap<Key, Series> = BTreeMap::new();
     for f in &run.facts {
-        if headline(&f.metric, &f.statistic).is_none() || !f.value.is_finite() {
+        if classify(&f.metric, &f.statistic, tails).is_none() || !f.value.is_finite() {
             continue;
         }
         let s = out
@@ -167,18 +181,20 @@ fn series(run: &RunData) -> BTreeMap<Key, Series> {
                 aggregate: None,
                 replicates: BTreeMap::new(),
                 unit: f.unit.clone(),
+                min_samples: None,
             });
         match f.replicate {
             None => s.aggregate = Some(f.value),
             Some(k) => {
                 s.replicates.insert(k, f.value);
+                s.min_samples = Some(s.min_samples.map_or(f.n, |m| m.min(f.n)));
             }
         }
     }
     out
 }
 
-fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let n = s.len();
@@ -248,13 +264,14 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
         ));
     }
 
-    let (sa, sb) = (series(baseline), series(candidate));
+    let tails = tails_of(candidate);
+    let (sa, sb) = (series(baseline, &tails), series(candidate, &tails));
     let cfg = boot(level);
     let mut metrics = Vec::new();
     for (key, a) in &sa {
         let Some(b) = sb.get(key) else { continue };
         let (point, metric, statistic) = key.clone();
-        let class = headline(&metric, &statistic).expect("filtered to headline metrics");
+        let class = classify(&metric, &statistic, &tails).expect("filtered to gated metrics");
         let ra: Vec<f64> = a.replicates.values().copied().collect();
         let rb: Vec<f64> = b.replicates.values().copied().collect();
         let agg = |s: &Series, r: &[f64]| {
@@ -263,7 +280,10 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
                 .unwrap_or(f64::NAN)
         };
         let (va, vb) = (agg(a, &ra), agg(b, &rb));
-        let (ratio, ci_lo, ci_hi) = if ra.len() >= 2 && rb.len() >= 2 && median(&ra) != 0.0 {
+        let (ratio, ci_lo, ci_hi) = if class == MetricClass::LossSlope {
+            // A slope's sign matters, not its ratio: the gate checks the candidate's alone.
+            (None, None, None)
+        } else if ra.len() >= 2 && rb.len() >= 2 && median(&ra) != 0.0 {
             let ci = ratio_of_medians_ci(&ra, &rb, &cfg)?;
             (Some(ci.estimate), Some(ci.lower), Some(ci.upper))
         } else if va.is_finite() && vb.is_finite() && va != 0.0 {
@@ -290,6 +310,10 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
             ci_lo,
             ci_hi,
             mann_whitney_p,
+            min_samples: match (a.min_samples, b.min_samples) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            },
         });
     }
     let only = |x: &BTreeMap<Key, Series>, y: &BTreeMap<Key, Series>| {

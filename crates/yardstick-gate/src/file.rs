@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use yardstick_store::warehouse::{FactRow, RunRow, Warehouse};
+use yardstick_store::warehouse::{FactRow, PointRow, RunRow, Warehouse};
 
-use crate::gate::headline;
+use crate::gate::classify;
 use crate::{GateError, RunData, load_run};
 
 /// Format version of baseline files.
@@ -68,7 +68,7 @@ pub fn export(w: &mut dyn Warehouse, dir: &Path) -> Result<Vec<PathBuf>, GateErr
         let facts = run
             .facts
             .into_iter()
-            .filter(|f| headline(&f.metric, &f.statistic).is_some())
+            .filter(|f| classify(&f.metric, &f.statistic, &["p90", "p95", "p99"]).is_some())
             .collect();
         by_profile
             .entry(b.machine_profile.clone())
@@ -105,6 +105,98 @@ pub fn export(w: &mut dyn Warehouse, dir: &Path) -> Result<Vec<PathBuf>, GateErr
         written.push(path);
     }
     Ok(written)
+}
+
+/// The `runs.location` of a run imported from a baseline file: this prefix, then the file's
+/// absolute path (spec and env are read from there).
+pub const IMPORTED_PREFIX: &str = "baseline-file:";
+
+/// What [`import`] did with one entry.
+#[derive(Debug, Clone, Serialize)]
+pub struct Imported {
+    /// Benchmark.
+    pub benchmark: String,
+    /// Machine profile.
+    pub machine_profile: String,
+    /// The baseline run.
+    pub run_id: String,
+    /// False when the run was already in the warehouse (only the baseline was set).
+    pub run_added: bool,
+}
+
+/// Imports every baseline of a baseline file into the warehouse: the run row and its facts
+/// (unless the run is already there) and the baseline pointer. Replacing a different baseline
+/// needs `force`, as with `baseline save`.
+pub fn import(w: &mut dyn Warehouse, path: &Path, force: bool) -> Result<Vec<Imported>, GateError> {
+    let bytes = std::fs::read(path).map_err(|source| GateError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let file: BaselineFile = serde_json::from_slice(&bytes)
+        .map_err(|e| GateError::Invalid(format!("{}: not a baseline file: {e}", path.display())))?;
+    if file.schema != SCHEMA {
+        return Err(GateError::Invalid(format!(
+            "{}: baseline file schema {} (this yardstick reads {SCHEMA})",
+            path.display(),
+            file.schema
+        )));
+    }
+    let abs = std::fs::canonicalize(path).map_err(|source| GateError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for e in file.baselines {
+        let run_id = e.run.run_id.clone();
+        let exists = w.run(&run_id)?.is_some();
+        if !exists {
+            let mut run = e.run.clone();
+            run.machine_profile = Some(file.machine_profile.clone());
+            run.location = format!("{IMPORTED_PREFIX}{}", abs.display());
+            w.upsert_run(&run)?;
+            let mut points: Vec<String> = e.facts.iter().map(|f| f.point_id.clone()).collect();
+            points.sort();
+            points.dedup();
+            let rows: Vec<PointRow> = points
+                .into_iter()
+                .map(|p| PointRow {
+                    run_id: run_id.clone(),
+                    layer: p.split('.').next().unwrap_or("imported").to_string(),
+                    kind: "imported".into(),
+                    params: Value::Null,
+                    point_id: p,
+                })
+                .collect();
+            w.upsert_points(&rows)?;
+            let facts: Vec<FactRow> = e
+                .facts
+                .iter()
+                .cloned()
+                .map(|mut f| {
+                    f.run_id = run_id.clone();
+                    f
+                })
+                .collect();
+            w.upsert_facts(&facts)?;
+        }
+        w.set_baseline(
+            &yardstick_store::warehouse::BaselineRow {
+                machine_profile: file.machine_profile.clone(),
+                benchmark: e.benchmark.clone(),
+                run_id: run_id.clone(),
+                created_at: e.created_at.clone(),
+                note: e.note.clone(),
+            },
+            force,
+        )?;
+        out.push(Imported {
+            benchmark: e.benchmark,
+            machine_profile: file.machine_profile.clone(),
+            run_id,
+            run_added: !exists,
+        });
+    }
+    Ok(out)
 }
 
 /// Reads the baseline of `benchmark` from a baseline file, as a run to gate against.

@@ -1,15 +1,18 @@
 //! The regression gate: a verdict per metric from the ratio's CI against the tolerance, Holm
 //! correction across metrics, overall verdict = the worst.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use yardstick_spec::{Mode, Tolerances};
+use yardstick_stats::percentile::min_samples_for_quantile_ci;
 use yardstick_stats::bootstrap::ratio_of_medians_ci;
 use yardstick_stats::hypothesis::holm;
 
 use crate::compare::{Comparison, boot, compare};
 use crate::{GateError, RunData};
 
-/// What a headline metric measures (picks its tolerance and direction).
+/// What a gated metric measures (picks its tolerance and direction).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricClass {
@@ -17,10 +20,19 @@ pub enum MetricClass {
     Throughput,
     /// Lower is better; an increase beyond the tolerance FAILs.
     Latency,
+    /// A tail percentile of a latency (`gates.tails`); an increase beyond the tail tolerance
+    /// FAILs, and too few samples per replicate for the percentile is INCONCLUSIVE.
+    Tail,
     /// Training step time; an increase beyond the tolerance FAILs.
     StepTime,
     /// Memory use; an increase beyond the tolerance WARNs.
     Memory,
+    /// Probe accuracy (a fraction); a drop beyond the tolerance, in points, FAILs.
+    Accuracy,
+    /// Perplexity; a relative increase beyond the tolerance FAILs.
+    Perplexity,
+    /// The training loss slope: a positive slope (loss rising) FAILs, whatever the baseline.
+    LossSlope,
 }
 
 /// Which way is a regression.
@@ -37,7 +49,7 @@ impl MetricClass {
     /// Which way is a regression.
     pub fn direction(self) -> Direction {
         match self {
-            MetricClass::Throughput => Direction::HigherIsBetter,
+            MetricClass::Throughput | MetricClass::Accuracy => Direction::HigherIsBetter,
             _ => Direction::LowerIsBetter,
         }
     }
@@ -48,8 +60,9 @@ impl MetricClass {
     }
 }
 
-/// The headline metrics the gate and `compare` look at, by (metric, statistic). Medians and
-/// rates only (seed 002 gates on p50): tails need many more samples than a replicate has.
+/// The headline metrics the gate and `compare` look at, by (metric, statistic). Medians, rates
+/// and quality (seed 002 gates on p50): tails need many more samples than a replicate has, so
+/// they are gated only on request ([`classify`] with the spec's `gates.tails`).
 pub fn headline(metric: &str, statistic: &str) -> Option<MetricClass> {
     Some(match (metric, statistic) {
         ("request_throughput" | "output_token_throughput", "value") => MetricClass::Throughput,
@@ -59,19 +72,36 @@ pub fn headline(metric: &str, statistic: &str) -> Option<MetricClass> {
         ("ttft_ms" | "e2e_ms" | "tpot_ms", "p50") => MetricClass::Latency,
         ("step_time_s", "p50") => MetricClass::StepTime,
         ("max_rss_bytes" | "peak_mem_bytes", "value") => MetricClass::Memory,
+        ("accuracy", "value") => MetricClass::Accuracy,
+        ("perplexity", "value") => MetricClass::Perplexity,
+        ("loss", "slope") => MetricClass::LossSlope,
         _ => return None,
     })
 }
 
-/// The tolerance of a class in percent: the spec's `gates.tolerances`, else seed 002's defaults
-/// (throughput drop 5 %, step-time increase 5 %, latency increase 5 %, memory increase 10 %).
+/// [`headline`], plus the latency tail statistics listed in `tails` (`["p99"]`).
+pub fn classify(metric: &str, statistic: &str, tails: &[&str]) -> Option<MetricClass> {
+    headline(metric, statistic).or_else(|| {
+        (matches!(metric, "ttft_ms" | "e2e_ms" | "tpot_ms") && tails.contains(&statistic))
+            .then_some(MetricClass::Tail)
+    })
+}
+
+/// The tolerance of a class — percent, points for accuracy, none for the loss slope — from the
+/// spec's `gates.tolerances`, else seed 002's defaults (throughput drop 5 %, step-time increase
+/// 5 %, latency increase 5 %, tail increase 10 %, memory increase 10 %, perplexity +1.5 %
+/// relative, accuracy −2 points).
 pub fn tolerance_pct(class: MetricClass, t: Option<&Tolerances>) -> f64 {
     let t = t.cloned().unwrap_or_default();
     match class {
         MetricClass::Throughput => t.throughput_drop_pct.unwrap_or(5.0),
         MetricClass::Latency => t.latency_increase_pct.unwrap_or(5.0),
+        MetricClass::Tail => t.tail_increase_pct.unwrap_or(10.0),
         MetricClass::StepTime => t.step_time_increase_pct.unwrap_or(5.0),
         MetricClass::Memory => t.memory_increase_pct.unwrap_or(10.0),
+        MetricClass::Accuracy => t.accuracy_drop_points.unwrap_or(2.0),
+        MetricClass::Perplexity => t.perplexity_increase_pct.unwrap_or(1.5),
+        MetricClass::LossSlope => 0.0,
     }
 }
 
@@ -111,8 +141,13 @@ pub struct MetricVerdict {
     pub statistic: String,
     /// Class (tolerance and direction).
     pub class: MetricClass,
-    /// Tolerance, percent.
+    /// Tolerance: percent, or points for accuracy (`class`).
     pub tolerance_pct: f64,
+    /// The profile's noise floor for this metric, percent (from `gate --calibrate`), when known.
+    pub noise_floor_pct: Option<f64>,
+    /// The ratio beyond which the metric regressed: the farther of the tolerance's and the
+    /// noise floor's bounds. `None` for the loss slope (checked by sign).
+    pub bound: Option<f64>,
     /// Baseline aggregate value.
     pub baseline: f64,
     /// Candidate aggregate value.
@@ -125,7 +160,11 @@ pub struct MetricVerdict {
     pub ci_hi: Option<f64>,
     /// Replicates (baseline, candidate).
     pub n: (usize, usize),
-    /// One-sided bootstrap p-value of "no regression beyond the tolerance".
+    /// Fewest samples behind one replicate's value (both runs).
+    pub min_samples: Option<u64>,
+    /// Samples per replicate a tail percentile needs for a distribution-free CI at the level.
+    pub required_samples: Option<u64>,
+    /// One-sided bootstrap p-value of "no regression beyond the bound".
     pub p_value: Option<f64>,
     /// Holm-adjusted p-value across the gated metrics.
     pub p_holm: Option<f64>,
@@ -142,6 +181,9 @@ pub struct GateOptions {
     pub cross_profile: bool,
     /// Override the spec's tolerances.
     pub tolerances: Option<Tolerances>,
+    /// Noise floors of the machine profile in percent, by (point, metric, statistic), from
+    /// recorded A/A comparisons ([`crate::calibrate::noise_floors`]).
+    pub noise_floors: BTreeMap<(String, String, String), f64>,
 }
 
 /// The gate's result.
@@ -157,6 +199,38 @@ pub struct GateReport {
     pub metrics: Vec<MetricVerdict>,
     /// The underlying comparison (field diffs, warnings).
     pub comparison: Comparison,
+}
+
+impl GateReport {
+    /// Point ids with a FAIL (what `--confirm` re-runs).
+    pub fn failing_points(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .metrics
+            .iter()
+            .filter(|m| m.verdict == Verdict::Fail)
+            .map(|m| m.point.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Recomputes the overall verdict from the per-metric ones.
+    pub fn recompute_verdict(&mut self) {
+        self.verdict = overall(&self.metrics);
+    }
+}
+
+fn overall(metrics: &[MetricVerdict]) -> Verdict {
+    if metrics.is_empty() {
+        Verdict::Inconclusive
+    } else {
+        metrics
+            .iter()
+            .map(|m| m.verdict)
+            .max()
+            .unwrap_or(Verdict::Pass)
+    }
 }
 
 /// Replicates each side needs before a metric can PASS or FAIL (the methodology floor).
@@ -186,12 +260,26 @@ pub fn check_profiles(
     }
 }
 
-/// The ratio's bound beyond which the metric regressed.
-fn bound(class: MetricClass, tol_pct: f64) -> f64 {
-    match class.direction() {
-        Direction::HigherIsBetter => 1.0 - tol_pct / 100.0,
-        Direction::LowerIsBetter => 1.0 + tol_pct / 100.0,
-    }
+/// The ratio candidate/baseline beyond which a metric regressed: the tolerance's bound (for
+/// accuracy, `points` below the baseline's value, as a ratio) or the noise floor's, whichever is
+/// farther from 1. `None` when no ratio bound applies (loss slope, accuracy of a zero baseline).
+pub fn ratio_bound(
+    class: MetricClass,
+    tolerance: f64,
+    baseline: f64,
+    noise_floor_pct: Option<f64>,
+) -> Option<f64> {
+    let tol_frac = match class {
+        MetricClass::LossSlope => return None,
+        MetricClass::Accuracy if baseline <= 0.0 || !baseline.is_finite() => return None,
+        MetricClass::Accuracy => (tolerance / 100.0) / baseline,
+        _ => tolerance / 100.0,
+    };
+    let frac = tol_frac.max(noise_floor_pct.unwrap_or(0.0) / 100.0);
+    Some(match class.direction() {
+        Direction::HigherIsBetter => 1.0 - frac,
+        Direction::LowerIsBetter => 1.0 + frac,
+    })
 }
 
 /// One-sided bootstrap p-value of H0 "not beyond the bound": the share of the bootstrap
@@ -229,14 +317,56 @@ fn p_beyond(a: &[f64], b: &[f64], class: MetricClass, bnd: f64) -> Result<f64, G
     Ok(hi)
 }
 
+/// The verdict of a loss slope: FAIL when every candidate replicate's loss rose (at least
+/// [`MIN_REPLICATES`] of them), PASS when the median slope is not positive.
+fn loss_slope_verdict(candidate: &[f64]) -> (Verdict, String) {
+    if candidate.len() < MIN_REPLICATES {
+        return (
+            Verdict::Inconclusive,
+            format!(
+                "{} replicate(s) of the loss slope; a verdict needs at least {MIN_REPLICATES}",
+                candidate.len()
+            ),
+        );
+    }
+    let rising = candidate.iter().filter(|s| **s > 0.0).count();
+    let shown: Vec<String> = candidate.iter().map(|s| format!("{s:.3e}")).collect();
+    if rising == candidate.len() {
+        (
+            Verdict::Fail,
+            format!(
+                "the loss rose in every replicate (slopes {}): training diverges",
+                shown.join(", ")
+            ),
+        )
+    } else if rising * 2 > candidate.len() {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "the loss rose in {rising} of {} replicates (slopes {})",
+                candidate.len(),
+                shown.join(", ")
+            ),
+        )
+    } else {
+        (
+            Verdict::Pass,
+            format!("the loss falls (slopes {})", shown.join(", ")),
+        )
+    }
+}
+
 /// Gates `candidate` against `baseline`.
 ///
 /// Per metric, with the ratio r = candidate / baseline of replicate medians and its percentile
 /// bootstrap CI at the spec's confidence level (replicates resampled): PASS when the CI lies on
-/// the acceptable side of the tolerance bound; FAIL (WARN for memory) when the whole CI lies
-/// beyond it AND the one-sided bootstrap p-value, Holm-adjusted across the gated metrics, is
-/// below (1 − level) / 2; INCONCLUSIVE otherwise, or with fewer than [`MIN_REPLICATES`]
-/// replicates on a side. A warn-only metric that is not shown beyond its tolerance PASSes.
+/// the acceptable side of the bound (the tolerance, widened to the profile's noise floor when
+/// that is larger); FAIL (WARN for memory) when the whole CI lies beyond it AND the one-sided
+/// bootstrap p-value, Holm-adjusted across the gated metrics, is below (1 − level) / 2;
+/// INCONCLUSIVE otherwise, with fewer than [`MIN_REPLICATES`] replicates on a side, or for a
+/// tail percentile whose replicates have too few samples for a distribution-free CI of it.
+/// A warn-only metric that is not shown beyond its tolerance PASSes. The loss slope is checked
+/// on the candidate alone: a loss rising in every replicate FAILs.
 pub fn gate(
     baseline: &RunData,
     candidate: &RunData,
@@ -255,27 +385,58 @@ pub fn gate(
             .and_then(|g| g.tolerances.clone())
     });
     let exploratory_mode = cand_spec.and_then(|s| s.mode) == Some(Mode::Exploratory);
-    let alpha_one_sided = (1.0 - comparison.level) / 2.0;
+    let level = comparison.level;
+    let alpha_one_sided = (1.0 - level) / 2.0;
 
     let mut metrics = Vec::new();
     let mut p_index = Vec::new();
     let mut p_values = Vec::new();
     for m in &comparison.metrics {
         let tol = tolerance_pct(m.class, tolerances.as_ref());
-        let bnd = bound(m.class, tol);
+        let floor = opts
+            .noise_floors
+            .get(&(m.point.clone(), m.metric.clone(), m.statistic.clone()))
+            .copied();
+        let base_median = if m.baseline_replicates.is_empty() {
+            m.baseline
+        } else {
+            crate::compare::median(&m.baseline_replicates)
+        };
+        let bnd = ratio_bound(m.class, tol, base_median, floor);
         let n = (m.baseline_replicates.len(), m.candidate_replicates.len());
-        let p_value = if n.0 >= MIN_REPLICATES && n.1 >= MIN_REPLICATES && m.ci_lo.is_some() {
-            let p = p_beyond(
-                &m.baseline_replicates,
-                &m.candidate_replicates,
-                m.class,
-                bnd,
-            )?;
-            p_index.push(metrics.len());
-            p_values.push(p);
-            Some(p)
+        let required_samples = if m.class == MetricClass::Tail {
+            let q = match m.statistic.as_str() {
+                "p90" => 0.90,
+                "p95" => 0.95,
+                _ => 0.99,
+            };
+            Some(min_samples_for_quantile_ci(q, level)? as u64)
         } else {
             None
+        };
+        let enough_samples = match (required_samples, m.min_samples) {
+            (Some(req), Some(have)) => have >= req,
+            (Some(_), None) => false,
+            (None, _) => true,
+        };
+        let p_value = match bnd {
+            Some(bnd)
+                if n.0 >= MIN_REPLICATES
+                    && n.1 >= MIN_REPLICATES
+                    && m.ci_lo.is_some()
+                    && enough_samples =>
+            {
+                let p = p_beyond(
+                    &m.baseline_replicates,
+                    &m.candidate_replicates,
+                    m.class,
+                    bnd,
+                )?;
+                p_index.push(metrics.len());
+                p_values.push(p);
+                Some(p)
+            }
+            _ => None,
         };
         metrics.push(MetricVerdict {
             point: m.point.clone(),
@@ -283,12 +444,16 @@ pub fn gate(
             statistic: m.statistic.clone(),
             class: m.class,
             tolerance_pct: tol,
+            noise_floor_pct: floor,
+            bound: bnd,
             baseline: m.baseline,
             candidate: m.candidate,
             ratio: m.ratio,
             ci_lo: m.ci_lo,
             ci_hi: m.ci_hi,
             n,
+            min_samples: m.min_samples,
+            required_samples,
             p_value,
             p_holm: None,
             verdict: Verdict::Inconclusive,
@@ -299,87 +464,12 @@ pub fn gate(
     for (i, p) in p_index.iter().zip(adjusted) {
         metrics[*i].p_holm = Some(p);
     }
-    for v in &mut metrics {
-        let bnd = bound(v.class, v.tolerance_pct);
-        let side = match v.class.direction() {
-            Direction::HigherIsBetter => "drop",
-            Direction::LowerIsBetter => "increase",
-        };
-        let (verdict, reason) = match (v.ci_lo, v.ci_hi, v.p_holm) {
-            (Some(lo), Some(hi), Some(ph)) => {
-                let (ok, bad) = match v.class.direction() {
-                    Direction::LowerIsBetter => (hi <= bnd, lo > bnd),
-                    Direction::HigherIsBetter => (lo >= bnd, hi < bnd),
-                };
-                if ok {
-                    (
-                        Verdict::Pass,
-                        format!(
-                            "CI [{lo:.3}, {hi:.3}] within the {:.1} % {side} tolerance",
-                            v.tolerance_pct
-                        ),
-                    )
-                } else if bad && ph < alpha_one_sided {
-                    let verdict = if v.class.warn_only() {
-                        Verdict::Warn
-                    } else {
-                        Verdict::Fail
-                    };
-                    (
-                        verdict,
-                        format!(
-                            "CI [{lo:.3}, {hi:.3}] entirely beyond the {:.1} % {side} tolerance \
-                             (Holm p = {ph:.2e})",
-                            v.tolerance_pct
-                        ),
-                    )
-                } else if v.class.warn_only() {
-                    (
-                        Verdict::Pass,
-                        format!(
-                            "CI [{lo:.3}, {hi:.3}] not shown beyond the {:.1} % {side} warning \
-                             tolerance",
-                            v.tolerance_pct
-                        ),
-                    )
-                } else if bad {
-                    (
-                        Verdict::Inconclusive,
-                        format!(
-                            "CI [{lo:.3}, {hi:.3}] beyond the tolerance but not significant after \
-                             Holm correction (p = {ph:.2e})"
-                        ),
-                    )
-                } else {
-                    (
-                        Verdict::Inconclusive,
-                        format!(
-                            "CI [{lo:.3}, {hi:.3}] straddles the bound {bnd:.3} ({:.1} % {side})",
-                            v.tolerance_pct
-                        ),
-                    )
-                }
-            }
-            _ => (
-                Verdict::Inconclusive,
-                format!(
-                    "{} and {} replicates; a verdict needs at least {MIN_REPLICATES} on each side",
-                    v.n.0, v.n.1
-                ),
-            ),
-        };
+    for (v, m) in metrics.iter_mut().zip(&comparison.metrics) {
+        let (verdict, reason) = judge(v, &m.candidate_replicates, alpha_one_sided);
         v.verdict = verdict;
         v.reason = reason;
     }
-    let verdict = if metrics.is_empty() {
-        Verdict::Inconclusive
-    } else {
-        metrics
-            .iter()
-            .map(|m| m.verdict)
-            .max()
-            .unwrap_or(Verdict::Pass)
-    };
+    let verdict = overall(&metrics);
     let exploratory_reason = if cross {
         Some("the runs have different machine profiles (--cross-profile)".to_string())
     } else if exploratory_mode {
@@ -394,6 +484,96 @@ pub fn gate(
         metrics,
         comparison,
     })
+}
+
+/// The verdict of one metric whose bound, CI and Holm p-value are known.
+fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict, String) {
+    if v.class == MetricClass::LossSlope {
+        return loss_slope_verdict(candidate);
+    }
+    let side = match v.class.direction() {
+        Direction::HigherIsBetter => "drop",
+        Direction::LowerIsBetter => "increase",
+    };
+    let unit = if v.class == MetricClass::Accuracy {
+        "point"
+    } else {
+        "%"
+    };
+    let what = match v.noise_floor_pct {
+        Some(f) if f > v.tolerance_pct && v.class != MetricClass::Accuracy => format!(
+            "the profile's {f:.1} % noise floor (wider than the {:.1} % {side} tolerance)",
+            v.tolerance_pct
+        ),
+        _ => format!("the {:.1} {unit} {side} tolerance", v.tolerance_pct),
+    };
+    if let (Some(req), Some(have)) = (v.required_samples, v.min_samples)
+        && have < req
+    {
+        return (
+            Verdict::Inconclusive,
+            format!(
+                "{} from {have} samples per replicate: a distribution-free CI of it needs at \
+                 least {req}; run more requests per replicate to claim it",
+                v.statistic
+            ),
+        );
+    }
+    let Some(bnd) = v.bound else {
+        return (
+            Verdict::Pass,
+            format!("the baseline's {} is 0: nothing to lose", v.metric),
+        );
+    };
+    let (Some(lo), Some(hi), Some(ph)) = (v.ci_lo, v.ci_hi, v.p_holm) else {
+        return (
+            Verdict::Inconclusive,
+            format!(
+                "{} and {} replicates; a verdict needs at least {MIN_REPLICATES} on each side",
+                v.n.0, v.n.1
+            ),
+        );
+    };
+    let (ok, bad) = match v.class.direction() {
+        Direction::LowerIsBetter => (hi <= bnd, lo > bnd),
+        Direction::HigherIsBetter => (lo >= bnd, hi < bnd),
+    };
+    if ok {
+        (
+            Verdict::Pass,
+            format!("CI [{lo:.3}, {hi:.3}] within {what} (bound {bnd:.3})"),
+        )
+    } else if bad && ph < alpha_one_sided {
+        let verdict = if v.class.warn_only() {
+            Verdict::Warn
+        } else {
+            Verdict::Fail
+        };
+        (
+            verdict,
+            format!(
+                "CI [{lo:.3}, {hi:.3}] entirely beyond {what} (bound {bnd:.3}, Holm p = {ph:.2e})"
+            ),
+        )
+    } else if v.class.warn_only() {
+        (
+            Verdict::Pass,
+            format!("CI [{lo:.3}, {hi:.3}] not shown beyond {what} (warning only)"),
+        )
+    } else if bad {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "CI [{lo:.3}, {hi:.3}] beyond {what} but not significant after Holm correction \
+                 (p = {ph:.2e})"
+            ),
+        )
+    } else {
+        (
+            Verdict::Inconclusive,
+            format!("CI [{lo:.3}, {hi:.3}] straddles the bound {bnd:.3} of {what}"),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -628,5 +808,124 @@ mod tests {
         assert!(Verdict::Fail > Verdict::Inconclusive);
         assert!(Verdict::Inconclusive > Verdict::Warn);
         assert!(Verdict::Warn > Verdict::Pass);
+    }
+
+    /// A run with one point and, per (metric, statistic), replicate values with `n` samples each.
+    fn run_with(id: &str, series: &[(&str, &str, &[f64], u64)], tails: &[&str]) -> RunData {
+        let mut r = run_data(id, &[], &[]);
+        for (metric, statistic, values, n) in series {
+            for (k, v) in values.iter().enumerate() {
+                r.facts.push(FactRow {
+                    run_id: id.into(),
+                    point_id: "p".into(),
+                    replicate: Some(k as u32),
+                    metric: (*metric).into(),
+                    statistic: (*statistic).into(),
+                    value: *v,
+                    ci_lo: None,
+                    ci_hi: None,
+                    unit: String::new(),
+                    n: *n,
+                    artifact: None,
+                    row_group: None,
+                });
+            }
+        }
+        if !tails.is_empty() {
+            let yaml = format!("gates: {{tails: [{}]}}", tails.join(", "));
+            let gates: yardstick_spec::Gates = serde_json::from_value(
+                serde_json::json!({"tails": tails}),
+            )
+            .unwrap_or_else(|e| panic!("{yaml}: {e}"));
+            r.spec = Some(yardstick_spec::BenchmarkRun {
+                spec: Some(yardstick_spec::Spec {
+                    gates: Some(gates),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+        }
+        r
+    }
+
+    #[test]
+    fn a_tail_claim_from_too_few_requests_is_inconclusive() {
+        let p99 = [60.0, 61.0, 60.5];
+        let base = run_with("a", &[("ttft_ms", "p99", &p99, 20)], &["p99"]);
+        let cand = run_with("b", &[("ttft_ms", "p99", &p99, 20)], &["p99"]);
+        let r = gate(&base, &cand, &GateOptions::default()).unwrap();
+        let m = &r.metrics[0];
+        assert_eq!(m.class, MetricClass::Tail);
+        assert_eq!(m.verdict, Verdict::Inconclusive, "{m:#?}");
+        assert_eq!(m.required_samples, Some(299));
+        assert!(m.reason.contains("20 samples"), "{}", m.reason);
+        // Enough requests: the same values now PASS (10 % tail tolerance).
+        let base = run_with("a", &[("ttft_ms", "p99", &p99, 400)], &["p99"]);
+        let cand = run_with("b", &[("ttft_ms", "p99", &p99, 400)], &["p99"]);
+        let r = gate(&base, &cand, &GateOptions::default()).unwrap();
+        assert_eq!(r.metrics[0].verdict, Verdict::Pass, "{:#?}", r.metrics[0]);
+        // Without `gates.tails` the p99 is not gated at all.
+        let base = run_with("a", &[("ttft_ms", "p99", &p99, 400)], &[]);
+        let cand = run_with("b", &[("ttft_ms", "p99", &p99, 400)], &[]);
+        assert!(gate(&base, &cand, &GateOptions::default()).unwrap().metrics.is_empty());
+    }
+
+    #[test]
+    fn accuracy_tolerance_is_in_points() {
+        let base = run_with("a", &[("accuracy", "value", &[0.80, 0.80, 0.80], 50)], &[]);
+        // 1 point lower: within the 2-point tolerance.
+        let ok = run_with("b", &[("accuracy", "value", &[0.79, 0.79, 0.79], 50)], &[]);
+        let r = gate(&base, &ok, &GateOptions::default()).unwrap();
+        assert_eq!(r.metrics[0].class, MetricClass::Accuracy);
+        assert_eq!(r.metrics[0].verdict, Verdict::Pass, "{:#?}", r.metrics[0]);
+        // The bound is 0.78 / 0.80 as a ratio.
+        assert!((r.metrics[0].bound.unwrap() - 0.975).abs() < 1e-12);
+        // 4 points lower: FAIL.
+        let bad = run_with("c", &[("accuracy", "value", &[0.76, 0.76, 0.76], 50)], &[]);
+        let r = gate(&base, &bad, &GateOptions::default()).unwrap();
+        assert_eq!(r.metrics[0].verdict, Verdict::Fail, "{:#?}", r.metrics[0]);
+    }
+
+    #[test]
+    fn perplexity_fails_beyond_one_and_a_half_percent() {
+        let base = run_with("a", &[("perplexity", "value", &[12.0, 12.0, 12.0], 1)], &[]);
+        let ok = run_with("b", &[("perplexity", "value", &[12.1, 12.1, 12.1], 1)], &[]);
+        let bad = run_with("c", &[("perplexity", "value", &[12.3, 12.3, 12.3], 1)], &[]);
+        let o = GateOptions::default();
+        assert_eq!(gate(&base, &ok, &o).unwrap().verdict, Verdict::Pass);
+        assert_eq!(gate(&base, &bad, &o).unwrap().verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn a_rising_loss_fails_whatever_the_baseline() {
+        let base = run_with("a", &[("loss", "slope", &[-0.01, -0.012, -0.011], 50)], &[]);
+        let up = run_with("b", &[("loss", "slope", &[0.002, 0.003, 0.001], 50)], &[]);
+        let r = gate(&base, &up, &GateOptions::default()).unwrap();
+        assert_eq!(r.metrics[0].class, MetricClass::LossSlope);
+        assert_eq!(r.metrics[0].verdict, Verdict::Fail, "{:#?}", r.metrics[0]);
+        assert!(r.metrics[0].reason.contains("rose in every replicate"));
+        let down = run_with("c", &[("loss", "slope", &[-0.02, -0.01, 0.001], 50)], &[]);
+        let r = gate(&base, &down, &GateOptions::default()).unwrap();
+        assert_eq!(r.metrics[0].verdict, Verdict::Pass, "{:#?}", r.metrics[0]);
+    }
+
+    #[test]
+    fn a_noise_floor_wider_than_the_tolerance_widens_the_bound() {
+        let base = run_data("a", &[40.0, 40.3, 39.9, 40.1, 40.2], &[]);
+        let slower = run_data("b", &[42.8, 43.1, 42.7, 42.9, 43.0], &[]);
+        // +7 %: FAIL against the 5 % tolerance ...
+        let r = gate(&base, &slower, &GateOptions::default()).unwrap();
+        assert_eq!(r.verdict, Verdict::Fail);
+        // ... but within a profile whose A/A runs wander by 10 %.
+        let mut floors = BTreeMap::new();
+        floors.insert(("p".into(), "ttft_ms".into(), "p50".into()), 10.0);
+        let o = GateOptions {
+            noise_floors: floors,
+            ..Default::default()
+        };
+        let r = gate(&base, &slower, &o).unwrap();
+        assert_eq!(r.verdict, Verdict::Pass, "{:#?}", r.metrics);
+        assert!((r.metrics[0].bound.unwrap() - 1.10).abs() < 1e-12);
+        assert!(r.metrics[0].reason.contains("noise floor"), "{}", r.metrics[0].reason);
     }
 }

@@ -7,9 +7,12 @@
 //!   **replicate-level** values (replicates are the independent unit) and a Mann–Whitney p-value.
 //! * [`gate()`]: a verdict per metric against tolerances (seed 002 defaults, overridable in the
 //!   spec's `gates.tolerances`), Holm-corrected across metrics, overall = worst.
+//! * [`calibrate`]: noise floors of a machine profile learned from recorded A/A comparisons; a
+//!   regression must clear the farther of the tolerance and the floor.
 #![deny(missing_docs)]
 
 pub mod baseline;
+pub mod calibrate;
 mod compare;
 mod error;
 pub mod file;
@@ -19,7 +22,7 @@ mod load;
 pub use compare::{Comparison, FieldDiff, MetricComparison, compare, diff_values, env_key_fields};
 pub use error::GateError;
 pub use gate::{
-    Direction, GateOptions, GateReport, MetricClass, MetricVerdict, Verdict, check_profiles, gate,
-    headline, tolerance_pct,
+    Direction, GateOptions, GateReport, MIN_REPLICATES, MetricClass, MetricVerdict, Verdict,
+    check_profiles, classify, gate, headline, ratio_bound, tolerance_pct,
 };
 pub use load::{RunData, find_run, load_run};

@@ -52,6 +52,13 @@ pub fn find_run(w: &mut dyn Warehouse, id: &str) -> Result<RunRow, GateError> {
 pub fn load_run(w: &mut dyn Warehouse, id: &str) -> Result<RunData, GateError> {
     let run = find_run(w, id)?;
     let facts = w.facts(&run.run_id)?;
+    if let Some(file) = run.location.strip_prefix(crate::file::IMPORTED_PREFIX) {
+        // A baseline imported from a baseline file: its spec and env live in that file.
+        let mut data = crate::file::load(Path::new(file), &run.name)?;
+        data.run = run;
+        data.facts = facts;
+        return Ok(data);
+    }
     let dir = Path::new(&run.location).join("runs").join(&run.run_id);
     let spec_path = dir.join("spec.yaml");
     let (spec, spec_value) = match std::fs::read(&spec_path) {

@@ -695,6 +695,40 @@ pub struct Gates {
     pub tolerances: Option<Tolerances>,
     /// Re-run failing points before declaring FAIL.
     pub confirm: Option<bool>,
+    /// Tail percentiles of the latency metrics (TTFT, TPOT, E2E) the gate also checks, e.g.
+    /// `[p99]`. Each replicate needs enough requests for a distribution-free CI of the
+    /// percentile (p99 at 95 % needs 299), else the metric is INCONCLUSIVE.
+    pub tails: Option<Vec<TailPercentile>>,
+}
+
+/// A tail percentile the gate can check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum TailPercentile {
+    P90,
+    P95,
+    P99,
+}
+
+impl TailPercentile {
+    /// The statistic name in facts (`p99`).
+    pub fn statistic(self) -> &'static str {
+        match self {
+            TailPercentile::P90 => "p90",
+            TailPercentile::P95 => "p95",
+            TailPercentile::P99 => "p99",
+        }
+    }
+
+    /// The quantile (0.99).
+    pub fn quantile(self) -> f64 {
+        match self {
+            TailPercentile::P90 => 0.90,
+            TailPercentile::P95 => 0.95,
+            TailPercentile::P99 => 0.99,
+        }
+    }
 }
 
 /// Gate tolerances. Defaults are seed 002's.
@@ -714,6 +748,8 @@ pub struct Tolerances {
     pub perplexity_increase_pct: Option<f64>,
     /// Probe accuracy drop that fails, points (default 2).
     pub accuracy_drop_points: Option<f64>,
+    /// Tail latency (the `gates.tails` percentiles) increase that fails, % (default 10).
+    pub tail_increase_pct: Option<f64>,
 }
 
 /// Provenance (seed 000, "Artifact Contract").

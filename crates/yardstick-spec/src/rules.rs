@@ -703,6 +703,7 @@ fn gates(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             ("memoryIncreasePct", t.memory_increase_pct),
             ("perplexityIncreasePct", t.perplexity_increase_pct),
             ("accuracyDropPoints", t.accuracy_drop_points),
+            ("tailIncreasePct", t.tail_increase_pct),
         ];
         for (name, v) in all {
             if let Some(v) = v

@@ -507,3 +507,49 @@ fn the_same_facts_round_trip_through_sqlite_and_postgres_identically() {
              GROUP BY r.name, f.metric, f.statistic ORDER BY r.name, f.metric, f.statistic";
     assert_eq!(lite.query(q).unwrap(), post.query(q).unwrap());
 }
+
+/// Gate calibrations (migration 3): recorded idempotently per run pair and metric, read back per
+/// (profile, benchmark) in the same order by both backends, times canonicalised.
+fn calibrations_round_trip(w: &mut dyn Warehouse) -> Vec<yardstick_store::warehouse::CalibrationRow> {
+    use yardstick_store::warehouse::CalibrationRow;
+    let row = |cand: &str, metric: &str, ratio: f64| CalibrationRow {
+        machine_profile: "cpu-EPYC".into(),
+        benchmark: "serve".into(),
+        point_id: "component.0.serve/D(16,8)/concurrency=2".into(),
+        metric: metric.into(),
+        statistic: "p50".into(),
+        baseline_run: "01A".into(),
+        candidate_run: cand.into(),
+        ratio,
+        recorded_at: "2026-05-20T10:00:00+02:00".into(),
+    };
+    w.record_calibrations(&[row("01B", "ttft_ms", 1.01), row("01B", "e2e_ms", 0.99)])
+        .unwrap();
+    // Recording the same pair again replaces, never duplicates.
+    w.record_calibrations(&[row("01B", "ttft_ms", 1.02), row("01C", "ttft_ms", 0.98)])
+        .unwrap();
+    let mut other = row("01D", "ttft_ms", 1.5);
+    other.machine_profile = "cpu-other".into();
+    w.record_calibrations(&[other]).unwrap();
+    let got = w.calibrations("cpu-EPYC", "serve").unwrap();
+    assert_eq!(count(w, "gate_calibrations"), 4);
+    assert_eq!(got.len(), 3, "{got:#?}");
+    assert_eq!(got[0].metric, "e2e_ms");
+    assert_eq!((got[1].candidate_run.as_str(), got[1].ratio), ("01B", 1.02));
+    assert_eq!((got[2].candidate_run.as_str(), got[2].ratio), ("01C", 0.98));
+    assert_eq!(got[0].recorded_at, "2026-05-20T08:00:00.000Z");
+    assert!(w.calibrations("cpu-EPYC", "train").unwrap().is_empty());
+    got
+}
+
+#[test]
+fn calibrations_round_trip_through_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lite = open_warehouse(dir.path().to_str().unwrap()).unwrap();
+    let from_sqlite = calibrations_round_trip(lite.as_mut());
+    let Some(pg) = PgCluster::start("calibrations_round_trip_through_sqlite_and_postgres") else {
+        return;
+    };
+    let mut post = open_warehouse(&pg.create_db("calibrations")).unwrap();
+    assert_eq!(calibrations_round_trip(post.as_mut()), from_sqlite);
+}

@@ -130,6 +130,30 @@ pub struct BaselineRow {
     pub note: Option<String>,
 }
 
+/// One recorded A/A comparison of a metric (`yardstick gate --calibrate`): two runs of the same
+/// configuration on the same machine profile, whose ratio measures the profile's noise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationRow {
+    /// Machine profile key.
+    pub machine_profile: String,
+    /// Benchmark identity (spec name).
+    pub benchmark: String,
+    /// Point.
+    pub point_id: String,
+    /// Metric.
+    pub metric: String,
+    /// Statistic.
+    pub statistic: String,
+    /// The reference run.
+    pub baseline_run: String,
+    /// The repeat run.
+    pub candidate_run: String,
+    /// Ratio candidate / baseline of the replicate medians.
+    pub ratio: f64,
+    /// RFC 3339.
+    pub recorded_at: String,
+}
+
 /// Which runs to list.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
@@ -177,6 +201,14 @@ pub trait Warehouse {
     fn set_baseline(&mut self, baseline: &BaselineRow, force: bool) -> Result<(), StoreError>;
     /// All baselines.
     fn baselines(&mut self) -> Result<Vec<BaselineRow>, StoreError>;
+    /// Records A/A comparisons (idempotent per baseline/candidate pair and metric).
+    fn record_calibrations(&mut self, rows: &[CalibrationRow]) -> Result<(), StoreError>;
+    /// The recorded A/A comparisons of a (machine profile, benchmark) pair.
+    fn calibrations(
+        &mut self,
+        machine_profile: &str,
+        benchmark: &str,
+    ) -> Result<Vec<CalibrationRow>, StoreError>;
     /// Runs a read-only SQL query (writes are refused by the database, not by parsing).
     fn query(&mut self, sql: &str) -> Result<QueryResult, StoreError>;
     /// The schema version the database is at.

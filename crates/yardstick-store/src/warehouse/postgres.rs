@@ -16,7 +16,8 @@ use postgres::{Client, NoTls, SimpleQueryMessage};
 use super::schema::{self, Dialect, MIGRATIONS, MIGRATIONS_TABLE};
 use super::sql::{self, render};
 use super::{
-    BaselineRow, FactRow, PointRow, QueryResult, ReplicateRow, RunFilter, RunRow, Warehouse,
+    BaselineRow, CalibrationRow, FactRow, PointRow, QueryResult, ReplicateRow, RunFilter, RunRow,
+    Warehouse,
 };
 use crate::StoreError;
 
@@ -508,6 +509,55 @@ impl Warehouse for PostgresWarehouse {
             (&a.machine_profile, &a.benchmark).cmp(&(&b.machine_profile, &b.benchmark))
         });
         Ok(out)
+    }
+
+    fn record_calibrations(&mut self, rows: &[CalibrationRow]) -> Result<(), StoreError> {
+        let mut tx = self.client.transaction().map_err(db_err)?;
+        let st = tx.prepare(&pg(sql::UPSERT_CALIBRATION)).map_err(db_err)?;
+        for c in rows {
+            let at = super::canonical_time(&c.recorded_at)?;
+            tx.execute(
+                &st,
+                &[
+                    &c.machine_profile,
+                    &c.benchmark,
+                    &c.point_id,
+                    &c.metric,
+                    &c.statistic,
+                    &c.baseline_run,
+                    &c.candidate_run,
+                    &c.ratio,
+                    &at,
+                ],
+            )
+            .map_err(db_err)?;
+        }
+        tx.commit().map_err(db_err)
+    }
+
+    fn calibrations(
+        &mut self,
+        machine_profile: &str,
+        benchmark: &str,
+    ) -> Result<Vec<CalibrationRow>, StoreError> {
+        let rows = self
+            .client
+            .query(&pg(sql::SELECT_CALIBRATIONS), &[&machine_profile, &benchmark])
+            .map_err(db_err)?;
+        Ok(rows
+            .iter()
+            .map(|r| CalibrationRow {
+                machine_profile: r.get(0),
+                benchmark: r.get(1),
+                point_id: r.get(2),
+                metric: r.get(3),
+                statistic: r.get(4),
+                baseline_run: r.get(5),
+                candidate_run: r.get(6),
+                ratio: r.get(7),
+                recorded_at: r.get(8),
+            })
+            .collect())
     }
 
     fn query(&mut self, q: &str) -> Result<QueryResult, StoreError> {

@@ -147,6 +147,25 @@ INSERT INTO workloads (spec_sha256, name, first_seen_at, last_seen_at)
     GROUP BY spec_sha256;
 ",
     },
+    Migration {
+        version: 3,
+        name: "gate calibrations (A/A comparisons for noise floors)",
+        sql: "
+CREATE TABLE gate_calibrations (
+    machine_profile TEXT NOT NULL,
+    benchmark TEXT NOT NULL,
+    point_id TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    statistic TEXT NOT NULL,
+    baseline_run TEXT NOT NULL,
+    candidate_run TEXT NOT NULL,
+    ratio {double} NOT NULL,
+    recorded_at TEXT NOT NULL,
+    PRIMARY KEY (machine_profile, benchmark, point_id, metric, statistic, baseline_run,
+                 candidate_run)
+);
+",
+    },
 ];
 
 /// The version a fully migrated database is at.

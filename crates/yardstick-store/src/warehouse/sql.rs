@@ -108,6 +108,18 @@ ON CONFLICT (machine_profile, benchmark) DO UPDATE SET
 pub(crate) const SELECT_BASELINES: &str = "SELECT machine_profile, benchmark, run_id, \
      created_at, note FROM baselines";
 
+pub(crate) const UPSERT_CALIBRATION: &str = "
+INSERT INTO gate_calibrations (machine_profile, benchmark, point_id, metric, statistic,
+    baseline_run, candidate_run, ratio, recorded_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+ON CONFLICT (machine_profile, benchmark, point_id, metric, statistic, baseline_run,
+    candidate_run) DO UPDATE SET ratio = excluded.ratio, recorded_at = excluded.recorded_at";
+
+pub(crate) const SELECT_CALIBRATIONS: &str = "SELECT machine_profile, benchmark, point_id, \
+     metric, statistic, baseline_run, candidate_run, ratio, recorded_at FROM gate_calibrations \
+     WHERE machine_profile = ?1 AND benchmark = ?2 \
+     ORDER BY point_id, metric, statistic, recorded_at, candidate_run";
+
 /// `SELECT … FROM runs` with the filter's conditions, newest first. Returns the statement and
 /// the values to bind, in order.
 pub(crate) fn select_runs(

@@ -10,7 +10,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use super::schema::{self, Dialect, MIGRATIONS, MIGRATIONS_TABLE};
 use super::sql::{self, render};
 use super::{
-    BaselineRow, FactRow, PointRow, QueryResult, ReplicateRow, RunFilter, RunRow, Warehouse,
+    BaselineRow, CalibrationRow, FactRow, PointRow, QueryResult, ReplicateRow, RunFilter, RunRow,
+    Warehouse,
 };
 use crate::StoreError;
 
@@ -448,6 +449,56 @@ impl Warehouse for SqliteWarehouse {
             (&a.machine_profile, &a.benchmark).cmp(&(&b.machine_profile, &b.benchmark))
         });
         Ok(out)
+    }
+
+    fn record_calibrations(&mut self, rows: &[CalibrationRow]) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(db_err)?;
+        {
+            let mut st = tx.prepare(sql::UPSERT_CALIBRATION).map_err(db_err)?;
+            for c in rows {
+                let at = super::canonical_time(&c.recorded_at)?;
+                st.execute(params![
+                    c.machine_profile,
+                    c.benchmark,
+                    c.point_id,
+                    c.metric,
+                    c.statistic,
+                    c.baseline_run,
+                    c.candidate_run,
+                    c.ratio,
+                    at
+                ])
+                .map_err(db_err)?;
+            }
+        }
+        tx.commit().map_err(db_err)
+    }
+
+    fn calibrations(
+        &mut self,
+        machine_profile: &str,
+        benchmark: &str,
+    ) -> Result<Vec<CalibrationRow>, StoreError> {
+        let mut st = self.conn.prepare(sql::SELECT_CALIBRATIONS).map_err(db_err)?;
+        let rows = st
+            .query_map(params![machine_profile, benchmark], |r| {
+                Ok(CalibrationRow {
+                    machine_profile: r.get(0)?,
+                    benchmark: r.get(1)?,
+                    point_id: r.get(2)?,
+                    metric: r.get(3)?,
+                    statistic: r.get(4)?,
+                    baseline_run: r.get(5)?,
+                    candidate_run: r.get(6)?,
+                    ratio: r.get(7)?,
+                    recorded_at: r.get(8)?,
+                })
+            })
+            .map_err(db_err)?;
+        rows.collect::<Result<_, _>>().map_err(db_err)
     }
 
     fn query(&mut self, q: &str) -> Result<QueryResult, StoreError> {
