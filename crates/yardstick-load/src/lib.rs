@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+pub mod merge;
 pub mod mlperf;
 pub mod openai;
 pub mod plan;
@@ -34,7 +35,7 @@ pub use openai::{Api, BodyOptions};
 pub use plan::{PlanError, Planner};
 pub use record::{Clock, ErrorClass, RequestRecord, TokenSource};
 pub use runner::{Arrival, LoadModel, PointOptions, Progress, StopReason, StopRule};
-pub use summary::{Distribution, LoadLevel, PointSummary, Slo};
+pub use summary::{Distribution, LoadLevel, PointSummary, ShardInfo, Slo};
 
 /// Why a benchmark could not run.
 #[derive(Debug, thiserror::Error)]
@@ -75,8 +76,13 @@ pub struct ServeBench {
     pub seed: u64,
     /// Send `ignore_eos`/`min_tokens` to force output lengths.
     pub force_output: bool,
-    /// `(i, n)` shard of every point's plan.
+    /// `(i, n)` shard of every point's plan: open loop, every n-th arrival of the same seeded
+    /// sequence; closed loop, every n-th plan index with `concurrency / n` streams (the first
+    /// `concurrency % n` shards one more), so the shards together run the whole point.
     pub shard: (u64, u64),
+    /// The first point's schedule starts at this wall-clock time (shards on several machines
+    /// start together); later points start when the previous one has drained.
+    pub start_at: Option<std::time::SystemTime>,
     /// Set to stop scheduling (Ctrl-C).
     pub interrupt: Arc<AtomicBool>,
     /// Prompts from a dataset (JSONL or ShareGPT JSON) instead of the synthetic corpus.
@@ -112,14 +118,31 @@ impl ServeBench {
                 "at least one load level is needed".into(),
             ));
         }
+        let n = self.shard.1.max(1);
         for l in &self.loads {
             match l {
                 LoadModel::Concurrency(0) => {
                     return Err(LoadError::Config("concurrency must be at least 1".into()));
                 }
-                LoadModel::Rate { rate, arrival, .. } => {
+                LoadModel::Concurrency(c) if (*c as u64) < n => {
+                    return Err(LoadError::Config(format!(
+                        "concurrency {c} cannot be split over {n} shards (each needs a stream)"
+                    )));
+                }
+                LoadModel::Rate {
+                    rate,
+                    arrival,
+                    max_in_flight,
+                } => {
                     if !(rate.is_finite() && *rate > 0.0) {
                         return Err(LoadError::Config(format!("rate must be > 0, got {rate}")));
+                    }
+                    if let Some(m) = max_in_flight
+                        && (*m as u64) < n
+                    {
+                        return Err(LoadError::Config(format!(
+                            "max in flight {m} cannot be split over {n} shards"
+                        )));
                     }
                     if let Arrival::Gamma { burstiness } = arrival
                         && !(burstiness.is_finite() && *burstiness > 0.0)
@@ -194,6 +217,14 @@ impl ServeBench {
             Some(t) => Some(Arc::new(tokenizer::LocalTokenizer::from_file(t)?)),
             None => None,
         };
+        // The wall-clock start as an instant of this process's monotonic clock.
+        let start = self.start_at.map(|t| {
+            let now = (std::time::SystemTime::now(), std::time::Instant::now());
+            match t.duration_since(now.0) {
+                Ok(ahead) => now.1 + ahead,
+                Err(_) => now.1,
+            }
+        });
         let run_tag = format!("ys{:x}", Clock::new().now_ns() / 1_000_000 % 0xFFFF_FFFF);
         let mut results = Vec::new();
         let mut k = 0;
@@ -202,13 +233,34 @@ impl ServeBench {
                 let level = level_of(load);
                 on_point(k, text, &level);
                 progress.reset();
+                // This shard's part of the load: its share of the streams (or of the cap on
+                // requests in flight); an open loop's rate is the whole point's, of which the
+                // shard sends every n-th arrival.
+                let sharded = self.shard.1 > 1;
+                let load = &match *load {
+                    LoadModel::Concurrency(c) if sharded => {
+                        LoadModel::Concurrency(merge::shard_share(c, self.shard))
+                    }
+                    LoadModel::Rate {
+                        rate,
+                        arrival,
+                        max_in_flight,
+                    } if sharded => LoadModel::Rate {
+                        rate,
+                        arrival,
+                        max_in_flight: max_in_flight.map(|m| merge::shard_share(m, self.shard)),
+                    },
+                    other => other,
+                };
                 let width = match load {
                     LoadModel::Concurrency(n) => *n,
                     LoadModel::Rate {
                         rate,
                         max_in_flight,
                         ..
-                    } => max_in_flight.unwrap_or((rate.ceil() as usize).clamp(1, 4096)),
+                    } => max_in_flight.unwrap_or(
+                        ((rate / self.shard.1.max(1) as f64).ceil() as usize).clamp(1, 4096),
+                    ),
                 };
                 let mut cc = self.client.clone();
                 cc.max_idle = cc.max_idle.max(width);
@@ -243,12 +295,24 @@ impl ServeBench {
                         seed: self.seed,
                         shard: self.shard,
                         interrupt: self.interrupt.clone(),
+                        start: if k == 0 { start } else { None },
                     },
                     progress.clone(),
                 )
                 .await;
-                let summary =
+                let mut summary =
                     summary::summarize(text, level, &run.records, &self.slo, &run.stop.to_string());
+                summary.schedule_origin_ns = Some(run.origin_ns);
+                if sharded {
+                    summary.shard = Some(ShardInfo {
+                        index: self.shard.0,
+                        count: self.shard.1,
+                        streams: match load {
+                            LoadModel::Concurrency(n) => Some(*n),
+                            LoadModel::Rate { .. } => None,
+                        },
+                    });
+                }
                 results.push(PointResult {
                     summary,
                     records: run.records,

@@ -1,11 +1,12 @@
 //! The request plan: what request number `i` of a run sends, a pure function of the seed and
 //! `i`, so a plan is reproducible and can be split across workers without coordination.
 //!
-//! Prompts come from a deterministic synthetic corpus of common English words. Each word is one
-//! token for `yardstick sim` (which counts whitespace-separated words) and, with its leading
-//! space, one token for the common BPE vocabularies too, so prompts land on (or very near) the
-//! scenario's counts. The server's `usage` is recorded with every request, so any difference
-//! shows in the results.
+//! Prompts come from a bundled corpus of original English prose (`corpus/essays.txt`, dedicated
+//! to the public domain): request `i` starts at a seeded word and takes the next `n` words,
+//! wrapping around. That is exactly `n` prompt tokens for `yardstick sim` (which counts
+//! whitespace-separated words); for a real model's vocabulary, give a `tokenizer.json` and
+//! prompts are cut to exactly `n` of its tokens ([`crate::tokenizer::LocalTokenizer::prompt`]).
+//! The server's `usage` is recorded with every request, so any difference shows in the results.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,21 +18,27 @@ use yardstick_spec::scenario::Scenario;
 use crate::openai::{self, Api, BodyOptions};
 use crate::rng::Rng;
 
-/// Common words that are single tokens in the usual BPE vocabularies.
-pub(crate) const WORDS: &[&str] = &[
-    "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "it", "by",
-    "at", "from", "his", "her", "an", "are", "be", "this", "which", "or", "had", "not", "but",
-    "have", "one", "all", "they", "their", "were", "has", "been", "new", "more", "when", "there",
-    "who", "will", "would", "can", "time", "first", "after", "two", "other", "into", "some",
-    "year", "out", "up", "so", "them", "people", "than", "only", "over", "most", "she", "also",
-    "may", "world", "city", "water", "house", "light", "river", "stone", "green", "small", "great",
-    "old", "long", "day", "night", "hand", "road", "tree", "book", "land", "sea", "sun", "king",
-    "war", "home", "life", "work", "school", "child", "name", "word", "story", "man", "woman",
-    "place", "part", "way", "back", "down", "good", "high", "last", "young", "black", "white",
-    "red", "blue", "open", "early", "under", "between", "never", "again", "still", "since",
-    "while", "where", "just", "each", "many", "much", "very", "well", "what", "three", "four",
-    "five", "next", "left", "right", "north", "south", "east", "west", "town", "field",
-];
+/// The bundled corpus as written (comment lines start with `#`).
+const CORPUS: &str = include_str!("../corpus/essays.txt");
+
+/// The corpus text: comment lines dropped, every run of whitespace one space.
+pub fn corpus_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        CORPUS
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .flat_map(str::split_whitespace)
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
+/// The corpus's words, in order.
+pub fn corpus_words() -> &'static [&'static str] {
+    static WORDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    WORDS.get_or_init(|| corpus_text().split(' ').collect())
+}
 
 /// Why a plan cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -101,14 +108,16 @@ pub fn sample_lengths(scenario: &Scenario, rng: &mut Rng) -> Lengths {
     }
 }
 
-/// A prompt of exactly `n` corpus words.
-pub fn synthetic_prompt(n: u64, rng: &mut Rng) -> String {
+/// A prompt of exactly `n` corpus words: the `n` words from a seeded start, wrapping around.
+pub fn corpus_prompt(n: u64, rng: &mut Rng) -> String {
+    let words = corpus_words();
+    let start = (rng.next_u64() % words.len() as u64) as usize;
     let mut s = String::with_capacity(n as usize * 6);
-    for k in 0..n {
+    for k in 0..n as usize {
         if k > 0 {
             s.push(' ');
         }
-        s.push_str(WORDS[(rng.next_u64() % WORDS.len() as u64) as usize]);
+        s.push_str(words[(start + k) % words.len()]);
     }
     s
 }
@@ -310,7 +319,7 @@ impl Planner {
         let lengths = sample_lengths(&self.scenario, &mut rng);
         let prompt = match &self.tokenizer {
             Some(t) => t.prompt(lengths.input, &mut rng),
-            None => synthetic_prompt(lengths.input, &mut rng),
+            None => corpus_prompt(lengths.input, &mut rng),
         };
         let body = openai::request_body(self.api, &self.model, &prompt, lengths.output, &self.opts);
         PlannedRequest {
@@ -383,6 +392,23 @@ mod tests {
                 .contains("line 1")
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn corpus_prompts_are_running_text_of_exact_word_counts() {
+        let words = corpus_words();
+        assert!(words.len() > 3000, "{}", words.len());
+        assert!(!corpus_text().contains('#') && !corpus_text().contains("  "));
+        let mut rng = Rng::new(4, 2);
+        for n in [1u64, 2, 17, 500, words.len() as u64 + 10] {
+            let p = corpus_prompt(n, &mut rng);
+            assert_eq!(p.split_whitespace().count() as u64, n);
+        }
+        // Consecutive words of the text (not a bag of words): the prompt is a substring of the
+        // corpus, or of it wrapped once.
+        let p = corpus_prompt(40, &mut Rng::new(1, 1));
+        let twice = format!("{} {}", corpus_text(), corpus_text());
+        assert!(twice.contains(&p), "{p}");
     }
 
     #[test]

@@ -134,6 +134,9 @@ pub struct PointRun {
     pub records: Vec<RequestRecord>,
     /// Why it stopped.
     pub stop: StopReason,
+    /// Unix-epoch nanoseconds of the schedule's origin (open loop: the deadline of plan index
+    /// 0, whichever shard owns it; closed loop: the start).
+    pub origin_ns: u64,
 }
 
 struct Ctx {
@@ -234,6 +237,8 @@ pub struct PointOptions {
     pub shard: (u64, u64),
     /// Set from outside to stop scheduling (Ctrl-C).
     pub interrupt: Arc<AtomicBool>,
+    /// Start the schedule at this instant instead of now (shards starting together).
+    pub start: Option<Instant>,
 }
 
 /// Runs one point to its stop rule, then drains requests in flight.
@@ -268,13 +273,24 @@ pub async fn run_point(
         interrupt: opts.interrupt.clone(),
         shard: (opts.shard.0, opts.shard.1.max(1)),
     });
-    let mut records = match load {
-        LoadModel::Concurrency(n) => closed_loop(ctx.clone(), n).await,
+    let clock = ctx.client.clock();
+    let (origin, mut records) = match load {
+        LoadModel::Concurrency(n) => closed_loop(ctx.clone(), n, opts.start).await,
         LoadModel::Rate {
             rate,
             arrival,
             max_in_flight,
-        } => open_loop(ctx.clone(), rate, arrival, max_in_flight, opts.seed).await,
+        } => {
+            open_loop(
+                ctx.clone(),
+                rate,
+                arrival,
+                max_in_flight,
+                opts.seed,
+                opts.start,
+            )
+            .await
+        }
     };
     records.sort_by_key(|r| r.index);
     let stop = ctx
@@ -283,7 +299,11 @@ pub async fn run_point(
         .expect("reason lock")
         .clone()
         .unwrap_or(StopReason::MaxRequests);
-    PointRun { records, stop }
+    PointRun {
+        records,
+        stop,
+        origin_ns: clock.ns(origin),
+    }
 }
 
 fn arm_timer(ctx: &Arc<Ctx>, start: Instant) -> Option<tokio::task::JoinHandle<()>> {
@@ -295,8 +315,15 @@ fn arm_timer(ctx: &Arc<Ctx>, start: Instant) -> Option<tokio::task::JoinHandle<(
     }))
 }
 
-async fn closed_loop(ctx: Arc<Ctx>, n: usize) -> Vec<RequestRecord> {
-    let start = Instant::now();
+async fn closed_loop(
+    ctx: Arc<Ctx>,
+    n: usize,
+    at: Option<Instant>,
+) -> (Instant, Vec<RequestRecord>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at.into()).await;
+    }
+    let start = at.map_or_else(Instant::now, |at| at.max(Instant::now()));
     let timer = arm_timer(&ctx, start);
     let warm_until = ctx.stop.warmup_duration.map(|d| start + d);
     let workers: Vec<_> = (0..n.max(1))
@@ -324,7 +351,7 @@ async fn closed_loop(ctx: Arc<Ctx>, n: usize) -> Vec<RequestRecord> {
     if let Some(t) = timer {
         t.abort();
     }
-    all
+    (start, all)
 }
 
 async fn open_loop(
@@ -333,11 +360,12 @@ async fn open_loop(
     arrival: Arrival,
     max_in_flight: Option<usize>,
     seed: u64,
-) -> Vec<RequestRecord> {
+    at: Option<Instant>,
+) -> (Instant, Vec<RequestRecord>) {
     let handle = tokio::runtime::Handle::current();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RequestRecord>();
     // A small lead so the first deadline is not already late when the dispatcher starts.
-    let start = Instant::now() + Duration::from_millis(5);
+    let start = at.unwrap_or_else(|| Instant::now() + Duration::from_millis(5));
     let end = ctx.stop.max_duration.map(|d| start + d);
     let warm_until = ctx.stop.warmup_duration.map(|d| start + d);
     let gate = max_in_flight.map(|n| Arc::new(Semaphore::new(n.max(1))));
@@ -405,5 +433,5 @@ async fn open_loop(
         out.push(r);
     }
     let _ = tokio::task::spawn_blocking(move || dispatcher.join()).await;
-    out
+    (start, out)
 }

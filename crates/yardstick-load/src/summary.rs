@@ -142,8 +142,28 @@ pub struct PointSummary {
     pub token_count_disagreements: u64,
     /// Why the point stopped.
     pub stop_reason: String,
+    /// Unix-epoch nanoseconds of the point's schedule origin (an open loop's offset 0; a
+    /// closed loop's start). Shards of one plan started together share it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_origin_ns: Option<u64>,
+    /// This process's part of a sharded point (`--shard i/N`); absent for whole points and
+    /// merged ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
     /// The first error message seen, if any.
     pub first_error: Option<String>,
+}
+
+/// One shard's part of a point.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct ShardInfo {
+    /// `i` of `i/N`.
+    pub index: u64,
+    /// `N` of `i/N`.
+    pub count: u64,
+    /// Closed-loop streams this shard ran (its share of the point's concurrency); `null` for
+    /// open-loop points.
+    pub streams: Option<usize>,
 }
 
 /// Computes a point's summary from its raw records.
@@ -240,6 +260,8 @@ pub fn summarize(
         output_tokens_source: sources,
         token_count_disagreements: disagreements,
         stop_reason: stop_reason.to_string(),
+        schedule_origin_ns: None,
+        shard: None,
         first_error: measured
             .iter()
             .filter(|r| !r.ok())

@@ -70,45 +70,60 @@ impl LocalTokenizer {
         }
     }
 
-    /// A prompt of exactly `n` tokens: corpus words until there are enough tokens, cut at `n`
-    /// token ids and decoded; re-encoding is checked and the cut adjusted when decoding merges
-    /// tokens.
+    /// A prompt of exactly `n` tokens: running text of the bundled corpus from a seeded word,
+    /// cut at the end of its `n`-th token (a boundary of the original text, so nothing is
+    /// decoded), then re-encoded to check the count; when the cut text re-encodes to another
+    /// count (merges across the cut), nearby token boundaries are tried. Without the
+    /// `tokenizer` feature: `n` corpus words.
     pub fn prompt(&self, n: u64, rng: &mut Rng) -> String {
         #[cfg(feature = "tokenizer")]
         {
-            let mut text = crate::plan::synthetic_prompt(n, rng);
-            let mut ids: Vec<u32> = Vec::new();
-            for _ in 0..8 {
-                ids = match self.inner.encode(text.as_str(), false) {
-                    Ok(e) => e.get_ids().to_vec(),
-                    Err(_) => return text,
-                };
-                if ids.len() as u64 >= n {
-                    break;
-                }
-                text.push(' ');
-                text.push_str(&crate::plan::synthetic_prompt(n - ids.len() as u64, rng));
+            if n == 0 {
+                return String::new();
             }
-            let mut take = (n as usize).min(ids.len());
-            for _ in 0..8 {
-                let Ok(cut) = self.inner.decode(&ids[..take], true) else {
-                    return text;
+            let n = n as usize;
+            let words = crate::plan::corpus_words();
+            let start = (rng.next_u64() % words.len() as u64) as usize;
+            let mut take = n + 16;
+            loop {
+                let text = (0..take)
+                    .map(|k| words[(start + k) % words.len()])
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let Ok(enc) = self.inner.encode(text.as_str(), false) else {
+                    return crate::plan::corpus_prompt(n as u64, rng);
                 };
-                let got = self.count(&cut);
-                if got == n || take == 0 {
-                    return cut;
+                let offsets = enc.get_offsets();
+                if offsets.len() < n + 8 {
+                    take *= 2;
+                    continue;
                 }
-                take = if got > n {
-                    take - 1
-                } else {
-                    (take + 1).min(ids.len())
-                };
+                let mut best: Option<(usize, String)> = None;
+                for d in 0..16usize {
+                    for k in [n + d, n.wrapping_sub(d)] {
+                        if k == 0 || k > offsets.len() {
+                            continue;
+                        }
+                        let end = offsets[k - 1].1;
+                        if !text.is_char_boundary(end) {
+                            continue;
+                        }
+                        let cut = text[..end].trim_end();
+                        let got = self.count(cut) as usize;
+                        if got == n {
+                            return cut.to_string();
+                        }
+                        if best.as_ref().is_none_or(|(e, _)| got.abs_diff(n) < *e) {
+                            best = Some((got.abs_diff(n), cut.to_string()));
+                        }
+                    }
+                }
+                return best.map(|b| b.1).unwrap_or(text);
             }
-            self.inner.decode(&ids[..take], true).unwrap_or(text)
         }
         #[cfg(not(feature = "tokenizer"))]
         {
-            crate::plan::synthetic_prompt(n, rng)
+            crate::plan::corpus_prompt(n, rng)
         }
     }
 }
@@ -119,8 +134,11 @@ mod tests {
 
     /// A word-level vocabulary with a whitespace pre-tokenizer, written by hand.
     fn tiny() -> LocalTokenizer {
-        let words = std::iter::once("[UNK]").chain(crate::plan::WORDS.iter().copied());
+        let words = [
+            "[UNK]", "the", "of", "and", "to", "in", "is", "was", "for", "on",
+        ];
         let vocab: serde_json::Map<String, serde_json::Value> = words
+            .iter()
             .enumerate()
             .map(|(i, w)| (w.to_string(), i.into()))
             .collect();
@@ -149,6 +167,49 @@ mod tests {
         for n in [1, 7, 50] {
             let p = t.prompt(n, &mut rng);
             assert_eq!(t.count(&p), n, "{p}");
+        }
+    }
+
+    /// Exact counts under byte-level BPE vocabularies: the small one trained on the corpus
+    /// (committed), and a large real one when it is found (`YARDSTICK_BPE_TOKENIZER`, or where
+    /// `scripts/fetch-test-tokenizer.sh` puts it); skipped, saying so, when it is not.
+    #[test]
+    fn exact_prompt_lengths_under_bpe() {
+        let small = concat!(env!("CARGO_MANIFEST_DIR"), "/corpus/bpe-tokenizer.json");
+        let mut files = vec![std::path::PathBuf::from(small)];
+        let real = std::env::var_os("YARDSTICK_BPE_TOKENIZER")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::PathBuf::from("/var/tmp/yardstick-tokenizers/tokenizer.json")
+            });
+        if real.exists() {
+            files.push(real);
+        } else {
+            eprintln!(
+                "SKIPPED the real BPE tokenizer check: {} not found (run scripts/fetch-test-tokenizer.sh or set YARDSTICK_BPE_TOKENIZER)",
+                real.display()
+            );
+        }
+        for f in files {
+            let t = LocalTokenizer::from_file(&f).unwrap();
+            let mut misses = Vec::new();
+            for seed in 0..40u64 {
+                let mut rng = Rng::new(seed, 7);
+                for n in [1u64, 2, 3, 5, 8, 13, 64, 100, 333, 1024] {
+                    let p = t.prompt(n, &mut rng);
+                    if t.count(&p) != n {
+                        misses.push((n, t.count(&p), p.chars().take(60).collect::<String>()));
+                    }
+                }
+            }
+            assert!(misses.is_empty(), "{}: {misses:?}", f.display());
+            // Running text, not token soup: the start of a prompt is words of the corpus.
+            let p = t.prompt(30, &mut Rng::new(3, 3));
+            let first = p.split(' ').next().unwrap();
+            assert!(
+                crate::plan::corpus_words().contains(&first) || p.len() < 3,
+                "{p}"
+            );
         }
     }
 }

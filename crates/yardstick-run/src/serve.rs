@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use yardstick_load::{
-    Api, Arrival, ClientConfig, LoadModel, Mlperf, Progress, RequestRecord, ServeBench, Slo,
-    StopRule,
+    Api, Arrival, ClientConfig, ErrorClass, LoadModel, Mlperf, Progress, RequestRecord, ServeBench,
+    Slo, StopRule, TokenSource,
 };
 use yardstick_store::samples::{Column, Table};
 
@@ -99,6 +99,7 @@ pub fn run_replicate(
         seed,
         force_output: true,
         shard: (0, 1),
+        start_at: None,
         interrupt,
         dataset: None,
         tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
@@ -266,4 +267,160 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
                     .collect(),
             ),
         )
+        // Lossless extras, so the records can be read back exactly (`records_from_rows`,
+        // merging shards): content event arrivals as offsets from the first one (whole
+        // nanoseconds, exact in a double), and the counts the summary uses.
+        .with(
+            "content_event_offsets_ns",
+            Column::ListF64(
+                records
+                    .iter()
+                    .map(|r| {
+                        let t0 = r.content_event_ns.first().copied().unwrap_or(0);
+                        r.content_event_ns
+                            .iter()
+                            .map(|t| t.saturating_sub(t0) as f64)
+                            .collect()
+                    })
+                    .collect(),
+            ),
+        )
+        .with(
+            "content_events",
+            Column::I64(records.iter().map(|r| r.content_events as i64).collect()),
+        )
+        .with(
+            "content_bytes",
+            Column::I64(records.iter().map(|r| r.content_bytes as i64).collect()),
+        )
+        .with(
+            "local_output_tokens",
+            Column::OptI64(
+                records
+                    .iter()
+                    .map(|r| r.local_output_tokens.map(|v| v as i64))
+                    .collect(),
+            ),
+        )
+        .with(
+            "error_message",
+            Column::OptStr(records.iter().map(|r| r.error_message.clone()).collect()),
+        )
+}
+
+/// Reads records back from the rows of a [`records_table`] Parquet file
+/// (`yardstick_store::samples::read_rows`), exactly: every timestamp and count the summary
+/// uses. Files written before the lossless columns existed rebuild content events from the
+/// inter-token gaps (to the nanosecond's rounding).
+pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord>, String> {
+    use serde_json::Value;
+    let mut out = Vec::with_capacity(rows.len());
+    for (k, row) in rows.iter().enumerate() {
+        let bad = |what: &str| format!("row {k}: {what}");
+        let u = |name: &str| row.get(name).and_then(Value::as_i64).map(|v| v as u64);
+        let req = |name: &str| u(name).ok_or_else(|| bad(&format!("no `{name}`")));
+        let s = |name: &str| row.get(name).and_then(Value::as_str).map(str::to_owned);
+        let mut r = RequestRecord::new(
+            req("index")?,
+            s("request_id").unwrap_or_default(),
+            row.get("warmup").and_then(Value::as_bool).unwrap_or(false),
+            req("planned_input_tokens")?,
+            u("planned_output_tokens"),
+            req("scheduled_ns")?,
+        );
+        r.sent_ns = u("sent_ns");
+        r.first_byte_ns = u("first_byte_ns");
+        r.first_content_ns = u("first_content_ns");
+        r.last_content_ns = u("last_content_ns");
+        r.done_ns = u("done_ns");
+        r.status = u("status").map(|v| v as u16);
+        r.error = match s("error").as_deref() {
+            None => None,
+            Some(name) => Some(
+                [
+                    ErrorClass::Connect,
+                    ErrorClass::Timeout,
+                    ErrorClass::Http4xx,
+                    ErrorClass::Http5xx,
+                    ErrorClass::HttpOther,
+                    ErrorClass::StreamCut,
+                    ErrorClass::MalformedEvent,
+                ]
+                .into_iter()
+                .find(|e| e.name() == name)
+                .ok_or_else(|| bad(&format!("unknown error class `{name}`")))?,
+            ),
+        };
+        r.error_message = s("error_message");
+        r.prompt_tokens = u("prompt_tokens");
+        r.output_tokens = u("output_tokens");
+        r.output_tokens_source = match s("output_tokens_source").as_deref() {
+            None => None,
+            Some("server_usage") => Some(TokenSource::ServerUsage),
+            Some("tokenizer") => Some(TokenSource::Tokenizer),
+            Some("content_events") => Some(TokenSource::ContentEvents),
+            Some(other) => return Err(bad(&format!("unknown token source `{other}`"))),
+        };
+        r.local_output_tokens = u("local_output_tokens");
+        r.content_bytes = u("content_bytes").unwrap_or(0);
+        let list = |name: &str| -> Option<Vec<f64>> {
+            row.get(name)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        };
+        if let (Some(t0), Some(offsets)) = (r.first_content_ns, list("content_event_offsets_ns")) {
+            r.content_event_ns = offsets.iter().map(|o| t0 + *o as u64).collect();
+        } else if let (Some(t0), Some(gaps)) = (r.first_content_ns, list("itl_ms")) {
+            let mut t = t0 as f64;
+            r.content_event_ns.push(t0);
+            for g in gaps {
+                t += g * 1e6;
+                r.content_event_ns.push(t.round() as u64);
+            }
+        }
+        r.content_events = u("content_events").unwrap_or(r.content_event_ns.len() as u64);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_back_from_parquet_exactly() {
+        let recs: Vec<RequestRecord> = (0..5u64)
+            .map(|i| {
+                let t = 1_763_000_000_123_456_789 + i * 1_000_003;
+                let mut r = RequestRecord::new(i, format!("ys-{i}"), i == 0, 7, Some(3), t);
+                r.sent_ns = Some(t + 17);
+                if i == 3 {
+                    r.error = Some(ErrorClass::StreamCut);
+                    r.error_message = Some("cut".into());
+                    r.done_ns = Some(t + 99);
+                    return r;
+                }
+                r.content_event_ns = vec![t + 50_000_001, t + 60_000_007, t + 70_000_013 + i];
+                r.first_content_ns = Some(r.content_event_ns[0]);
+                r.last_content_ns = Some(r.content_event_ns[2]);
+                r.done_ns = Some(t + 70_100_000);
+                r.status = Some(200);
+                r.content_events = 3;
+                r.content_bytes = 12;
+                r.output_tokens = Some(3);
+                r.local_output_tokens = Some(4);
+                r.output_tokens_source = Some(TokenSource::ServerUsage);
+                r
+            })
+            .collect();
+        let bytes = records_table(&recs).to_parquet(&[]).unwrap();
+        let rows = yardstick_store::samples::read_rows(bytes).unwrap();
+        let back = records_from_rows(&rows).unwrap();
+        for (a, b) in recs.iter().zip(&back) {
+            assert_eq!(a.to_json(), b.to_json());
+            assert_eq!(a.content_event_ns, b.content_event_ns);
+            assert_eq!(a.tpot_ms(), b.tpot_ms());
+        }
+    }
 }

@@ -29,6 +29,39 @@ impl LatencyHistogram {
             .map_err(|e| StatsError::InvalidParameter(format!("histogram record {value}: {e:?}")))
     }
 
+    /// Records `count` occurrences of one value.
+    pub fn record_n(&mut self, value: u64, count: u64) -> Result<(), StatsError> {
+        self.inner.record_n(value, count).map_err(|e| {
+            StatsError::InvalidParameter(format!("histogram record {value} x{count}: {e:?}"))
+        })
+    }
+
+    /// Significant decimal digits of precision.
+    pub fn significant_digits(&self) -> u8 {
+        self.inner.sigfig()
+    }
+
+    /// Every non-empty bucket as `(highest equivalent value, count)`, ascending: a lossless
+    /// description of the histogram ([`LatencyHistogram::from_buckets`] rebuilds it exactly).
+    pub fn buckets(&self) -> Vec<(u64, u64)> {
+        self.inner
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    }
+
+    /// Rebuilds a histogram from [`LatencyHistogram::buckets`] (e.g. read back from a file).
+    pub fn from_buckets(
+        significant_digits: u8,
+        buckets: &[(u64, u64)],
+    ) -> Result<Self, StatsError> {
+        let mut h = LatencyHistogram::new(significant_digits)?;
+        for &(v, n) in buckets {
+            h.record_n(v, n)?;
+        }
+        Ok(h)
+    }
+
     /// Adds every count of `other` into `self` (merging worker shards).
     pub fn merge(&mut self, other: &LatencyHistogram) -> Result<(), StatsError> {
         self.inner
@@ -86,5 +119,29 @@ mod tests {
         let p99 = h.quantile(0.99) as f64;
         assert!((p99 - 9900.0).abs() / 9900.0 < 1e-3, "{p99}");
         assert!(LatencyHistogram::new(9).is_err());
+    }
+
+    #[test]
+    fn buckets_round_trip_and_merges_equal_the_union() {
+        let xs: Vec<u64> = (0..5000u64).map(|i| (i * 7919) % 100_003 + 1).collect();
+        let mut a = LatencyHistogram::new(3).unwrap();
+        let mut b = LatencyHistogram::new(3).unwrap();
+        let mut all = LatencyHistogram::new(3).unwrap();
+        for (k, &x) in xs.iter().enumerate() {
+            if k % 3 == 0 {
+                a.record(x).unwrap()
+            } else {
+                b.record(x).unwrap()
+            }
+            all.record(x).unwrap();
+        }
+        let back = LatencyHistogram::from_buckets(3, &a.buckets()).unwrap();
+        assert_eq!(back.buckets(), a.buckets());
+        a.merge(&b).unwrap();
+        assert_eq!(a.buckets(), all.buckets());
+        for q in [0.5, 0.9, 0.99, 1.0] {
+            assert_eq!(a.quantile(q), all.quantile(q));
+        }
+        assert_eq!(a.significant_digits(), 3);
     }
 }

@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use yardstick_load::merge::{PointHistograms, ShardPart};
 use yardstick_load::{
     Api, Arrival, ClientConfig, LoadError, LoadModel, PointResult, PointSummary, Progress,
     ServeBench, Slo, StopRule,
 };
-use yardstick_load::{Mlperf, MlperfResult};
+use yardstick_load::{LoadLevel, Mlperf, MlperfResult};
 use yardstick_spec::scenario::ScenarioError;
 
 use crate::cli::{GlobalOpts, verbosity};
@@ -24,14 +25,19 @@ use crate::output;
 /// Every latency is measured from the time the load model scheduled the request (no coordinated
 /// omission); client queueing is reported separately. One point per scenario × load level.
 /// Without --max-requests a point runs for --max-duration (default 60s).
+///
+/// Many clients: run `--shard i/N --output DIR_i` on N workers (same flags and seed, ideally
+/// `--start-at` the same time), then `--merge DIR_0 .. DIR_N-1 [--output DIR]` recomputes the
+/// summary from the union of their raw records, exactly as one machine would, and adds their
+/// HDR histograms.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
-    #[arg(long)]
-    pub url: String,
+    #[arg(long, required_unless_present = "merge")]
+    pub url: Option<String>,
     /// Model name to request.
-    #[arg(long)]
-    pub model: String,
+    #[arg(long, required_unless_present = "merge")]
+    pub model: Option<String>,
     /// API: chat, completions or embeddings.
     #[arg(long, default_value = "chat")]
     pub api: String,
@@ -101,9 +107,20 @@ pub struct ServeArgs {
     /// Seed of request plans and arrivals.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Run shard i of N of every point's plan, e.g. 0/4.
+    /// Run shard i of N of every point's plan, e.g. 0/4: under --rate every N-th arrival of
+    /// the same seeded schedule; under --concurrency C every N-th request with C/N streams
+    /// (the first C%N shards one more), so N shards together are exactly the whole point.
     #[arg(long, value_name = "i/N")]
     pub shard: Option<String>,
+    /// Start the first point's schedule at this wall-clock time, unix seconds (e.g.
+    /// `$(($(date +%s)+5))`), so shards on several machines start together.
+    #[arg(long, value_name = "UNIX_S")]
+    pub start_at: Option<f64>,
+    /// Merge the --output directories of the N shards of one run (summary.json,
+    /// requests.parquet, histograms.json) instead of running; with --output DIR, writes the
+    /// merged records, histograms and summary there.
+    #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with_all = ["url", "shard", "mlperf"])]
+    pub merge: Vec<PathBuf>,
     /// Runtime worker threads (default: one per core).
     #[arg(long)]
     pub workers: Option<usize>,
@@ -252,6 +269,11 @@ fn to_exit(e: LoadError) -> anyhow::Error {
 
 /// Runs the sweep and prints or writes the results.
 pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    if !args.merge.is_empty() {
+        return merge(&args, g);
+    }
+    let url = args.url.clone().expect("clap requires --url");
+    let model = args.model.clone().expect("clap requires --model");
     let api: Api = args
         .api
         .parse()
@@ -308,14 +330,14 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let interrupt = Arc::new(AtomicBool::new(false));
     let bench = ServeBench {
         client: ClientConfig {
-            url: args.url.clone(),
+            url: url.clone(),
             api,
             stream: !args.no_stream,
             request_timeout: parse_duration("request-timeout", &args.request_timeout)?,
             bearer_env: args.bearer_env.clone(),
             max_idle: 1,
         },
-        model: args.model.clone(),
+        model: model.clone(),
         scenarios,
         loads,
         stop: StopRule {
@@ -337,6 +359,18 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         shard: match &args.shard {
             Some(s) => parse_shard(s)?,
             None => (0, 1),
+        },
+        start_at: match args.start_at {
+            Some(t) if t.is_finite() && t >= 0.0 => {
+                Some(std::time::UNIX_EPOCH + Duration::from_secs_f64(t))
+            }
+            Some(t) => {
+                return Err(exit::invalid(
+                    format!("--start-at: `{t}` is not a unix time in seconds"),
+                    None,
+                ));
+            }
+            None => None,
         },
         interrupt: interrupt.clone(),
         dataset: args.dataset.clone(),
@@ -405,18 +439,26 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
 
     let summaries: Vec<&PointSummary> = results.iter().map(|r| &r.summary).collect();
     let mut doc = serde_json::json!({
-        "url": args.url,
-        "model": args.model,
+        "url": url,
+        "model": model,
         "api": args.api,
         "stream": !args.no_stream,
         "seed": args.seed,
+        "slo": bench.slo,
         "points": summaries,
     });
+    if bench.shard.1 > 1 {
+        doc["shard"] = serde_json::json!({"index": bench.shard.0, "count": bench.shard.1});
+    }
     if let Some(m) = &mlperf_results {
         doc["mlperf"] = serde_json::to_value(m)?;
     }
     if let Some(dir) = &args.output {
-        write_output(dir, &doc, &results)?;
+        let hist: Vec<PointHistograms> = results
+            .iter()
+            .map(|r| PointHistograms::of(&r.records))
+            .collect();
+        write_output(dir, &doc, &results, &hist)?;
     }
     if g.json {
         output::json(&doc)?;
@@ -452,6 +494,7 @@ fn write_output(
     dir: &std::path::Path,
     doc: &serde_json::Value,
     results: &[PointResult],
+    hist: &[PointHistograms],
 ) -> anyhow::Result<()> {
     let path = dir.join("requests.jsonl");
     let f = fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
@@ -497,11 +540,202 @@ fn write_output(
     let path = dir.join("requests.parquet");
     let bytes = table.to_parquet(&[("yardstick.kind", "serve")])?;
     fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    // HDR histograms per point (nanoseconds, lossless buckets): they add across shards.
+    let points: Vec<serde_json::Value> = results
+        .iter()
+        .zip(hist)
+        .map(|(r, h)| {
+            let mut v = h.to_json();
+            v["scenario"] = r.summary.scenario.clone().into();
+            v["load"] = serde_json::to_value(&r.summary.load).unwrap_or_default();
+            v
+        })
+        .collect();
+    let path = dir.join("histograms.json");
+    let mut s = serde_json::to_string(&serde_json::json!({ "points": points }))?;
+    s.push('\n');
+    fs::write(&path, s).with_context(|| format!("cannot write {}", path.display()))?;
     let path = dir.join("summary.json");
     let mut s = serde_json::to_string_pretty(doc)?;
     s.push('\n');
     fs::write(&path, s).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+fn read_json(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+    let text = fs::read_to_string(path)
+        .map_err(|e| exit::invalid(format!("cannot read {}: {e}", path.display()), None))?;
+    serde_json::from_str(&text)
+        .map_err(|e| exit::invalid(format!("{}: not JSON: {e}", path.display()), None))
+}
+
+/// One shard's output directory, read back.
+struct ShardDir {
+    doc: serde_json::Value,
+    shard: (u64, u64),
+    /// Records by point.
+    records: Vec<Vec<yardstick_load::RequestRecord>>,
+    hist: Option<Vec<PointHistograms>>,
+}
+
+fn read_shard(dir: &std::path::Path) -> anyhow::Result<ShardDir> {
+    let doc = read_json(&dir.join("summary.json"))?;
+    let bad = |m: String| exit::invalid(format!("{}: {m}", dir.display()), None);
+    let shard = match doc.get("shard") {
+        Some(s) => (
+            s["index"]
+                .as_u64()
+                .ok_or_else(|| bad("bad shard index".into()))?,
+            s["count"]
+                .as_u64()
+                .ok_or_else(|| bad("bad shard count".into()))?,
+        ),
+        None => (0, 1),
+    };
+    let npoints = doc["points"].as_array().map_or(0, Vec::len);
+    let path = dir.join("requests.parquet");
+    let bytes = fs::read(&path).map_err(|e| bad(format!("cannot read requests.parquet: {e}")))?;
+    let rows = yardstick_store::samples::read_rows(bytes)
+        .map_err(|e| bad(format!("requests.parquet: {e}")))?;
+    let recs = yardstick_run::serve::records_from_rows(&rows)
+        .map_err(|e| bad(format!("requests.parquet: {e}")))?;
+    let mut records = vec![Vec::new(); npoints];
+    for (row, rec) in rows.iter().zip(recs) {
+        let k = row["point"].as_u64().unwrap_or(u64::MAX) as usize;
+        records
+            .get_mut(k)
+            .ok_or_else(|| bad(format!("a record of point {k}, which summary.json lacks")))?
+            .push(rec);
+    }
+    let hpath = dir.join("histograms.json");
+    let hist = if hpath.exists() {
+        let h = read_json(&hpath)?;
+        let pts = h["points"].as_array().cloned().unwrap_or_default();
+        if pts.len() != npoints {
+            return Err(bad(
+                "histograms.json and summary.json differ in points".into()
+            ));
+        }
+        Some(
+            pts.iter()
+                .map(PointHistograms::from_json)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| bad(e.to_string()))?,
+        )
+    } else {
+        None
+    };
+    Ok(ShardDir {
+        doc,
+        shard,
+        records,
+        hist,
+    })
+}
+
+fn load_level_of(v: &serde_json::Value) -> Option<LoadLevel> {
+    let mode = match v["mode"].as_str()? {
+        "concurrency" => "concurrency",
+        "rate" => "rate",
+        _ => return None,
+    };
+    Some(LoadLevel {
+        mode,
+        value: v["value"].as_f64()?,
+        arrival: v["arrival"].as_str().map(str::to_owned),
+    })
+}
+
+/// `--merge DIR...`: the union of N shards' records, summarized as one machine would.
+fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    let shards: Vec<ShardDir> = args
+        .merge
+        .iter()
+        .map(|d| read_shard(d))
+        .collect::<anyhow::Result<_>>()?;
+    let first = &shards[0].doc;
+    for (s, dir) in shards.iter().zip(&args.merge).skip(1) {
+        for key in ["url", "model", "api", "stream", "seed", "slo"] {
+            if s.doc[key] != first[key] {
+                return Err(exit::invalid(
+                    format!(
+                        "{}: {key} is {}, but {} has {}",
+                        dir.display(),
+                        s.doc[key],
+                        args.merge[0].display(),
+                        first[key]
+                    ),
+                    Some("merge the shards of one run: same flags and seed"),
+                ));
+            }
+        }
+    }
+    let slo_v = &first["slo"];
+    let slo = Slo {
+        ttft_ms: slo_v["ttft_ms"].as_f64(),
+        tpot_ms: slo_v["tpot_ms"].as_f64(),
+        e2e_ms: slo_v["e2e_ms"].as_f64(),
+    };
+    let npoints = first["points"].as_array().map_or(0, Vec::len);
+    if let Some((_, dir)) = shards
+        .iter()
+        .zip(&args.merge)
+        .find(|(s, _)| s.records.len() != npoints)
+    {
+        return Err(exit::invalid(
+            format!("{}: a different number of points", dir.display()),
+            None,
+        ));
+    }
+    let mut results = Vec::new();
+    let mut hists = Vec::new();
+    for k in 0..npoints {
+        let mut parts = Vec::new();
+        for (s, dir) in shards.iter().zip(&args.merge) {
+            let p = &s.doc["points"][k];
+            let load = load_level_of(&p["load"]).ok_or_else(|| {
+                exit::invalid(format!("{}: point {k} has no load", dir.display()), None)
+            })?;
+            parts.push(ShardPart {
+                shard: s.shard,
+                scenario: p["scenario"].as_str().unwrap_or_default().to_string(),
+                load,
+                stop_reason: p["stop_reason"].as_str().unwrap_or_default().to_string(),
+                schedule_origin_ns: p["schedule_origin_ns"].as_u64(),
+                records: s.records[k].clone(),
+                histograms: s.hist.as_ref().map(|h| h[k].clone()),
+            });
+        }
+        let m = yardstick_load::merge::merge_point(parts, &slo)
+            .map_err(|e| exit::invalid(format!("point {k}: {e}"), None))?;
+        hists.push(m.histograms);
+        results.push(PointResult {
+            summary: m.summary,
+            records: m.records,
+        });
+    }
+    let summaries: Vec<&PointSummary> = results.iter().map(|r| &r.summary).collect();
+    let doc = serde_json::json!({
+        "url": first["url"],
+        "model": first["model"],
+        "api": first["api"],
+        "stream": first["stream"],
+        "seed": first["seed"],
+        "slo": first["slo"],
+        "merged_from": args.merge.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
+        "points": summaries,
+    });
+    if let Some(dir) = &args.output {
+        fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+        write_output(dir, &doc, &results, &hists)?;
+    }
+    if g.json {
+        output::json(&doc)?;
+    } else {
+        print_table(&summaries)?;
+    }
+    Ok(Status::Ok)
 }
 
 async fn progress_ticker(p: Arc<Progress>) {
@@ -667,5 +901,6 @@ mod tests {
         assert!(parse_duration("x", "10 parsecs").is_err());
         assert_eq!(parse_shard("1/4").unwrap(), (1, 4));
         assert!(parse_shard("4/4").is_err());
+        assert!(load_level_of(&serde_json::json!({"mode": "bogus", "value": 1})).is_none());
     }
 }
