@@ -564,3 +564,41 @@ fn prompts_from_a_sharegpt_dataset() {
     );
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn tokenizer_json_sets_prompt_lengths_and_counts_output_locally() {
+    // A byte-level BPE tokenizer.json (trained on the bundled corpus): the plan asks for
+    // exact counts of its tokens; the sim counts words, so its usage differs and the local
+    // count of the output is recorded beside the server's.
+    let tok = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../yardstick-load/corpus/bpe-tokenizer.json"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let sim = Sim::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let doc = json_of(&bench(
+        &sim.url,
+        &[
+            "--scenario",
+            "D(37,4)",
+            "--concurrency",
+            "2",
+            "--max-requests",
+            "6",
+            "--tokenizer",
+            tok,
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(doc["points"][0]["requests"]["completed"], 6);
+    for r in lines(&out.join("requests.jsonl")) {
+        assert_eq!(r["planned_input_tokens"], 37);
+        // BPE tokens of corpus text outnumber its words.
+        assert!(r["prompt_tokens"].as_u64().unwrap() < 37, "{r}");
+        assert!(r["local_output_tokens"].as_u64().unwrap() >= 1, "{r}");
+    }
+    let o = bench(&sim.url, &["--tokenizer", "/nonexistent/tokenizer.json"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -76,8 +76,9 @@ pub struct ServeArgs {
     /// come from the scenario when it forces them (D, N, U(..)/(..)), else from the dataset.
     #[arg(long, value_name = "FILE")]
     pub dataset: Option<PathBuf>,
-    /// A tokenizer.json: prompts of exact token counts for it, and local output token counts
-    /// (needs a build with `--features yardstick-load/tokenizer`).
+    /// A tokenizer.json (Hugging Face): prompts of exactly the scenario's counts of its tokens
+    /// (running text of the bundled corpus, cut at a token boundary), and local output token
+    /// counts checked against the server's usage.
     #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<PathBuf>,
     /// SLO on time to first token, ms (for goodput).
