@@ -4,7 +4,11 @@
 /// notation outside [1e-3, 1e9).
 pub fn num(x: f64) -> String {
     if !x.is_finite() {
-        return if x.is_nan() { "-".into() } else { x.to_string() };
+        return if x.is_nan() {
+            "-".into()
+        } else {
+            x.to_string()
+        };
     }
     let a = x.abs();
     let s = if a != 0.0 && !(1e-3..1e9).contains(&a) {
@@ -90,7 +94,10 @@ mod tests {
         assert_eq!(delta_pct(Some(1.052)), "+5.2 %");
         assert_eq!(delta_pct(Some(0.9)), "-10.0 %");
         assert_eq!(delta_ci(Some((1.031, 1.079))), "[+3.1, +7.9] %");
-        assert_eq!(xml_escape("a<b & \"c\"\u{1}"), "a&lt;b &amp; &quot;c&quot;\u{FFFD}");
+        assert_eq!(
+            xml_escape("a<b & \"c\"\u{1}"),
+            "a&lt;b &amp; &quot;c&quot;\u{FFFD}"
+        );
         assert_eq!(level_header(0.95), "95 % CI");
     }
 }

@@ -137,10 +137,12 @@ impl GateView {
         } else if v.get("baseline_run").is_some() && v.get("candidate_run").is_some() {
             (GateKind::Comparison, v)
         } else {
-            return Err("neither `yardstick gate --json` nor `yardstick compare --json` output \
+            return Err(
+                "neither `yardstick gate --json` nor `yardstick compare --json` output \
                         (expected `verdict` and `comparison`, or `baseline_run` and \
                         `candidate_run`)"
-                .into());
+                    .into(),
+            );
         };
         let s = |v: &Value| v.as_str().map(str::to_owned);
         let diffs = |v: &Value| -> Vec<FieldDiff> {

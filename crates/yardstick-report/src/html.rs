@@ -108,7 +108,10 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
     let run = &r.run;
     let sections = sections(report)?;
     let mut o = String::new();
-    let _ = writeln!(o, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let _ = writeln!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    );
     let _ = writeln!(
         o,
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -218,7 +221,10 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
         let _ = writeln!(o, "</details>");
     }
 
-    let _ = writeln!(o, "<h2 id=\"environment\">Environment and machine profile</h2>");
+    let _ = writeln!(
+        o,
+        "<h2 id=\"environment\">Environment and machine profile</h2>"
+    );
     let _ = writeln!(
         o,
         "<p>Machine profile <code>{}</code></p>",
@@ -240,7 +246,10 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
             let _ = writeln!(o, "<pre>{}</pre>", esc(y));
         }
         None => {
-            let _ = writeln!(o, "<p class=\"note\">spec.yaml is missing for this run.</p>");
+            let _ = writeln!(
+                o,
+                "<p class=\"note\">spec.yaml is missing for this run.</p>"
+            );
         }
     }
     let _ = writeln!(

@@ -30,14 +30,20 @@ pub fn render(report: &Report) -> String {
     let mut cases = Vec::new();
     if let Some(g) = &report.gate {
         for m in &g.rows {
+            let unit = if m.unit.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", m.unit)
+            };
             let out = format!(
-                "baseline {} candidate {} {} ratio {} CI {} tolerance {}{}",
+                "baseline {}{unit} candidate {}{unit} change {} {} {} tolerance {}{}",
                 num(m.baseline),
                 num(m.candidate),
-                m.unit,
-                m.ratio.map_or("-".into(), |r| format!("{r:.4}")),
+                format::delta_pct(m.ratio),
+                format::level_header(g.level),
                 format::delta_ci(m.ci),
-                m.tolerance_pct.map_or("-".into(), |t| format!("{} %", num(t))),
+                m.tolerance_pct
+                    .map_or("-".into(), |t| format!("{} %", num(t))),
                 m.verdict
                     .as_deref()
                     .map_or(String::new(), |v| format!("; {v}"))
@@ -84,7 +90,11 @@ pub fn render(report: &Report) -> String {
                         message: if failed.is_empty() {
                             "no results stored for this point".into()
                         } else {
-                            format!("{} of {} replicates failed", failed.len(), p.replicates.len())
+                            format!(
+                                "{} of {} replicates failed",
+                                failed.len(),
+                                p.replicates.len()
+                            )
                         },
                         body: failed.join("\n"),
                     },

@@ -113,7 +113,8 @@ pub fn render(report: &Report) -> String {
                 num(m.candidate),
                 format::delta_pct(m.ratio),
                 format::delta_ci(m.ci),
-                m.tolerance_pct.map_or("-".into(), |t| format!("{} %", num(t))),
+                m.tolerance_pct
+                    .map_or("-".into(), |t| format!("{} %", num(t))),
                 verdict_mark(v),
                 v,
                 cell(m.reason.as_deref().unwrap_or(""))
@@ -158,9 +159,15 @@ pub fn render(report: &Report) -> String {
     }
     if let Some(t) = crate::tables::latency(r) {
         let _ = writeln!(out);
-        let _ = writeln!(out, "<details><summary>Latency percentiles and the normal-assumption p99</summary>");
+        let _ = writeln!(
+            out,
+            "<details><summary>Latency percentiles and the normal-assumption p99</summary>"
+        );
         let _ = writeln!(out);
-        let _ = writeln!(out, "| point | latency | n | p50 | p90 | p99 | p99 if normal (μ+2.326σ) |");
+        let _ = writeln!(
+            out,
+            "| point | latency | n | p50 | p90 | p99 | p99 if normal (μ+2.326σ) |"
+        );
         let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | ---: | ---: |");
         for row in &t.rows {
             let _ = writeln!(

@@ -527,20 +527,25 @@ fn point_metrics(facts: &[FactRow], point: &str) -> Vec<MetricStat> {
         .map(|mut m| {
             m.replicates.sort_by_key(|r| r.0);
             if m.mean.is_nan() && !m.replicates.is_empty() {
-                m.mean =
-                    m.replicates.iter().map(|r| r.1).sum::<f64>() / m.replicates.len() as f64;
+                m.mean = m.replicates.iter().map(|r| r.1).sum::<f64>() / m.replicates.len() as f64;
                 m.n = m.replicates.len() as u64;
             }
             m
         })
         .collect();
     out.sort_by(|a, b| {
-        (metric_rank(&a.metric), &a.metric, stat_rank(&a.statistic), &a.statistic).cmp(&(
-            metric_rank(&b.metric),
-            &b.metric,
-            stat_rank(&b.statistic),
-            &b.statistic,
-        ))
+        (
+            metric_rank(&a.metric),
+            &a.metric,
+            stat_rank(&a.statistic),
+            &a.statistic,
+        )
+            .cmp(&(
+                metric_rank(&b.metric),
+                &b.metric,
+                stat_rank(&b.statistic),
+                &b.statistic,
+            ))
     });
     out
 }

@@ -46,6 +46,8 @@ impl Section {
 }
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
+/// (x, y, CI of y).
+type Dot = (f64, f64, Option<(f64, f64)>);
 
 const W: u32 = 880;
 const H: u32 = 380;
@@ -134,31 +136,29 @@ pub fn histogram(title: &str, data: &[f64], log: bool) -> Result<Option<String>,
     let normal = yardstick_stats::tail::normal_tail(&s, 0.99)
         .ok()
         .map(|t| t.normal);
-    let (min, max) = (s[0], s[n - 1]);
-    let hi = normal.map_or(max, |x| x.max(max));
+    // A log axis is drawn as a linear axis over log10(x), labelled with x: plotters' log
+    // coordinates put no tick inside a range narrower than a decade, which latencies often are.
+    let t = |x: f64| if log { x.log10() } else { x };
+    let (min, max) = (t(s[0]), t(s[n - 1]));
+    let hi = normal
+        .filter(|x| *x > 0.0 || !log)
+        .map_or(max, |x| t(x).max(max));
     let bins = ((n as f64).sqrt().ceil() as usize).clamp(10, 60);
-    let edges: Vec<f64> = if log {
-        let (a, b) = if max > min {
-            (min.ln(), hi.ln())
-        } else {
-            ((min * 0.95).ln(), (min * 1.05).ln())
-        };
-        (0..=bins)
-            .map(|i| (a + (b - a) * i as f64 / bins as f64).exp())
-            .collect()
+    let (a, b) = if hi > min {
+        (min, hi)
     } else {
-        let (a, b) = if hi > min {
-            (min, hi)
-        } else {
-            padded(min, min, 0.0)
-        };
-        (0..=bins)
-            .map(|i| a + (b - a) * i as f64 / bins as f64)
-            .collect()
+        padded(min, min, 0.0)
     };
+    let edges: Vec<f64> = (0..=bins)
+        .map(|i| a + (b - a) * i as f64 / bins as f64)
+        .collect();
     let mut counts = vec![0usize; bins];
     for x in &s {
-        let i = edges.partition_point(|e| e <= x).saturating_sub(1).min(bins - 1);
+        let x = t(*x);
+        let i = edges
+            .partition_point(|e| *e <= x)
+            .saturating_sub(1)
+            .min(bins - 1);
         counts[i] += 1;
     }
     let ymax = *counts.iter().max().unwrap_or(&1) as f64 * 1.15;
@@ -171,59 +171,65 @@ pub fn histogram(title: &str, data: &[f64], log: bool) -> Result<Option<String>,
     ]
     .into_iter()
     .flatten()
+    .filter(|m| !log || m.1 > 0.0)
+    .map(|(l, x, c, d)| (l, t(x), c, d))
     .collect();
     let caption = format!(
         "{title} ({} axis, n = {n})",
         if log { "log" } else { "linear" }
     );
-    macro_rules! body {
-        ($chart:ident) => {{
-            $chart
-                .configure_mesh()
-                .x_desc("ms")
-                .y_desc("requests")
-                .x_label_formatter(&|v| num(*v))
-                .draw()?;
-            $chart.draw_series(edges.windows(2).zip(&counts).map(|(e, c)| {
-                Rectangle::new([(e[0], 0.0), (e[1], *c as f64)], color(0).mix(0.55).filled())
-            }))?;
-            for (label, x, c, dashed) in &marks {
-                let (x, c) = (*x, *c);
-                let pts = vec![(x, 0.0), (x, ymax)];
-                if *dashed {
-                    $chart
-                        .draw_series(DashedLineSeries::new(pts, 6, 4, c.stroke_width(2)))?
-                        .label(label.as_str())
-                        .legend(legend_line(c));
-                } else {
-                    $chart
-                        .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
-                        .label(label.as_str())
-                        .legend(legend_line(c));
-                }
-            }
-            $chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT, 12))
-                .draw()?;
-        }};
-    }
+    let label = |v: &f64| {
+        if log {
+            let x = 10f64.powf(*v);
+            // Three significant digits.
+            let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+            num(format!("{x:.digits$}").parse().unwrap_or(x))
+        } else {
+            num(*v)
+        }
+    };
     svg(title, (W, H), |root| {
-        let mut b = ChartBuilder::on(root);
-        b.caption(&caption, (FONT, 16))
+        let mut chart = ChartBuilder::on(root)
+            .caption(&caption, (FONT, 16))
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(56);
-        if log {
-            let mut chart = b.build_cartesian_2d((x0..x1).log_scale(), 0.0..ymax)?;
-            body!(chart);
-        } else {
-            let mut chart = b.build_cartesian_2d(x0..x1, 0.0..ymax)?;
-            body!(chart);
+            .y_label_area_size(56)
+            .build_cartesian_2d(x0..x1, 0.0..ymax)?;
+        chart
+            .configure_mesh()
+            .x_desc(if log { "ms (log scale)" } else { "ms" })
+            .y_desc("requests")
+            .x_labels(10)
+            .x_label_formatter(&label)
+            .draw()?;
+        chart.draw_series(edges.windows(2).zip(&counts).map(|(e, c)| {
+            Rectangle::new(
+                [(e[0], 0.0), (e[1], *c as f64)],
+                color(0).mix(0.55).filled(),
+            )
+        }))?;
+        for (label, x, c, dashed) in &marks {
+            let (x, c) = (*x, *c);
+            let pts = vec![(x, 0.0), (x, ymax)];
+            if *dashed {
+                chart
+                    .draw_series(DashedLineSeries::new(pts, 6, 4, c.stroke_width(2)))?
+                    .label(label.as_str())
+                    .legend(legend_line(c));
+            } else {
+                chart
+                    .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
+                    .label(label.as_str())
+                    .legend(legend_line(c));
+            }
         }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 12))
+            .draw()?;
         Ok(())
     })
     .map(Some)
@@ -403,11 +409,7 @@ pub fn throughput_latency(r: &RunReport) -> Result<Section, ReportError> {
                 Some((
                     p.load_label(),
                     x,
-                    [
-                        y("ttft_ms", "p50"),
-                        y("ttft_ms", "p99"),
-                        y("e2e_ms", "p50"),
-                    ],
+                    [y("ttft_ms", "p50"), y("ttft_ms", "p99"), y("e2e_ms", "p50")],
                 ))
             })
             .collect();
@@ -418,15 +420,23 @@ pub fn throughput_latency(r: &RunReport) -> Result<Section, ReportError> {
             ));
             continue;
         }
-        let x_unit = if points[0].metric("output_token_throughput", "value").is_some() {
+        let x_unit = if points[0]
+            .metric("output_token_throughput", "value")
+            .is_some()
+        {
             "output tokens/s"
         } else {
             "requests/s"
         };
         let xs: Vec<f64> = rows.iter().map(|r| r.1).collect();
-        let ys: Vec<f64> = rows.iter().flat_map(|r| r.2.iter().flatten()).copied().collect();
+        let ys: Vec<f64> = rows
+            .iter()
+            .flat_map(|r| r.2.iter().flatten())
+            .copied()
+            .collect();
         if ys.is_empty() {
-            sec.notes.push(format!("{scenario}: no latency percentiles"));
+            sec.notes
+                .push(format!("{scenario}: no latency percentiles"));
             continue;
         }
         let (x0, x1) = padded(
@@ -509,7 +519,7 @@ pub fn percentiles(r: &RunReport) -> Result<Section, ReportError> {
         .collect();
     for (metric, label) in &LATENCIES[..3] {
         let stats = ["p50", "p90", "p99"];
-        let series: Vec<Vec<(f64, f64, Option<(f64, f64)>)>> = stats
+        let series: Vec<Vec<Dot>> = stats
             .iter()
             .map(|s| {
                 serve
@@ -617,7 +627,11 @@ pub fn step_times(r: &RunReport) -> Result<Section, ReportError> {
         let warm = series
             .iter()
             .filter(|s| s.warmup_steps > 0)
-            .filter_map(|s| s.steps.get(s.warmup_steps.min(s.steps.len()) - 1).map(|x| x.0))
+            .filter_map(|s| {
+                s.steps
+                    .get(s.warmup_steps.min(s.steps.len()) - 1)
+                    .map(|x| x.0)
+            })
             .fold(f64::NEG_INFINITY, f64::max);
         let title = format!("Step time · {}", p.id);
         let svg = svg(&title, (W, H), |root| {
@@ -782,11 +796,7 @@ pub fn rank_boxes(r: &RunReport) -> Result<Section, ReportError> {
                 .push(format!("{}: no measured steps after warm-up", p.id));
             continue;
         }
-        let y1 = data
-            .iter()
-            .map(|d| d.1[d.1.len() - 1])
-            .fold(0.0, f64::max)
-            * 1.15;
+        let y1 = data.iter().map(|d| d.1[d.1.len() - 1]).fold(0.0, f64::max) * 1.15;
         let n = data.len() as f64;
         let title = format!("Step time per rank · {}", p.id);
         let svg = svg(&title, (W, H), |root| {

@@ -236,17 +236,9 @@ pub fn point(index: usize, p: &PointReport, level: f64) -> Table {
         v.dedup();
         v
     };
-    let mut headers: Vec<String> = [
-        "metric",
-        "statistic",
-        "mean",
-        "ci_lo",
-        "ci_hi",
-        "unit",
-        "n",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut headers: Vec<String> = ["metric", "statistic", "mean", "ci_lo", "ci_hi", "unit", "n"]
+        .map(String::from)
+        .to_vec();
     headers.extend(reps.iter().map(|k| format!("r{k}")));
     let rows = p
         .metrics
@@ -271,7 +263,12 @@ pub fn point(index: usize, p: &PointReport, level: f64) -> Table {
         .collect();
     Table {
         name: format!("point-{:02}", index + 1),
-        title: format!("Point {}: {} ({})", index + 1, p.id, format::level_header(level)),
+        title: format!(
+            "Point {}: {} ({})",
+            index + 1,
+            p.id,
+            format::level_header(level)
+        ),
         headers,
         rows,
     }

@@ -153,15 +153,7 @@ pub fn render(report: &Report) -> String {
             .collect();
         table(
             &mut out,
-            &[
-                "POINT",
-                "LATENCY",
-                "N",
-                "P50",
-                "P99",
-                "P99 NORMAL",
-                "ERR %",
-            ],
+            &["POINT", "LATENCY", "N", "P50", "P99", "P99 NORMAL", "ERR %"],
             &[Left, Left, Right, Right, Right, Right, Right],
             &rows,
         );
@@ -181,7 +173,11 @@ pub fn render(report: &Report) -> String {
             g.candidate_run
         );
         for d in g.spec_diffs.iter().chain(&g.env_diffs) {
-            let _ = writeln!(out, "  differs: {}: {} -> {}", d.path, d.baseline, d.candidate);
+            let _ = writeln!(
+                out,
+                "  differs: {}: {} -> {}",
+                d.path, d.baseline, d.candidate
+            );
         }
         for w in &g.warnings {
             let _ = writeln!(out, "{YELLOW}warning{RESET}: {w}");

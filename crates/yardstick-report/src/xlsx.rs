@@ -34,7 +34,8 @@ fn sheet_name(raw: &str, used: &mut Vec<String>) -> String {
 
 /// Writes `t` at `row`, headers bold; returns the next free row.
 fn write_table(ws: &mut Worksheet, t: &Table, row: u32, bold: &Format) -> Result<u32, ReportError> {
-    ws.write_string_with_format(row, 0, &t.title, bold).map_err(err)?;
+    ws.write_string_with_format(row, 0, &t.title, bold)
+        .map_err(err)?;
     for (c, h) in t.headers.iter().enumerate() {
         ws.write_string_with_format(row + 1, c as u16, h, bold)
             .map_err(err)?;

@@ -15,13 +15,15 @@ use crate::output;
 
 /// Report a stored run, optionally with a gate or comparison result.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Without an output flag the report prints as a table. Outputs combine; `-` \
+#[command(
+    after_help = "Without an output flag the report prints as a table. Outputs combine; `-` \
 as the FILE of --markdown or --junit writes to stdout.\n\nExamples:\n  \
 yardstick report 01JD8Y… --store DIR\n  \
 yardstick report 01JD8Y… --html report.html --xlsx report.xlsx --csv report-csv/\n  \
 yardstick gate 01JD8Y… --baseline auto --json > gate.json; \
 yardstick report 01JD8Y… --gate gate.json --junit junit.xml --markdown - >> \"$GITHUB_STEP_SUMMARY\"\n  \
-yardstick compare 01JD7X… 01JD8Y… --json > cmp.json; yardstick report 01JD8Y… --gate cmp.json --html cmp.html")]
+yardstick compare 01JD7X… 01JD8Y… --json > cmp.json; yardstick report 01JD8Y… --gate cmp.json --html cmp.html"
+)]
 pub struct ReportArgs {
     /// The run (id or unique prefix).
     #[arg(value_name = "RUN")]

@@ -1,0 +1,187 @@
+//! Every format rendered from a fixed report: Markdown and JUnit against insta snapshots, the
+//! workbook reopened with calamine, CSV files parsed back, the terminal table checked for its
+//! columns and for emitting colour codes only as ANSI escapes.
+
+mod fixture;
+
+use calamine::{Data, Reader, Xlsx};
+
+#[test]
+fn markdown_of_a_run() {
+    insta::assert_snapshot!(yardstick_report::markdown::render(&fixture::report(false)));
+}
+
+#[test]
+fn markdown_of_a_gate_result() {
+    insta::assert_snapshot!(yardstick_report::markdown::render(&fixture::report(true)));
+}
+
+#[test]
+fn junit_of_a_run_fails_points_with_failed_replicates() {
+    let xml = yardstick_report::junit::render(&fixture::report(false));
+    assert!(xml.contains(r#"failures="1""#), "{xml}");
+    insta::assert_snapshot!(xml);
+}
+
+#[test]
+fn junit_of_a_gate_result_maps_verdicts() {
+    let xml = yardstick_report::junit::render(&fixture::report(true));
+    // FAIL is a failure, INCONCLUSIVE a skip with its reason; PASS and WARN pass.
+    assert!(
+        xml.contains(r#"tests="4" failures="1" errors="0" skipped="1""#),
+        "{xml}"
+    );
+    assert!(xml.contains(r#"<skipped message="INCONCLUSIVE: CI [1.020, 1.080] straddles"#));
+    insta::assert_snapshot!(xml);
+}
+
+#[test]
+fn workbook_reopens_with_summary_and_a_sheet_per_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.xlsx");
+    yardstick_report::xlsx::write(&fixture::report(true), &path).unwrap();
+    let mut wb: Xlsx<_> = calamine::open_workbook(&path).unwrap();
+    let names = wb.sheet_names();
+    assert_eq!(
+        names,
+        [
+            "Summary",
+            "Gate",
+            "Latency",
+            "Scaling",
+            "P1 concurrency=1",
+            "P2 concurrency=4",
+            "P3 world_size=1",
+            "P4 world_size=2",
+            "Environment",
+            "Telemetry"
+        ]
+    );
+    let summary = wb.worksheet_range("Summary").unwrap();
+    assert_eq!(summary.get_value((0, 0)), Some(&Data::String("Run".into())));
+    assert_eq!(
+        summary.get_value((2, 1)),
+        Some(&Data::String("01JREPORTFIXTURE000000000B".into()))
+    );
+    // The summary table's first row: request throughput of the first point, a number.
+    let start = (0..summary.height() as u32)
+        .find(|r| summary.get_value((*r, 0)) == Some(&Data::String("point".into())))
+        .expect("summary header");
+    assert_eq!(
+        summary.get_value((start + 1, 1)),
+        Some(&Data::String("request_throughput".into()))
+    );
+    assert_eq!(summary.get_value((start + 1, 3)), Some(&Data::Float(8.1)));
+    // A point sheet: every statistic with replicate columns.
+    let p1 = wb.worksheet_range("P1 concurrency=1").unwrap();
+    assert_eq!(p1.get_value((1, 7)), Some(&Data::String("r0".into())));
+    assert_eq!(
+        p1.get_value((2, 0)),
+        Some(&Data::String("request_throughput".into()))
+    );
+    let gate = wb.worksheet_range("Gate").unwrap();
+    assert!(
+        gate.rows()
+            .any(|r| r.iter().any(|c| c == &Data::String("FAIL".into())))
+    );
+}
+
+#[test]
+fn csv_has_one_file_per_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = fixture::report(true);
+    let files =
+        yardstick_report::csv::write_dir(&yardstick_report::tables::all(&report), dir.path())
+            .unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "run.csv",
+            "summary.csv",
+            "gate.csv",
+            "latency.csv",
+            "scaling.csv",
+            "point-01.csv",
+            "point-02.csv",
+            "point-03.csv",
+            "point-04.csv",
+            "environment.csv",
+            "telemetry.csv"
+        ]
+    );
+    let summary = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    let mut lines = summary.lines();
+    assert_eq!(
+        lines.next(),
+        Some("point,metric,statistic,mean,ci_lo,ci_hi,ci_half_width_pct,unit,n")
+    );
+    // The point id has a comma, so it is quoted; numbers keep full precision.
+    let first = lines.next().unwrap();
+    assert!(
+        first.starts_with(
+            "\"component.0.serve/D(16,8)/concurrency=1\",request_throughput,value,8.1,7.8999999999999995,"
+        ),
+        "{first}"
+    );
+    assert!(first.ends_with(",req/s,3"), "{first}");
+    // Scaling: 18 500 tok/s on 2 ranks against 10 000 on 1 is 92.5 % efficient.
+    let scaling = std::fs::read_to_string(dir.path().join("scaling.csv")).unwrap();
+    assert!(
+        scaling.contains("\r\n2,tokens_per_s,18500,0.925\r\n"),
+        "{scaling}"
+    );
+}
+
+#[test]
+fn latency_table_puts_the_normal_p99_beside_the_empirical() {
+    let report = fixture::report(false);
+    let t = yardstick_report::tables::latency(&report.run).unwrap();
+    let ttft = &t.rows[0];
+    assert_eq!(ttft[1].display(), "ttft_ms");
+    let (yardstick_report::tables::Cell::Num(p99), yardstick_report::tables::Cell::Num(normal)) =
+        (&ttft[7], &ttft[8])
+    else {
+        panic!("numbers expected: {ttft:?}")
+    };
+    // An exponential tail: the normal assumption understates p99.
+    assert!(normal < p99, "normal {normal} empirical {p99}");
+}
+
+#[test]
+fn terminal_table_has_cis_deltas_and_verdicts() {
+    let text = yardstick_report::terminal::render(&fixture::report(true));
+    let plain: String = {
+        let mut out = String::new();
+        let mut esc = false;
+        for c in text.chars() {
+            match (esc, c) {
+                (false, '\x1b') => esc = true,
+                (true, 'm') => esc = false,
+                (true, _) => {}
+                (false, c) => out.push(c),
+            }
+        }
+        out
+    };
+    assert!(text.contains("\x1b[1;31mFAIL\x1b[0m"), "FAIL is red");
+    assert!(plain.contains("95 % CI"));
+    assert!(plain.contains("+29.5 %"), "{plain}");
+    assert!(plain.contains("[+27.0, +31.0] %"), "{plain}");
+    assert!(
+        plain.contains("gate: FAIL (1 PASS, 1 WARN, 1 INCONCLUSIVE, 1 FAIL)"),
+        "{plain}"
+    );
+    assert!(plain.contains("replicate 1 failed"), "{plain}");
+    // Columns line up: every row of the summary table is as wide as its header or narrower.
+    let header = plain.lines().find(|l| l.starts_with("POINT")).unwrap();
+    let mean_col = header.find("MEAN").unwrap() + "MEAN".len();
+    let row = plain
+        .lines()
+        .find(|l| l.contains("request_throughput value"))
+        .unwrap();
+    assert_eq!(&row[mean_col - 3..mean_col], "8.1");
+}
