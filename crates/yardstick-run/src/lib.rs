@@ -98,6 +98,9 @@ pub struct RunOptions {
     pub on_event: Box<dyn FnMut(Event) + Send>,
     /// This program, for running the built-in trainer as a child (`bench train`).
     pub self_exe: PathBuf,
+    /// Run only these points of the plan (ids as `yardstick run --dry-run` lists them); `None`
+    /// runs every point.
+    pub only_points: Option<Vec<String>>,
 }
 
 /// What a run produced.
@@ -156,7 +159,10 @@ pub fn execute(
     mut opts: RunOptions,
 ) -> Result<RunOutcome, RunError> {
     let key = signing_key(spec)?;
-    let plan = plan::plan(spec);
+    let mut plan = plan::plan(spec);
+    if let Some(only) = &opts.only_points {
+        plan.restrict(only).map_err(RunError::Invalid)?;
+    }
     let runs_dir = opts.store.join("runs");
     let mut writer = match resume {
         None => RunWriter::create(&runs_dir, &plan.name, spec_text, opts.tool.clone())?,

@@ -134,6 +134,44 @@ pub struct Plan {
     pub estimate_upper_s: Option<f64>,
 }
 
+impl Plan {
+    /// Keeps only the points whose ids are in `ids` (and their steps, in the same order), for
+    /// re-running some points of a spec (`yardstick run --only`, `gate --confirm`). The duration
+    /// estimate is dropped (it was for the whole plan). An unknown id is an error naming the
+    /// known ones.
+    pub fn restrict(&mut self, ids: &[String]) -> Result<(), String> {
+        if let Some(bad) = ids.iter().find(|id| !self.points.iter().any(|p| &p.id == *id)) {
+            let known: Vec<&str> = self.points.iter().map(|p| p.id.as_str()).collect();
+            return Err(format!(
+                "no point `{bad}` in the plan of {}; its points are: {}",
+                self.name,
+                known.join(", ")
+            ));
+        }
+        let mut new_index = vec![None; self.points.len()];
+        let mut kept = Vec::new();
+        for (i, p) in self.points.drain(..).enumerate() {
+            if ids.contains(&p.id) {
+                new_index[i] = Some(kept.len());
+                kept.push(p);
+            }
+        }
+        self.points = kept;
+        self.steps = self
+            .steps
+            .iter()
+            .filter_map(|s| {
+                new_index[s.point].map(|point| Step {
+                    point,
+                    replicate: s.replicate,
+                })
+            })
+            .collect();
+        self.estimate_upper_s = None;
+        Ok(())
+    }
+}
+
 /// A file-system-safe slug of a point id.
 pub fn slug(id: &str) -> String {
     let mut s: String = id
@@ -422,6 +460,32 @@ mod tests {
             "component.0.serve_N_480_240_300_150_concurrency_1"
         );
         assert!(p.estimate_upper_s.is_some());
+    }
+
+    #[test]
+    fn restrict_keeps_the_named_points_and_their_steps_in_order() {
+        let mut p = plan(&spec(yardstick_spec::template(
+            yardstick_spec::Template::Full,
+        )));
+        let keep = vec![
+            "e2e.0.train/tiny".to_string(),
+            "component.0.serve/D(100,100)/concurrency=8".to_string(),
+        ];
+        p.restrict(&keep).unwrap();
+        let ids: Vec<&str> = p.points.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            vec![
+                "component.0.serve/D(100,100)/concurrency=8",
+                "e2e.0.train/tiny"
+            ]
+        );
+        assert_eq!(p.steps.len(), 6);
+        let order: Vec<(usize, u32)> = p.steps.iter().map(|s| (s.point, s.replicate)).collect();
+        assert_eq!(order, vec![(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
+        assert_eq!(p.estimate_upper_s, None);
+        let err = p.restrict(&["nope".to_string()]).unwrap_err();
+        assert!(err.contains("no point `nope`") && err.contains("e2e.0.train/tiny"), "{err}");
     }
 
     #[test]

@@ -268,3 +268,300 @@ fn exploratory_specs_are_reported_not_enforced() {
     assert_eq!(g["exploratory"], true);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not enforced"));
 }
+
+/// A gating spec with settings: `requests` measured per replicate and extra `gates` YAML
+/// (flow mapping body, e.g. `tails: [p99]`).
+fn spec_with(url: &str, requests: u32, gates: &str) -> String {
+    let base = spec(url).replace(
+        "stop: {maxRequests: 12, maxDuration: 10s}",
+        &format!("stop: {{maxRequests: {requests}, maxDuration: 30s}}"),
+    );
+    if gates.is_empty() {
+        base
+    } else {
+        base.replace(
+            "  provenance:\n",
+            &format!("  gates: {{{gates}}}\n  provenance:\n"),
+        )
+    }
+}
+
+fn metric<'a>(g: &'a Value, name: &str, statistic: &str) -> &'a Value {
+    g["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == name && m["statistic"] == statistic)
+        .unwrap_or_else(|| panic!("{name} {statistic} not gated: {g}"))
+}
+
+#[test]
+fn a_2_percent_change_passes_and_a_10_percent_itl_slowdown_fails_on_tpot() {
+    // Larger latencies than the other tests: scheduling noise on a loaded machine is absolute,
+    // and a 2 % change must stay clear of the 5 % bound.
+    let base = Sim::start(&["--ttft-ms", "100", "--itl-ms", "20"]);
+    let near = Sim::start(&["--ttft-ms", "102", "--itl-ms", "20"]);
+    let slow = Sim::start(&["--ttft-ms", "100", "--itl-ms", "22"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let a = run(&store, "a", &base.url);
+    let b = run(&store, "b", &near.url);
+    let c = run(&store, "c", &slow.url);
+    drop((base, near, slow));
+
+    let out = cmd(&store, &["gate", &b, "--baseline", &a, "--json"]);
+    let g = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{g}");
+    assert_eq!(g["verdict"], "PASS", "{g}");
+    let ttft = metric(&g, "ttft_ms", "p50");
+    let r = ttft["ratio"].as_f64().unwrap();
+    assert!((1.0..1.05).contains(&r), "TTFT +2 % measured as {r}");
+
+    let out = cmd(&store, &["gate", &c, "--baseline", &a, "--json"]);
+    let g = json(&out);
+    assert_eq!(out.status.code(), Some(3), "{g}");
+    let tpot = metric(&g, "tpot_ms", "p50");
+    assert_eq!(tpot["verdict"], "FAIL", "{tpot}");
+    assert!(tpot["ratio"].as_f64().unwrap() > 1.07, "{tpot}");
+    // TTFT did not move: it is not blamed.
+    assert_ne!(metric(&g, "ttft_ms", "p50")["verdict"], "FAIL", "{g}");
+}
+
+#[test]
+fn a_p99_claim_from_20_requests_is_inconclusive() {
+    let sim = sim_with_ttft(40);
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let text = spec_with(&sim.url, 20, "tails: [p99]");
+    let a = run_spec(&store, "a", &text);
+    let b = run_spec(&store, "b", &text);
+    drop(sim);
+    let out = cmd(&store, &["gate", &b, "--baseline", &a, "--json"]);
+    let g = json(&out);
+    assert_eq!(out.status.code(), Some(4), "{g}");
+    assert_eq!(g["verdict"], "INCONCLUSIVE");
+    let p99 = metric(&g, "ttft_ms", "p99");
+    assert_eq!(p99["verdict"], "INCONCLUSIVE", "{p99}");
+    assert_eq!(p99["class"], "tail");
+    assert_eq!(p99["required_samples"], 299);
+    assert_eq!(p99["min_samples"], 20);
+    assert!(
+        p99["reason"].as_str().unwrap().contains("20 samples"),
+        "{p99}"
+    );
+    // The medians of the same runs are fine: only the tail claim lacks evidence.
+    assert_eq!(metric(&g, "ttft_ms", "p50")["verdict"], "PASS", "{g}");
+}
+
+#[test]
+fn confirm_keeps_a_reproducible_fail_and_downgrades_one_that_does_not_reproduce() {
+    let fast = sim_with_ttft(40);
+    let mut slow = sim_with_ttft(80);
+    let slow_port: u16 = slow.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let a = run(&store, "a", &fast.url);
+    let b = run(&store, "b", &slow.url);
+    assert_eq!(cmd(&store, &["baseline", "save", &a]).status.code(), Some(0));
+
+    // The slow server is still slow: the re-run fails too, FAIL stands.
+    let out = cmd(&store, &["gate", &b, "--confirm", "--json", "-q"]);
+    let g = json(&out);
+    assert_eq!(out.status.code(), Some(3), "{g}");
+    let again = g["confirm_run"].as_str().expect("a confirmation run").to_string();
+    let ttft = metric(&g, "ttft_ms", "p50");
+    assert_eq!(ttft["verdict"], "FAIL");
+    assert!(
+        ttft["reason"].as_str().unwrap().contains(&format!("confirmed by re-run {again}")),
+        "{ttft}"
+    );
+    // The confirmation is a stored run of the same spec with only the failing point.
+    let shown = json(&cmd(&store, &["runs", "show", &again, "--json"]));
+    let points = shown["points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "{shown}");
+    assert_eq!(points[0]["point_id"], ttft["point"], "{shown}");
+
+    // The slow server is replaced by a fast one at the same URL: the failure does not
+    // reproduce, so it is not a FAIL any more.
+    slow.kill();
+    let _fast_again = Sim::start_on_port(slow_port, &["--ttft-ms", "40"]);
+    let out = cmd(&store, &["gate", &b, "--confirm", "--json", "-q"]);
+    let g = json(&out);
+    assert_eq!(out.status.code(), Some(4), "{g}");
+    let ttft = metric(&g, "ttft_ms", "p50");
+    assert_eq!(ttft["verdict"], "INCONCLUSIVE", "{ttft}");
+    assert!(
+        ttft["reason"].as_str().unwrap().contains("did not confirm"),
+        "{ttft}"
+    );
+    drop(fast);
+}
+
+#[test]
+fn calibrate_records_a_a_comparisons_and_refuses_a_different_spec() {
+    let sim = sim_with_ttft(40);
+    let other = sim_with_ttft(41);
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let a = run(&store, "a", &sim.url);
+    let a2 = run(&store, "a2", &sim.url);
+    let b = run(&store, "b", &other.url);
+    drop((sim, other));
+
+    let out = cmd(&store, &["gate", &a2, "--baseline", &a, "--calibrate", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let c = json(&out);
+    assert!(c["recorded"].as_u64().unwrap() >= 4, "{c}");
+    let floors = c["floors"].as_array().unwrap();
+    let ttft = floors
+        .iter()
+        .find(|f| f["metric"] == "ttft_ms")
+        .expect("ttft floor");
+    assert_eq!(ttft["comparisons"], 1);
+    // One comparison is not enough for a floor.
+    assert!(ttft["floor_pct"].is_null(), "{ttft}");
+    // The same pair again replaces its rows instead of counting twice.
+    let c = json(&cmd(&store, &["gate", &a2, "--baseline", &a, "--calibrate", "--json"]));
+    let ttft = c["floors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["metric"] == "ttft_ms")
+        .unwrap()
+        .clone();
+    assert_eq!(ttft["comparisons"], 1);
+    // The table is in the warehouse.
+    let q = json(&cmd(
+        &store,
+        &["query", "SELECT COUNT(*) AS n FROM gate_calibrations", "--json"],
+    ));
+    assert!(q.to_string().contains(&c["recorded"].to_string()), "{q}");
+
+    // Not an A/A comparison: the specs differ (the target URL).
+    let out = cmd(&store, &["gate", &b, "--baseline", &a, "--calibrate"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("target.url"));
+}
+
+#[test]
+fn an_imported_baseline_file_gates_in_another_store() {
+    let sim = sim_with_ttft(40);
+    let tmp = tempfile::tempdir().unwrap();
+    let (s1, s2) = (tmp.path().join("s1"), tmp.path().join("s2"));
+    let a = run(&s1, "a", &sim.url);
+    let b = run(&s2, "b", &sim.url);
+    drop(sim);
+    assert_eq!(cmd(&s1, &["baseline", "save", &a]).status.code(), Some(0));
+    let dir = tmp.path().join("baselines");
+    let out = cmd(&s1, &["baseline", "export", "--dir", dir.to_str().unwrap(), "--json"]);
+    let file = json(&out)["files"][0].as_str().unwrap().to_string();
+
+    // Without a baseline, `auto` is invalid input; a directory of baseline files works.
+    assert_eq!(cmd(&s2, &["gate", &b]).status.code(), Some(2));
+    // (A/A: PASS, or INCONCLUSIVE when this loaded machine's noise reaches the bound; never
+    // FAIL.)
+    let out = cmd(&s2, &["gate", &b, "--baseline", dir.to_str().unwrap(), "--json"]);
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{out:?}");
+    assert_eq!(json(&out)["comparison"]["baseline_run"], a.as_str());
+
+    let out = cmd(&s2, &["baseline", "import", &file, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let imp = json(&out);
+    assert_eq!(imp["imported"][0]["run_id"], a.as_str());
+    assert_eq!(imp["imported"][0]["run_added"], true);
+    let out = cmd(&s2, &["gate", &b, "--json"]);
+    let g = json(&out);
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{g}");
+    assert_eq!(g["comparison"]["baseline_run"], a.as_str());
+    // The spec and env came with the file: the comparison saw identical specs.
+    assert_eq!(g["comparison"]["spec_diffs"].as_array().unwrap().len(), 0, "{g}");
+    assert!(
+        g["comparison"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| !w.as_str().unwrap().contains("missing")),
+        "{g}"
+    );
+}
+
+/// The `run: |` blocks of a GitHub workflow (lines indented deeper than the `run:` key).
+fn run_blocks(yaml: &str) -> Vec<String> {
+    let lines: Vec<&str> = yaml.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i];
+        let indent = l.len() - l.trim_start().len();
+        let t = l.trim_start();
+        if let Some(rest) = t.strip_prefix("run:") {
+            let rest = rest.trim();
+            if rest == "|" {
+                let mut block = String::new();
+                i += 1;
+                while i < lines.len()
+                    && (lines[i].trim().is_empty()
+                        || lines[i].len() - lines[i].trim_start().len() > indent)
+                {
+                    block.push_str(lines[i].trim_start());
+                    block.push('\n');
+                    i += 1;
+                }
+                out.push(block);
+                continue;
+            }
+            out.push(rest.to_string());
+        }
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn init_ci_github_writes_a_workflow_whose_commands_exist() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(".github/workflows/yardstick.yml");
+    let out = yardstick()
+        .args(["init", "--ci", "github", "--spec", "bench/serve.yaml", "-o"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let wf = std::fs::read_to_string(&path).unwrap();
+    let blocks = run_blocks(&wf);
+    assert!(blocks.len() >= 6, "{blocks:#?}");
+    let all = blocks.join("\n");
+    for needle in [
+        "yardstick validate bench/serve.yaml",
+        "yardstick run bench/serve.yaml --json",
+        "yardstick gate \"$RUN_ID\" --baseline baselines/ --json",
+        "--markdown report.md --junit junit.xml --html report.html",
+        "GITHUB_STEP_SUMMARY",
+    ] {
+        assert!(all.contains(needle), "{needle} missing from\n{all}");
+    }
+    // Every shell block parses.
+    for b in &blocks {
+        let st = Command::new("bash").args(["-n", "-c", b]).status().unwrap();
+        assert!(st.success(), "bash -n refuses:\n{b}");
+    }
+    // Every yardstick flag the workflow uses exists in that command's --help.
+    for (sub, flags) in [
+        ("run", &["--json"][..]),
+        ("gate", &["--baseline", "--json"][..]),
+        ("report", &["--gate", "--markdown", "--junit", "--html"][..]),
+    ] {
+        let help = yardstick().args([sub, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        for f in flags {
+            assert!(help.contains(f), "`yardstick {sub}` has no {f}");
+        }
+    }
+    // Without -o it refuses to overwrite an existing workflow.
+    let out = yardstick()
+        .current_dir(tmp.path())
+        .args(["init", "--ci", "github"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}

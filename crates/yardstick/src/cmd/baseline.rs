@@ -14,7 +14,8 @@ use crate::output;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  yardstick baseline save 01JD7X… --store DIR\n  \
-yardstick baseline list\n  yardstick baseline show --name quickstart"
+yardstick baseline list\n  yardstick baseline show --name quickstart\n  \
+yardstick baseline export --dir baselines\n  yardstick baseline import baselines/cpu-EPYC-f25m17x2c_linux6.18.json"
 )]
 pub struct BaselineArgs {
     #[command(subcommand)]
@@ -33,6 +34,23 @@ pub enum BaselineCommand {
     /// Write `<DIR>/<profile>.json` per machine profile (for repos that keep baselines in git;
     /// `gate --baseline FILE` reads them).
     Export(ExportArgs),
+    /// Read a baseline file (from `baseline export`) into this warehouse, so that
+    /// `gate --baseline auto` finds its baselines. Replacing another run's baseline needs
+    /// `--force`.
+    Import(ImportArgs),
+}
+
+/// Arguments of `baseline import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The baseline file (`baselines/<profile>.json`).
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Replace existing baselines of other runs.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub store: StoreOpt,
 }
 
 /// Arguments of `baseline export`.
@@ -103,6 +121,35 @@ struct ListOut<'a> {
 /// Runs `yardstick baseline`.
 pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     match args.command {
+        BaselineCommand::Import(a) => {
+            let mut w = a.store.open()?;
+            let done = yardstick_gate::file::import(w.as_mut(), &a.file, a.force).map_err(|e| {
+                let replacing = matches!(&e, GateError::Store(yardstick_store::StoreError::Invalid(m)) if m.contains("needs force"));
+                if replacing {
+                    exit::invalid(e.to_string(), Some("pass --force to replace it"))
+                } else {
+                    gate_error(e)
+                }
+            })?;
+            if g.json {
+                output::json(&serde_json::json!({ "imported": done }))?;
+            } else {
+                for i in &done {
+                    println!(
+                        "baseline of {} on {} is now run {}{}",
+                        i.benchmark,
+                        i.machine_profile,
+                        i.run_id,
+                        if i.run_added {
+                            " (imported with its facts)"
+                        } else {
+                            " (the run was already here)"
+                        }
+                    );
+                }
+            }
+            Ok(Status::Ok)
+        }
         BaselineCommand::Save(a) => {
             let mut w = a.store.open()?;
             let row = baseline::save(w.as_mut(), &a.run, a.force, a.note).map_err(|e| {

@@ -1,88 +1,148 @@
-//! `yardstick gate RUN --baseline auto|RUN_ID`: the regression gate. Exit 0 PASS/WARN, 3 FAIL,
-//! 4 INCONCLUSIVE; different machine profiles are refused (exit 2) unless `--cross-profile`.
+//! `yardstick gate RUN --baseline auto|RUN_ID|FILE`: the regression gate. Exit 0 PASS/WARN, 3
+//! FAIL, 4 INCONCLUSIVE; different machine profiles are refused (exit 2) unless `--cross-profile`.
+//! `--calibrate` records an A/A comparison for the profile's noise floors; `--confirm` re-runs
+//! the failing points before a FAIL stands.
 
-use yardstick_gate::{GateOptions, Verdict, baseline};
+use std::path::Path;
+
+use serde::Serialize;
+use yardstick_gate::calibrate::{self, NoiseFloor};
+use yardstick_gate::{GateOptions, GateReport, RunData, Verdict, baseline};
 
 use crate::cli::GlobalOpts;
 use crate::cmd::baseline::gate_error;
+use crate::cmd::run::{Execution, execute_spec};
 use crate::cmd::runs::{StoreOpt, num, print_table};
-use crate::exit::Status;
+use crate::exit::{Status, invalid};
 use crate::output;
 
 /// Gate a run against its baseline.
+///
+/// Per point × headline metric (throughput, TTFT/TPOT/E2E p50, step time, memory, accuracy,
+/// perplexity, loss slope; tails listed in the spec's `gates.tails`), the bootstrap CI of the
+/// ratio candidate/baseline over replicates must clear the tolerance (seed 002 defaults, or the
+/// spec's `gates.tolerances`) AND the machine profile's noise floor, learned from A/A runs
+/// recorded with `--calibrate`. Holm-corrected across metrics; INCONCLUSIVE when the evidence
+/// is thin (fewer than 3 replicates, a CI straddling the bound, a p99 from too few requests).
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Exit codes: 0 PASS (or WARN), 3 FAIL, 4 INCONCLUSIVE, 2 invalid input \
-(unknown run, no baseline, different machine profiles).\n\nExamples:\n  \
-yardstick gate 01JD8Y… --baseline auto --store DIR\n  yardstick gate 01JD8Y… --baseline 01JD7X… --json\n  \
-yardstick gate 01JD8Y… --baseline baselines/cpu-EPYC-7B13x2c_linux6.1.json"
-)]
+#[command(after_help = "Exit codes: 0 PASS (or WARN; or any verdict of an exploratory \
+comparison, which is reported, not enforced), 3 FAIL, 4 INCONCLUSIVE, 2 invalid input (unknown \
+run, no baseline, different machine profiles).\n\nExamples:\n  \
+yardstick gate 01JD8Y… --baseline auto --store DIR\n  \
+yardstick gate 01JD8Y… --baseline 01JD7X… --json\n  \
+yardstick gate 01JD8Y… --baseline baselines/cpu-EPYC-7B13x2c_linux6.1.json\n  \
+yardstick gate 01JD8Y… --confirm            # re-run failing points before a FAIL stands\n  \
+yardstick gate 01JD9Z… --baseline 01JD7X… --calibrate   # record an A/A run's noise")]
 pub struct GateArgs {
     /// The candidate run (id or unique prefix).
     #[arg(value_name = "RUN")]
     pub run: String,
-    /// `auto` (the stored baseline of the run's machine profile and name), a run id, or a
-    /// baseline file written by `baseline export` (`baselines/<profile>.json`).
-    #[arg(long, value_name = "auto|RUN_ID|FILE", default_value = "auto")]
+    /// `auto` (the stored baseline of the run's machine profile and name), a run id, a
+    /// baseline file written by `baseline export` (`baselines/<profile>.json`), or a directory
+    /// of them (the file of the candidate's machine profile is used).
+    #[arg(long, value_name = "auto|RUN_ID|FILE|DIR", default_value = "auto")]
     pub baseline: String,
     /// Compare runs of different machine profiles anyway (exploratory: reported, not enforced).
     #[arg(long)]
     pub cross_profile: bool,
+    /// Record this comparison as an A/A run (RUN repeats the baseline's spec on the same
+    /// machine profile): its ratios feed the profile's noise floors. Prints the floors; exit 0.
+    #[arg(long, conflicts_with = "confirm")]
+    pub calibrate: bool,
+    /// Before a FAIL stands, re-run only the failing points (a new run in the candidate's store)
+    /// and keep FAIL only for metrics that fail again; the others become INCONCLUSIVE. Also on
+    /// when the spec says `gates.confirm: true`.
+    #[arg(long)]
+    pub confirm: bool,
+    /// Ignore recorded noise floors (tolerances only).
+    #[arg(long)]
+    pub no_noise_floor: bool,
     #[command(flatten)]
     pub store: StoreOpt,
+}
+
+#[derive(Serialize)]
+struct CalibrateOut<'a> {
+    recorded: usize,
+    baseline_run: &'a str,
+    candidate_run: &'a str,
+    a_a_verdict: Verdict,
+    min_comparisons: usize,
+    floors: Vec<NoiseFloor>,
+}
+
+#[derive(Serialize)]
+struct GateOut<'a> {
+    #[serde(flatten)]
+    report: &'a GateReport,
+    /// The confirmation run, when `--confirm` re-ran failing points.
+    confirm_run: Option<String>,
 }
 
 /// Runs `yardstick gate`.
 pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut w = args.store.open()?;
     let cand = yardstick_gate::load_run(w.as_mut(), &args.run).map_err(gate_error)?;
-    let as_file = std::path::Path::new(&args.baseline);
-    let base = if args.baseline == "auto" {
-        let id = baseline::resolve_auto(w.as_mut(), &cand.run)
-            .map_err(gate_error)?
-            .run_id;
-        yardstick_gate::load_run(w.as_mut(), &id).map_err(gate_error)?
-    } else if as_file.is_file() {
-        yardstick_gate::file::load(as_file, &cand.run.name).map_err(gate_error)?
+    let base = load_baseline(w.as_mut(), &args.baseline, &cand)?;
+    let profile = cand.run.machine_profile.clone().unwrap_or_default();
+    let noise_floors = if args.no_noise_floor || args.calibrate {
+        Default::default()
     } else {
-        yardstick_gate::load_run(w.as_mut(), &args.baseline).map_err(gate_error)?
+        calibrate::noise_floors(w.as_mut(), &profile, &cand.run.name).map_err(gate_error)?
     };
-    let report = yardstick_gate::gate(
-        &base,
-        &cand,
-        &GateOptions {
-            cross_profile: args.cross_profile,
-            tolerances: None,
-        },
-    )
-    .map_err(gate_error)?;
+    let opts = GateOptions {
+        cross_profile: args.cross_profile,
+        tolerances: None,
+        noise_floors,
+    };
+    let mut report = yardstick_gate::gate(&base, &cand, &opts).map_err(gate_error)?;
+
+    if args.calibrate {
+        let rows = calibrate::calibration_rows(&report, &cand.run.name, &baseline::now_rfc3339())
+            .map_err(gate_error)?;
+        w.record_calibrations(&rows)?;
+        let all = w.calibrations(&profile, &cand.run.name)?;
+        let floors = calibrate::floors(&all);
+        let out = CalibrateOut {
+            recorded: rows.len(),
+            baseline_run: &report.comparison.baseline_run,
+            candidate_run: &report.comparison.candidate_run,
+            a_a_verdict: report.verdict,
+            min_comparisons: calibrate::MIN_CALIBRATIONS,
+            floors,
+        };
+        if g.json {
+            output::json(&out)?;
+        } else {
+            print_floors(&out, &profile, &cand.run.name)?;
+        }
+        return Ok(Status::Ok);
+    }
+
+    let confirm = args.confirm
+        || cand
+            .spec
+            .as_ref()
+            .and_then(|s| s.spec.as_ref())
+            .and_then(|s| s.gates.as_ref())
+            .and_then(|g| g.confirm)
+            .unwrap_or(false);
+    let mut confirm_run = None;
+    if confirm && report.verdict == Verdict::Fail && !report.exploratory {
+        let id = confirm_failures(&mut report, &base, &cand, &args.store, &opts, w.as_mut())?;
+        confirm_run = Some(id);
+    }
+
     if g.json {
-        output::json(&report)?;
+        output::json(&GateOut {
+            report: &report,
+            confirm_run: confirm_run.clone(),
+        })?;
     } else {
-        crate::cmd::compare::print_comparison(&report.comparison)?;
-        println!();
-        let rows: Vec<Vec<String>> = report
-            .metrics
-            .iter()
-            .map(|m| {
-                vec![
-                    m.point.clone(),
-                    format!("{} {}", m.metric, m.statistic),
-                    num(m.baseline),
-                    num(m.candidate),
-                    m.ratio.map_or("-".into(), |r| format!("{r:.4}")),
-                    format!("{}", m.tolerance_pct),
-                    m.verdict.to_string(),
-                    m.reason.clone(),
-                ]
-            })
-            .collect();
-        print_table(
-            &[
-                "POINT", "METRIC", "BASE", "CAND", "RATIO", "TOL %", "VERDICT", "WHY",
-            ],
-            &rows,
-        )?;
+        print_report(&report)?;
+        if let Some(id) = &confirm_run {
+            println!("confirmation run: {id}");
+        }
         println!();
         println!("gate: {}", report.verdict);
     }
@@ -97,4 +157,181 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         Verdict::Fail => Status::GateFail,
         Verdict::Inconclusive => Status::Inconclusive,
     })
+}
+
+fn load_baseline(
+    w: &mut dyn yardstick_store::warehouse::Warehouse,
+    which: &str,
+    cand: &RunData,
+) -> anyhow::Result<RunData> {
+    let as_file = Path::new(which);
+    Ok(if which == "auto" {
+        let id = baseline::resolve_auto(w, &cand.run)
+            .map_err(gate_error)?
+            .run_id;
+        yardstick_gate::load_run(w, &id).map_err(gate_error)?
+    } else if as_file.is_dir() {
+        // A directory of baseline files (`baseline export`): the candidate's profile's file.
+        let profile = cand.run.machine_profile.as_deref().unwrap_or("unknown");
+        let file = as_file.join(yardstick_gate::file::file_name(profile));
+        if !file.is_file() {
+            return Err(invalid(
+                format!(
+                    "no baseline file for machine profile {profile} in {} (looked for {})",
+                    as_file.display(),
+                    file.display()
+                ),
+                Some("write one with `yardstick baseline export --dir DIR` on this machine profile"),
+            ));
+        }
+        yardstick_gate::file::load(&file, &cand.run.name).map_err(gate_error)?
+    } else if as_file.is_file() {
+        yardstick_gate::file::load(as_file, &cand.run.name).map_err(gate_error)?
+    } else {
+        yardstick_gate::load_run(w, which).map_err(gate_error)?
+    })
+}
+
+/// Re-runs the failing points of the candidate's spec as a new run, gates it against the
+/// baseline, and keeps FAIL only where the re-run fails too. Returns the confirmation run's id.
+fn confirm_failures(
+    report: &mut GateReport,
+    base: &RunData,
+    cand: &RunData,
+    store: &StoreOpt,
+    opts: &GateOptions,
+    w: &mut dyn yardstick_store::warehouse::Warehouse,
+) -> anyhow::Result<String> {
+    let points = report.failing_points();
+    let spec_path = cand.dir.join("spec.yaml");
+    let text = std::fs::read_to_string(&spec_path).map_err(|e| {
+        invalid(
+            format!("--confirm re-runs the candidate's spec, but {}: {e}", spec_path.display()),
+            Some("the run directory must be reachable from this machine"),
+        )
+    })?;
+    let checked = yardstick_spec::check_str(&text);
+    let valid = checked.is_valid();
+    let Some(spec) = checked.spec.filter(|_| valid) else {
+        return Err(invalid(
+            format!("--confirm: {} no longer validates", spec_path.display()),
+            None,
+        ));
+    };
+    // Run directories live next to the candidate's: <store>/runs/<id>.
+    let store_dir = cand
+        .dir
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| store.store.clone().into());
+    let warehouse = store.store.starts_with("postgres").then(|| store.store.clone());
+    output::info(&format!(
+        "gate: FAIL on {} point(s); confirming by re-running them: {}",
+        points.len(),
+        points.join(", ")
+    ));
+    let outcome = execute_spec(
+        &text,
+        &spec,
+        &Execution {
+            store: store_dir,
+            warehouse,
+            resume: None,
+            seed: 4242,
+            only: Some(points),
+        },
+    )?;
+    let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(gate_error)?;
+    let second = yardstick_gate::gate(base, &again, opts).map_err(gate_error)?;
+    for m in report.metrics.iter_mut().filter(|m| m.verdict == Verdict::Fail) {
+        let re = second
+            .metrics
+            .iter()
+            .find(|r| r.point == m.point && r.metric == m.metric && r.statistic == m.statistic);
+        match re {
+            Some(r) if r.verdict == Verdict::Fail => {
+                m.reason = format!("{}; confirmed by re-run {}", m.reason, outcome.run_id);
+            }
+            Some(r) => {
+                m.verdict = Verdict::Inconclusive;
+                m.reason = format!(
+                    "FAILed ({}), but the re-run {} did not confirm it: {} ({})",
+                    m.reason, outcome.run_id, r.verdict, r.reason
+                );
+            }
+            None => {
+                m.verdict = Verdict::Inconclusive;
+                m.reason = format!(
+                    "FAILed ({}), but the re-run {} did not measure it",
+                    m.reason, outcome.run_id
+                );
+            }
+        }
+    }
+    report.recompute_verdict();
+    Ok(outcome.run_id)
+}
+
+fn print_report(report: &GateReport) -> anyhow::Result<()> {
+    crate::cmd::compare::print_comparison(&report.comparison)?;
+    println!();
+    let rows: Vec<Vec<String>> = report
+        .metrics
+        .iter()
+        .map(|m| {
+            vec![
+                m.point.clone(),
+                format!("{} {}", m.metric, m.statistic),
+                num(m.baseline),
+                num(m.candidate),
+                m.ratio.map_or("-".into(), |r| format!("{r:.4}")),
+                format!("{}", m.tolerance_pct),
+                m.noise_floor_pct.map_or("-".into(), |f| format!("{f:.1}")),
+                m.verdict.to_string(),
+                m.reason.clone(),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "POINT", "METRIC", "BASE", "CAND", "RATIO", "TOL", "FLOOR %", "VERDICT", "WHY",
+        ],
+        &rows,
+    )
+}
+
+fn print_floors(out: &CalibrateOut<'_>, profile: &str, benchmark: &str) -> anyhow::Result<()> {
+    println!(
+        "recorded A/A comparison {} vs {} ({} metric(s)); as a gate it would be {}",
+        out.baseline_run, out.candidate_run, out.recorded, out.a_a_verdict
+    );
+    println!();
+    let rows: Vec<Vec<String>> = out
+        .floors
+        .iter()
+        .map(|f| {
+            vec![
+                f.point.clone(),
+                format!("{} {}", f.metric, f.statistic),
+                f.comparisons.to_string(),
+                format!("{:.2}", f.max_pct),
+                f.floor_pct.map_or_else(
+                    || format!("- (needs {})", out.min_comparisons),
+                    |x| format!("{x:.2}"),
+                ),
+            ]
+        })
+        .collect();
+    print_table(
+        &["POINT", "METRIC", "A/A RUNS", "MAX |Δ| %", "NOISE FLOOR %"],
+        &rows,
+    )?;
+    println!();
+    println!(
+        "noise floors of {benchmark} on {profile}: the 95th percentile of |ln ratio| over A/A \
+         runs, used by `gate` once a metric has {} of them",
+        out.min_comparisons
+    );
+    Ok(())
 }

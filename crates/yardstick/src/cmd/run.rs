@@ -46,6 +46,10 @@ pub struct RunArgs {
     /// Seed of traffic plans and arrivals.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Run only this point of the plan (repeatable; ids as `--dry-run` lists them), e.g. to
+    /// re-measure the points a gate failed.
+    #[arg(long, value_name = "POINT")]
+    pub only: Vec<String>,
 }
 
 pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
@@ -70,7 +74,11 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let spec = checked.spec.expect("valid specs decode");
     // Valid specs are UTF-8 (check_bytes refuses anything else).
     let text = String::from_utf8(bytes)?;
-    let plan = yardstick_run::plan(&spec);
+    let mut plan = yardstick_run::plan(&spec);
+    if !args.only.is_empty() {
+        plan.restrict(&args.only)
+            .map_err(|e| invalid(e, Some("list the point ids with `yardstick run SPEC --dry-run`")))?;
+    }
     // The key is checked before anything runs.
     yardstick_run::signing_key(&spec).map_err(|e| {
         invalid(
@@ -91,6 +99,75 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if verbosity() >= 0 && !g.json {
         print_plan(&plan);
     }
+    let outcome = execute_spec(
+        &text,
+        &spec,
+        &Execution {
+            store: args.store.clone(),
+            warehouse: args.warehouse.clone(),
+            resume: args.resume.clone(),
+            seed: args.seed,
+            only: (!args.only.is_empty()).then(|| args.only.clone()),
+        },
+    )?;
+    if g.json {
+        output::json(&outcome)?;
+    } else {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "run {}: {}{}",
+            outcome.run_id,
+            outcome.status,
+            if outcome.signed { ", signed" } else { "" }
+        )?;
+        writeln!(out, "  {}", outcome.dir.display())?;
+        if outcome.status == "incomplete" {
+            writeln!(
+                out,
+                "  continue with: yardstick run {} --store {} --resume {}",
+                args.spec.display(),
+                args.store.display(),
+                outcome.run_id
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  check it with: yardstick verify {} --store {}",
+                outcome.run_id,
+                args.store.display()
+            )?;
+        }
+    }
+    Ok(if outcome.status == "complete" {
+        Status::Ok
+    } else {
+        Status::Failure
+    })
+}
+
+/// Where and how [`execute_spec`] runs a spec.
+pub struct Execution {
+    /// Store directory.
+    pub store: PathBuf,
+    /// Warehouse URL when not the store's SQLite.
+    pub warehouse: Option<String>,
+    /// Run id to continue.
+    pub resume: Option<String>,
+    /// Seed of traffic plans and arrivals.
+    pub seed: u64,
+    /// Only these points.
+    pub only: Option<Vec<String>>,
+}
+
+/// Executes a checked spec with progress on standard error (unless `-q`) and Ctrl-C stopping
+/// after the current replicate. Shared by `run` and `gate --confirm`.
+pub fn execute_spec(
+    text: &str,
+    spec: &yardstick_spec::BenchmarkRun,
+    how: &Execution,
+) -> anyhow::Result<yardstick_run::RunOutcome> {
     let interrupt = Arc::new(AtomicBool::new(false));
     {
         let irq = interrupt.clone();
@@ -104,17 +181,18 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         });
     }
     let show = verbosity() >= 0;
-    let outcome = yardstick_run::execute(
-        &text,
-        &spec,
-        args.resume.as_deref(),
+    yardstick_run::execute(
+        text,
+        spec,
+        how.resume.as_deref(),
         RunOptions {
-            store: args.store.clone(),
-            warehouse: args.warehouse.clone(),
+            store: how.store.clone(),
+            warehouse: how.warehouse.clone(),
             tool: tool_info(),
             interrupt: interrupt.clone(),
-            seed: args.seed,
+            seed: how.seed,
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("yardstick")),
+            only_points: how.only.clone(),
             on_event: Box::new(move |e| {
                 if !show {
                     return;
@@ -151,41 +229,6 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     .map_err(|e| match e {
         RunError::Invalid(m) => invalid(m, None),
         other => anyhow::Error::new(other),
-    })?;
-    if g.json {
-        output::json(&outcome)?;
-    } else {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        writeln!(
-            out,
-            "run {}: {}{}",
-            outcome.run_id,
-            outcome.status,
-            if outcome.signed { ", signed" } else { "" }
-        )?;
-        writeln!(out, "  {}", outcome.dir.display())?;
-        if outcome.status == "incomplete" {
-            writeln!(
-                out,
-                "  continue with: yardstick run {} --store {} --resume {}",
-                args.spec.display(),
-                args.store.display(),
-                outcome.run_id
-            )?;
-        } else {
-            writeln!(
-                out,
-                "  check it with: yardstick verify {} --store {}",
-                outcome.run_id,
-                args.store.display()
-            )?;
-        }
-    }
-    Ok(if outcome.status == "complete" {
-        Status::Ok
-    } else {
-        Status::Failure
     })
 }
 

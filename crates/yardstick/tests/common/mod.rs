@@ -17,9 +17,15 @@ pub struct Sim {
 impl Sim {
     /// Starts `yardstick sim --port 0 ARGS...` and waits for its `listening on URL` line.
     pub fn start(args: &[&str]) -> Sim {
+        Sim::start_on_port(0, args)
+    }
+
+    /// Starts `yardstick sim --port PORT ARGS...` (0: an ephemeral port), e.g. to replace a
+    /// simulator by another at the same URL.
+    pub fn start_on_port(port: u16, args: &[&str]) -> Sim {
         let mut child = Command::new(env!("CARGO_BIN_EXE_yardstick"))
             .env("NO_COLOR", "1")
-            .args(["sim", "--port", "0"])
+            .args(["sim", "--port", &port.to_string()])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
