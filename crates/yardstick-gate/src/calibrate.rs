@@ -158,7 +158,11 @@ mod tests {
 
     #[test]
     fn floor_needs_enough_comparisons_and_is_symmetric_in_log() {
-        let few: Vec<_> = [1.02, 0.97].iter().enumerate().map(|(k, r)| row(k, *r)).collect();
+        let few: Vec<_> = [1.02, 0.97]
+            .iter()
+            .enumerate()
+            .map(|(k, r)| row(k, *r))
+            .collect();
         let f = floors(&few);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].floor_pct, None);

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use yardstick_spec::{Mode, Tolerances};
-use yardstick_stats::percentile::min_samples_for_quantile_ci;
 use yardstick_stats::bootstrap::ratio_of_medians_ci;
 use yardstick_stats::hypothesis::holm;
+use yardstick_stats::percentile::min_samples_for_quantile_ci;
 
 use crate::compare::{Comparison, boot, compare};
 use crate::{GateError, RunData};
@@ -77,6 +77,23 @@ pub fn headline(metric: &str, statistic: &str) -> Option<MetricClass> {
         ("loss", "slope") => MetricClass::LossSlope,
         _ => return None,
     })
+}
+
+/// The tolerance of one metric: the spec's per-metric override (`metric/statistic`, then
+/// `metric`), else its class's ([`tolerance_pct`]).
+pub fn metric_tolerance(
+    metric: &str,
+    statistic: &str,
+    class: MetricClass,
+    t: Option<&Tolerances>,
+) -> f64 {
+    t.and_then(|t| t.metrics.as_ref())
+        .and_then(|m| {
+            m.get(&format!("{metric}/{statistic}"))
+                .or_else(|| m.get(metric))
+        })
+        .copied()
+        .unwrap_or_else(|| tolerance_pct(class, t))
 }
 
 /// [`headline`], plus the latency tail statistics listed in `tails` (`["p99"]`).
@@ -392,7 +409,7 @@ pub fn gate(
     let mut p_index = Vec::new();
     let mut p_values = Vec::new();
     for m in &comparison.metrics {
-        let tol = tolerance_pct(m.class, tolerances.as_ref());
+        let tol = metric_tolerance(&m.metric, &m.statistic, m.class, tolerances.as_ref());
         let floor = opts
             .noise_floors
             .get(&(m.point.clone(), m.metric.clone(), m.statistic.clone()))
@@ -833,10 +850,9 @@ mod tests {
         }
         if !tails.is_empty() {
             let yaml = format!("gates: {{tails: [{}]}}", tails.join(", "));
-            let gates: yardstick_spec::Gates = serde_json::from_value(
-                serde_json::json!({"tails": tails}),
-            )
-            .unwrap_or_else(|e| panic!("{yaml}: {e}"));
+            let gates: yardstick_spec::Gates =
+                serde_json::from_value(serde_json::json!({"tails": tails}))
+                    .unwrap_or_else(|e| panic!("{yaml}: {e}"));
             r.spec = Some(yardstick_spec::BenchmarkRun {
                 spec: Some(yardstick_spec::Spec {
                     gates: Some(gates),
@@ -867,7 +883,12 @@ mod tests {
         // Without `gates.tails` the p99 is not gated at all.
         let base = run_with("a", &[("ttft_ms", "p99", &p99, 400)], &[]);
         let cand = run_with("b", &[("ttft_ms", "p99", &p99, 400)], &[]);
-        assert!(gate(&base, &cand, &GateOptions::default()).unwrap().metrics.is_empty());
+        assert!(
+            gate(&base, &cand, &GateOptions::default())
+                .unwrap()
+                .metrics
+                .is_empty()
+        );
     }
 
     #[test]
@@ -910,6 +931,30 @@ mod tests {
     }
 
     #[test]
+    fn per_metric_tolerances_override_the_class() {
+        let base = run_data("a", &[40.0, 40.3, 39.9, 40.1, 40.2], &[]);
+        let slower = run_data("b", &[44.0, 44.3, 43.9, 44.1, 44.2], &[]);
+        let with = |key: &str| GateOptions {
+            tolerances: Some(Tolerances {
+                metrics: Some([(key.to_string(), 15.0)].into_iter().collect()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            gate(&base, &slower, &with("ttft_ms/p50")).unwrap().verdict,
+            Verdict::Pass
+        );
+        assert_eq!(
+            gate(&base, &slower, &with("ttft_ms")).unwrap().verdict,
+            Verdict::Pass
+        );
+        let r = gate(&base, &slower, &with("e2e_ms")).unwrap();
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(r.metrics[0].tolerance_pct, 5.0);
+    }
+
+    #[test]
     fn a_noise_floor_wider_than_the_tolerance_widens_the_bound() {
         let base = run_data("a", &[40.0, 40.3, 39.9, 40.1, 40.2], &[]);
         let slower = run_data("b", &[42.8, 43.1, 42.7, 42.9, 43.0], &[]);
@@ -926,6 +971,10 @@ mod tests {
         let r = gate(&base, &slower, &o).unwrap();
         assert_eq!(r.verdict, Verdict::Pass, "{:#?}", r.metrics);
         assert!((r.metrics[0].bound.unwrap() - 1.10).abs() < 1e-12);
-        assert!(r.metrics[0].reason.contains("noise floor"), "{}", r.metrics[0].reason);
+        assert!(
+            r.metrics[0].reason.contains("noise floor"),
+            "{}",
+            r.metrics[0].reason
+        );
     }
 }

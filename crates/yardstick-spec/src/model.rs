@@ -750,6 +750,9 @@ pub struct Tolerances {
     pub accuracy_drop_points: Option<f64>,
     /// Tail latency (the `gates.tails` percentiles) increase that fails, % (default 10).
     pub tail_increase_pct: Option<f64>,
+    /// Per-metric overrides, by `metric/statistic` (e.g. `ttft_ms/p50: 3`) or `metric` (every
+    /// statistic of it); in the unit of the metric's class (points for accuracy).
+    pub metrics: Option<std::collections::BTreeMap<String, f64>>,
 }
 
 /// Provenance (seed 000, "Artifact Contract").

@@ -705,13 +705,25 @@ fn gates(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             ("accuracyDropPoints", t.accuracy_drop_points),
             ("tailIncreasePct", t.tail_increase_pct),
         ];
-        for (name, v) in all {
+        // (name shown, JSON pointer below /spec/gates/tolerances, value)
+        let per_metric = t.metrics.iter().flatten().map(|(k, v)| {
+            (
+                format!("metrics.{k}"),
+                format!("metrics/{}", k.replace('~', "~0").replace('/', "~1")),
+                Some(*v),
+            )
+        });
+        let all = all
+            .iter()
+            .map(|(k, v)| (k.to_string(), k.to_string(), *v))
+            .chain(per_metric);
+        for (name, ptr, v) in all {
             if let Some(v) = v
                 && !(0.0..100.0).contains(&v)
             {
                 cx.error(
                     "gates-tolerance",
-                    &format!("/spec/gates/tolerances/{name}"),
+                    &format!("/spec/gates/tolerances/{ptr}"),
                     format!("tolerance {name} is {v}; it must be in [0, 100)"),
                     "tolerances are percentages (points for accuracy), e.g. 5 for a 5 % drop",
                 );
