@@ -96,6 +96,12 @@ pub struct ExecConfig {
     pub training: Option<TrainingConfig>,
     /// Whether a run that writes no metric records deserves a warning.
     pub expect_metrics: bool,
+    /// One device's ceilings (peak FLOP/s, memory bandwidth, link) and where they came from,
+    /// for the bottleneck classification of the training analysis.
+    pub ceilings: Option<(yardstick_env::roofline::Ceilings, String)>,
+    /// Make `$YARDSTICK_METRICS` a FIFO read live ([`protocol::LiveMetrics`]) instead of a
+    /// file read after the run; the lines are still copied to `<run>.metrics.jsonl`.
+    pub metrics_fifo: bool,
     /// Confidence level of the interval of the mean wall time.
     pub confidence_level: f64,
     /// Bootstrap seed.
@@ -127,6 +133,8 @@ impl ExecConfig {
             run_id: String::new(),
             training: None,
             expect_metrics: false,
+            ceilings: None,
+            metrics_fifo: false,
             confidence_level: 0.95,
             seed: 0,
             cancel: None,
@@ -301,6 +309,10 @@ pub struct BenchmarkResult {
     /// Training metrics across runs, when the workload spoke the metric protocol.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub training: Option<TrainingAcrossRuns>,
+    /// The bottleneck of the last counted run's training steps (roofline and time shares), when
+    /// the machine's ceilings were given or the workload reported input or collective time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<crate::bottleneck::TrainingBottleneck>,
     /// Things to know before quoting the numbers.
     pub warnings: Vec<String>,
 }
@@ -489,6 +501,7 @@ pub fn run_command_benchmark_with_progress(
                     failed_runs: 0,
                     stopped_early: false,
                     training: None,
+                    bottleneck: None,
                     warnings: Vec::new(),
                 },
                 values,
@@ -588,8 +601,14 @@ fn one_run(
 ) -> Result<RunRecord, ExecError> {
     let tag = format!("b{b}-{}{index}", if warmup { "w" } else { "r" });
     let metrics_file = cfg.log_dir.join(format!("{tag}.metrics.jsonl"));
+    let fifo = cfg
+        .metrics_fifo
+        .then(|| cfg.log_dir.join(format!("{tag}.metrics.fifo")));
     let mut env = cfg.env.clone();
-    env.push((ENV_METRICS.into(), metrics_file.display().to_string()));
+    env.push((
+        ENV_METRICS.into(),
+        fifo.as_ref().unwrap_or(&metrics_file).display().to_string(),
+    ));
     env.push((ENV_RUN_ID.into(), cfg.run_id.clone()));
     env.push((ENV_REPLICATE.into(), index.to_string()));
     env.push(("YARDSTICK_WARMUP".into(), u8::from(warmup).to_string()));
@@ -646,8 +665,15 @@ fn one_run(
         timeout: cfg.timeout,
         kill_grace: cfg.kill_grace,
     };
+    let live = fifo
+        .as_deref()
+        .map(|f| protocol::LiveMetrics::start(f, &metrics_file))
+        .transpose()?;
     let o = process::run_process(&spec, cfg.cancel.as_ref())?;
-    let parsed = protocol::read_metrics(&metrics_file)?;
+    let parsed = match live {
+        Some(live) => live.finish()?,
+        None => protocol::read_metrics(&metrics_file)?,
+    };
     let wrote = !parsed.records.is_empty() || parsed.malformed_count > 0;
     let metrics = wrote.then(|| RunMetrics {
         file: metrics_file.clone(),
@@ -805,8 +831,38 @@ fn finish(cfg: &ExecConfig, r: &mut BenchmarkResult, interrupted: bool) {
         ));
     }
     r.training = training_across(&counted, level, seed);
+    r.bottleneck = counted
+        .iter()
+        .rev()
+        .find_map(|x| x.training.as_ref())
+        .and_then(|t| bottleneck_of(t, cfg.ceilings.as_ref()));
     warnings.append(&mut r.warnings);
     r.warnings = warnings;
+}
+
+/// Classifies a training report on the given ceilings; without ceilings only when the workload
+/// reported input or collective time (the roofline needs the machine).
+fn bottleneck_of(
+    t: &TrainingReport,
+    ceilings: Option<&(yardstick_env::roofline::Ceilings, String)>,
+) -> Option<crate::bottleneck::TrainingBottleneck> {
+    match ceilings {
+        Some((c, source)) => Some(crate::bottleneck::classify_training(t, c, source.clone())),
+        None if t.data_wait_s.is_some() || t.comm_s.is_some() => {
+            let none = yardstick_env::roofline::Ceilings {
+                label: "unknown machine".into(),
+                peak_flops: 0.0,
+                memory_bw: 0.0,
+                link_bw: None,
+            };
+            Some(crate::bottleneck::classify_training(
+                t,
+                &none,
+                "none given (pass --peak-flops/--gpu and --memory-bw, or --micro FILE)",
+            ))
+        }
+        None => None,
+    }
 }
 
 /// `Some((first, median of the rest))` when the first run is a MAD outlier on the slow side.

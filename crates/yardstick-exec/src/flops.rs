@@ -37,6 +37,36 @@ pub fn transformer_flops(
     six_n_t(parameters, tokens) + attention_flops(layers, hidden, sequence_length, tokens)
 }
 
+/// Estimated memory traffic of one training step, in bytes, for the roofline: what the step
+/// must at least move between the compute units and main memory when nothing stays in cache.
+///
+/// * **parameters** (mixed-precision AdamW, states in fp32): weights read in the forward and
+///   again in the backward pass and their gradients written (3·N·b), then the optimizer reads
+///   weight, gradient, first and second moment and writes weight and both moments (7·N·4);
+/// * **activations** (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+///   Transformer Models", eq. 1): a layer stores s·b·h·(34 + 5·a·s/h) bytes of 16-bit
+///   activations for s·b tokens, i.e. (34·H + 5·A·S)·(b/2) bytes per token and layer, written in
+///   the forward and read in the backward pass (×2). Without the head count the 5·A·S score term
+///   is left out (as with fused attention, which never stores the scores).
+///
+/// `bytes_per_element` is b (4 for fp32, 2 for bf16/fp16). An estimate to place a workload on
+/// the roofline, not a measurement: caches make the real traffic lower for small models.
+pub fn training_bytes(
+    parameters: f64,
+    layers: u32,
+    hidden: u32,
+    sequence_length: u32,
+    heads: Option<u32>,
+    tokens: f64,
+    bytes_per_element: f64,
+) -> f64 {
+    let b = bytes_per_element;
+    let params = parameters * (3.0 * b + 7.0 * 4.0);
+    let score = heads.map_or(0.0, |a| 5.0 * f64::from(a) * f64::from(sequence_length));
+    let per_token_layer = (34.0 * f64::from(hidden) + score) * (b / 2.0);
+    params + 2.0 * tokens * f64::from(layers) * per_token_layer
+}
+
 /// Model FLOP/s utilisation: `flops` done in `seconds` on `devices` devices of `peak` FLOP/s.
 pub fn mfu(flops: f64, seconds: f64, devices: u32, peak_flops_per_device: f64) -> f64 {
     flops / seconds / (f64::from(devices.max(1)) * peak_flops_per_device)
@@ -155,6 +185,20 @@ mod tests {
         assert_eq!(
             transformer_flops(7e9, 32, 4096, 2048, 4096.0),
             1.72032e14 + 13_194_139_533_312.0
+        );
+    }
+
+    #[test]
+    fn training_bytes_by_hand() {
+        // N = 1e6 fp32: 1e6 * (12 + 28) = 4e7 bytes of parameter traffic.
+        // 2 layers, H 64, S 32, 4 heads, 256 tokens: per token and layer (34*64 + 5*4*32) * 2 =
+        // 5632 bytes; x 2 (write + read) x 256 tokens x 2 layers = 5,767,168.
+        let b = training_bytes(1e6, 2, 64, 32, Some(4), 256.0, 4.0);
+        assert_eq!(b, 4e7 + 5_767_168.0);
+        // Without heads: the score term is left out: 34*64*2*2*256*2 = 4,456,448.
+        assert_eq!(
+            training_bytes(1e6, 2, 64, 32, None, 256.0, 4.0),
+            4e7 + 4_456_448.0
         );
     }
 

@@ -12,6 +12,8 @@
 //! * [`flops`]: FLOPs per step (6·N·T and the transformer-aware estimator) and peak FLOP/s tables.
 //! * [`training`]: per-replicate training analysis: warm-up trim, step time, tokens/s, MFU, memory,
 //!   loss slope, cost, and the per-rank straggler analysis ([`analyze_training`]).
+//! * [`bottleneck`]: a training replicate on the roofline of its machine, classified
+//!   (compute, memory, communication, input, control plane) with the evidence.
 //! * [`scaling`]: scaling efficiency T(N)/(N·T(1)) across world sizes and Amdahl's serial
 //!   fraction fit ([`scaling::analyze_scaling`]).
 //! * [`spec`]: building the configurations above from an e2e entry of a BenchmarkRun.
@@ -19,6 +21,7 @@
 //! Unix only: process groups, `wait4` and signals are POSIX.
 #![deny(missing_docs)]
 
+pub mod bottleneck;
 pub mod command;
 mod error;
 pub mod flops;

@@ -23,7 +23,7 @@ pub const ENV_RUN_ID: &str = "YARDSTICK_RUN_ID";
 pub const ENV_REPLICATE: &str = "YARDSTICK_REPLICATE";
 
 /// The keys the protocol defines; anything else is a custom metric.
-pub const KNOWN_KEYS: [&str; 10] = [
+pub const KNOWN_KEYS: [&str; 13] = [
     "step",
     "step_time_s",
     "tokens",
@@ -34,6 +34,9 @@ pub const KNOWN_KEYS: [&str; 10] = [
     "mem_bytes",
     "phase",
     "flops",
+    "bytes",
+    "data_wait_s",
+    "comm_s",
 ];
 
 /// One step (or event) reported by a workload.
@@ -74,6 +77,15 @@ pub struct MetricRecord {
     /// FLOPs this rank executed in the step, when the workload counts them itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flops: Option<f64>,
+    /// Memory bytes this rank moved in the step (for the roofline), when the workload knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<f64>,
+    /// Seconds of the step spent waiting for input (data loader, storage, network).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_wait_s: Option<f64>,
+    /// Seconds of the step spent in collectives not overlapped with compute.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_s: Option<f64>,
     /// Every other key, kept as reported.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub custom: BTreeMap<String, Value>,
@@ -220,6 +232,9 @@ fn record_from_map(map: Map<String, Value>, line: usize) -> Result<MetricRecord,
             "samples" => r.samples = Some(non_negative(&key, &value)?),
             "mem_bytes" => r.mem_bytes = Some(non_negative(&key, &value)?),
             "flops" => r.flops = Some(non_negative(&key, &value)?),
+            "bytes" => r.bytes = Some(non_negative(&key, &value)?),
+            "data_wait_s" => r.data_wait_s = Some(non_negative(&key, &value)?),
+            "comm_s" => r.comm_s = Some(non_negative(&key, &value)?),
             "loss" => match &value {
                 Value::String(s) if is_non_finite_word(s) => r.loss_non_finite = true,
                 _ => r.loss = Some(finite(&key, &value)?),
@@ -353,6 +368,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn live_metrics_from_a_fifo_keep_every_line_and_a_copy() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("m.fifo");
+        let copy = dir.path().join("m.jsonl");
+        let live = LiveMetrics::start(&fifo, &copy).unwrap();
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        // A writer that opens the pipe per line (like `echo >> $YARDSTICK_METRICS`) and one
+        // that keeps it open; a malformed line in between.
+        for i in 0..3 {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&fifo)
+                .unwrap();
+            writeln!(f, "{{\"step\":{i},\"step_time_s\":0.1}}").unwrap();
+        }
+        let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        writeln!(f, "not json").unwrap();
+        writeln!(f, "{{\"step\":3,\"step_time_s\":0.1,\"loss\":1.5}}").unwrap();
+        // The reader takes lines as they arrive, before anyone closes anything.
+        while live.lines() < 5 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        drop(f);
+        let parsed = live.finish().unwrap();
+        assert_eq!(parsed.records.len(), 4);
+        assert_eq!(parsed.malformed_count, 1);
+        assert_eq!(parsed.malformed[0].line, 4);
+        assert_eq!(parsed.records[3].loss, Some(1.5));
+        assert!(!fifo.exists());
+        assert_eq!(std::fs::read_to_string(&copy).unwrap().lines().count(), 5);
+    }
+
+    #[test]
     fn reads_the_documented_example() {
         let p = parse_metrics(
             r#"{"step":12,"step_time_s":0.182,"tokens":4096,"samples":8,"loss":2.31,"rank":0,"world_size":4,"mem_bytes":2.1e10,"phase":"train","lr":0.0003}"#,
@@ -423,5 +473,150 @@ mod tests {
         let p = parse_metrics(&text);
         assert_eq!(p.malformed_count, MAX_REPORTED_MALFORMED + 5);
         assert_eq!(p.malformed.len(), MAX_REPORTED_MALFORMED);
+    }
+}
+
+/// Metric records read live from a FIFO (`bench exec --metrics-fifo`): yardstick creates a named
+/// pipe at `$YARDSTICK_METRICS` and a reader thread takes every line the moment the workload
+/// writes it, copying the bytes to a regular file for the record. Nothing waits on the disk,
+/// the progress of a long run is visible while it runs ([`LiveMetrics::lines`]), and the steps a
+/// workload finished before it hung or was killed are kept however it died.
+///
+/// Writes of up to `PIPE_BUF` (4096) bytes to a pipe are atomic, so ranks writing one line
+/// each do not interleave. The reader also holds a write end open itself, so a workload that
+/// opens and closes the pipe for every line (`echo ... > "$YARDSTICK_METRICS"`) never makes it
+/// see end-of-file early.
+#[derive(Debug)]
+pub struct LiveMetrics {
+    fifo: std::path::PathBuf,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    lines: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<Vec<u8>>>>,
+}
+
+impl LiveMetrics {
+    /// Creates the FIFO at `fifo` (replacing a stale file) and starts reading it; every byte
+    /// read is also appended to `copy`.
+    pub fn start(fifo: &Path, copy: &Path) -> Result<Self, ExecError> {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let io_err = |source: std::io::Error| ExecError::Io {
+            path: fifo.to_path_buf(),
+            source,
+        };
+        let _ = std::fs::remove_file(fifo);
+        let c = CString::new(fifo.as_os_str().as_bytes())
+            .map_err(|_| io_err(std::io::Error::other("path contains a NUL byte")))?;
+        // SAFETY: `c` is a valid NUL-terminated path.
+        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+            return Err(io_err(std::io::Error::last_os_error()));
+        }
+        let open = |flags: i32| -> std::io::Result<std::fs::File> {
+            // SAFETY: valid path; the descriptor is owned by the File from here on.
+            let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            use std::os::fd::FromRawFd;
+            Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+        };
+        // Non-blocking read end first (opening it never waits), then our own write end.
+        let reader = open(libc::O_RDONLY | libc::O_NONBLOCK).map_err(io_err)?;
+        let keepalive = open(libc::O_WRONLY | libc::O_NONBLOCK).map_err(io_err)?;
+        let mut out = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(copy)
+            .map_err(|source| ExecError::Io {
+                path: copy.to_path_buf(),
+                source,
+            })?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let lines = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (stop2, lines2) = (stop.clone(), lines.clone());
+        let thread = std::thread::Builder::new()
+            .name("yardstick-metrics-fifo".into())
+            .spawn(move || {
+                use std::io::{Read, Write};
+                use std::os::fd::AsRawFd;
+                use std::sync::atomic::Ordering;
+                let _keepalive = keepalive;
+                let mut reader = reader;
+                let mut all = Vec::new();
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let stopping = stop2.load(Ordering::Acquire);
+                    match reader.read(&mut buf) {
+                        Ok(0) => {}
+                        Ok(n) => {
+                            out.write_all(&buf[..n])?;
+                            lines2.fetch_add(
+                                buf[..n].iter().filter(|&&b| b == b'\n').count(),
+                                Ordering::Relaxed,
+                            );
+                            all.extend_from_slice(&buf[..n]);
+                            continue;
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
+                    }
+                    // Nothing to read right now: done if asked to stop (the pipe is drained),
+                    // else wait for data.
+                    if stopping {
+                        break;
+                    }
+                    let mut pfd = libc::pollfd {
+                        fd: reader.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    // SAFETY: one valid pollfd.
+                    unsafe { libc::poll(&mut pfd, 1, 50) };
+                }
+                out.flush()?;
+                Ok(all)
+            })
+            .map_err(io_err)?;
+        Ok(LiveMetrics {
+            fifo: fifo.to_path_buf(),
+            stop,
+            lines,
+            thread: Some(thread),
+        })
+    }
+
+    /// Complete lines read so far.
+    pub fn lines(&self) -> usize {
+        self.lines.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Drains what is left in the pipe, stops the reader, removes the FIFO and parses every
+    /// line read.
+    pub fn finish(mut self) -> Result<ParsedMetrics, ExecError> {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        let bytes = match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(Ok(b))) => b,
+            Some(Ok(Err(source))) => {
+                return Err(ExecError::Io {
+                    path: self.fifo.clone(),
+                    source,
+                });
+            }
+            _ => Vec::new(),
+        };
+        let _ = std::fs::remove_file(&self.fifo);
+        Ok(parse_metrics(&String::from_utf8_lossy(&bytes)))
+    }
+}
+
+impl Drop for LiveMetrics {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.fifo);
     }
 }

@@ -65,6 +65,8 @@ pub fn training_config_from_spec(
         peak_flops_per_device,
         devices: None,
         cost_per_device_hour: layer.cost_per_device_hour,
+        attention_heads: None,
+        bytes_per_element: None,
     }
 }
 

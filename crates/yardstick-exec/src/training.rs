@@ -58,6 +58,10 @@ pub struct TrainingConfig {
     pub devices: Option<u32>,
     /// Price of one device-hour, for cost per 1K samples and per 1M tokens.
     pub cost_per_device_hour: Option<f64>,
+    /// Attention heads, for the activation term of the memory-traffic estimate.
+    pub attention_heads: Option<u32>,
+    /// Bytes per activation/weight element for the memory-traffic estimate (default 4, fp32).
+    pub bytes_per_element: Option<f64>,
 }
 
 /// Mean, median and tail of a per-step quantity.
@@ -236,6 +240,15 @@ pub struct TrainingReport {
     pub samples_per_s: Option<Throughput>,
     /// FLOPs of the median measured step by the headline estimator.
     pub flops_per_step: Option<f64>,
+    /// Memory bytes moved by the median measured step: reported by the workload (`bytes`), else
+    /// estimated from the model's shape ([`flops::training_bytes`]).
+    pub bytes_per_step: Option<f64>,
+    /// `reported` or `estimated`.
+    pub bytes_source: Option<&'static str>,
+    /// Median over measured steps of the time waiting for input (`data_wait_s`, mean over ranks).
+    pub data_wait_s: Option<f64>,
+    /// Median over measured steps of the exposed collective time (`comm_s`, mean over ranks).
+    pub comm_s: Option<f64>,
     /// MFU, when a peak and a FLOP count are known.
     pub mfu: Option<MfuReport>,
     /// Largest `mem_bytes` reported by any rank.
@@ -262,6 +275,10 @@ struct Step {
     samples: Option<f64>,
     flops: Option<f64>,
     flops_missing: bool,
+    bytes: Option<f64>,
+    bytes_missing: bool,
+    data_wait: BTreeMap<u32, f64>,
+    comm: BTreeMap<u32, f64>,
     loss: Option<(u32, f64)>,
     loss_non_finite: bool,
 }
@@ -331,6 +348,16 @@ pub fn analyze_training(
         .map(|m| m.by_estimator[m.estimator].flops_per_step)
         .or_else(|| median_of(measured.iter().filter_map(|s| s.flops)));
 
+    let (bytes_per_step, bytes_source) = bytes_report(&measured, cfg, &tokens_of);
+    let mean_over_ranks =
+        |m: &BTreeMap<u32, f64>| (!m.is_empty()).then(|| m.values().sum::<f64>() / m.len() as f64);
+    let data_wait_s = median_of(
+        measured
+            .iter()
+            .filter_map(|s| mean_over_ranks(&s.data_wait)),
+    );
+    let comm_s = median_of(measured.iter().filter_map(|s| mean_over_ranks(&s.comm)));
+
     let loss = loss_report(&timed, &mut warnings);
     let cost = cfg.cost_per_device_hour.map(|price| {
         let per_second = price * f64::from(devices) / 3600.0;
@@ -359,6 +386,10 @@ pub fn analyze_training(
         tokens_per_s,
         samples_per_s,
         flops_per_step,
+        bytes_per_step,
+        bytes_source,
+        data_wait_s,
+        comm_s,
         mfu,
         peak_mem_bytes: peak_mem,
         loss,
@@ -416,6 +447,16 @@ fn group_steps(records: &[MetricRecord]) -> Grouped {
                 Some(f) => add(&mut step.flops, Some(f)),
                 None => step.flops_missing = true,
             }
+            match r.bytes {
+                Some(b) => add(&mut step.bytes, Some(b)),
+                None => step.bytes_missing = true,
+            }
+        }
+        if let Some(w) = r.data_wait_s {
+            *step.data_wait.entry(rank).or_insert(0.0) += w;
+        }
+        if let Some(c) = r.comm_s {
+            *step.comm.entry(rank).or_insert(0.0) += c;
         }
         if r.loss_non_finite {
             step.loss_non_finite = true;
@@ -486,6 +527,40 @@ fn trim(times: &[f64], policy: WarmupPolicy, warnings: &mut Vec<String>) -> Warm
             }
         },
     }
+}
+
+/// Bytes per step: the workload's own count when every measured step has one, else the
+/// estimate from the model's shape (needs parameters, layers, hidden size, sequence length).
+fn bytes_report(
+    steps: &[&Step],
+    cfg: &TrainingConfig,
+    tokens_of: &impl Fn(&Step) -> Option<f64>,
+) -> (Option<f64>, Option<&'static str>) {
+    if !steps.is_empty() && steps.iter().all(|s| s.bytes.is_some() && !s.bytes_missing) {
+        return (
+            median_of(steps.iter().filter_map(|s| s.bytes)),
+            Some("reported"),
+        );
+    }
+    let Some(m) = cfg.model else {
+        return (None, None);
+    };
+    let (Some(l), Some(h), Some(seq)) = (m.layers, m.hidden, m.sequence_length) else {
+        return (None, None);
+    };
+    let b = cfg.bytes_per_element.unwrap_or(4.0);
+    let est = median_of(steps.iter().filter_map(|s| {
+        Some(flops::training_bytes(
+            m.parameters,
+            l,
+            h,
+            seq,
+            cfg.attention_heads,
+            tokens_of(s)?,
+            b,
+        ))
+    }));
+    (est, est.map(|_| "estimated"))
 }
 
 fn median_of(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -740,6 +815,7 @@ mod tests {
             peak_flops_per_device: Some(1e11),
             devices: None,
             cost_per_device_hour: Some(3.6),
+            ..TrainingConfig::default()
         };
         let r = analyze_training(&p, &cfg).unwrap();
         assert_eq!((r.steps, r.measured_steps), (4, 3));

@@ -9,8 +9,10 @@
 //! nothing is duplicated.
 #![deny(missing_docs)]
 
+pub mod bottleneck;
 pub mod e2e;
 pub mod facts;
+pub mod import;
 pub mod micro;
 pub mod plan;
 pub mod serve;
@@ -520,6 +522,10 @@ pub fn execute(
     wh.upsert_facts(&aggregate)?;
     let mut summary = facts::summary_json(&plan, &aggregate, level);
     summary["telemetry"] = telemetry_summary;
+    let bottlenecks = bottleneck::bottlenecks(&plan, &aggregate);
+    if !bottlenecks.is_null() {
+        summary["bottlenecks"] = bottlenecks;
+    }
     writer.add(
         "summary.json",
         &serde_json::to_vec_pretty(&summary).expect("JSON"),

@@ -104,6 +104,17 @@ fn fio_json_jobs_map_to_storage_results() {
         find(&results, "fio.randread.read.clat_p99_us").value,
         123.392
     );
+    // The same figures under the micro layer's names, one job per access pattern.
+    let s = find(&results, "storage.seq_read");
+    assert_eq!((s.value, s.unit.as_str()), (3221.225472, "MB/s"));
+    assert_eq!(s.params["job"], "seqread");
+    assert_eq!(find(&results, "storage.rand_read.p99_us").value, 123.392);
+    assert_eq!(
+        find(&results, "storage.rand_write").value,
+        find(&results, "fio.randwrite.write").value
+    );
+    // No sequential-write job in this file: no storage.seq_write.
+    assert!(!results.iter().any(|r| r.name == "storage.seq_write"));
 }
 
 #[test]

@@ -99,6 +99,8 @@ pub enum Command {
     Stats(cmd::stats::StatsArgs),
     /// Print the environment capture and the machine-profile key (`--json` for all fields).
     Env(cmd::env::EnvArgs),
+    /// Store nccl-tests, fio JSON or STREAM output as a run (same names as the micro layer).
+    Import(cmd::import::ImportArgs),
     /// List and inspect stored runs (`runs list`, `runs show ID`).
     Runs(cmd::runs::RunsArgs),
     /// Run a read-only SQL query against the warehouse.

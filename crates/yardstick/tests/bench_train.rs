@@ -46,6 +46,8 @@ fn fifty_tiny_steps_report_the_documented_keys_and_the_loss_falls() {
         "1",
         "--peak-flops",
         "1e11",
+        "--memory-bw",
+        "1e10",
         "--warmup-steps",
         "5",
         "--metrics",
@@ -92,6 +94,23 @@ fn fifty_tiny_steps_report_the_documented_keys_and_the_loss_falls() {
     assert_eq!(lines[49]["step"], 49);
     assert_eq!(lines[0]["tokens"], 512.0);
     assert_eq!(lines[0]["flops"], TINY_FLOPS_PER_STEP);
+    // The roofline: the trainer's FLOPs and bytes per step against the given ceilings
+    // (ridge 1e11 / 1e10 = 10 FLOP/B), with the evidence.
+    let b = &v["bottleneck"];
+    let bytes = v["bytes_per_step"].as_f64().unwrap();
+    assert_eq!(v["model"]["bytes_per_step"].as_f64().unwrap(), bytes);
+    assert_eq!(lines[0]["bytes"].as_f64().unwrap(), bytes);
+    let p = &b["placement"];
+    assert!((p["intensity"].as_f64().unwrap() - TINY_FLOPS_PER_STEP / bytes).abs() < 1e-9);
+    assert_eq!(p["ridge"], 10.0);
+    let expected = if TINY_FLOPS_PER_STEP / bytes < 10.0 {
+        "memory"
+    } else {
+        "compute"
+    };
+    assert_eq!(b["bottleneck"], expected, "{b}");
+    assert!(b["evidence"][0].as_str().unwrap().contains("ridge point 10.00"));
+    assert!(b["ceilings_source"].as_str().unwrap().contains("given"));
 }
 
 #[test]
@@ -128,6 +147,8 @@ fn the_trainer_is_a_metric_protocol_workload_for_bench_exec() {
         "1",
         "--peak-flops",
         "1e11",
+        "--memory-bw",
+        "1e10",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -200,6 +200,9 @@ pub struct TrainRun {
     pub total_params: u64,
     /// Analytic matmul FLOPs of one step.
     pub flops_per_step: f64,
+    /// Estimated memory traffic of one step, bytes ([`yardstick_exec::flops::training_bytes`]
+    /// over every parameter, f32, with the head count): the roofline's denominator.
+    pub bytes_per_step: f64,
     /// Worker threads used.
     pub threads: usize,
     /// The metric-protocol records, one per step.
@@ -271,6 +274,15 @@ fn train_in_pool(
     let mut file = cfg.metrics_file.as_deref().map(open_metrics).transpose()?;
     let flops = shape.flops_per_step(batch);
     let tokens = batch * shape.seq_len;
+    let bytes = yardstick_exec::flops::training_bytes(
+        shape.total_params() as f64,
+        shape.layers as u32,
+        shape.hidden as u32,
+        shape.seq_len as u32,
+        Some(shape.heads as u32),
+        tokens as f64,
+        4.0,
+    );
     let mut records = Vec::with_capacity(cfg.steps);
     for step in 0..cfg.steps {
         // Data generation is outside the timed region: the step is forward + backward + update.
@@ -295,6 +307,7 @@ fn train_in_pool(
             mem_bytes: peak_rss_bytes(),
             phase: Some("train".into()),
             flops: Some(flops),
+            bytes: Some(bytes),
             ..MetricRecord::default()
         };
         if loss_value.is_finite() {
@@ -326,6 +339,7 @@ fn train_in_pool(
         matmul_params: shape.matmul_params(),
         total_params: shape.total_params(),
         flops_per_step: flops,
+        bytes_per_step: bytes,
         threads,
         records,
     })
@@ -445,6 +459,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(report.flops_per_step, Some(run.flops_per_step));
+        assert_eq!(parsed.records[3].bytes, Some(run.bytes_per_step));
+        assert_eq!(report.bytes_per_step, Some(run.bytes_per_step));
+        assert_eq!(report.bytes_source, Some("reported"));
         assert!(report.loss.unwrap().slope < 0.0);
     }
 

@@ -7,6 +7,7 @@ pub mod env;
 pub mod export;
 pub mod gate;
 pub mod gc;
+pub mod import;
 pub mod init;
 pub mod keygen;
 pub mod query;
@@ -36,6 +37,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Bench(args) => bench::run(args, g),
         Command::Stats(args) => stats::run(args, g),
         Command::Env(args) => env::run(args, g),
+        Command::Import(args) => import::run(args, g),
         Command::Runs(args) => runs::run(args, g),
         Command::Query(args) => query::run(args, g),
         Command::Export(args) => export::run(args, g),

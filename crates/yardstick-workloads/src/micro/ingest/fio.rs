@@ -191,6 +191,51 @@ impl FioRun {
                 ));
             }
         }
+        // Under our own storage names too (MB/s, as `bench micro storage` reports), when
+        // exactly one job and direction has that access pattern: two sequential-read jobs with
+        // different block sizes are not one figure.
+        for name in [
+            "storage.seq_read",
+            "storage.seq_write",
+            "storage.rand_read",
+            "storage.rand_write",
+        ] {
+            let matching: Vec<&FioDirection> = self
+                .directions
+                .iter()
+                .filter(|d| comparable_to(d.rw.as_deref(), &d.direction) == Some(name))
+                .collect();
+            if let [d] = matching.as_slice() {
+                let mut p = BTreeMap::new();
+                p.insert("source".to_owned(), format!("fio {}", self.version).into());
+                p.insert("job".to_owned(), d.job.clone().into());
+                for (k, v) in [("rw", &d.rw), ("bs", &d.bs), ("iodepth", &d.iodepth)] {
+                    if let Some(v) = v {
+                        p.insert(k.to_owned(), v.clone().into());
+                    }
+                }
+                out.push(single(
+                    name.to_owned(),
+                    d.bw_bytes / 1e6,
+                    "MB/s",
+                    true,
+                    p.clone(),
+                ));
+                if name.starts_with("storage.rand") {
+                    for (suffix, v) in [("p50_us", d.clat_p50_us), ("p99_us", d.clat_p99_us)] {
+                        if let Some(v) = v {
+                            out.push(single(
+                                format!("{name}.{suffix}"),
+                                v,
+                                "us",
+                                false,
+                                p.clone(),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
         out
     }
 }

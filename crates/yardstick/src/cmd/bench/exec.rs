@@ -88,12 +88,25 @@ pub struct ExecArgs {
     /// Devices the job uses (default: the reported world size).
     #[arg(long)]
     pub devices: Option<u32>,
+    /// Memory bandwidth of one device in bytes/s (e.g. 3.35e12 for an H100 SXM), for the
+    /// roofline and the bottleneck classification.
+    #[arg(long, value_name = "BYTES_PER_S")]
+    pub memory_bw: Option<f64>,
+    /// Ceilings from `yardstick bench micro --json` output of this machine (best gemm.<dtype>.N
+    /// as the peak, memory.triad as the bandwidth) for MFU and the bottleneck classification.
+    #[arg(long, value_name = "FILE")]
+    pub micro: Option<PathBuf>,
     /// Price of one device-hour in dollars, for cost per 1K samples and per 1M tokens.
     #[arg(long, value_name = "USD")]
     pub cost_per_device_hour: Option<f64>,
     /// Warn when a run writes no metric-protocol records.
     #[arg(long)]
     pub expect_metrics: bool,
+    /// Make $YARDSTICK_METRICS a FIFO that yardstick reads as lines arrive (nothing waits on
+    /// the disk; a run that hangs or is killed keeps the steps it reported). The lines are
+    /// still kept in the logs directory.
+    #[arg(long)]
+    pub metrics_fifo: bool,
     /// Test-only: fake wall times instead of running anything.
     #[arg(
         long,
@@ -204,6 +217,12 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
     positive("model-params", args.model_params)?;
     positive("peak-flops", args.peak_flops)?;
     positive("cost-per-device-hour", args.cost_per_device_hour)?;
+    positive("memory-bw", args.memory_bw)?;
+    let micro = args
+        .micro
+        .as_deref()
+        .map(|p| super::ceilings_from_micro_file(p, &args.dtype))
+        .transpose()?;
     let peak = match (args.peak_flops, &args.gpu) {
         (Some(p), _) => Some(p),
         (None, Some(gpu)) => Some(
@@ -216,7 +235,27 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
                 })?
                 .flops,
         ),
-        (None, None) => None,
+        (None, None) => micro.as_ref().map(|(c, _)| c.peak_flops),
+    };
+    // One device's ceilings: the peak as for MFU, the bandwidth given or measured.
+    cfg.ceilings = match (peak, args.memory_bw, &micro) {
+        (Some(p), Some(bw), _) => Some((
+            yardstick_env::roofline::Ceilings {
+                label: args.gpu.clone().unwrap_or_else(|| "given".into()),
+                peak_flops: p,
+                memory_bw: bw,
+                link_bw: None,
+            },
+            "given (--peak-flops/--gpu, --memory-bw)".to_string(),
+        )),
+        (Some(p), None, Some((c, src))) => Some((
+            yardstick_env::roofline::Ceilings {
+                peak_flops: p,
+                ..c.clone()
+            },
+            src.clone(),
+        )),
+        _ => None,
     };
     let model = args.model_params.map(|parameters| ModelDims {
         parameters,
@@ -232,7 +271,9 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
         peak_flops_per_device: peak,
         devices: args.devices,
         cost_per_device_hour: args.cost_per_device_hour,
+        ..TrainingConfig::default()
     });
+    cfg.metrics_fifo = args.metrics_fifo;
     cfg.expect_metrics = args.expect_metrics || model.is_some() || !args.world_sizes.is_empty();
     if !args.debug_mock_times.is_empty() {
         cfg.mock_wall_times = Some(args.debug_mock_times.clone());
@@ -444,6 +485,9 @@ fn print_training(out: &mut impl Write, t: &TrainingReport, bench: &BenchmarkRes
             rk.waiting_share * 100.0,
             rk.outlier_ranks
         );
+    }
+    if let Some(bn) = &bench.bottleneck {
+        super::print_bottleneck(out, bn, "    ");
     }
     if let Some(across) = &bench.training
         && across.replicates > 1

@@ -38,6 +38,14 @@ pub struct TrainArgs {
     /// Peak FLOP/s for MFU (default: measured with an f32 GEMM before training).
     #[arg(long, value_name = "FLOPS")]
     pub peak_flops: Option<f64>,
+    /// Memory bandwidth for the roofline, bytes/s (default: measured with a short STREAM triad
+    /// before training, or taken from --micro).
+    #[arg(long, value_name = "BYTES_PER_S")]
+    pub memory_bw: Option<f64>,
+    /// `yardstick bench micro memory gemm --json` output of this machine: its best f32 GEMM is
+    /// the peak (unless --peak-flops) and its triad the bandwidth (unless --memory-bw).
+    #[arg(long, value_name = "FILE")]
+    pub micro: Option<PathBuf>,
     /// Append metric-protocol JSON lines here (default: $YARDSTICK_METRICS when set).
     #[arg(long, value_name = "FILE", env = "YARDSTICK_METRICS")]
     pub metrics: Option<PathBuf>,
@@ -88,6 +96,19 @@ mod imp {
                 Some("e.g. --peak-flops 1.2e11"),
             ));
         }
+        if let Some(b) = args.memory_bw
+            && !(b.is_finite() && b > 0.0)
+        {
+            return Err(exit::invalid(
+                format!("--memory-bw must be positive, got {b}"),
+                Some("bytes per second, e.g. --memory-bw 1.5e10"),
+            ));
+        }
+        let micro = args
+            .micro
+            .as_deref()
+            .map(|p| super::super::ceilings_from_micro_file(p, "fp32"))
+            .transpose()?;
         let cfg = TrainConfig {
             preset,
             steps: args.steps,
@@ -100,14 +121,31 @@ mod imp {
         };
         cfg.validate().map_err(to_exit)?;
         let quiet = g.json || verbosity() < 0;
-        let (peak, peak_source) = match args.peak_flops {
-            Some(p) => (p, json!({"source": "given"})),
-            None => {
+        let (peak, peak_source) = match (args.peak_flops, &micro) {
+            (Some(p), _) => (p, json!({"source": "given"})),
+            (None, Some((c, src))) => (c.peak_flops, json!({"source": src})),
+            (None, None) => {
                 if !quiet {
                     output::info("measuring the f32 GEMM peak (1024³, best of 5)...");
                 }
                 let gp = train::measure_gemm_peak(1024, 5, args.threads).map_err(to_exit)?;
                 (gp.flops, json!({"source": "measured", "gemm": gp}))
+            }
+        };
+        let (memory_bw, bw_source) = match (args.memory_bw, &micro) {
+            (Some(b), _) => (b, "given".to_string()),
+            (None, Some((c, src))) => (c.memory_bw, src.clone()),
+            (None, None) => {
+                if !quiet {
+                    output::info("measuring the memory bandwidth (STREAM triad, 5 iterations)...");
+                }
+                let bw = measure_triad(args.threads).map_err(|e| {
+                    anyhow::anyhow!("measuring the memory bandwidth: {e} (give --memory-bw)")
+                })?;
+                (
+                    bw,
+                    "measured (STREAM triad, 1 replicate of 5 iterations)".to_string(),
+                )
             }
         };
         let tty = std::io::stderr().is_terminal() && !quiet;
@@ -143,12 +181,31 @@ mod imp {
         };
         let report = yardstick_exec::analyze_training(&parsed, &tcfg)
             .map_err(|e| anyhow::anyhow!("analysing the trainer's steps: {e}"))?;
+        let peak_src = match &peak_source["source"] {
+            serde_json::Value::String(s) if s == "measured" => {
+                "measured (f32 GEMM 1024³ with the trainer's library)".to_string()
+            }
+            serde_json::Value::String(s) => s.clone(),
+            _ => "given".to_string(),
+        };
+        let ceilings = yardstick_env::roofline::Ceilings {
+            label: "this machine".into(),
+            peak_flops: peak,
+            memory_bw,
+            link_bw: None,
+        };
+        let bottleneck = yardstick_exec::bottleneck::classify_training(
+            &report,
+            &ceilings,
+            format!("peak {peak_src}; bandwidth {bw_source}"),
+        );
         if g.json {
             let mut v = serde_json::to_value(&report)?;
             if let Some(m) = v.as_object_mut() {
                 m.insert("preset".into(), json!(preset));
                 m.insert("model".into(), serde_json::to_value(&run)?);
                 m.insert("peak".into(), json!({"flops": peak, "detail": peak_source}));
+                m.insert("bottleneck".into(), serde_json::to_value(&bottleneck)?);
                 if let Some(p) = &args.metrics {
                     m.insert("metrics_file".into(), json!(p));
                 }
@@ -156,12 +213,38 @@ mod imp {
             output::json(&v)?;
         } else {
             print_human(&run, &report, peak, &peak_source);
+            let mut out = anstream::stdout().lock();
+            super::super::print_bottleneck(&mut out, &bottleneck, "  ");
         }
         let rising = report
             .loss
             .as_ref()
             .is_some_and(|l| l.rising || l.non_finite_steps > 0);
         Ok(if rising { Status::Failure } else { Status::Ok })
+    }
+
+    /// A short STREAM triad (one replicate, 5 iterations, default array size) on the trainer's
+    /// threads: the bandwidth ceiling of the roofline.
+    fn measure_triad(
+        threads: Option<usize>,
+    ) -> Result<f64, yardstick_workloads::micro::MicroError> {
+        use yardstick_workloads::micro::{self, MicroConfig, TrialPolicy};
+        let mut config = MicroConfig::new(yardstick_spec::MicroKind::Memory);
+        config.threads = threads;
+        let policy = TrialPolicy {
+            replicates: 1,
+            iterations: Some(5),
+            ..TrialPolicy::default()
+        };
+        let report = micro::run(&config, &policy)?;
+        report
+            .results
+            .iter()
+            .find(|r| r.name == "memory.triad")
+            .map(|r| r.value * 1e9)
+            .ok_or_else(|| {
+                yardstick_workloads::micro::MicroError::InvalidConfig("no triad result".into())
+            })
     }
 
     fn print_human(run: &TrainRun, r: &TrainingReport, peak: f64, source: &serde_json::Value) {

@@ -1,0 +1,210 @@
+//! The bottleneck of a training replicate: its step (FLOPs, bytes, time, input wait, exposed
+//! collectives) from the training analysis, placed on the roofline of the machine it ran on
+//! (`yardstick_env::roofline`), with the evidence.
+//!
+//! The machine's ceilings are the job's: peak FLOP/s and memory bandwidth of one device times
+//! the devices, because the step's FLOPs and bytes are the whole job's.
+
+use serde::Serialize;
+use yardstick_env::roofline::{self, Ceilings, Classification, Observation};
+
+use crate::training::TrainingReport;
+
+/// A classification with what it was computed from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrainingBottleneck {
+    /// The bottleneck and its evidence (and the roofline placement when FLOPs and bytes were
+    /// known).
+    #[serde(flatten)]
+    pub classification: Classification,
+    /// The job's ceilings.
+    pub ceilings: Ceilings,
+    /// Where the ceilings came from (`measured: gemm.f32.2048, memory.triad`, `given`, ...).
+    pub ceilings_source: String,
+    /// What the step was observed to do.
+    pub observation: Observation,
+    /// `reported` or `estimated` bytes per step.
+    pub bytes_source: Option<&'static str>,
+}
+
+/// The observation of a training replicate: median measured step.
+pub fn observation(report: &TrainingReport) -> Observation {
+    Observation {
+        flops: report.flops_per_step,
+        bytes: report.bytes_per_step,
+        step_s: Some(report.step_time_s.p50),
+        data_wait_s: report.data_wait_s,
+        comm_s: report.comm_s,
+        ..Observation::default()
+    }
+}
+
+/// Scales one device's ceilings to `devices` devices (the link bandwidth is per link already).
+pub fn job_ceilings(per_device: &Ceilings, devices: u32) -> Ceilings {
+    let d = f64::from(devices.max(1));
+    Ceilings {
+        label: if devices > 1 {
+            format!("{} x{devices}", per_device.label)
+        } else {
+            per_device.label.clone()
+        },
+        peak_flops: per_device.peak_flops * d,
+        memory_bw: per_device.memory_bw * d,
+        link_bw: per_device.link_bw,
+    }
+}
+
+/// Classifies a training replicate on one device's ceilings (scaled to the job's devices).
+pub fn classify_training(
+    report: &TrainingReport,
+    per_device: &Ceilings,
+    ceilings_source: impl Into<String>,
+) -> TrainingBottleneck {
+    let devices = report.mfu.as_ref().map_or(report.world_size, |m| m.devices);
+    let ceilings = job_ceilings(per_device, devices);
+    let obs = observation(report);
+    let mut classification = roofline::classify(&ceilings, &obs);
+    if report.bytes_source == Some("estimated") && classification.placement.is_some() {
+        classification.evidence.push(
+            "bytes per step are estimated from the model's shape (weights, AdamW states, \
+             activations), not measured: report `bytes` per step for a measured placement"
+                .into(),
+        );
+    }
+    if obs.data_wait_s.is_none() && obs.comm_s.is_none() {
+        classification.evidence.push(
+            "the workload reported neither `data_wait_s` nor `comm_s`: input and communication \
+             stalls could not be checked"
+                .into(),
+        );
+    }
+    TrainingBottleneck {
+        classification,
+        ceilings,
+        ceilings_source: ceilings_source.into(),
+        observation: obs,
+        bytes_source: report.bytes_source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::parse_metrics;
+    use crate::training::{ModelDims, TrainingConfig, WarmupPolicy, analyze_training};
+    use yardstick_env::roofline::Bottleneck;
+
+    fn vm() -> Ceilings {
+        Ceilings {
+            label: "vm".into(),
+            peak_flops: 100e9,
+            memory_bw: 10e9,
+            link_bw: None,
+        }
+    }
+
+    fn report(lines: &str, cfg: &TrainingConfig) -> TrainingReport {
+        analyze_training(&parse_metrics(lines), cfg).unwrap()
+    }
+
+    #[test]
+    fn reported_flops_and_bytes_place_the_step() {
+        // 1e10 FLOPs and 1e8 bytes per step (100 FLOP/B, ridge 10): compute-bound; 0.2 s per
+        // step is 5e10 FLOP/s, half the peak.
+        let lines: String = (0..12)
+            .map(|i| {
+                format!(
+                    "{{\"step\":{i},\"step_time_s\":0.2,\"flops\":1e10,\"bytes\":1e8,\"data_wait_s\":0.01}}\n"
+                )
+            })
+            .collect();
+        let cfg = TrainingConfig {
+            warmup: WarmupPolicy::None,
+            ..TrainingConfig::default()
+        };
+        let r = report(&lines, &cfg);
+        assert_eq!(r.bytes_per_step, Some(1e8));
+        assert_eq!(r.bytes_source, Some("reported"));
+        assert_eq!(r.data_wait_s, Some(0.01));
+        let b = classify_training(&r, &vm(), "given");
+        assert_eq!(b.classification.bottleneck, Bottleneck::Compute);
+        let p = b.classification.placement.as_ref().unwrap();
+        assert_eq!(p.intensity, 100.0);
+        assert_eq!(p.efficiency, Some(0.5));
+        assert!(b.classification.evidence[0].contains("at or above the ridge point 10.00"));
+    }
+
+    #[test]
+    fn waiting_for_data_is_input_bound_and_estimated_bytes_say_so() {
+        // 30 % of every step waits for the loader.
+        let lines: String = (0..12)
+            .map(|i| {
+                format!(
+                    "{{\"step\":{i},\"step_time_s\":0.5,\"tokens\":4096,\"data_wait_s\":0.15}}\n"
+                )
+            })
+            .collect();
+        let cfg = TrainingConfig {
+            warmup: WarmupPolicy::None,
+            model: Some(ModelDims {
+                parameters: 1e6,
+                layers: Some(2),
+                hidden: Some(64),
+                sequence_length: Some(32),
+            }),
+            peak_flops_per_device: Some(100e9),
+            ..TrainingConfig::default()
+        };
+        let r = report(&lines, &cfg);
+        assert_eq!(r.bytes_source, Some("estimated"));
+        assert_eq!(
+            r.bytes_per_step,
+            Some(crate::flops::training_bytes(
+                1e6, 2, 64, 32, None, 4096.0, 4.0
+            ))
+        );
+        let b = classify_training(&r, &vm(), "given");
+        assert_eq!(b.classification.bottleneck, Bottleneck::Input);
+        assert!(b.classification.evidence[0].starts_with("30% of the step"));
+        assert!(
+            b.classification
+                .evidence
+                .iter()
+                .any(|e| e.contains("estimated from the model's shape"))
+        );
+    }
+
+    #[test]
+    fn exposed_collectives_over_two_ranks_scale_the_ceilings() {
+        // Two ranks, 40 % of the step in exposed all-reduce.
+        let mut lines = String::new();
+        for i in 0..12 {
+            for rank in 0..2 {
+                lines.push_str(&format!(
+                    "{{\"step\":{i},\"rank\":{rank},\"world_size\":2,\"step_time_s\":1.0,\"flops\":1e9,\"bytes\":1e9,\"comm_s\":0.4}}\n"
+                ));
+            }
+        }
+        let cfg = TrainingConfig {
+            warmup: WarmupPolicy::None,
+            ..TrainingConfig::default()
+        };
+        let r = report(&lines, &cfg);
+        assert_eq!(r.comm_s, Some(0.4));
+        assert_eq!(r.flops_per_step, Some(2e9));
+        let b = classify_training(&r, &vm(), "given");
+        assert_eq!(b.ceilings.peak_flops, 200e9);
+        assert_eq!(b.ceilings.label, "vm x2");
+        assert_eq!(b.classification.bottleneck, Bottleneck::Communication);
+        // Without comm time the same step is memory-bound (1 FLOP/B < ridge 10).
+        let quiet = lines.replace(",\"comm_s\":0.4", "");
+        let b = classify_training(&report(&quiet, &cfg), &vm(), "given");
+        assert_eq!(b.classification.bottleneck, Bottleneck::Memory);
+        assert!(
+            b.classification
+                .evidence
+                .iter()
+                .any(|e| e.contains("neither `data_wait_s` nor `comm_s`"))
+        );
+    }
+}

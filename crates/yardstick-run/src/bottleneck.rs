@@ -1,0 +1,186 @@
+//! The bottleneck of a run's training points, from the run's own layers: the micro layer
+//! measures the machine's ceilings (best `gemm.f32.N` as the peak, `memory.triad` as the
+//! bandwidth), the e2e layer's training analysis gives each point's FLOPs, bytes and time per
+//! step (and input wait and exposed collective time when the workload reports them), and
+//! `yardstick_env::roofline` places and classifies each point with its evidence.
+
+use serde_json::{Value, json};
+use yardstick_env::roofline::{self, Ceilings, Observation};
+use yardstick_store::warehouse::FactRow;
+
+use crate::plan::Plan;
+
+fn fact(facts: &[FactRow], point: &str, metric: &str, statistic: &str) -> Option<f64> {
+    facts
+        .iter()
+        .find(|f| f.point_id == point && f.metric == metric && f.statistic == statistic)
+        .map(|f| f.value)
+        .filter(|v| v.is_finite())
+}
+
+/// `{"ceilings", "ceilings_source", "points": [{"point", "bottleneck", "evidence", "placement",
+/// "observation"}]}` for the e2e points that reported training steps; `Null` when there are
+/// none. Without micro ceilings only input and communication stalls can be told apart.
+pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow]) -> Value {
+    let micro_points: Vec<&str> = plan
+        .points
+        .iter()
+        .filter(|p| p.layer == "micro")
+        .map(|p| p.id.as_str())
+        .collect();
+    let triples = aggregate
+        .iter()
+        .filter(|f| micro_points.contains(&f.point_id.as_str()) && f.statistic == "value")
+        .map(|f| (f.metric.as_str(), f.value, f.unit.as_str()));
+    let ceilings = Ceilings::from_micro("this run's micro layer", "f32", triples);
+    let mut points = Vec::new();
+    for p in plan.points.iter().filter(|p| p.layer == "e2e") {
+        let id = p.id.as_str();
+        let Some(step_s) = fact(aggregate, id, "step_time_s", "p50") else {
+            continue;
+        };
+        let obs = Observation {
+            flops: fact(aggregate, id, "flops_per_step", "value"),
+            bytes: fact(aggregate, id, "bytes_per_step", "value"),
+            step_s: Some(step_s),
+            data_wait_s: fact(aggregate, id, "data_wait_s", "value"),
+            comm_s: fact(aggregate, id, "comm_s", "value"),
+            ..Observation::default()
+        };
+        let devices = fact(aggregate, id, "mfu", "devices")
+            .or_else(|| fact(aggregate, id, "world_size", "value"))
+            .map_or(1, |d| d.round().max(1.0) as u32);
+        let job = match &ceilings {
+            Some((c, _)) => yardstick_exec::bottleneck::job_ceilings(c, devices),
+            None if obs.data_wait_s.is_some() || obs.comm_s.is_some() => Ceilings {
+                label: "no micro ceilings".into(),
+                peak_flops: 0.0,
+                memory_bw: 0.0,
+                link_bw: None,
+            },
+            None => continue,
+        };
+        let k = roofline::classify(&job, &obs);
+        points.push(json!({
+            "point": id,
+            "bottleneck": k.bottleneck,
+            "evidence": k.evidence,
+            "placement": k.placement,
+            "observation": obs,
+            "devices": devices,
+        }));
+    }
+    if points.is_empty() {
+        return Value::Null;
+    }
+    json!({
+        "ceilings": ceilings.as_ref().map(|(c, _)| c),
+        "ceilings_source": ceilings.as_ref().map(|(_, s)| s),
+        "points": points,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Point, PointWork};
+
+    fn row(point: &str, metric: &str, statistic: &str, value: f64, unit: &str) -> FactRow {
+        FactRow {
+            run_id: "r".into(),
+            point_id: point.into(),
+            replicate: None,
+            metric: metric.into(),
+            statistic: statistic.into(),
+            value,
+            ci_lo: None,
+            ci_hi: None,
+            unit: unit.into(),
+            n: 3,
+            artifact: None,
+            row_group: None,
+        }
+    }
+
+    fn plan() -> Plan {
+        let point = |id: &str, layer: &str, work: PointWork| Point {
+            id: id.into(),
+            slug: crate::plan::slug(id),
+            layer: layer.into(),
+            work,
+        };
+        Plan {
+            name: "t".into(),
+            points: vec![
+                point(
+                    "micro.0.memory",
+                    "micro",
+                    PointWork::Micro {
+                        micro: "memory".into(),
+                        sizes: None,
+                    },
+                ),
+                point(
+                    "micro.1.gemm",
+                    "micro",
+                    PointWork::Micro {
+                        micro: "gemm".into(),
+                        sizes: None,
+                    },
+                ),
+                point(
+                    "e2e.0.train",
+                    "e2e",
+                    PointWork::Train {
+                        layer: 0,
+                        preset: "tiny".into(),
+                        steps: Some(50),
+                        warmup_steps: 5,
+                    },
+                ),
+            ],
+            replicates: 3,
+            steps: Vec::new(),
+            estimate_upper_s: None,
+        }
+    }
+
+    #[test]
+    fn micro_ceilings_place_the_training_point() {
+        let facts = vec![
+            row("micro.0.memory", "memory.triad", "value", 14.6, "GB/s"),
+            row("micro.1.gemm", "gemm.f32.1024", "value", 120.0, "GFLOP/s"),
+            row("micro.1.gemm", "gemm.f32.2048", "value", 131.0, "GFLOP/s"),
+            row("e2e.0.train", "step_time_s", "p50", 0.05, "s"),
+            row("e2e.0.train", "flops_per_step", "value", 1.31e9, ""),
+            row("e2e.0.train", "bytes_per_step", "value", 1e7, ""),
+        ];
+        let v = bottlenecks(&plan(), &facts);
+        assert_eq!(v["ceilings"]["peak_flops"], 131e9);
+        assert_eq!(v["ceilings_source"]["peak"], "gemm.f32.2048");
+        let p = &v["points"][0];
+        assert_eq!(p["point"], "e2e.0.train");
+        // 131 FLOP/B against a ridge of 131/14.6 = 8.97: compute-bound, at 20 % of the peak.
+        assert_eq!(p["bottleneck"], "compute");
+        assert!((p["placement"]["efficiency"].as_f64().unwrap() - 0.2).abs() < 1e-12);
+        assert!(
+            p["evidence"][0]
+                .as_str()
+                .unwrap()
+                .contains("this run's micro layer")
+        );
+    }
+
+    #[test]
+    fn without_micro_only_stalls_are_classified() {
+        let mut facts = vec![
+            row("e2e.0.train", "step_time_s", "p50", 1.0, "s"),
+            row("e2e.0.train", "flops_per_step", "value", 1e9, ""),
+        ];
+        assert!(bottlenecks(&plan(), &facts).is_null());
+        facts.push(row("e2e.0.train", "data_wait_s", "value", 0.4, "s"));
+        let v = bottlenecks(&plan(), &facts);
+        assert!(v["ceilings"].is_null());
+        assert_eq!(v["points"][0]["bottleneck"], "input");
+    }
+}

@@ -1,0 +1,539 @@
+//! Importing the standard tools' output as a run: nccl-tests (`all_reduce_perf` and friends),
+//! fio `--output-format=json` and McCalpin's STREAM. Their figures land in the same store,
+//! warehouse and reports as ours, under the same names where they measure the same thing
+//! (`memory.triad`, `storage.seq_read`) and under `nccl.<op>.busbw.<size>` /
+//! `fio.<job>.<dir>` otherwise.
+//!
+//! One file is one run of the tool, so several files of the same job are the replicates of one
+//! point (`import.<tool>`): each file's figures are a replicate's facts, and the aggregate is
+//! the mean over files with a Student-t interval, exactly as `yardstick run` aggregates its
+//! own replicates. The files are stored verbatim under `imports/` and hashed in the manifest.
+//!
+//! The machine the tool ran on is not necessarily this one (nccl-tests output usually comes
+//! from a cluster), so the machine profile is never guessed: it comes from a `yardstick env
+//! --json` capture taken there, from this machine when the caller says so, or from a given key.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow};
+use yardstick_store::{RunWriter, ToolInfo};
+use yardstick_workloads::micro::MicroResult;
+use yardstick_workloads::micro::ingest::{self, Format, IngestError};
+
+use crate::{RunError, facts};
+
+/// The tools whose output can be imported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tool {
+    /// nccl-tests (`all_reduce_perf`, `all_gather_perf`, ...).
+    Nccl,
+    /// fio JSON (`--output-format=json`).
+    Fio,
+    /// STREAM.
+    Stream,
+}
+
+impl Tool {
+    /// The short name (`nccl`, `fio`, `stream`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Nccl => "nccl",
+            Tool::Fio => "fio",
+            Tool::Stream => "stream",
+        }
+    }
+
+    /// The tool as its output calls itself.
+    pub fn display(self) -> &'static str {
+        match self {
+            Tool::Nccl => "nccl-tests",
+            Tool::Fio => "fio JSON",
+            Tool::Stream => "STREAM",
+        }
+    }
+
+    fn format(self) -> Format {
+        match self {
+            Tool::Nccl => Format::Nccl,
+            Tool::Fio => Format::Fio,
+            Tool::Stream => Format::Stream,
+        }
+    }
+
+    /// Parses one file of this tool's output into results.
+    pub fn parse(self, text: &str) -> Result<Vec<MicroResult>, IngestError> {
+        match self {
+            Tool::Nccl => Ok(ingest::nccl::parse(text)?.results()),
+            Tool::Fio => Ok(ingest::fio::parse(text)?.results()),
+            Tool::Stream => Ok(ingest::stream::parse(text)?.results()),
+        }
+    }
+}
+
+/// Where the machine profile of the imported run comes from.
+#[derive(Debug, Clone)]
+pub enum EnvSource {
+    /// The tool ran on this machine: capture it now.
+    Here,
+    /// A `yardstick env --json` capture taken where the tool ran (its bytes).
+    Capture(Vec<u8>),
+    /// A machine-profile key given by the caller (no detailed capture).
+    Profile(String),
+    /// Unknown: the run has no machine profile (it cannot be gated against a baseline).
+    Unknown,
+}
+
+/// One file to import.
+#[derive(Debug, Clone)]
+pub struct ImportFile {
+    /// Its name as given (stored under `imports/`).
+    pub name: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// How to import.
+pub struct ImportOptions {
+    /// Store directory.
+    pub store: PathBuf,
+    /// Warehouse location when not the store's SQLite.
+    pub warehouse: Option<String>,
+    /// The tool.
+    pub tool_info: ToolInfo,
+    /// The run's benchmark name (`metadata.name`); default `import-<tool>[-<op>]`.
+    pub name: Option<String>,
+    /// Where the machine profile comes from.
+    pub env: EnvSource,
+    /// Confidence level of the interval over files.
+    pub confidence_level: f64,
+}
+
+/// One aggregated figure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportedFigure {
+    /// Result name, e.g. `nccl.all_reduce.busbw.8589934592`.
+    pub name: String,
+    /// Mean over files.
+    pub value: f64,
+    /// Unit.
+    pub unit: String,
+    /// Interval over files (from 2 files on).
+    pub ci: Option<[f64; 2]>,
+    /// Files that reported it.
+    pub n: u64,
+    /// Whether higher is better.
+    pub higher_is_better: bool,
+    /// Parameters of the figure (source, sizes, settings), from the first file.
+    pub params: BTreeMap<String, Value>,
+}
+
+/// What an import produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportOutcome {
+    /// Run id.
+    pub run_id: String,
+    /// Run directory.
+    pub dir: PathBuf,
+    /// Benchmark name.
+    pub name: String,
+    /// The tool.
+    pub tool: Tool,
+    /// The point the figures are stored under.
+    pub point: String,
+    /// Files imported (replicates), in order.
+    pub files: Vec<String>,
+    /// Machine profile recorded, if any.
+    pub machine_profile: Option<String>,
+    /// Confidence level of the intervals.
+    pub confidence_level: f64,
+    /// Aggregated figures, in the tool's order.
+    pub results: Vec<ImportedFigure>,
+    /// Things to know.
+    pub warnings: Vec<String>,
+}
+
+/// The point id of an imported tool's figures.
+pub fn point_id(tool: Tool) -> String {
+    format!("import.{}", tool.name())
+}
+
+fn op_of(results: &[MicroResult]) -> Option<String> {
+    results.iter().find_map(|r| {
+        r.params
+            .get("op")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    })
+}
+
+fn safe_name(name: &str) -> String {
+    let base = std::path::Path::new(name)
+        .file_name()
+        .map_or_else(|| name.to_owned(), |s| s.to_string_lossy().into_owned());
+    base.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The stored `spec.yaml` of an import: not a BenchmarkRun (nothing was planned or run by
+/// yardstick), a record of what was imported.
+fn import_record(name: &str, tool: Tool, files: &[(String, String)]) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "# Imported with `yardstick import`: the figures come from the tool's own output,\n",
+    );
+    s.push_str("# stored verbatim under imports/ in this run directory.\n");
+    s.push_str("apiVersion: yardstick/v1\nkind: Import\n");
+    s.push_str(&format!("metadata:\n  name: {}\n", yaml_str(name)));
+    s.push_str(&format!(
+        "source:\n  tool: {}\n  files:\n",
+        yaml_str(tool.display())
+    ));
+    for (file, sha) in files {
+        s.push_str(&format!(
+            "    - {{name: {}, sha256: {sha}}}\n",
+            yaml_str(file)
+        ));
+    }
+    s
+}
+
+fn yaml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("JSON string")
+}
+
+/// Parses `files` as `tool` output and stores them as one complete run: the files verbatim,
+/// one replicate per file, facts in the warehouse, a `summary.json`, a sealed manifest.
+/// Nothing is written when a file does not parse.
+pub fn import(
+    tool: Tool,
+    files: &[ImportFile],
+    opts: &ImportOptions,
+) -> Result<ImportOutcome, RunError> {
+    if files.is_empty() {
+        return Err(RunError::Invalid("no file to import".into()));
+    }
+    if !(opts.confidence_level > 0.0 && opts.confidence_level < 1.0) {
+        return Err(RunError::Invalid(format!(
+            "the confidence level must be in (0, 1), got {}",
+            opts.confidence_level
+        )));
+    }
+    let mut warnings = Vec::new();
+    // Parse everything before writing anything.
+    let mut parsed: Vec<Vec<MicroResult>> = Vec::with_capacity(files.len());
+    for f in files {
+        let text = std::str::from_utf8(&f.bytes)
+            .map_err(|_| RunError::Invalid(format!("{}: not UTF-8 text", f.name)))?;
+        let results = tool.parse(text).map_err(|e| {
+            let hint = match ingest::detect(text) {
+                Some(other) if other != tool.format() => format!(
+                    " (it looks like {} output)",
+                    match other {
+                        Format::Nccl => "nccl-tests",
+                        Format::Fio => "fio JSON",
+                        Format::Stream => "STREAM",
+                    }
+                ),
+                _ => String::new(),
+            };
+            RunError::Invalid(format!("{}: {e}{hint}", f.name))
+        })?;
+        if results.is_empty() {
+            return Err(RunError::Invalid(format!(
+                "{}: no figures in this {} output",
+                f.name,
+                tool.display()
+            )));
+        }
+        parsed.push(results);
+    }
+    let ops: Vec<Option<String>> = parsed.iter().map(|r| op_of(r)).collect();
+    if ops.iter().any(|o| o != &ops[0]) {
+        warnings.push(format!(
+            "the files report different collectives ({}): each figure is pooled over the files \
+             that have it",
+            ops.iter()
+                .map(|o| o.clone().unwrap_or_else(|| "-".into()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if files.len() < 3 {
+        warnings.push(format!(
+            "{} file(s): the methodology asks for >= 3 runs of the tool for an interval",
+            files.len()
+        ));
+    }
+    let name = opts.name.clone().unwrap_or_else(|| match &ops[0] {
+        Some(op) if tool == Tool::Nccl => format!("import-nccl-{op}"),
+        _ => format!("import-{}", tool.name()),
+    });
+
+    let stored: Vec<(String, String)> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            (
+                format!("imports/{i}-{}", safe_name(&f.name)),
+                yardstick_store::fsutil::sha256_bytes(&f.bytes),
+            )
+        })
+        .collect();
+    let record = import_record(
+        &name,
+        tool,
+        &files
+            .iter()
+            .zip(&stored)
+            .map(|(f, (_, sha))| (f.name.clone(), sha.clone()))
+            .collect::<Vec<_>>(),
+    );
+
+    // The machine profile.
+    let (env_bytes, profile) = match &opts.env {
+        EnvSource::Here => {
+            let env = yardstick_env::capture(&yardstick_env::CaptureOptions {
+                tool_version: Some(opts.tool_info.version.clone()),
+                ..Default::default()
+            });
+            (
+                Some(serde_json::to_vec_pretty(&env).expect("JSON")),
+                Some(env.machine_profile),
+            )
+        }
+        EnvSource::Capture(bytes) => {
+            let v: Value = serde_json::from_slice(bytes).map_err(|e| {
+                RunError::Invalid(format!("the environment capture is not JSON: {e}"))
+            })?;
+            let key = v["machine_profile"].as_str().ok_or_else(|| {
+                RunError::Invalid(
+                    "the environment capture has no `machine_profile` (write it with \
+                     `yardstick env --json` on the machine the tool ran on)"
+                        .into(),
+                )
+            })?;
+            (Some(bytes.clone()), Some(key.to_owned()))
+        }
+        EnvSource::Profile(key) => {
+            let env = json!({
+                "machine_profile": key,
+                "note": "machine profile given at import; no capture of the machine the tool ran on",
+            });
+            (
+                Some(serde_json::to_vec_pretty(&env).expect("JSON")),
+                Some(key.clone()),
+            )
+        }
+        EnvSource::Unknown => {
+            warnings.push(
+                "no machine profile: the run cannot be gated against a baseline (say where the \
+                 tool ran with --here, --env FILE or --profile KEY)"
+                    .into(),
+            );
+            (None, None)
+        }
+    };
+
+    let runs_dir = opts.store.join("runs");
+    let mut writer = RunWriter::create(&runs_dir, &name, &record, opts.tool_info.clone())?;
+    if let (Some(bytes), Some(key)) = (&env_bytes, &profile) {
+        writer.set_env(bytes, key)?;
+    }
+    for (f, (rel, _)) in files.iter().zip(&stored) {
+        writer.add(rel, &f.bytes, "import")?;
+    }
+    let location = opts
+        .warehouse
+        .clone()
+        .unwrap_or_else(|| opts.store.display().to_string());
+    let mut wh = yardstick_store::warehouse::open_warehouse(&location)?;
+    let run_id = writer.run_id().to_string();
+    let run_row = |m: &yardstick_store::Manifest| RunRow {
+        run_id: m.run_id.clone(),
+        name: m.name.clone(),
+        status: m.effective_status().as_str().to_string(),
+        mode: None,
+        spec_sha256: m.spec_sha256.clone(),
+        machine_profile: m.machine_profile.clone(),
+        env_sha256: m.env_sha256.clone(),
+        started_at: m.started_at.clone(),
+        ended_at: m.ended_at.clone(),
+        tool_version: m.tool.version.clone(),
+        git_commit: m.tool.git_commit.clone(),
+        location: location.clone(),
+    };
+    wh.upsert_run(&run_row(writer.manifest()))?;
+    let point = point_id(tool);
+    let slug = crate::plan::slug(&point);
+    let work = json!({
+        "import": tool.display(),
+        "files": files.iter().map(|f| f.name.clone()).collect::<Vec<_>>(),
+    });
+    wh.upsert_points(&[PointRow {
+        run_id: run_id.clone(),
+        point_id: point.clone(),
+        layer: "micro".into(),
+        kind: tool.name().into(),
+        params: work.clone(),
+    }])?;
+
+    let mut summaries = Vec::with_capacity(parsed.len());
+    for (i, (results, (rel, _))) in parsed.iter().zip(&stored).enumerate() {
+        let replicate = i as u32;
+        let summary = replicate_summary(results);
+        let now = yardstick_store::run::now_rfc3339();
+        let record = json!({
+            "point": point,
+            "replicate": replicate,
+            "source": rel,
+            "summary": summary,
+            "results": results.iter().map(|r| json!({
+                "name": r.name, "value": r.value, "unit": r.unit, "params": r.params,
+            })).collect::<Vec<_>>(),
+        });
+        writer.add(
+            &format!("results/{slug}/r{replicate}.json"),
+            &serde_json::to_vec_pretty(&record).expect("JSON"),
+            "result",
+        )?;
+        wh.upsert_facts(&facts::replicate_facts(
+            &run_id,
+            &point,
+            replicate,
+            &summary,
+            Some(rel),
+        ))?;
+        wh.upsert_replicate(&ReplicateRow {
+            run_id: run_id.clone(),
+            point_id: point.clone(),
+            replicate,
+            status: "complete".into(),
+            started_at: now.clone(),
+            ended_at: Some(now),
+            artifact: Some(rel.clone()),
+        })?;
+        summaries.push(summary);
+    }
+    let aggregate = facts::aggregate(
+        &run_id,
+        &[(point.clone(), summaries)],
+        opts.confidence_level,
+    );
+    wh.upsert_facts(&aggregate)?;
+    let figures = figures(&parsed, &aggregate);
+    let summary = summary_json(
+        &name,
+        &point,
+        &work,
+        files.len(),
+        opts.confidence_level,
+        &aggregate,
+    );
+    writer.add(
+        "summary.json",
+        &serde_json::to_vec_pretty(&summary).expect("JSON"),
+        "summary",
+    )?;
+    for w in &warnings {
+        writer.note(w.clone())?;
+    }
+    let m = writer.complete(None)?;
+    wh.upsert_run(&run_row(&m))?;
+    Ok(ImportOutcome {
+        run_id,
+        dir: runs_dir.join(&m.run_id),
+        name,
+        tool,
+        point,
+        files: files.iter().map(|f| f.name.clone()).collect(),
+        machine_profile: m.machine_profile.clone(),
+        confidence_level: opts.confidence_level,
+        results: figures,
+        warnings,
+    })
+}
+
+/// A replicate summary in the shape the micro executor writes:
+/// `{"<name>": {"value": v}, "units": {"<name>": unit}}`.
+fn replicate_summary(results: &[MicroResult]) -> Value {
+    let mut summary = serde_json::Map::new();
+    let mut units = serde_json::Map::new();
+    for r in results {
+        let mut stats = serde_json::Map::new();
+        stats.insert("value".into(), json!(r.value));
+        // STREAM reports its best and worst times too.
+        if r.max != r.value || r.min != r.value {
+            stats.insert("min".into(), json!(r.min));
+            stats.insert("max".into(), json!(r.max));
+        }
+        summary.insert(r.name.clone(), stats.into());
+        units.insert(r.name.clone(), r.unit.clone().into());
+    }
+    summary.insert("units".into(), units.into());
+    summary.into()
+}
+
+fn figures(parsed: &[Vec<MicroResult>], aggregate: &[FactRow]) -> Vec<ImportedFigure> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for r in parsed.iter().flatten() {
+        if !seen.insert(r.name.clone()) {
+            continue;
+        }
+        let Some(f) = aggregate
+            .iter()
+            .find(|f| f.metric == r.name && f.statistic == "value")
+        else {
+            continue;
+        };
+        out.push(ImportedFigure {
+            name: r.name.clone(),
+            value: f.value,
+            unit: f.unit.clone(),
+            ci: f.ci_lo.zip(f.ci_hi).map(|(a, b)| [a, b]),
+            n: f.n,
+            higher_is_better: r.higher_is_better,
+            params: r.params.clone(),
+        });
+    }
+    out
+}
+
+fn summary_json(
+    name: &str,
+    point: &str,
+    work: &Value,
+    replicates: usize,
+    level: f64,
+    aggregate: &[FactRow],
+) -> Value {
+    let mut metrics = serde_json::Map::new();
+    for f in aggregate {
+        let entry = metrics
+            .entry(f.metric.clone())
+            .or_insert_with(|| Value::Object(Default::default()));
+        entry[&f.statistic] = json!({
+            "mean": f.value,
+            "ci": f.ci_lo.zip(f.ci_hi).map(|(a, b)| vec![a, b]),
+            "n": f.n,
+            "unit": f.unit,
+        });
+    }
+    json!({
+        "name": name,
+        "replicates": replicates,
+        "confidence_level": level,
+        "points": [{"id": point, "layer": "micro", "work": work, "metrics": metrics}],
+    })
+}

@@ -1,0 +1,178 @@
+//! `yardstick import nccl|fio|stream FILE...`: store the standard tools' output as a run.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+use yardstick_run::RunError;
+use yardstick_run::import::{self, EnvSource, ImportFile, ImportOptions, Tool};
+
+use crate::cli::GlobalOpts;
+use crate::exit::{Status, invalid};
+use crate::output::{self, style};
+
+/// Import nccl-tests, fio JSON or STREAM output into the store and warehouse.
+///
+/// Each FILE is one run of the tool and a replicate of one point (`import.<tool>`): figures are
+/// the mean over files with a Student-t interval (from 2 files; the methodology asks for 3).
+/// Names match the micro layer where the measurement is the same (`memory.triad` GB/s from
+/// STREAM, `storage.seq_read` MB/s from fio), else `nccl.<op>.busbw.<bytes>` (GB/s, out of
+/// place) and `fio.<job>.<read|write>`. The files are kept verbatim under `imports/` in the
+/// run directory. Say where the tool ran, so the run gets its machine profile: --here, --env
+/// (a `yardstick env --json` taken there) or --profile.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+all_reduce_perf -b 8 -e 8G -f 2 -g 8 > ar1.txt   # x3\n  \
+yardstick import nccl ar1.txt ar2.txt ar3.txt --env h100-node-env.json\n  \
+fio --output-format=json job.fio > fio.json && yardstick import fio fio.json --here\n  \
+./stream_c.exe > stream.txt && yardstick import stream stream.txt --here --json")]
+pub struct ImportArgs {
+    /// The tool that wrote the files.
+    #[arg(value_enum, value_name = "TOOL")]
+    pub tool: ToolArg,
+    /// Output files of the tool (one per run; `-` reads standard input once).
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Store directory (runs and the SQLite warehouse), or set YARDSTICK_STORE.
+    #[arg(
+        long,
+        env = "YARDSTICK_STORE",
+        default_value = "yardstick-store",
+        value_name = "DIR"
+    )]
+    pub store: PathBuf,
+    /// Warehouse URL when not the store's SQLite (postgres://...).
+    #[arg(long, value_name = "URL")]
+    pub warehouse: Option<String>,
+    /// Benchmark name of the run [default: import-<tool>, import-nccl-<collective>].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The tool ran on this machine: capture its environment and machine profile now.
+    #[arg(long, conflicts_with_all = ["env", "profile"])]
+    pub here: bool,
+    /// A `yardstick env --json` capture from the machine the tool ran on.
+    #[arg(long, value_name = "FILE", conflicts_with = "profile")]
+    pub env: Option<PathBuf>,
+    /// The machine-profile key of the machine the tool ran on (no detailed capture).
+    #[arg(long, value_name = "KEY")]
+    pub profile: Option<String>,
+    /// Confidence level of the interval over files, in (0, 1).
+    #[arg(long, default_value_t = 0.95, value_name = "LEVEL")]
+    pub confidence: f64,
+}
+
+/// The tools.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ToolArg {
+    /// nccl-tests (`all_reduce_perf`, `all_gather_perf`, ...).
+    Nccl,
+    /// fio with `--output-format=json`.
+    Fio,
+    /// McCalpin's STREAM.
+    Stream,
+}
+
+pub fn run(args: ImportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    let tool = match args.tool {
+        ToolArg::Nccl => Tool::Nccl,
+        ToolArg::Fio => Tool::Fio,
+        ToolArg::Stream => Tool::Stream,
+    };
+    let mut files = Vec::with_capacity(args.files.len());
+    let mut stdin_read = false;
+    for path in &args.files {
+        let (name, bytes) = if path.as_os_str() == "-" {
+            if stdin_read {
+                return Err(invalid("standard input (`-`) can be read only once", None));
+            }
+            stdin_read = true;
+            let mut buf = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
+            ("stdin".to_string(), buf)
+        } else {
+            let bytes = std::fs::read(path).map_err(|e| {
+                invalid(
+                    format!("cannot read {}: {e}", path.display()),
+                    Some("give the tool's output file"),
+                )
+            })?;
+            (path.display().to_string(), bytes)
+        };
+        files.push(ImportFile { name, bytes });
+    }
+    let env = if args.here {
+        EnvSource::Here
+    } else if let Some(p) = &args.env {
+        EnvSource::Capture(std::fs::read(p).map_err(|e| {
+            invalid(
+                format!("cannot read {}: {e}", p.display()),
+                Some("write it with `yardstick env --json > env.json` where the tool ran"),
+            )
+        })?)
+    } else if let Some(k) = &args.profile {
+        EnvSource::Profile(k.clone())
+    } else {
+        EnvSource::Unknown
+    };
+    let outcome = import::import(
+        tool,
+        &files,
+        &ImportOptions {
+            store: args.store.clone(),
+            warehouse: args.warehouse.clone(),
+            tool_info: super::run::tool_info(),
+            name: args.name.clone(),
+            env,
+            confidence_level: args.confidence,
+        },
+    )
+    .map_err(|e| match e {
+        RunError::Invalid(m) => invalid(m, None),
+        other => anyhow::Error::new(other),
+    })?;
+    for w in &outcome.warnings {
+        output::warn(w);
+    }
+    if g.json {
+        output::json(&outcome)?;
+        return Ok(Status::Ok);
+    }
+    let mut out = anstream::stdout().lock();
+    let (b, x, d) = (style::BOLD, style::RESET, style::DIM);
+    writeln!(
+        out,
+        "{b}{}{x}: {} file(s) of {} -> run {}",
+        outcome.name,
+        outcome.files.len(),
+        tool.display(),
+        outcome.run_id
+    )?;
+    writeln!(
+        out,
+        "  machine profile: {}",
+        outcome.machine_profile.as_deref().unwrap_or("(none)")
+    )?;
+    let width = outcome
+        .results
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(0);
+    for r in &outcome.results {
+        let ci = match r.ci {
+            Some([lo, hi]) => format!(
+                "  {d}[{lo:.4}, {hi:.4}] {:.0}% CI, n={}{x}",
+                outcome.confidence_level * 100.0,
+                r.n
+            ),
+            None => format!("  {d}n={}{x}", r.n),
+        };
+        writeln!(
+            out,
+            "  {:width$}  {:>12.4} {:<6}{ci}",
+            r.name, r.value, r.unit
+        )?;
+    }
+    writeln!(out, "  {}", outcome.dir.display())?;
+    Ok(Status::Ok)
+}
