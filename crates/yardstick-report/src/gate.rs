@@ -53,8 +53,13 @@ pub struct GateRow {
     pub ratio: Option<f64>,
     /// CI of the ratio.
     pub ci: Option<(f64, f64)>,
-    /// Tolerance in percent (gate results only).
+    /// Tolerance in percent, or in points for accuracy (gate results only).
     pub tolerance_pct: Option<f64>,
+    /// The profile's noise floor in percent, when the gate knew one.
+    pub noise_floor_pct: Option<f64>,
+    /// The ratio beyond which the metric regressed, as the gate computed it (the farther of
+    /// the tolerance's and the noise floor's bounds).
+    pub gate_bound: Option<f64>,
     /// Replicates (baseline, candidate).
     pub n: (usize, usize),
     /// Holm-adjusted p-value (gate) or Mann–Whitney p-value (comparison).
@@ -66,13 +71,29 @@ pub struct GateRow {
 }
 
 impl GateRow {
-    /// True when a higher ratio is better (throughput).
+    /// True when a higher ratio is better (throughput, accuracy).
     pub fn higher_is_better(&self) -> bool {
-        self.class == "throughput"
+        matches!(self.class.as_str(), "throughput" | "accuracy")
     }
 
-    /// The ratio beyond which the metric regressed (`1 ± tolerance`), when a tolerance is known.
+    /// `3 %`, or `2 pts` for accuracy.
+    pub fn tolerance_label(&self) -> String {
+        match self.tolerance_pct {
+            Some(t) if self.class == "accuracy" => format!("{} pts", crate::format::num(t)),
+            Some(t) => format!("{} %", crate::format::num(t)),
+            None => "-".into(),
+        }
+    }
+
+    /// The ratio beyond which the metric regressed: the gate's own bound when the result
+    /// carries it, else `1 ± tolerance` (not for accuracy, whose tolerance is in points).
     pub fn bound(&self) -> Option<f64> {
+        if self.gate_bound.is_some() {
+            return self.gate_bound;
+        }
+        if self.class == "accuracy" {
+            return None;
+        }
         let t = self.tolerance_pct? / 100.0;
         Some(if self.higher_is_better() {
             1.0 - t
@@ -218,6 +239,8 @@ impl GateView {
                     ratio: m["ratio"].as_f64(),
                     ci: ci(m),
                     tolerance_pct: m["tolerance_pct"].as_f64(),
+                    noise_floor_pct: m["noise_floor_pct"].as_f64(),
+                    gate_bound: m["bound"].as_f64(),
                     n,
                     p_value: m["p_holm"]
                         .as_f64()
@@ -303,5 +326,15 @@ mod tests {
         assert_eq!(c.rows[0].bound(), None);
 
         assert!(GateView::from_json(&serde_json::json!({"runs": []})).is_err());
+
+        // Accuracy: higher is better, tolerance in points, the gate's own bound wins.
+        let mut acc = g.rows[0].clone();
+        acc.class = "accuracy".into();
+        acc.tolerance_pct = Some(2.0);
+        assert!(acc.higher_is_better());
+        assert_eq!(acc.tolerance_label(), "2 pts");
+        assert_eq!(acc.bound(), None);
+        acc.gate_bound = Some(0.97);
+        assert_eq!(acc.bound(), Some(0.97));
     }
 }

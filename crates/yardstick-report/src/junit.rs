@@ -42,8 +42,7 @@ pub fn render(report: &Report) -> String {
                 format::delta_pct(m.ratio),
                 format::level_header(g.level),
                 format::delta_ci(m.ci),
-                m.tolerance_pct
-                    .map_or("-".into(), |t| format!("{} %", num(t))),
+                m.tolerance_label(),
                 m.verdict
                     .as_deref()
                     .map_or(String::new(), |v| format!("; {v}"))

@@ -113,8 +113,7 @@ pub fn render(report: &Report) -> String {
                 num(m.candidate),
                 format::delta_pct(m.ratio),
                 format::delta_ci(m.ci),
-                m.tolerance_pct
-                    .map_or("-".into(), |t| format!("{} %", num(t))),
+                m.tolerance_label(),
                 verdict_mark(v),
                 v,
                 cell(m.reason.as_deref().unwrap_or(""))
