@@ -362,17 +362,26 @@ fn confirm_keeps_a_reproducible_fail_and_downgrades_one_that_does_not_reproduce(
     let store = tmp.path().join("store");
     let a = run(&store, "a", &fast.url);
     let b = run(&store, "b", &slow.url);
-    assert_eq!(cmd(&store, &["baseline", "save", &a]).status.code(), Some(0));
+    assert_eq!(
+        cmd(&store, &["baseline", "save", &a]).status.code(),
+        Some(0)
+    );
 
     // The slow server is still slow: the re-run fails too, FAIL stands.
     let out = cmd(&store, &["gate", &b, "--confirm", "--json", "-q"]);
     let g = json(&out);
     assert_eq!(out.status.code(), Some(3), "{g}");
-    let again = g["confirm_run"].as_str().expect("a confirmation run").to_string();
+    let again = g["confirm_run"]
+        .as_str()
+        .expect("a confirmation run")
+        .to_string();
     let ttft = metric(&g, "ttft_ms", "p50");
     assert_eq!(ttft["verdict"], "FAIL");
     assert!(
-        ttft["reason"].as_str().unwrap().contains(&format!("confirmed by re-run {again}")),
+        ttft["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("confirmed by re-run {again}")),
         "{ttft}"
     );
     // The confirmation is a stored run of the same spec with only the failing point.
@@ -408,7 +417,10 @@ fn calibrate_records_a_a_comparisons_and_refuses_a_different_spec() {
     let b = run(&store, "b", &other.url);
     drop((sim, other));
 
-    let out = cmd(&store, &["gate", &a2, "--baseline", &a, "--calibrate", "--json"]);
+    let out = cmd(
+        &store,
+        &["gate", &a2, "--baseline", &a, "--calibrate", "--json"],
+    );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let c = json(&out);
     assert!(c["recorded"].as_u64().unwrap() >= 4, "{c}");
@@ -421,7 +433,10 @@ fn calibrate_records_a_a_comparisons_and_refuses_a_different_spec() {
     // One comparison is not enough for a floor.
     assert!(ttft["floor_pct"].is_null(), "{ttft}");
     // The same pair again replaces its rows instead of counting twice.
-    let c = json(&cmd(&store, &["gate", &a2, "--baseline", &a, "--calibrate", "--json"]));
+    let c = json(&cmd(
+        &store,
+        &["gate", &a2, "--baseline", &a, "--calibrate", "--json"],
+    ));
     let ttft = c["floors"]
         .as_array()
         .unwrap()
@@ -433,7 +448,11 @@ fn calibrate_records_a_a_comparisons_and_refuses_a_different_spec() {
     // The table is in the warehouse.
     let q = json(&cmd(
         &store,
-        &["query", "SELECT COUNT(*) AS n FROM gate_calibrations", "--json"],
+        &[
+            "query",
+            "SELECT COUNT(*) AS n FROM gate_calibrations",
+            "--json",
+        ],
     ));
     assert!(q.to_string().contains(&c["recorded"].to_string()), "{q}");
 
@@ -453,14 +472,26 @@ fn an_imported_baseline_file_gates_in_another_store() {
     drop(sim);
     assert_eq!(cmd(&s1, &["baseline", "save", &a]).status.code(), Some(0));
     let dir = tmp.path().join("baselines");
-    let out = cmd(&s1, &["baseline", "export", "--dir", dir.to_str().unwrap(), "--json"]);
+    let out = cmd(
+        &s1,
+        &[
+            "baseline",
+            "export",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--json",
+        ],
+    );
     let file = json(&out)["files"][0].as_str().unwrap().to_string();
 
     // Without a baseline, `auto` is invalid input; a directory of baseline files works.
     assert_eq!(cmd(&s2, &["gate", &b]).status.code(), Some(2));
     // (A/A: PASS, or INCONCLUSIVE when this loaded machine's noise reaches the bound; never
     // FAIL.)
-    let out = cmd(&s2, &["gate", &b, "--baseline", dir.to_str().unwrap(), "--json"]);
+    let out = cmd(
+        &s2,
+        &["gate", &b, "--baseline", dir.to_str().unwrap(), "--json"],
+    );
     assert!(matches!(out.status.code(), Some(0 | 4)), "{out:?}");
     assert_eq!(json(&out)["comparison"]["baseline_run"], a.as_str());
 
@@ -474,7 +505,11 @@ fn an_imported_baseline_file_gates_in_another_store() {
     assert!(matches!(out.status.code(), Some(0 | 4)), "{g}");
     assert_eq!(g["comparison"]["baseline_run"], a.as_str());
     // The spec and env came with the file: the comparison saw identical specs.
-    assert_eq!(g["comparison"]["spec_diffs"].as_array().unwrap().len(), 0, "{g}");
+    assert_eq!(
+        g["comparison"]["spec_diffs"].as_array().unwrap().len(),
+        0,
+        "{g}"
+    );
     assert!(
         g["comparison"]["warnings"]
             .as_array()
@@ -564,4 +599,41 @@ fn init_ci_github_writes_a_workflow_whose_commands_exist() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
+fn a_relative_store_is_recorded_as_an_absolute_location() {
+    let sim = sim_with_ttft(40);
+    let tmp = tempfile::tempdir().unwrap();
+    let spec_path = tmp.path().join("s.yaml");
+    std::fs::write(&spec_path, spec(&sim.url)).unwrap();
+    let out = yardstick()
+        .current_dir(tmp.path())
+        .args(["run", "s.yaml", "--store", "rel-store", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    drop(sim);
+    let store = tmp.path().join("rel-store");
+    let id = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    // From another working directory, the run's spec is found through its stored location.
+    let shown = json(&cmd(&store, &["runs", "show", &id, "--json"]));
+    let location = shown["run"]["location"].as_str().unwrap();
+    assert!(Path::new(location).is_absolute(), "{shown}");
+    let c = json(&cmd(&store, &["compare", &id, &id, "--json"]));
+    assert!(
+        c["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| !w.as_str().unwrap().contains("missing")),
+        "{c}"
+    );
 }

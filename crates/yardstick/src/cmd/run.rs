@@ -76,8 +76,12 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let text = String::from_utf8(bytes)?;
     let mut plan = yardstick_run::plan(&spec);
     if !args.only.is_empty() {
-        plan.restrict(&args.only)
-            .map_err(|e| invalid(e, Some("list the point ids with `yardstick run SPEC --dry-run`")))?;
+        plan.restrict(&args.only).map_err(|e| {
+            invalid(
+                e,
+                Some("list the point ids with `yardstick run SPEC --dry-run`"),
+            )
+        })?;
     }
     // The key is checked before anything runs.
     yardstick_run::signing_key(&spec).map_err(|e| {
@@ -99,11 +103,14 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if verbosity() >= 0 && !g.json {
         print_plan(&plan);
     }
+    // The warehouse records where the run directory is; a relative path would only resolve from
+    // this working directory.
+    let store = std::path::absolute(&args.store).unwrap_or_else(|_| args.store.clone());
     let outcome = execute_spec(
         &text,
         &spec,
         &Execution {
-            store: args.store.clone(),
+            store,
             warehouse: args.warehouse.clone(),
             resume: args.resume.clone(),
             seed: args.seed,
@@ -123,6 +130,22 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             if outcome.signed { ", signed" } else { "" }
         )?;
         writeln!(out, "  {}", outcome.dir.display())?;
+        // Training points classified on the run's own micro ceilings (summary.json).
+        for p in outcome.summary["bottlenecks"]["points"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            writeln!(
+                out,
+                "  {}: {}-bound",
+                p["point"].as_str().unwrap_or("?"),
+                p["bottleneck"].as_str().unwrap_or("undetermined")
+            )?;
+            for e in p["evidence"].as_array().into_iter().flatten() {
+                writeln!(out, "    - {}", e.as_str().unwrap_or_default())?;
+            }
+        }
         if outcome.status == "incomplete" {
             writeln!(
                 out,
