@@ -94,8 +94,13 @@ pub fn run(config: &MicroConfig, policy: &TrialPolicy) -> Result<MicroReport, Mi
             let cpu = yardstick_env::cpu::detect();
             let has_bf16 = cpu.has("avx512_bf16") || cpu.has("amx_bf16") || cpu.has("bf16");
             let reason = if name == "bf16" && has_bf16 {
-                "the gemm crate has no bf16 kernel (this CPU has bf16 instructions); measure \
-                 fp32 instead"
+                // Checked for gemm 0.19 and candle-core 0.11.1: gemm has f32/f64/f16 kernels
+                // and a generic fallback, no bf16 one; candle's CPU bf16 matmul converts both
+                // operands to f32, runs the f32 gemm and converts back ("no bf16 gemm kernel
+                // yet"), so timing it would report an f32 figure under a bf16 name.
+                "unsupported: this CPU has bf16 instructions (avx512_bf16/amx) but no Rust \
+                 kernel here uses them (gemm 0.19 has none; candle-core's CPU bf16 matmul \
+                 widens to f32); the f32 figure is the CPU peak"
                     .to_owned()
             } else {
                 format!("no {name} CPU GEMM kernel; measure fp32 or fp64")

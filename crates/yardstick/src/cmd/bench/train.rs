@@ -144,7 +144,8 @@ mod imp {
                 })?;
                 (
                     bw,
-                    "measured (STREAM triad, 1 replicate of 5 iterations)".to_string(),
+                    "measured (STREAM triad, 32 MiB arrays, 1 replicate of 5 iterations)"
+                        .to_string(),
                 )
             }
         };
@@ -223,7 +224,7 @@ mod imp {
         Ok(if rising { Status::Failure } else { Status::Ok })
     }
 
-    /// A short STREAM triad (one replicate, 5 iterations, default array size) on the trainer's
+    /// A short STREAM triad (one replicate, 5 iterations, 32 MiB arrays) on the trainer's
     /// threads: the bandwidth ceiling of the roofline.
     fn measure_triad(
         threads: Option<usize>,
@@ -231,6 +232,8 @@ mod imp {
         use yardstick_workloads::micro::{self, MicroConfig, TrialPolicy};
         let mut config = MicroConfig::new(yardstick_spec::MicroKind::Memory);
         config.threads = threads;
+        // 3 arrays of 32 MiB: past the last-level cache of most CPUs, and quick.
+        config.sizes = vec![32 << 20];
         let policy = TrialPolicy {
             replicates: 1,
             iterations: Some(5),
