@@ -197,6 +197,7 @@ pub fn histogram(title: &str, data: &[f64], log: bool) -> Result<Option<String>,
             .build_cartesian_2d(x0..x1, 0.0..ymax)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .x_desc(if log { "ms (log scale)" } else { "ms" })
             .y_desc("requests")
             .x_labels(10)
@@ -333,6 +334,7 @@ pub fn latency_cdf(r: &RunReport) -> Result<Section, ReportError> {
                 .build_cartesian_2d(x0..x1, 0.0..1.0)?;
             chart
                 .configure_mesh()
+                .light_line_style(TRANSPARENT)
                 .x_desc("ms")
                 .y_desc("fraction of requests")
                 .x_label_formatter(&|v| num(*v))
@@ -455,6 +457,7 @@ pub fn throughput_latency(r: &RunReport) -> Result<Section, ReportError> {
                 .build_cartesian_2d(x0..x1, 0.0..y1)?;
             chart
                 .configure_mesh()
+                .light_line_style(TRANSPARENT)
                 .x_desc(x_unit)
                 .y_desc("ms")
                 .x_label_formatter(&|v| num(*v))
@@ -551,6 +554,7 @@ pub fn percentiles(r: &RunReport) -> Result<Section, ReportError> {
                 .build_cartesian_2d(-0.5..n - 0.5, 0.0..y1.max(1e-9))?;
             chart
                 .configure_mesh()
+                .light_line_style(TRANSPARENT)
                 .disable_x_mesh()
                 .x_labels(serve.len().clamp(2, 12))
                 .x_label_formatter(&|v| {
@@ -643,6 +647,7 @@ pub fn step_times(r: &RunReport) -> Result<Section, ReportError> {
                 .build_cartesian_2d(x0..x1, 0.0..y1.max(1e-9))?;
             chart
                 .configure_mesh()
+                .light_line_style(TRANSPARENT)
                 .x_desc("step")
                 .y_desc("step time (s)")
                 .y_label_formatter(&|v| num(*v))
@@ -711,6 +716,7 @@ pub fn scaling(r: &RunReport) -> Result<Section, ReportError> {
             .build_cartesian_2d(x0..x1, 0.0..y1)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .x_desc("world size")
             .y_desc("efficiency")
             .x_label_formatter(&|v| num(*v))
@@ -808,6 +814,7 @@ pub fn rank_boxes(r: &RunReport) -> Result<Section, ReportError> {
                 .build_cartesian_2d(-0.5..n - 0.5, 0.0..y1.max(1e-9))?;
             chart
                 .configure_mesh()
+                .light_line_style(TRANSPARENT)
                 .disable_x_mesh()
                 .x_labels(data.len().clamp(2, 16))
                 .x_label_formatter(&|v| {
@@ -921,6 +928,7 @@ pub fn telemetry(r: &RunReport) -> Result<Section, ReportError> {
                 .build_cartesian_2d(x0..x1, y0.max(0.0)..y1)?;
             chart
                 .configure_mesh()
+                .light_line_style(TRANSPARENT)
                 .x_desc("seconds since start")
                 .y_desc(metric)
                 .y_label_formatter(&|v| num(*v))
@@ -1024,6 +1032,7 @@ pub fn gate_ratios(g: &GateView) -> Result<Section, ReportError> {
             .build_cartesian_2d(x0..x1, -0.5..n as f64 - 0.5)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .disable_y_mesh()
             .y_labels(n.max(2))
             .y_label_formatter(&|v| {
