@@ -1,14 +1,15 @@
-//! `cargo bench -p yardstick-stats`: the three workloads the issue sets a 1 s target for.
+//! `cargo bench -p yardstick-stats`: the workloads issue 3 sets a 1 s target for, plus parsing
+//! and the cluster bootstrap.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
-use yardstick_stats::bootstrap::{BootstrapConfig, Method, Statistic, bootstrap_ci};
-use yardstick_stats::descriptive::Descriptive;
+use yardstick_stats::bootstrap::{
+    BootstrapConfig, Method, Statistic, abc_mean_ci, bootstrap_ci, cluster_bootstrap_ci,
+};
 use yardstick_stats::hypothesis::mann_whitney;
-use yardstick_stats::percentile::{percentile_sorted, quantile_ci_sorted};
-use yardstick_stats::{outliers, report, steady_state, tail};
+use yardstick_stats::{report, samples};
 
 /// Log-normal-ish latencies (ms): a skewed body with a tail, like real serving data.
 fn latencies(n: usize, seed: u64) -> Vec<f64> {
@@ -27,38 +28,22 @@ fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("stats");
     g.sample_size(10);
 
-    // The whole of `summarize` (what `yardstick stats summarize` computes after parsing): at
-    // 1e6 samples the median's BCa interval uses 10,000 resamples, the mean's 1,000.
+    // The CLI's input: one number per line, 4 decimals, as `yardstick stats summarize` reads.
     let big = latencies(1_000_000, 1);
-    g.bench_function("summarize 1e6 with bootstrap CIs", |b| {
-        b.iter(|| report::summarize(black_box(&big), &report::Options::default()).unwrap())
+    let text: String = big.iter().map(|x| format!("{x:.4}\n")).collect();
+    g.bench_function("parse 1e6 lines", |b| {
+        b.iter(|| samples::parse(black_box(&text)).unwrap())
     });
 
-    // Everything `summarize` reports except the bootstrap intervals of mean and median.
-    g.bench_function("summarize 1e6 without bootstrap", |b| {
-        b.iter(|| {
-            let d = Descriptive::of(black_box(&big)).unwrap();
-            let s = {
-                let mut s = big.clone();
-                s.sort_unstable_by(f64::total_cmp);
-                s
-            };
-            let p: Vec<f64> = [0.5, 0.9, 0.95, 0.99]
-                .iter()
-                .map(|&q| percentile_sorted(&s, q))
-                .collect();
-            let cis: Vec<_> = [0.5, 0.9, 0.95, 0.99]
-                .iter()
-                .map(|&q| quantile_ci_sorted(&s, q, 0.95).ok())
-                .collect();
-            let o = (
-                outliers::tukey(&big).unwrap(),
-                outliers::mad_z(&big).unwrap(),
-            );
-            let m = steady_state::mser5(&big).ok();
-            let t = tail::normal_tail(&big, 0.99).ok();
-            black_box((d, p, cis, o, m, t))
-        })
+    // Everything `yardstick stats summarize --json` computes after parsing: descriptive stats,
+    // percentiles and their order-statistic CIs, the mean's ABC interval, the median's BCa
+    // interval (10,000 resamples), Tukey and MAD outliers, normal tail, MSER-5.
+    let parsed = samples::parse(&text).unwrap();
+    g.bench_function("summarize 1e6 (as the CLI)", |b| {
+        b.iter(|| report::summarize(black_box(&parsed), &report::Options::default()).unwrap())
+    });
+    g.bench_function("ABC interval of the mean, 1e6", |b| {
+        b.iter(|| abc_mean_ci(black_box(&big), 0.95).unwrap())
     });
 
     let mid = latencies(10_000, 2);
@@ -76,12 +61,27 @@ fn benches(c: &mut Criterion) {
     g.bench_function("Mann-Whitney U 1e5 x 1e5", |b| {
         b.iter(|| mann_whitney(black_box(&x), black_box(&y)).unwrap())
     });
+
+    // Cluster bootstrap over 10 replicates of 10,000 samples (10^5 pooled), each replicate
+    // with its own level so that between-run variance matters.
+    let reps: Vec<Vec<f64>> = (0..10)
+        .map(|r| {
+            let shift = 1.0 + 0.02 * r as f64;
+            latencies(10_000, 10 + r)
+                .iter()
+                .map(|v| v * shift)
+                .collect()
+        })
+        .collect();
+    g.bench_function("cluster BCa of the median, 10k resamples, 10 x 1e4", |b| {
+        b.iter(|| cluster_bootstrap_ci(black_box(&reps), Statistic::Median, &cfg).unwrap())
+    });
     let mean_cfg = BootstrapConfig {
         resamples: 1_000,
         ..cfg
     };
-    g.bench_function("BCa bootstrap of the mean, 1k resamples of 1e6", |b| {
-        b.iter(|| bootstrap_ci(black_box(&big), Statistic::Mean, &mean_cfg).unwrap())
+    g.bench_function("cluster BCa of the mean, 1k resamples, 10 x 1e4", |b| {
+        b.iter(|| cluster_bootstrap_ci(black_box(&reps), Statistic::Mean, &mean_cfg).unwrap())
     });
     g.finish();
 }

@@ -126,10 +126,48 @@ pub fn mad(data: &[f64]) -> Result<f64, StatsError> {
     Ok(mad_about(&s, median_sorted(&s)))
 }
 
-fn mad_about(data: &[f64], median: f64) -> f64 {
-    let mut dev: Vec<f64> = data.iter().map(|x| (x - median).abs()).collect();
-    dev.sort_unstable_by(f64::total_cmp);
-    median_sorted(&dev)
+/// The MAD of sorted data about `median`, in O(n) without sorting the deviations: they are
+/// [`sorted_deviations`], and only the middle one or two are needed.
+pub(crate) fn mad_about(sorted_data: &[f64], median: f64) -> f64 {
+    let n = sorted_data.len();
+    let mut dev = sorted_deviations(sorted_data, median).skip((n - 1) / 2);
+    let a = dev.next().unwrap_or(f64::NAN);
+    if n % 2 == 1 {
+        a
+    } else {
+        // As `median_sorted`: the mean of the two middle values.
+        (a + dev.next().unwrap_or(a)) / 2.0
+    }
+}
+
+/// `|x - center|` for every x of sorted data, in ascending order, by merging the two runs that
+/// are already sorted (below `center`, read backwards, and from `center` on). The values are the
+/// same floats as sorting the deviations (rounding is symmetric and monotone), in O(n).
+pub(crate) fn sorted_deviations(
+    sorted_data: &[f64],
+    center: f64,
+) -> impl Iterator<Item = f64> + '_ {
+    let split = sorted_data.partition_point(|x| *x < center);
+    let (mut below, mut above) = (split, split);
+    std::iter::from_fn(move || {
+        let lo = (below > 0).then(|| (sorted_data[below - 1] - center).abs());
+        let hi = sorted_data.get(above).map(|x| (x - center).abs());
+        match (lo, hi) {
+            (Some(l), Some(h)) if l < h => {
+                below -= 1;
+                Some(l)
+            }
+            (_, Some(h)) => {
+                above += 1;
+                Some(h)
+            }
+            (Some(l), None) => {
+                below -= 1;
+                Some(l)
+            }
+            (None, None) => None,
+        }
+    })
 }
 
 /// Streaming mean, variance, skewness, min and max (Welford's update, extended to the third

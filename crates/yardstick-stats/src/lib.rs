@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod bootstrap;
+mod cluster;
 pub mod descriptive;
 pub mod early_stopping;
 mod error;

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::descriptive::{mad_about, sorted_deviations};
 use crate::percentile::{median_sorted, percentile_sorted};
 use crate::{StatsError, check_finite, sorted};
 
@@ -23,8 +24,12 @@ pub struct TukeyOutliers {
 /// and k = 3 (severe). A sample exactly on a fence is not an outlier.
 pub fn tukey(data: &[f64]) -> Result<TukeyOutliers, StatsError> {
     check_finite(data)?;
-    let s = sorted(data);
-    let (q1, q3) = (percentile_sorted(&s, 0.25), percentile_sorted(&s, 0.75));
+    Ok(tukey_sorted(data, &sorted(data)))
+}
+
+/// Like [`tukey`], given a sorted copy of `data` (finite, non-empty; not checked).
+pub fn tukey_sorted(data: &[f64], s: &[f64]) -> TukeyOutliers {
+    let (q1, q3) = (percentile_sorted(s, 0.25), percentile_sorted(s, 0.75));
     let iqr = q3 - q1;
     let (mut mild, mut severe) = (Vec::new(), Vec::new());
     for (i, &x) in data.iter().enumerate() {
@@ -34,12 +39,12 @@ pub fn tukey(data: &[f64]) -> Result<TukeyOutliers, StatsError> {
             mild.push(i);
         }
     }
-    Ok(TukeyOutliers {
+    TukeyOutliers {
         q1,
         q3,
         mild,
         severe,
-    })
+    }
 }
 
 /// The constant 0.6745 ≈ Φ⁻¹(0.75) makes the MAD a consistent estimator of σ for normal data.
@@ -63,15 +68,19 @@ pub struct MadOutliers {
 /// does), and if that is 0 too, every sample equals the median and none is an outlier.
 pub fn mad_z(data: &[f64]) -> Result<MadOutliers, StatsError> {
     check_finite(data)?;
-    let s = sorted(data);
-    let median = median_sorted(&s);
-    let mut dev: Vec<f64> = s.iter().map(|x| (x - median).abs()).collect();
-    dev.sort_unstable_by(f64::total_cmp);
-    let mad = median_sorted(&dev);
+    Ok(mad_z_sorted(data, &sorted(data)))
+}
+
+/// Like [`mad_z`], given a sorted copy of `data` (finite, non-empty; not checked). O(n): the
+/// deviations are merged from the sorted data, not sorted again.
+pub fn mad_z_sorted(data: &[f64], s: &[f64]) -> MadOutliers {
+    let median = median_sorted(s);
+    let mad = mad_about(s, median);
     let scale = if mad > 0.0 {
         mad / MAD_Z_CONSTANT
     } else {
-        let mean_ad = dev.iter().sum::<f64>() / dev.len() as f64;
+        // Summed in ascending order of deviation, as before the merge replaced the sort.
+        let mean_ad = sorted_deviations(s, median).fold(0.0, |acc, x| acc + x) / s.len() as f64;
         mean_ad * (std::f64::consts::PI / 2.0).sqrt()
     };
     let indices = if scale > 0.0 {
@@ -83,11 +92,11 @@ pub fn mad_z(data: &[f64]) -> Result<MadOutliers, StatsError> {
     } else {
         Vec::new()
     };
-    Ok(MadOutliers {
+    MadOutliers {
         median,
         mad,
         indices,
-    })
+    }
 }
 
 /// A copy of `data` without the samples at `indices` (trimming, when the policy asks for it).

@@ -23,8 +23,8 @@ pub struct Options {
     pub level: f64,
     /// Bootstrap seed.
     pub seed: u64,
-    /// Bootstrap resamples; `None` picks [`DEFAULT_RESAMPLES`] (median, ratio of medians) and
-    /// [`default_mean_resamples`] (mean) for the sample size.
+    /// Bootstrap resamples of the median's and the ratio of medians' BCa intervals; `None`
+    /// picks [`DEFAULT_RESAMPLES`]. (The mean's interval is ABC: analytic, no resamples.)
     pub resamples: Option<usize>,
 }
 
@@ -38,10 +38,11 @@ impl Default for Options {
     }
 }
 
-/// The number of bootstrap resamples for `n` samples when every resample is materialised (the
-/// cluster bootstrap: ~15 ns per draw): 10,000, reduced for large samples so a bootstrap stays
-/// near 10⁸ draws (never below 200). `summarize` and `compare` use [`DEFAULT_RESAMPLES`] and
-/// [`default_mean_resamples`] instead.
+/// The number of bootstrap resamples for `n` samples when every resample costs O(n) draws (a
+/// bootstrap of the mean): 10,000, reduced for large samples so a bootstrap stays near 10⁸
+/// draws (never below 200). `summarize` and `compare` use [`DEFAULT_RESAMPLES`] for the median
+/// and the ABC interval for the mean instead; quantile and cluster bootstraps cost O(1) and
+/// O(k log² n) per resample, so 10,000 is affordable for them at any n.
 pub fn default_resamples(n: usize) -> usize {
     (100_000_000 / n.max(1)).clamp(200, 10_000)
 }
@@ -49,14 +50,6 @@ pub fn default_resamples(n: usize) -> usize {
 /// The default number of bootstrap resamples for quantiles (the median) and the ratio of
 /// medians, at any n: a resample's quantile is drawn exactly in O(1), whatever n.
 pub const DEFAULT_RESAMPLES: usize = 10_000;
-
-/// The default number of bootstrap resamples for the mean of `n` samples: 10,000 up to 10⁵
-/// samples, then a budget of 10⁹ draws, never below 1,000 (Efron & Tibshirani 1993, §19.3:
-/// B ≈ 1,000 suffices for percentile and BCa endpoints; see docs/stats.md for the Monte Carlo
-/// error). Every resample of the mean needs n draws, ~1 ns each.
-pub fn default_mean_resamples(n: usize) -> usize {
-    (1_000_000_000 / n.max(1)).clamp(1_000, DEFAULT_RESAMPLES)
-}
 
 /// A `[lower, upper]` pair.
 pub type Interval = [f64; 2];
@@ -66,16 +59,16 @@ pub type Interval = [f64; 2];
 pub struct SummaryCi {
     /// Confidence level.
     pub level: f64,
-    /// How the mean and median intervals were computed ("bca").
-    pub method: Method,
+    /// How the mean's interval was computed: "abc", BCa's analytic approximation (no
+    /// resampling, no Monte Carlo error; see docs/stats.md).
+    pub mean_method: Method,
+    /// How the median's interval was computed: "bca" (bootstrap).
+    pub median_method: Method,
     /// Bootstrap resamples drawn for the median.
     pub resamples: usize,
-    /// Bootstrap resamples drawn for the mean (fewer than `resamples` only above 10⁵ samples,
-    /// unless set).
-    pub mean_resamples: usize,
-    /// Bootstrap seed.
+    /// Bootstrap seed (the median's interval; the mean's does not depend on it).
     pub seed: u64,
-    /// BCa interval of the mean; `None` when n < 2 or the bootstrap is degenerate.
+    /// ABC interval of the mean; `None` when n < 2.
     pub mean: Option<Interval>,
     /// BCa interval of the median; `None` when n < 2 or the bootstrap is degenerate.
     pub median: Option<Interval>,
@@ -174,12 +167,13 @@ fn check_level(level: f64) -> Result<(), StatsError> {
 pub fn summarize(data: &[f64], opts: &Options) -> Result<Summary, StatsError> {
     check_finite(data)?;
     check_level(opts.level)?;
+    // One sorted copy serves every order statistic below (percentiles, their intervals, the
+    // median's bootstrap, the MAD, Tukey's quartiles, the tail).
     let s = sorted(data);
     let d = Descriptive::of_sorted(&s);
     let n = d.n;
     let resamples = opts.resamples.unwrap_or(DEFAULT_RESAMPLES);
-    let mean_resamples = opts.resamples.unwrap_or_else(|| default_mean_resamples(n));
-    let boot = |stat, resamples| {
+    let boot = |stat, method| {
         if n < 2 {
             return None;
         }
@@ -187,7 +181,7 @@ pub fn summarize(data: &[f64], opts: &Options) -> Result<Summary, StatsError> {
             resamples,
             level: opts.level,
             seed: opts.seed,
-            method: Method::Bca,
+            method,
         };
         bootstrap::bootstrap_ci_sorted(&s, stat, &cfg)
             .ok()
@@ -199,8 +193,8 @@ pub fn summarize(data: &[f64], opts: &Options) -> Result<Summary, StatsError> {
             .map(|ci| [ci.lower, ci.upper])
     };
     let min_n = |q| min_samples_for_quantile_ci(q, opts.level);
-    let tukey = outliers::tukey(data)?;
-    let mad = outliers::mad_z(data)?;
+    let tukey = outliers::tukey_sorted(data, &s);
+    let mad = outliers::mad_z_sorted(data, &s);
     Ok(Summary {
         n,
         mean: d.mean,
@@ -217,12 +211,12 @@ pub fn summarize(data: &[f64], opts: &Options) -> Result<Summary, StatsError> {
         skewness: d.skewness,
         ci: SummaryCi {
             level: opts.level,
-            method: Method::Bca,
+            mean_method: Method::Abc,
+            median_method: Method::Bca,
             resamples,
-            mean_resamples,
             seed: opts.seed,
-            mean: boot(Statistic::Mean, mean_resamples),
-            median: boot(Statistic::Median, resamples),
+            mean: boot(Statistic::Mean, Method::Abc),
+            median: boot(Statistic::Median, Method::Bca),
             p50: pci(0.5),
             p90: pci(0.9),
             p95: pci(0.95),
@@ -242,7 +236,7 @@ pub fn summarize(data: &[f64], opts: &Options) -> Result<Summary, StatsError> {
             tukey_severe_indices: tukey.severe,
             mad_indices: mad.indices,
         },
-        normal_tail: tail::normal_tail(data, 0.99).ok(),
+        normal_tail: tail::normal_tail_of(&d, &s, 0.99).ok(),
         steady_state: steady_state::mser5(data).ok(),
     })
 }

@@ -133,17 +133,30 @@ pub(crate) fn order_statistic_indices(
     k: usize,
     pair: bool,
 ) -> (usize, usize) {
-    debug_assert!(k < n);
+    order_statistic_indices_of(rng, n, n as u64, k as u64, pair)
+}
+
+/// Like [`order_statistic_indices`] for `draws` uniform draws (with replacement) from `n`
+/// sorted values: the 0-based indices of the draws' order statistics at 0-based ranks `k` and,
+/// when `pair`, `k + 1` (clamped to `k` at the top).
+pub(crate) fn order_statistic_indices_of(
+    rng: &mut ChaCha8Rng,
+    n: usize,
+    draws: u64,
+    k: u64,
+    pair: bool,
+) -> (usize, usize) {
+    debug_assert!(k < draws && n > 0);
     let nf = n as f64;
-    // 1-based rank k + 1 of n: Beta(k + 1, n − k).
-    let u = beta(rng, (k + 1) as f64, (n - k) as f64);
+    // 1-based rank k + 1 of `draws` uniforms: Beta(k + 1, draws − k).
+    let u = beta(rng, (k + 1) as f64, (draws - k) as f64);
     let to_index = |u: f64| ((nf * u).ceil() as usize).clamp(1, n) - 1;
     let first = to_index(u);
-    if !pair || k + 1 >= n {
+    if !pair || k + 1 >= draws {
         return (first, first);
     }
-    // The least of the n − k − 1 uniforms above u: 1 − V^(1/(n−k−1)).
-    let m = -(open01(rng).ln() / (n - k - 1) as f64).exp_m1();
+    // The least of the draws − k − 1 uniforms above u: 1 − V^(1/(draws−k−1)).
+    let m = -(open01(rng).ln() / (draws - k - 1) as f64).exp_m1();
     let u2 = u + (1.0 - u) * m;
     (first, to_index(u2).max(first))
 }
@@ -199,8 +212,20 @@ pub(crate) fn resample_mean(
             .extend((0..n).map(|_| data[rng.random_range(0..n)]));
         return mean(&scratch.gathered);
     }
-    let mut left_draws = n as u64;
-    let mut left_size = n as u64;
+    blocked_sum(rng, data, blocks, n as u64, scratch) / n as f64
+}
+
+/// The sum of `draws` uniform draws with replacement from `data` (laid out in `blocks`), exact
+/// in distribution: multinomial block counts as conditional binomials, then bit-field indices.
+pub(crate) fn blocked_sum(
+    rng: &mut ChaCha8Rng,
+    data: &[f64],
+    blocks: &[(usize, u32)],
+    draws: u64,
+    scratch: &mut MeanScratch,
+) -> f64 {
+    let mut left_draws = draws;
+    let mut left_size = data.len() as u64;
     let mut total = 0.0;
     for (i, &(start, lg)) in blocks.iter().enumerate() {
         let size = 1u64 << lg;
@@ -218,7 +243,7 @@ pub(crate) fn resample_mean(
             break;
         }
     }
-    total / n as f64
+    total
 }
 
 /// The sum of `c` uniform draws from `block` (2^lg values), indices taken as lg-bit fields.
@@ -330,7 +355,7 @@ pub(crate) fn threads_for(draws: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -441,7 +466,7 @@ mod tests {
     }
 
     /// Two-sample Kolmogorov–Smirnov statistic.
-    fn ks(mut a: Vec<f64>, mut b: Vec<f64>) -> f64 {
+    pub(crate) fn ks(mut a: Vec<f64>, mut b: Vec<f64>) -> f64 {
         a.sort_by(f64::total_cmp);
         b.sort_by(f64::total_cmp);
         let (mut i, mut j, mut d) = (0, 0, 0.0f64);

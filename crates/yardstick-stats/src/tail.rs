@@ -34,7 +34,11 @@ pub fn normal_tail(data: &[f64], q: f64) -> Result<NormalTail, StatsError> {
         )));
     }
     let s = sorted(data);
-    let d = Descriptive::of_sorted(&s);
+    normal_tail_of(&Descriptive::of_sorted(&s), &s, q)
+}
+
+/// [`normal_tail`] from the descriptive statistics of the sorted data `s` (`q` in (0, 1)).
+pub(crate) fn normal_tail_of(d: &Descriptive, s: &[f64], q: f64) -> Result<NormalTail, StatsError> {
     let sd = d.stddev.ok_or(StatsError::NotEnoughSamples {
         what: "a standard deviation".into(),
         needed: 2,
@@ -42,7 +46,7 @@ pub fn normal_tail(data: &[f64], q: f64) -> Result<NormalTail, StatsError> {
     })?;
     let z = Normal::standard().inverse_cdf(q);
     let normal = d.mean + z * sd;
-    let empirical = percentile_sorted(&s, q);
+    let empirical = percentile_sorted(s, q);
     let relative_error = (empirical != 0.0).then(|| (normal - empirical) / empirical);
     Ok(NormalTail {
         q,

@@ -276,9 +276,13 @@ fn same_seed_same_output_and_the_seed_is_used() {
     assert_eq!(x, y);
     assert_eq!(x["ci"]["seed"], 7);
     assert_ne!(
-        x["ci"]["mean"], z["ci"]["mean"],
+        x["ci"]["median"], z["ci"]["median"],
         "a different seed draws different resamples"
     );
+    // The mean's interval is ABC: analytic, no resampling, so the seed does not move it.
+    assert_eq!(x["ci"]["mean_method"], "abc");
+    assert_eq!(x["ci"]["median_method"], "bca");
+    assert_eq!(x["ci"]["mean"], z["ci"]["mean"]);
 }
 
 #[test]
