@@ -10,7 +10,9 @@
 # CONCURRENCY (default "256 1024"), REQUESTS (measured requests per level; default 8 × level),
 # TTFT_MS (50), ITL_MS (10), OUTPUT_TOKENS (100), KEEP (keep the work directory),
 # NICE (e.g. -10: run simulator and client at that niceness, to shield the measurement from
-# other work on a shared machine; needs root; default: unchanged).
+# other work on a shared machine; needs root; default: unchanged); NO_PEERS=1 skips the peers'
+# side-by-side run (scripts/bench-peers.sh, at PEERS_CONCURRENCY, default 256) that follows when
+# their venvs exist.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -88,3 +90,11 @@ print(f"{c:<6d} {rps:9.1f} {ideal:9.1f} {100 * rps / ideal:6.1f}% {summary['ttft
 PY
 done
 echo "ttft_err = client TTFT (scheduled -> first content event) - sim TTFT (received -> first token written), per request joined by X-Request-Id"
+
+# Peers side by side (genai-bench, aiperf), when their scratch venvs exist (see
+# scripts/bench-peers.sh); NO_PEERS=1 skips them.
+PEERS=${PEERS:-/var/tmp/yardstick-peers}
+if [[ -z ${NO_PEERS:-} ]] && [[ -x $PEERS/aiperf-venv/bin/aiperf || -x $PEERS/genai-venv/bin/genai-bench ]]; then
+  echo
+  YARDSTICK_BIN=$BIN CONCURRENCY=${PEERS_CONCURRENCY:-256} scripts/bench-peers.sh
+fi

@@ -130,6 +130,7 @@ pub fn run_replicate(
             .pop()
             .ok_or_else(|| RunError::Workload("the MLPerf scenario produced no result".into()))?;
         let mut summary = serde_json::to_value(&run.point.summary).expect("summary is JSON");
+        drop_timestamps(&mut summary);
         summary["mlperf"] = serde_json::to_value(&run.result).expect("result is JSON");
         return Ok(ServeOutcome {
             summary,
@@ -142,11 +143,20 @@ pub fn run_replicate(
     let result = results
         .pop()
         .ok_or_else(|| RunError::Workload("the serve point produced no result".into()))?;
-    let summary = serde_json::to_value(&result.summary).expect("summary is JSON");
+    let mut summary = serde_json::to_value(&result.summary).expect("summary is JSON");
+    drop_timestamps(&mut summary);
     Ok(ServeOutcome {
         summary,
         samples: records_table(&result.records),
     })
+}
+
+/// A point's schedule origin is a wall-clock timestamp, not a measurement: it stays in the raw
+/// samples (`scheduled_ns`) and out of the facts.
+fn drop_timestamps(summary: &mut serde_json::Value) {
+    if let Some(o) = summary.as_object_mut() {
+        o.remove("schedule_origin_ns");
+    }
 }
 
 /// Raw request records as a table: timestamps in unix nanoseconds, derived latencies in ms
