@@ -204,6 +204,24 @@ fn report_covers_a_run_and_a_gate_result_in_every_format() {
     assert_eq!(out.status.code(), Some(0));
     assert!(text(&out.stdout).starts_with("## yardstick report: report-tiny"));
 
+    // An empty gate file (the gate could not compare) reports the run alone, with a warning.
+    let empty = tmp.path().join("empty.json");
+    std::fs::write(&empty, "").unwrap();
+    let out = cmd(
+        &store,
+        &[
+            "report",
+            &b,
+            "--gate",
+            empty.to_str().unwrap(),
+            "--markdown",
+            "-",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("is empty (the gate produced no result)"));
+    assert!(!text(&out.stdout).contains("**Gate"));
+
     // Invalid input is exit 2: an unknown run, a file that is not a gate result.
     let out = cmd(&store, &["report", "01NOSUCHRUN"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
@@ -213,4 +231,101 @@ fn report_covers_a_run_and_a_gate_result_in_every_format() {
     let out = cmd(&store, &["report", &b, "--gate", bogus.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("neither `yardstick gate --json`"));
+}
+
+/// A stand-in distributed trainer speaking the metric protocol: `$1` ranks, 12 steps, the first
+/// three slow (warm-up), rank r 4 ms slower than rank 0, and a bigger world slower per step.
+const FAKE_TRAINER: &str = r#"#!/bin/sh
+n=$1
+s=0
+while [ $s -lt 12 ]; do
+  r=0
+  while [ $r -lt $n ]; do
+    t=$((100 + r * 4 + n * 8 + s % 3))
+    if [ $s -lt 3 ]; then t=$((t * 2)); fi
+    printf '{"step":%d,"step_time_s":0.%03d,"tokens":2048,"samples":4,"loss":2.5,"rank":%d,"world_size":%d}\n' \
+      $s $t $r $n >> "$YARDSTICK_METRICS"
+    r=$((r + 1))
+  done
+  s=$((s + 1))
+done
+"#;
+
+#[test]
+fn report_plots_steps_ranks_and_scaling_from_a_real_command_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let trainer = tmp.path().join("trainer.sh");
+    std::fs::write(&trainer, FAKE_TRAINER).unwrap();
+    let mut perm = std::fs::metadata(&trainer).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(&trainer, perm).unwrap();
+    let spec_path = tmp.path().join("train.yaml");
+    std::fs::write(
+        &spec_path,
+        format!(
+            r#"apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata:
+  name: fake-distributed
+spec:
+  mode: realism
+  backgroundLoad: {{record: true, description: "test machine"}}
+  workload:
+    model: fake
+    precision: fp32
+    sequenceLengths: 512
+    batching: static
+    batchSize: 4
+    concurrency: 1
+    dataset: {{kind: synthetic, seed: 7}}
+    correctness: {{policy: none}}
+  trials:
+    replicates: 3
+    warmup: {{steps: 3}}
+    confidenceLevel: 0.95
+    outlierPolicy: report-mad
+    order: interleaved
+  layers:
+    e2e:
+      - kind: command
+        command: ["{}", "{{worldSize}}"]
+        worldSizes: [1, 2]
+        timeout: 1m
+  provenance: {{signing: off}}
+"#,
+            trainer.display()
+        ),
+    )
+    .unwrap();
+    let id = run(&store, &spec_path);
+    let html = tmp.path().join("r.html");
+    let csv = tmp.path().join("csv");
+    let out = yardstick()
+        .args(["report", &id, "--html"])
+        .arg(&html)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    // Step times from the stored metric logs, warm-up shaded; two ranks at world size 2.
+    assert_eq!(
+        page.matches("<figcaption>Step time · ").count(),
+        2,
+        "step-time plots"
+    );
+    assert!(page.contains("warm-up (trimmed)"));
+    assert_eq!(page.matches("<figcaption>Step time per rank").count(), 1);
+    assert!(page.contains("<figcaption>Scaling efficiency"));
+    assert!(page.contains("Not plotted: no serving points in this run"));
+    // World size 2 is slower per step than world size 1: efficiency below 1.
+    let scaling = std::fs::read_to_string(csv.join("scaling.csv")).unwrap();
+    let rows: Vec<&str> = scaling.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{scaling}");
+    let eff: f64 = rows[1].rsplit(',').next().unwrap().parse().unwrap();
+    assert!(eff > 0.5 && eff < 1.0, "{scaling}");
 }

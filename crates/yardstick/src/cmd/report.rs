@@ -91,13 +91,23 @@ pub fn run(args: ReportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let store_dir = Path::new(&args.store.store);
     let store_dir = store_dir.is_dir().then_some(store_dir);
     let run = yardstick_report::load_run(w.as_mut(), &args.run, store_dir).map_err(report_error)?;
-    let gate = args
-        .gate
-        .as_deref()
-        .map(GateView::read)
-        .transpose()
-        .map_err(report_error)?;
-    let report = Report::new(run, gate);
+    // An empty gate file is what `gate ... --json > gate.json` leaves when the gate could not
+    // compare (no baseline, another profile): report the run alone and say so, so a CI step
+    // that always reports still shows the run.
+    let mut empty_gate = None;
+    let gate = match args.gate.as_deref() {
+        Some(p) if std::fs::metadata(p).is_ok_and(|m| m.len() == 0) => {
+            empty_gate = Some(format!(
+                "{} is empty (the gate produced no result); reporting the run alone",
+                p.display()
+            ));
+            None
+        }
+        Some(p) => Some(GateView::read(p).map_err(report_error)?),
+        None => None,
+    };
+    let mut report = Report::new(run, gate);
+    report.warnings.extend(empty_gate);
     for warning in &report.warnings {
         output::warn(warning);
     }
