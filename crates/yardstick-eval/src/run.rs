@@ -87,35 +87,45 @@ pub async fn run_eval(
     let repeat = opts.repeat.max(1);
     let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
     let started = std::time::Instant::now();
-    // Spawn every request in file order; a semaphore bounds how many are in flight.
-    let mut handles = Vec::new();
-    for task in tasks {
-        for item in &task.items {
-            let body = decoding.body(backend.api(), item);
-            for _ in 0..repeat {
-                let (b, body, sem) = (backend.clone(), body.clone(), sem.clone());
-                handles.push(tokio::spawn(async move {
-                    let _permit = sem.acquire_owned().await;
-                    b.generate(body).await
-                }));
-            }
+    // Repeats run as passes: every item once in file order, then every item again, so no
+    // request follows an identical one (a server's prefix cache then sees the same state on
+    // every pass). A semaphore bounds how many are in flight.
+    let bodies: Vec<Vec<u8>> = tasks
+        .iter()
+        .flat_map(|t| t.items.iter())
+        .map(|item| decoding.body(backend.api(), item))
+        .collect();
+    let mut handles = Vec::with_capacity(bodies.len() * repeat);
+    for _ in 0..repeat {
+        for body in &bodies {
+            let (b, body, sem) = (backend.clone(), body.clone(), sem.clone());
+            handles.push(tokio::spawn(async move {
+                let _permit = sem.acquire_owned().await;
+                b.generate(body).await
+            }));
         }
     }
-    let mut outcomes = Vec::with_capacity(handles.len());
+    // Outcome of item `i` (flat index), repeat `r` at `r * items + i`.
+    let mut grid = Vec::with_capacity(handles.len());
     for h in handles {
-        outcomes.push(
+        grid.push(Some(
             h.await
                 .unwrap_or_else(|e| Err(format!("request task failed: {e}"))),
-        );
+        ));
     }
     let elapsed_s = started.elapsed().as_secs_f64();
-    let mut outcomes = outcomes.into_iter();
+    let n_items = bodies.len();
+    let mut flat = 0usize;
     let mut results = Vec::new();
     for task in tasks {
         let mut records = Vec::new();
         for item in &task.items {
+            let i = flat;
+            flat += 1;
             for r in 0..repeat {
-                let outcome = outcomes.next().expect("one outcome per request");
+                let outcome = grid[r * n_items + i]
+                    .take()
+                    .expect("one outcome per request");
                 let rec = match outcome {
                     Ok(g) => {
                         let s = item.score(&g.text);

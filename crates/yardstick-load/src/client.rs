@@ -312,7 +312,7 @@ impl Client {
         let clock = self.clock;
         let mut rec = RequestRecord::new(
             plan.index,
-            format!("{}-{}", self.run_tag, plan.index),
+            request_id(&self.run_tag, plan.index),
             warmup,
             plan.lengths.input,
             plan.lengths.output,
@@ -404,6 +404,25 @@ impl Client {
         }
         rec
     }
+}
+
+/// The `X-Request-Id` of request `index` of a run: UUID-shaped (RFC 9562 version 8: FNV-1a of
+/// the run tag, then the index), unique per run and request, because some servers reject any
+/// other shape (llama-cpp-python's server answers 400 to a non-UUID request id).
+pub fn request_id(run_tag: &str, index: u64) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in run_tag.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!(
+        "{:08x}-{:04x}-8{:03x}-{:04x}-{:012x}",
+        h >> 32,
+        (h >> 16) & 0xffff,
+        h & 0xfff,
+        0x8000 | ((index >> 48) & 0x3fff),
+        index & 0xffff_ffff_ffff
+    )
 }
 
 fn finalize_tokens(rec: &mut RequestRecord) {

@@ -95,7 +95,9 @@ fn ms(a: u64, b: u64) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nasty_but_legal_stream_is_timed_from_the_first_content() {
     let url = serve_once(|s, req| {
-        assert!(req.contains("x-request-id: t-0"), "{req}");
+        let id = yardstick_load::client::request_id("t", 0);
+        assert!(req.contains(&format!("x-request-id: {id}")), "{req}");
+        assert_eq!(id.len(), 36);
         s.write_all(SSE_HEAD).unwrap();
         // Keep-alive comment and a role-only chunk right away: neither is a token.
         write_chunk(s, b": keep-alive\r\n\r\n");

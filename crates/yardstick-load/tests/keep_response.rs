@@ -110,6 +110,23 @@ async fn streamed_text_is_kept_without_a_body() {
     assert_eq!(rec.content_events, 2);
 }
 
+#[test]
+fn request_ids_are_uuid_shaped_and_distinct() {
+    use yardstick_load::client::request_id;
+    let a = request_id("ys1-p0", 7);
+    assert_eq!(a.len(), 36);
+    let groups: Vec<&str> = a.split('-').collect();
+    assert_eq!(
+        groups.iter().map(|g| g.len()).collect::<Vec<_>>(),
+        [8, 4, 4, 4, 12]
+    );
+    assert!(a.chars().all(|c| c == '-' || c.is_ascii_hexdigit()));
+    assert!(groups[2].starts_with('8') && "89ab".contains(&groups[3][..1]));
+    assert_ne!(a, request_id("ys1-p0", 8));
+    assert_ne!(a, request_id("ys1-p1", 7));
+    assert_eq!(a, request_id("ys1-p0", 7));
+}
+
 #[tokio::test]
 async fn nothing_is_kept_by_default() {
     let url = serve(1, JSON, false);

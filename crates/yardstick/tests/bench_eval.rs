@@ -2,7 +2,7 @@
 //! server written here (raw TCP on 127.0.0.1, ephemeral port, one thread per connection). The
 //! server computes `What is A op B?` from the prompt and answers wrongly when A ends in 9, answers
 //! `format` prompts with a JSON object of the asked keys, and in "flaky" mode alternates between
-//! two phrasings so repeats differ. Bounded and fast.
+//! two phrasings (every third request) so repeats differ. Bounded and fast.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -39,7 +39,7 @@ fn answer(prompt: &str, flaky: bool, n: u64) -> String {
         if a.rem_euclid(10) == 9 {
             v += 1;
         }
-        return if flaky && n % 2 == 1 {
+        return if flaky && n % 3 == 1 {
             format!("The answer is {v}.")
         } else {
             v.to_string()

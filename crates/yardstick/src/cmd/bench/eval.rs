@@ -73,7 +73,10 @@ pub struct EvalArgs {
 
 fn task_error(e: EvalError) -> anyhow::Error {
     match e {
-        EvalError::Task { .. } | EvalError::UnknownTask { .. } | EvalError::Config(_) => {
+        EvalError::Task { .. }
+        | EvalError::UnknownTask { .. }
+        | EvalError::Io { .. }
+        | EvalError::Config(_) => {
             exit::invalid(e.to_string(), Some("see docs/eval.md for the task format"))
         }
         other => anyhow::Error::new(other),
