@@ -54,7 +54,7 @@ fn run_shards(url: &str, n: u64, dir: &Path, args: &[&str]) -> Vec<(PathBuf, Val
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs_f64()
-        + 1.0;
+        + 2.0;
     let start = format!("{start:.3}");
     let children: Vec<_> = (0..n)
         .map(|i| {
