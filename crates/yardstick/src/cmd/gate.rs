@@ -25,14 +25,16 @@ use crate::output;
 /// recorded with `--calibrate`. Holm-corrected across metrics; INCONCLUSIVE when the evidence
 /// is thin (fewer than 3 replicates, a CI straddling the bound, a p99 from too few requests).
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Exit codes: 0 PASS (or WARN; or any verdict of an exploratory \
+#[command(
+    after_help = "Exit codes: 0 PASS (or WARN; or any verdict of an exploratory \
 comparison, which is reported, not enforced), 3 FAIL, 4 INCONCLUSIVE, 2 invalid input (unknown \
 run, no baseline, different machine profiles).\n\nExamples:\n  \
 yardstick gate 01JD8Y… --baseline auto --store DIR\n  \
 yardstick gate 01JD8Y… --baseline 01JD7X… --json\n  \
 yardstick gate 01JD8Y… --baseline baselines/cpu-EPYC-7B13x2c_linux6.1.json\n  \
 yardstick gate 01JD8Y… --confirm            # re-run failing points before a FAIL stands\n  \
-yardstick gate 01JD9Z… --baseline 01JD7X… --calibrate   # record an A/A run's noise")]
+yardstick gate 01JD9Z… --baseline 01JD7X… --calibrate   # record an A/A run's noise"
+)]
 pub struct GateArgs {
     /// The candidate run (id or unique prefix).
     #[arg(value_name = "RUN")]
@@ -181,7 +183,9 @@ fn load_baseline(
                     as_file.display(),
                     file.display()
                 ),
-                Some("write one with `yardstick baseline export --dir DIR` on this machine profile"),
+                Some(
+                    "write one with `yardstick baseline export --dir DIR` on this machine profile",
+                ),
             ));
         }
         yardstick_gate::file::load(&file, &cand.run.name).map_err(gate_error)?
@@ -206,7 +210,10 @@ fn confirm_failures(
     let spec_path = cand.dir.join("spec.yaml");
     let text = std::fs::read_to_string(&spec_path).map_err(|e| {
         invalid(
-            format!("--confirm re-runs the candidate's spec, but {}: {e}", spec_path.display()),
+            format!(
+                "--confirm re-runs the candidate's spec, but {}: {e}",
+                spec_path.display()
+            ),
             Some("the run directory must be reachable from this machine"),
         )
     })?;
@@ -225,7 +232,10 @@ fn confirm_failures(
         .and_then(Path::parent)
         .map(Path::to_path_buf)
         .unwrap_or_else(|| store.store.clone().into());
-    let warehouse = store.store.starts_with("postgres").then(|| store.store.clone());
+    let warehouse = store
+        .store
+        .starts_with("postgres")
+        .then(|| store.store.clone());
     output::info(&format!(
         "gate: FAIL on {} point(s); confirming by re-running them: {}",
         points.len(),
@@ -244,7 +254,11 @@ fn confirm_failures(
     )?;
     let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(gate_error)?;
     let second = yardstick_gate::gate(base, &again, opts).map_err(gate_error)?;
-    for m in report.metrics.iter_mut().filter(|m| m.verdict == Verdict::Fail) {
+    for m in report
+        .metrics
+        .iter_mut()
+        .filter(|m| m.verdict == Verdict::Fail)
+    {
         let re = second
             .metrics
             .iter()
@@ -263,8 +277,9 @@ fn confirm_failures(
             None => {
                 m.verdict = Verdict::Inconclusive;
                 m.reason = format!(
-                    "FAILed ({}), but the re-run {} did not measure it",
-                    m.reason, outcome.run_id
+                    "FAILed ({}), but the re-run {} has no value for it (did its requests \
+                     fail? `yardstick runs show {}`)",
+                    m.reason, outcome.run_id, outcome.run_id
                 );
             }
         }
