@@ -597,13 +597,43 @@ pub fn percentiles(r: &RunReport) -> Result<Section, ReportError> {
     Ok(sec)
 }
 
+/// One series per replicate: a single rank's steps as reported, several ranks' folded into the
+/// slowest rank's time per step (`rank: None`).
+fn slowest_rank_per_replicate(steps: &[StepSeries]) -> Vec<StepSeries> {
+    let mut reps: Vec<u32> = steps.iter().map(|s| s.replicate).collect();
+    reps.sort_unstable();
+    reps.dedup();
+    reps.into_iter()
+        .map(|k| {
+            let of: Vec<&StepSeries> = steps.iter().filter(|s| s.replicate == k).collect();
+            if of.len() == 1 {
+                return of[0].clone();
+            }
+            let mut by_step: std::collections::BTreeMap<i64, (f64, f64)> = Default::default();
+            for s in &of {
+                for &(step, t) in &s.steps {
+                    let e = by_step.entry(step.round() as i64).or_insert((step, t));
+                    e.1 = e.1.max(t);
+                }
+            }
+            StepSeries {
+                replicate: k,
+                rank: None,
+                steps: by_step.into_values().collect(),
+                warmup_steps: of.iter().map(|s| s.warmup_steps).max().unwrap_or(0),
+            }
+        })
+        .collect()
+}
+
 /// Step time over steps per training point, the trimmed warm-up shaded.
 pub fn step_times(r: &RunReport) -> Result<Section, ReportError> {
     let mut sec = Section::new(
         "step-time",
         "Step time over steps",
-        "Every reported step of every replicate (and rank). The shaded region is the warm-up \
-         the analysis trimmed before computing step-time statistics.",
+        "Every reported step of every replicate; with several ranks, the slowest rank's time \
+         per step (it decides the step; each rank is in the per-rank plot). The shaded region \
+         is the warm-up the analysis trimmed before computing step-time statistics.",
     );
     let pts: Vec<&PointReport> = r.points.iter().filter(|p| !p.steps.is_empty()).collect();
     if pts.is_empty() {
@@ -613,14 +643,16 @@ pub fn step_times(r: &RunReport) -> Result<Section, ReportError> {
         );
     }
     for p in pts {
-        let series: Vec<&StepSeries> = p.steps.iter().take(8).collect();
-        if p.steps.len() > 8 {
+        let series = slowest_rank_per_replicate(&p.steps);
+        let folded = p.steps.len() > series.len();
+        if series.len() > 8 {
             sec.notes.push(format!(
-                "{}: {} series; the first 8 are drawn",
+                "{}: {} replicates; the first 8 are drawn",
                 p.id,
-                p.steps.len()
+                series.len()
             ));
         }
+        let series: Vec<&StepSeries> = series.iter().take(8).collect();
         let all = || series.iter().flat_map(|s| s.steps.iter());
         let (x0, x1) = padded(
             all().map(|s| s.0).fold(f64::INFINITY, f64::min),
@@ -665,9 +697,10 @@ pub fn step_times(r: &RunReport) -> Result<Section, ReportError> {
             }
             for (i, s) in series.iter().enumerate() {
                 let c = color(i);
-                let name = match s.rank {
-                    Some(k) => format!("r{} rank {k}", s.replicate),
-                    None => format!("replicate {}", s.replicate),
+                let name = match (s.rank, folded) {
+                    (_, true) => format!("replicate {} (slowest rank)", s.replicate),
+                    (Some(k), false) => format!("replicate {} rank {k}", s.replicate),
+                    (None, false) => format!("replicate {}", s.replicate),
                 };
                 chart
                     .draw_series(LineSeries::new(s.steps.clone(), c.stroke_width(1)))?
