@@ -78,12 +78,14 @@ for T in $TOOLS; do
         --model sim --scenario "D(100,$OUT)" --concurrency "$C" --warmup-requests "$C" \
         --max-requests "$N" --max-duration 120s >"$WORK/report-$T.json" 2>"$WORK/err-$T.txt" ;;
     genai-bench)
-      /usr/bin/time -v -o "$WORK/time-$T.txt" "$PEERS/genai-venv/bin/genai-bench" benchmark \
+      # (genai-bench writes genai_bench.log into its working directory: run it in $WORK.)
+      (cd "$WORK" && /usr/bin/time -v -o "$WORK/time-$T.txt" "$PEERS/genai-venv/bin/genai-bench" benchmark \
         --api-backend openai --api-base "$URL" --api-key dummy --task text-to-text \
         --api-model-name sim --model-tokenizer "$TOKDIR" --num-concurrency "$C" \
         --traffic-scenario "D(100,$OUT)" --max-requests-per-run "$N" --max-time-per-run 3 \
         --server-engine vLLM --server-gpu-type H100 --server-gpu-count 1 \
-        --experiment-base-dir "$WORK/genai" >"$WORK/log-$T.txt" 2>&1 || echo "$T failed (see log)" >&2
+        --experiment-base-dir "$WORK/genai" --log-dir "$WORK/genai-logs" >"$WORK/log-$T.txt" 2>&1) \
+        || echo "$T failed (see log)" >&2
       python3 - "$WORK" <<'PY'
 import glob, json, sys
 w = sys.argv[1]
