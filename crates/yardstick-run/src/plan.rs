@@ -140,7 +140,10 @@ impl Plan {
     /// estimate is dropped (it was for the whole plan). An unknown id is an error naming the
     /// known ones.
     pub fn restrict(&mut self, ids: &[String]) -> Result<(), String> {
-        if let Some(bad) = ids.iter().find(|id| !self.points.iter().any(|p| &p.id == *id)) {
+        if let Some(bad) = ids
+            .iter()
+            .find(|id| !self.points.iter().any(|p| &p.id == *id))
+        {
             let known: Vec<&str> = self.points.iter().map(|p| p.id.as_str()).collect();
             return Err(format!(
                 "no point `{bad}` in the plan of {}; its points are: {}",
@@ -485,7 +488,10 @@ mod tests {
         assert_eq!(order, vec![(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
         assert_eq!(p.estimate_upper_s, None);
         let err = p.restrict(&["nope".to_string()]).unwrap_err();
-        assert!(err.contains("no point `nope`") && err.contains("e2e.0.train/tiny"), "{err}");
+        assert!(
+            err.contains("no point `nope`") && err.contains("e2e.0.train/tiny"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -510,7 +510,9 @@ fn the_same_facts_round_trip_through_sqlite_and_postgres_identically() {
 
 /// Gate calibrations (migration 3): recorded idempotently per run pair and metric, read back per
 /// (profile, benchmark) in the same order by both backends, times canonicalised.
-fn calibrations_round_trip(w: &mut dyn Warehouse) -> Vec<yardstick_store::warehouse::CalibrationRow> {
+fn calibrations_round_trip(
+    w: &mut dyn Warehouse,
+) -> Vec<yardstick_store::warehouse::CalibrationRow> {
     use yardstick_store::warehouse::CalibrationRow;
     let row = |cand: &str, metric: &str, ratio: f64| CalibrationRow {
         machine_profile: "cpu-EPYC".into(),

@@ -542,7 +542,10 @@ impl Warehouse for PostgresWarehouse {
     ) -> Result<Vec<CalibrationRow>, StoreError> {
         let rows = self
             .client
-            .query(&pg(sql::SELECT_CALIBRATIONS), &[&machine_profile, &benchmark])
+            .query(
+                &pg(sql::SELECT_CALIBRATIONS),
+                &[&machine_profile, &benchmark],
+            )
             .map_err(db_err)?;
         Ok(rows
             .iter()

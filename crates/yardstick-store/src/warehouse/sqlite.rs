@@ -482,7 +482,10 @@ impl Warehouse for SqliteWarehouse {
         machine_profile: &str,
         benchmark: &str,
     ) -> Result<Vec<CalibrationRow>, StoreError> {
-        let mut st = self.conn.prepare(sql::SELECT_CALIBRATIONS).map_err(db_err)?;
+        let mut st = self
+            .conn
+            .prepare(sql::SELECT_CALIBRATIONS)
+            .map_err(db_err)?;
         let rows = st
             .query_map(params![machine_profile, benchmark], |r| {
                 Ok(CalibrationRow {

@@ -27,7 +27,12 @@ pub struct InitArgs {
     #[arg(long, value_enum, value_name = "SYSTEM")]
     pub ci: Option<CiArg>,
     /// The spec the CI workflow runs (with --ci).
-    #[arg(long, value_name = "FILE", default_value = "bench.yaml", requires = "ci")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "bench.yaml",
+        requires = "ci"
+    )]
     pub spec: String,
     /// Write to FILE instead of standard output (refuses to overwrite without --force).
     #[arg(long, short, value_name = "FILE")]
@@ -162,7 +167,10 @@ pub fn run(args: InitArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 ),
             )
         }
-        None => (yardstick_spec::template(args.template.into()), args.output.clone()),
+        None => (
+            yardstick_spec::template(args.template.into()),
+            args.output.clone(),
+        ),
     };
     match &output {
         None => {
