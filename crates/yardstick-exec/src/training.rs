@@ -343,10 +343,24 @@ pub fn analyze_training(
 
     let devices = cfg.devices.unwrap_or(world_size).max(1);
     let mfu = mfu_report(&measured, cfg, devices, tokens_of, &mut warnings);
+    // Without a peak there is no MFU, but the FLOPs per step are still known from the workload
+    // or the model's shape (the roofline needs them).
     let flops_per_step = mfu
         .as_ref()
         .map(|m| m.by_estimator[m.estimator].flops_per_step)
-        .or_else(|| median_of(measured.iter().filter_map(|s| s.flops)));
+        .or_else(|| median_of(measured.iter().filter_map(|s| s.flops)))
+        .or_else(|| {
+            let m = cfg.model?;
+            median_of(measured.iter().filter_map(|s| {
+                let t = tokens_of(s)?;
+                Some(match (m.layers, m.hidden, m.sequence_length) {
+                    (Some(l), Some(h), Some(seq)) => {
+                        flops::transformer_flops(m.parameters, l, h, seq, t)
+                    }
+                    _ => flops::six_n_t(m.parameters, t),
+                })
+            }))
+        });
 
     let (bytes_per_step, bytes_source) = bytes_report(&measured, cfg, &tokens_of);
     let mean_over_ranks =
@@ -941,5 +955,28 @@ mod tests {
             e.to_string().contains("1 records, 1 malformed lines"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn flops_per_step_from_the_model_without_a_peak() {
+        // No peak: no MFU, but the roofline still gets the step's FLOPs from the shape.
+        let text: String = (0..4)
+            .map(|i| format!("{{\"step\":{i},\"step_time_s\":0.5,\"tokens\":1000}}\n"))
+            .collect();
+        let cfg = TrainingConfig {
+            warmup: WarmupPolicy::None,
+            model: Some(ModelDims {
+                parameters: 1e6,
+                layers: Some(2),
+                hidden: Some(64),
+                sequence_length: Some(100),
+            }),
+            ..TrainingConfig::default()
+        };
+        let r = analyze_training(&crate::protocol::parse_metrics(&text), &cfg).unwrap();
+        assert!(r.mfu.is_none());
+        // 6 * 1e6 * 1000 + 12 * 2 * 64 * 100 * 1000 = 6.1536e9
+        assert_eq!(r.flops_per_step, Some(6.1536e9));
+        assert_eq!(r.bytes_source, Some("estimated"));
     }
 }
