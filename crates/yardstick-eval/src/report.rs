@@ -31,6 +31,10 @@ pub struct ItemRecord {
     pub output_tokens: Option<u64>,
     /// Why the request failed.
     pub error: Option<String>,
+    /// BLEU sufficient statistics of this output (tasks scored with `bleu`), for corpus BLEU
+    /// and paired bootstrap comparisons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bleu_stats: Option<crate::bleu::BleuStats>,
 }
 
 /// Latency per item, milliseconds (successful requests only).
@@ -226,6 +230,120 @@ pub struct TaskComparison {
     pub p_holm: f64,
     /// `same`, `a_better` or `b_better` at `alpha` (on the Holm-adjusted p).
     pub verdict: String,
+    /// Paired bootstrap of the task's graded metric (corpus BLEU, mean ROUGE-L or mean F1),
+    /// when both runs report the same one.
+    pub quality: Option<QualityComparison>,
+}
+
+/// A paired bootstrap comparison of a graded metric: items are resampled with replacement, the
+/// same indices for both runs, and the metric recomputed on each resample (corpus BLEU from
+/// the segments' statistics, as sacreBLEU's paired bootstrap does).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QualityComparison {
+    /// `bleu` (0–100), `rouge_l` or `f1` (0–1).
+    pub metric: String,
+    /// The metric under A on the paired items.
+    pub a: f64,
+    /// The metric under B on the paired items.
+    pub b: f64,
+    /// b − a.
+    pub delta: f64,
+    /// Percentile interval of b − a at 1 − alpha.
+    pub ci: [f64; 2],
+    /// Two-sided bootstrap p-value: 2 × the smaller fraction of resampled deltas on either side
+    /// of 0 (capped at 1).
+    pub p_value: f64,
+    /// Resamples drawn (seeded: the same files give the same numbers).
+    pub resamples: usize,
+    /// `same` when p ≥ alpha, else `a_better` or `b_better`.
+    pub verdict: String,
+}
+
+/// Resamples of the paired bootstrap.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+
+/// One item's graded outcome, as read back from a result file.
+#[derive(Debug, Clone, Copy)]
+struct Graded {
+    score: f64,
+    bleu: Option<crate::bleu::BleuStats>,
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn metric_of(kind: &str, items: &[Graded], idx: &[usize]) -> f64 {
+    if idx.is_empty() {
+        return 0.0;
+    }
+    if kind == "bleu" {
+        let segs: Vec<_> = idx.iter().filter_map(|&i| items[i].bleu).collect();
+        crate::bleu::corpus(&segs)
+    } else {
+        idx.iter().map(|&i| items[i].score).sum::<f64>() / idx.len() as f64
+    }
+}
+
+/// Paired bootstrap of `kind` over the items both runs have (`a[i]` and `b[i]` the same item).
+fn paired_bootstrap(
+    kind: &str,
+    a: &[Graded],
+    b: &[Graded],
+    alpha: f64,
+    resamples: usize,
+    seed: u64,
+) -> QualityComparison {
+    let n = a.len();
+    let all: Vec<usize> = (0..n).collect();
+    let (ma, mb) = (metric_of(kind, a, &all), metric_of(kind, b, &all));
+    let mut state = seed;
+    let mut deltas = Vec::with_capacity(resamples);
+    let mut idx = vec![0usize; n];
+    for _ in 0..resamples {
+        for x in idx.iter_mut() {
+            *x = (splitmix(&mut state) % n.max(1) as u64) as usize;
+        }
+        deltas.push(metric_of(kind, b, &idx) - metric_of(kind, a, &idx));
+    }
+    deltas.sort_by(f64::total_cmp);
+    let q = |p: f64| -> f64 {
+        if deltas.is_empty() {
+            return 0.0;
+        }
+        let i = ((p * deltas.len() as f64).floor() as usize).min(deltas.len() - 1);
+        deltas[i]
+    };
+    let ci = [q(alpha / 2.0), q(1.0 - alpha / 2.0)];
+    let le = deltas.iter().filter(|d| **d <= 0.0).count() as f64;
+    let ge = deltas.iter().filter(|d| **d >= 0.0).count() as f64;
+    let p_value = if deltas.is_empty() {
+        1.0
+    } else {
+        (2.0 * le.min(ge) / deltas.len() as f64).min(1.0)
+    };
+    let delta = mb - ma;
+    let verdict = if p_value >= alpha || delta == 0.0 {
+        "same"
+    } else if delta < 0.0 {
+        "a_better"
+    } else {
+        "b_better"
+    };
+    QualityComparison {
+        metric: kind.to_string(),
+        a: ma,
+        b: mb,
+        delta,
+        ci,
+        p_value,
+        resamples,
+        verdict: verdict.to_string(),
+    }
 }
 
 /// A comparison of two runs.
@@ -237,8 +355,13 @@ pub struct Comparison {
     pub tasks: Vec<TaskComparison>,
 }
 
-/// Per task: item id -> correct (first repeat).
-type Correctness = Vec<(String, HashMap<String, bool>)>;
+/// Per task: item id -> correct (first repeat), and the graded metric kind with item scores.
+type Correctness = Vec<(
+    String,
+    HashMap<String, bool>,
+    Option<String>,
+    HashMap<String, Graded>,
+)>;
 
 fn correctness(doc: &serde_json::Value, path: &str) -> Result<Correctness, EvalError> {
     let bad = |why: &str| EvalError::BadResult {
@@ -256,15 +379,35 @@ fn correctness(doc: &serde_json::Value, path: &str) -> Result<Correctness, EvalE
         let items = t["items"]
             .as_array()
             .ok_or_else(|| bad("a task has no `items`"))?;
+        let kind = if !t["bleu"].is_null() {
+            Some("bleu")
+        } else if !t["mean_rouge_l"].is_null() {
+            Some("rouge_l")
+        } else if !t["mean_f1"].is_null() {
+            Some("f1")
+        } else {
+            None
+        };
         let mut m = HashMap::new();
+        let mut g = HashMap::new();
         for i in items {
             if i["repeat"].as_u64().unwrap_or(0) != 0 {
                 continue;
             }
             let id = i["id"].as_str().ok_or_else(|| bad("an item has no id"))?;
             m.insert(id.to_string(), i["correct"].as_bool().unwrap_or(false));
+            let bleu = serde_json::from_value(i["bleu_stats"].clone()).ok();
+            g.insert(
+                id.to_string(),
+                Graded {
+                    score: i["score"].as_f64().unwrap_or(0.0),
+                    bleu,
+                },
+            );
         }
-        out.push((name.to_string(), m));
+        // BLEU needs every item's statistics (files written before they were recorded have none).
+        let kind = kind.filter(|k| *k != "bleu" || g.values().all(|x| x.bleu.is_some()));
+        out.push((name.to_string(), m, kind.map(str::to_string), g));
     }
     Ok(out)
 }
@@ -279,10 +422,33 @@ pub fn compare(
     alpha: f64,
 ) -> Result<Comparison, EvalError> {
     let ca = correctness(a, a_path)?;
-    let cb: HashMap<String, HashMap<String, bool>> = correctness(b, b_path)?.into_iter().collect();
+    let cb: HashMap<String, _> = correctness(b, b_path)?
+        .into_iter()
+        .map(|(n, m, k, g)| (n, (m, k, g)))
+        .collect();
     let mut rows = Vec::new();
-    for (name, ma) in ca {
-        let Some(mb) = cb.get(&name) else { continue };
+    for (name, ma, kind_a, ga) in ca {
+        let Some((mb, kind_b, gb)) = cb.get(&name) else {
+            continue;
+        };
+        // Paired items in a fixed order (sorted ids), so the bootstrap is reproducible.
+        let mut ids: Vec<&String> = ma.keys().filter(|id| mb.contains_key(*id)).collect();
+        ids.sort();
+        let quality = match (&kind_a, kind_b) {
+            (Some(ka), Some(kb)) if ka == kb && !ids.is_empty() => {
+                let pa: Vec<Graded> = ids.iter().map(|id| ga[*id]).collect();
+                let pb: Vec<Graded> = ids.iter().map(|id| gb[*id]).collect();
+                Some(paired_bootstrap(
+                    ka,
+                    &pa,
+                    &pb,
+                    alpha,
+                    BOOTSTRAP_RESAMPLES,
+                    0x5eed_0e7a1,
+                ))
+            }
+            _ => None,
+        };
         let (mut n, mut ra, mut rb, mut a_only, mut b_only) = (0usize, 0usize, 0usize, 0u64, 0u64);
         for (id, &xa) in &ma {
             let Some(&xb) = mb.get(id) else { continue };
@@ -307,6 +473,7 @@ pub fn compare(
             p_value: p,
             p_holm: p,
             verdict: String::new(),
+            quality,
         });
     }
     if !rows.is_empty() {
@@ -356,6 +523,109 @@ mod tests {
             .map(|(i, c)| serde_json::json!({"id": format!("i{i}"), "repeat": 0, "correct": c}))
             .collect();
         serde_json::json!({"tasks": [{"name": "t", "items": items}]})
+    }
+
+    fn graded(task: &str, scores: &[f64], kind: &str) -> serde_json::Value {
+        let items: Vec<_> = scores
+            .iter()
+            .enumerate()
+            .map(|(i, s)| serde_json::json!({"id": format!("i{i}"), "repeat": 0, "correct": *s >= 0.5, "score": s}))
+            .collect();
+        let mean = scores.iter().sum::<f64>() / scores.len() as f64;
+        let mut t = serde_json::json!({"name": task, "items": items, "bleu": null, "mean_rouge_l": null, "mean_f1": null});
+        t[kind] = serde_json::json!(mean);
+        serde_json::json!({"tasks": [t]})
+    }
+
+    #[test]
+    fn paired_bootstrap_of_graded_metrics() {
+        let base: Vec<f64> = (0..40).map(|i| 0.3 + 0.01 * (i % 7) as f64).collect();
+        let a = graded("sum", &base, "mean_rouge_l");
+        // Identical runs: delta 0, p 1, same.
+        let c = compare(&a, "a", &a, "a", 0.05).unwrap();
+        let q = c.tasks[0].quality.as_ref().unwrap();
+        assert_eq!(
+            (q.metric.as_str(), q.delta, q.p_value),
+            ("rouge_l", 0.0, 1.0)
+        );
+        assert_eq!(q.verdict, "same");
+        // B better by 0.2 on every item: the whole bootstrap distribution is +0.2.
+        let better: Vec<f64> = base.iter().map(|x| x + 0.2).collect();
+        let b = graded("sum", &better, "mean_rouge_l");
+        let c = compare(&a, "a", &b, "b", 0.05).unwrap();
+        let q = c.tasks[0].quality.as_ref().unwrap();
+        assert!((q.delta - 0.2).abs() < 1e-12);
+        assert!((q.ci[0] - 0.2).abs() < 1e-9 && (q.ci[1] - 0.2).abs() < 1e-9);
+        assert_eq!(q.p_value, 0.0);
+        assert_eq!(q.verdict, "b_better");
+        // Mixed: better on half, worse on half by the same amount: not significant.
+        let mixed: Vec<f64> = base
+            .iter()
+            .enumerate()
+            .map(|(i, x)| if i % 2 == 0 { x + 0.1 } else { x - 0.1 })
+            .collect();
+        let m = graded("sum", &mixed, "mean_rouge_l");
+        let q = compare(&a, "a", &m, "m", 0.05).unwrap().tasks[0]
+            .quality
+            .clone()
+            .unwrap();
+        assert!(q.ci[0] < 0.0 && q.ci[1] > 0.0, "{q:?}");
+        assert_eq!(q.verdict, "same");
+        // Reproducible: the same files give the same numbers.
+        assert_eq!(
+            q,
+            compare(&a, "a", &m, "m", 0.05).unwrap().tasks[0]
+                .quality
+                .clone()
+                .unwrap()
+        );
+        // Different metrics, or none: no quality comparison.
+        let f = graded("sum", &base, "mean_f1");
+        assert!(
+            compare(&a, "a", &f, "f", 0.05).unwrap().tasks[0]
+                .quality
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn paired_bootstrap_of_corpus_bleu_uses_segment_statistics() {
+        let refs = [
+            "the cat sat on the mat today",
+            "a fast brown fox jumps high",
+        ];
+        let hyp_a = ["the cat sat on a mat", "a brown fox jumps"];
+        let hyp_b = [
+            "the cat sat on the mat today",
+            "a fast brown fox jumps high",
+        ];
+        let doc = |hyps: &[&str]| {
+            let mut items = Vec::new();
+            let mut segs = Vec::new();
+            for i in 0..20 {
+                let k = i % 2;
+                let st = crate::bleu::stats(hyps[k], &[refs[k].to_string()]);
+                segs.push(st);
+                items.push(serde_json::json!({"id": format!("s{i}"), "repeat": 0, "correct": true, "score": 0.5, "bleu_stats": st}));
+            }
+            let bleu = crate::bleu::corpus(&segs);
+            (
+                serde_json::json!({"tasks": [{"name": "mt", "items": items, "bleu": bleu, "mean_rouge_l": null, "mean_f1": null}]}),
+                bleu,
+            )
+        };
+        let ((a, bleu_a), (b, bleu_b)) = (doc(&hyp_a), doc(&hyp_b));
+        let q = compare(&a, "a", &b, "b", 0.05).unwrap().tasks[0]
+            .quality
+            .clone()
+            .unwrap();
+        assert_eq!(q.metric, "bleu");
+        assert!(
+            (q.a - bleu_a).abs() < 1e-9 && (q.b - bleu_b).abs() < 1e-9,
+            "{q:?}"
+        );
+        assert!((q.b - 100.0).abs() < 1e-9);
+        assert_eq!(q.verdict, "b_better");
     }
 
     #[test]

@@ -139,6 +139,7 @@ pub async fn run_eval(
                             latency_ms: Some(g.latency_ms),
                             output_tokens: g.output_tokens,
                             error: None,
+                            bleu_stats: None,
                         }
                     }
                     Err(e) => ItemRecord {
@@ -151,6 +152,7 @@ pub async fn run_eval(
                         latency_ms: None,
                         output_tokens: None,
                         error: Some(e),
+                        bleu_stats: None,
                     },
                 };
                 records.push(rec);
@@ -163,11 +165,20 @@ pub async fn run_eval(
             .map(|i| i.scorer.name())
             .filter(|n| task.items.iter().all(|i| i.scorer.name() == *n));
         let bleu = (scorer == Some("bleu")).then(|| {
-            let segs: Vec<_> = task
-                .items
+            // Segment statistics on every record (for paired bootstrap comparisons); corpus
+            // BLEU over the first repeat, failed requests as empty outputs.
+            for rec in records.iter_mut() {
+                if let Some(item) = task.items.iter().find(|i| i.id == rec.id) {
+                    rec.bleu_stats = Some(crate::bleu::stats(
+                        rec.output.as_deref().unwrap_or(""),
+                        &item.references,
+                    ));
+                }
+            }
+            let segs: Vec<_> = records
                 .iter()
-                .zip(records.iter().filter(|r| r.repeat == 0))
-                .map(|(i, r)| crate::bleu::stats(r.output.as_deref().unwrap_or(""), &i.references))
+                .filter(|r| r.repeat == 0)
+                .filter_map(|r| r.bleu_stats)
                 .collect();
             crate::bleu::corpus(&segs)
         });

@@ -321,6 +321,54 @@ fn bad_task_files_exit_2_naming_the_line() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("bad.jsonl:2"), "{err}");
+    // Bad regex, duplicate id, empty file: exit 2, naming the line (or the file).
+    let item = |id: &str, refs: &str, scorer: &str| {
+        format!(r#"{{"id":"{id}","prompt":"x","references":[{refs}],"scorer":"{scorer}"}}"#)
+    };
+    for (name, text, want, why) in [
+        (
+            "regex.jsonl",
+            format!(
+                "{}\n\n{}\n",
+                item("a", r#""1""#, "exact"),
+                item("b", r#""(unclosed""#, "regex")
+            ),
+            "regex.jsonl:3",
+            "regex",
+        ),
+        (
+            "dup.jsonl",
+            format!(
+                "{}\n{}\n",
+                item("a", r#""1""#, "exact"),
+                item("a", r#""2""#, "exact")
+            ),
+            "dup.jsonl:2",
+            "duplicate id",
+        ),
+        (
+            "empty.jsonl",
+            "\n  \n".to_string(),
+            "empty.jsonl:0",
+            "no items",
+        ),
+    ] {
+        let f = dir.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        let o = run(&[
+            "bench",
+            "eval",
+            "--url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--tasks",
+            f.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want) && err.contains(why), "{name}: {err}");
+    }
     let o = run(&[
         "bench",
         "eval",
@@ -478,4 +526,30 @@ fn bleu_task_reports_corpus_bleu() {
     assert_eq!(t["accuracy"], 0.5);
     let b = t["bleu"].as_f64().unwrap();
     assert!(b > 0.0 && b < 100.0, "{b}");
+    // Segment statistics are kept per item, so two runs compare with a paired bootstrap of
+    // corpus BLEU (here a run against itself: no difference).
+    let out = dir.path().join("out");
+    let o = run(&[
+        "bench",
+        "eval",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--tasks",
+        p.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let f = out.join("eval.json");
+    let f = f.to_str().unwrap();
+    let c = json_out(&run(&["bench", "eval", "--compare", f, f, "--json"]));
+    let q = &c["tasks"][0]["quality"];
+    assert_eq!(q["metric"], "bleu");
+    assert_eq!(q["a"].as_f64().unwrap(), b);
+    assert_eq!(q["delta"], 0.0);
+    assert_eq!(q["verdict"], "same");
+    let text = run(&["bench", "eval", "--compare", f, f]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("paired bootstrap"));
 }

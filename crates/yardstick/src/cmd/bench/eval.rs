@@ -316,6 +316,23 @@ fn compare(files: &[PathBuf], alpha: f64, g: &GlobalOpts) -> anyhow::Result<Stat
                 t.verdict
             );
         }
+        for t in &c.tasks {
+            if let Some(q) = &t.quality {
+                println!(
+                    "{:<16} {} A {:.4} B {:.4} delta {:+.4} [{:+.4}, {:+.4}] p {:.4} (paired bootstrap, {} resamples)  {}",
+                    t.name,
+                    q.metric,
+                    q.a,
+                    q.b,
+                    q.delta,
+                    q.ci[0],
+                    q.ci[1],
+                    q.p_value,
+                    q.resamples,
+                    q.verdict
+                );
+            }
+        }
     }
     Ok(Status::Ok)
 }
