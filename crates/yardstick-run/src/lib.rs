@@ -15,6 +15,7 @@ pub mod facts;
 pub mod import;
 pub mod micro;
 pub mod plan;
+pub mod scaling;
 pub mod serve;
 
 use std::net::SocketAddr;
@@ -522,6 +523,10 @@ pub fn execute(
     wh.upsert_facts(&aggregate)?;
     let mut summary = facts::summary_json(&plan, &aggregate, level);
     summary["telemetry"] = telemetry_summary;
+    let scaling = scaling::scaling(&plan, &per_point);
+    if !scaling.is_null() {
+        summary["scaling"] = scaling;
+    }
     let bottlenecks = bottleneck::bottlenecks(&plan, &aggregate);
     if !bottlenecks.is_null() {
         summary["bottlenecks"] = bottlenecks;
@@ -532,10 +537,11 @@ pub fn execute(
         "summary",
     )?;
 
-    // Environment after: a changed profile mid-run is flagged.
+    // Environment after: a changed profile mid-run is flagged. Captured exactly like the one
+    // before (Python probe included): the key has the torch version when torch is installed, so
+    // skipping the probe here reported a "changed" profile on every machine with torch.
     let env_after = yardstick_env::capture(&yardstick_env::CaptureOptions {
         tool_version: Some(opts.tool.version.clone()),
-        probe_python: false,
         ..Default::default()
     });
     if writer.manifest().machine_profile.as_deref() != Some(env_after.machine_profile.as_str()) {

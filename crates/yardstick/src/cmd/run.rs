@@ -130,6 +130,21 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             if outcome.signed { ", signed" } else { "" }
         )?;
         writeln!(out, "  {}", outcome.dir.display())?;
+        // Scaling across world sizes (summary.json's scaling).
+        for sc in outcome.summary["scaling"].as_array().into_iter().flatten() {
+            for p in sc["points"].as_array().into_iter().flatten() {
+                writeln!(
+                    out,
+                    "  e2e.{} N={}: {} {:.3}, speedup {:.2}x, efficiency {:.1} %",
+                    sc["layer"],
+                    p["world_size"],
+                    sc["metric"].as_str().unwrap_or_default(),
+                    p["throughput"].as_f64().unwrap_or(f64::NAN),
+                    p["speedup"].as_f64().unwrap_or(f64::NAN),
+                    p["efficiency"].as_f64().unwrap_or(f64::NAN) * 100.0
+                )?;
+            }
+        }
         // Training points classified on the run's own micro ceilings (summary.json).
         for p in outcome.summary["bottlenecks"]["points"]
             .as_array()
