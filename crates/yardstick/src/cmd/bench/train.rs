@@ -195,10 +195,15 @@ mod imp {
             memory_bw,
             link_bw: None,
         };
-        let bottleneck = yardstick_exec::bottleneck::classify_training(
+        let mut bottleneck = yardstick_exec::bottleneck::classify_training(
             &report,
             &ceilings,
             format!("peak {peak_src}; bandwidth {bw_source}"),
+        );
+        bottleneck.classification.evidence.push(
+            "the trainer's bytes per step are its analytic estimate (weights, AdamW states, \
+             activations; flops::training_bytes), not a measured memory traffic"
+                .into(),
         );
         if g.json {
             let mut v = serde_json::to_value(&report)?;
