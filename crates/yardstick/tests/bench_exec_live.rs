@@ -116,7 +116,12 @@ fn bottleneck_of_a_metric_workload_with_given_ceilings() {
     let v = exec("0.1");
     let b = &v["bottleneck"];
     assert_eq!(b["bottleneck"], "input", "{b}");
-    assert!(b["evidence"][0].as_str().unwrap().starts_with("50% of the step"));
+    assert!(
+        b["evidence"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("50% of the step")
+    );
     assert_eq!(b["ceilings"]["peak_flops"], 1e12);
     // Without the wait: 10 FLOP/B is below the ridge 1e12 / 2e10 = 50: memory-bound; achieved
     // 5e10 FLOP/s of an attainable 2e11 (25 %).
@@ -147,6 +152,8 @@ fn human_output_snapshot() {
         "10",
     ]);
     assert_eq!(o.status.code(), Some(0));
-    let out = String::from_utf8(o.stdout).unwrap().replace(&logs, "[LOGS]");
+    let out = String::from_utf8(o.stdout)
+        .unwrap()
+        .replace(&logs, "[LOGS]");
     insta::assert_snapshot!("bench_exec_human", out);
 }

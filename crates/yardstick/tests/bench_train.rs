@@ -109,7 +109,12 @@ fn fifty_tiny_steps_report_the_documented_keys_and_the_loss_falls() {
         "compute"
     };
     assert_eq!(b["bottleneck"], expected, "{b}");
-    assert!(b["evidence"][0].as_str().unwrap().contains("ridge point 10.00"));
+    assert!(
+        b["evidence"][0]
+            .as_str()
+            .unwrap()
+            .contains("ridge point 10.00")
+    );
     assert!(b["ceilings_source"].as_str().unwrap().contains("given"));
 }
 
