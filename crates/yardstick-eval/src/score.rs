@@ -46,7 +46,9 @@ pub enum Scorer {
     Regex,
     /// Multiple choice: the first standalone letter A–Z in the output equals the reference letter.
     Choice,
-    /// The first number in the output is within `tolerance` (absolute) of a numeric reference.
+    /// The answer number of the output ([`answer_number`]: after the last `=` when the output
+    /// writes an equation, else the first number) is within `tolerance` (absolute) of a numeric
+    /// reference.
     Numeric {
         /// Absolute tolerance (default 1e-6).
         #[serde(default = "default_tol")]
@@ -154,7 +156,7 @@ impl Scorer {
                 }))
             }
             Scorer::Numeric { tolerance } => {
-                let got = first_number(output);
+                let got = answer_number(output);
                 Score::bool(got.is_some_and(|g| {
                     references.iter().any(|r| {
                         r.trim()
@@ -210,6 +212,16 @@ pub fn first_letter(s: &str) -> Option<char> {
         }
     }
     None
+}
+
+/// The number an answer gives: models often restate the question (`17 + 25 = 42`), so when the
+/// output has an `=` followed by a number, the first number after the last such `=`; otherwise
+/// the first number.
+pub fn answer_number(s: &str) -> Option<f64> {
+    s.match_indices('=')
+        .rev()
+        .find_map(|(i, _)| first_number(&s[i + 1..]))
+        .or_else(|| first_number(s))
 }
 
 /// The first number in `s` (optional sign, thousands commas, decimals), e.g. "= -1,234.5".
@@ -379,6 +391,13 @@ mod tests {
         assert!(!sc(&s, "43", &["42"], n));
         assert!(!sc(&s, "no idea", &["42"], n));
         assert_eq!(first_number("x 3.5 y 4"), Some(3.5));
+        // A restated equation: the number after the last `=` is the answer.
+        assert!(sc(&s, "17 + 25 = 42.", &["42"], n));
+        assert!(!sc(&s, "17 + 25 = 32.", &["17"], n));
+        assert!(sc(&s, "7 * 6 = 42\nThe answer is only 42.", &["42"], n));
+        assert!(sc(&s, "2 + 3 = 5, then 5 * 2 = 10", &["10"], n));
+        assert!(sc(&s, "12 - 20 = -8", &["-8"], n));
+        assert_eq!(answer_number("x = y, so 4"), Some(4.0));
     }
 
     #[test]
