@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use yardstick_stats::percentile::percentile_sorted;
 use yardstick_store::warehouse::{CalibrationRow, Warehouse};
 
 use crate::gate::MetricClass;
@@ -90,13 +91,6 @@ pub struct NoiseFloor {
     pub max_pct: f64,
 }
 
-/// Linear-interpolation quantile of sorted values (numpy's default).
-fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
-    let h = (sorted.len() - 1) as f64 * q;
-    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (h - lo as f64)
-}
-
 /// Noise floors from recorded calibrations, per (point, metric, statistic).
 pub fn floors(rows: &[CalibrationRow]) -> Vec<NoiseFloor> {
     let mut by: BTreeMap<(String, String, String), Vec<f64>> = BTreeMap::new();
@@ -117,7 +111,7 @@ pub fn floors(rows: &[CalibrationRow]) -> Vec<NoiseFloor> {
                 statistic,
                 comparisons: logs.len(),
                 floor_pct: (logs.len() >= MIN_CALIBRATIONS)
-                    .then(|| pct(quantile_sorted(&logs, FLOOR_QUANTILE))),
+                    .then(|| pct(percentile_sorted(&logs, FLOOR_QUANTILE))),
                 max_pct: pct(*logs.last().unwrap_or(&0.0)),
             }
         })

@@ -107,6 +107,24 @@ pub fn export(w: &mut dyn Warehouse, dir: &Path) -> Result<Vec<PathBuf>, GateErr
     Ok(written)
 }
 
+/// Reads and checks a baseline file (its format version).
+fn read(path: &Path) -> Result<BaselineFile, GateError> {
+    let bytes = std::fs::read(path).map_err(|source| GateError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let file: BaselineFile = serde_json::from_slice(&bytes)
+        .map_err(|e| GateError::Invalid(format!("{}: not a baseline file: {e}", path.display())))?;
+    if file.schema != SCHEMA {
+        return Err(GateError::Invalid(format!(
+            "{}: baseline file schema {} (this yardstick reads {SCHEMA})",
+            path.display(),
+            file.schema
+        )));
+    }
+    Ok(file)
+}
+
 /// The `runs.location` of a run imported from a baseline file: this prefix, then the file's
 /// absolute path (spec and env are read from there).
 pub const IMPORTED_PREFIX: &str = "baseline-file:";
@@ -128,19 +146,7 @@ pub struct Imported {
 /// (unless the run is already there) and the baseline pointer. Replacing a different baseline
 /// needs `force`, as with `baseline save`.
 pub fn import(w: &mut dyn Warehouse, path: &Path, force: bool) -> Result<Vec<Imported>, GateError> {
-    let bytes = std::fs::read(path).map_err(|source| GateError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    let file: BaselineFile = serde_json::from_slice(&bytes)
-        .map_err(|e| GateError::Invalid(format!("{}: not a baseline file: {e}", path.display())))?;
-    if file.schema != SCHEMA {
-        return Err(GateError::Invalid(format!(
-            "{}: baseline file schema {} (this yardstick reads {SCHEMA})",
-            path.display(),
-            file.schema
-        )));
-    }
+    let file = read(path)?;
     let abs = std::fs::canonicalize(path).map_err(|source| GateError::Io {
         path: path.display().to_string(),
         source,
@@ -201,19 +207,7 @@ pub fn import(w: &mut dyn Warehouse, path: &Path, force: bool) -> Result<Vec<Imp
 
 /// Reads the baseline of `benchmark` from a baseline file, as a run to gate against.
 pub fn load(path: &Path, benchmark: &str) -> Result<RunData, GateError> {
-    let bytes = std::fs::read(path).map_err(|source| GateError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    let file: BaselineFile = serde_json::from_slice(&bytes)
-        .map_err(|e| GateError::Invalid(format!("{}: not a baseline file: {e}", path.display())))?;
-    if file.schema != SCHEMA {
-        return Err(GateError::Invalid(format!(
-            "{}: baseline file schema {} (this yardstick reads {SCHEMA})",
-            path.display(),
-            file.schema
-        )));
-    }
+    let file = read(path)?;
     let entry = file
         .baselines
         .into_iter()

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use yardstick_spec::{Mode, Tolerances};
+use yardstick_spec::{Mode, TailPercentile, Tolerances};
 use yardstick_stats::bootstrap::ratio_of_medians_ci;
 use yardstick_stats::hypothesis::holm;
 use yardstick_stats::percentile::min_samples_for_quantile_ci;
@@ -421,15 +421,11 @@ pub fn gate(
         };
         let bnd = ratio_bound(m.class, tol, base_median, floor);
         let n = (m.baseline_replicates.len(), m.candidate_replicates.len());
-        let required_samples = if m.class == MetricClass::Tail {
-            let q = match m.statistic.as_str() {
-                "p90" => 0.90,
-                "p95" => 0.95,
-                _ => 0.99,
-            };
-            Some(min_samples_for_quantile_ci(q, level)? as u64)
-        } else {
-            None
+        let required_samples = match TailPercentile::from_statistic(&m.statistic) {
+            Some(t) if m.class == MetricClass::Tail => {
+                Some(min_samples_for_quantile_ci(t.quantile(), level)? as u64)
+            }
+            _ => None,
         };
         let enough_samples = match (required_samples, m.min_samples) {
             (Some(req), Some(have)) => have >= req,

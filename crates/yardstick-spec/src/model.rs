@@ -721,6 +721,17 @@ impl TailPercentile {
         }
     }
 
+    /// The tail percentile a fact statistic names (`"p99"`), if any.
+    pub fn from_statistic(statistic: &str) -> Option<TailPercentile> {
+        [
+            TailPercentile::P90,
+            TailPercentile::P95,
+            TailPercentile::P99,
+        ]
+        .into_iter()
+        .find(|t| t.statistic() == statistic)
+    }
+
     /// The quantile (0.99).
     pub fn quantile(self) -> f64 {
         match self {

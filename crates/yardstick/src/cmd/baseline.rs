@@ -113,6 +113,16 @@ pub fn gate_error(e: GateError) -> anyhow::Error {
     }
 }
 
+/// Like [`gate_error`], with the `--force` hint when a different baseline would be replaced.
+fn replace_error(e: GateError) -> anyhow::Error {
+    let replacing = matches!(&e, GateError::Store(yardstick_store::StoreError::Invalid(m)) if m.contains("needs force"));
+    if replacing {
+        exit::invalid(e.to_string(), Some("pass --force to replace it"))
+    } else {
+        gate_error(e)
+    }
+}
+
 #[derive(Serialize)]
 struct ListOut<'a> {
     baselines: &'a [BaselineRow],
@@ -123,14 +133,8 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     match args.command {
         BaselineCommand::Import(a) => {
             let mut w = a.store.open()?;
-            let done = yardstick_gate::file::import(w.as_mut(), &a.file, a.force).map_err(|e| {
-                let replacing = matches!(&e, GateError::Store(yardstick_store::StoreError::Invalid(m)) if m.contains("needs force"));
-                if replacing {
-                    exit::invalid(e.to_string(), Some("pass --force to replace it"))
-                } else {
-                    gate_error(e)
-                }
-            })?;
+            let done = yardstick_gate::file::import(w.as_mut(), &a.file, a.force)
+                .map_err(replace_error)?;
             if g.json {
                 output::json(&serde_json::json!({ "imported": done }))?;
             } else {
@@ -152,14 +156,7 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         }
         BaselineCommand::Save(a) => {
             let mut w = a.store.open()?;
-            let row = baseline::save(w.as_mut(), &a.run, a.force, a.note).map_err(|e| {
-                let replacing = matches!(&e, GateError::Store(yardstick_store::StoreError::Invalid(m)) if m.contains("needs force"));
-                if replacing {
-                    exit::invalid(e.to_string(), Some("pass --force to replace it"))
-                } else {
-                    gate_error(e)
-                }
-            })?;
+            let row = baseline::save(w.as_mut(), &a.run, a.force, a.note).map_err(replace_error)?;
             if g.json {
                 output::json(&row)?;
             } else {
