@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,8 +16,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1;
 use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+use yardstick_wire::{RxStamp, StampedTcp};
 
 use crate::openai::{self, Api};
 use crate::plan::PlannedRequest;
@@ -25,7 +24,7 @@ use crate::record::{Clock, ErrorClass, RequestRecord, TokenSource};
 use crate::sse::SseParser;
 use crate::tokenizer::LocalTokenizer;
 
-type Io = MaybeHttpsStream<TokioIo<TcpStream>>;
+type Io = MaybeHttpsStream<StampedTcp>;
 type Driver = Pin<Box<http1::Connection<Io, Full<Bytes>>>>;
 
 /// Where and how to send requests.
@@ -82,6 +81,35 @@ struct Conn {
     sender: http1::SendRequest<Full<Bytes>>,
     driver: Driver,
     closed: bool,
+    /// When the kernel received the bytes last read from this connection.
+    rx: RxStamp,
+}
+
+/// Opens TCP connections that read through [`StampedTcp`], so every response event is
+/// timestamped with its arrival in the kernel rather than with when this process got to it.
+#[derive(Clone)]
+struct StampConnector {
+    http: HttpConnector,
+    clock: Clock,
+}
+
+impl tower_service::Service<Uri> for StampConnector {
+    type Response = StampedTcp;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+    type Future = Pin<Box<dyn Future<Output = Result<StampedTcp, Self::Error>> + Send + 'static>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.http.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let connecting = self.http.call(uri);
+        let clock = self.clock;
+        Box::pin(async move {
+            let tcp = connecting.await?.into_inner();
+            Ok(StampedTcp::new(tcp, clock))
+        })
+    }
 }
 
 impl Conn {
@@ -100,10 +128,17 @@ impl Conn {
     }
 }
 
-/// Polls the connection's I/O and `fut` together in the calling task.
+/// Polls the connection's I/O and `fut` together in the calling task: `fut`, then the
+/// connection, then `fut` again. A request `fut` has just queued is written to the socket in
+/// the same poll (not after another trip through the scheduler, which on a busy machine costs
+/// milliseconds that would count as server time), and a response frame the connection has
+/// just read reaches `fut` at once.
 async fn drive<F: Future>(driver: &mut Driver, closed: &mut bool, fut: F) -> F::Output {
     let mut fut = std::pin::pin!(fut);
     std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return Poll::Ready(out);
+        }
         if !*closed && driver.as_mut().poll(cx).is_ready() {
             *closed = true;
         }
@@ -114,7 +149,7 @@ async fn drive<F: Future>(driver: &mut Driver, closed: &mut bool, fut: F) -> F::
 
 /// A benchmark client for one server.
 pub struct Client {
-    connector: HttpsConnector<HttpConnector>,
+    connector: HttpsConnector<StampConnector>,
     connect_uri: Uri,
     path: Uri,
     host: HeaderValue,
@@ -204,7 +239,7 @@ impl Client {
             .map_err(|e| ClientError::Tls(e.to_string()))?
             .https_or_http()
             .enable_http1()
-            .wrap_connector(http);
+            .wrap_connector(StampConnector { http, clock });
         Ok(Client {
             connector,
             connect_uri,
@@ -253,6 +288,10 @@ impl Client {
         let io = tower_service::Service::call(&mut c, self.connect_uri.clone())
             .await
             .map_err(|e| format!("connect: {e}"))?;
+        let rx = match &io {
+            MaybeHttpsStream::Http(tcp) => tcp.stamp(),
+            MaybeHttpsStream::Https(tls) => tls.inner().get_ref().0.inner().stamp(),
+        };
         let (sender, conn) = http1::Builder::new()
             .handshake(io)
             .await
@@ -261,6 +300,7 @@ impl Client {
             sender,
             driver: Box::pin(conn),
             closed: false,
+            rx,
         })
     }
 
@@ -359,15 +399,19 @@ impl Client {
             sender,
             driver,
             closed,
+            rx,
         } = &mut conn;
         let exchange = exchange(
             sender,
             req,
             &mut rec,
             clock,
-            self.stream,
-            self.api,
-            self.keep_response,
+            rx,
+            Shape {
+                stream: self.stream,
+                api: self.api,
+                keep_body: self.keep_response,
+            },
         );
         let result = tokio::time::timeout(self.timeout, drive(driver, closed, exchange)).await;
         let reusable = match result {
@@ -449,6 +493,14 @@ fn status_class(s: u16) -> ErrorClass {
     }
 }
 
+/// What kind of response `exchange` expects and what it keeps of it.
+#[derive(Clone, Copy)]
+struct Shape {
+    stream: bool,
+    api: Api,
+    keep_body: bool,
+}
+
 /// Sends `req` and reads the whole response into `rec`. `Ok(true)` when the connection is
 /// clean for reuse.
 async fn exchange(
@@ -456,10 +508,14 @@ async fn exchange(
     req: Request<Full<Bytes>>,
     rec: &mut RequestRecord,
     clock: Clock,
-    stream: bool,
-    api: Api,
-    keep_body: bool,
+    rx: &RxStamp,
+    shape: Shape,
 ) -> Result<bool, Failure> {
+    let Shape {
+        stream,
+        api,
+        keep_body,
+    } = shape;
     sender
         .ready()
         .await
@@ -475,7 +531,9 @@ async fn exchange(
             (ErrorClass::StreamCut, format!("no response: {e}"))
         }
     })?;
-    rec.first_byte_ns = Some(clock.now_ns());
+    // Arrival times are the kernel's receive stamps of the bytes just read (see
+    // `yardstick_wire::tcp`), "now" where the platform gives none.
+    rec.first_byte_ns = Some(rx.get());
     let status = resp.status().as_u16();
     rec.status = Some(status);
     let mut body = resp.into_body();
@@ -497,8 +555,7 @@ async fn exchange(
             .await
             .map_err(|e| (ErrorClass::StreamCut, format!("body cut: {e}")))?
             .to_bytes();
-        let t = clock.now_ns();
-        rec.done_ns = Some(t);
+        rec.done_ns = Some(rx.get());
         if keep_body {
             rec.response_body = Some(bytes.clone());
         }
@@ -536,7 +593,7 @@ async fn exchange(
     loop {
         let frame = body.frame().await;
         // Timestamp on arrival, before any parsing.
-        let t = clock.now_ns();
+        let t = rx.get();
         match frame {
             None => {
                 parser.finish(|d| st.event(d, t, rec));
@@ -568,7 +625,7 @@ async fn exchange(
     }
     if rec.done_ns.is_none() {
         // The body ended without `[DONE]`: accepted (some servers omit it).
-        rec.done_ns = Some(clock.now_ns());
+        rec.done_ns = Some(rx.get());
     }
     if body.is_end_stream() {
         return Ok(true);

@@ -18,7 +18,7 @@ pub mod mlperf;
 pub mod openai;
 pub mod plan;
 pub mod record;
-mod rng;
+use yardstick_wire::rng;
 pub mod runner;
 pub mod sse;
 pub mod summary;

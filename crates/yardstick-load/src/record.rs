@@ -1,52 +1,8 @@
 //! The raw per-request record: every timestamp a metric is computed from.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
-
 use serde::Serialize;
 
-/// Maps monotonic instants to unix-epoch nanoseconds through one anchor, so all timestamps
-/// of a run are mutually consistent and comparable with a server log on the same machine.
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    anchor: Instant,
-    anchor_unix_ns: u64,
-}
-
-impl Clock {
-    /// Reads the anchor now.
-    pub fn new() -> Self {
-        let anchor = Instant::now();
-        let anchor_unix_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        Clock {
-            anchor,
-            anchor_unix_ns,
-        }
-    }
-
-    /// Unix-epoch nanoseconds of `t`.
-    pub fn ns(&self, t: Instant) -> u64 {
-        match t.checked_duration_since(self.anchor) {
-            Some(d) => self.anchor_unix_ns + d.as_nanos() as u64,
-            None => self
-                .anchor_unix_ns
-                .saturating_sub(self.anchor.duration_since(t).as_nanos() as u64),
-        }
-    }
-
-    /// Unix-epoch nanoseconds now.
-    pub fn now_ns(&self) -> u64 {
-        self.ns(Instant::now())
-    }
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+pub use yardstick_wire::Clock;
 
 /// Why a request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

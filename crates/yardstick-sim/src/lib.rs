@@ -16,11 +16,9 @@
 
 #![deny(missing_docs)]
 
-mod clock;
 pub mod log;
 mod metrics;
 pub mod openai;
-mod rng;
 mod stream;
 
 use std::convert::Infallible;
@@ -37,17 +35,16 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-pub use clock::Clock;
 pub use log::{LogRecord, Outcome};
 use log::{LogSink, LogWriter};
 use metrics::Metrics;
 use openai::{Api, ParsedRequest};
-use rng::Rng;
 use stream::{SimBody, TokenStream};
+pub use yardstick_wire::Clock;
+use yardstick_wire::{Rng, RxStamp, StampedTcp};
 
 /// Largest request body accepted.
 const MAX_BODY: usize = 16 << 20;
@@ -252,10 +249,14 @@ impl Sim {
                 let _ = tcp.set_nodelay(true);
                 let shared = shared.clone();
                 tokio::spawn(async move {
-                    let svc = service_fn(move |req| handle(shared.clone(), req));
+                    // Requests are timed from when the kernel received their last bytes, not
+                    // from when this busy process got round to reading them.
+                    let io = StampedTcp::new(tcp, shared.clock);
+                    let rx = io.stamp();
+                    let svc = service_fn(move |req| handle(shared.clone(), rx.clone(), req));
                     let _ = http1::Builder::new()
                         .keep_alive(true)
-                        .serve_connection(TokioIo::new(tcp), svc)
+                        .serve_connection(io, svc)
                         .await;
                 });
             }
@@ -298,6 +299,7 @@ fn unix_s() -> u64 {
 
 async fn handle(
     shared: Arc<Shared>,
+    rx: RxStamp,
     req: Request<Incoming>,
 ) -> Result<Response<SimBody>, Infallible> {
     let api = match (req.method(), req.uri().path()) {
@@ -350,7 +352,8 @@ async fn handle(
             ));
         }
     };
-    let received = Instant::now();
+    let handled = Instant::now();
+    let received = shared.clock.instant(rx.get()).min(handled);
     let seq = shared.seq.fetch_add(1, Ordering::Relaxed);
     shared.metrics.received.fetch_add(1, Ordering::Relaxed);
     let request_id = request_id.unwrap_or_else(|| format!("sim-{seq}"));
@@ -363,8 +366,9 @@ async fn handle(
         status: 200,
         prompt_tokens: 0,
         output_tokens: 0,
-        received_ns: shared.clock.unix_ns(received),
-        admitted_ns: shared.clock.unix_ns(received),
+        received_ns: shared.clock.ns(received),
+        handled_ns: shared.clock.ns(handled),
+        admitted_ns: shared.clock.ns(received),
         first_token_ns: None,
         last_token_ns: None,
         ttft_ms: None,
@@ -416,16 +420,19 @@ async fn handle(
 
     // Queue for a running slot (continuous batching's max_num_seqs).
     let permit = match &shared.slots {
-        Some(sem) => {
-            shared.metrics.waiting.fetch_add(1, Ordering::Relaxed);
-            let p = sem.clone().acquire_owned().await.ok();
-            shared.metrics.waiting.fetch_sub(1, Ordering::Relaxed);
-            p
-        }
-        None => None,
+        Some(sem) => match sem.clone().try_acquire_owned() {
+            Ok(p) => (Some(p), received),
+            Err(_) => {
+                shared.metrics.waiting.fetch_add(1, Ordering::Relaxed);
+                let p = sem.clone().acquire_owned().await.ok();
+                shared.metrics.waiting.fetch_sub(1, Ordering::Relaxed);
+                (p, Instant::now())
+            }
+        },
+        None => (None, received),
     };
-    let admitted = Instant::now();
-    rec.admitted_ns = shared.clock.unix_ns(admitted);
+    let (permit, admitted) = permit;
+    rec.admitted_ns = shared.clock.ns(admitted);
     shared
         .metrics
         .prompt_tokens
@@ -445,7 +452,7 @@ async fn handle(
         );
         let resp = json_response(StatusCode::OK, &body);
         let now = Instant::now();
-        rec.first_token_ns = Some(shared.clock.unix_ns(now));
+        rec.first_token_ns = Some(shared.clock.ns(now));
         rec.last_token_ns = rec.first_token_ns;
         rec.ttft_ms = Some(ms(now - received));
         rec.e2e_ms = rec.ttft_ms;
@@ -521,7 +528,7 @@ async fn handle(
     );
     let resp = json_response(StatusCode::OK, &body);
     let now = Instant::now();
-    rec.first_token_ns = Some(shared.clock.unix_ns(now));
+    rec.first_token_ns = Some(shared.clock.ns(now));
     rec.last_token_ns = rec.first_token_ns;
     rec.ttft_ms = Some(ms(now - received));
     rec.e2e_ms = rec.ttft_ms;

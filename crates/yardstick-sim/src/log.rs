@@ -49,8 +49,13 @@ pub struct LogRecord {
     pub prompt_tokens: u64,
     /// Output tokens written.
     pub output_tokens: u64,
-    /// When the request (headers and body) had been read.
+    /// When the request had reached the server: the kernel's receive timestamp of its last
+    /// bytes where the platform gives one, else when it had been read. Latencies count from
+    /// here.
     pub received_ns: u64,
+    /// When the simulator had read and started handling the request (after `received_ns`
+    /// by however long the process took to get to it).
+    pub handled_ns: u64,
     /// When a running slot was granted (after queueing under `max_running`).
     pub admitted_ns: u64,
     /// When the first content token was written to the connection.

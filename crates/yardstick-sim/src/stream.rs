@@ -16,8 +16,8 @@ use tokio::time::Sleep;
 use crate::log::{LogRecord, Outcome};
 use crate::metrics::Metrics;
 use crate::openai::{Api, ChunkWriter};
-use crate::rng::Rng;
 use crate::{Shared, SimConfig};
+use yardstick_wire::Rng;
 
 /// The error a body yields to make hyper abort the connection (an injected disconnect).
 #[derive(Debug, thiserror::Error)]
@@ -198,7 +198,7 @@ impl TokenStream {
         let last = k + 1 == self.n;
         let mut buf = BytesMut::with_capacity(if last { 640 } else { 256 });
         self.writer.token(&mut buf, k, last.then_some(self.finish));
-        let now_ns = self.shared.clock.unix_ns(now);
+        let now_ns = self.shared.clock.ns(now);
         if k == 0 {
             self.rec.first_token_ns = Some(now_ns);
         }

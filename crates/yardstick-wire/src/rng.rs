@@ -1,4 +1,5 @@
-//! A tiny seeded generator (SplitMix64) and the few distributions the load generator needs.
+//! A tiny seeded generator (SplitMix64) and the few distributions the load generator and the
+//! simulator need.
 //! Hand-written so a seed means the same plan on every platform and every version, forever.
 
 /// SplitMix64 with uniform, normal, exponential and gamma draws.
