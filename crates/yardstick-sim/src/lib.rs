@@ -20,6 +20,7 @@ mod clock;
 pub mod log;
 mod metrics;
 pub mod openai;
+pub mod quality;
 mod rng;
 mod stream;
 
@@ -92,6 +93,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Where to write the ground-truth log (JSON lines), if anywhere.
     pub log: Option<PathBuf>,
+    /// Answer oracle and echo log-probability model ([`quality`]).
+    pub quality: quality::Quality,
 }
 
 impl Default for SimConfig {
@@ -115,6 +118,7 @@ impl Default for SimConfig {
             embedding_dim: 64,
             seed: 0,
             log: None,
+            quality: quality::Quality::default(),
         }
     }
 }
@@ -454,7 +458,10 @@ async fn handle(
         return Ok(resp);
     }
 
-    let n = output_tokens(cfg, &parsed);
+    let n = cfg
+        .quality
+        .output_tokens(api, parsed.stream, &body, parsed.max_tokens)
+        .unwrap_or_else(|| output_tokens(cfg, &parsed));
     let finish = if Some(n) == parsed.max_tokens
         || (parsed.max_tokens.is_none() && n == cfg.default_max_tokens)
     {
@@ -510,7 +517,7 @@ async fn handle(
         return Ok(Response::new(SimBody::broken()));
     }
     tokio::time::sleep_until(deadline.into()).await;
-    let body = openai::full_response(
+    let full = openai::full_response(
         api,
         &id,
         created,
@@ -519,6 +526,7 @@ async fn handle(
         n,
         finish,
     );
+    let body = cfg.quality.rewrite(api, &body, full);
     let resp = json_response(StatusCode::OK, &body);
     let now = Instant::now();
     rec.first_token_ns = Some(shared.clock.unix_ns(now));

@@ -826,8 +826,14 @@ fn eval(spec: &Spec, c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             }
         } else if !BUNDLED_TASKS.contains(&t) {
             let hint = match crate::diag::did_you_mean(t, BUNDLED_TASKS.iter().copied()) {
-                Some(s) => format!("did you mean `{s}`? bundled: {}; a file needs a .jsonl name or a path", BUNDLED_TASKS.join(", ")),
-                None => format!("bundled: {}; a file needs a .jsonl name or a path", BUNDLED_TASKS.join(", ")),
+                Some(s) => format!(
+                    "did you mean `{s}`? bundled: {}; a file needs a .jsonl name or a path",
+                    BUNDLED_TASKS.join(", ")
+                ),
+                None => format!(
+                    "bundled: {}; a file needs a .jsonl name or a path",
+                    BUNDLED_TASKS.join(", ")
+                ),
             };
             cx.error(
                 "eval-config",
@@ -862,9 +868,21 @@ fn eval(spec: &Spec, c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
         );
     }
     let positive: [(&str, Option<f64>, &str); 3] = [
-        ("repeat", c.repeat.map(f64::from), "`repeat: 2` runs every item twice and measures determinism"),
-        ("maxTokens", c.max_tokens.map(|x| x as f64), "e.g. `maxTokens: 64`"),
-        ("concurrency", c.concurrency.map(f64::from), "1 (the default) sends one request at a time"),
+        (
+            "repeat",
+            c.repeat.map(f64::from),
+            "`repeat: 2` runs every item twice and measures determinism",
+        ),
+        (
+            "maxTokens",
+            c.max_tokens.map(|x| x as f64),
+            "e.g. `maxTokens: 64`",
+        ),
+        (
+            "concurrency",
+            c.concurrency.map(f64::from),
+            "1 (the default) sends one request at a time",
+        ),
     ];
     for (name, v, hint) in positive {
         if v == Some(0.0) {
