@@ -333,6 +333,14 @@ fn smollm2_eval_layer_in_yardstick_run() {
     .unwrap();
     let six: String = arith.lines().take(6).map(|l| format!("{l}\n")).collect();
     std::fs::write(tmp.path().join("arith6.jsonl"), six).unwrap();
+    // Perplexity over the shard's first two paragraphs (llama-cpp-python sorts the whole
+    // vocabulary for every echoed token: the full shard takes a minute per replicate).
+    let shard = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../yardstick-eval/src/shard/measure.txt"),
+    )
+    .unwrap();
+    let two: Vec<&str> = shard.split("\n\n").take(2).collect();
+    std::fs::write(tmp.path().join("two.txt"), two.join("\n\n")).unwrap();
     let spec = format!(
         r#"apiVersion: yardstick/v1
 kind: BenchmarkRun
@@ -353,7 +361,7 @@ spec:
       - kind: eval
         target: {{url: "{}", api: chat, model: smollm2}}
         tasks: [arith6.jsonl]
-        perplexity: builtin
+        perplexity: two.txt
         repeat: 2
         maxTokens: 24
         timeout: 120s
@@ -373,7 +381,7 @@ spec:
     ]);
     let o = json_of(&out);
     say(&format!(
-        "smollm2 eval layer: 3 replicates of 6 items x 2 + perplexity in {:.0} s",
+        "smollm2 eval layer: 3 replicates of 6 items x 2 + perplexity over 2 paragraphs in {:.0} s",
         started.elapsed().as_secs_f64()
     ));
     let stderr = String::from_utf8_lossy(&out.stderr);
