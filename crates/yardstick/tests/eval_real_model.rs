@@ -65,6 +65,11 @@ fn http_get_ok(addr: &str, path: &str) -> bool {
 
 /// Starts the server, or prints `SKIPPED: …` and returns `None` when it is not installed.
 fn start(test: &str) -> Option<Llama> {
+    start_with(test, &[])
+}
+
+/// [`start`] with extra server flags.
+fn start_with(test: &str, extra: &[&str]) -> Option<Llama> {
     let Some((python, model)) = locate() else {
         say(&format!(
             "SKIPPED: {test}: llama-cpp-python server or SmolLM2 GGUF not found (set \
@@ -92,6 +97,7 @@ fn start(test: &str) -> Option<Llama> {
             "--n_threads",
             "2",
         ])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -256,6 +262,50 @@ fn smollm2_perplexity_is_a_number_or_an_honest_unsupported() {
             ));
         }
     }
+}
+
+/// llama-cpp-python's echo log-probabilities are aligned when the prompt starts with BOS (it
+/// drops the BOS and with it the off-by-one); SmolLM2's GGUF does not ask for one, and
+/// `--kv_overrides tokenizer.ggml.add_bos_token=bool:true` makes it. The perplexity through the
+/// server must then equal the direct computation with a BOS context
+/// (`scripts/smollm2_perplexity_reference.py`: 549 tokens, mean NLL 4.056270, perplexity
+/// 57.7585).
+#[test]
+fn smollm2_perplexity_with_a_bos_prompt_matches_the_direct_computation() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = start_with(
+        "smollm2_perplexity_with_a_bos_prompt",
+        &["--kv_overrides", "tokenizer.ggml.add_bos_token=bool:true"],
+    ) else {
+        return;
+    };
+    let o = yardstick(&[
+        "--json",
+        "bench",
+        "eval",
+        "--url",
+        &server.url,
+        "--model",
+        "smollm2",
+        "--tasks",
+        "none",
+        "--perplexity",
+        "builtin",
+        "--timeout",
+        "300",
+    ]);
+    let v = json_of(&o);
+    let p = &v["perplexity"];
+    assert!(p["unsupported"].is_null(), "{p}");
+    assert_eq!(p["tokens"], 549, "{p}");
+    let x = p["value"].as_f64().unwrap();
+    assert!(
+        (x - 57.7585).abs() < 0.01,
+        "perplexity {x}, direct computation 57.7585"
+    );
+    say(&format!(
+        "SmolLM2 perplexity via llama-cpp-python with a BOS prompt: {x:.4} over 549 tokens"
+    ));
 }
 
 #[test]
