@@ -340,3 +340,97 @@ pub fn eval_summary(plan: &Plan, per_point: &[(String, Vec<Value>)]) -> Value {
         Value::Array(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use yardstick_eval::report::{ItemRecord, TaskResult};
+
+    fn report(
+        tasks: Vec<TaskResult>,
+        perplexity: Option<yardstick_eval::Perplexity>,
+    ) -> EvalReport {
+        EvalReport {
+            model: "m".into(),
+            api: Api::Chat,
+            decoding: Decoding {
+                model: "m".into(),
+                max_tokens: 8,
+                seed: 0,
+                stop: vec![],
+            },
+            repeat: 2,
+            confidence: 0.95,
+            tasks,
+            concurrency: 1,
+            elapsed_s: 1.0,
+            requests_per_s: 4.0,
+            perplexity,
+        }
+    }
+
+    fn item(id: &str, repeat: usize, correct: bool, error: Option<&str>) -> ItemRecord {
+        ItemRecord {
+            task: "t".into(),
+            id: id.into(),
+            repeat,
+            output: error.is_none().then(|| format!("{id}{correct}")),
+            correct,
+            score: if correct { 1.0 } else { 0.0 },
+            latency_ms: error.is_none().then_some(2.0),
+            output_tokens: None,
+            error: error.map(str::to_owned),
+            bleu_stats: None,
+        }
+    }
+
+    #[test]
+    fn a_task_summary_carries_the_gated_facts_and_all_failed_is_an_error() {
+        let recs = vec![
+            item("a", 0, true, None),
+            item("b", 0, false, None),
+            item("a", 1, true, None),
+            item("b", 1, false, None),
+        ];
+        let t = TaskResult::summarise("t", recs, 2, 0.95, Some("exact")).unwrap();
+        let s = summarize(&report(vec![t], None));
+        assert_eq!(s["accuracy"], 0.5);
+        assert_eq!(s["determinism"], 1.0);
+        assert_eq!(s["eval"]["n"], 2);
+        let facts = crate::facts::replicate_facts("r", "p", 0, &s, None);
+        let acc = facts.iter().find(|f| f.metric == "accuracy").unwrap();
+        assert_eq!(
+            (acc.statistic.as_str(), acc.unit.as_str(), acc.n),
+            ("value", "fraction", 2)
+        );
+        assert!(!facts.iter().any(|f| f.metric == "eval"));
+        assert!(headline(&s).unwrap().starts_with("t: accuracy 0.500"));
+
+        let failed = vec![
+            item("a", 0, false, Some("connect")),
+            item("b", 0, false, Some("x")),
+        ];
+        let t = TaskResult::summarise("t", failed, 1, 0.95, None).unwrap();
+        let s = summarize(&report(vec![t], None));
+        assert!(
+            s["error"].as_str().unwrap().contains("every request"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn an_unsupported_perplexity_gives_no_number() {
+        let p = yardstick_eval::Perplexity {
+            value: None,
+            tokens: 0,
+            nll: None,
+            paragraphs: 7,
+            source: "builtin".into(),
+            unsupported: Some("shifted".into()),
+        };
+        let s = summarize(&report(vec![], Some(p)));
+        assert!(s.get("perplexity").is_none(), "{s}");
+        assert!(crate::facts::flatten(&s).is_empty(), "{s}");
+        assert!(headline(&s).unwrap().contains("unsupported"));
+    }
+}
