@@ -315,6 +315,23 @@ fn eval_layer_stores_artifacts_and_facts_and_the_gate_catches_worse_answers() {
     };
     assert_eq!(verdict("component.0.eval/arith", "accuracy"), "FAIL");
     assert_eq!(verdict("component.0.eval/perplexity", "perplexity"), "FAIL");
+    // --confirm re-runs only the failing eval points; a deterministic regression reproduces.
+    let out = cmd(&store, &["gate", c_id, "--confirm", "--json"]);
+    let g = json(&out);
+    assert_eq!(out.status.code(), Some(3), "{g}");
+    let acc = g["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["point"] == "component.0.eval/arith" && m["metric"] == "accuracy")
+        .unwrap();
+    assert!(
+        acc["reason"]
+            .as_str()
+            .unwrap()
+            .contains("confirmed by re-run"),
+        "{acc}"
+    );
     // The human output names them.
     let out = cmd(&store, &["gate", c_id]);
     assert_eq!(out.status.code(), Some(3));
