@@ -189,6 +189,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_spec_validator_knows_the_bundled_probes() {
+        let here: Vec<&str> = PROBES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(here, yardstick_spec::rules::BUNDLED_TASKS);
+        for n in here {
+            assert!(!yardstick_spec::rules::task_is_file(n));
+        }
+    }
+
+    #[test]
     fn probes_parse_and_have_20_to_30_items() {
         for (n, _) in PROBES {
             let t = Task::builtin(n).unwrap().unwrap();

@@ -471,6 +471,10 @@ pub fn metric_rank(metric: &str) -> usize {
         "sys_s",
         "max_rss_bytes",
         "peak_mem_bytes",
+        "accuracy",
+        "accuracy_ci",
+        "determinism",
+        "perplexity",
     ];
     ORDER
         .iter()

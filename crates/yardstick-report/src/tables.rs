@@ -90,6 +90,10 @@ pub fn headline_metrics(p: &PointReport) -> Vec<&MetricStat> {
         ("wall_s", "value"),
         ("max_rss_bytes", "value"),
         ("peak_mem_bytes", "value"),
+        // eval layers
+        ("accuracy", "value"),
+        ("determinism", "value"),
+        ("perplexity", "value"),
     ];
     let picked: Vec<&MetricStat> = HEADLINE
         .iter()

@@ -40,7 +40,7 @@ pub fn flatten(summary: &Value) -> Vec<(String, String, f64)> {
         return out;
     };
     for (k, v) in obj {
-        if k == "load" || k == "units" {
+        if k == "load" || k == "units" || k == "eval" {
             continue;
         }
         match v {
@@ -71,7 +71,10 @@ pub fn unit_in(summary: &Value, metric: &str) -> String {
 }
 
 fn sample_count(summary: &Value) -> u64 {
-    summary["requests"]["completed"].as_u64().unwrap_or(1)
+    summary["requests"]["completed"]
+        .as_u64()
+        .or_else(|| summary["eval"]["n"].as_u64())
+        .unwrap_or(1)
 }
 
 /// Facts of one replicate.
@@ -184,6 +187,9 @@ pub fn summary_json(plan: &Plan, facts: &[FactRow], level: f64) -> Value {
 pub fn headline(summary: &Value) -> String {
     if let Some(e) = summary.get("error").and_then(Value::as_str) {
         return format!("failed: {e}");
+    }
+    if let Some(h) = crate::eval::headline(summary) {
+        return h;
     }
     if summary.get("ttft_ms").is_some() || summary.get("request_throughput").is_some() {
         let f = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.1}"));

@@ -11,6 +11,7 @@
 
 pub mod bottleneck;
 pub mod e2e;
+pub mod eval;
 pub mod facts;
 pub mod import;
 pub mod micro;
@@ -104,6 +105,9 @@ pub struct RunOptions {
     /// Run only these points of the plan (ids as `yardstick run --dry-run` lists them); `None`
     /// runs every point.
     pub only_points: Option<Vec<String>>,
+    /// The spec's directory: eval task and perplexity files are relative to it (`None`: the
+    /// working directory).
+    pub spec_dir: Option<PathBuf>,
 }
 
 /// What a run produced.
@@ -166,6 +170,8 @@ pub fn execute(
     if let Some(only) = &opts.only_points {
         plan.restrict(only).map_err(RunError::Invalid)?;
     }
+    // Eval tasks are read before anything is created: a bad task file is invalid input.
+    let eval_inputs = eval::EvalInputs::load(&plan, opts.spec_dir.as_deref())?;
     let runs_dir = opts.store.join("runs");
     let mut writer = match resume {
         None => RunWriter::create(&runs_dir, &plan.name, spec_text, opts.tool.clone())?,
@@ -258,6 +264,7 @@ pub fn execute(
                 kind: match &p.work {
                     PointWork::Micro { micro, .. } => micro.clone(),
                     PointWork::Serve { .. } => "serve".into(),
+                    PointWork::Eval { .. } => "eval".into(),
                     PointWork::Train { .. } => "train".into(),
                     PointWork::Command { .. } => "command".into(),
                 },
@@ -282,16 +289,27 @@ pub fn execute(
         .enable_all()
         .build()
         .map_err(|e| RunError::Internal(format!("async runtime: {e}")))?;
-    let needs_sim = plan
-        .points
-        .iter()
-        .any(|p| matches!(&p.work, PointWork::Serve { url: None, .. }));
+    let needs_sim = plan.points.iter().any(|p| {
+        matches!(
+            &p.work,
+            PointWork::Serve { url: None, .. } | PointWork::Eval { url: None, .. }
+        )
+    });
     let sim = if needs_sim {
         Some(start_sim(&rt, &plan)?)
     } else {
         None
     };
     let _ = yardstick_load::raise_nofile_limit();
+    // The task files and texts an eval read, stored with the run (frozen content, hashed).
+    for (name, path) in &eval_inputs.files {
+        let rel = format!("inputs/eval/{}", plan::slug(name));
+        if !writer.has(&rel) {
+            let bytes = std::fs::read(path)
+                .map_err(|e| RunError::Invalid(format!("{}: {e}", path.display())))?;
+            writer.add(&rel, &bytes, "input")?;
+        }
+    }
 
     let scratch = opts.store.join("tmp").join(&run_id);
     let e2e_layers: Vec<yardstick_spec::E2eLayer> = spec
@@ -327,6 +345,7 @@ pub fn execute(
         });
         let started_at = yardstick_store::run::now_rfc3339();
         let seed = opts.seed ^ (u64::from(step.replicate) << 32);
+        let mut eval_files = Vec::new();
         let outcome = match &point.work {
             PointWork::Serve { url, .. } => {
                 let url = match (url, &sim) {
@@ -336,6 +355,17 @@ pub fn execute(
                 };
                 serve::run_replicate(&rt, &point.work, &url, seed, opts.interrupt.clone())
                     .map(|o| (o.summary, Some(o.samples), Vec::new()))
+            }
+            PointWork::Eval { url, .. } => {
+                let url = match (url, &sim) {
+                    (Some(u), _) => u.clone(),
+                    (None, Some(s)) => format!("http://{}", s.addr),
+                    (None, None) => unreachable!("the simulator starts when a target needs it"),
+                };
+                eval::run_replicate(&rt, &point.work, &eval_inputs, &url).map(|o| {
+                    eval_files = o.files;
+                    (o.summary, None, Vec::new())
+                })
             }
             PointWork::Micro { micro: kind, sizes } => {
                 micro::run_replicate(kind, sizes.as_ref(), &trials, seed)
@@ -401,6 +431,18 @@ pub fn execute(
                 "{} r{}: {e}",
                 point.id, step.replicate
             )));
+        }
+        if let Some(why) = summary.get("unsupported").and_then(|e| e.as_str()) {
+            (opts.on_event)(Event::Warning(format!(
+                "{} r{}: perplexity unsupported by this server: {why}",
+                point.id, step.replicate
+            )));
+        }
+        for (name, bytes) in &eval_files {
+            let rel = format!("eval/{}/r{}/{name}", point.slug, step.replicate);
+            if !writer.has(&rel) {
+                writer.add(&rel, bytes, "eval")?;
+            }
         }
         for (name, bytes) in &logs {
             let rel = format!("logs/{}/r{}/{name}", point.slug, step.replicate);
@@ -527,6 +569,10 @@ pub fn execute(
     if !scaling.is_null() {
         summary["scaling"] = scaling;
     }
+    let evals = eval::eval_summary(&plan, &per_point);
+    if !evals.is_null() {
+        summary["eval"] = evals;
+    }
     let bottlenecks = bottleneck::bottlenecks(&plan, &aggregate);
     if !bottlenecks.is_null() {
         summary["bottlenecks"] = bottlenecks;
@@ -593,6 +639,9 @@ fn start_sim(rt: &tokio::runtime::Runtime, plan: &Plan) -> Result<EmbeddedSim, R
         .iter()
         .find_map(|p| match &p.work {
             PointWork::Serve {
+                url: None, model, ..
+            }
+            | PointWork::Eval {
                 url: None, model, ..
             } => Some(model.clone()),
             _ => None,

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use yardstick_spec::rules::task_name;
 use yardstick_spec::{
-    Api, BenchmarkRun, ComponentKind, E2eKind, LoadMode, MicroKind, MlperfScenario, Order,
-    ScenarioSpec,
+    Api, BenchmarkRun, ComponentKind, ComponentLayer, E2eKind, LoadMode, MicroKind, MlperfScenario,
+    Order, ScenarioSpec,
 };
 
 /// What one point runs.
@@ -61,6 +62,41 @@ pub enum PointWork {
         /// instead of a plain load point; `load_value` is then the samples per query
         /// (multi-stream) or the target QPS (server).
         mlperf: Option<String>,
+    },
+    /// One task (or the perplexity shard) of an eval layer: every item runs `repeat` times per
+    /// replicate.
+    Eval {
+        /// Index of the component entry in the spec.
+        layer: usize,
+        /// Base URL, or `None` for the embedded simulator.
+        url: Option<String>,
+        /// `chat` or `completions`.
+        api: String,
+        /// Model name.
+        model: String,
+        /// The task as the spec names it (a bundled probe or a file relative to the spec);
+        /// `None` for the perplexity point.
+        task: Option<String>,
+        /// The perplexity text (`builtin` or a file relative to the spec), for the perplexity
+        /// point.
+        perplexity: Option<String>,
+        /// Runs per item within a replicate.
+        repeat: u32,
+        /// Confidence level of the Wilson intervals.
+        confidence: f64,
+        /// Maximum output tokens.
+        max_tokens: u64,
+        /// Sampling seed.
+        seed: u64,
+        /// Stop sequences.
+        stop: Vec<String>,
+        /// Requests in flight.
+        concurrency: u32,
+        /// Per-request timeout.
+        #[serde(with = "secs_opt")]
+        timeout: Option<Duration>,
+        /// Environment variable holding a bearer token.
+        api_key_env: Option<String>,
     },
     /// The built-in reference trainer.
     Train {
@@ -193,6 +229,65 @@ pub fn slug(id: &str) -> String {
     s.trim_matches('_').to_string()
 }
 
+/// The points of eval layer `i`: one per task, then one for perplexity. Warm-up does not apply:
+/// every item is scored (discarding some would change the probe set), and accuracy does not
+/// depend on a warm server.
+fn eval_points(
+    i: usize,
+    c: &ComponentLayer,
+    level: f64,
+    points: &mut Vec<Point>,
+    estimate: &mut Option<f64>,
+) {
+    let target = c.target.clone().unwrap_or_default();
+    let url = target.url.filter(|u| u != "sim");
+    let api = match target.api.unwrap_or(Api::Chat) {
+        Api::Completions => "completions",
+        _ => "chat",
+    };
+    let perplexity = c
+        .perplexity
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty() && *p != "none");
+    let probes: Vec<(String, Option<String>, Option<String>)> = c
+        .tasks
+        .iter()
+        .flatten()
+        .map(|t| {
+            let t = t.trim();
+            (task_name(t), Some(t.to_string()), None)
+        })
+        .chain(perplexity.map(|p| ("perplexity".to_string(), None, Some(p.to_string()))))
+        .collect();
+    // A request never takes longer than its timeout; items are not known here.
+    *estimate = None;
+    for (name, task, perplexity) in probes {
+        let id = format!("component.{i}.eval/{name}");
+        points.push(Point {
+            slug: slug(&id),
+            id,
+            layer: "component".into(),
+            work: PointWork::Eval {
+                layer: i,
+                url: url.clone(),
+                api: api.into(),
+                model: target.model.clone().unwrap_or_default(),
+                task,
+                perplexity,
+                repeat: c.repeat.unwrap_or(1).max(1),
+                confidence: c.confidence.unwrap_or(level),
+                max_tokens: c.max_tokens.unwrap_or(128),
+                seed: c.seed.unwrap_or(0),
+                stop: c.stop_sequences.clone().unwrap_or_default(),
+                concurrency: c.concurrency.unwrap_or(1).max(1),
+                timeout: Some(c.timeout.map_or(Duration::from_secs(120), |t| t.0)),
+                api_key_env: target.api_key_env.clone(),
+            },
+        });
+    }
+}
+
 fn fmt_value(v: f64) -> String {
     if v.fract() == 0.0 {
         format!("{}", v as i64)
@@ -246,7 +341,12 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
         });
     }
 
+    let level = trials.confidence_level.unwrap_or(0.95);
     for (i, c) in layers.component.iter().flatten().enumerate() {
+        if c.kind == Some(ComponentKind::Eval) {
+            eval_points(i, c, level, &mut points, &mut estimate);
+            continue;
+        }
         if c.kind != Some(ComponentKind::Serve) {
             continue;
         }
@@ -519,6 +619,51 @@ mod tests {
             p.estimate_upper_s, None,
             "commands without a timeout are unbounded"
         );
+    }
+
+    #[test]
+    fn eval_layers_plan_one_point_per_task_and_one_for_perplexity() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval.yaml"),
+        )
+        .unwrap();
+        let p = plan(&spec(&text));
+        let ids: Vec<&str> = p.points.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            vec![
+                "component.0.eval/arith",
+                "component.0.eval/format",
+                "component.0.eval/perplexity"
+            ]
+        );
+        assert_eq!(p.steps.len(), 9);
+        match &p.points[0].work {
+            PointWork::Eval {
+                url,
+                task,
+                perplexity,
+                repeat,
+                confidence,
+                max_tokens,
+                concurrency,
+                timeout,
+                ..
+            } => {
+                assert_eq!(url, &None, "url sim is the embedded simulator");
+                assert_eq!(task.as_deref(), Some("arith"));
+                assert_eq!(perplexity, &None);
+                assert_eq!((*repeat, *max_tokens, *concurrency), (2, 16, 4));
+                assert_eq!(*confidence, 0.95, "the trials' level by default");
+                assert_eq!(*timeout, Some(Duration::from_secs(30)));
+            }
+            w => panic!("{w:?}"),
+        }
+        assert!(matches!(
+            &p.points[2].work,
+            PointWork::Eval { task: None, perplexity: Some(s), .. } if s == "builtin"
+        ));
+        assert_eq!(p.estimate_upper_s, None);
     }
 
     #[test]

@@ -19,6 +19,7 @@
 pub mod log;
 mod metrics;
 pub mod openai;
+pub mod quality;
 mod stream;
 
 use std::convert::Infallible;
@@ -89,6 +90,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Where to write the ground-truth log (JSON lines), if anywhere.
     pub log: Option<PathBuf>,
+    /// Answer oracle and echo log-probability model ([`quality`]).
+    pub quality: quality::Quality,
 }
 
 impl Default for SimConfig {
@@ -112,6 +115,7 @@ impl Default for SimConfig {
             embedding_dim: 64,
             seed: 0,
             log: None,
+            quality: quality::Quality::default(),
         }
     }
 }
@@ -461,7 +465,10 @@ async fn handle(
         return Ok(resp);
     }
 
-    let n = output_tokens(cfg, &parsed);
+    let n = cfg
+        .quality
+        .output_tokens(api, parsed.stream, &body, parsed.max_tokens)
+        .unwrap_or_else(|| output_tokens(cfg, &parsed));
     let finish = if Some(n) == parsed.max_tokens
         || (parsed.max_tokens.is_none() && n == cfg.default_max_tokens)
     {
@@ -517,7 +524,7 @@ async fn handle(
         return Ok(Response::new(SimBody::broken()));
     }
     tokio::time::sleep_until(deadline.into()).await;
-    let body = openai::full_response(
+    let full = openai::full_response(
         api,
         &id,
         created,
@@ -526,6 +533,7 @@ async fn handle(
         n,
         finish,
     );
+    let body = cfg.quality.rewrite(api, &body, full);
     let resp = json_response(StatusCode::OK, &body);
     let now = Instant::now();
     rec.first_token_ns = Some(shared.clock.ns(now));

@@ -87,6 +87,12 @@ fn input_error(message: String, hint: &str) -> Checked {
 
 /// Checks raw bytes: size, text encoding, emptiness, then [`check_str`].
 pub fn check_bytes(bytes: &[u8]) -> Checked {
+    check_bytes_in(bytes, None)
+}
+
+/// [`check_bytes`] for a spec read from a file in `base` (its directory): also checks that the
+/// files the spec names relative to it exist (rule `eval-files`).
+pub fn check_bytes_in(bytes: &[u8], base: Option<&std::path::Path>) -> Checked {
     if bytes.len() > MAX_SPEC_BYTES {
         return input_error(
             format!(
@@ -104,7 +110,7 @@ pub fn check_bytes(bytes: &[u8]) -> Checked {
         );
     }
     match std::str::from_utf8(bytes) {
-        Ok(text) => check_str(text),
+        Ok(text) => check_str_in(text, base),
         Err(e) => {
             let line = bytes[..e.valid_up_to()]
                 .iter()
@@ -126,6 +132,11 @@ pub fn check_bytes(bytes: &[u8]) -> Checked {
 
 /// Reads, decodes and validates a spec, returning every problem at once.
 pub fn check_str(text: &str) -> Checked {
+    check_str_in(text, None)
+}
+
+/// [`check_str`] for a spec whose directory is `base` (see [`check_bytes_in`]).
+pub fn check_str_in(text: &str, base: Option<&std::path::Path>) -> Checked {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return input_error(
@@ -185,7 +196,7 @@ pub fn check_str(text: &str) -> Checked {
     let loc = locate::Locator::new(&positions);
     let schema = json_schema();
     let run = decode::decode(json, &loc, &schema, &mut diagnostics);
-    rules::check(&run, &loc, &mut diagnostics);
+    rules::check(&run, &loc, base, &mut diagnostics);
     diagnostics.sort_by_key(|d| (d.line, d.col, d.severity));
     diagnostics.dedup();
     Checked {

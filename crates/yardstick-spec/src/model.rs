@@ -495,12 +495,13 @@ pub enum MicroKind {
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
 pub struct ComponentLayer {
-    /// `serve` (an OpenAI-compatible endpoint), `dataloader` or `startup` (commands).
+    /// `serve` (an OpenAI-compatible endpoint under load), `eval` (accuracy and perplexity of
+    /// an endpoint), `dataloader` or `startup` (commands).
     #[schemars(required)]
     pub kind: Option<ComponentKind>,
     /// A name for reports.
     pub name: Option<String>,
-    /// The endpoint (serve).
+    /// The endpoint (serve, eval).
     pub target: Option<Target>,
     /// Load model and sweep (serve).
     pub load: Option<Load>,
@@ -514,8 +515,29 @@ pub struct ComponentLayer {
     pub mlperf: Option<MlperfScenario>,
     /// The command (dataloader, startup).
     pub command: Option<Vec<String>>,
-    /// Kill the command after this long.
+    /// Kill the command after this long (dataloader, startup); the per-request timeout (eval,
+    /// default 120s).
     pub timeout: Option<DurationSpec>,
+    /// Eval tasks: bundled probes (`arith`, `format`, `extract`, `code`) or JSONL task files,
+    /// relative to the spec's directory (eval). One point per task.
+    pub tasks: Option<Vec<String>>,
+    /// Perplexity over a text shard through `/v1/completions` with echo + logprobs: `builtin`,
+    /// a text file relative to the spec, or `none` (eval; default none).
+    pub perplexity: Option<String>,
+    /// Runs per item within a replicate; 2 or more also measures the determinism rate (eval;
+    /// default 1).
+    pub repeat: Option<u32>,
+    /// Confidence level of the Wilson accuracy intervals, in (0, 1) (eval; default
+    /// `trials.confidenceLevel`).
+    pub confidence: Option<f64>,
+    /// Maximum output tokens per item (eval; default 128).
+    pub max_tokens: Option<u64>,
+    /// Sampling seed sent with every request (eval; default 0).
+    pub seed: Option<u64>,
+    /// Stop sequences sent with every request (eval).
+    pub stop_sequences: Option<Vec<String>>,
+    /// Requests in flight at once (eval; default 1).
+    pub concurrency: Option<u32>,
 }
 
 /// Component kinds.
@@ -524,6 +546,7 @@ pub struct ComponentLayer {
 #[allow(missing_docs)]
 pub enum ComponentKind {
     Serve,
+    Eval,
     Dataloader,
     Startup,
 }

@@ -133,6 +133,14 @@ pub const RULES: &[RuleInfo] = &[
         summary: "command layers have a command; world-size sweeps use {worldSize}",
     },
     RuleInfo {
+        id: "eval-config",
+        summary: "eval layers name a model, tasks (bundled or .jsonl) or perplexity, chat or completions, and sane repeat/confidence/maxTokens/concurrency/timeout; no serve or command fields",
+    },
+    RuleInfo {
+        id: "eval-files",
+        summary: "eval task and perplexity files exist, relative to the spec's directory (when it is known)",
+    },
+    RuleInfo {
         id: "gates-tolerance",
         summary: "tolerances are in [0, 100); exploratory runs never gate (warning)",
     },
@@ -141,6 +149,7 @@ pub const RULES: &[RuleInfo] = &[
 struct Ctx<'a, 'b> {
     loc: &'a Locator<'b>,
     out: &'a mut Vec<Diagnostic>,
+    base: Option<&'a std::path::Path>,
 }
 
 impl Ctx<'_, '_> {
@@ -179,9 +188,19 @@ impl Ctx<'_, '_> {
     }
 }
 
-/// Applies every rule to a decoded spec.
-pub(crate) fn check(run: &BenchmarkRun, loc: &Locator<'_>, out: &mut Vec<Diagnostic>) {
-    let mut cx = Ctx { loc, out };
+/// The bundled eval probe sets (crate `yardstick-eval` embeds them; a test there checks that the
+/// two lists agree).
+pub const BUNDLED_TASKS: &[&str] = &["arith", "format", "extract", "code"];
+
+/// Applies every rule to a decoded spec; `base` is the spec's directory, when known, for rules
+/// about the files a spec names.
+pub(crate) fn check(
+    run: &BenchmarkRun,
+    loc: &Locator<'_>,
+    base: Option<&std::path::Path>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let mut cx = Ctx { loc, out, base };
     header(run, &mut cx);
     let Some(spec) = &run.spec else {
         if !loc.exists("/spec") {
@@ -472,8 +491,12 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     }
     for (i, c) in l.component.iter().flatten().enumerate() {
         let base = format!("/spec/layers/component/{i}");
+        if c.kind.is_some() && c.kind != Some(ComponentKind::Eval) {
+            eval_fields_elsewhere(c, &base, cx);
+        }
         match c.kind {
             Some(ComponentKind::Serve) => serve(c, &base, cx),
+            Some(ComponentKind::Eval) => eval(spec, c, &base, cx),
             Some(_) if c.command.as_ref().is_none_or(Vec::is_empty) => {
                 cx.error_at_key(
                     "command-config",
@@ -487,7 +510,7 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                 "serve-config",
                 &base,
                 "component layer without `kind`".into(),
-                "add `kind: serve` (or dataloader, startup)",
+                "add `kind: serve` (or eval, dataloader, startup)",
             ),
             None => {}
         }
@@ -666,6 +689,241 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
                 );
             }
         }
+    }
+}
+
+/// The fields only eval layers read, as (name, present).
+fn eval_only_fields(c: &ComponentLayer) -> [(&'static str, bool); 8] {
+    [
+        ("tasks", c.tasks.is_some()),
+        ("perplexity", c.perplexity.is_some()),
+        ("repeat", c.repeat.is_some()),
+        ("confidence", c.confidence.is_some()),
+        ("maxTokens", c.max_tokens.is_some()),
+        ("seed", c.seed.is_some()),
+        ("stopSequences", c.stop_sequences.is_some()),
+        ("concurrency", c.concurrency.is_some()),
+    ]
+}
+
+fn eval_fields_elsewhere(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
+    for (name, present) in eval_only_fields(c) {
+        if present {
+            cx.error_at_key(
+                "eval-config",
+                &format!("{base}/{name}"),
+                format!("`{name}` applies to eval layers only; this layer would ignore it"),
+                "move it to a `kind: eval` layer, or remove it",
+            );
+        }
+    }
+}
+
+/// Whether an eval task names a file rather than a bundled probe.
+pub fn task_is_file(task: &str) -> bool {
+    task.ends_with(".jsonl") || task.contains('/') || task.contains('\\')
+}
+
+/// The name a task gets in point ids and facts: a bundled name, or a file's stem.
+pub fn task_name(task: &str) -> String {
+    if task_is_file(task) {
+        std::path::Path::new(task)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| task.to_string())
+    } else {
+        task.to_string()
+    }
+}
+
+fn eval(spec: &Spec, c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
+    let target = c.target.as_ref();
+    if target.and_then(|t| t.model.as_ref()).is_none() {
+        cx.error_at_key("eval-config", &format!("{base}/target/model"),
+            "eval layer has no `target.model`: requests must name the model".into(),
+            "add `target: {url: sim, api: chat, model: sim-llama}` (url `sim` starts the bundled simulator)");
+    }
+    if target.and_then(|t| t.api) == Some(Api::Embeddings) {
+        cx.error(
+            "eval-config",
+            &format!("{base}/target/api"),
+            "an eval layer generates text: `api: embeddings` has no outputs to score".into(),
+            "use `api: chat` (the server's chat template) or `api: completions`",
+        );
+    }
+    if target.and_then(|t| t.stream) == Some(true) {
+        cx.warn(
+            "eval-config",
+            &format!("{base}/target/stream"),
+            "eval requests are never streamed; `stream: true` is ignored".into(),
+            "remove `stream`",
+        );
+    }
+    for (name, present) in [
+        ("load", c.load.is_some()),
+        ("scenarios", c.scenarios.is_some()),
+        ("stop", c.stop.is_some()),
+        ("slo", c.slo.is_some()),
+        ("mlperf", c.mlperf.is_some()),
+        ("command", c.command.is_some()),
+    ] {
+        if present {
+            cx.error_at_key(
+                "eval-config",
+                &format!("{base}/{name}"),
+                format!("`{name}` does not apply to an eval layer (every item of every task runs once per repeat)"),
+                "remove it; load a server with a `kind: serve` layer next to this one",
+            );
+        }
+    }
+    let perplexity = c.perplexity.as_deref().map(str::trim);
+    if perplexity == Some("") {
+        cx.error(
+            "eval-config",
+            &format!("{base}/perplexity"),
+            "`perplexity` is empty".into(),
+            "use `builtin` (the bundled shard), a text file, or `none`",
+        );
+    }
+    let measures_perplexity = perplexity.is_some_and(|p| !p.is_empty() && p != "none");
+    let tasks = c.tasks.as_deref().unwrap_or_default();
+    if tasks.is_empty() && !measures_perplexity {
+        let ptr = if c.tasks.is_some() {
+            format!("{base}/tasks")
+        } else {
+            base.to_string()
+        };
+        cx.error_at_key(
+            "eval-config",
+            &ptr,
+            "eval layer has no tasks and no perplexity: nothing to measure".into(),
+            "add `tasks: [arith, format]` (bundled probes or .jsonl files) and/or `perplexity: builtin`",
+        );
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (j, t) in tasks.iter().enumerate() {
+        let ptr = format!("{base}/tasks/{j}");
+        let t = t.trim();
+        if t.is_empty() {
+            cx.error(
+                "eval-config",
+                &ptr,
+                "empty task name".into(),
+                "name a bundled probe or a .jsonl file",
+            );
+            continue;
+        }
+        if task_is_file(t) {
+            if let Some(dir) = cx.base
+                && !dir.join(t).is_file()
+            {
+                cx.error(
+                    "eval-files",
+                    &ptr,
+                    format!("task file `{t}` does not exist (paths are relative to the spec's directory, {})", dir.display()),
+                    "check the path; task files are JSONL, one item per line (docs/eval.md)",
+                );
+            }
+        } else if !BUNDLED_TASKS.contains(&t) {
+            let hint = match crate::diag::did_you_mean(t, BUNDLED_TASKS.iter().copied()) {
+                Some(s) => format!(
+                    "did you mean `{s}`? bundled: {}; a file needs a .jsonl name or a path",
+                    BUNDLED_TASKS.join(", ")
+                ),
+                None => format!(
+                    "bundled: {}; a file needs a .jsonl name or a path",
+                    BUNDLED_TASKS.join(", ")
+                ),
+            };
+            cx.error(
+                "eval-config",
+                &ptr,
+                format!("unknown task `{t}`: not a bundled probe, and not a .jsonl file"),
+                &hint,
+            );
+            continue;
+        }
+        let name = task_name(t);
+        if names.contains(&name) || name == "perplexity" {
+            cx.error(
+                "eval-config",
+                &ptr,
+                format!("task name `{name}` is used twice in this layer (a task's point and facts are named by it; `perplexity` is the perplexity point)"),
+                "list each task once, or rename one of the files",
+            );
+        }
+        names.push(name);
+    }
+    if let Some(p) = perplexity
+        && measures_perplexity
+        && p != "builtin"
+        && let Some(dir) = cx.base
+        && !dir.join(p).is_file()
+    {
+        cx.error(
+            "eval-files",
+            &format!("{base}/perplexity"),
+            format!("perplexity text `{p}` does not exist (paths are relative to the spec's directory, {})", dir.display()),
+            "use `builtin` (the bundled shard) or a UTF-8 text file, paragraphs separated by blank lines",
+        );
+    }
+    let positive: [(&str, Option<f64>, &str); 3] = [
+        (
+            "repeat",
+            c.repeat.map(f64::from),
+            "`repeat: 2` runs every item twice and measures determinism",
+        ),
+        (
+            "maxTokens",
+            c.max_tokens.map(|x| x as f64),
+            "e.g. `maxTokens: 64`",
+        ),
+        (
+            "concurrency",
+            c.concurrency.map(f64::from),
+            "1 (the default) sends one request at a time",
+        ),
+    ];
+    for (name, v, hint) in positive {
+        if v == Some(0.0) {
+            cx.error(
+                "eval-config",
+                &format!("{base}/{name}"),
+                format!("{name} is 0; it must be at least 1"),
+                hint,
+            );
+        }
+    }
+    if let Some(x) = c.confidence
+        && !(x > 0.0 && x < 1.0)
+    {
+        cx.error(
+            "eval-config",
+            &format!("{base}/confidence"),
+            format!("confidence is {x}; it is a probability strictly between 0 and 1"),
+            "use 0.95 (or 0.99); write percentages as fractions",
+        );
+    }
+    if c.timeout.is_some_and(|t| t.0.is_zero()) {
+        cx.error(
+            "eval-config",
+            &format!("{base}/timeout"),
+            "timeout is 0: every request would time out".into(),
+            "the per-request timeout, e.g. `timeout: 120s`",
+        );
+    }
+    let policy = spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.correctness.as_ref())
+        .and_then(|c| c.policy);
+    if policy == Some(CorrectnessPolicy::None) {
+        cx.warn(
+            "eval-config",
+            "/spec/workload/correctness/policy",
+            "an eval layer measures accuracy, but workload.correctness.policy is `none` (performance only)".into(),
+            "declare `correctness: {policy: eval}`",
+        );
     }
 }
 

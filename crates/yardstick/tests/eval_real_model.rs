@@ -65,6 +65,11 @@ fn http_get_ok(addr: &str, path: &str) -> bool {
 
 /// Starts the server, or prints `SKIPPED: …` and returns `None` when it is not installed.
 fn start(test: &str) -> Option<Llama> {
+    start_with(test, &[])
+}
+
+/// [`start`] with extra server flags.
+fn start_with(test: &str, extra: &[&str]) -> Option<Llama> {
     let Some((python, model)) = locate() else {
         say(&format!(
             "SKIPPED: {test}: llama-cpp-python server or SmolLM2 GGUF not found (set \
@@ -92,6 +97,7 @@ fn start(test: &str) -> Option<Llama> {
             "--n_threads",
             "2",
         ])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
@@ -258,6 +264,50 @@ fn smollm2_perplexity_is_a_number_or_an_honest_unsupported() {
     }
 }
 
+/// llama-cpp-python's echo log-probabilities are aligned when the prompt starts with BOS (it
+/// drops the BOS and with it the off-by-one); SmolLM2's GGUF does not ask for one, and
+/// `--kv_overrides tokenizer.ggml.add_bos_token=bool:true` makes it. The perplexity through the
+/// server must then equal the direct computation with a BOS context
+/// (`scripts/smollm2_perplexity_reference.py`: 549 tokens, mean NLL 4.056270, perplexity
+/// 57.7585).
+#[test]
+fn smollm2_perplexity_with_a_bos_prompt_matches_the_direct_computation() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = start_with(
+        "smollm2_perplexity_with_a_bos_prompt",
+        &["--kv_overrides", "tokenizer.ggml.add_bos_token=bool:true"],
+    ) else {
+        return;
+    };
+    let o = yardstick(&[
+        "--json",
+        "bench",
+        "eval",
+        "--url",
+        &server.url,
+        "--model",
+        "smollm2",
+        "--tasks",
+        "none",
+        "--perplexity",
+        "builtin",
+        "--timeout",
+        "300",
+    ]);
+    let v = json_of(&o);
+    let p = &v["perplexity"];
+    assert!(p["unsupported"].is_null(), "{p}");
+    assert_eq!(p["tokens"], 549, "{p}");
+    let x = p["value"].as_f64().unwrap();
+    assert!(
+        (x - 57.7585).abs() < 0.01,
+        "perplexity {x}, direct computation 57.7585"
+    );
+    say(&format!(
+        "SmolLM2 perplexity via llama-cpp-python with a BOS prompt: {x:.4} over 549 tokens"
+    ));
+}
+
 #[test]
 fn bench_serve_against_llama_cpp_streams_role_only_first_chunk() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -313,4 +363,131 @@ fn bench_serve_against_llama_cpp_streams_role_only_first_chunk() {
         assert!(r["content_events"].as_u64().unwrap() >= 1, "{r}");
     }
     assert_eq!(measured, 4);
+}
+
+/// An eval layer in a BenchmarkRun against the real model: `yardstick run` stores accuracy facts
+/// (a fraction with its Wilson interval), determinism 1.0 across repeats, per-replicate
+/// eval.json/items.jsonl, and reports the server's shifted echo log-probabilities as an
+/// unsupported perplexity — no perplexity fact, never a fake number.
+#[test]
+fn smollm2_eval_layer_in_yardstick_run() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = start("smollm2_eval_layer_in_yardstick_run") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    // The first 6 arith items, as a file task next to the spec (keeps the test near a minute).
+    let arith = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../yardstick-eval/src/probes/arith.jsonl"),
+    )
+    .unwrap();
+    let six: String = arith.lines().take(6).map(|l| format!("{l}\n")).collect();
+    std::fs::write(tmp.path().join("arith6.jsonl"), six).unwrap();
+    // Perplexity over the shard's first two paragraphs (llama-cpp-python sorts the whole
+    // vocabulary for every echoed token: the full shard takes a minute per replicate).
+    let shard = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../yardstick-eval/src/shard/measure.txt"),
+    )
+    .unwrap();
+    let two: Vec<&str> = shard.split("\n\n").take(2).collect();
+    std::fs::write(tmp.path().join("two.txt"), two.join("\n\n")).unwrap();
+    let spec = format!(
+        r#"apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata: {{name: smollm2-eval}}
+spec:
+  mode: exploratory
+  workload:
+    model: SmolLM2-135M-Instruct-Q4_1
+    precision: int4
+    sequenceLengths: 2048
+    batching: none
+    concurrency: 1
+    dataset: {{kind: jsonl, path: arith6.jsonl}}
+    correctness: {{policy: eval}}
+  trials: {{replicates: 3, warmup: {{requests: 0}}, confidenceLevel: 0.95, outlierPolicy: report-tukey}}
+  layers:
+    component:
+      - kind: eval
+        target: {{url: "{}", api: chat, model: smollm2}}
+        tasks: [arith6.jsonl]
+        perplexity: two.txt
+        repeat: 2
+        maxTokens: 24
+        timeout: 120s
+"#,
+        server.url
+    );
+    let path = tmp.path().join("smollm2.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let store = tmp.path().join("store");
+    let started = Instant::now();
+    let out = yardstick(&[
+        "run",
+        path.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+    ]);
+    let o = json_of(&out);
+    say(&format!(
+        "smollm2 eval layer: 3 replicates of 6 items x 2 + perplexity over 2 paragraphs in {:.0} s",
+        started.elapsed().as_secs_f64()
+    ));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("perplexity unsupported by this server"),
+        "{stderr}"
+    );
+    let dir = PathBuf::from(o["dir"].as_str().unwrap());
+    let evals = o["summary"]["eval"]
+        .as_array()
+        .expect("summary eval section");
+    let arith = evals
+        .iter()
+        .find(|e| e["point"] == "component.0.eval/arith6")
+        .unwrap();
+    let acc = arith["accuracy"].as_array().unwrap();
+    assert_eq!(acc.len(), 3, "{arith}");
+    assert!(
+        acc.iter()
+            .all(|a| (0.0..=1.0).contains(&a.as_f64().unwrap())),
+        "{arith}"
+    );
+    assert_eq!(
+        arith["determinism"],
+        serde_json::json!([1.0, 1.0, 1.0]),
+        "{arith}"
+    );
+    let ppl = evals
+        .iter()
+        .find(|e| e["point"] == "component.0.eval/perplexity")
+        .unwrap();
+    assert!(ppl["perplexity"].is_null(), "{ppl}");
+    assert!(
+        ppl["perplexity_unsupported"]
+            .as_str()
+            .unwrap()
+            .contains("shifted"),
+        "{ppl}"
+    );
+    let metrics = &o["summary"]["points"];
+    assert!(
+        metrics.to_string().contains("\"accuracy\""),
+        "accuracy facts in summary.json"
+    );
+    assert!(
+        !metrics.to_string().contains("\"perplexity\":{"),
+        "no perplexity fact: {metrics}"
+    );
+    for r in 0..3 {
+        let items = std::fs::read_to_string(
+            dir.join(format!("eval/component.0.eval_arith6/r{r}/items.jsonl")),
+        )
+        .unwrap();
+        assert_eq!(items.lines().count(), 12);
+    }
+    say(&format!(
+        "smollm2 eval layer: arith6 accuracy per replicate {acc:?}"
+    ));
 }

@@ -250,6 +250,9 @@ fn confirm_failures(
             resume: None,
             seed: 4242,
             only: Some(points),
+            // Eval task files named relative to the spec resolve from the working directory
+            // here: the run directory keeps the spec, not where it was read from.
+            spec_dir: None,
         },
     )?;
     let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(gate_error)?;

@@ -61,7 +61,8 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             Some("check the path; `-` reads standard input"),
         )
     })?;
-    let checked = yardstick_spec::check_bytes(&bytes);
+    let spec_dir = spec_dir(&args.spec);
+    let checked = yardstick_spec::check_bytes_in(&bytes, Some(&spec_dir));
     if !checked.is_valid() {
         for d in &checked.diagnostics {
             eprintln!("{}", d.render(&name));
@@ -115,6 +116,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             resume: args.resume.clone(),
             seed: args.seed,
             only: (!args.only.is_empty()).then(|| args.only.clone()),
+            spec_dir: Some(spec_dir),
         },
     )?;
     if g.json {
@@ -197,6 +199,22 @@ pub struct Execution {
     pub seed: u64,
     /// Only these points.
     pub only: Option<Vec<String>>,
+    /// The spec's directory (eval task files are relative to it); `None`: the working
+    /// directory.
+    pub spec_dir: Option<PathBuf>,
+}
+
+/// The directory files named in a spec are relative to: the spec's own (the working directory
+/// for standard input).
+pub fn spec_dir(spec: &std::path::Path) -> PathBuf {
+    let dir = if spec.as_os_str() == "-" {
+        PathBuf::from(".")
+    } else {
+        spec.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), std::path::Path::to_path_buf)
+    };
+    std::path::absolute(&dir).unwrap_or(dir)
 }
 
 /// Executes a checked spec with progress on standard error (unless `-q`) and Ctrl-C stopping
@@ -231,6 +249,7 @@ pub fn execute_spec(
             seed: how.seed,
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("yardstick")),
             only_points: how.only.clone(),
+            spec_dir: how.spec_dir.clone(),
             on_event: Box::new(move |e| {
                 if !show {
                     return;

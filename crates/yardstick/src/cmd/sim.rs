@@ -78,6 +78,63 @@ pub struct SimArgs {
     /// Runtime worker threads (default: one per core).
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Answer non-streamed requests whose prompt is in FILE with its answer instead of filler
+    /// (repeatable): JSON lines with `prompt` or `messages` and `answer`, `references` (the
+    /// first) or `keys` (a JSON object with them) — eval task files work as they are, and a
+    /// bundled probe name (arith, format, extract, code) reads that probe.
+    #[arg(long, value_name = "FILE|PROBE")]
+    pub answers: Vec<String>,
+    /// Share of the answer table's prompts answered right, in [0, 1] (chosen by a hash of the
+    /// prompt: lowering it only turns right answers wrong).
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    pub correct_fraction: f64,
+    /// Multiplies the echoed prompt log-probabilities of /v1/completions (echo + logprobs);
+    /// perplexity becomes perplexity^S.
+    #[arg(long, default_value_t = 1.0, value_name = "S")]
+    pub logprob_scale: f64,
+}
+
+/// The answer oracle and log-probability model from the flags.
+fn quality(
+    answers: &[String],
+    fraction: f64,
+    scale: f64,
+) -> anyhow::Result<yardstick_sim::quality::Quality> {
+    if !(0.0..=1.0).contains(&fraction) {
+        return Err(exit::invalid(
+            format!("--correct-fraction must be in [0, 1], got {fraction}"),
+            None,
+        ));
+    }
+    if !(scale > 0.0 && scale.is_finite()) {
+        return Err(exit::invalid(
+            format!("--logprob-scale must be a positive number, got {scale}"),
+            None,
+        ));
+    }
+    let mut q = yardstick_sim::quality::Quality {
+        correct_fraction: fraction,
+        logprob_scale: scale,
+        ..Default::default()
+    };
+    for a in answers {
+        let path = std::path::Path::new(a);
+        let (source, text) = match yardstick_eval::task::PROBES.iter().find(|(n, _)| n == a) {
+            Some((n, text)) if !path.exists() => (format!("builtin:{n}"), (*text).to_string()),
+            _ => (
+                a.clone(),
+                std::fs::read_to_string(path).map_err(|e| {
+                    exit::invalid(
+                        format!("--answers {a}: {e}"),
+                        Some("a JSONL file of prompts and answers, or a bundled probe name"),
+                    )
+                })?,
+            ),
+        };
+        q.add_answers(&source, &text)
+            .map_err(|e| exit::invalid(format!("--answers: {e}"), None))?;
+    }
+    Ok(q)
 }
 
 fn ms(name: &str, v: f64) -> anyhow::Result<Duration> {
@@ -112,6 +169,7 @@ pub fn run(args: SimArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         embedding_dim: args.embedding_dim,
         seed: args.seed,
         log: args.log,
+        quality: quality(&args.answers, args.correct_fraction, args.logprob_scale)?,
     };
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();

@@ -69,7 +69,10 @@ pub fn read_spec(path: &PathBuf) -> Result<(String, Vec<u8>), (String, String)> 
 /// Checks one spec source, turning read failures into an `input` diagnostic.
 pub fn check_path(path: &PathBuf) -> (String, Checked) {
     match read_spec(path) {
-        Ok((name, bytes)) => (name, yardstick_spec::check_bytes(&bytes)),
+        Ok((name, bytes)) => (
+            name,
+            yardstick_spec::check_bytes_in(&bytes, Some(&super::run::spec_dir(path))),
+        ),
         Err((name, err)) => (
             name,
             Checked {

@@ -1,0 +1,436 @@
+//! The eval executor: one replicate of one eval point runs every item of its task `repeat` times
+//! (or measures perplexity over its shard) through `yardstick-eval` with a fresh connection pool,
+//! and turns the result into a replicate summary whose facts the gate knows: `accuracy/value`
+//! (a fraction in [0, 1]), `perplexity/value`, `determinism/value` (with `repeat` ≥ 2).
+//!
+//! Task files are read once, before the run starts ([`EvalInputs::load`]): a bad task file is
+//! invalid input (exit 2, naming `file:line`), not a failed replicate.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use yardstick_eval::backend::HttpBackend;
+use yardstick_eval::{Decoding, EvalError, EvalReport, Shard, Task};
+use yardstick_load::Api;
+
+use crate::RunError;
+use crate::plan::{Plan, PointWork};
+
+/// The tasks and shards of a plan's eval points, read before anything runs.
+#[derive(Debug, Default)]
+pub struct EvalInputs {
+    tasks: BTreeMap<String, Task>,
+    shards: BTreeMap<String, Shard>,
+    /// Task and text files read (as named in the spec, resolved path), to store with the run.
+    pub files: Vec<(String, PathBuf)>,
+}
+
+/// Resolves a file the spec names relative to the spec's directory.
+fn resolve(base: Option<&Path>, name: &str) -> PathBuf {
+    let p = Path::new(name);
+    match base {
+        Some(b) if p.is_relative() => b.join(p),
+        _ => p.to_path_buf(),
+    }
+}
+
+fn invalid(e: EvalError) -> RunError {
+    RunError::Invalid(match e {
+        EvalError::Task { .. } | EvalError::Io { .. } => {
+            format!("{e} (see docs/eval.md for the task format)")
+        }
+        other => other.to_string(),
+    })
+}
+
+impl EvalInputs {
+    /// Reads every task and perplexity text the plan's eval points name; files are relative to
+    /// `base` (the spec's directory; the working directory when `None`).
+    pub fn load(plan: &Plan, base: Option<&Path>) -> Result<EvalInputs, RunError> {
+        let mut inputs = EvalInputs::default();
+        for p in &plan.points {
+            let PointWork::Eval {
+                task, perplexity, ..
+            } = &p.work
+            else {
+                continue;
+            };
+            if let Some(t) = task
+                && !inputs.tasks.contains_key(t)
+            {
+                let loaded = if yardstick_spec::rules::task_is_file(t) {
+                    let path = resolve(base, t);
+                    let task = Task::load(&path.display().to_string()).map_err(invalid)?;
+                    inputs.files.push((t.clone(), path));
+                    task
+                } else {
+                    Task::load(t).map_err(invalid)?
+                };
+                inputs.tasks.insert(t.clone(), loaded);
+            }
+            if let Some(s) = perplexity
+                && !inputs.shards.contains_key(s)
+            {
+                let shard = if s == "builtin" {
+                    Shard::load("builtin")
+                } else {
+                    let path = resolve(base, s);
+                    inputs.files.push((s.clone(), path.clone()));
+                    Shard::load(&path.display().to_string())
+                }
+                .map_err(invalid)?;
+                inputs.shards.insert(s.clone(), shard);
+            }
+        }
+        Ok(inputs)
+    }
+}
+
+/// The outcome of one eval replicate.
+pub struct EvalOutcome {
+    /// The replicate summary (facts are flattened from it).
+    pub summary: Value,
+    /// `eval.json` and `items.jsonl` of this replicate.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// Runs one replicate of an eval point against `url`.
+pub fn run_replicate(
+    rt: &tokio::runtime::Runtime,
+    work: &PointWork,
+    inputs: &EvalInputs,
+    url: &str,
+) -> Result<EvalOutcome, RunError> {
+    let PointWork::Eval {
+        api,
+        model,
+        task,
+        perplexity,
+        repeat,
+        confidence,
+        max_tokens,
+        seed,
+        stop,
+        concurrency,
+        timeout,
+        api_key_env,
+        ..
+    } = work
+    else {
+        return Err(RunError::Internal("not an eval point".into()));
+    };
+    let timeout = timeout.unwrap_or(Duration::from_secs(120));
+    let decoding = Decoding {
+        model: model.clone(),
+        max_tokens: *max_tokens,
+        seed: *seed,
+        stop: stop.clone(),
+    };
+    let backend = |api: Api, idle: usize| {
+        HttpBackend::new(url, api, timeout, api_key_env.as_deref(), idle)
+            .map_err(|e| RunError::Workload(e.to_string()))
+    };
+    let tasks: Vec<Task> = task
+        .iter()
+        .map(|t| {
+            inputs
+                .tasks
+                .get(t)
+                .cloned()
+                .ok_or_else(|| RunError::Internal(format!("task {t} was not loaded")))
+        })
+        .collect::<Result<_, _>>()?;
+    let api: Api = if api == "completions" {
+        Api::Completions
+    } else {
+        Api::Chat
+    };
+    let mut report = if tasks.is_empty() {
+        EvalReport {
+            model: model.clone(),
+            api,
+            decoding: decoding.clone(),
+            repeat: *repeat as usize,
+            confidence: *confidence,
+            tasks: Vec::new(),
+            concurrency: *concurrency as usize,
+            elapsed_s: 0.0,
+            requests_per_s: 0.0,
+            perplexity: None,
+        }
+    } else {
+        let b = backend(api, *concurrency as usize)?;
+        rt.block_on(yardstick_eval::run_eval(
+            &b,
+            &decoding,
+            &tasks,
+            yardstick_eval::RunOptions {
+                repeat: *repeat as usize,
+                confidence: *confidence,
+                concurrency: *concurrency as usize,
+            },
+        ))
+        .map_err(|e| RunError::Workload(e.to_string()))?
+    };
+    if let Some(s) = perplexity {
+        let shard = inputs
+            .shards
+            .get(s)
+            .ok_or_else(|| RunError::Internal(format!("shard {s} was not loaded")))?;
+        let b = backend(Api::Completions, 1)?;
+        let started = std::time::Instant::now();
+        let p = rt
+            .block_on(yardstick_eval::perplexity::measure(&b, model, shard))
+            .map_err(|e| RunError::Workload(e.to_string()))?;
+        report.elapsed_s = started.elapsed().as_secs_f64();
+        report.perplexity = Some(p);
+    }
+    let summary = summarize(&report);
+    let mut eval_json = serde_json::to_vec_pretty(&report.to_json()).expect("JSON");
+    eval_json.push(b'\n');
+    Ok(EvalOutcome {
+        summary,
+        files: vec![
+            ("eval.json".into(), eval_json),
+            ("items.jsonl".into(), report.items_jsonl().into_bytes()),
+        ],
+    })
+}
+
+/// The replicate summary of an eval report (one task, or the perplexity point). Every request
+/// failing is a failed replicate (`error`), never an accuracy of 0.
+pub fn summarize(report: &EvalReport) -> Value {
+    if let Some(t) = report.tasks.first() {
+        let requests = t.items.len();
+        if requests > 0 && t.errors == requests {
+            let first = t
+                .items
+                .iter()
+                .find_map(|i| i.error.clone())
+                .unwrap_or_default();
+            return json!({"error": format!("every request of task {} failed; first error: {first}", t.name)});
+        }
+        let mut s = json!({
+            "eval": {"task": t.name, "n": t.n, "repeat": report.repeat,
+                     "confidence": report.confidence, "api": report.api},
+            "accuracy": t.accuracy,
+            "accuracy_ci": {"lo": t.ci[0], "hi": t.ci[1]},
+            "correct": t.correct,
+            "errors": t.errors,
+            "mean_score": t.mean_score,
+            "items_per_s": report.requests_per_s,
+            "units": {"accuracy": "fraction", "accuracy_ci": "fraction",
+                      "determinism": "fraction", "mean_score": "fraction",
+                      "correct": "count", "errors": "count", "output_tokens": "count",
+                      "items_per_s": "req/s", "bleu": "BLEU"},
+        });
+        if let Some(d) = t.determinism {
+            s["determinism"] = json!(d);
+        }
+        if let Some(l) = t.latency_ms {
+            s["latency_ms"] = json!({"mean": l.mean, "p50": l.p50, "max": l.max});
+        }
+        if let Some(n) = t.output_tokens {
+            s["output_tokens"] = json!(n);
+        }
+        for (k, v) in [
+            ("mean_f1", t.mean_f1),
+            ("mean_rouge_l", t.mean_rouge_l),
+            ("bleu", t.bleu),
+        ] {
+            if let Some(v) = v {
+                s[k] = json!(v);
+            }
+        }
+        return s;
+    }
+    let Some(p) = &report.perplexity else {
+        return json!({"error": "the eval point measured nothing"});
+    };
+    let mut s = json!({
+        "eval": {"perplexity": p.source, "n": p.tokens, "paragraphs": p.paragraphs},
+        "units": {"perplexity": "", "nll": "nats", "perplexity_tokens": "count"},
+    });
+    match (p.value, p.nll) {
+        (Some(v), Some(nll)) => {
+            s["perplexity"] = json!(v);
+            s["nll"] = json!(nll);
+            s["perplexity_tokens"] = json!(p.tokens);
+        }
+        _ => {
+            s["unsupported"] = json!(
+                p.unsupported
+                    .clone()
+                    .unwrap_or_else(|| "no value".to_string())
+            );
+        }
+    }
+    s
+}
+
+/// A one-line headline of an eval replicate summary, if it is one.
+pub fn headline(summary: &Value) -> Option<String> {
+    let e = summary.get("eval")?;
+    if let Some(acc) = summary["accuracy"].as_f64() {
+        let mut h = format!(
+            "{}: accuracy {:.3} [{:.3}, {:.3}] of {} items",
+            e["task"].as_str().unwrap_or("?"),
+            acc,
+            summary["accuracy_ci"]["lo"].as_f64().unwrap_or(f64::NAN),
+            summary["accuracy_ci"]["hi"].as_f64().unwrap_or(f64::NAN),
+            e["n"]
+        );
+        if let Some(d) = summary["determinism"].as_f64() {
+            h.push_str(&format!(", determinism {d:.3}"));
+        }
+        let errors = summary["errors"].as_u64().unwrap_or(0);
+        if errors > 0 {
+            h.push_str(&format!(", {errors} failed requests"));
+        }
+        return Some(h);
+    }
+    if let Some(p) = summary["perplexity"].as_f64() {
+        return Some(format!(
+            "perplexity {p:.3} over {} tokens",
+            summary["perplexity_tokens"]
+        ));
+    }
+    summary["unsupported"]
+        .as_str()
+        .map(|why| format!("perplexity unsupported by this server: {why}"))
+}
+
+/// `summary.json`'s `eval` section: per eval point, the accuracy of every replicate, the Wilson
+/// interval of the first, the determinism rates and the perplexity, from the replicate
+/// summaries. `Null` when the plan has no eval points.
+pub fn eval_summary(plan: &Plan, per_point: &[(String, Vec<Value>)]) -> Value {
+    let mut out = Vec::new();
+    for (p, (id, reps)) in plan.points.iter().zip(per_point) {
+        if !matches!(p.work, PointWork::Eval { .. }) {
+            continue;
+        }
+        let ok: Vec<&Value> = reps.iter().filter(|r| r.get("error").is_none()).collect();
+        let first = ok.first().copied().cloned().unwrap_or(Value::Null);
+        let accuracy: Vec<f64> = ok.iter().filter_map(|r| r["accuracy"].as_f64()).collect();
+        let perplexity: Vec<f64> = ok.iter().filter_map(|r| r["perplexity"].as_f64()).collect();
+        let determinism: Vec<f64> = ok
+            .iter()
+            .filter_map(|r| r["determinism"].as_f64())
+            .collect();
+        out.push(json!({
+            "point": id,
+            "task": first["eval"]["task"],
+            "n": first["eval"]["n"],
+            "replicates": reps.len(),
+            "failed_replicates": reps.len() - ok.len(),
+            "accuracy": (!accuracy.is_empty()).then_some(&accuracy),
+            "wilson_ci_first_replicate": first.get("accuracy_ci"),
+            "confidence": first["eval"]["confidence"],
+            "determinism": (!determinism.is_empty()).then_some(&determinism),
+            "replicates_agree": accuracy.windows(2).all(|w| w[0] == w[1]),
+            "perplexity": (!perplexity.is_empty()).then_some(&perplexity),
+            "perplexity_unsupported": first.get("unsupported"),
+        }));
+    }
+    if out.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use yardstick_eval::report::{ItemRecord, TaskResult};
+
+    fn report(
+        tasks: Vec<TaskResult>,
+        perplexity: Option<yardstick_eval::Perplexity>,
+    ) -> EvalReport {
+        EvalReport {
+            model: "m".into(),
+            api: Api::Chat,
+            decoding: Decoding {
+                model: "m".into(),
+                max_tokens: 8,
+                seed: 0,
+                stop: vec![],
+            },
+            repeat: 2,
+            confidence: 0.95,
+            tasks,
+            concurrency: 1,
+            elapsed_s: 1.0,
+            requests_per_s: 4.0,
+            perplexity,
+        }
+    }
+
+    fn item(id: &str, repeat: usize, correct: bool, error: Option<&str>) -> ItemRecord {
+        ItemRecord {
+            task: "t".into(),
+            id: id.into(),
+            repeat,
+            output: error.is_none().then(|| format!("{id}{correct}")),
+            correct,
+            score: if correct { 1.0 } else { 0.0 },
+            latency_ms: error.is_none().then_some(2.0),
+            output_tokens: None,
+            error: error.map(str::to_owned),
+            bleu_stats: None,
+        }
+    }
+
+    #[test]
+    fn a_task_summary_carries_the_gated_facts_and_all_failed_is_an_error() {
+        let recs = vec![
+            item("a", 0, true, None),
+            item("b", 0, false, None),
+            item("a", 1, true, None),
+            item("b", 1, false, None),
+        ];
+        let t = TaskResult::summarise("t", recs, 2, 0.95, Some("exact")).unwrap();
+        let s = summarize(&report(vec![t], None));
+        assert_eq!(s["accuracy"], 0.5);
+        assert_eq!(s["determinism"], 1.0);
+        assert_eq!(s["eval"]["n"], 2);
+        let facts = crate::facts::replicate_facts("r", "p", 0, &s, None);
+        let acc = facts.iter().find(|f| f.metric == "accuracy").unwrap();
+        assert_eq!(
+            (acc.statistic.as_str(), acc.unit.as_str(), acc.n),
+            ("value", "fraction", 2)
+        );
+        assert!(!facts.iter().any(|f| f.metric == "eval"));
+        assert!(headline(&s).unwrap().starts_with("t: accuracy 0.500"));
+
+        let failed = vec![
+            item("a", 0, false, Some("connect")),
+            item("b", 0, false, Some("x")),
+        ];
+        let t = TaskResult::summarise("t", failed, 1, 0.95, None).unwrap();
+        let s = summarize(&report(vec![t], None));
+        assert!(
+            s["error"].as_str().unwrap().contains("every request"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn an_unsupported_perplexity_gives_no_number() {
+        let p = yardstick_eval::Perplexity {
+            value: None,
+            tokens: 0,
+            nll: None,
+            paragraphs: 7,
+            source: "builtin".into(),
+            unsupported: Some("shifted".into()),
+        };
+        let s = summarize(&report(vec![], Some(p)));
+        assert!(s.get("perplexity").is_none(), "{s}");
+        assert!(crate::facts::flatten(&s).is_empty(), "{s}");
+        assert!(headline(&s).unwrap().contains("unsupported"));
+    }
+}
