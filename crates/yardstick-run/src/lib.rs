@@ -104,6 +104,9 @@ pub struct RunOptions {
     /// Run only these points of the plan (ids as `yardstick run --dry-run` lists them); `None`
     /// runs every point.
     pub only_points: Option<Vec<String>>,
+    /// Time between telemetry samples (CPU, memory, GPUs) during the run; 1 s is the default
+    /// of `yardstick run`, 10 ms the least the sampler accepts.
+    pub telemetry_interval: std::time::Duration,
 }
 
 /// What a run produced.
@@ -300,14 +303,18 @@ pub fn execute(
         .and_then(|s| s.layers.as_ref())
         .and_then(|l| l.e2e.clone())
         .unwrap_or_default();
-    // Telemetry throughout (CPU, memory, GPUs when NVML loads), 1 Hz.
-    let sampler = match yardstick_env::telemetry::Sampler::start(Default::default()) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            (opts.on_event)(Event::Warning(format!("telemetry is off: {e}")));
-            None
-        }
-    };
+    // Telemetry throughout (CPU, memory, GPUs when NVML loads), at the run's interval.
+    let sampler =
+        match yardstick_env::telemetry::Sampler::start(yardstick_env::telemetry::SamplerConfig {
+            interval: opts.telemetry_interval,
+            ..Default::default()
+        }) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                (opts.on_event)(Event::Warning(format!("telemetry is off: {e}")));
+                None
+            }
+        };
     let mut interrupted = false;
     for (n, step) in plan.steps.iter().enumerate() {
         if opts.interrupt.load(Ordering::Relaxed) {
@@ -325,7 +332,7 @@ pub fn execute(
             point: point.id.clone(),
             replicate: step.replicate,
         });
-        let started_at = yardstick_store::run::now_rfc3339();
+        let started_at = yardstick_env::now_rfc3339();
         let seed = opts.seed ^ (u64::from(step.replicate) << 32);
         let outcome = match &point.work {
             PointWork::Serve { url, .. } => {
@@ -422,7 +429,7 @@ pub fn execute(
             "point": point.id,
             "replicate": step.replicate,
             "started_at": started_at,
-            "ended_at": yardstick_store::run::now_rfc3339(),
+            "ended_at": yardstick_env::now_rfc3339(),
             "samples": sample_artifact,
             "summary": summary,
         });
@@ -450,7 +457,7 @@ pub fn execute(
                 "complete".into()
             },
             started_at,
-            ended_at: Some(yardstick_store::run::now_rfc3339()),
+            ended_at: Some(yardstick_env::now_rfc3339()),
             artifact: sample_artifact,
         })?;
         (opts.on_event)(Event::StepDone {
@@ -527,7 +534,11 @@ pub fn execute(
     if !scaling.is_null() {
         summary["scaling"] = scaling;
     }
-    let bottlenecks = bottleneck::bottlenecks(&plan, &aggregate);
+    let precision = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.workload.as_ref()?.precision);
+    let bottlenecks = bottleneck::bottlenecks(&plan, &aggregate, precision);
     if !bottlenecks.is_null() {
         summary["bottlenecks"] = bottlenecks;
     }
