@@ -368,7 +368,7 @@ fn print_comparison(o: &CompareOutput) -> anyhow::Result<()> {
         "{b}comparative roofline{r} {d}({} GEMM peak, memory.triad bandwidth){r}",
         o.dtype
     )?;
-    writeln!(out, "{b}{:<10}{r} {:<44} {}", "", "A", "B")?;
+    writeln!(out, "{b}{:<10}{r} {:<44} B", "", "A")?;
     writeln!(
         out,
         "{b}{:<10}{r} {:<44} {}",
@@ -388,13 +388,11 @@ fn print_comparison(o: &CompareOutput) -> anyhow::Result<()> {
         si(c.a.memory_bw, "B/s"),
         si(c.b.memory_bw, "B/s")
     )?;
-    writeln!(
-        out,
-        "{b}{:<10}{r} {:<44} {}",
-        "ridge",
+    let ridges = [
         format!("{:.3} FLOP/B", c.ridge_a),
-        format!("{:.3} FLOP/B", c.ridge_b)
-    )?;
+        format!("{:.3} FLOP/B", c.ridge_b),
+    ];
+    writeln!(out, "{b}{:<10}{r} {:<44} {}", "ridge", ridges[0], ridges[1])?;
     writeln!(out, "{d}A: {}{r}", o.inputs[0].source)?;
     writeln!(out, "{d}B: {}{r}", o.inputs[1].source)?;
     match c.crossover_intensity {
