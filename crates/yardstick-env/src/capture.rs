@@ -242,7 +242,9 @@ impl<A: Default, B: Default> ProbeResult for (A, B, ProbeRecord) {
     }
 }
 
-/// The current time as RFC 3339 UTC with milliseconds, e.g. `2026-05-09T07:35:25.123Z`.
+/// The current time as RFC 3339 UTC with milliseconds (truncated), e.g.
+/// `2026-05-09T07:35:25.123Z`: the one timestamp format of yardstick (captures, manifests,
+/// baselines, warehouse rows).
 pub fn now_rfc3339() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -423,6 +423,32 @@ mod tests {
     }
 
     #[test]
+    fn a_field_the_device_does_not_support_is_recorded_not_an_error() {
+        // What NVML answers on, e.g., a GeForce card asked for ECC or MIG mode, or an old
+        // driver without the symbol: `unsupported`; anything else is kept as that field's error.
+        let mut rec = Recorder::default();
+        assert_eq!(rec.get("power_limit_w", Ok(450u32)), Some(450));
+        assert_eq!(
+            rec.get::<bool>("ecc.enabled", Err(NvmlError::NotSupported)),
+            None
+        );
+        assert_eq!(
+            rec.get::<bool>(
+                "mig_enabled",
+                Err(NvmlError::FailedToLoadSymbol("nvmlDeviceGetMigMode".into()))
+            ),
+            None
+        );
+        assert_eq!(
+            rec.get::<u32>("temperature_c", Err(NvmlError::GpuLost)),
+            None
+        );
+        assert_eq!(rec.unsupported, ["ecc.enabled", "mig_enabled"]);
+        assert_eq!(rec.errors.len(), 1);
+        assert!(rec.errors.contains_key("temperature_c"));
+    }
+
+    #[test]
     fn no_nvml_is_a_record_not_a_crash() {
         // On a machine without the NVIDIA driver this is the "no NVIDIA GPU" record; with one,
         // every device has a name.

@@ -24,6 +24,6 @@ pub mod software;
 pub mod system;
 pub mod telemetry;
 
-pub use capture::{Capture, CaptureOptions, capture};
+pub use capture::{Capture, CaptureOptions, capture, now_rfc3339};
 pub use error::EnvError;
 pub use profile::{MachineProfile, ProfileBasis};

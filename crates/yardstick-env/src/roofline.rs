@@ -34,6 +34,23 @@ pub struct CeilingSources {
     pub memory: String,
     /// The collective result of the link peak, e.g. `nccl.all_reduce.busbw.8589934592`.
     pub link: Option<String>,
+    /// Why the peak is not of the workload's own element type, when it is not (a bf16
+    /// workload on a CPU without a bf16 GEMM figure gets the f32 peak).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The GEMM element type (`f32`, `bf16`, `f64`, `f16`) of a workload precision as the spec
+/// and `--dtype` name it (`fp32`, `tf32`, `bf16`, `mixed`, ...); `None` for types without a
+/// CPU GEMM figure (fp8, int8, ...).
+pub fn gemm_dtype(precision: &str) -> Option<&'static str> {
+    match precision.to_ascii_lowercase().as_str() {
+        "fp32" | "f32" | "float32" | "tf32" => Some("f32"),
+        "fp64" | "f64" | "float64" => Some("f64"),
+        "bf16" | "bfloat16" | "mixed" => Some("bf16"),
+        "fp16" | "f16" | "half" => Some("f16"),
+        _ => None,
+    }
 }
 
 /// Converts a throughput in `unit` to per-second base units (FLOP/s or bytes/s).
@@ -106,8 +123,37 @@ impl Ceilings {
                 peak: peak_name,
                 memory: mem_name,
                 link: link.map(|l| l.1),
+                note: None,
             },
         ))
+    }
+
+    /// [`Ceilings::from_micro`] for a workload of `precision` (`fp32`, `bf16`, `mixed`, ...):
+    /// the peak of its GEMM element type — the measured bf16 GEMM for a bf16 workload. A
+    /// bf16 or f16 workload without a figure of its own type (a CPU without `avx512_bf16`
+    /// lists `gemm.bf16` as skipped) falls back to the f32 peak, said so in `note`: without
+    /// the instructions, the CPU does that arithmetic in f32 units, so f32 is its ceiling.
+    /// `None` when neither is there, or the precision has no CPU GEMM.
+    pub fn from_micro_for<'a>(
+        label: impl Into<String>,
+        precision: &str,
+        results: impl IntoIterator<Item = (&'a str, f64, &'a str)>,
+    ) -> Option<(Ceilings, CeilingSources)> {
+        let dtype = gemm_dtype(precision)?;
+        let results: Vec<(&str, f64, &str)> = results.into_iter().collect();
+        let label = label.into();
+        if let Some(found) = Self::from_micro(label.clone(), dtype, results.iter().copied()) {
+            return Some(found);
+        }
+        if dtype != "bf16" && dtype != "f16" {
+            return None;
+        }
+        let (c, mut src) = Self::from_micro(label, "f32", results)?;
+        src.note = Some(format!(
+            "no gemm.{dtype} figure for this {precision} workload: the f32 GEMM peak is the \
+             ceiling (a CPU without {dtype} instructions computes in f32)"
+        ));
+        Some((c, src))
     }
 
     /// The ridge point, FLOP/byte.
@@ -602,6 +648,39 @@ mod tests {
         assert_eq!(c64.peak_flops, 64e9);
         // No triad: no ceilings.
         assert!(Ceilings::from_micro("x", "f32", [("gemm.f32.1024", 1.0, "GFLOP/s")]).is_none());
+    }
+
+    #[test]
+    fn a_bf16_workload_gets_the_bf16_peak_and_falls_back_to_f32_with_a_note() {
+        let with_bf16 = [
+            ("memory.triad", 14.6, "GB/s"),
+            ("gemm.f32.1024", 120.0, "GFLOP/s"),
+            ("gemm.bf16.1024", 230.0, "GFLOP/s"),
+            ("gemm.bf16.2048", 250.0, "GFLOP/s"),
+            ("gemm.bf16_vs_f32.2048", 2.1, "x"), // a ratio, not a peak
+        ];
+        for precision in ["bf16", "mixed", "BF16"] {
+            let (c, src) = Ceilings::from_micro_for("vm", precision, with_bf16).unwrap();
+            assert_eq!(c.peak_flops, 250e9, "{precision}");
+            assert_eq!(src.peak, "gemm.bf16.2048");
+            assert_eq!(src.note, None);
+        }
+        for precision in ["fp32", "tf32"] {
+            let (c, src) = Ceilings::from_micro_for("vm", precision, with_bf16).unwrap();
+            assert_eq!((c.peak_flops, src.peak.as_str()), (120e9, "gemm.f32.1024"));
+        }
+        // A CPU without avx512_bf16: only f32 figures.
+        let f32_only = [
+            ("memory.triad", 14.6, "GB/s"),
+            ("gemm.f32.1024", 120.0, "GFLOP/s"),
+        ];
+        let (c, src) = Ceilings::from_micro_for("vm", "bf16", f32_only).unwrap();
+        assert_eq!(c.peak_flops, 120e9);
+        assert_eq!(src.peak, "gemm.f32.1024");
+        assert!(src.note.unwrap().contains("no gemm.bf16 figure"));
+        // No fallback for an f64 workload, and none for types without a CPU GEMM.
+        assert!(Ceilings::from_micro_for("vm", "fp64", f32_only).is_none());
+        assert!(Ceilings::from_micro_for("vm", "fp8", with_bf16).is_none());
     }
 
     #[test]

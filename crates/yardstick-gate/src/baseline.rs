@@ -30,7 +30,7 @@ pub fn save(
         machine_profile: profile,
         benchmark: run.name.clone(),
         run_id: run.run_id.clone(),
-        created_at: now_rfc3339(),
+        created_at: yardstick_env::now_rfc3339(),
         note,
     };
     w.set_baseline(&row, force)?;
@@ -60,15 +60,4 @@ pub fn resolve_auto(w: &mut dyn Warehouse, candidate: &RunRow) -> Result<Baselin
         profile,
         benchmark: candidate.name.clone(),
     })
-}
-
-/// The current UTC time, RFC 3339 with milliseconds.
-/// The current time, RFC 3339 UTC.
-pub fn now_rfc3339() -> String {
-    let fmt = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    time::OffsetDateTime::now_utc()
-        .format(&fmt)
-        .unwrap_or_else(|_| "1970-01-01T00:00:00.000Z".into())
 }

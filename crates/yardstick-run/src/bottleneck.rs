@@ -1,11 +1,14 @@
 //! The bottleneck of a run's training points, from the run's own layers: the micro layer
-//! measures the machine's ceilings (best `gemm.f32.N` as the peak, `memory.triad` as the
+//! measures the machine's ceilings (best `gemm.<dtype>.N` of the workload's precision as the
+//! peak — `gemm.bf16.N` for a bf16 workload, f32 otherwise or as the noted fallback —
+//! `memory.triad` as the
 //! bandwidth), the e2e layer's training analysis gives each point's FLOPs, bytes and time per
 //! step (and input wait and exposed collective time when the workload reports them), and
 //! `yardstick_env::roofline` places and classifies each point with its evidence.
 
 use serde_json::{Value, json};
 use yardstick_env::roofline::{self, Ceilings, Observation};
+use yardstick_spec::model::Precision;
 use yardstick_store::warehouse::FactRow;
 
 use crate::plan::Plan;
@@ -21,7 +24,8 @@ fn fact(facts: &[FactRow], point: &str, metric: &str, statistic: &str) -> Option
 /// `{"ceilings", "ceilings_source", "points": [{"point", "bottleneck", "evidence", "placement",
 /// "observation"}]}` for the e2e points that reported training steps; `Null` when there are
 /// none. Without micro ceilings only input and communication stalls can be told apart.
-pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow]) -> Value {
+/// `precision` is the workload's (`spec.workload.precision`; fp32 when not given).
+pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precision>) -> Value {
     let micro_points: Vec<&str> = plan
         .points
         .iter()
@@ -32,7 +36,8 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow]) -> Value {
         .iter()
         .filter(|f| micro_points.contains(&f.point_id.as_str()) && f.statistic == "value")
         .map(|f| (f.metric.as_str(), f.value, f.unit.as_str()));
-    let ceilings = Ceilings::from_micro("this run's micro layer", "f32", triples);
+    let precision = precision.map_or("fp32", yardstick_exec::spec::precision_name);
+    let ceilings = Ceilings::from_micro_for("this run's micro layer", precision, triples);
     let mut points = Vec::new();
     for p in plan.points.iter().filter(|p| p.layer == "e2e") {
         let id = p.id.as_str();
@@ -155,7 +160,7 @@ mod tests {
             row("e2e.0.train", "flops_per_step", "value", 1.31e9, ""),
             row("e2e.0.train", "bytes_per_step", "value", 1e7, ""),
         ];
-        let v = bottlenecks(&plan(), &facts);
+        let v = bottlenecks(&plan(), &facts, Some(Precision::Fp32));
         assert_eq!(v["ceilings"]["peak_flops"], 131e9);
         assert_eq!(v["ceilings_source"]["peak"], "gemm.f32.2048");
         let p = &v["points"][0];
@@ -177,10 +182,49 @@ mod tests {
             row("e2e.0.train", "step_time_s", "p50", 1.0, "s"),
             row("e2e.0.train", "flops_per_step", "value", 1e9, ""),
         ];
-        assert!(bottlenecks(&plan(), &facts).is_null());
+        assert!(bottlenecks(&plan(), &facts, None).is_null());
         facts.push(row("e2e.0.train", "data_wait_s", "value", 0.4, "s"));
-        let v = bottlenecks(&plan(), &facts);
+        let v = bottlenecks(&plan(), &facts, None);
         assert!(v["ceilings"].is_null());
         assert_eq!(v["points"][0]["bottleneck"], "input");
+    }
+
+    #[test]
+    fn a_bf16_workload_is_placed_under_the_bf16_peak() {
+        let mut facts = vec![
+            row("micro.0.memory", "memory.triad", "value", 14.6, "GB/s"),
+            row("micro.1.gemm", "gemm.f32.1024", "value", 120.0, "GFLOP/s"),
+            row("e2e.0.train", "step_time_s", "p50", 0.05, "s"),
+            row("e2e.0.train", "flops_per_step", "value", 1.31e9, ""),
+            row("e2e.0.train", "bytes_per_step", "value", 1e7, ""),
+        ];
+        // No bf16 figure (a CPU without avx512_bf16): the f32 peak, with the reason.
+        let v = bottlenecks(&plan(), &facts, Some(Precision::Bf16));
+        assert_eq!(v["ceilings_source"]["peak"], "gemm.f32.1024");
+        assert!(
+            v["ceilings_source"]["note"]
+                .as_str()
+                .unwrap()
+                .contains("no gemm.bf16 figure")
+        );
+        facts.push(row(
+            "micro.1.gemm",
+            "gemm.bf16.1024",
+            "value",
+            262.0,
+            "GFLOP/s",
+        ));
+        for p in [Precision::Bf16, Precision::Mixed] {
+            let v = bottlenecks(&plan(), &facts, Some(p));
+            assert_eq!(v["ceilings"]["peak_flops"], 262e9);
+            assert_eq!(v["ceilings_source"]["peak"], "gemm.bf16.1024");
+            assert!(v["ceilings_source"]["note"].is_null());
+            // 26.2 GFLOP/s achieved against 262: 10 % of the bf16 peak.
+            let eff = v["points"][0]["placement"]["efficiency"].as_f64().unwrap();
+            assert!((eff - 0.1).abs() < 1e-12, "{eff}");
+        }
+        // An fp32 workload keeps the f32 peak.
+        let v = bottlenecks(&plan(), &facts, None);
+        assert_eq!(v["ceilings_source"]["peak"], "gemm.f32.1024");
     }
 }

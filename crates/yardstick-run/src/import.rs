@@ -392,7 +392,7 @@ pub fn import(
     for (i, (results, (rel, _))) in parsed.iter().zip(&stored).enumerate() {
         let replicate = i as u32;
         let summary = replicate_summary(results);
-        let now = yardstick_store::run::now_rfc3339();
+        let now = yardstick_env::now_rfc3339();
         let record = json!({
             "point": point,
             "replicate": replicate,

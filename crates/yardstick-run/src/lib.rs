@@ -108,6 +108,9 @@ pub struct RunOptions {
     /// The spec's directory: eval task and perplexity files are relative to it (`None`: the
     /// working directory).
     pub spec_dir: Option<PathBuf>,
+    /// Time between telemetry samples (CPU, memory, GPUs) during the run; 1 s is the default
+    /// of `yardstick run`, 10 ms the least the sampler accepts.
+    pub telemetry_interval: std::time::Duration,
 }
 
 /// What a run produced.
@@ -318,14 +321,18 @@ pub fn execute(
         .and_then(|s| s.layers.as_ref())
         .and_then(|l| l.e2e.clone())
         .unwrap_or_default();
-    // Telemetry throughout (CPU, memory, GPUs when NVML loads), 1 Hz.
-    let sampler = match yardstick_env::telemetry::Sampler::start(Default::default()) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            (opts.on_event)(Event::Warning(format!("telemetry is off: {e}")));
-            None
-        }
-    };
+    // Telemetry throughout (CPU, memory, GPUs when NVML loads), at the run's interval.
+    let sampler =
+        match yardstick_env::telemetry::Sampler::start(yardstick_env::telemetry::SamplerConfig {
+            interval: opts.telemetry_interval,
+            ..Default::default()
+        }) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                (opts.on_event)(Event::Warning(format!("telemetry is off: {e}")));
+                None
+            }
+        };
     let mut interrupted = false;
     for (n, step) in plan.steps.iter().enumerate() {
         if opts.interrupt.load(Ordering::Relaxed) {
@@ -343,7 +350,7 @@ pub fn execute(
             point: point.id.clone(),
             replicate: step.replicate,
         });
-        let started_at = yardstick_store::run::now_rfc3339();
+        let started_at = yardstick_env::now_rfc3339();
         let seed = opts.seed ^ (u64::from(step.replicate) << 32);
         let mut eval_files = Vec::new();
         let outcome = match &point.work {
@@ -464,7 +471,7 @@ pub fn execute(
             "point": point.id,
             "replicate": step.replicate,
             "started_at": started_at,
-            "ended_at": yardstick_store::run::now_rfc3339(),
+            "ended_at": yardstick_env::now_rfc3339(),
             "samples": sample_artifact,
             "summary": summary,
         });
@@ -492,7 +499,7 @@ pub fn execute(
                 "complete".into()
             },
             started_at,
-            ended_at: Some(yardstick_store::run::now_rfc3339()),
+            ended_at: Some(yardstick_env::now_rfc3339()),
             artifact: sample_artifact,
         })?;
         (opts.on_event)(Event::StepDone {
@@ -573,7 +580,11 @@ pub fn execute(
     if !evals.is_null() {
         summary["eval"] = evals;
     }
-    let bottlenecks = bottleneck::bottlenecks(&plan, &aggregate);
+    let precision = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.workload.as_ref()?.precision);
+    let bottlenecks = bottleneck::bottlenecks(&plan, &aggregate, precision);
     if !bottlenecks.is_null() {
         summary["bottlenecks"] = bottlenecks;
     }

@@ -64,7 +64,7 @@ pub fn run_replicate(
                     report
                         .skipped
                         .iter()
-                        .map(|s| format!("{} skipped: {}", s.name, s.reason)),
+                        .map(|s| format!("{}: {}", s.name, s.reason)),
                 )
                 .collect::<Vec<_>>()
                 .into(),

@@ -212,7 +212,7 @@ pub fn gc_with(store_dir: &Path, opts: &GcOptions) -> Result<GcReport, StoreErro
             .collect(),
     };
     dirs.sort();
-    let dropped_at = crate::run::now_rfc3339();
+    let dropped_at = yardstick_env::now_rfc3339();
     for dir in dirs {
         let name = dir
             .file_name()

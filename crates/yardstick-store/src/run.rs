@@ -111,15 +111,6 @@ impl Manifest {
     }
 }
 
-/// Now, RFC 3339 UTC with milliseconds.
-pub fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    let fmt = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    now.format(&fmt).expect("formats")
-}
-
 /// Writes into one run directory.
 #[derive(Debug)]
 pub struct RunWriter {
@@ -149,7 +140,7 @@ impl RunWriter {
                 tool,
                 machine_profile: None,
                 env_sha256: None,
-                started_at: now_rfc3339(),
+                started_at: yardstick_env::now_rfc3339(),
                 ended_at: None,
                 artifacts: Vec::new(),
                 notes: Vec::new(),
@@ -186,7 +177,7 @@ impl RunWriter {
         w.manifest.status = RunStatus::Running;
         w.manifest
             .notes
-            .push(format!("resumed at {}", now_rfc3339()));
+            .push(format!("resumed at {}", yardstick_env::now_rfc3339()));
         w.write_manifest()?;
         Ok(w)
     }
@@ -269,7 +260,7 @@ impl RunWriter {
     /// Ends the run as incomplete (interrupted); it can be resumed.
     pub fn interrupt(mut self, why: &str) -> Result<Manifest, StoreError> {
         self.manifest.status = RunStatus::Incomplete;
-        self.manifest.ended_at = Some(now_rfc3339());
+        self.manifest.ended_at = Some(yardstick_env::now_rfc3339());
         self.manifest.notes.push(format!("interrupted: {why}"));
         self.write_manifest()?;
         Ok(self.manifest)
@@ -281,7 +272,7 @@ impl RunWriter {
         key: Option<&ed25519_dalek::SigningKey>,
     ) -> Result<Manifest, StoreError> {
         self.manifest.status = RunStatus::Complete;
-        self.manifest.ended_at = Some(now_rfc3339());
+        self.manifest.ended_at = Some(yardstick_env::now_rfc3339());
         let bytes = self.write_manifest()?;
         seal_file(&self.dir.join(MANIFEST))?;
         if let Some(key) = key {

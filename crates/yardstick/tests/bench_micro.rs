@@ -226,12 +226,82 @@ fn a_peer_that_is_not_a_yardstick_listener_is_a_clear_failure() {
 }
 
 #[test]
-fn bf16_gemm_is_reported_as_not_measured() {
-    let v = micro_json(&["gemm", "--gemm-dtype", "bf16", "--gemm-size", "32"]);
-    assert_eq!(v["results"].as_array().unwrap().len(), 0);
-    let skipped = &v["skipped"][0];
-    assert_eq!(skipped["name"], "gemm.bf16");
-    assert!(skipped["reason"].as_str().unwrap().contains("bf16"));
+fn bf16_gemm_side_by_side_with_f32_where_the_cpu_has_it() {
+    let v = micro_json(&["gemm", "--gemm-size", "64"]);
+    plausible(result(&v, "gemm.f32.64"), "GFLOP/s");
+    let skipped = v["skipped"].as_array().unwrap();
+    if let Some(s) = skipped.iter().find(|s| s["name"] == "gemm.bf16") {
+        // A CPU without avx512_bf16: said so, and no bf16 figure.
+        assert_eq!(s["reason"], "skipped: CPU lacks avx512_bf16");
+        assert!(
+            !v["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["name"].as_str().unwrap().contains("bf16"))
+        );
+        return;
+    }
+    let bf16 = result(&v, "gemm.bf16.64");
+    plausible(bf16, "GFLOP/s");
+    assert_eq!(bf16["params"]["accumulate"], "f32");
+    assert_eq!(result(&v, "gemm.bf16.peak")["value"], bf16["value"]);
+    let ratio = result(&v, "gemm.bf16_vs_f32.64");
+    plausible(ratio, "x");
+    let expect =
+        bf16["value"].as_f64().unwrap() / result(&v, "gemm.f32.64")["value"].as_f64().unwrap();
+    assert_eq!(ratio["value"].as_f64().unwrap(), expect);
+}
+
+#[test]
+fn a_cpu_without_avx512_bf16_is_reported_as_skipped() {
+    // Forced: the library reads YARDSTICK_GEMM_NO_BF16 as "this CPU lacks avx512_bf16".
+    let out = yardstick()
+        .env("YARDSTICK_GEMM_NO_BF16", "1")
+        .args(["bench", "micro", "gemm", "--gemm-size", "32", "--json"])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["gemm.f32.32", "gemm.f32.peak"]);
+    assert_eq!(v["skipped"][0]["name"], "gemm.bf16");
+    let reason = v["skipped"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("skipped: CPU lacks avx512_bf16"),
+        "{reason}"
+    );
+    // The human table says it too.
+    let out = yardstick()
+        .env("YARDSTICK_GEMM_NO_BF16", "1")
+        .args([
+            "bench",
+            "micro",
+            "gemm",
+            "--gemm-dtype",
+            "bf16",
+            "--gemm-size",
+            "32",
+        ])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("gemm.bf16") && text.contains("skipped: CPU lacks avx512_bf16"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -274,6 +344,10 @@ fn bad_input_exits_2_with_a_hint() {
         ),
         (vec!["memory", "--threads", "0"], "--threads must be >= 1"),
         (vec!["gemm", "--gemm-dtype", "int3"], "unknown type `int3`"),
+        (
+            vec!["gemm", "--gemm-dtype", "fp32,nope"],
+            "unknown type `nope`",
+        ),
         (
             vec!["gemm", "--gemm-size", "0"],
             "GEMM size 0 is out of range",

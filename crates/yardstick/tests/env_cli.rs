@@ -189,3 +189,140 @@ fn torch_is_found_without_importing_it() {
         "{key}"
     );
 }
+
+/// A `bench micro --json`-shaped file of one machine's ceilings.
+fn micro_file(
+    dir: &std::path::Path,
+    name: &str,
+    profile: &str,
+    results: &[(&str, f64, &str)],
+) -> String {
+    let results: Vec<Value> = results
+        .iter()
+        .map(|(n, v, u)| serde_json::json!({"name": n, "value": v, "unit": u}))
+        .collect();
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        serde_json::json!({"machine_profile": profile, "results": results}).to_string(),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn compare_two_profiles_on_a_comparative_roofline() {
+    // Seed 003's pair: A has the higher peak (2 PFLOP/s bf16, 2 TB/s), B the higher bandwidth
+    // (1 PFLOP/s, 4 TB/s).
+    let dir = tempfile::tempdir().unwrap();
+    let a = micro_file(
+        dir.path(),
+        "a.json",
+        "A100x1_high_peak",
+        &[
+            ("gemm.bf16.8192", 2000.0, "TFLOP/s"),
+            ("gemm.f32.8192", 60.0, "TFLOP/s"),
+            ("memory.triad", 2.0, "TB/s"),
+        ],
+    );
+    let b = micro_file(
+        dir.path(),
+        "b.json",
+        "B200x1_high_bw",
+        &[
+            ("gemm.bf16.8192", 1000.0, "TFLOP/s"),
+            ("memory.triad", 4.0, "TB/s"),
+        ],
+    );
+    let out = yardstick()
+        .args(["env", "compare", &a, &b, "--workload", "decode=2"])
+        .args(["--workload", "train=2000", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["dtype"], "bf16");
+    assert_eq!(v["inputs"][0]["machine_profile"], "A100x1_high_peak");
+    assert!(
+        v["inputs"][1]["source"]
+            .as_str()
+            .unwrap()
+            .contains("gemm.bf16.8192")
+    );
+    assert_eq!(v["ridge_a"], 1000.0);
+    assert_eq!(v["ridge_b"], 250.0);
+    assert_eq!(v["crossover_intensity"], 500.0);
+    assert_eq!(v["workloads"][0]["name"], "decode");
+    assert_eq!(v["workloads"][0]["faster"], "b");
+    assert_eq!(v["workloads"][0]["ratio_b_over_a"], 2.0);
+    assert_eq!(v["workloads"][1]["faster"], "a");
+
+    // The human table says where the rooflines cross and who wins each workload.
+    let out = yardstick()
+        .args(["env", "compare", &a, &b, "--workload", "decode=2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("cross at 500.000 FLOP/B"), "{text}");
+    assert!(text.contains("below it B (higher bandwidth)"), "{text}");
+    assert!(text.contains("decode"), "{text}");
+
+    // fp32: B has no f32 GEMM, so there is nothing to compare — invalid input, named.
+    let out = yardstick()
+        .args(["env", "compare", &a, &b, "--dtype", "fp32"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs a gemm.f32.N"), "{err}");
+}
+
+#[test]
+fn compare_rejects_bad_input_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = micro_file(
+        dir.path(),
+        "ok.json",
+        "m",
+        &[
+            ("gemm.f32.64", 10.0, "GFLOP/s"),
+            ("memory.triad", 5.0, "GB/s"),
+        ],
+    );
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "not json").unwrap();
+    let garbage = garbage.to_str().unwrap();
+    let missing = dir.path().join("missing.json");
+    let missing = missing.to_str().unwrap();
+    for (args, needle) in [
+        (vec![ok.as_str(), garbage], "B "),
+        (vec![missing, ok.as_str()], "A "),
+        (
+            vec![ok.as_str(), ok.as_str(), "--workload", "decode"],
+            "is not NAME=FLOP_PER_BYTE",
+        ),
+        (
+            vec![ok.as_str(), ok.as_str(), "--workload", "x=-3"],
+            "is not NAME=FLOP_PER_BYTE",
+        ),
+        (
+            vec![ok.as_str(), ok.as_str(), "--dtype", "int4"],
+            "no CPU GEMM figure for `int4`",
+        ),
+    ] {
+        let out = yardstick()
+            .args(["env", "compare"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(err.contains("hint:"), "{args:?}: {err}");
+    }
+}

@@ -428,3 +428,25 @@ fn a_spec_from_standard_input_is_run_and_stored_as_given() {
         text
     );
 }
+
+#[test]
+fn the_telemetry_interval_is_configurable_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(&spec, serve_spec("", 4)).unwrap();
+    let store = dir.path().join("store");
+    let (o, v) = run_json(&spec, &store, &["--telemetry-interval", "250ms"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = &v["summary"]["telemetry"];
+    assert_eq!(t["interval_s"], 0.25, "{t}");
+    assert!(t["samples"].as_u64().unwrap() >= 1, "{t}");
+    for bad in ["5ms", "0", "2h", "soon"] {
+        let (o, _) = run_json(&spec, &store, &["--telemetry-interval", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("is not a duration between 10ms and 1h"),
+            "{bad}: {}",
+            stderr(&o)
+        );
+    }
+}

@@ -127,7 +127,7 @@ impl PostgresWarehouse {
                 })?;
             tx.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-                &[&(m.version as i32), &m.name, &crate::run::now_rfc3339()],
+                &[&(m.version as i32), &m.name, &yardstick_env::now_rfc3339()],
             )
             .map_err(db_err)?;
         }

@@ -106,7 +106,7 @@ impl SqliteWarehouse {
             })?;
             tx.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
-                params![m.version, m.name, crate::run::now_rfc3339()],
+                params![m.version, m.name, yardstick_env::now_rfc3339()],
             )
             .map_err(db_err)?;
         }

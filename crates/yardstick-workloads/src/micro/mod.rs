@@ -3,7 +3,7 @@
 //! | kind | results | unit |
 //! | --- | --- | --- |
 //! | `memory` | `memory.copy`, `memory.scale`, `memory.add`, `memory.triad` (STREAM kernels, all threads) | GB/s |
-//! | `gemm` | `gemm.f32.<N>` per size, `gemm.f32.peak` (best size) | GFLOP/s |
+//! | `gemm` | `gemm.<dtype>.<N>` per size and `gemm.<dtype>.peak` (best size) for f32 and bf16 (where the CPU has `avx512_bf16`; or f64); `gemm.bf16_vs_f32.<N>` | GFLOP/s, x |
 //! | `storage` | `storage.seq_read`, `seq_write`, `rand_read`, `rand_write`; `storage.rand_*.p50_us`/`p99_us` | MB/s, µs |
 //! | `network` | `network.bandwidth`, `network.rtt`, `network.rtt.p99` (TCP, loopback or `--peer`) | Gbit/s, µs |
 //!
@@ -17,6 +17,7 @@
 //! call per `layers.micro` entry of a BenchmarkRun) both call it. [`ingest`] parses nccl-tests,
 //! fio JSON and STREAM output into the same [`MicroResult`]s.
 
+pub mod bf16;
 pub mod gemm;
 pub mod ingest;
 pub mod memory;
@@ -178,8 +179,9 @@ pub struct MicroConfig {
     /// Problem sizes: bytes per array (memory), N of an N×N×N product (gemm), file bytes
     /// (storage), bytes per transfer (network). Empty: the kind's defaults.
     pub sizes: Vec<u64>,
-    /// Element type of GEMM (fp32 default; fp64 supported).
-    pub dtype: Option<Precision>,
+    /// Element types of GEMM, measured side by side (fp32, bf16, fp64). Empty: fp32 and bf16
+    /// (bf16 only where the CPU has `avx512_bf16`).
+    pub dtypes: Vec<Precision>,
     /// Directory of the storage probe (default: the system temp directory).
     pub path: Option<PathBuf>,
     /// Time budget of one latency iteration (storage random I/O, network RTT).
@@ -198,7 +200,7 @@ impl MicroConfig {
             kind,
             name: None,
             sizes: Vec::new(),
-            dtype: None,
+            dtypes: Vec::new(),
             path: None,
             duration: None,
             threads: None,
@@ -215,7 +217,7 @@ impl MicroConfig {
             kind,
             name: layer.name.clone(),
             sizes: layer.sizes.clone().unwrap_or_default(),
-            dtype: layer.dtype,
+            dtypes: layer.dtype.into_iter().collect(),
             path: layer.path.as_ref().map(PathBuf::from),
             duration: layer.duration.as_ref().map(|d| d.0),
             threads: None,
@@ -305,7 +307,7 @@ pub struct OutlierCounts {
 pub struct Skipped {
     /// What would have been measured, e.g. `gemm.bf16`.
     pub name: String,
-    /// Why not.
+    /// Why not, starting with `skipped: `.
     pub reason: String,
 }
 

@@ -1,8 +1,11 @@
 //! `yardstick env`: the environment capture and machine profile (crate `yardstick-env`).
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Serialize;
+use yardstick_env::roofline::{self, ProfileComparison};
 use yardstick_env::{Capture, CaptureOptions};
 
 use crate::cli::GlobalOpts;
@@ -28,10 +31,51 @@ pub struct EnvArgs {
     /// Print only the machine-profile key (one line), for scripts.
     #[arg(long, conflicts_with = "json")]
     pub key: bool,
+    #[command(subcommand)]
+    pub command: Option<EnvCommand>,
+}
+
+/// Subcommands of `yardstick env`.
+#[derive(Debug, clap::Subcommand)]
+pub enum EnvCommand {
+    /// Comparative roofline of two machine profiles from their micro results.
+    Compare(CompareArgs),
+}
+
+/// Compare two machines' rooflines (seed 003: "high peak, low bandwidth versus low peak, high
+/// bandwidth"): peaks, bandwidths, ridge points, where the rooflines cross, and for each
+/// workload intensity which machine attains more.
+///
+/// A and B are `yardstick bench micro memory gemm --json` outputs of the two machines (or any
+/// JSON with `machine_profile` and `results: [{name, value, unit}]`, e.g. datasheet figures
+/// written as `gemm.bf16.8192` in TFLOP/s and `memory.triad` in TB/s). The peak is the best
+/// `gemm.<dtype>.N` of --dtype; the bandwidth `memory.triad`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick env compare this.json other.json --workload decode=2 --workload train=300\n  \
+yardstick env compare a.json b.json --dtype fp32 --json"
+)]
+pub struct CompareArgs {
+    /// Micro results of machine A.
+    #[arg(value_name = "A.json")]
+    pub a: PathBuf,
+    /// Micro results of machine B.
+    #[arg(value_name = "B.json")]
+    pub b: PathBuf,
+    /// Element type of the workloads: the GEMM peak compared (bf16 falls back to f32, said so,
+    /// where a file has no bf16 GEMM).
+    #[arg(long, default_value = "bf16", value_name = "DTYPE")]
+    pub dtype: String,
+    /// A workload and its arithmetic intensity in FLOP/byte, e.g. decode=2 (repeatable).
+    #[arg(long = "workload", value_name = "NAME=FLOP_PER_BYTE")]
+    pub workloads: Vec<String>,
 }
 
 /// Runs `yardstick env`.
 pub fn run(args: EnvArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    if let Some(EnvCommand::Compare(c)) = args.command {
+        return compare(c, g);
+    }
     if args.probe_timeout_ms == 0 || args.probe_timeout_ms > 60_000 {
         return Err(exit::invalid(
             format!(
@@ -235,5 +279,168 @@ fn print_human(c: &Capture) -> anyhow::Result<()> {
         c.capture_ms,
         probes.join(", ")
     )?;
+    Ok(())
+}
+
+/// One side of `env compare --json`.
+#[derive(Debug, Serialize)]
+struct Side {
+    file: String,
+    machine_profile: String,
+    source: String,
+}
+
+/// The JSON of `yardstick env compare --json`.
+#[derive(Debug, Serialize)]
+struct CompareOutput {
+    dtype: String,
+    /// Where A's and B's ceilings came from.
+    inputs: [Side; 2],
+    #[serde(flatten)]
+    comparison: ProfileComparison,
+}
+
+fn parse_workload(s: &str) -> anyhow::Result<(String, f64)> {
+    let bad = || {
+        exit::invalid(
+            format!("--workload `{s}` is not NAME=FLOP_PER_BYTE with a positive intensity"),
+            Some("e.g. --workload decode=2 --workload train=300"),
+        )
+    };
+    let (name, value) = s.split_once('=').ok_or_else(bad)?;
+    let v: f64 = value.trim().parse().map_err(|_| bad())?;
+    if name.trim().is_empty() || !(v.is_finite() && v > 0.0) {
+        return Err(bad());
+    }
+    Ok((name.trim().to_owned(), v))
+}
+
+fn compare(args: CompareArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    if roofline::gemm_dtype(&args.dtype).is_none() {
+        return Err(exit::invalid(
+            format!("--dtype: no CPU GEMM figure for `{}`", args.dtype),
+            Some("choose bf16, fp32, fp64 or fp16"),
+        ));
+    }
+    let workloads = args
+        .workloads
+        .iter()
+        .map(|w| parse_workload(w))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let (a, src_a) = crate::cmd::bench::ceilings_from_micro_file(&args.a, &args.dtype, "A")?;
+    let (b, src_b) = crate::cmd::bench::ceilings_from_micro_file(&args.b, &args.dtype, "B")?;
+    let named: Vec<(&str, f64)> = workloads.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+    let comparison = roofline::compare_profiles(&a, &b, &named)
+        .ok_or_else(|| anyhow::anyhow!("the two rooflines cannot be compared"))?;
+    let side = |file: &PathBuf, c: &roofline::Ceilings, source: String| Side {
+        file: file.display().to_string(),
+        machine_profile: c.label.clone(),
+        source,
+    };
+    let out = CompareOutput {
+        dtype: args.dtype.to_ascii_lowercase(),
+        inputs: [side(&args.a, &a, src_a), side(&args.b, &b, src_b)],
+        comparison,
+    };
+    if g.json {
+        output::json(&out)?;
+    } else {
+        print_comparison(&out)?;
+    }
+    Ok(Status::Ok)
+}
+
+/// FLOP/s or B/s with an SI prefix.
+fn si(v: f64, unit: &str) -> String {
+    let (d, p) = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .into_iter()
+        .find(|(d, _)| v.abs() >= *d)
+        .unwrap_or((1.0, ""));
+    format!("{:.3} {p}{unit}", v / d)
+}
+
+fn print_comparison(o: &CompareOutput) -> anyhow::Result<()> {
+    let mut out = anstream::stdout().lock();
+    let (b, d, r) = (style::BOLD, style::DIM, style::RESET);
+    let c = &o.comparison;
+    writeln!(
+        out,
+        "{b}comparative roofline{r} {d}({} GEMM peak, memory.triad bandwidth){r}",
+        o.dtype
+    )?;
+    writeln!(out, "{b}{:<10}{r} {:<44} B", "", "A")?;
+    writeln!(
+        out,
+        "{b}{:<10}{r} {:<44} {}",
+        "profile", o.inputs[0].machine_profile, o.inputs[1].machine_profile
+    )?;
+    writeln!(
+        out,
+        "{b}{:<10}{r} {:<44} {}",
+        "peak",
+        si(c.a.peak_flops, "FLOP/s"),
+        si(c.b.peak_flops, "FLOP/s")
+    )?;
+    writeln!(
+        out,
+        "{b}{:<10}{r} {:<44} {}",
+        "bandwidth",
+        si(c.a.memory_bw, "B/s"),
+        si(c.b.memory_bw, "B/s")
+    )?;
+    let ridges = [
+        format!("{:.3} FLOP/B", c.ridge_a),
+        format!("{:.3} FLOP/B", c.ridge_b),
+    ];
+    writeln!(out, "{b}{:<10}{r} {:<44} {}", "ridge", ridges[0], ridges[1])?;
+    writeln!(out, "{d}A: {}{r}", o.inputs[0].source)?;
+    writeln!(out, "{d}B: {}{r}", o.inputs[1].source)?;
+    match c.crossover_intensity {
+        Some(x) => {
+            let high_bw = if c.b.memory_bw > c.a.memory_bw {
+                "B"
+            } else {
+                "A"
+            };
+            let high_peak = if high_bw == "B" { "A" } else { "B" };
+            writeln!(
+                out,
+                "the rooflines cross at {x:.3} FLOP/B: below it {high_bw} (higher bandwidth) \
+                 attains more, above it {high_peak} (higher peak)"
+            )?;
+        }
+        None => {
+            let better = if c.b.peak_flops >= c.a.peak_flops && c.b.memory_bw >= c.a.memory_bw {
+                "B"
+            } else {
+                "A"
+            };
+            writeln!(
+                out,
+                "the rooflines do not cross: {better} attains at least as much at every intensity"
+            )?;
+        }
+    }
+    if !c.workloads.is_empty() {
+        writeln!(
+            out,
+            "{b}{:<16} {:>10} {:>20} {:>8} {:>20} {:>8} {:>7} {:>6}{r}",
+            "workload", "FLOP/B", "A attainable", "roof", "B attainable", "roof", "B/A", "faster"
+        )?;
+        for w in &c.workloads {
+            writeln!(
+                out,
+                "{:<16} {:>10.3} {:>20} {:>8} {:>20} {:>8} {:>7.3} {:>6}",
+                w.name,
+                w.intensity,
+                si(w.attainable[0], "FLOP/s"),
+                w.roof[0],
+                si(w.attainable[1], "FLOP/s"),
+                w.roof[1],
+                w.ratio_b_over_a,
+                w.faster
+            )?;
+        }
+    }
     Ok(())
 }

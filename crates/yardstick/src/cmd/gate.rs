@@ -100,8 +100,9 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut report = yardstick_gate::gate(&base, &cand, &opts).map_err(gate_error)?;
 
     if args.calibrate {
-        let rows = calibrate::calibration_rows(&report, &cand.run.name, &baseline::now_rfc3339())
-            .map_err(gate_error)?;
+        let rows =
+            calibrate::calibration_rows(&report, &cand.run.name, &yardstick_env::now_rfc3339())
+                .map_err(gate_error)?;
         w.record_calibrations(&rows)?;
         let all = w.calibrations(&profile, &cand.run.name)?;
         let floors = calibrate::floors(&all);
@@ -253,6 +254,7 @@ fn confirm_failures(
             // Eval task files named relative to the spec resolve from the working directory
             // here: the run directory keeps the spec, not where it was read from.
             spec_dir: None,
+            telemetry_interval: std::time::Duration::from_secs(1),
         },
     )?;
     let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(gate_error)?;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use yardstick_run::{Event, RunError, RunOptions};
 use yardstick_store::ToolInfo;
@@ -50,6 +51,31 @@ pub struct RunArgs {
     /// re-measure the points a gate failed.
     #[arg(long, value_name = "POINT")]
     pub only: Vec<String>,
+    /// Time between telemetry samples (CPU, memory, GPU clocks/power/throttling), e.g. 250ms;
+    /// between 10ms and 1h.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub telemetry_interval: String,
+}
+
+/// Parses `--telemetry-interval`: `250ms`, `1s`, `2m`, or plain seconds, within [10 ms, 1 h].
+fn parse_interval(s: &str) -> anyhow::Result<Duration> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let v: f64 = t[..split].trim().parse().unwrap_or(f64::NAN);
+    let secs = match &t[split..] {
+        "ms" => v / 1e3,
+        "" | "s" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => f64::NAN,
+    };
+    if !(0.01..=3600.0).contains(&secs) {
+        return Err(invalid(
+            format!("--telemetry-interval: `{s}` is not a duration between 10ms and 1h"),
+            Some("write e.g. 250ms, 1s, 5s"),
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
@@ -72,6 +98,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             Some("fix the errors above (`yardstick validate` checks a spec)"),
         ));
     }
+    let telemetry_interval = parse_interval(&args.telemetry_interval)?;
     let spec = checked.spec.expect("valid specs decode");
     // Valid specs are UTF-8 (check_bytes refuses anything else).
     let text = String::from_utf8(bytes)?;
@@ -117,6 +144,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             seed: args.seed,
             only: (!args.only.is_empty()).then(|| args.only.clone()),
             spec_dir: Some(spec_dir),
+            telemetry_interval,
         },
     )?;
     if g.json {
@@ -202,6 +230,8 @@ pub struct Execution {
     /// The spec's directory (eval task files are relative to it); `None`: the working
     /// directory.
     pub spec_dir: Option<PathBuf>,
+    /// Time between telemetry samples.
+    pub telemetry_interval: Duration,
 }
 
 /// The directory files named in a spec are relative to: the spec's own (the working directory
@@ -250,6 +280,7 @@ pub fn execute_spec(
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("yardstick")),
             only_points: how.only.clone(),
             spec_dir: how.spec_dir.clone(),
+            telemetry_interval: how.telemetry_interval,
             on_event: Box::new(move |e| {
                 if !show {
                     return;

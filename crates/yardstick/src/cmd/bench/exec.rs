@@ -221,7 +221,7 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
     let micro = args
         .micro
         .as_deref()
-        .map(|p| super::ceilings_from_micro_file(p, &args.dtype))
+        .map(|p| super::ceilings_from_micro_file(p, &args.dtype, "--micro"))
         .transpose()?;
     let peak = match (args.peak_flops, &args.gpu) {
         (Some(p), _) => Some(p),

@@ -43,14 +43,18 @@ pub fn run(args: BenchArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
 }
 
 /// One device's ceilings from a `yardstick bench micro --json` file (or a `yardstick import
-/// --json` one): the best `gemm.<dtype>.N` and `memory.triad`, with a description of the source.
+/// --json` one): the best `gemm.<dtype>.N` of the workload's `dtype` (bf16 for bf16 and mixed,
+/// falling back to f32, said so, when the file has no bf16 GEMM) and `memory.triad`, with a
+/// description of the source.
+/// `what` names the argument in errors (`--micro`).
 pub fn ceilings_from_micro_file(
     path: &std::path::Path,
     dtype: &str,
+    what: &str,
 ) -> anyhow::Result<(yardstick_env::roofline::Ceilings, String)> {
     let bad = |why: String| {
         crate::exit::invalid(
-            format!("--micro {}: {why}", path.display()),
+            format!("{what} {}: {why}", path.display()),
             Some("write it with `yardstick bench micro memory gemm --json > micro.json`"),
         )
     };
@@ -69,16 +73,11 @@ pub fn ceilings_from_micro_file(
             ))
         })
         .collect();
-    let gemm_dtype = match dtype.to_ascii_lowercase().as_str() {
-        "fp32" | "f32" | "float32" | "tf32" => "f32",
-        "fp64" | "f64" | "float64" => "f64",
-        "bf16" | "bfloat16" | "mixed" => "bf16",
-        "fp16" | "f16" | "half" => "f16",
-        other => return Err(bad(format!("no GEMM element type for dtype `{other}`"))),
-    };
-    let (c, src) = yardstick_env::roofline::Ceilings::from_micro(
+    let gemm_dtype = yardstick_env::roofline::gemm_dtype(dtype)
+        .ok_or_else(|| bad(format!("no GEMM element type for dtype `{dtype}`")))?;
+    let (c, src) = yardstick_env::roofline::Ceilings::from_micro_for(
         v["machine_profile"].as_str().unwrap_or("this machine"),
-        gemm_dtype,
+        dtype,
         triples,
     )
     .ok_or_else(|| {
@@ -86,10 +85,11 @@ pub fn ceilings_from_micro_file(
             "needs a gemm.{gemm_dtype}.N and a memory.triad result (`bench micro memory gemm`)"
         ))
     })?;
+    let note = src.note.map_or(String::new(), |n| format!("; {n}"));
     Ok((
         c,
         format!(
-            "measured ({}: {}, {})",
+            "measured ({}: {}, {}{note})",
             path.display(),
             src.peak,
             src.memory

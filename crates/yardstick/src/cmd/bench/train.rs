@@ -107,7 +107,7 @@ mod imp {
         let micro = args
             .micro
             .as_deref()
-            .map(|p| super::super::ceilings_from_micro_file(p, "fp32"))
+            .map(|p| super::super::ceilings_from_micro_file(p, "fp32", "--micro"))
             .transpose()?;
         let cfg = TrainConfig {
             preset,
