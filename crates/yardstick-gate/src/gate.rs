@@ -171,10 +171,14 @@ pub struct MetricVerdict {
     pub candidate: f64,
     /// Ratio candidate / baseline (medians of replicate values).
     pub ratio: Option<f64>,
-    /// CI of the ratio.
+    /// CI of the ratio: over replicates, or over paired items for an eval accuracy whose
+    /// items both runs kept (`paired`).
     pub ci_lo: Option<f64>,
     /// CI of the ratio.
     pub ci_hi: Option<f64>,
+    /// Accuracy only: the item-level evidence the CI and p-value come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired: Option<crate::paired::PairedItems>,
     /// Replicates (baseline, candidate).
     pub n: (usize, usize),
     /// Fewest samples behind one replicate's value (both runs).
@@ -432,8 +436,26 @@ pub fn gate(
             (Some(_), None) => false,
             (None, _) => true,
         };
-        let p_value = match bnd {
-            Some(bnd)
+        let paired = if m.class == MetricClass::Accuracy {
+            crate::paired::accuracy(
+                &baseline.dir,
+                &candidate.dir,
+                &m.point,
+                level,
+                crate::compare::SEED,
+                crate::compare::RESAMPLES,
+            )?
+        } else {
+            None
+        };
+        let p_value = match (bnd, &paired) {
+            (Some(bnd), Some(items)) => {
+                let p = items.p_below(bnd);
+                p_index.push(metrics.len());
+                p_values.push(p);
+                Some(p)
+            }
+            (Some(bnd), None)
                 if n.0 >= MIN_REPLICATES
                     && n.1 >= MIN_REPLICATES
                     && m.ci_lo.is_some()
@@ -462,8 +484,9 @@ pub fn gate(
             baseline: m.baseline,
             candidate: m.candidate,
             ratio: m.ratio,
-            ci_lo: m.ci_lo,
-            ci_hi: m.ci_hi,
+            ci_lo: paired.as_ref().map_or(m.ci_lo, |p| Some(p.ci_lo)),
+            ci_hi: paired.as_ref().map_or(m.ci_hi, |p| Some(p.ci_hi)),
+            paired,
             n,
             min_samples: m.min_samples,
             required_samples,
@@ -478,7 +501,14 @@ pub fn gate(
         metrics[*i].p_holm = Some(p);
     }
     for (v, m) in metrics.iter_mut().zip(&comparison.metrics) {
-        let (verdict, reason) = judge(v, &m.candidate_replicates, alpha_one_sided);
+        let (verdict, mut reason) = judge(v, &m.candidate_replicates, alpha_one_sided);
+        if let Some(p) = &v.paired {
+            reason.push_str(&format!(
+                "; paired on {} items: {} right only in the baseline, {} only in the candidate \
+                 (McNemar p = {:.3})",
+                p.items, p.baseline_only, p.candidate_only, p.mcnemar_p
+            ));
+        }
         v.verdict = verdict;
         v.reason = reason;
     }

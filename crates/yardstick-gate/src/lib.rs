@@ -18,6 +18,7 @@ mod error;
 pub mod file;
 mod gate;
 mod load;
+pub mod paired;
 
 pub use compare::{Comparison, FieldDiff, MetricComparison, compare, diff_values, env_key_fields};
 pub use error::GateError;

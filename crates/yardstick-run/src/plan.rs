@@ -211,23 +211,7 @@ impl Plan {
     }
 }
 
-/// A file-system-safe slug of a point id.
-pub fn slug(id: &str) -> String {
-    let mut s: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    while s.contains("__") {
-        s = s.replace("__", "_");
-    }
-    s.trim_matches('_').to_string()
-}
+pub use yardstick_store::run::slug;
 
 /// The points of eval layer `i`: one per task, then one for perplexity. Warm-up does not apply:
 /// every item is scored (discarding some would change the probe set), and accuracy does not

@@ -327,6 +327,25 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, StoreError> {
     })
 }
 
+/// A file-system-safe slug of a point id: the directory name of its artifacts
+/// (`samples/<slug>/`, `eval/<slug>/`...).
+pub fn slug(id: &str) -> String {
+    let mut s: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    while s.contains("__") {
+        s = s.replace("__", "_");
+    }
+    s.trim_matches('_').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -276,6 +276,52 @@ fn eval_layer_stores_artifacts_and_facts_and_the_gate_catches_worse_answers() {
         "{gated:?}"
     );
 
+    // One arith item answered wrong out of 25 (a 4-point drop against a 2-point tolerance):
+    // replicates of a deterministic server agree, but 25 items cannot show a 2-point loss, so
+    // the gate, pairing the items of both runs, says INCONCLUSIVE (exit 4) instead of crying
+    // FAIL, and names the item-level evidence.
+    let arith =
+        std::fs::read_to_string(repo().join("crates/yardstick-eval/src/probes/arith.jsonl"))
+            .unwrap();
+    let one_wrong = arith.replacen("\"references\": [\"42\"]", "\"references\": [\"-1\"]", 1);
+    assert_ne!(one_wrong, arith);
+    let answers = tmp.path().join("one-wrong.jsonl");
+    std::fs::write(&answers, one_wrong).unwrap();
+    let one = Sim::start(&[
+        "--answers",
+        answers.to_str().unwrap(),
+        "--answers",
+        "format",
+        "--ttft-ms",
+        "1",
+        "--itl-ms",
+        "0",
+    ]);
+    let d = run(&store, "d", &spec(&one.url, ""));
+    let out = cmd(&store, &["gate", d["run_id"].as_str().unwrap(), "--json"]);
+    let g = json(&out);
+    assert_eq!(out.status.code(), Some(4), "{g}");
+    assert_eq!(g["verdict"], "INCONCLUSIVE");
+    let arith_v = g["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["point"] == "component.0.eval/arith" && m["metric"] == "accuracy")
+        .unwrap()
+        .clone();
+    assert_eq!(arith_v["verdict"], "INCONCLUSIVE", "{arith_v}");
+    assert_eq!(arith_v["paired"]["items"], 25, "{arith_v}");
+    assert_eq!(arith_v["paired"]["baseline_only"], 1, "{arith_v}");
+    assert_eq!(arith_v["paired"]["candidate_only"], 0, "{arith_v}");
+    assert!(
+        arith_v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("paired on 25 items: 1 right only in the baseline"),
+        "{arith_v}"
+    );
+    drop(one);
+
     // Worse answers (80 % of the prompts right) and a worse model (log-probabilities × 1.1):
     // the gate FAILs on accuracy and on perplexity, exit 3.
     let worse = Sim::start(&[
