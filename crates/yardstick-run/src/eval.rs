@@ -27,8 +27,15 @@ pub struct EvalInputs {
     pub files: Vec<(String, PathBuf)>,
 }
 
-/// Resolves a file the spec names relative to the spec's directory.
-fn resolve(base: Option<&Path>, name: &str) -> PathBuf {
+/// Resolves a file the spec names: the frozen copy in `frozen`'s run directory when it has one,
+/// else relative to the spec's directory.
+fn resolve(base: Option<&Path>, frozen: Option<&Path>, name: &str) -> PathBuf {
+    if let Some(copy) = frozen
+        .map(|run| run.join("inputs/eval").join(crate::plan::slug(name)))
+        .filter(|c| c.is_file())
+    {
+        return copy;
+    }
     let p = Path::new(name);
     match base {
         Some(b) if p.is_relative() => b.join(p),
@@ -47,8 +54,13 @@ fn invalid(e: EvalError) -> RunError {
 
 impl EvalInputs {
     /// Reads every task and perplexity text the plan's eval points name; files are relative to
-    /// `base` (the spec's directory; the working directory when `None`).
-    pub fn load(plan: &Plan, base: Option<&Path>) -> Result<EvalInputs, RunError> {
+    /// `base` (the spec's directory; the working directory when `None`), or read from the
+    /// frozen copies of the run directory `frozen` (see [`crate::RunOptions::inputs_from`]).
+    pub fn load(
+        plan: &Plan,
+        base: Option<&Path>,
+        frozen: Option<&Path>,
+    ) -> Result<EvalInputs, RunError> {
         let mut inputs = EvalInputs::default();
         for p in &plan.points {
             let PointWork::Eval {
@@ -61,7 +73,7 @@ impl EvalInputs {
                 && !inputs.tasks.contains_key(t)
             {
                 let loaded = if yardstick_spec::rules::task_is_file(t) {
-                    let path = resolve(base, t);
+                    let path = resolve(base, frozen, t);
                     let task = Task::load(&path.display().to_string()).map_err(invalid)?;
                     inputs.files.push((t.clone(), path));
                     task
@@ -76,7 +88,7 @@ impl EvalInputs {
                 let shard = if s == "builtin" {
                     Shard::load("builtin")
                 } else {
-                    let path = resolve(base, s);
+                    let path = resolve(base, frozen, s);
                     inputs.files.push((s.clone(), path.clone()));
                     Shard::load(&path.display().to_string())
                 }

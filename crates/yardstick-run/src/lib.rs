@@ -108,6 +108,9 @@ pub struct RunOptions {
     /// The spec's directory: eval task and perplexity files are relative to it (`None`: the
     /// working directory).
     pub spec_dir: Option<PathBuf>,
+    /// A run directory whose frozen eval inputs (`inputs/eval/<slug>`) take the place of the
+    /// files the spec names (a re-run by `gate --confirm` reads exactly what the original read).
+    pub inputs_from: Option<PathBuf>,
     /// Time between telemetry samples (CPU, memory, GPUs) during the run; 1 s is the default
     /// of `yardstick run`, 10 ms the least the sampler accepts.
     pub telemetry_interval: std::time::Duration,
@@ -174,7 +177,8 @@ pub fn execute(
         plan.restrict(only).map_err(RunError::Invalid)?;
     }
     // Eval tasks are read before anything is created: a bad task file is invalid input.
-    let eval_inputs = eval::EvalInputs::load(&plan, opts.spec_dir.as_deref())?;
+    let eval_inputs =
+        eval::EvalInputs::load(&plan, opts.spec_dir.as_deref(), opts.inputs_from.as_deref())?;
     let runs_dir = opts.store.join("runs");
     let mut writer = match resume {
         None => RunWriter::create(&runs_dir, &plan.name, spec_text, opts.tool.clone())?,

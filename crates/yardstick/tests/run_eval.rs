@@ -391,11 +391,11 @@ fn task_files_are_relative_to_the_spec_and_stored_with_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     let specs = tmp.path().join("specs");
     std::fs::create_dir_all(specs.join("probes")).unwrap();
-    // Two arith items copied into a file task, and one the simulator has no answer for.
+    // The arith items copied into a file task, and one the simulator has no answer for.
     let arith =
         std::fs::read_to_string(repo().join("crates/yardstick-eval/src/probes/arith.jsonl"))
             .unwrap();
-    let mut lines: Vec<String> = arith.lines().take(2).map(str::to_owned).collect();
+    let mut lines: Vec<String> = arith.lines().map(str::to_owned).collect();
     lines.push(
         r#"{"id":"x","prompt":"Name a colour.","references":["blue"],"scorer":"contains"}"#.into(),
     );
@@ -424,11 +424,56 @@ fn task_files_are_relative_to_the_spec_and_stored_with_the_run() {
     let id = o["run_id"].as_str().unwrap();
     let f = facts(&store, id);
     let (acc, n) = fact(&f, "component.0.eval/mine", "accuracy");
-    assert!((acc - 2.0 / 3.0).abs() < 1e-12, "{acc}");
-    assert_eq!(n, 3);
+    assert!((acc - 25.0 / 26.0).abs() < 1e-12, "{acc}");
+    assert_eq!(n, 3, "replicates");
     let dir = PathBuf::from(o["dir"].as_str().unwrap());
     let stored = std::fs::read_to_string(dir.join("inputs/eval/probes_mine.jsonl")).unwrap();
     assert_eq!(stored, lines.join("\n") + "\n");
+
+    // A server that knows no answers FAILs against it; `gate --confirm` re-runs the failing
+    // point from the candidate run's frozen copy of the task file, so it works from any
+    // directory and after the original file is gone.
+    let out = cmd(&store, &["baseline", "save", id]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let clueless = Sim::start(&["--ttft-ms", "1", "--itl-ms", "0"]);
+    let text = text.replace(&sim.url, &clueless.url);
+    std::fs::write(&path, &text).unwrap();
+    let out = yardstick()
+        .current_dir(tmp.path())
+        .args(["run", path.to_str().unwrap(), "--store"])
+        .arg(&store)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad_id = json(&out)["run_id"].as_str().unwrap().to_string();
+    std::fs::remove_dir_all(specs.join("probes")).unwrap();
+    let out = yardstick()
+        .current_dir(tmp.path())
+        .args(["gate", &bad_id, "--confirm", "--json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let g = json(&out);
+    assert_eq!(out.status.code(), Some(3), "{g}");
+    let acc = g["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["point"] == "component.0.eval/mine" && m["metric"] == "accuracy")
+        .unwrap();
+    assert_eq!(acc["verdict"], "FAIL", "{acc}");
+    assert!(
+        acc["reason"]
+            .as_str()
+            .unwrap()
+            .contains("confirmed by re-run"),
+        "{acc}"
+    );
 }
 
 fn run_invalid(dir: &Path, name: &str, text: &str) -> (Option<i32>, String) {

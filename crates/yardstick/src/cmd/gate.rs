@@ -251,9 +251,10 @@ fn confirm_failures(
             resume: None,
             seed: 4242,
             only: Some(points),
-            // Eval task files named relative to the spec resolve from the working directory
-            // here: the run directory keeps the spec, not where it was read from.
+            // Eval task files and texts come from the candidate run's frozen copies (the run
+            // directory keeps the spec, not where it was read from).
             spec_dir: None,
+            inputs_from: Some(cand.dir.clone()),
             telemetry_interval: std::time::Duration::from_secs(1),
         },
     )?;

@@ -144,6 +144,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             seed: args.seed,
             only: (!args.only.is_empty()).then(|| args.only.clone()),
             spec_dir: Some(spec_dir),
+            inputs_from: None,
             telemetry_interval,
         },
     )?;
@@ -230,6 +231,8 @@ pub struct Execution {
     /// The spec's directory (eval task files are relative to it); `None`: the working
     /// directory.
     pub spec_dir: Option<PathBuf>,
+    /// A run directory whose frozen eval inputs replace the spec's files (`gate --confirm`).
+    pub inputs_from: Option<PathBuf>,
     /// Time between telemetry samples.
     pub telemetry_interval: Duration,
 }
@@ -280,6 +283,7 @@ pub fn execute_spec(
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("yardstick")),
             only_points: how.only.clone(),
             spec_dir: how.spec_dir.clone(),
+            inputs_from: how.inputs_from.clone(),
             telemetry_interval: how.telemetry_interval,
             on_event: Box::new(move |e| {
                 if !show {
