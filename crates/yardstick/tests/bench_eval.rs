@@ -4,20 +4,17 @@
 //! `format` prompts with a JSON object of the asked keys, and in "flaky" mode alternates between
 //! two phrasings (every third request) so repeats differ. Bounded and fast.
 
+mod common;
+use common::yardstick;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1");
-    c
-}
 
 fn run(args: &[&str]) -> Output {
     yardstick().args(args).output().expect("run yardstick")

@@ -3,17 +3,14 @@
 //! metric-protocol workloads (malformed lines, silence, a world-size sweep), Ctrl-C, bad input.
 //! Bounded and fast; no timing assertions beyond what physics guarantees (sleep 0.01 ≥ 10 ms).
 
+mod common;
+use common::{json, yardstick};
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1");
-    c
-}
 
 fn run(args: &[&str]) -> Output {
     yardstick()
@@ -25,11 +22,6 @@ fn run(args: &[&str]) -> Output {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}); stderr: {}", stderr(o)))
 }
 
 fn logs(dir: &Path) -> String {

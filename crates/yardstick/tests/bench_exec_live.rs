@@ -2,15 +2,11 @@
 //! a metric-protocol workload, and a snapshot of the human output (mock executor: deterministic
 //! times; the logs path redacted).
 
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::{json, yardstick};
 
-use serde_json::Value;
+use std::process::{Output, Stdio};
 
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1");
-    c
-}
 
 fn run(args: &[&str]) -> Output {
     yardstick()
@@ -18,15 +14,6 @@ fn run(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}); stderr: {}",
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
 }
 
 /// A workload that reports three steps through `$YARDSTICK_METRICS` (which must be a FIFO),

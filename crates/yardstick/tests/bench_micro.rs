@@ -2,18 +2,15 @@
 //! sockets (127.0.0.1 only). Sizes are tiny so the suite stays fast; the figures themselves
 //! are not asserted (they depend on the machine), only that they are plausible.
 
+mod common;
+use common::yardstick;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1");
-    c
-}
 
 const QUICK: &[&str] = &["--replicates", "3", "--iterations", "3", "--warmup", "1"];
 

@@ -3,15 +3,12 @@
 //! `bench exec` workload, and bad input.
 #![cfg(feature = "train")]
 
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::yardstick;
+
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1").env_remove("YARDSTICK_METRICS");
-    c
-}
 
 fn run(args: &[&str]) -> Output {
     yardstick()

@@ -1,13 +1,10 @@
 //! The spec commands driven through the built binary: validate, init, schema, global flags.
 
+mod common;
+use common::yardstick;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1");
-    c
-}
 
 fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = yardstick()

@@ -1,14 +1,9 @@
 //! `yardstick env`: the real binary on this machine (real /proc, real NVML loading, real Python).
 
-use std::process::Command;
+mod common;
+use common::yardstick;
 
 use serde_json::Value;
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1");
-    c
-}
 
 fn env_json(extra: &[&str]) -> Value {
     let out = yardstick()

@@ -9,17 +9,11 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 mod common;
-use common::Sim;
+use common::{Sim, json, yardstick};
 
 /// A simulator whose time to first token is `ttft_ms`.
 fn sim_with_ttft(ttft_ms: u32) -> Sim {
     Sim::start(&["--ttft-ms", &ttft_ms.to_string()])
-}
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env_remove("YARDSTICK_STORE").env("NO_COLOR", "1");
-    c
 }
 
 /// A tiny gating spec (realism mode: exploratory specs never gate): one serving point, three
@@ -102,16 +96,6 @@ fn cmd(store: &Path, args: &[&str]) -> Output {
         .args(["--store", store.to_str().unwrap()])
         .output()
         .unwrap()
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 #[test]

@@ -2,16 +2,12 @@
 //! shared with yardstick-workloads' parser tests) stored as runs, with facts in the warehouse
 //! under the micro layer's names.
 
+mod common;
+use common::yardstick;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1").env_remove("YARDSTICK_STORE");
-    c
-}
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

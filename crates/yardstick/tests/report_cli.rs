@@ -2,18 +2,12 @@
 //! terminal table, every file format, a saved gate result, `-` for stdout, and invalid input.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 mod common;
-use common::Sim;
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env_remove("YARDSTICK_STORE").env("NO_COLOR", "1");
-    c
-}
+use common::{Sim, yardstick};
 
 /// Two load points of one scenario, three replicates of 16 measured requests each.
 fn spec(url: &str) -> String {

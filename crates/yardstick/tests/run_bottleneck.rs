@@ -3,13 +3,8 @@
 //! `summary.json`, the `--json` outcome and the human output.
 #![cfg(feature = "train")]
 
-use std::process::Command;
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1").env_remove("YARDSTICK_STORE");
-    c
-}
+mod common;
+use common::yardstick;
 
 const SPEC: &str = "apiVersion: yardstick/v1
 kind: BenchmarkRun

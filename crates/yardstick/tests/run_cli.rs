@@ -1,15 +1,12 @@
 //! `yardstick run` end to end through the built binary: the embedded simulator on loopback, the
 //! store, verify (tampering, unsigned), signing keys, interruption and resume.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+mod common;
+use common::yardstick;
 
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1").env_remove("YARDSTICK_STORE");
-    c
-}
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -6,18 +6,12 @@
 //! `file:line:col`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 mod common;
-use common::Sim;
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env_remove("YARDSTICK_STORE").env("NO_COLOR", "1");
-    c
-}
+use common::{Sim, json, yardstick};
 
 fn cmd(store: &Path, args: &[&str]) -> Output {
     yardstick()
@@ -25,16 +19,6 @@ fn cmd(store: &Path, args: &[&str]) -> Output {
         .args(["--store", store.to_str().unwrap()])
         .output()
         .unwrap()
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
 }
 
 fn repo() -> PathBuf {

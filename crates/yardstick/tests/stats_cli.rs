@@ -1,17 +1,14 @@
 //! `yardstick stats summarize|compare` driven through the built binary: JSON shape, exit codes,
 //! stdin, bad input, and snapshots of the human output.
 
+mod common;
+use common::yardstick;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
-
-fn yardstick() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
-    c.env("NO_COLOR", "1");
-    c
-}
 
 /// Runs with `stdin` piped in. Resamples stay modest: the test binary is a debug build.
 fn run(args: &[&str], stdin: &str) -> Output {

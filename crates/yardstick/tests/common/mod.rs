@@ -3,7 +3,28 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+
+/// The built binary, with colour off and no store or metrics endpoint inherited from the
+/// caller's environment.
+pub fn yardstick() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
+    c.env("NO_COLOR", "1")
+        .env_remove("YARDSTICK_STORE")
+        .env_remove("YARDSTICK_METRICS");
+    c
+}
+
+/// Standard output as JSON; panics with both streams when it is not.
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
 
 /// A running `yardstick sim` on an ephemeral loopback port, killed on drop.
 pub struct Sim {
