@@ -7,7 +7,6 @@ use common::{json, yardstick};
 
 use std::process::{Output, Stdio};
 
-
 fn run(args: &[&str]) -> Output {
     yardstick()
         .args(args)

@@ -57,25 +57,17 @@ pub struct RunArgs {
     pub telemetry_interval: String,
 }
 
-/// Parses `--telemetry-interval`: `250ms`, `1s`, `2m`, or plain seconds, within [10 ms, 1 h].
+/// Parses `--telemetry-interval`: a duration (`250ms`, `1s`, `2m`, plain seconds) within
+/// [10 ms, 1 h].
 fn parse_interval(s: &str) -> anyhow::Result<Duration> {
-    let t = s.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-    let v: f64 = t[..split].trim().parse().unwrap_or(f64::NAN);
-    let secs = match &t[split..] {
-        "ms" => v / 1e3,
-        "" | "s" => v,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => f64::NAN,
-    };
-    if !(0.01..=3600.0).contains(&secs) {
-        return Err(invalid(
+    let d = super::parse_duration("telemetry-interval", s).ok();
+    match d {
+        Some(d) if (Duration::from_millis(10)..=Duration::from_secs(3600)).contains(&d) => Ok(d),
+        _ => Err(invalid(
             format!("--telemetry-interval: `{s}` is not a duration between 10ms and 1h"),
             Some("write e.g. 250ms, 1s, 5s"),
-        ));
+        )),
     }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {

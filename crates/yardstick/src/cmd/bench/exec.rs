@@ -2,7 +2,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use yardstick_exec::command::{
     BenchmarkResult, ExecReport, Parameter, Progress, RunSummary, WORLD_SIZE_PARAM, fmt_s,
@@ -120,32 +120,6 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
-fn parse_duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    let bad = || {
-        exit::invalid(
-            format!("--{flag}: `{s}` is not a positive duration"),
-            Some("write e.g. 10m, 30s, 500ms"),
-        )
-    };
-    let t = s.trim();
-    let (num, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&t[..i], &t[i..]),
-        None => (t, "s"),
-    };
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    let secs = match unit {
-        "ms" => v / 1e3,
-        "s" => v,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return Err(bad()),
-    };
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 fn to_exit(e: ExecError) -> anyhow::Error {
     if e.is_invalid_input() {
         let hint = e.hint();
@@ -187,9 +161,9 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
     cfg.timeout = args
         .timeout
         .as_deref()
-        .map(|t| parse_duration("timeout", t))
+        .map(|t| crate::cmd::parse_duration("timeout", t))
         .transpose()?;
-    cfg.kill_grace = parse_duration("kill-grace", &args.kill_grace)?;
+    cfg.kill_grace = crate::cmd::parse_duration("kill-grace", &args.kill_grace)?;
     for p in &args.params {
         cfg.params.push(Parameter::parse(p).map_err(to_exit)?);
     }

@@ -136,27 +136,6 @@ fn parse_size(flag: &str, s: &str) -> anyhow::Result<u64> {
     Ok(bytes as u64)
 }
 
-/// Parses `60s`, `500ms`, `2m` or plain seconds.
-fn parse_duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    let t = s.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-    let v: f64 = t[..split].trim().parse().unwrap_or(f64::NAN);
-    let secs = match &t[split..] {
-        "ms" => v / 1e3,
-        "" | "s" => v,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => f64::NAN,
-    };
-    if !(secs.is_finite() && secs > 0.0 && secs < 1e7) {
-        return Err(exit::invalid(
-            format!("--{flag}: `{s}` is not a positive duration"),
-            Some("write e.g. 500ms, 2s, 1m"),
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 fn parse_policy(args: &MicroArgs) -> anyhow::Result<TrialPolicy> {
     let warmup = if args.warmup.eq_ignore_ascii_case("mser5") {
         Warmup::Mser5
@@ -228,7 +207,7 @@ fn configs(args: &MicroArgs) -> anyhow::Result<Vec<MicroConfig>> {
     let duration = args
         .duration
         .as_deref()
-        .map(|d| parse_duration("duration", d))
+        .map(|d| crate::cmd::parse_duration("duration", d))
         .transpose()?;
     let mut dtypes = Vec::new();
     for d in &args.gemm_dtype {
@@ -407,7 +386,7 @@ fn listen(bind: &str, args: &MicroArgs) -> anyhow::Result<Status> {
     let limit = args
         .listen_for
         .as_deref()
-        .map(|d| parse_duration("listen-for", d))
+        .map(|d| crate::cmd::parse_duration("listen-for", d))
         .transpose()?;
     let l = micro::network::Listener::bind(bind).map_err(|e| {
         exit::invalid(

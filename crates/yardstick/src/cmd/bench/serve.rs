@@ -217,34 +217,6 @@ fn mlperf_of(args: &ServeArgs) -> anyhow::Result<Option<Mlperf>> {
     Ok(Some(m))
 }
 
-/// Parses `60s`, `500ms`, `2m`, `1h` or plain seconds.
-fn parse_duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    let t = s.trim();
-    let (num, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&t[..i], &t[i..]),
-        None => (t, "s"),
-    };
-    let v: f64 = num.trim().parse().map_err(|_| bad_duration(flag, s))?;
-    let secs = match unit {
-        "ms" => v / 1e3,
-        "s" => v,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return Err(bad_duration(flag, s)),
-    };
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(bad_duration(flag, s));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-fn bad_duration(flag: &str, s: &str) -> anyhow::Error {
-    exit::invalid(
-        format!("--{flag}: `{s}` is not a positive duration"),
-        Some("write e.g. 60s, 500ms, 2m"),
-    )
-}
-
 fn parse_shard(s: &str) -> anyhow::Result<(u64, u64)> {
     let bad = || {
         exit::invalid(
@@ -313,7 +285,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         vec![LoadModel::Concurrency(1)]
     };
     let max_duration = match &args.max_duration {
-        Some(d) => Some(parse_duration("max-duration", d)?),
+        Some(d) => Some(crate::cmd::parse_duration("max-duration", d)?),
         None if args.max_requests.is_none() => Some(Duration::from_secs(60)),
         None => None,
     };
@@ -334,7 +306,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             url: url.clone(),
             api,
             stream: !args.no_stream,
-            request_timeout: parse_duration("request-timeout", &args.request_timeout)?,
+            request_timeout: crate::cmd::parse_duration("request-timeout", &args.request_timeout)?,
             bearer_env: args.bearer_env.clone(),
             max_idle: 1,
         },
@@ -346,7 +318,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             max_duration,
             warmup_requests: args.warmup_requests,
             warmup_duration: match &args.warmup_duration {
-                Some(d) => Some(parse_duration("warmup-duration", d)?),
+                Some(d) => Some(crate::cmd::parse_duration("warmup-duration", d)?),
                 None => None,
             },
         },
@@ -890,16 +862,19 @@ mod tests {
     #[test]
     fn durations_and_shards_parse() {
         assert_eq!(
-            parse_duration("x", "500ms").unwrap(),
+            crate::cmd::parse_duration("x", "500ms").unwrap(),
             Duration::from_millis(500)
         );
-        assert_eq!(parse_duration("x", "2m").unwrap(), Duration::from_secs(120));
         assert_eq!(
-            parse_duration("x", "1.5").unwrap(),
+            crate::cmd::parse_duration("x", "2m").unwrap(),
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            crate::cmd::parse_duration("x", "1.5").unwrap(),
             Duration::from_millis(1500)
         );
-        assert!(parse_duration("x", "-1s").is_err());
-        assert!(parse_duration("x", "10 parsecs").is_err());
+        assert!(crate::cmd::parse_duration("x", "-1s").is_err());
+        assert!(crate::cmd::parse_duration("x", "10 parsecs").is_err());
         assert_eq!(parse_shard("1/4").unwrap(), (1, 4));
         assert!(parse_shard("4/4").is_err());
         assert!(load_level_of(&serde_json::json!({"mode": "bogus", "value": 1})).is_none());
