@@ -244,9 +244,28 @@ fn eval_points(
         })
         .chain(perplexity.map(|p| ("perplexity".to_string(), None, Some(p.to_string()))))
         .collect();
-    // A request never takes longer than its timeout; items are not known here.
-    *estimate = None;
+    let repeat = c.repeat.unwrap_or(1).max(1);
+    let concurrency = c.concurrency.unwrap_or(1).max(1);
+    let timeout = c.timeout.map_or(Duration::from_secs(120), |t| t.0);
     for (name, task, perplexity) in probes {
+        // Every request ends within its timeout, so a point whose request count is known here
+        // (bundled probes, the builtin shard) is bounded by ⌈requests / concurrency⌉ × timeout;
+        // a task or text file is counted only when the run reads it.
+        let requests = match (&task, &perplexity) {
+            (Some(t), _) => yardstick_eval::Task::builtin(t)
+                .and_then(Result::ok)
+                .map(|t| t.items.len() * repeat as usize),
+            (None, Some(p)) if p == "builtin" => yardstick_eval::Shard::load("builtin")
+                .ok()
+                .map(|s| s.paragraphs.len()),
+            _ => None,
+        };
+        *estimate = match (*estimate, requests) {
+            (Some(e), Some(n)) => {
+                Some(e + n.div_ceil(concurrency as usize) as f64 * timeout.as_secs_f64())
+            }
+            _ => None,
+        };
         let id = format!("component.{i}.eval/{name}");
         points.push(Point {
             slug: slug(&id),
@@ -259,13 +278,13 @@ fn eval_points(
                 model: target.model.clone().unwrap_or_default(),
                 task,
                 perplexity,
-                repeat: c.repeat.unwrap_or(1).max(1),
+                repeat,
                 confidence: c.confidence.unwrap_or(level),
                 max_tokens: c.max_tokens.unwrap_or(128),
                 seed: c.seed.unwrap_or(0),
                 stop: c.stop_sequences.clone().unwrap_or_default(),
-                concurrency: c.concurrency.unwrap_or(1).max(1),
-                timeout: Some(c.timeout.map_or(Duration::from_secs(120), |t| t.0)),
+                concurrency,
+                timeout: Some(timeout),
                 api_key_env: target.api_key_env.clone(),
             },
         });
@@ -647,6 +666,14 @@ mod tests {
             &p.points[2].work,
             PointWork::Eval { task: None, perplexity: Some(s), .. } if s == "builtin"
         ));
+        // Bounded by request timeouts: per replicate ⌈25·2/4⌉ + ⌈22·2/4⌉ + ⌈7/4⌉ = 13 + 11 + 2
+        // requests in turn, 30 s each; three replicates.
+        assert_eq!(p.estimate_upper_s, Some((13.0 + 11.0 + 2.0) * 30.0 * 3.0));
+        // A task file is counted only when the run reads it.
+        let p = plan(&spec(
+            &text.replace("tasks: [arith, format]  ", "tasks: [arith, mine.jsonl]"),
+        ));
+        assert_eq!(p.points[1].id, "component.0.eval/mine");
         assert_eq!(p.estimate_upper_s, None);
     }
 

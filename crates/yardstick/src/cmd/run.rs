@@ -328,7 +328,9 @@ fn print_plan(plan: &yardstick_run::Plan) {
     }
     lines.push(match plan.estimate_upper_s {
         Some(s) => format!("estimate: at most {}", fmt_secs(s)),
-        None => "estimate: unbounded (some points have no time limit)".to_string(),
+        None => "estimate: unknown (a point has no time limit, or an eval point reads its items \
+                 from a file)"
+            .to_string(),
     });
     output::info(&lines.join("\n"));
 }
