@@ -800,10 +800,31 @@ fn eval(spec: &Spec, c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             "add `tasks: [arith, format]` (bundled probes or .jsonl files) and/or `perplexity: builtin`",
         );
     }
+    // The workload's declared eval tasks (the frozen correctness policy), when it lists any.
+    let declared: Vec<&str> = spec
+        .workload
+        .as_ref()
+        .and_then(|w| w.correctness.as_ref())
+        .and_then(|c| c.tasks.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .map(|t| t.trim())
+        .collect();
     let mut names: Vec<String> = Vec::new();
     for (j, t) in tasks.iter().enumerate() {
         let ptr = format!("{base}/tasks/{j}");
         let t = t.trim();
+        if !t.is_empty() && !declared.is_empty() && !declared.contains(&t) {
+            cx.warn(
+                "eval-config",
+                &ptr,
+                format!(
+                    "task `{t}` is not among workload.correctness.tasks ({}): the frozen workload does not declare what this layer measures",
+                    declared.join(", ")
+                ),
+                "list the same tasks in `workload.correctness.tasks` and in the eval layer",
+            );
+        }
         if t.is_empty() {
             cx.error(
                 "eval-config",

@@ -132,3 +132,42 @@ fn changing_replicates_to_two_fails_with_line_and_rule() {
     let d = &checked.diagnostics[0];
     assert_eq!((d.rule, d.line), ("trials-replicates", line as u32));
 }
+
+#[test]
+fn eval_tasks_outside_the_declared_correctness_tasks_warn_at_the_task() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/valid/eval-layer.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let same = check_str(&text);
+    assert!(same.is_valid());
+    assert!(
+        same.diagnostics.iter().all(|d| d.rule != "eval-config"),
+        "{:?}",
+        same.diagnostics
+    );
+    let changed = text.replacen(
+        "tasks: [arith, format]       #",
+        "tasks: [arith, extract]      #",
+        1,
+    );
+    assert_ne!(changed, text);
+    let line = changed
+        .lines()
+        .position(|l| l.contains("tasks: [arith, extract]"))
+        .unwrap()
+        + 1;
+    let checked = check_str(&changed);
+    assert!(checked.is_valid(), "a warning, not an error");
+    let d: Vec<_> = checked
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == "eval-config")
+        .collect();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!((d[0].severity, d[0].line), (Severity::Warning, line as u32));
+    assert!(
+        d[0].message
+            .contains("`extract` is not among workload.correctness.tasks (arith, format)"),
+        "{}",
+        d[0].message
+    );
+}
