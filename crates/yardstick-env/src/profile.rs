@@ -9,8 +9,8 @@
 //!
 //! The hash covers the full *stable* capture ([`ProfileBasis`]): everything that is a property
 //! of the hardware/software stack, at full precision (driver 580.65.06, torch 2.11.0+cu130,
-//! power limit, PCIe maximum link, allow-listed environment), without volatile readings and
-//! without host identity. Equal keys with different hashes mean "same class of machine, not
+//! power limit, PCIe maximum link, allow-listed environment), without volatile readings,
+//! without host identity and without per-job identifiers (`SLURM_JOB_ID`, ranks). Equal keys with different hashes mean "same class of machine, not
 //! the same stack": a comparison may proceed but should say so. `docs/env.md` lists the rules.
 
 use std::collections::BTreeMap;
@@ -78,7 +78,8 @@ pub struct ProfileBasis {
     pub cuda_toolkit: Option<String>,
     /// NCCL version.
     pub nccl: Option<String>,
-    /// Allow-listed environment variables.
+    /// Allow-listed environment variables, without the per-job identifiers
+    /// (`system::ENV_PER_JOB`: Slurm/PBS/LSF job ids, step and rank indices).
     pub env: BTreeMap<String, String>,
 }
 
@@ -196,7 +197,12 @@ pub fn basis(c: &Capture) -> ProfileBasis {
         }),
         cuda_toolkit: c.software.cuda_toolkit.clone(),
         nccl: c.software.nccl.as_ref().map(|n| n.version.clone()),
-        env: c.env.clone(),
+        env: c
+            .env
+            .iter()
+            .filter(|(k, _)| !crate::system::env_per_job(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
     }
 }
 

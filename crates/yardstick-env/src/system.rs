@@ -297,11 +297,51 @@ pub const ENV_ALLOW: &[&str] = &[
     "WORLD_SIZE",
     "LOCAL_WORLD_SIZE",
     "SLURM_JOB_ID",
+    "SLURM_JOBID",
+    "SLURM_STEP_ID",
+    "SLURM_STEPID",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NODEID",
+    "SLURM_ARRAY_JOB_ID",
+    "SLURM_ARRAY_TASK_ID",
     "SLURM_NNODES",
     "SLURM_NTASKS",
     "SLURM_CPUS_PER_TASK",
     "SLURM_GPUS_ON_NODE",
+    "PBS_JOBID",
+    "LSB_JOBID",
+    "RANK",
+    "LOCAL_RANK",
+    "NODE_RANK",
 ];
+
+/// Allow-listed variables that identify one job, step or process rather than the stack it ran
+/// on (Slurm, PBS and LSF job ids, Slurm step/task/node indices, torchrun ranks). They are
+/// recorded — they say which job produced a run — but stay out of the profile hash: every job
+/// gets a new id, and a hash that changed with it would make each run its own machine.
+pub const ENV_PER_JOB: &[&str] = &[
+    "SLURM_JOB_ID",
+    "SLURM_JOBID",
+    "SLURM_STEP_ID",
+    "SLURM_STEPID",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NODEID",
+    "SLURM_ARRAY_JOB_ID",
+    "SLURM_ARRAY_TASK_ID",
+    "PBS_JOBID",
+    "LSB_JOBID",
+    "RANK",
+    "LOCAL_RANK",
+    "NODE_RANK",
+];
+
+/// Whether the variable `name` identifies a job, step or rank ([`ENV_PER_JOB`]): recorded, not
+/// hashed.
+pub fn env_per_job(name: &str) -> bool {
+    ENV_PER_JOB.contains(&name)
+}
 
 /// Prefixes captured wholesale: NCCL and UCX tuning knobs (they hold no credentials).
 pub const ENV_ALLOW_PREFIXES: &[&str] = &["NCCL_", "UCX_"];
@@ -338,6 +378,16 @@ mod tests {
         assert!(!env_allowed("HF_TOKEN"));
         assert!(!env_allowed("AWS_SECRET_ACCESS_KEY"));
         assert!(!env_allowed("PATH"));
+    }
+
+    #[test]
+    fn per_job_identifiers_are_recorded() {
+        for name in ENV_PER_JOB {
+            assert!(env_allowed(name), "{name} is per-job but not recorded");
+        }
+        assert!(env_per_job("SLURM_JOB_ID"));
+        assert!(!env_per_job("SLURM_NNODES"));
+        assert!(!env_per_job("WORLD_SIZE"));
     }
 
     #[test]

@@ -87,6 +87,47 @@ fn driver_patch_changes_the_hash_not_the_key() {
 }
 
 #[test]
+fn per_job_identifiers_are_recorded_but_not_hashed() {
+    // Two jobs on the same Slurm node: only the job, step and rank ids differ.
+    let base = fixture("dgx-h100.json");
+    let job = |id: &str, rank: &str| {
+        let mut c = base.clone();
+        for (k, v) in [
+            ("SLURM_JOB_ID", id),
+            ("SLURM_JOBID", id),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_PROCID", rank),
+            ("RANK", rank),
+            ("LOCAL_RANK", rank),
+            ("SLURM_NNODES", "2"),
+        ] {
+            c.env.insert(k.into(), v.into());
+        }
+        c.refresh_profile();
+        c
+    };
+    let a = job("4242001", "0");
+    let b = job("4242917", "3");
+    assert_eq!(a.env["SLURM_JOB_ID"], "4242001", "still recorded");
+    assert_eq!(b.env["RANK"], "3");
+    assert_eq!(a.machine_profile, b.machine_profile);
+    assert_eq!(a.profile_hash, b.profile_hash);
+    let basis = a.profile().basis;
+    assert!(!basis.env.contains_key("SLURM_JOB_ID"));
+    assert_eq!(basis.env["SLURM_NNODES"], "2");
+    // The job's size is a property of the stack: it stays in the hash.
+    let mut c = b.clone();
+    c.env.insert("SLURM_NNODES".into(), "4".into());
+    c.refresh_profile();
+    assert_ne!(c.profile_hash, a.profile_hash);
+    // So is a tuning knob.
+    let mut c = b.clone();
+    c.env.insert("NCCL_ALGO".into(), "Ring".into());
+    c.refresh_profile();
+    assert_ne!(c.profile_hash, a.profile_hash);
+}
+
+#[test]
 fn stack_changes_change_the_key() {
     let base = fixture("dgx-h100.json");
 
