@@ -254,6 +254,32 @@ pub fn paired_ratio_of_means_ci(
     b: &[f64],
     cfg: &BootstrapConfig,
 ) -> Result<PairedRatio, StatsError> {
+    paired_ratio_of_sums_ci(a, b, 1, |s| s[0], cfg).map_err(|e| match e {
+        StatsError::Undefined(_) => {
+            StatsError::Undefined("ratio of means: the baseline mean is 0".into())
+        }
+        other => other,
+    })
+}
+
+/// Paired bootstrap CI of `stat(Σ b) / stat(Σ a)` (see [`PairedRatio`]) for a statistic of
+/// summed per-unit sufficient statistics: unit i contributes the `width` values
+/// `a[i*width..(i+1)*width]` under the baseline and the same slice of `b` under the candidate;
+/// a resample draws units with replacement (the same units for both), sums their vectors and
+/// applies `stat` to each sum. With `width` 1 and `stat` the identity this is the ratio of
+/// means; with n-gram match and total counts it is the ratio of corpus BLEU scores, as
+/// sacreBLEU's paired bootstrap recomputes it. Errors when the slices differ in length, are
+/// empty or not a multiple of `width`, or `stat` of the baseline's full sum is 0.
+pub fn paired_ratio_of_sums_ci<F>(
+    a: &[f64],
+    b: &[f64],
+    width: usize,
+    stat: F,
+    cfg: &BootstrapConfig,
+) -> Result<PairedRatio, StatsError>
+where
+    F: Fn(&[f64]) -> f64 + Sync,
+{
     cfg.validate()?;
     check_finite(a)?;
     check_finite(b)?;
@@ -264,32 +290,52 @@ pub fn paired_ratio_of_means_ci(
             b.len()
         )));
     }
-    let n = a.len();
-    let (sa, sb): (f64, f64) = (a.iter().sum(), b.iter().sum());
-    if sa == 0.0 {
+    if width == 0 || !a.len().is_multiple_of(width) {
+        return Err(StatsError::InvalidParameter(format!(
+            "{} values are not units of {width}",
+            a.len()
+        )));
+    }
+    let n = a.len() / width;
+    let total = |x: &[f64]| -> Vec<f64> {
+        let mut s = vec![0.0; width];
+        for u in x.chunks_exact(width) {
+            for (t, v) in s.iter_mut().zip(u) {
+                *t += v;
+            }
+        }
+        s
+    };
+    let (sa, sb) = (total(a), total(b));
+    let (fa, fb) = (stat(&sa), stat(&sb));
+    if fa == 0.0 || !fa.is_finite() {
         return Err(StatsError::Undefined(
-            "ratio of means: the baseline mean is 0".into(),
+            "paired ratio: the baseline's statistic is 0".into(),
         ));
     }
-    let estimate = sb / sa;
+    let estimate = fb / fa;
     let mut replicates = resample::replicates(
         cfg.resamples,
         cfg.seed,
         1,
-        || (),
-        |_, rng| {
-            let (mut xa, mut xb) = (0.0, 0.0);
+        || (vec![0.0; width], vec![0.0; width]),
+        |(xa, xb), rng| {
+            xa.iter_mut().for_each(|x| *x = 0.0);
+            xb.iter_mut().for_each(|x| *x = 0.0);
             for _ in 0..n {
                 let i = rng.random_range(0..n);
-                xa += a[i];
-                xb += b[i];
+                for j in 0..width {
+                    xa[j] += a[i * width + j];
+                    xb[j] += b[i * width + j];
+                }
             }
-            // A resample with a zero baseline mean: the candidate cannot be worse than it
+            let (ra, rb) = (stat(xa), stat(xb));
+            // A resample with a zero baseline: the candidate cannot be worse than it
             // (`f64::MAX` stands for +∞ and keeps percentile interpolation finite).
-            if xa == 0.0 {
-                if xb == 0.0 { 1.0 } else { f64::MAX }
+            if ra == 0.0 {
+                if rb == 0.0 { 1.0 } else { f64::MAX }
             } else {
-                xb / xa
+                rb / ra
             }
         },
     );
@@ -299,8 +345,18 @@ pub fn paired_ratio_of_means_ci(
         || {
             let loo = (0..n)
                 .map(|i| {
-                    let d = sa - a[i];
-                    if d == 0.0 { 1.0 } else { (sb - b[i]) / d }
+                    let minus = |s: &[f64], x: &[f64]| -> Vec<f64> {
+                        s.iter()
+                            .zip(&x[i * width..(i + 1) * width])
+                            .map(|(t, v)| t - v)
+                            .collect()
+                    };
+                    let d = stat(&minus(&sa, a));
+                    if d == 0.0 {
+                        1.0
+                    } else {
+                        stat(&minus(&sb, b)) / d
+                    }
                 })
                 .collect();
             vec![loo]
@@ -634,6 +690,44 @@ mod tests {
         // Bad input.
         assert!(paired_ratio_of_means_ci(&a, &a[1..], &cfg).is_err());
         assert!(paired_ratio_of_means_ci(&[0.0, 0.0], &[1.0, 0.0], &cfg).is_err());
+    }
+
+    #[test]
+    fn paired_ratio_of_sums_generalises_the_means() {
+        let cfg = BootstrapConfig {
+            resamples: 2000,
+            level: 0.9,
+            seed: 11,
+            method: Method::Percentile,
+        };
+        let a: Vec<f64> = (0..30).map(|i| f64::from(i % 7) + 0.5).collect();
+        let b: Vec<f64> = a
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x * (0.8 + 0.01 * (i % 5) as f64))
+            .collect();
+        // Width 1 with the identity is the ratio of means, replicate for replicate.
+        let means = paired_ratio_of_means_ci(&a, &b, &cfg).unwrap();
+        let sums = paired_ratio_of_sums_ci(&a, &b, 1, |s| s[0], &cfg).unwrap();
+        assert_eq!(means, sums);
+        // A ratio statistic of two summed columns (hits / trials per unit, like n-gram
+        // precision): identical runs give exactly 1, halving every hit gives exactly 0.5.
+        let unit = |hits: f64, trials: f64| [hits, trials];
+        let xa: Vec<f64> = (0..20).flat_map(|i| unit(f64::from(i % 4), 4.0)).collect();
+        let half: Vec<f64> = xa.chunks(2).flat_map(|u| unit(u[0] / 2.0, u[1])).collect();
+        let prec = |s: &[f64]| s[0] / s[1];
+        let same = paired_ratio_of_sums_ci(&xa, &xa, 2, prec, &cfg).unwrap();
+        assert_eq!((same.ci.lower, same.ci.upper), (1.0, 1.0));
+        let r = paired_ratio_of_sums_ci(&xa, &half, 2, prec, &cfg).unwrap();
+        assert!((r.ci.estimate - 0.5).abs() < 1e-12);
+        assert!(
+            (r.ci.lower - 0.5).abs() < 1e-12 && (r.ci.upper - 0.5).abs() < 1e-12,
+            "{r:?}"
+        );
+        // Ragged input and a zero baseline statistic are errors.
+        assert!(paired_ratio_of_sums_ci(&xa[1..], &xa[1..], 2, prec, &cfg).is_err());
+        let zero: Vec<f64> = (0..20).flat_map(|_| unit(0.0, 4.0)).collect();
+        assert!(paired_ratio_of_sums_ci(&zero, &xa, 2, prec, &cfg).is_err());
     }
 
     use super::*;
