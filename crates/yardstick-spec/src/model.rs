@@ -714,7 +714,7 @@ pub struct ModelShape {
 pub struct Gates {
     /// `auto` (the stored baseline of this machine profile), a run id, or a baseline file.
     pub baseline: Option<String>,
-    /// Tolerances per metric, in percent (points for accuracy).
+    /// Tolerances per metric, in percent (points for accuracy and quality scores).
     pub tolerances: Option<Tolerances>,
     /// Re-run failing points before declaring FAIL.
     pub confirm: Option<bool>,
@@ -782,10 +782,14 @@ pub struct Tolerances {
     pub perplexity_increase_pct: Option<f64>,
     /// Probe accuracy drop that fails, points (default 2).
     pub accuracy_drop_points: Option<f64>,
+    /// Quality score (BLEU, ROUGE-L, token F1) drop that fails, points on the 0-100 scale
+    /// (default 2: BLEU -2, ROUGE-L or F1 -0.02).
+    pub quality_drop_points: Option<f64>,
     /// Tail latency (the `gates.tails` percentiles) increase that fails, % (default 10).
     pub tail_increase_pct: Option<f64>,
     /// Per-metric overrides, by `metric/statistic` (e.g. `ttft_ms/p50: 3`) or `metric` (every
-    /// statistic of it); in the unit of the metric's class (points for accuracy).
+    /// statistic of it); in the unit of the metric's class (points for accuracy and quality
+    /// scores).
     pub metrics: Option<std::collections::BTreeMap<String, f64>>,
 }
 

@@ -982,6 +982,7 @@ fn gates(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             ("memoryIncreasePct", t.memory_increase_pct),
             ("perplexityIncreasePct", t.perplexity_increase_pct),
             ("accuracyDropPoints", t.accuracy_drop_points),
+            ("qualityDropPoints", t.quality_drop_points),
             ("tailIncreasePct", t.tail_increase_pct),
         ];
         // (name shown, JSON pointer below /spec/gates/tolerances, value)
@@ -1004,7 +1005,7 @@ fn gates(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                     "gates-tolerance",
                     &format!("/spec/gates/tolerances/{ptr}"),
                     format!("tolerance {name} is {v}; it must be in [0, 100)"),
-                    "tolerances are percentages (points for accuracy), e.g. 5 for a 5 % drop",
+                    "tolerances are percentages (points for accuracy and quality scores), e.g. 5 for a 5 % drop",
                 );
             }
         }
