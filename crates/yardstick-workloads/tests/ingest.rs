@@ -94,6 +94,7 @@ fn fio_json_jobs_map_to_storage_results() {
     let results = run.results();
     let seq = find(&results, "fio.seqread.read");
     assert_eq!(seq.value, 3221.225472);
+    let seq_clat = find(&results, "fio.seqread.read.clat_p50_us").value;
     assert_eq!(seq.unit, "MB/s");
     assert_eq!(seq.params["comparable_to"], "storage.seq_read");
     assert_eq!(
@@ -109,6 +110,8 @@ fn fio_json_jobs_map_to_storage_results() {
     assert_eq!((s.value, s.unit.as_str()), (3221.225472, "MB/s"));
     assert_eq!(s.params["job"], "seqread");
     assert_eq!(find(&results, "storage.rand_read.p99_us").value, 123.392);
+    // Sequential jobs' completion latencies land under the micro layer's per-block names too.
+    assert_eq!(find(&results, "storage.seq_read.p50_us").value, seq_clat);
     assert_eq!(
         find(&results, "storage.rand_write").value,
         find(&results, "fio.randwrite.write").value

@@ -114,16 +114,35 @@ fn storage_measures_a_temp_directory_and_cleans_up() {
     for k in ["seq_read", "seq_write", "rand_read", "rand_write"] {
         let r = result(&v, &format!("storage.{k}"));
         plausible(r, "MB/s");
+        // 3 replicates x 3 measured iterations: the cluster bootstrap always has an interval.
+        assert_eq!(r["n"], 9, "{r}");
+        assert!(r["ci"].is_array(), "no CI: {r}");
         let mode = r["params"]["io_mode"].as_str().unwrap();
         assert!(mode == "direct" || mode.starts_with("buffered"), "{mode}");
     }
-    for k in ["rand_read", "rand_write"] {
+    // 4 MiB in 1 MiB blocks: 4 blocks x 3 measured iterations x 3 replicates per sequential
+    // pass; the random passes time every 4 KiB operation of their 30 ms iterations.
+    for (k, block) in [
+        ("seq_read", 1 << 20),
+        ("seq_write", 1 << 20),
+        ("rand_read", 4096),
+        ("rand_write", 4096),
+    ] {
         let p50 = result(&v, &format!("storage.{k}.p50_us"));
         let p99 = result(&v, &format!("storage.{k}.p99_us"));
         plausible(p50, "us");
         plausible(p99, "us");
         assert!(p99["value"].as_f64() >= p50["value"].as_f64());
         assert_eq!(p50["higher_is_better"], false);
+        assert_eq!(p50["params"]["block_bytes"], block, "{p50}");
+        if k.starts_with("seq") {
+            assert_eq!(p50["n"], 36, "warm-up blocks are dropped: {p50}");
+        }
+        // An order-statistic interval exists for the median from n >= 6 and for p99 at 95 %
+        // from n >= 299: require it wherever n allows one.
+        assert!(p50["ci"].is_array(), "no CI: {p50}");
+        let n = p99["n"].as_u64().unwrap();
+        assert_eq!(p99["ci"].is_array(), n >= 299, "{p99}");
     }
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "probe files left behind: {left:?}");

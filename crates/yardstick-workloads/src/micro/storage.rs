@@ -3,7 +3,8 @@
 //!
 //! Each replicate creates a fresh file (removed afterwards) and runs: sequential write (1 MiB
 //! blocks, ended by `fdatasync`), sequential read (1 MiB blocks), random 4 KiB reads and random
-//! 4 KiB writes at aligned offsets for a time budget each. Direct I/O (`O_DIRECT`, aligned
+//! 4 KiB writes at aligned offsets for a time budget each. Every operation is timed: p50/p99
+//! latency per 1 MiB block of the sequential passes and per 4 KiB operation of the random ones. Direct I/O (`O_DIRECT`, aligned
 //! buffers) is used where the filesystem allows it, so the page cache is not measured; where it
 //! does not (tmpfs, some overlay filesystems), the file is written through the cache, synced,
 //! and dropped from the cache with `posix_fadvise(DONTNEED)` before every read pass, and the
@@ -214,6 +215,34 @@ pub fn run(config: &MicroConfig, policy: &TrialPolicy) -> Result<MicroReport, Mi
         Stat::Quantile(0.99),
         RAND_BLOCK,
     );
+    let mut sr_p50 = mk(
+        "seq_read.p50_us",
+        "us",
+        false,
+        Stat::Quantile(0.5),
+        SEQ_BLOCK,
+    );
+    let mut sr_p99 = mk(
+        "seq_read.p99_us",
+        "us",
+        false,
+        Stat::Quantile(0.99),
+        SEQ_BLOCK,
+    );
+    let mut sw_p50 = mk(
+        "seq_write.p50_us",
+        "us",
+        false,
+        Stat::Quantile(0.5),
+        SEQ_BLOCK,
+    );
+    let mut sw_p99 = mk(
+        "seq_write.p99_us",
+        "us",
+        false,
+        Stat::Quantile(0.99),
+        SEQ_BLOCK,
+    );
     for m in [&mut rand_read, &mut rand_write] {
         m.param("iteration_budget_ms", budget.as_millis() as u64);
     }
@@ -230,27 +259,42 @@ pub fn run(config: &MicroConfig, policy: &TrialPolicy) -> Result<MicroReport, Mi
         let mut buf = AlignedBuf::new(SEQ_BLOCK);
         rng.fill(buf.as_mut_slice());
 
+        // Per-block latency of the sequential passes: every iteration does `blocks` operations,
+        // so the warm-up iterations' share is `w * blocks`. The write pass's closing fdatasync
+        // is in its throughput, not in any block's latency.
+        let mut lat = Vec::new();
         let (s, w) = iterate(policy, measured, || {
             let t = Instant::now();
             for i in 0..blocks {
+                let t_op = Instant::now();
                 pwrite(&f, buf.as_slice(), i * SEQ_BLOCK as u64)
                     .map_err(|e| MicroError::io("sequential write", e))?;
+                lat.push(t_op.elapsed().as_secs_f64() * 1e6);
             }
             f.sync_data().map_err(|e| MicroError::io("fdatasync", e))?;
             Ok(bytes as f64 / t.elapsed().as_secs_f64() / 1e6)
         })?;
+        let skip = w * blocks as usize;
         seq_write.push_replicate(s, w);
+        sw_p50.push_replicate(lat[skip..].to_vec(), 0);
+        sw_p99.push_replicate(lat[skip..].to_vec(), 0);
 
+        let mut lat = Vec::new();
         let (s, w) = iterate(policy, measured, || {
             drop_cache(&f);
             let t = Instant::now();
             for i in 0..blocks {
+                let t_op = Instant::now();
                 pread(&f, buf.as_mut_slice(), i * SEQ_BLOCK as u64)
                     .map_err(|e| MicroError::io("sequential read", e))?;
+                lat.push(t_op.elapsed().as_secs_f64() * 1e6);
             }
             Ok(bytes as f64 / t.elapsed().as_secs_f64() / 1e6)
         })?;
+        let skip = w * blocks as usize;
         seq_read.push_replicate(s, w);
+        sr_p50.push_replicate(lat[skip..].to_vec(), 0);
+        sr_p99.push_replicate(lat[skip..].to_vec(), 0);
 
         let slots = bytes / RAND_BLOCK as u64;
         let mut small = AlignedBuf::new(RAND_BLOCK);
@@ -304,6 +348,10 @@ pub fn run(config: &MicroConfig, policy: &TrialPolicy) -> Result<MicroReport, Mi
         &seq_write,
         &rand_read,
         &rand_write,
+        &sr_p50,
+        &sr_p99,
+        &sw_p50,
+        &sw_p99,
         &rr_p50,
         &rr_p99,
         &rw_p50,

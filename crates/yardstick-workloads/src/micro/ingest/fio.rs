@@ -221,17 +221,15 @@ impl FioRun {
                     true,
                     p.clone(),
                 ));
-                if name.starts_with("storage.rand") {
-                    for (suffix, v) in [("p50_us", d.clat_p50_us), ("p99_us", d.clat_p99_us)] {
-                        if let Some(v) = v {
-                            out.push(single(
-                                format!("{name}.{suffix}"),
-                                v,
-                                "us",
-                                false,
-                                p.clone(),
-                            ));
-                        }
+                for (suffix, v) in [("p50_us", d.clat_p50_us), ("p99_us", d.clat_p99_us)] {
+                    if let Some(v) = v {
+                        out.push(single(
+                            format!("{name}.{suffix}"),
+                            v,
+                            "us",
+                            false,
+                            p.clone(),
+                        ));
                     }
                 }
             }
