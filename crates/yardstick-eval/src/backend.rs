@@ -70,6 +70,7 @@ impl HttpBackend {
             request_timeout: timeout,
             bearer_env: bearer_env.map(str::to_string),
             max_idle: max_idle.max(1),
+            ca_cert: None,
         };
         let client = Client::new(&cfg, Clock::new(), "eval")
             .map_err(|e| EvalError::Config(e.to_string()))?

@@ -20,7 +20,7 @@ use yardstick_wire::{RxStamp, StampedTcp};
 
 use crate::openai::{self, Api};
 use crate::plan::PlannedRequest;
-use crate::record::{Clock, ErrorClass, RequestRecord, TokenSource};
+use crate::record::{Clock, ErrorClass, PromptTokenSource, RequestRecord, TokenSource};
 use crate::sse::SseParser;
 use crate::tokenizer::LocalTokenizer;
 
@@ -42,6 +42,9 @@ pub struct ClientConfig {
     pub bearer_env: Option<String>,
     /// Idle connections kept for reuse (size it to the concurrency).
     pub max_idle: usize,
+    /// A PEM file of extra CA certificates to trust for HTTPS (a private CA, a self-signed
+    /// endpoint), beside the webpki roots. Verification is never switched off.
+    pub ca_cert: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -52,6 +55,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("stream", &self.stream)
             .field("request_timeout", &self.request_timeout)
             .field("bearer_env", &self.bearer_env)
+            .field("ca_cert", &self.ca_cert)
             .finish()
     }
 }
@@ -194,6 +198,31 @@ pub fn endpoint(url: &str, api: Api) -> Result<Uri, ClientError> {
         .map_err(|e| bad(&e.to_string()))
 }
 
+/// rustls (ring) trusting the webpki roots and the certificates of `ca_cert`, if given.
+fn tls_config(ca_cert: Option<&std::path::Path>) -> Result<rustls::ClientConfig, ClientError> {
+    use rustls::pki_types::{CertificateDer, pem::PemObject};
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    if let Some(path) = ca_cert {
+        let bad = |why: String| ClientError::Tls(format!("--ca-cert {}: {why}", path.display()));
+        let certs = CertificateDer::pem_file_iter(path)
+            .map_err(|e| bad(e.to_string()))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad(e.to_string()))?;
+        if certs.is_empty() {
+            return Err(bad("no PEM certificate in the file".into()));
+        }
+        for c in certs {
+            roots.add(c).map_err(|e| bad(e.to_string()))?;
+        }
+    }
+    rustls::ClientConfig::builder_with_provider(rustls::crypto::ring::default_provider().into())
+        .with_safe_default_protocol_versions()
+        .map(|b| b.with_root_certificates(roots).with_no_client_auth())
+        .map_err(|e| ClientError::Tls(e.to_string()))
+}
+
 impl Client {
     /// Builds a client; reads the bearer token from its variable now (it is never logged).
     pub fn new(cfg: &ClientConfig, clock: Clock, run_tag: &str) -> Result<Client, ClientError> {
@@ -235,8 +264,7 @@ impl Client {
         http.enforce_http(false);
         http.set_connect_timeout(Some(cfg.request_timeout.min(Duration::from_secs(30))));
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
-            .map_err(|e| ClientError::Tls(e.to_string()))?
+            .with_tls_config(tls_config(cfg.ca_cert.as_deref())?)
             .https_or_http()
             .enable_http1()
             .wrap_connector(StampConnector { http, clock });
@@ -442,7 +470,7 @@ impl Client {
                 rec.local_output_tokens = Some(t.count(&text));
             }
         }
-        finalize_tokens(&mut rec);
+        finalize_tokens(&mut rec, self.tokenizer.is_some());
         if reusable {
             self.checkin(conn);
         }
@@ -469,7 +497,14 @@ pub fn request_id(run_tag: &str, index: u64) -> String {
     )
 }
 
-fn finalize_tokens(rec: &mut RequestRecord) {
+fn finalize_tokens(rec: &mut RequestRecord, planned_by_tokenizer: bool) {
+    rec.prompt_tokens_source = Some(if rec.prompt_tokens.is_some() {
+        PromptTokenSource::ServerUsage
+    } else if planned_by_tokenizer {
+        PromptTokenSource::Tokenizer
+    } else {
+        PromptTokenSource::PlanWords
+    });
     if rec.output_tokens.is_some() {
         rec.output_tokens_source = Some(TokenSource::ServerUsage);
     } else if rec.ok()
@@ -575,14 +610,23 @@ async fn exchange(
         rec.prompt_tokens = u["prompt_tokens"].as_u64();
         if api != Api::Embeddings {
             rec.output_tokens = u["completion_tokens"].as_u64();
+            // The same fields count as content as in a stream: the answer (`message.content`
+            // or a completion's `text`) and a reasoning model's `reasoning_content` /
+            // `reasoning`, which are output tokens too.
             let c = &v["choices"][0];
-            let content = c["message"]["content"]
-                .as_str()
-                .or(c["text"].as_str())
-                .unwrap_or("");
-            rec.content_bytes = content.len() as u64;
-            if let Some(t) = rec.content_text.as_mut() {
-                t.push_str(content);
+            let m = &c["message"];
+            for part in [
+                &m["reasoning_content"],
+                &m["reasoning"],
+                &m["content"],
+                &c["text"],
+            ] {
+                if let Some(s) = part.as_str() {
+                    rec.content_bytes += s.len() as u64;
+                    if let Some(t) = rec.content_text.as_mut() {
+                        t.push_str(s);
+                    }
+                }
             }
         }
         return Ok(true);

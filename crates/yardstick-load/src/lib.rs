@@ -33,7 +33,7 @@ pub use client::{Client, ClientConfig, ClientError};
 pub use mlperf::{Mlperf, MlperfResult, MlperfRun};
 pub use openai::{Api, BodyOptions};
 pub use plan::{PlanError, Planner};
-pub use record::{Clock, ErrorClass, RequestRecord, TokenSource};
+pub use record::{Clock, ErrorClass, PromptTokenSource, RequestRecord, TokenSource};
 pub use runner::{Arrival, LoadModel, PointOptions, Progress, StopReason, StopRule};
 pub use summary::{Distribution, LoadLevel, PointSummary, ShardInfo, Slo};
 
@@ -373,5 +373,23 @@ pub fn raise_nofile_limit() -> std::io::Result<u64> {
     #[cfg(not(unix))]
     {
         Ok(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[cfg(unix)]
+    #[test]
+    fn the_open_file_limit_is_raised_to_the_hard_limit() {
+        let soft = super::raise_nofile_limit().unwrap();
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit only writes the struct we pass.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        #[allow(clippy::unnecessary_cast)]
+        let (cur, max) = (lim.rlim_cur as u64, lim.rlim_max as u64);
+        assert_eq!((soft, cur), (max, max));
     }
 }

@@ -51,6 +51,36 @@ pub enum TokenSource {
     ContentEvents,
 }
 
+/// Where a prompt token count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptTokenSource {
+    /// The server's `usage.prompt_tokens`.
+    ServerUsage,
+    /// The plan, cut to an exact count of a local `tokenizer.json`.
+    Tokenizer,
+    /// The plan's word count (no tokenizer: exact for servers that count words, as the sim does).
+    PlanWords,
+}
+
+impl PromptTokenSource {
+    /// The stable name used in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            PromptTokenSource::ServerUsage => "server_usage",
+            PromptTokenSource::Tokenizer => "tokenizer",
+            PromptTokenSource::PlanWords => "plan_words",
+        }
+    }
+
+    /// The source named `name`, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::ServerUsage, Self::Tokenizer, Self::PlanWords]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+}
+
 /// One request, as it happened. Timestamps are unix-epoch nanoseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct RequestRecord {
@@ -87,6 +117,9 @@ pub struct RequestRecord {
     pub error_message: Option<String>,
     /// Prompt tokens reported by the server.
     pub prompt_tokens: Option<u64>,
+    /// Where the prompt count that metrics use came from: the server's `prompt_tokens`, else
+    /// `planned_input_tokens` (exact under a tokenizer, words without one).
+    pub prompt_tokens_source: Option<PromptTokenSource>,
     /// Output tokens (see `output_tokens_source`).
     pub output_tokens: Option<u64>,
     /// Where `output_tokens` came from.
@@ -138,6 +171,7 @@ impl RequestRecord {
             error: None,
             error_message: None,
             prompt_tokens: None,
+            prompt_tokens_source: None,
             output_tokens: None,
             output_tokens_source: None,
             content_events: 0,

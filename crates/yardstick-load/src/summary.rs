@@ -86,11 +86,21 @@ impl Slo {
 pub struct LoadLevel {
     /// `concurrency` or `rate`.
     pub mode: &'static str,
-    /// Concurrent requests, or requests per second.
+    /// Concurrent requests, or requests per second (a whole number prints as one: `256`).
+    #[serde(serialize_with = "whole_as_integer")]
     pub value: f64,
     /// Arrival process of a rate (`constant`, `poisson`, `gamma`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrival: Option<String>,
+}
+
+/// A whole number as a JSON integer (`256`, not `256.0`); anything else as a float.
+fn whole_as_integer<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        s.serialize_i64(*v as i64)
+    } else {
+        s.serialize_f64(*v)
+    }
 }
 
 /// Request counts of a point.

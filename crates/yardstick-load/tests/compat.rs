@@ -6,7 +6,9 @@ use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use yardstick_load::plan::{Lengths, PlannedRequest};
-use yardstick_load::{Api, Client, ClientConfig, Clock, ErrorClass, RequestRecord, TokenSource};
+use yardstick_load::{
+    Api, Client, ClientConfig, Clock, ErrorClass, PromptTokenSource, RequestRecord, TokenSource,
+};
 
 /// Reads one request (head and Content-Length body).
 fn read_request(s: &mut TcpStream) -> String {
@@ -64,6 +66,7 @@ fn client(url: &str, api: Api, stream: bool, timeout: Duration) -> Client {
         request_timeout: timeout,
         bearer_env: None,
         max_idle: 1,
+        ca_cert: None,
     };
     Client::new(&cfg, Clock::new(), "t").unwrap()
 }
@@ -279,6 +282,7 @@ async fn non_streaming_response_and_bearer_token() {
         request_timeout: Duration::from_secs(10),
         bearer_env: Some("YARDSTICK_TEST_TOKEN".into()),
         max_idle: 1,
+        ca_cert: None,
     };
     let c = Client::new(&cfg, Clock::new(), "t").unwrap();
     let r = c.execute(&plan(), Instant::now(), false).await;
@@ -295,6 +299,7 @@ async fn non_streaming_response_and_bearer_token() {
     assert_eq!(r.ttft_ms(), None, "no TTFT without a stream");
     assert!(r.e2e_ms().unwrap() >= 40.0);
     assert_eq!(r.output_tokens, Some(2));
+    assert_eq!(r.prompt_tokens_source, Some(PromptTokenSource::ServerUsage));
     // The token is in no record and in no debug output.
     assert!(
         !serde_json::to_string(&r.to_json())
@@ -311,6 +316,34 @@ async fn non_streaming_response_and_bearer_token() {
         .unwrap()
         .to_string();
     assert!(err.contains("YARDSTICK_TEST_TOKEN_UNSET") && !err.contains("s3cret"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_streaming_reasoning_counts_as_content() {
+    // A reasoning model's non-streamed answer: the reasoning is output too, as in a stream.
+    for (field, reasoning) in [("reasoning_content", "let me think"), ("reasoning", "hmm")] {
+        let body = format!(
+            r#"{{"choices":[{{"message":{{"role":"assistant","{field}":"{reasoning}","content":"42"}}}}]}}"#
+        );
+        let url = serve_once(move |s, _| {
+            write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+        });
+        let (r, _) = run(&url, false, Duration::from_secs(10)).await;
+        assert!(r.ok(), "{:?}", r.error_message);
+        assert_eq!(
+            r.content_bytes,
+            (reasoning.len() + "42".len()) as u64,
+            "{field}"
+        );
+        // No usage and no tokenizer: the prompt count is the plan's word count, and says so.
+        assert_eq!(r.prompt_tokens, None);
+        assert_eq!(r.prompt_tokens_source, Some(PromptTokenSource::PlanWords));
+    }
 }
 
 #[cfg(feature = "tokenizer")]

@@ -65,6 +65,7 @@ fn client(url: &str, stream: bool) -> Client {
         request_timeout: Duration::from_secs(10),
         bearer_env: None,
         max_idle: 1,
+        ca_cert: None,
     };
     Client::new(&cfg, Clock::new(), "k").unwrap()
 }

@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use yardstick_load::{
-    Api, Arrival, ClientConfig, ErrorClass, LoadModel, Mlperf, Progress, RequestRecord, ServeBench,
-    Slo, StopRule, TokenSource,
+    Api, Arrival, ClientConfig, ErrorClass, LoadModel, Mlperf, Progress, PromptTokenSource,
+    RequestRecord, ServeBench, Slo, StopRule, TokenSource,
 };
 use yardstick_store::samples::{Column, Table};
 
@@ -81,6 +81,7 @@ pub fn run_replicate(
             request_timeout: Duration::from_secs(120),
             bearer_env: api_key_env.clone(),
             max_idle: 1,
+            ca_cert: None,
         },
         model: model.clone(),
         scenarios: vec![scenario.clone()],
@@ -214,7 +215,12 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
         .with("last_content_ns", ns(|r| r.last_content_ns))
         .with("done_ns", ns(|r| r.done_ns))
         .with("ttft_ms", since_sched(|r| r.first_content_ns))
-        .with("e2e_ms", since_sched(|r| r.last_content_ns))
+        // As the summary counts it: a stream's last content event, else (non-streamed,
+        // embeddings) the response's completion.
+        .with(
+            "e2e_ms",
+            Column::OptF64(records.iter().map(RequestRecord::e2e_ms).collect()),
+        )
         .with("client_queue_ms", since_sched(|r| r.sent_ns))
         .with(
             "status",
@@ -244,6 +250,15 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
                 records
                     .iter()
                     .map(|r| r.output_tokens.map(|v| v as i64))
+                    .collect(),
+            ),
+        )
+        .with(
+            "prompt_tokens_source",
+            Column::OptStr(
+                records
+                    .iter()
+                    .map(|r| r.prompt_tokens_source.map(|s| s.name().to_string()))
                     .collect(),
             ),
         )
@@ -363,6 +378,14 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
         };
         r.error_message = s("error_message");
         r.prompt_tokens = u("prompt_tokens");
+        // Absent from records written before it existed.
+        r.prompt_tokens_source = match s("prompt_tokens_source").as_deref() {
+            None => None,
+            Some(name) => Some(
+                PromptTokenSource::from_name(name)
+                    .ok_or_else(|| bad(&format!("unknown prompt token source `{name}`")))?,
+            ),
+        };
         r.output_tokens = u("output_tokens");
         r.output_tokens_source = match s("output_tokens_source").as_deref() {
             None => None,

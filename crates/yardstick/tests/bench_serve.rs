@@ -330,14 +330,96 @@ fn open_loop_arrivals_keep_their_schedule() {
     );
     json_of(&o);
     let recs = lines(&out.join("requests.jsonl"));
-    let s: Vec<f64> = recs.iter().map(|r| f(&r["scheduled_ns"])).collect();
-    let mean_gap = (s[s.len() - 1] - s[0]) / 1e6 / (s.len() - 1) as f64;
+    let (mean_gap, cv) = gap_stats(&recs);
     assert!((mean_gap - 2.0).abs() < 0.2, "mean gap {mean_gap} ms");
+    assert!((cv - 1.0).abs() < 0.15, "Poisson gaps have CV 1, got {cv}");
+
+    // Gamma arrivals of shape 0.25: the same mean rate, burstier (CV 1/sqrt(0.25) = 2).
+    let o = bench(
+        &sim.url,
+        &[
+            "--scenario",
+            "D(5,2)",
+            "--rate",
+            "500",
+            "--arrival",
+            "gamma",
+            "--burstiness",
+            "0.25",
+            "--max-requests",
+            "1000",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    );
+    let doc = json_of(&o);
+    assert_eq!(doc["points"][0]["load"]["arrival"], "gamma(0.25)");
+    assert_eq!(doc["points"][0]["requests"]["completed"], 1000);
+    let (mean_gap, cv) = gap_stats(&lines(&out.join("requests.jsonl")));
+    assert!((mean_gap - 2.0).abs() < 0.4, "mean gap {mean_gap} ms");
+    assert!(
+        (cv - 2.0).abs() < 0.4,
+        "gamma(0.25) gaps have CV 2, got {cv}"
+    );
+}
+
+/// Mean (ms) and coefficient of variation of the gaps between scheduled sends.
+fn gap_stats(recs: &[Value]) -> (f64, f64) {
+    let mut s: Vec<f64> = recs.iter().map(|r| f(&r["scheduled_ns"]) / 1e6).collect();
+    s.sort_by(f64::total_cmp);
+    let gaps: Vec<f64> = s.windows(2).map(|w| w[1] - w[0]).collect();
+    let n = gaps.len() as f64;
+    let mean = gaps.iter().sum::<f64>() / n;
+    let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, var.sqrt() / mean)
+}
+
+#[test]
+fn max_duration_stops_scheduling_and_drains_requests_in_flight() {
+    // Requests take ~300 ms; the point stops scheduling at 1 s and waits for the ones in flight,
+    // so nothing is cut and the server's log holds exactly the requests the client reports.
+    let dir = tempfile::tempdir().unwrap();
+    let (out, log) = (dir.path().join("out"), dir.path().join("sim.jsonl"));
+    let sim = Sim::start(&[
+        "--ttft-ms",
+        "100",
+        "--itl-ms",
+        "50",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let doc = json_of(&bench(
+        &sim.url,
+        &[
+            "--scenario",
+            "D(5,5)",
+            "--concurrency",
+            "4",
+            "--max-duration",
+            "1s",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    ));
+    let p = &doc["points"][0];
+    assert_eq!(p["stop_reason"], "max_duration");
+    assert_eq!(p["requests"]["failed"], 0, "{p}");
+    let completed = p["requests"]["completed"].as_u64().unwrap();
+    assert!(completed >= 4, "{p}");
+    let recs = lines(&out.join("requests.jsonl"));
+    assert_eq!(recs.len() as u64, completed);
+    assert!(
+        recs.iter()
+            .all(|r| r["error"].is_null() && r["output_tokens"] == 5)
+    );
+    // Every request the server received finished on both sides: none was abandoned.
+    assert_eq!(sim_log(&log, recs.len()).len(), recs.len());
 }
 
 #[test]
 fn other_apis_and_non_streaming() {
     let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
     let doc = json_of(&bench(
         &sim.url,
         &[
@@ -349,11 +431,26 @@ fn other_apis_and_non_streaming() {
             "2",
             "--max-requests",
             "6",
+            "--output",
+            dir.path().to_str().unwrap(),
         ],
     ));
     let p = &doc["points"][0];
     assert_eq!(p["requests"]["completed"], 6);
     assert!(p["ttft_ms"].is_null() && f(&p["e2e_ms"]["mean"]) >= 5.0);
+    // The raw records carry the E2E the summary averaged (no content events: the response's
+    // completion ends it).
+    let rows = yardstick_store::samples::read_rows(
+        std::fs::read(dir.path().join("requests.parquet")).unwrap(),
+    )
+    .unwrap();
+    let e2e: Vec<f64> = rows.iter().map(|r| f(&r["e2e_ms"])).collect();
+    assert_eq!(e2e.len(), 6);
+    let mean = e2e.iter().sum::<f64>() / 6.0;
+    assert!(
+        (mean - f(&p["e2e_ms"]["mean"])).abs() < 1e-6,
+        "{mean} vs {p}"
+    );
     let doc = json_of(&bench(
         &sim.url,
         &[
@@ -381,19 +478,32 @@ fn other_apis_and_non_streaming() {
             "U(5,10)/(2,6)",
             "--scenario",
             "N(20,5)/(4,1)",
+            "--scenario",
+            "U(3,9)",
             "--concurrency",
             "1,3",
             "--max-requests",
             "6",
         ],
     ));
-    assert_eq!(doc["points"].as_array().unwrap().len(), 4);
+    assert_eq!(doc["points"].as_array().unwrap().len(), 6);
     assert_eq!(doc["points"][3]["scenario"], "N(20,5)/(4,1)");
-    assert_eq!(f(&doc["points"][3]["load"]["value"]), 3.0);
+    assert_eq!(doc["points"][3]["load"]["value"], 3);
+    // One group: uniform prompt lengths, the output left to the server.
+    assert_eq!(doc["points"][5]["scenario"], "U(3,9)");
+    assert_eq!(doc["points"][5]["requests"]["completed"], 6);
 }
 
 #[test]
 fn bad_input_exits_2_and_shows_the_accepted_forms() {
+    // An unreadable CA file is refused before any request is made.
+    let o = bench(
+        "https://127.0.0.1:9",
+        &["--ca-cert", "/nonexistent/ca.pem", "--max-requests", "1"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--ca-cert /nonexistent/ca.pem"), "{err}");
     for bad in ["D(100)", "N(1,2)/(3)", "D(-1,5)", "X(1,2)"] {
         let o = bench(
             "http://127.0.0.1:9",
@@ -553,6 +663,36 @@ fn prompts_from_a_sharegpt_dataset() {
         assert_eq!(r["prompt_tokens"].as_u64(), planned.0);
         assert_eq!(r["output_tokens"].as_u64(), planned.1);
     }
+    // JSON lines: a prompt with its output length, and chat messages (contents joined).
+    let jl = dir.path().join("prompts.jsonl");
+    std::fs::write(
+        &jl,
+        "{\"prompt\":\"one two three four\",\"output_tokens\":5}\n{\"messages\":[{\"role\":\"user\",\"content\":\"hello there\"}],\"max_tokens\":2}\n",
+    )
+    .unwrap();
+    let doc = json_of(&bench(
+        &sim.url,
+        &[
+            "--dataset",
+            jl.to_str().unwrap(),
+            "--max-requests",
+            "8",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(doc["points"][0]["scenario"], "dataset:prompts.jsonl");
+    assert_eq!(doc["points"][0]["requests"]["completed"], 8);
+    let mut seen = std::collections::BTreeSet::new();
+    for r in lines(&out.join("requests.jsonl")) {
+        let got = (r["prompt_tokens"].as_u64(), r["output_tokens"].as_u64());
+        assert!(
+            got == (Some(4), Some(5)) || got == (Some(2), Some(2)),
+            "{got:?}"
+        );
+        seen.insert(got);
+    }
+    assert_eq!(seen.len(), 2, "both dataset lines were sent");
     let o = bench(
         &sim.url,
         &[
@@ -593,12 +733,43 @@ fn tokenizer_json_sets_prompt_lengths_and_counts_output_locally() {
         ],
     ));
     assert_eq!(doc["points"][0]["requests"]["completed"], 6);
+    let mut disagree = 0;
     for r in lines(&out.join("requests.jsonl")) {
         assert_eq!(r["planned_input_tokens"], 37);
         // BPE tokens of corpus text outnumber its words.
         assert!(r["prompt_tokens"].as_u64().unwrap() < 37, "{r}");
-        assert!(r["local_output_tokens"].as_u64().unwrap() >= 1, "{r}");
+        assert_eq!(r["prompt_tokens_source"], "server_usage");
+        let local = r["local_output_tokens"].as_u64().unwrap();
+        assert!(local >= 1, "{r}");
+        let server = r["output_tokens"].as_u64().unwrap() as f64;
+        if (server - local as f64).abs() > 0.1 * server {
+            disagree += 1;
+        }
     }
+    // The sim counts words and the BPE splits them: the counts disagree, and the summary says
+    // so for exactly the requests where they do.
+    assert!(disagree > 0);
+    assert_eq!(doc["points"][0]["token_count_disagreements"], disagree);
+    let human = bin()
+        .args(["bench", "serve", "--url", &sim.url, "--model", "sim"])
+        .args([
+            "--scenario",
+            "D(37,4)",
+            "--concurrency",
+            "2",
+            "--max-requests",
+            "6",
+        ])
+        .args(["--tokenizer", tok, "--color", "never"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(human.status.success(), "{text}");
+    assert!(
+        text.contains("warning: ")
+            && text.contains("completed request(s) report output tokens (server usage) more than 10 % away from the local tokenizer"),
+        "{text}"
+    );
     let o = bench(&sim.url, &["--tokenizer", "/nonexistent/tokenizer.json"]);
     assert_eq!(o.status.code(), Some(2));
 }

@@ -105,6 +105,10 @@ pub struct ServeArgs {
     /// Environment variable holding a bearer token (the token is never printed or stored).
     #[arg(long, value_name = "VAR")]
     pub bearer_env: Option<String>,
+    /// PEM file of CA certificates to trust for an https URL, beside the public (webpki) roots:
+    /// a private CA or a self-signed endpoint. Certificates are always verified.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<std::path::PathBuf>,
     /// Seed of request plans and arrivals.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -309,6 +313,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             request_timeout: crate::cmd::parse_duration("request-timeout", &args.request_timeout)?,
             bearer_env: args.bearer_env.clone(),
             max_idle: 1,
+            ca_cert: args.ca_cert.clone(),
         },
         model: model.clone(),
         scenarios,
@@ -438,7 +443,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     } else {
         match &mlperf_results {
             Some(m) => print_mlperf(m)?,
-            None => print_table(&summaries)?,
+            None => print_table(&results)?,
         }
         if let Some(dir) = &args.output {
             output::info(&format!(
@@ -706,7 +711,7 @@ fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if g.json {
         output::json(&doc)?;
     } else {
-        print_table(&summaries)?;
+        print_table(&results)?;
     }
     Ok(Status::Ok)
 }
@@ -718,16 +723,20 @@ async fn progress_ticker(p: Arc<Progress>) {
     } else {
         Duration::from_secs(5)
     };
-    let mut last = (Instant::now(), 0u64);
+    let mut last = (Instant::now(), 0u64, 0u64);
     loop {
         tokio::time::sleep(every).await;
         let done = p.completed.load(Ordering::Relaxed);
         let failed = p.failed.load(Ordering::Relaxed);
+        let tokens = p.output_tokens.load(Ordering::Relaxed);
         let now = Instant::now();
-        let rate = (done.saturating_sub(last.1)) as f64 / now.duration_since(last.0).as_secs_f64();
-        last = (now, done);
+        let dt = now.duration_since(last.0).as_secs_f64();
+        // A point's start resets the counters: a rate then starts from zero, never negative.
+        let rate = done.saturating_sub(last.1) as f64 / dt;
+        let tok_rate = tokens.saturating_sub(last.2) as f64 / dt;
+        last = (now, done, tokens);
         let line = format!(
-            "  {done} done, {failed} failed, {} in flight, {rate:.1} req/s",
+            "  {done} done, {failed} failed, {} in flight, {rate:.1} req/s, {tok_rate:.0} output tok/s",
             p.in_flight.load(Ordering::Relaxed)
         );
         if tty {
@@ -804,9 +813,13 @@ fn fmt_dist(d: &Option<yardstick_load::Distribution>) -> String {
     }
 }
 
-fn print_table(points: &[&PointSummary]) -> anyhow::Result<()> {
+fn print_table(points: &[PointResult]) -> anyhow::Result<()> {
     let mut out = anstream::stdout().lock();
-    for s in points {
+    for PointResult {
+        summary: s,
+        records,
+    } in points
+    {
         writeln!(
             out,
             "{}{}{} at {} {}: {} completed, {} failed in {:.2}s; {:.1} req/s, {:.1} output tok/s{}",
@@ -850,6 +863,21 @@ fn print_table(points: &[&PointSummary]) -> anyhow::Result<()> {
         }
         if let Some(e) = &s.first_error {
             writeln!(out, "  first error: {e}")?;
+        }
+        if s.token_count_disagreements > 0 {
+            let local = if records.iter().any(|r| r.local_output_tokens.is_some()) {
+                "the local tokenizer"
+            } else {
+                "content events (pass --tokenizer for a real count)"
+            };
+            writeln!(
+                out,
+                "  {}warning{}: {} of {} completed request(s) report output tokens (server usage) more than 10 % away from {local}; TPOT and token throughput use the server's count",
+                output::style::BOLD,
+                output::style::RESET,
+                s.token_count_disagreements,
+                s.requests.completed,
+            )?;
         }
     }
     Ok(())
