@@ -50,6 +50,9 @@ pub enum GateError {
         /// The candidate's profile.
         candidate: String,
     },
+    /// An eval result file could not be compared.
+    #[error(transparent)]
+    Eval(#[from] yardstick_eval::EvalError),
     /// A statistics computation failed unexpectedly.
     #[error("statistics: {0}")]
     Stats(#[from] yardstick_stats::StatsError),
@@ -64,6 +67,7 @@ impl GateError {
                 | GateError::NoBaseline { .. }
                 | GateError::ProfileMismatch { .. }
                 | GateError::Store(StoreError::Invalid(_) | StoreError::NotFound(_))
+                | GateError::Eval(yardstick_eval::EvalError::BadResult { .. })
         )
     }
 }

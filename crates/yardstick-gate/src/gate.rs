@@ -31,6 +31,9 @@ pub enum MetricClass {
     Accuracy,
     /// Perplexity; a relative increase beyond the tolerance FAILs.
     Perplexity,
+    /// A graded quality score of an eval task (corpus BLEU 0–100, mean ROUGE-L or token F1
+    /// 0–1); a drop beyond the tolerance, in points on the 0–100 scale, FAILs.
+    Quality,
     /// The training loss slope: a positive slope (loss rising) FAILs, whatever the baseline.
     LossSlope,
 }
@@ -49,7 +52,9 @@ impl MetricClass {
     /// Which way is a regression.
     pub fn direction(self) -> Direction {
         match self {
-            MetricClass::Throughput | MetricClass::Accuracy => Direction::HigherIsBetter,
+            MetricClass::Throughput | MetricClass::Accuracy | MetricClass::Quality => {
+                Direction::HigherIsBetter
+            }
             _ => Direction::LowerIsBetter,
         }
     }
@@ -73,6 +78,7 @@ pub fn headline(metric: &str, statistic: &str) -> Option<MetricClass> {
         ("step_time_s", "p50") => MetricClass::StepTime,
         ("max_rss_bytes" | "peak_mem_bytes", "value") => MetricClass::Memory,
         ("accuracy", "value") => MetricClass::Accuracy,
+        ("bleu" | "mean_rouge_l" | "mean_f1", "value") => MetricClass::Quality,
         ("perplexity", "value") => MetricClass::Perplexity,
         ("loss", "slope") => MetricClass::LossSlope,
         _ => return None,
@@ -104,10 +110,11 @@ pub fn classify(metric: &str, statistic: &str, tails: &[&str]) -> Option<MetricC
     })
 }
 
-/// The tolerance of a class — percent, points for accuracy, none for the loss slope — from the
-/// spec's `gates.tolerances`, else seed 002's defaults (throughput drop 5 %, step-time increase
-/// 5 %, latency increase 5 %, tail increase 10 %, memory increase 10 %, perplexity +1.5 %
-/// relative, accuracy −2 points).
+/// The tolerance of a class — percent, points for accuracy and quality scores, none for the
+/// loss slope — from the spec's `gates.tolerances`, else seed 002's defaults (throughput drop
+/// 5 %, step-time increase 5 %, latency increase 5 %, tail increase 10 %, memory increase 10 %,
+/// perplexity +1.5 % relative, accuracy −2 points) and yardstick's for quality scores (−2
+/// points on the 0–100 scale).
 pub fn tolerance_pct(class: MetricClass, t: Option<&Tolerances>) -> f64 {
     let t = t.cloned().unwrap_or_default();
     match class {
@@ -118,6 +125,7 @@ pub fn tolerance_pct(class: MetricClass, t: Option<&Tolerances>) -> f64 {
         MetricClass::Memory => t.memory_increase_pct.unwrap_or(10.0),
         MetricClass::Accuracy => t.accuracy_drop_points.unwrap_or(2.0),
         MetricClass::Perplexity => t.perplexity_increase_pct.unwrap_or(1.5),
+        MetricClass::Quality => t.quality_drop_points.unwrap_or(2.0),
         MetricClass::LossSlope => 0.0,
     }
 }
@@ -158,7 +166,7 @@ pub struct MetricVerdict {
     pub statistic: String,
     /// Class (tolerance and direction).
     pub class: MetricClass,
-    /// Tolerance: percent, or points for accuracy (`class`).
+    /// Tolerance: percent, or points for accuracy and quality scores (`class`).
     pub tolerance_pct: f64,
     /// The profile's noise floor for this metric, percent (from `gate --calibrate`), when known.
     pub noise_floor_pct: Option<f64>,
@@ -176,7 +184,8 @@ pub struct MetricVerdict {
     pub ci_lo: Option<f64>,
     /// CI of the ratio.
     pub ci_hi: Option<f64>,
-    /// Accuracy only: the item-level evidence the CI and p-value come from.
+    /// Eval metrics (accuracy, quality scores): the item-level evidence the CI and p-value
+    /// come from, when both runs kept their items.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paired: Option<crate::paired::PairedItems>,
     /// Replicates (baseline, candidate).
@@ -281,19 +290,40 @@ pub fn check_profiles(
     }
 }
 
+/// The scale that puts a points-gated metric on 0–100: 100 for fractions (accuracy, mean
+/// ROUGE-L, mean F1), 1 for BLEU (already 0–100).
+pub fn points_scale(metric: &str) -> f64 {
+    if metric == "bleu" { 1.0 } else { 100.0 }
+}
+
 /// The ratio candidate/baseline beyond which a metric regressed: the tolerance's bound (for
-/// accuracy, `points` below the baseline's value, as a ratio) or the noise floor's, whichever is
-/// farther from 1. `None` when no ratio bound applies (loss slope, accuracy of a zero baseline).
+/// accuracy and quality scores, `points` below the baseline's value, as a ratio; `baseline` in
+/// the metric's own unit, `metric` picks its [`points_scale`]) or the noise floor's, whichever
+/// is farther from 1. `None` when no ratio bound applies (loss slope, a points-gated metric
+/// whose baseline is 0).
 pub fn ratio_bound(
     class: MetricClass,
+    metric: &str,
     tolerance: f64,
     baseline: f64,
     noise_floor_pct: Option<f64>,
 ) -> Option<f64> {
     let tol_frac = match class {
         MetricClass::LossSlope => return None,
-        MetricClass::Accuracy if baseline <= 0.0 || !baseline.is_finite() => return None,
-        MetricClass::Accuracy => (tolerance / 100.0) / baseline,
+        MetricClass::Accuracy | MetricClass::Quality
+            if baseline <= 0.0 || !baseline.is_finite() =>
+        {
+            return None;
+        }
+        MetricClass::Accuracy | MetricClass::Quality => {
+            // The baseline as a fraction of the 0–100 scale.
+            let base = if points_scale(metric) == 100.0 {
+                baseline
+            } else {
+                baseline / 100.0
+            };
+            (tolerance / 100.0) / base
+        }
         _ => tolerance / 100.0,
     };
     let frac = tol_frac.max(noise_floor_pct.unwrap_or(0.0) / 100.0);
@@ -407,11 +437,8 @@ pub fn gate(
     });
     let exploratory_mode = cand_spec.and_then(|s| s.mode) == Some(Mode::Exploratory);
     let level = comparison.level;
-    let alpha_one_sided = (1.0 - level) / 2.0;
 
     let mut metrics = Vec::new();
-    let mut p_index = Vec::new();
-    let mut p_values = Vec::new();
     for m in &comparison.metrics {
         let tol = metric_tolerance(&m.metric, &m.statistic, m.class, tolerances.as_ref());
         let floor = opts
@@ -423,7 +450,7 @@ pub fn gate(
         } else {
             crate::compare::median(&m.baseline_replicates)
         };
-        let bnd = ratio_bound(m.class, tol, base_median, floor);
+        let bnd = ratio_bound(m.class, &m.metric, tol, base_median, floor);
         let n = (m.baseline_replicates.len(), m.candidate_replicates.len());
         let required_samples = match TailPercentile::from_statistic(&m.statistic) {
             Some(t) if m.class == MetricClass::Tail => {
@@ -436,40 +463,34 @@ pub fn gate(
             (Some(_), None) => false,
             (None, _) => true,
         };
-        let paired = if m.class == MetricClass::Accuracy {
-            crate::paired::accuracy(
-                &baseline.dir,
-                &candidate.dir,
-                &m.point,
-                level,
-                crate::compare::SEED,
-                crate::compare::RESAMPLES,
-            )?
-        } else {
-            None
+        let paired = match crate::paired::ItemStatistic::of_metric(&m.metric) {
+            Some(stat) if matches!(m.class, MetricClass::Accuracy | MetricClass::Quality) => {
+                crate::paired::from_runs(
+                    &baseline.dir,
+                    &candidate.dir,
+                    &m.point,
+                    stat,
+                    level,
+                    crate::compare::SEED,
+                    crate::compare::RESAMPLES,
+                )?
+            }
+            _ => None,
         };
         let p_value = match (bnd, &paired) {
-            (Some(bnd), Some(items)) => {
-                let p = items.p_below(bnd);
-                p_index.push(metrics.len());
-                p_values.push(p);
-                Some(p)
-            }
+            (Some(bnd), Some(items)) => Some(items.p_below(bnd)),
             (Some(bnd), None)
                 if n.0 >= MIN_REPLICATES
                     && n.1 >= MIN_REPLICATES
                     && m.ci_lo.is_some()
                     && enough_samples =>
             {
-                let p = p_beyond(
+                Some(p_beyond(
                     &m.baseline_replicates,
                     &m.candidate_replicates,
                     m.class,
                     bnd,
-                )?;
-                p_index.push(metrics.len());
-                p_values.push(p);
-                Some(p)
+                )?)
             }
             _ => None,
         };
@@ -496,22 +517,12 @@ pub fn gate(
             reason: String::new(),
         });
     }
-    let adjusted = holm(&p_values)?;
-    for (i, p) in p_index.iter().zip(adjusted) {
-        metrics[*i].p_holm = Some(p);
-    }
-    for (v, m) in metrics.iter_mut().zip(&comparison.metrics) {
-        let (verdict, mut reason) = judge(v, &m.candidate_replicates, alpha_one_sided);
-        if let Some(p) = &v.paired {
-            reason.push_str(&format!(
-                "; paired on {} items: {} right only in the baseline, {} only in the candidate \
-                 (McNemar p = {:.3})",
-                p.items, p.baseline_only, p.candidate_only, p.mcnemar_p
-            ));
-        }
-        v.verdict = verdict;
-        v.reason = reason;
-    }
+    let candidates: Vec<&[f64]> = comparison
+        .metrics
+        .iter()
+        .map(|m| m.candidate_replicates.as_slice())
+        .collect();
+    decide(&mut metrics, &candidates, level)?;
     let verdict = overall(&metrics);
     let exploratory_reason = if cross {
         Some("the runs have different machine profiles (--cross-profile)".to_string())
@@ -529,6 +540,40 @@ pub fn gate(
     })
 }
 
+/// Holm-adjusts the p-values of `metrics` (those that have one) as one family, then gives
+/// every metric its verdict and reason ([`judge`]; `candidates[i]` are metric i's candidate
+/// replicate values, for the loss slope). Shared by [`gate`] and
+/// [`crate::eval::compare_eval`], so both decide alike.
+pub(crate) fn decide(
+    metrics: &mut [MetricVerdict],
+    candidates: &[&[f64]],
+    level: f64,
+) -> Result<(), GateError> {
+    let alpha_one_sided = (1.0 - level) / 2.0;
+    let p_index: Vec<usize> = (0..metrics.len())
+        .filter(|i| metrics[*i].p_value.is_some())
+        .collect();
+    let p_values: Vec<f64> = p_index.iter().filter_map(|i| metrics[*i].p_value).collect();
+    let adjusted = holm(&p_values)?;
+    for (i, p) in p_index.iter().zip(adjusted) {
+        metrics[*i].p_holm = Some(p);
+    }
+    for (i, v) in metrics.iter_mut().enumerate() {
+        let (verdict, mut reason) = judge(
+            v,
+            candidates.get(i).copied().unwrap_or(&[]),
+            alpha_one_sided,
+        );
+        if let Some(p) = &v.paired {
+            reason.push_str("; ");
+            reason.push_str(&p.describe());
+        }
+        v.verdict = verdict;
+        v.reason = reason;
+    }
+    Ok(())
+}
+
 /// The verdict of one metric whose bound, CI and Holm p-value are known.
 fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict, String) {
     if v.class == MetricClass::LossSlope {
@@ -538,13 +583,10 @@ fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict
         Direction::HigherIsBetter => "drop",
         Direction::LowerIsBetter => "increase",
     };
-    let unit = if v.class == MetricClass::Accuracy {
-        "point"
-    } else {
-        "%"
-    };
+    let points = matches!(v.class, MetricClass::Accuracy | MetricClass::Quality);
+    let unit = if points { "point" } else { "%" };
     let what = match v.noise_floor_pct {
-        Some(f) if f > v.tolerance_pct && v.class != MetricClass::Accuracy => format!(
+        Some(f) if f > v.tolerance_pct && !points => format!(
             "the profile's {f:.1} % noise floor (wider than the {:.1} % {side} tolerance)",
             v.tolerance_pct
         ),
@@ -931,6 +973,160 @@ mod tests {
         let bad = run_with("c", &[("accuracy", "value", &[0.76, 0.76, 0.76], 50)], &[]);
         let r = gate(&base, &bad, &GateOptions::default()).unwrap();
         assert_eq!(r.metrics[0].verdict, Verdict::Fail, "{:#?}", r.metrics[0]);
+    }
+
+    #[test]
+    fn quality_scores_are_gated_in_points_on_the_0_100_scale() {
+        let o = GateOptions::default();
+        let verdict = |metric: &str, base: f64, cand: f64, o: &GateOptions| {
+            let a = run_with("a", &[(metric, "value", &[base, base, base], 20)], &[]);
+            let b = run_with("b", &[(metric, "value", &[cand, cand, cand], 20)], &[]);
+            let r = gate(&a, &b, o).unwrap();
+            assert_eq!(r.metrics.len(), 1, "{metric} is gated");
+            r.metrics[0].clone()
+        };
+        // BLEU is 0-100 already: 2 points below 30 is the ratio bound 28/30.
+        let m = verdict("bleu", 30.0, 29.0, &o);
+        assert_eq!(m.class, MetricClass::Quality);
+        assert_eq!(m.tolerance_pct, 2.0);
+        assert!((m.bound.unwrap() - 28.0 / 30.0).abs() < 1e-12, "{m:#?}");
+        assert_eq!(m.verdict, Verdict::Pass, "{m:#?}");
+        assert_eq!(verdict("bleu", 30.0, 27.0, &o).verdict, Verdict::Fail);
+        // An improvement of any size passes.
+        assert_eq!(verdict("bleu", 30.0, 45.0, &o).verdict, Verdict::Pass);
+        // ROUGE-L and F1 are fractions: 2 points is 0.02.
+        let m = verdict("mean_rouge_l", 0.50, 0.49, &o);
+        assert!((m.bound.unwrap() - 0.96).abs() < 1e-12, "{m:#?}");
+        assert_eq!(m.verdict, Verdict::Pass);
+        assert_eq!(
+            verdict("mean_rouge_l", 0.50, 0.47, &o).verdict,
+            Verdict::Fail
+        );
+        let m = verdict("mean_f1", 0.80, 0.75, &o);
+        assert_eq!(m.verdict, Verdict::Fail, "{m:#?}");
+        assert!(
+            m.reason.contains("2.0 point drop tolerance"),
+            "{}",
+            m.reason
+        );
+        // `gates.tolerances.qualityDropPoints` and per-metric overrides loosen it.
+        let loose = GateOptions {
+            tolerances: Some(Tolerances {
+                quality_drop_points: Some(6.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            verdict("mean_f1", 0.80, 0.75, &loose).verdict,
+            Verdict::Pass
+        );
+        assert_eq!(verdict("bleu", 30.0, 27.0, &loose).verdict, Verdict::Pass);
+        let bleu_only = GateOptions {
+            tolerances: Some(Tolerances {
+                metrics: Some([("bleu".to_string(), 5.0)].into_iter().collect()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            verdict("bleu", 30.0, 27.0, &bleu_only).verdict,
+            Verdict::Pass
+        );
+        assert_eq!(
+            verdict("mean_f1", 0.80, 0.75, &bleu_only).verdict,
+            Verdict::Fail
+        );
+        // A zero baseline has nothing to lose.
+        assert_eq!(verdict("bleu", 0.0, 0.0, &o).verdict, Verdict::Pass);
+        assert_eq!(tolerance_pct(MetricClass::Quality, None), 2.0);
+        assert_eq!(MetricClass::Quality.direction(), Direction::HigherIsBetter);
+    }
+
+    #[test]
+    fn quality_scores_are_gated_on_paired_items_when_both_runs_kept_them() {
+        let tmp = std::env::temp_dir().join(format!("ys-gate-quality-{}", std::process::id()));
+        let point = "component.0.eval/sum";
+        // 40 items; the candidate scores 0.1 lower on 4 of them: the mean drops 0.01
+        // (1 point) while every replicate value is identical.
+        let base: Vec<f64> = (0..40).map(|i| 0.4 + 0.01 * (i % 10) as f64).collect();
+        let mut cand = base.clone();
+        for x in cand.iter_mut().take(4) {
+            *x -= 0.1;
+        }
+        let write = |dir: &std::path::Path, scores: &[f64]| {
+            for k in 0..3 {
+                let d = dir
+                    .join("eval")
+                    .join(yardstick_store::run::slug(point))
+                    .join(format!("r{k}"));
+                std::fs::create_dir_all(&d).unwrap();
+                let lines: String = scores
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        format!(
+                            "{{\"task\":\"sum\",\"id\":\"s{i}\",\"repeat\":0,\"correct\":{},\
+                             \"score\":{s}}}\n",
+                            *s >= 0.5
+                        )
+                    })
+                    .collect();
+                std::fs::write(d.join("items.jsonl"), lines).unwrap();
+            }
+        };
+        let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+        let data = |id: &str, dir: &std::path::Path, scores: &[f64]| {
+            write(dir, scores);
+            let mut r = run_with(id, &[], &[]);
+            for k in 0..3u32 {
+                r.facts.push(FactRow {
+                    run_id: id.into(),
+                    point_id: point.into(),
+                    replicate: Some(k),
+                    metric: "mean_rouge_l".into(),
+                    statistic: "value".into(),
+                    value: mean(scores),
+                    ci_lo: None,
+                    ci_hi: None,
+                    unit: String::new(),
+                    n: 40,
+                    artifact: None,
+                    row_group: None,
+                });
+            }
+            r.dir = dir.to_path_buf();
+            r
+        };
+        let a = data("a", &tmp.join("a"), &base);
+        let b = data("b", &tmp.join("b"), &cand);
+        let r = gate(&a, &b, &GateOptions::default()).unwrap();
+        let m = &r.metrics[0];
+        assert_eq!(m.class, MetricClass::Quality);
+        let p = m.paired.as_ref().expect("paired on items");
+        assert_eq!(p.statistic, crate::paired::ItemStatistic::MeanScore);
+        assert_eq!(p.items, 40);
+        // A replicate bootstrap would be a zero-width interval at the ratio (every replicate
+        // has the same mean); the paired one spans the item-to-item variation around it.
+        let ratio = m.ratio.unwrap();
+        assert!(
+            m.ci_lo.unwrap() < ratio && m.ci_hi.unwrap() > ratio,
+            "{m:#?}"
+        );
+        // 1 point lost of a 2-point tolerance: the CI reaches into the bound (or not), never FAIL.
+        assert_ne!(m.verdict, Verdict::Fail, "{m:#?}");
+        assert!(
+            m.reason.contains("paired on 40 items (mean score"),
+            "{}",
+            m.reason
+        );
+        // Every item 0.1 lower (10 points): FAIL on the paired evidence.
+        let worse: Vec<f64> = base.iter().map(|x| x - 0.1).collect();
+        let c = data("c", &tmp.join("c"), &worse);
+        let r = gate(&a, &c, &GateOptions::default()).unwrap();
+        assert_eq!(r.metrics[0].verdict, Verdict::Fail, "{:#?}", r.metrics[0]);
+        assert!(r.metrics[0].paired.is_some());
+        std::fs::remove_dir_all(&tmp).unwrap();
     }
 
     #[test]

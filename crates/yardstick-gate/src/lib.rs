@@ -7,6 +7,8 @@
 //!   **replicate-level** values (replicates are the independent unit) and a Mann–Whitney p-value.
 //! * [`gate()`]: a verdict per metric against tolerances (seed 002 defaults, overridable in the
 //!   spec's `gates.tolerances`), Holm-corrected across metrics, overall = worst.
+//! * [`eval::compare_eval`]: `bench eval --compare` of two eval result files, with the gate's
+//!   verdict per task from the same paired item bootstrap and verdict rules ([`paired`]).
 //! * [`calibrate`]: noise floors of a machine profile learned from recorded A/A comparisons; a
 //!   regression must clear the farther of the tolerance and the floor.
 #![deny(missing_docs)]
@@ -15,6 +17,7 @@ pub mod baseline;
 pub mod calibrate;
 mod compare;
 mod error;
+pub mod eval;
 pub mod file;
 mod gate;
 mod load;
@@ -24,6 +27,7 @@ pub use compare::{Comparison, FieldDiff, MetricComparison, compare, diff_values,
 pub use error::GateError;
 pub use gate::{
     Direction, GateOptions, GateReport, MIN_REPLICATES, MetricClass, MetricVerdict, Verdict,
-    check_profiles, classify, gate, headline, metric_tolerance, ratio_bound, tolerance_pct,
+    check_profiles, classify, gate, headline, metric_tolerance, points_scale, ratio_bound,
+    tolerance_pct,
 };
 pub use load::{RunData, find_run, load_run};

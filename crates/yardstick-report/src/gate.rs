@@ -53,7 +53,7 @@ pub struct GateRow {
     pub ratio: Option<f64>,
     /// CI of the ratio.
     pub ci: Option<(f64, f64)>,
-    /// Tolerance in percent, or in points for accuracy (gate results only).
+    /// Tolerance in percent, or in points for accuracy and quality scores (gate results only).
     pub tolerance_pct: Option<f64>,
     /// The profile's noise floor in percent, when the gate knew one.
     pub noise_floor_pct: Option<f64>,
@@ -71,27 +71,33 @@ pub struct GateRow {
 }
 
 impl GateRow {
-    /// True when a higher ratio is better (throughput, accuracy).
+    /// True when a higher ratio is better (throughput, accuracy, quality scores).
     pub fn higher_is_better(&self) -> bool {
-        matches!(self.class.as_str(), "throughput" | "accuracy")
+        matches!(self.class.as_str(), "throughput" | "accuracy" | "quality")
     }
 
-    /// `3 %`, or `2 pts` for accuracy.
+    /// True when the tolerance is in points (accuracy; BLEU / ROUGE-L / F1 quality scores).
+    fn in_points(&self) -> bool {
+        matches!(self.class.as_str(), "accuracy" | "quality")
+    }
+
+    /// `3 %`, or `2 pts` for accuracy and quality scores.
     pub fn tolerance_label(&self) -> String {
         match self.tolerance_pct {
-            Some(t) if self.class == "accuracy" => format!("{} pts", crate::format::num(t)),
+            Some(t) if self.in_points() => format!("{} pts", crate::format::num(t)),
             Some(t) => format!("{} %", crate::format::num(t)),
             None => "-".into(),
         }
     }
 
     /// The ratio beyond which the metric regressed: the gate's own bound when the result
-    /// carries it, else `1 ± tolerance` (not for accuracy, whose tolerance is in points).
+    /// carries it, else `1 ± tolerance` (not for accuracy and quality scores, whose tolerance
+    /// is in points).
     pub fn bound(&self) -> Option<f64> {
         if self.gate_bound.is_some() {
             return self.gate_bound;
         }
-        if self.class == "accuracy" {
+        if self.in_points() {
             return None;
         }
         let t = self.tolerance_pct? / 100.0;
@@ -336,5 +342,12 @@ mod tests {
         assert_eq!(acc.bound(), None);
         acc.gate_bound = Some(0.97);
         assert_eq!(acc.bound(), Some(0.97));
+        // Quality scores (BLEU, ROUGE-L, F1) likewise.
+        let mut q = g.rows[0].clone();
+        q.class = "quality".into();
+        q.tolerance_pct = Some(2.0);
+        assert!(q.higher_is_better());
+        assert_eq!(q.tolerance_label(), "2 pts");
+        assert_eq!(q.bound(), None);
     }
 }
