@@ -11,8 +11,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Output;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -54,7 +54,10 @@ fn answer(prompt: &str, flaky: bool, n: u64) -> String {
     "I do not know".into()
 }
 
-fn serve_one(mut s: TcpStream, flaky: bool, counter: &AtomicU64) {
+/// Request bodies the test server received, in arrival order.
+type Bodies = Arc<Mutex<Vec<Value>>>;
+
+fn serve_one(mut s: TcpStream, flaky: bool, counter: &AtomicU64, bodies: &Bodies) {
     let mut r = BufReader::new(s.try_clone().unwrap());
     let mut len = 0usize;
     let mut path = String::new();
@@ -77,6 +80,7 @@ fn serve_one(mut s: TcpStream, flaky: bool, counter: &AtomicU64) {
     let mut body = vec![0; len];
     r.read_exact(&mut body).unwrap();
     let req: Value = serde_json::from_slice(&body).unwrap();
+    bodies.lock().unwrap().push(req.clone());
     assert_eq!(req["temperature"], json!(0), "decoding must be greedy");
     assert!(req["seed"].is_u64() && req["max_tokens"].is_u64());
     let n = counter.fetch_add(1, Ordering::SeqCst);
@@ -103,16 +107,23 @@ fn serve_one(mut s: TcpStream, flaky: bool, counter: &AtomicU64) {
 
 /// Starts the test server; returns its base URL.
 fn server(flaky: bool) -> String {
+    capturing_server(flaky).0
+}
+
+/// Starts the test server; returns its base URL and the request bodies it receives.
+fn capturing_server(flaky: bool) -> (String, Bodies) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let counter = Arc::new(AtomicU64::new(0));
+    let bodies: Bodies = Arc::default();
+    let seen = bodies.clone();
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {
-            let c = counter.clone();
-            std::thread::spawn(move || serve_one(s, flaky, &c));
+            let (c, b) = (counter.clone(), seen.clone());
+            std::thread::spawn(move || serve_one(s, flaky, &c, &b));
         }
     });
-    format!("http://{addr}")
+    (format!("http://{addr}"), bodies)
 }
 
 /// Ten arithmetic items, two of them (A ending in 9) answered wrongly by the server.
@@ -318,6 +329,8 @@ fn bad_task_files_exit_2_naming_the_line() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("bad.jsonl:2"), "{err}");
+    // ... and names the missing field.
+    assert!(err.contains("scorer"), "{err}");
     // Bad regex, duplicate id, empty file: exit 2, naming the line (or the file).
     let item = |id: &str, refs: &str, scorer: &str| {
         format!(r#"{{"id":"{id}","prompt":"x","references":[{refs}],"scorer":"{scorer}"}}"#)
@@ -549,4 +562,276 @@ fn bleu_task_reports_corpus_bleu() {
     assert_eq!(q["verdict"], "same");
     let text = run(&["bench", "eval", "--compare", f, f]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("paired bootstrap"));
+}
+
+#[test]
+fn stop_sequences_and_seed_reach_the_request_body() {
+    let (url, bodies) = capturing_server(false);
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = ten_items(dir.path());
+    for api in ["chat", "completions"] {
+        bodies.lock().unwrap().clear();
+        let v = json_out(&run(&[
+            "bench",
+            "eval",
+            "--url",
+            &url,
+            "--model",
+            "m",
+            "--tasks",
+            &tasks,
+            "--api",
+            api,
+            "--seed",
+            "1234",
+            "--stop",
+            "\n\n",
+            "--stop",
+            "END",
+            "--max-tokens",
+            "7",
+            "--json",
+        ]));
+        assert_eq!(v["tasks"][0]["accuracy"], 0.8);
+        let got = bodies.lock().unwrap().clone();
+        assert_eq!(got.len(), 10, "{api}: one request per item");
+        for b in &got {
+            assert_eq!(b["seed"], 1234, "{api}: {b}");
+            assert_eq!(b["stop"], json!(["\n\n", "END"]), "{api}: {b}");
+            assert_eq!(b["max_tokens"], 7, "{api}: {b}");
+            assert_eq!(b["temperature"], json!(0), "{api}: {b}");
+            assert_eq!(b["model"], "m");
+        }
+    }
+    // Without --stop and --seed: seed 0 is sent, and no stop sequence.
+    bodies.lock().unwrap().clear();
+    json_out(&run(&[
+        "bench", "eval", "--url", &url, "--model", "m", "--tasks", &tasks, "--json",
+    ]));
+    for b in bodies.lock().unwrap().iter() {
+        assert_eq!(b["seed"], 0, "{b}");
+        assert!(
+            b.get("stop").is_none_or(|s| s.is_null() || s == &json!([])),
+            "{b}"
+        );
+    }
+}
+
+#[test]
+fn confidence_sets_the_wilson_level_and_is_checked() {
+    let url = server(false);
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = ten_items(dir.path());
+    let ci = |level: &str| -> (f64, f64) {
+        let v = json_out(&run(&[
+            "bench",
+            "eval",
+            "--url",
+            &url,
+            "--model",
+            "m",
+            "--tasks",
+            &tasks,
+            "--confidence",
+            level,
+            "--json",
+        ]));
+        let t = &v["tasks"][0];
+        assert_eq!(t["accuracy"], 0.8);
+        assert_eq!(
+            v["confidence"].as_f64().unwrap(),
+            level.parse::<f64>().unwrap()
+        );
+        let c = t["ci"].as_array().unwrap();
+        (c[0].as_f64().unwrap(), c[1].as_f64().unwrap())
+    };
+    let (lo95, hi95) = ci("0.95");
+    let (lo90, hi90) = ci("0.9");
+    // Wilson at 90 % (z = 1.6449) for 8 of 10: (0.5408, 0.9314).
+    assert!(
+        (lo90 - 0.5408).abs() < 1e-4 && (hi90 - 0.9314).abs() < 1e-4,
+        "{lo90} {hi90}"
+    );
+    assert!(
+        lo90 > lo95 && hi90 < hi95,
+        "0.9 [{lo90}, {hi90}] vs 0.95 [{lo95}, {hi95}]"
+    );
+    // The human table names the level.
+    let o = run(&[
+        "bench",
+        "eval",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--tasks",
+        &tasks,
+        "--confidence",
+        "0.9",
+    ]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("90% CI"));
+    // Out of (0, 1): exit 2 before any request, naming the flag.
+    for bad in ["1.5", "0", "1", "-0.2", "NaN"] {
+        let o = run(&[
+            "bench",
+            "eval",
+            "--url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--tasks",
+            &tasks,
+            &format!("--confidence={bad}"),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "--confidence {bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("--confidence must be in (0, 1)"),
+            "{bad}: {err}"
+        );
+    }
+}
+
+/// An eval.json of one 25-item task, right except the items listed in `wrong`.
+fn eval_doc(dir: &Path, name: &str, wrong: &[usize]) -> String {
+    let items: Vec<Value> = (0..25)
+        .map(|i| {
+            let c = !wrong.contains(&i);
+            json!({"task": "probe", "id": format!("i{i}"), "repeat": 0, "output": "x",
+                   "correct": c, "score": f64::from(u8::from(c))})
+        })
+        .collect();
+    let p = dir.join(name);
+    std::fs::write(
+        &p,
+        json!({"tasks": [{"name": "probe", "items": items, "bleu": null,
+                          "mean_rouge_l": null, "mean_f1": null}]})
+        .to_string(),
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn compare_prints_the_gates_verdict_next_to_mcnemar() {
+    let dir = tempfile::tempdir().unwrap();
+    // Baseline 20/25 = 0.80: the 2-point tolerance is the ratio bound 0.975.
+    let base = eval_doc(dir.path(), "a.json", &[0, 5, 10, 15, 20]);
+    let one = eval_doc(dir.path(), "one.json", &[0, 1, 5, 10, 15, 20]);
+    let five = eval_doc(dir.path(), "five.json", &[0, 1, 2, 3, 4, 5, 6, 10, 15, 20]);
+    let cmp = |b: &str, extra: &[&str]| -> Value {
+        let mut args = vec!["bench", "eval", "--compare", &base, b, "--json"];
+        args.extend_from_slice(extra);
+        json_out(&run(&args))
+    };
+    // Identical: PASS, a zero-width paired interval at 1.
+    let v = cmp(&base, &[]);
+    let t = &v["tasks"][0];
+    assert_eq!(t["gate_verdict"], "PASS", "{v:#}");
+    assert_eq!(t["verdict"], "same");
+    assert_eq!(t["gate"][0]["metric"], "accuracy");
+    assert_eq!(t["gate"][0]["ci_lo"], 1.0);
+    assert!((t["gate"][0]["bound"].as_f64().unwrap() - 0.975).abs() < 1e-12);
+    // One item lost: 25 items cannot resolve 2 points.
+    let v = cmp(&one, &[]);
+    assert_eq!(v["tasks"][0]["gate_verdict"], "INCONCLUSIVE", "{v:#}");
+    assert_eq!(v["tasks"][0]["gate"][0]["paired"]["baseline_only"], 1);
+    // Five lost (0.80 -> 0.60): McNemar's exact p is 2 * 0.5^5 = 0.0625, not significant at
+    // 0.05 -- but the gate, asking "more than 2 points worse?", FAILs.
+    let v = cmp(&five, &[]);
+    let t = &v["tasks"][0];
+    assert_eq!(t["verdict"], "same", "{v:#}");
+    assert!((t["p_value"].as_f64().unwrap() - 0.0625).abs() < 1e-12);
+    assert_eq!(t["gate_verdict"], "FAIL", "{v:#}");
+    assert_eq!(v["gate_verdict"], "FAIL");
+    assert_eq!(t["gate"][0]["tolerance_pct"], 2.0);
+    assert!(t["gate"][0]["reason"].as_str().unwrap().contains("McNemar"));
+    // --tolerance-points 50 accepts a 20-point loss.
+    let v = cmp(&five, &["--tolerance-points", "50"]);
+    assert_eq!(v["tasks"][0]["gate_verdict"], "PASS", "{v:#}");
+    assert_eq!(v["tasks"][0]["gate"][0]["tolerance_pct"], 50.0);
+    // Human output: the McNemar column and the gate's verdict and reason.
+    let o = run(&["bench", "eval", "--compare", &base, &five]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("McNemar") && text.contains("gate"), "{text}");
+    let row = text.lines().find(|l| l.starts_with("probe")).unwrap();
+    assert!(
+        row.contains("same") && row.trim_end().ends_with("FAIL"),
+        "{row}"
+    );
+    assert!(
+        text.contains("entirely beyond the 2.0 point drop tolerance"),
+        "{text}"
+    );
+    // A bad tolerance is exit 2.
+    let o = run(&[
+        "bench",
+        "eval",
+        "--compare",
+        &base,
+        &five,
+        "--tolerance-points",
+        "150",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--tolerance-points"));
+}
+
+#[test]
+fn compare_of_real_runs_gates_accuracy_and_quality() {
+    // Two real runs against the test server: the same answers give PASS for accuracy and for
+    // the ROUGE-L score of a graded task.
+    let url = server(false);
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = ten_items(dir.path());
+    let graded = dir.path().join("graded.jsonl");
+    std::fs::write(
+        &graded,
+        concat!(
+            r#"{"id":"a","prompt":"Say something.","references":["i do know"],"scorer":"rouge-l"}"#,
+            "\n",
+            r#"{"id":"b","prompt":"Say more.","references":["I do not know"],"scorer":"rouge-l"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let mut files = Vec::new();
+    for name in ["a", "b"] {
+        let out = dir.path().join(name);
+        let o = run(&[
+            "bench",
+            "eval",
+            "--url",
+            &url,
+            "--model",
+            "m",
+            "--tasks",
+            &format!("{tasks},{}", graded.display()),
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        files.push(out.join("eval.json").display().to_string());
+    }
+    let v = json_out(&run(&[
+        "bench",
+        "eval",
+        "--compare",
+        &files[0],
+        &files[1],
+        "--json",
+    ]));
+    assert_eq!(v["gate_verdict"], "PASS", "{v:#}");
+    let graded = &v["tasks"][1];
+    let metrics: Vec<&str> = graded["gate"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(metrics, ["accuracy", "mean_rouge_l"]);
+    assert_eq!(graded["gate"][1]["class"], "quality");
+    assert_eq!(graded["gate"][1]["paired"]["statistic"], "mean_score");
 }

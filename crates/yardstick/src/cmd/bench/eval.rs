@@ -16,7 +16,10 @@ use crate::output;
 ///
 /// Every item is sent with temperature 0, a fixed seed, fixed max tokens and stop sequences.
 /// Reports per task: n, accuracy with a Wilson score CI, determinism across --repeat, latency.
-/// With --compare A.json B.json: McNemar on paired per-item correctness instead.
+/// With --compare A.json B.json: McNemar on paired per-item correctness (and a paired bootstrap
+/// of BLEU / ROUGE-L / F1) as the significance evidence, and per task the verdict `yardstick
+/// gate` would give (PASS/WARN/FAIL/INCONCLUSIVE: a paired item bootstrap of the ratio B/A
+/// against --tolerance-points).
 #[derive(Debug, clap::Args)]
 pub struct EvalArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
@@ -38,7 +41,8 @@ pub struct EvalArgs {
     /// Requests in flight at once (results keep file order).
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
-    /// Confidence level of the accuracy intervals.
+    /// Confidence level of the accuracy intervals (with --compare: of the gate's paired
+    /// intervals).
     #[arg(long, default_value_t = 0.95)]
     pub confidence: f64,
     /// Maximum output tokens per item.
@@ -66,9 +70,13 @@ pub struct EvalArgs {
     /// Compare two eval.json files (A = baseline, B = candidate) instead of running.
     #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with = "url")]
     pub compare: Option<Vec<PathBuf>>,
-    /// Significance level of --compare verdicts.
+    /// Significance level of --compare's McNemar / bootstrap verdicts.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
+    /// With --compare: the drop of accuracy (and of BLEU, ROUGE-L or F1, on the 0-100 scale),
+    /// in points, beyond which the gate's verdict is FAIL (seed 002: 2).
+    #[arg(long, default_value_t = 2.0, value_name = "POINTS")]
+    pub tolerance_points: f64,
 }
 
 fn task_error(e: EvalError) -> anyhow::Error {
@@ -85,8 +93,17 @@ fn task_error(e: EvalError) -> anyhow::Error {
 
 /// Runs the eval (or the comparison).
 pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    if !(args.confidence > 0.0 && args.confidence < 1.0) {
+        return Err(exit::invalid(
+            format!(
+                "--confidence must be in (0, 1), e.g. 0.95 (got {})",
+                args.confidence
+            ),
+            None,
+        ));
+    }
     if let Some(files) = &args.compare {
-        return compare(files, args.alpha, g);
+        return compare(files, &args, g);
     }
     let (Some(url), Some(model)) = (args.url.clone(), args.model.clone()) else {
         return Err(exit::invalid("--url and --model are required", None));
@@ -98,12 +115,6 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if api == Api::Embeddings {
         return Err(exit::invalid(
             "bench eval needs --api chat or completions",
-            None,
-        ));
-    }
-    if !(args.confidence > 0.0 && args.confidence < 1.0) {
-        return Err(exit::invalid(
-            "--confidence must be in (0, 1), e.g. 0.95",
             None,
         ));
     }
@@ -276,7 +287,19 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     Ok(Status::Ok)
 }
 
-fn compare(files: &[PathBuf], alpha: f64, g: &GlobalOpts) -> anyhow::Result<Status> {
+fn compare(files: &[PathBuf], args: &EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        return Err(exit::invalid("--alpha must be in (0, 1), e.g. 0.05", None));
+    }
+    if !(0.0..100.0).contains(&args.tolerance_points) {
+        return Err(exit::invalid(
+            format!(
+                "--tolerance-points must be in [0, 100) (got {})",
+                args.tolerance_points
+            ),
+            None,
+        ));
+    }
     let read = |p: &PathBuf| -> anyhow::Result<serde_json::Value> {
         let text =
             std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -284,43 +307,57 @@ fn compare(files: &[PathBuf], alpha: f64, g: &GlobalOpts) -> anyhow::Result<Stat
             .map_err(|e| exit::invalid(format!("{}: not JSON: {e}", p.display()), None))
     };
     let (a, b) = (read(&files[0])?, read(&files[1])?);
-    let c = yardstick_eval::compare(
+    let opts = yardstick_gate::eval::EvalGateOptions {
+        tolerances: Some(yardstick_spec::Tolerances {
+            accuracy_drop_points: Some(args.tolerance_points),
+            quality_drop_points: Some(args.tolerance_points),
+            ..Default::default()
+        }),
+        level: args.confidence,
+    };
+    let c = yardstick_gate::eval::compare_eval(
         &a,
         &files[0].display().to_string(),
         &b,
         &files[1].display().to_string(),
-        alpha,
+        args.alpha,
+        &opts,
     )
-    .map_err(|e| match e {
-        EvalError::BadResult { .. } => exit::invalid(e.to_string(), None),
-        other => anyhow::Error::new(other),
+    .map_err(|e| {
+        if e.is_invalid_input() || matches!(e, yardstick_gate::GateError::Malformed { .. }) {
+            exit::invalid(e.to_string(), None)
+        } else {
+            anyhow::Error::new(e)
+        }
     })?;
     if g.json {
         output::json(&c)?;
     } else {
         println!(
-            "{:<16} {:>5} {:>8} {:>8} {:>7} {:>7} {:>9} {:>9}  verdict",
-            "task", "n", "acc A", "acc B", "A only", "B only", "p", "p (Holm)"
+            "{:<16} {:>5} {:>8} {:>8} {:>7} {:>7} {:>9} {:>9}  {:<9} gate",
+            "task", "n", "acc A", "acc B", "A only", "B only", "p", "p (Holm)", "McNemar"
         );
         for t in &c.tasks {
+            let s = &t.significance;
             println!(
-                "{:<16} {:>5} {:>7.1}% {:>7.1}% {:>7} {:>7} {:>9.4} {:>9.4}  {}",
-                t.name,
-                t.n,
-                t.accuracy_a * 100.0,
-                t.accuracy_b * 100.0,
-                t.a_only,
-                t.b_only,
-                t.p_value,
-                t.p_holm,
-                t.verdict
+                "{:<16} {:>5} {:>7.1}% {:>7.1}% {:>7} {:>7} {:>9.4} {:>9.4}  {:<9} {}",
+                s.name,
+                s.n,
+                s.accuracy_a * 100.0,
+                s.accuracy_b * 100.0,
+                s.a_only,
+                s.b_only,
+                s.p_value,
+                s.p_holm,
+                s.verdict,
+                t.gate_verdict
             );
         }
         for t in &c.tasks {
-            if let Some(q) = &t.quality {
+            if let Some(q) = &t.significance.quality {
                 println!(
                     "{:<16} {} A {:.4} B {:.4} delta {:+.4} [{:+.4}, {:+.4}] p {:.4} (paired bootstrap, {} resamples)  {}",
-                    t.name,
+                    t.significance.name,
                     q.metric,
                     q.a,
                     q.b,
@@ -330,6 +367,25 @@ fn compare(files: &[PathBuf], alpha: f64, g: &GlobalOpts) -> anyhow::Result<Stat
                     q.p_value,
                     q.resamples,
                     q.verdict
+                );
+            }
+        }
+        println!(
+            "gate (as `yardstick gate`: paired item bootstrap of B/A at {}% confidence, \
+             tolerance {} points, Holm across {} metrics): {}",
+            (c.level * 100.0).round(),
+            args.tolerance_points,
+            c.tasks.iter().map(|t| t.gate.len()).sum::<usize>(),
+            c.gate_verdict
+        );
+        for t in &c.tasks {
+            for m in &t.gate {
+                println!(
+                    "  {:<16} {:<13} {:<12} {}",
+                    m.point,
+                    m.metric,
+                    m.verdict.to_string(),
+                    m.reason
                 );
             }
         }
