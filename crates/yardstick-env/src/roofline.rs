@@ -224,6 +224,12 @@ pub struct Observation {
     pub queue_s: Option<f64>,
     /// Time requests spend being served, s.
     pub service_s: Option<f64>,
+    /// The wall time `queue_s` and `service_s` are parts of, when they describe a whole job
+    /// run (start-up and teardown against the steps) rather than requests. The control-plane
+    /// share is then `queue_s / wall_s`, and it is checked before the per-step causes: when
+    /// most of a job's wall time is spent outside its steps, no step is the bottleneck.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_s: Option<f64>,
 }
 
 /// The bottleneck classes of seed 000 (memory split out of compute, as a roofline does).
@@ -263,8 +269,47 @@ pub const COMM_SHARE: f64 = 0.3;
 pub const COMM_SHARE_SATURATED: f64 = 0.15;
 /// Fraction of the link peak that counts as saturated.
 pub const LINK_SATURATED: f64 = 0.8;
-/// Queue share of (queue + service) above which the control plane is the bottleneck.
+/// Queue share of (queue + service) — or, for a job run, control-plane share of the wall time
+/// (start-up and teardown) — at or above which the control plane is the bottleneck.
 pub const QUEUE_SHARE: f64 = 0.5;
+
+/// The control-plane verdict of a job run's start-up and teardown against its wall time.
+fn job_control_plane(o: &Observation) -> Option<String> {
+    let (q, s, w) = (o.queue_s?, o.service_s.unwrap_or(0.0), o.wall_s?);
+    if !(w.is_finite() && w > 0.0 && q.is_finite()) || q / w < QUEUE_SHARE {
+        return None;
+    }
+    Some(format!(
+        "{:.0}% of the job's wall time ({q:.3} s of {w:.3} s) is start-up and teardown, against \
+         {s:.3} s in its steps (control-plane threshold {:.0}%)",
+        q / w * 100.0,
+        QUEUE_SHARE * 100.0
+    ))
+}
+
+/// The roofline sentences of a placement on `c`.
+fn roofline_evidence(c: &Ceilings, p: &Placement) -> Vec<String> {
+    let mut evidence = vec![format!(
+        "arithmetic intensity {:.2} FLOP/B is {} the ridge point {:.2} FLOP/B of {}",
+        p.intensity,
+        if p.roof == "memory" {
+            "below"
+        } else {
+            "at or above"
+        },
+        p.ridge,
+        c.label
+    )];
+    if let Some(e) = p.efficiency {
+        evidence.push(format!(
+            "achieved {:.3e} FLOP/s = {:.0}% of the attainable {:.3e} FLOP/s",
+            p.achieved_flops.unwrap_or(0.0),
+            e * 100.0,
+            p.attainable_flops
+        ));
+    }
+    evidence
+}
 
 /// Classifies the bottleneck of an observation on the machine `c`.
 pub fn classify(c: &Ceilings, o: &Observation) -> Classification {
@@ -274,6 +319,22 @@ pub fn classify(c: &Ceilings, o: &Observation) -> Classification {
         _ => None,
     };
     let mut evidence = Vec::new();
+    if let Some(e) = job_control_plane(o) {
+        evidence.push(e);
+        // Where the steps themselves sit still matters once the start-up is fixed.
+        if let Some(p) = &placement {
+            evidence.extend(
+                roofline_evidence(c, p)
+                    .into_iter()
+                    .map(|e| format!("its steps: {e}")),
+            );
+        }
+        return Classification {
+            bottleneck: Bottleneck::ControlPlane,
+            evidence,
+            placement,
+        };
+    }
     let step = o.step_s.filter(|s| s.is_finite() && *s > 0.0);
     if let (Some(step), Some(wait)) = (step, o.data_wait_s) {
         let share = wait / step;
@@ -302,11 +363,24 @@ pub fn classify(c: &Ceilings, o: &Observation) -> Classification {
                 "{:.0}% of the step ({comm:.4} s) is in exposed collectives",
                 pct(share)
             ));
-            if let Some(s) = saturation {
-                evidence.push(format!(
-                    "collective bus bandwidth is {:.0}% of the link peak",
-                    pct(s)
-                ));
+            match (saturation, o.comm_busbw, c.link_bw) {
+                (Some(s), Some(bw), Some(peak)) => evidence.push(format!(
+                    "collective bus bandwidth {:.2} GB/s is {:.0}% of the link peak {:.2} GB/s{}",
+                    bw / 1e9,
+                    pct(s),
+                    peak / 1e9,
+                    if s >= LINK_SATURATED {
+                        " (saturated: a faster link, not overlap, is the remedy)"
+                    } else {
+                        " (not saturated: overlap or larger buckets before a faster link)"
+                    }
+                )),
+                (_, Some(bw), _) => evidence.push(format!(
+                    "collective bus bandwidth {:.2} GB/s; no link peak to compare it with \
+                     (import nccl-tests output of this machine)",
+                    bw / 1e9
+                )),
+                _ => {}
             }
             return Classification {
                 bottleneck: Bottleneck::Communication,
@@ -315,7 +389,7 @@ pub fn classify(c: &Ceilings, o: &Observation) -> Classification {
             };
         }
     }
-    if let (Some(q), Some(s)) = (o.queue_s, o.service_s)
+    if let (Some(q), Some(s), None) = (o.queue_s, o.service_s, o.wall_s)
         && q + s > 0.0
         && q / (q + s) >= QUEUE_SHARE
     {
@@ -331,25 +405,7 @@ pub fn classify(c: &Ceilings, o: &Observation) -> Classification {
     }
     match &placement {
         Some(p) => {
-            evidence.push(format!(
-                "arithmetic intensity {:.2} FLOP/B is {} the ridge point {:.2} FLOP/B of {}",
-                p.intensity,
-                if p.roof == "memory" {
-                    "below"
-                } else {
-                    "at or above"
-                },
-                p.ridge,
-                c.label
-            ));
-            if let Some(e) = p.efficiency {
-                evidence.push(format!(
-                    "achieved {:.3e} FLOP/s = {:.0}% of the attainable {:.3e} FLOP/s",
-                    p.achieved_flops.unwrap_or(0.0),
-                    pct(e),
-                    p.attainable_flops
-                ));
-            }
+            evidence.extend(roofline_evidence(c, p));
             Classification {
                 bottleneck: if p.roof == "memory" {
                     Bottleneck::Memory
@@ -564,7 +620,7 @@ mod tests {
         };
         let k = classify(&c, &chatty);
         assert_eq!(k.bottleneck, Bottleneck::Communication);
-        assert!(k.evidence[1].contains("90% of the link peak"));
+        assert!(k.evidence[1].contains("90% of the link peak 400.00 GB/s (saturated"));
         let quiet_link = Observation {
             comm_s: Some(0.2),
             comm_busbw: Some(100e9),
@@ -587,6 +643,66 @@ mod tests {
             ..Observation::default()
         };
         assert_eq!(classify(&c, &streaming).bottleneck, Bottleneck::Memory);
+    }
+
+    #[test]
+    fn a_job_that_mostly_starts_up_is_control_plane_bound_before_its_steps() {
+        let c = vm();
+        // 2.2 s of a 2.5 s job outside its steps (0.3 s), and the steps themselves wait for
+        // input: start-up bounds the job.
+        let job = Observation {
+            step_s: Some(0.1),
+            data_wait_s: Some(0.05),
+            queue_s: Some(2.2),
+            service_s: Some(0.3),
+            wall_s: Some(2.5),
+            ..Observation::default()
+        };
+        let k = classify(&c, &job);
+        assert_eq!(k.bottleneck, Bottleneck::ControlPlane);
+        assert!(
+            k.evidence[0].starts_with("88% of the job's wall time (2.200 s of 2.500 s)"),
+            "{:?}",
+            k.evidence
+        );
+        // 0.2 s of start-up in a 2.5 s job: the steps decide.
+        let busy = Observation {
+            queue_s: Some(0.2),
+            service_s: Some(2.3),
+            ..job.clone()
+        };
+        assert_eq!(classify(&c, &busy).bottleneck, Bottleneck::Input);
+        // Against the wall time, not against queue + service: 1.0 s of start-up and 0.9 s
+        // of steps in a 2.5 s job is 40 %, below the threshold, though 53 % of their sum.
+        let gappy = Observation {
+            data_wait_s: None,
+            queue_s: Some(1.0),
+            service_s: Some(0.9),
+            ..job
+        };
+        assert_eq!(classify(&c, &gappy).bottleneck, Bottleneck::Undetermined);
+    }
+
+    #[test]
+    fn busbw_is_cited_against_the_link_peak() {
+        let mut c = vm();
+        let chatty = Observation {
+            step_s: Some(1.0),
+            comm_s: Some(0.4),
+            comm_busbw: Some(150e9),
+            ..Observation::default()
+        };
+        // No link peak: the figure, and what is missing.
+        let k = classify(&c, &chatty);
+        assert_eq!(k.bottleneck, Bottleneck::Communication);
+        assert!(k.evidence[1].contains("150.00 GB/s; no link peak"), "{k:?}");
+        c.link_bw = Some(400e9);
+        let k = classify(&c, &chatty);
+        assert_eq!(
+            k.evidence[1],
+            "collective bus bandwidth 150.00 GB/s is 38% of the link peak 400.00 GB/s \
+             (not saturated: overlap or larger buckets before a faster link)"
+        );
     }
 
     #[test]

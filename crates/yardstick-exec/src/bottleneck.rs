@@ -4,10 +4,15 @@
 //!
 //! The machine's ceilings are the job's: peak FLOP/s and memory bandwidth of one device times
 //! the devices, because the step's FLOPs and bytes are the whole job's.
+//!
+//! A command run also has a [`JobTimeline`]: its start-up (launch → first step) and teardown
+//! (last step → exit) are control-plane time, Σ step times is service time; when control-plane
+//! time is at least half the wall time the run is control-plane-bound ([`classify_job`]).
 
 use serde::Serialize;
 use yardstick_env::roofline::{self, Ceilings, Classification, Observation};
 
+use crate::timeline::JobTimeline;
 use crate::training::TrainingReport;
 
 /// A classification with what it was computed from.
@@ -25,6 +30,10 @@ pub struct TrainingBottleneck {
     pub observation: Observation,
     /// `reported` or `estimated` bytes per step.
     pub bytes_source: Option<&'static str>,
+    /// Where the run's wall time went (start-up, steps, teardown), when the metric lines were
+    /// timed as they arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_plane: Option<JobTimeline>,
 }
 
 /// The observation of a training replicate: median measured step.
@@ -35,6 +44,7 @@ pub fn observation(report: &TrainingReport) -> Observation {
         step_s: Some(report.step_time_s.p50),
         data_wait_s: report.data_wait_s,
         comm_s: report.comm_s,
+        comm_busbw: report.comm_busbw_gbps.map(|g| g * 1e9),
         ..Observation::default()
     }
 }
@@ -60,10 +70,51 @@ pub fn classify_training(
     per_device: &Ceilings,
     ceilings_source: impl Into<String>,
 ) -> TrainingBottleneck {
+    classify_job(report, None, per_device, ceilings_source)
+}
+
+/// [`classify_training`] of a command run with its timeline: start-up plus teardown is the
+/// observation's control-plane (`queue_s`) time, Σ step times its service time, against the
+/// run's wall time.
+pub fn classify_job(
+    report: &TrainingReport,
+    timeline: Option<&JobTimeline>,
+    per_device: &Ceilings,
+    ceilings_source: impl Into<String>,
+) -> TrainingBottleneck {
     let devices = report.mfu.as_ref().map_or(report.world_size, |m| m.devices);
     let ceilings = job_ceilings(per_device, devices);
-    let obs = observation(report);
+    let mut obs = observation(report);
+    if let Some(t) = timeline {
+        obs.queue_s = Some(t.control_plane_s);
+        obs.service_s = Some(t.service_s);
+        obs.wall_s = Some(t.wall_s);
+    }
     let mut classification = roofline::classify(&ceilings, &obs);
+    if let Some(t) = timeline {
+        let split = format!(
+            "start-up (launch to the first step) {:.3} s, teardown (last step to exit) {:.3} s, \
+             {:.3} s in {} step records, {:.3} s between steps (arrivals by {}, ±{:.3} s)",
+            t.startup_s,
+            t.teardown_s,
+            t.service_s,
+            t.step_records,
+            t.between_steps_s,
+            t.source,
+            t.resolution_s
+        );
+        if classification.bottleneck == roofline::Bottleneck::ControlPlane {
+            classification.evidence.insert(1, split);
+        } else {
+            classification.evidence.push(format!(
+                "start-up and teardown are {:.0}% of the wall time {:.3} s (control-plane \
+                 threshold {:.0}%): {split}",
+                t.control_plane_share * 100.0,
+                t.wall_s,
+                roofline::QUEUE_SHARE * 100.0
+            ));
+        }
+    }
     if report.bytes_source == Some("estimated") && classification.placement.is_some() {
         classification.evidence.push(
             "bytes per step are estimated from the model's shape (weights, AdamW states, \
@@ -84,6 +135,7 @@ pub fn classify_training(
         ceilings_source: ceilings_source.into(),
         observation: obs,
         bytes_source: report.bytes_source,
+        control_plane: timeline.cloned(),
     }
 }
 
@@ -171,6 +223,92 @@ mod tests {
                 .evidence
                 .iter()
                 .any(|e| e.contains("estimated from the model's shape"))
+        );
+    }
+
+    #[test]
+    fn reported_busbw_is_cited_against_the_link_peak() {
+        // 35 % of each 1 s step in exposed all-reduce at 90 and 70 GB/s on two ranks (mean 80).
+        let mut lines = String::new();
+        for i in 0..12 {
+            for (rank, bw) in [(0, 90), (1, 70)] {
+                lines.push_str(&format!(
+                    "{{\"step\":{i},\"rank\":{rank},\"world_size\":2,\"step_time_s\":1.0,\"comm_s\":0.35,\"comm_busbw_gbps\":{bw}}}\n"
+                ));
+            }
+        }
+        let cfg = TrainingConfig {
+            warmup: WarmupPolicy::None,
+            ..TrainingConfig::default()
+        };
+        let r = report(&lines, &cfg);
+        assert_eq!(r.comm_busbw_gbps, Some(80.0));
+        let mut c = vm();
+        c.link_bw = Some(100e9);
+        let b = classify_training(&r, &c, "given");
+        assert_eq!(b.classification.bottleneck, Bottleneck::Communication);
+        assert_eq!(b.observation.comm_busbw, Some(80e9));
+        assert!(
+            b.classification.evidence[1].starts_with(
+                "collective bus bandwidth 80.00 GB/s is 80% of the link peak 100.00 GB/s (saturated"
+            ),
+            "{:?}",
+            b.classification.evidence
+        );
+    }
+
+    #[test]
+    fn a_run_that_mostly_starts_up_is_control_plane_bound() {
+        let lines: String = (0..12)
+            .map(|i| format!("{{\"step\":{i},\"step_time_s\":0.01,\"data_wait_s\":0.005}}\n"))
+            .collect();
+        let cfg = TrainingConfig {
+            warmup: WarmupPolicy::None,
+            ..TrainingConfig::default()
+        };
+        let r = report(&lines, &cfg);
+        let t = JobTimeline {
+            wall_s: 2.0,
+            first_step_reported_s: 1.81,
+            startup_s: 1.8,
+            service_s: 0.12,
+            between_steps_s: 0.0,
+            teardown_s: 0.08,
+            control_plane_s: 1.88,
+            control_plane_share: 0.94,
+            step_records: 12,
+            source: "fifo",
+            resolution_s: 0.0,
+        };
+        let b = classify_job(&r, Some(&t), &vm(), "given");
+        // Half of every step waits for input, but the job is 94 % start-up and teardown.
+        assert_eq!(b.classification.bottleneck, Bottleneck::ControlPlane);
+        assert!(b.classification.evidence[0].starts_with("94% of the job's wall time"));
+        assert!(
+            b.classification.evidence[1].starts_with(
+                "start-up (launch to the first step) 1.800 s, teardown (last step to exit) 0.080 s"
+            ),
+            "{:?}",
+            b.classification.evidence
+        );
+        assert_eq!(b.observation.queue_s, Some(1.88));
+        assert_eq!(b.control_plane.as_ref(), Some(&t));
+        // The same steps in a job that is mostly steps: input-bound, the share still shown.
+        let busy = JobTimeline {
+            wall_s: 0.2,
+            startup_s: 0.05,
+            teardown_s: 0.01,
+            control_plane_s: 0.06,
+            control_plane_share: 0.3,
+            ..t
+        };
+        let b = classify_job(&r, Some(&busy), &vm(), "given");
+        assert_eq!(b.classification.bottleneck, Bottleneck::Input);
+        assert!(
+            b.classification
+                .evidence
+                .iter()
+                .any(|e| e.starts_with("start-up and teardown are 30% of the wall time 0.200 s"))
         );
     }
 

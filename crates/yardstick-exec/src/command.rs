@@ -20,6 +20,7 @@ use crate::ExecError;
 use crate::process::{self, CancelToken, ProcessOutcome, ProcessSpec};
 use crate::protocol::{self, ENV_METRICS, ENV_REPLICATE, ENV_RUN_ID, MalformedLine};
 use crate::scaling::{self, ScalingInput, ScalingReport};
+use crate::timeline;
 use crate::training::{self, TrainingConfig, TrainingReport};
 
 /// The placeholder name of world-size sweeps (`{worldSize}`).
@@ -242,6 +243,10 @@ pub struct RunRecord {
     /// Training analysis of this run's metric records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub training: Option<TrainingReport>,
+    /// Where the wall time went — start-up, steps, teardown — from when the step records
+    /// arrived (successful measured runs whose steps were reported as they happened).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<crate::timeline::JobTimeline>,
 }
 
 impl RunRecord {
@@ -634,6 +639,7 @@ fn one_run(
             stderr: None,
             metrics: None,
             training: None,
+            timeline: None,
         });
     }
 
@@ -669,11 +675,39 @@ fn one_run(
         .as_deref()
         .map(|f| protocol::LiveMetrics::start(f, &metrics_file))
         .transpose()?;
-    let o = process::run_process(&spec, cfg.cancel.as_ref())?;
-    let parsed = match live {
-        Some(live) => live.finish()?,
-        None => protocol::read_metrics(&metrics_file)?,
+    // Without a FIFO, the file's growth is polled to time the step records' arrivals.
+    let watch = match live {
+        Some(_) => None,
+        None => Some(
+            timeline::FileWatch::start(&metrics_file, timeline::POLL_INTERVAL).map_err(
+                |source| ExecError::Io {
+                    path: metrics_file.clone(),
+                    source,
+                },
+            )?,
+        ),
     };
+    let launch = std::time::Instant::now();
+    let o = process::run_process(&spec, cfg.cancel.as_ref());
+    let (bytes, arrivals) = match (live, watch) {
+        (Some(live), _) => live.finish_raw()?,
+        (None, watch) => {
+            let arrivals = watch.map(timeline::FileWatch::finish).unwrap_or_default();
+            let bytes = match std::fs::read(&metrics_file) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(source) => {
+                    return Err(ExecError::Io {
+                        path: metrics_file.clone(),
+                        source,
+                    });
+                }
+            };
+            (bytes, arrivals)
+        }
+    };
+    let o = o?;
+    let parsed = protocol::parse_metrics(&String::from_utf8_lossy(&bytes));
     let wrote = !parsed.records.is_empty() || parsed.malformed_count > 0;
     let metrics = wrote.then(|| RunMetrics {
         file: metrics_file.clone(),
@@ -682,6 +716,13 @@ fn one_run(
         malformed: parsed.malformed.clone(),
     });
     let mut training = None;
+    let mut run_timeline = None;
+    if !warmup && o.success() {
+        match timeline::job_timeline(&bytes, &parsed, &arrivals, launch, o.wall_s) {
+            Ok(t) => run_timeline = t,
+            Err(why) => bench.result.warnings.push(format!("run {index}: {why}")),
+        }
+    }
     if !warmup {
         if let Some(s) = parsed.malformed_summary() {
             bench
@@ -719,6 +760,7 @@ fn one_run(
         stderr: Some(stderr),
         metrics,
         training,
+        timeline: run_timeline,
     })
 }
 
@@ -834,29 +876,43 @@ fn finish(cfg: &ExecConfig, r: &mut BenchmarkResult, interrupted: bool) {
     r.bottleneck = counted
         .iter()
         .rev()
-        .find_map(|x| x.training.as_ref())
-        .and_then(|t| bottleneck_of(t, cfg.ceilings.as_ref()));
+        .find(|x| x.training.is_some())
+        .and_then(|x| {
+            bottleneck_of(
+                x.training.as_ref()?,
+                x.timeline.as_ref(),
+                cfg.ceilings.as_ref(),
+            )
+        });
     warnings.append(&mut r.warnings);
     r.warnings = warnings;
 }
 
-/// Classifies a training report on the given ceilings; without ceilings only when the workload
-/// reported input or collective time (the roofline needs the machine).
+/// Classifies a training report (and the run's timeline) on the given ceilings; without
+/// ceilings only when the workload reported input or collective time or the run was timed (the
+/// roofline needs the machine; time shares do not).
 fn bottleneck_of(
     t: &TrainingReport,
+    timeline: Option<&crate::timeline::JobTimeline>,
     ceilings: Option<&(yardstick_env::roofline::Ceilings, String)>,
 ) -> Option<crate::bottleneck::TrainingBottleneck> {
     match ceilings {
-        Some((c, source)) => Some(crate::bottleneck::classify_training(t, c, source.clone())),
-        None if t.data_wait_s.is_some() || t.comm_s.is_some() => {
+        Some((c, source)) => Some(crate::bottleneck::classify_job(
+            t,
+            timeline,
+            c,
+            source.clone(),
+        )),
+        None if t.data_wait_s.is_some() || t.comm_s.is_some() || timeline.is_some() => {
             let none = yardstick_env::roofline::Ceilings {
                 label: "unknown machine".into(),
                 peak_flops: 0.0,
                 memory_bw: 0.0,
                 link_bw: None,
             };
-            Some(crate::bottleneck::classify_training(
+            Some(crate::bottleneck::classify_job(
                 t,
+                timeline,
                 &none,
                 "none given (pass --peak-flops/--gpu and --memory-bw, or --micro FILE)",
             ))

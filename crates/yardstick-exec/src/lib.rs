@@ -29,6 +29,7 @@ pub mod process;
 pub mod protocol;
 pub mod scaling;
 pub mod spec;
+pub mod timeline;
 pub mod training;
 
 pub use command::{ExecConfig, ExecReport, run_command_benchmark};

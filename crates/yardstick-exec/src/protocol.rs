@@ -23,7 +23,7 @@ pub const ENV_RUN_ID: &str = "YARDSTICK_RUN_ID";
 pub const ENV_REPLICATE: &str = "YARDSTICK_REPLICATE";
 
 /// The keys the protocol defines; anything else is a custom metric.
-pub const KNOWN_KEYS: [&str; 13] = [
+pub const KNOWN_KEYS: [&str; 14] = [
     "step",
     "step_time_s",
     "tokens",
@@ -37,6 +37,7 @@ pub const KNOWN_KEYS: [&str; 13] = [
     "bytes",
     "data_wait_s",
     "comm_s",
+    "comm_busbw_gbps",
 ];
 
 /// One step (or event) reported by a workload.
@@ -86,6 +87,11 @@ pub struct MetricRecord {
     /// Seconds of the step spent in collectives not overlapped with compute.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comm_s: Option<f64>,
+    /// Bus bandwidth the step's collectives achieved, GB/s (10^9 bytes/s), computed as
+    /// nccl-tests does (all-reduce: bytes / time · 2(n−1)/n), so it compares with the link's
+    /// nccl-tests busbw peak.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_busbw_gbps: Option<f64>,
     /// Every other key, kept as reported.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub custom: BTreeMap<String, Value>,
@@ -235,6 +241,7 @@ fn record_from_map(map: Map<String, Value>, line: usize) -> Result<MetricRecord,
             "bytes" => r.bytes = Some(non_negative(&key, &value)?),
             "data_wait_s" => r.data_wait_s = Some(non_negative(&key, &value)?),
             "comm_s" => r.comm_s = Some(non_negative(&key, &value)?),
+            "comm_busbw_gbps" => r.comm_busbw_gbps = Some(non_negative(&key, &value)?),
             "loss" => match &value {
                 Value::String(s) if is_non_finite_word(s) => r.loss_non_finite = true,
                 _ => r.loss = Some(finite(&key, &value)?),
@@ -456,6 +463,20 @@ mod tests {
     }
 
     #[test]
+    fn collective_bus_bandwidth_is_a_known_key() {
+        let p = parse_metrics(
+            "{\"step\":1,\"step_time_s\":0.5,\"comm_s\":0.1,\"comm_busbw_gbps\":182.5}\n\
+             {\"step\":2,\"comm_busbw_gbps\":-1}\n\
+             {\"step\":3,\"comm_busbw_gbps\":\"fast\"}\n",
+        );
+        assert_eq!(p.records.len(), 1);
+        assert_eq!(p.records[0].comm_busbw_gbps, Some(182.5));
+        assert!(p.records[0].custom.is_empty());
+        assert_eq!(p.malformed_count, 2);
+        assert!(p.malformed[0].reason.contains("negative"));
+    }
+
+    #[test]
     fn nothing_written_is_empty() {
         assert!(parse_metrics("").is_empty());
         assert!(parse_metrics("\n\n").is_empty());
@@ -491,8 +512,11 @@ pub struct LiveMetrics {
     fifo: std::path::PathBuf,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     lines: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    thread: Option<std::thread::JoinHandle<std::io::Result<Vec<u8>>>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<FifoBytes>>>,
 }
+
+/// Every byte read from the FIFO, and when each read arrived.
+type FifoBytes = (Vec<u8>, crate::timeline::Arrivals);
 
 impl LiveMetrics {
     /// Creates the FIFO at `fifo` (replacing a stale file) and starts reading it; every byte
@@ -544,6 +568,8 @@ impl LiveMetrics {
                 let _keepalive = keepalive;
                 let mut reader = reader;
                 let mut all = Vec::new();
+                let mut arrivals =
+                    crate::timeline::Arrivals::new("fifo", std::time::Duration::ZERO);
                 let mut buf = vec![0u8; 64 * 1024];
                 loop {
                     let stopping = stop2.load(Ordering::Acquire);
@@ -556,6 +582,7 @@ impl LiveMetrics {
                                 Ordering::Relaxed,
                             );
                             all.extend_from_slice(&buf[..n]);
+                            arrivals.record(all.len() as u64, std::time::Instant::now());
                             continue;
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -576,7 +603,7 @@ impl LiveMetrics {
                     unsafe { libc::poll(&mut pfd, 1, 50) };
                 }
                 out.flush()?;
-                Ok(all)
+                Ok((all, arrivals))
             })
             .map_err(io_err)?;
         Ok(LiveMetrics {
@@ -594,9 +621,16 @@ impl LiveMetrics {
 
     /// Drains what is left in the pipe, stops the reader, removes the FIFO and parses every
     /// line read.
-    pub fn finish(mut self) -> Result<ParsedMetrics, ExecError> {
+    pub fn finish(self) -> Result<ParsedMetrics, ExecError> {
+        let (bytes, _) = self.finish_raw()?;
+        Ok(parse_metrics(&String::from_utf8_lossy(&bytes)))
+    }
+
+    /// [`LiveMetrics::finish`] without the parse: every byte read, and when each read
+    /// arrived (for the run's start-up and teardown, [`crate::timeline`]).
+    pub fn finish_raw(mut self) -> Result<FifoBytes, ExecError> {
         self.stop.store(true, std::sync::atomic::Ordering::Release);
-        let bytes = match self.thread.take().map(std::thread::JoinHandle::join) {
+        let out = match self.thread.take().map(std::thread::JoinHandle::join) {
             Some(Ok(Ok(b))) => b,
             Some(Ok(Err(source))) => {
                 return Err(ExecError::Io {
@@ -604,10 +638,10 @@ impl LiveMetrics {
                     source,
                 });
             }
-            _ => Vec::new(),
+            _ => Default::default(),
         };
         let _ = std::fs::remove_file(&self.fifo);
-        Ok(parse_metrics(&String::from_utf8_lossy(&bytes)))
+        Ok(out)
     }
 }
 

@@ -249,6 +249,10 @@ pub struct TrainingReport {
     pub data_wait_s: Option<f64>,
     /// Median over measured steps of the exposed collective time (`comm_s`, mean over ranks).
     pub comm_s: Option<f64>,
+    /// Median over measured steps of the collectives' bus bandwidth (`comm_busbw_gbps`, mean
+    /// over ranks), GB/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_busbw_gbps: Option<f64>,
     /// MFU, when a peak and a FLOP count are known.
     pub mfu: Option<MfuReport>,
     /// Largest `mem_bytes` reported by any rank.
@@ -279,6 +283,8 @@ struct Step {
     bytes_missing: bool,
     data_wait: BTreeMap<u32, f64>,
     comm: BTreeMap<u32, f64>,
+    /// Collective bus bandwidth per rank, GB/s (the last record's when a rank reports twice).
+    busbw: BTreeMap<u32, f64>,
     loss: Option<(u32, f64)>,
     loss_non_finite: bool,
 }
@@ -371,6 +377,7 @@ pub fn analyze_training(
             .filter_map(|s| mean_over_ranks(&s.data_wait)),
     );
     let comm_s = median_of(measured.iter().filter_map(|s| mean_over_ranks(&s.comm)));
+    let comm_busbw_gbps = median_of(measured.iter().filter_map(|s| mean_over_ranks(&s.busbw)));
 
     let loss = loss_report(&timed, &mut warnings);
     let cost = cfg.cost_per_device_hour.map(|price| {
@@ -404,6 +411,7 @@ pub fn analyze_training(
         bytes_source,
         data_wait_s,
         comm_s,
+        comm_busbw_gbps,
         mfu,
         peak_mem_bytes: peak_mem,
         loss,
@@ -471,6 +479,9 @@ fn group_steps(records: &[MetricRecord]) -> Grouped {
         }
         if let Some(c) = r.comm_s {
             *step.comm.entry(rank).or_insert(0.0) += c;
+        }
+        if let Some(b) = r.comm_busbw_gbps {
+            step.busbw.insert(rank, b);
         }
         if r.loss_non_finite {
             step.loss_non_finite = true;

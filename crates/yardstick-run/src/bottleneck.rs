@@ -3,8 +3,10 @@
 //! peak — `gemm.bf16.N` for a bf16 workload, f32 otherwise or as the noted fallback —
 //! `memory.triad` as the
 //! bandwidth), the e2e layer's training analysis gives each point's FLOPs, bytes and time per
-//! step (and input wait and exposed collective time when the workload reports them), and
-//! `yardstick_env::roofline` places and classifies each point with its evidence.
+//! step (and input wait, exposed collective time and its bus bandwidth when the workload
+//! reports them), the command's timeline its start-up and teardown against its wall time
+//! (control-plane time, mean over replicates), and `yardstick_env::roofline` places and
+//! classifies each point with its evidence.
 
 use serde_json::{Value, json};
 use yardstick_env::roofline::{self, Ceilings, Observation};
@@ -44,20 +46,29 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
         let Some(step_s) = fact(aggregate, id, "step_time_s", "p50") else {
             continue;
         };
+        let startup = fact(aggregate, id, "startup_s", "value");
+        let teardown = fact(aggregate, id, "teardown_s", "value");
+        let wall = fact(aggregate, id, "wall_s", "value");
+        let timed = startup.is_some() && teardown.is_some() && wall.is_some();
         let obs = Observation {
             flops: fact(aggregate, id, "flops_per_step", "value"),
             bytes: fact(aggregate, id, "bytes_per_step", "value"),
             step_s: Some(step_s),
             data_wait_s: fact(aggregate, id, "data_wait_s", "value"),
             comm_s: fact(aggregate, id, "comm_s", "value"),
-            ..Observation::default()
+            comm_busbw: fact(aggregate, id, "comm_busbw_gbps", "value").map(|g| g * 1e9),
+            queue_s: timed.then(|| startup.unwrap_or(0.0) + teardown.unwrap_or(0.0)),
+            service_s: timed
+                .then(|| fact(aggregate, id, "service_s", "value"))
+                .flatten(),
+            wall_s: timed.then_some(wall).flatten(),
         };
         let devices = fact(aggregate, id, "mfu", "devices")
             .or_else(|| fact(aggregate, id, "world_size", "value"))
             .map_or(1, |d| d.round().max(1.0) as u32);
         let job = match &ceilings {
             Some((c, _)) => yardstick_exec::bottleneck::job_ceilings(c, devices),
-            None if obs.data_wait_s.is_some() || obs.comm_s.is_some() => Ceilings {
+            None if obs.data_wait_s.is_some() || obs.comm_s.is_some() || timed => Ceilings {
                 label: "no micro ceilings".into(),
                 peak_flops: 0.0,
                 memory_bw: 0.0,
@@ -65,7 +76,27 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
             },
             None => continue,
         };
-        let k = roofline::classify(&job, &obs);
+        let mut k = roofline::classify(&job, &obs);
+        let control_plane = match (startup, teardown, obs.wall_s) {
+            (Some(s), Some(t), Some(w)) if timed && w > 0.0 => {
+                let split = format!(
+                    "start-up (launch to the first step) {s:.3} s, teardown (last step to exit) \
+                     {t:.3} s of {w:.3} s wall (means over replicates)"
+                );
+                if k.bottleneck == roofline::Bottleneck::ControlPlane {
+                    k.evidence.insert(1, split);
+                } else {
+                    k.evidence.push(format!(
+                        "start-up and teardown are {:.0}% of the wall time (control-plane \
+                         threshold {:.0}%): {split}",
+                        (s + t) / w * 100.0,
+                        roofline::QUEUE_SHARE * 100.0
+                    ));
+                }
+                json!({"startup_s": s, "teardown_s": t, "wall_s": w, "share": (s + t) / w})
+            }
+            _ => Value::Null,
+        };
         points.push(json!({
             "point": id,
             "bottleneck": k.bottleneck,
@@ -73,6 +104,7 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
             "placement": k.placement,
             "observation": obs,
             "devices": devices,
+            "control_plane": control_plane,
         }));
     }
     if points.is_empty() {
@@ -187,6 +219,53 @@ mod tests {
         let v = bottlenecks(&plan(), &facts, None);
         assert!(v["ceilings"].is_null());
         assert_eq!(v["points"][0]["bottleneck"], "input");
+    }
+
+    #[test]
+    fn a_command_point_that_mostly_starts_up_is_control_plane_bound() {
+        let mut facts = vec![
+            row("e2e.0.train", "step_time_s", "p50", 0.01, "s"),
+            row("e2e.0.train", "startup_s", "value", 1.5, "s"),
+            row("e2e.0.train", "teardown_s", "value", 0.1, "s"),
+            row("e2e.0.train", "service_s", "value", 0.2, "s"),
+            row("e2e.0.train", "wall_s", "value", 1.8, "s"),
+        ];
+        // No micro layer: start-up against wall time needs no ceilings.
+        let v = bottlenecks(&plan(), &facts, None);
+        let p = &v["points"][0];
+        assert_eq!(p["bottleneck"], "control-plane", "{p}");
+        assert!(
+            p["evidence"][0]
+                .as_str()
+                .unwrap()
+                .starts_with("89% of the job's wall time (1.600 s of 1.800 s)"),
+            "{p}"
+        );
+        assert!(
+            p["evidence"][1]
+                .as_str()
+                .unwrap()
+                .contains("start-up (launch to the first step) 1.500 s")
+        );
+        assert_eq!(p["control_plane"]["startup_s"], 1.5);
+        assert_eq!(p["observation"]["queue_s"], 1.6);
+        // A long run with the same start-up: the steps decide (here, their input wait).
+        for f in facts.iter_mut() {
+            match f.metric.as_str() {
+                "wall_s" => f.value = 20.0,
+                "service_s" => f.value = 18.4,
+                _ => {}
+            }
+        }
+        facts.push(row("e2e.0.train", "data_wait_s", "value", 0.004, "s"));
+        let v = bottlenecks(&plan(), &facts, None);
+        let p = &v["points"][0];
+        assert_eq!(p["bottleneck"], "input", "{p}");
+        assert!(p["evidence"].as_array().unwrap().iter().any(|e| {
+            e.as_str()
+                .unwrap()
+                .starts_with("start-up and teardown are 8% of the wall time")
+        }));
     }
 
     #[test]

@@ -112,6 +112,18 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         serde_json::json!({"value": run.max_rss_bytes}),
     );
     summary.insert("exit_code".into(), run.exit_code.into());
+    // Where the wall time went (start-up and teardown are control-plane time; the bottleneck
+    // of the point compares them with the wall time).
+    if let Some(t) = &run.timeline {
+        for (k, v) in [
+            ("startup_s", t.startup_s),
+            ("teardown_s", t.teardown_s),
+            ("service_s", t.service_s),
+            ("between_steps_s", t.between_steps_s),
+        ] {
+            summary.insert(k.into(), serde_json::json!({ "value": v }));
+        }
+    }
     if let Some(t) = &run.training
         && let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(t)
     {

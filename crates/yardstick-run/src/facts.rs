@@ -18,6 +18,8 @@ pub fn unit_of(metric: &str) -> &'static str {
         "samples/s"
     } else if metric.ends_with("_bytes") {
         "bytes"
+    } else if metric.ends_with("_gbps") {
+        "GB/s"
     } else if metric.ends_with("_ms") {
         "ms"
     } else if metric.ends_with("_s") {

@@ -54,18 +54,29 @@ fn the_training_point_is_classified_on_the_runs_own_ceilings() {
     assert!(b["ceilings"]["peak_flops"].as_f64().unwrap() > 0.0);
     let p = &b["points"][0];
     assert!(p["point"].as_str().unwrap().starts_with("e2e."), "{p}");
+    // Eight tiny steps: the trainer's start-up (launch to its first step) can outweigh them
+    // (0.69 s against 0.40 s of steps in a debug build on the development VM), which is then
+    // the honest verdict; the steps are placed on the roofline either way.
     let kind = p["bottleneck"].as_str().unwrap();
-    assert!(kind == "compute" || kind == "memory", "{p}");
+    let share = p["control_plane"]["share"].as_f64().unwrap();
+    assert!(share > 0.0 && share <= 1.0, "{p}");
+    if share >= 0.5 {
+        assert_eq!(kind, "control-plane", "{p}");
+    } else {
+        assert!(kind == "compute" || kind == "memory", "{p}");
+    }
     // The trainer reports its FLOPs and bytes per step: the placement is there, with the run's
     // ridge point in the evidence.
     let placement = &p["placement"];
     assert!(placement["intensity"].as_f64().unwrap() > 0.0);
     assert!(placement["efficiency"].as_f64().unwrap() > 0.0);
     assert!(
-        p["evidence"][0]
-            .as_str()
+        p["evidence"]
+            .as_array()
             .unwrap()
-            .contains("this run's micro layer")
+            .iter()
+            .any(|e| e.as_str().unwrap().contains("this run's micro layer")),
+        "{p}"
     );
     // The same in the stored summary.json.
     let run_id = v["run_id"].as_str().unwrap();

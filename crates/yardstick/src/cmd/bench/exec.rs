@@ -92,6 +92,10 @@ pub struct ExecArgs {
     /// roofline and the bottleneck classification.
     #[arg(long, value_name = "BYTES_PER_S")]
     pub memory_bw: Option<f64>,
+    /// Link peak of collectives in bytes/s (the nccl-tests busbw plateau of this machine, e.g.
+    /// 3.6e11 for H100 NVLink all-reduce), compared with the workload's `comm_busbw_gbps`.
+    #[arg(long, value_name = "BYTES_PER_S")]
+    pub link_bw: Option<f64>,
     /// Ceilings from `yardstick bench micro --json` output of this machine (best gemm.<dtype>.N
     /// as the peak, memory.triad as the bandwidth) for MFU and the bottleneck classification.
     #[arg(long, value_name = "FILE")]
@@ -192,6 +196,7 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
     positive("peak-flops", args.peak_flops)?;
     positive("cost-per-device-hour", args.cost_per_device_hour)?;
     positive("memory-bw", args.memory_bw)?;
+    positive("link-bw", args.link_bw)?;
     let micro = args
         .micro
         .as_deref()
@@ -218,13 +223,14 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
                 label: args.gpu.clone().unwrap_or_else(|| "given".into()),
                 peak_flops: p,
                 memory_bw: bw,
-                link_bw: None,
+                link_bw: args.link_bw,
             },
             "given (--peak-flops/--gpu, --memory-bw)".to_string(),
         )),
         (Some(p), None, Some((c, src))) => Some((
             yardstick_env::roofline::Ceilings {
                 peak_flops: p,
+                link_bw: args.link_bw.or(c.link_bw),
                 ..c.clone()
             },
             src.clone(),
