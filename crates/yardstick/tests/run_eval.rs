@@ -595,3 +595,84 @@ fn the_example_eval_spec_runs_as_written_against_the_embedded_simulator() {
     let got = fact(&f, "component.0.eval/perplexity", "perplexity").0;
     assert!((got - want).abs() < 1e-9 * want, "{got} vs {want}");
 }
+
+#[test]
+fn the_gate_catches_a_rouge_l_drop_on_paired_items() {
+    // A graded task (ROUGE-L) whose references are the simulator's answers: all right gives
+    // ROUGE-L 1.0; with --correct-fraction 0.5 about half the items get filler (ROUGE-L ~0).
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("probes")).unwrap();
+    let task = tmp.path().join("probes/sum.jsonl");
+    let lines: String = (0..20)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"s{i}\",\"prompt\":\"Summarise passage {i}.\",\
+                 \"references\":[\"zeta{i} omega{i} kappa sigma\"],\"scorer\":\"rouge-l\"}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(&task, lines).unwrap();
+    let sim = |extra: &[&str]| {
+        let mut args = vec![
+            "--answers",
+            task.to_str().unwrap(),
+            "--ttft-ms",
+            "1",
+            "--itl-ms",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        Sim::start(&args)
+    };
+    let text = |url: &str| {
+        spec(url, "").replace(
+            "tasks: [arith, format]\n        perplexity: builtin",
+            "tasks: [probes/sum.jsonl]",
+        )
+    };
+    let store = tmp.path().join("store");
+    let right = sim(&[]);
+    let a = run(&store, "a", &text(&right.url));
+    let a_id = a["run_id"].as_str().unwrap();
+    assert_eq!(
+        fact(&facts(&store, a_id), "component.0.eval/sum", "mean_rouge_l").0,
+        1.0
+    );
+    let out = cmd(&store, &["baseline", "save", a_id]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let rouge = |g: &Value| {
+        g["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"] == "mean_rouge_l")
+            .unwrap_or_else(|| panic!("mean_rouge_l not gated: {g}"))
+            .clone()
+    };
+    // The same answers: PASS.
+    let b = run(&store, "b", &text(&right.url));
+    let out = cmd(&store, &["gate", b["run_id"].as_str().unwrap(), "--json"]);
+    let g = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{g}");
+    let m = rouge(&g);
+    assert_eq!(
+        (m["class"].as_str(), m["verdict"].as_str()),
+        (Some("quality"), Some("PASS"))
+    );
+    drop(right);
+    // About half the items wrong: ROUGE-L falls far beyond 2 points, FAIL on paired items.
+    let worse = sim(&["--correct-fraction", "0.5"]);
+    let c = run(&store, "c", &text(&worse.url));
+    let c_id = c["run_id"].as_str().unwrap();
+    let score = fact(&facts(&store, c_id), "component.0.eval/sum", "mean_rouge_l").0;
+    assert!(score < 0.9 && score > 0.1, "ROUGE-L {score}");
+    let out = cmd(&store, &["gate", c_id, "--json"]);
+    let g = json(&out);
+    assert_eq!(out.status.code(), Some(3), "{g}");
+    let m = rouge(&g);
+    assert_eq!(m["verdict"], "FAIL", "{m}");
+    assert_eq!(m["tolerance_pct"], 2.0);
+    assert_eq!(m["paired"]["statistic"], "mean_score", "{m}");
+    assert_eq!(m["paired"]["items"], 20, "{m}");
+    assert!(m["ci_hi"].as_f64().unwrap() < 0.98, "{m}");
+}
