@@ -314,53 +314,40 @@ fn open_loop_arrivals_keep_their_schedule() {
     let rate = sxx / sxy;
     assert!((rate - 1000.0).abs() < 10.0, "sent at {rate} req/s");
 
-    // Poisson arrivals: seeded, mean gap 1/rate.
-    let o = bench(
-        &sim.url,
-        &[
+    // Seeded arrivals at 500 req/s (mean gap 2 ms): Poisson gaps have CV 1; gamma of shape
+    // 0.25 keeps the mean rate and is burstier, CV 1/sqrt(0.25) = 2.
+    for (arrival, label, cv_want, tol) in [
+        (&[][..], "poisson", 1.0, (0.2, 0.15)),
+        (
+            &["--arrival", "gamma", "--burstiness", "0.25"][..],
+            "gamma(0.25)",
+            2.0,
+            (0.4, 0.4),
+        ),
+    ] {
+        let mut args = vec![
             "--scenario",
             "D(5,2)",
             "--rate",
             "500",
             "--max-requests",
             "1000",
-            "--output",
-            out.to_str().unwrap(),
-        ],
-    );
-    json_of(&o);
-    let recs = lines(&out.join("requests.jsonl"));
-    let (mean_gap, cv) = gap_stats(&recs);
-    assert!((mean_gap - 2.0).abs() < 0.2, "mean gap {mean_gap} ms");
-    assert!((cv - 1.0).abs() < 0.15, "Poisson gaps have CV 1, got {cv}");
-
-    // Gamma arrivals of shape 0.25: the same mean rate, burstier (CV 1/sqrt(0.25) = 2).
-    let o = bench(
-        &sim.url,
-        &[
-            "--scenario",
-            "D(5,2)",
-            "--rate",
-            "500",
-            "--arrival",
-            "gamma",
-            "--burstiness",
-            "0.25",
-            "--max-requests",
-            "1000",
-            "--output",
-            out.to_str().unwrap(),
-        ],
-    );
-    let doc = json_of(&o);
-    assert_eq!(doc["points"][0]["load"]["arrival"], "gamma(0.25)");
-    assert_eq!(doc["points"][0]["requests"]["completed"], 1000);
-    let (mean_gap, cv) = gap_stats(&lines(&out.join("requests.jsonl")));
-    assert!((mean_gap - 2.0).abs() < 0.4, "mean gap {mean_gap} ms");
-    assert!(
-        (cv - 2.0).abs() < 0.4,
-        "gamma(0.25) gaps have CV 2, got {cv}"
-    );
+        ];
+        args.extend_from_slice(arrival);
+        args.extend_from_slice(&["--output", out.to_str().unwrap()]);
+        let doc = json_of(&bench(&sim.url, &args));
+        assert_eq!(doc["points"][0]["load"]["arrival"], label);
+        assert_eq!(doc["points"][0]["requests"]["completed"], 1000);
+        let (mean_gap, cv) = gap_stats(&lines(&out.join("requests.jsonl")));
+        assert!(
+            (mean_gap - 2.0).abs() < tol.0,
+            "{label}: mean gap {mean_gap} ms"
+        );
+        assert!(
+            (cv - cv_want).abs() < tol.1,
+            "{label}: gap CV {cv}, want {cv_want}"
+        );
+    }
 }
 
 /// Mean (ms) and coefficient of variation of the gaps between scheduled sends.
