@@ -55,12 +55,14 @@ const CONNECT_ATTEMPTS: usize = 3;
 
 impl HttpBackend {
     /// A backend for `url` (http or https; a `/v1` suffix is optional) and `api`; `bearer_env`
-    /// names a variable holding a bearer token; `max_idle` connections are kept for reuse.
+    /// names a variable holding a bearer token; `ca_cert` a PEM file of extra CA certificates
+    /// for https; `max_idle` connections are kept for reuse.
     pub fn new(
         url: &str,
         api: Api,
         timeout: Duration,
         bearer_env: Option<&str>,
+        ca_cert: Option<&std::path::Path>,
         max_idle: usize,
     ) -> Result<HttpBackend, EvalError> {
         let cfg = ClientConfig {
@@ -70,7 +72,7 @@ impl HttpBackend {
             request_timeout: timeout,
             bearer_env: bearer_env.map(str::to_string),
             max_idle: max_idle.max(1),
-            ca_cert: None,
+            ca_cert: ca_cert.map(std::path::Path::to_path_buf),
         };
         let client = Client::new(&cfg, Clock::new(), "eval")
             .map_err(|e| EvalError::Config(e.to_string()))?

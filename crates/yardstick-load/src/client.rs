@@ -205,7 +205,9 @@ fn tls_config(ca_cert: Option<&std::path::Path>) -> Result<rustls::ClientConfig,
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
     if let Some(path) = ca_cert {
-        let bad = |why: String| ClientError::Tls(format!("--ca-cert {}: {why}", path.display()));
+        let bad = |why: String| {
+            ClientError::Tls(format!("CA certificate file {}: {why}", path.display()))
+        };
         let certs = CertificateDer::pem_file_iter(path)
             .map_err(|e| bad(e.to_string()))?
             .collect::<Result<Vec<_>, _>>()

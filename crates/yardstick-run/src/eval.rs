@@ -128,6 +128,7 @@ pub fn run_replicate(
         concurrency,
         timeout,
         api_key_env,
+        ca_cert,
         ..
     } = work
     else {
@@ -141,7 +142,8 @@ pub fn run_replicate(
         stop: stop.clone(),
     };
     let backend = |api: Api, idle: usize| {
-        HttpBackend::new(url, api, timeout, api_key_env.as_deref(), idle)
+        let ca_cert = ca_cert.as_deref().map(std::path::Path::new);
+        HttpBackend::new(url, api, timeout, api_key_env.as_deref(), ca_cert, idle)
             .map_err(|e| RunError::Workload(e.to_string()))
     };
     let tasks: Vec<Task> = task

@@ -56,6 +56,8 @@ pub enum PointWork {
         slo_e2e_ms: Option<f64>,
         /// Environment variable holding a bearer token.
         api_key_env: Option<String>,
+        /// Extra CA certificates (PEM) for an https target.
+        ca_cert: Option<String>,
         /// A `tokenizer.json` for exact prompt lengths and local token counts.
         tokenizer: Option<String>,
         /// MLPerf LoadGen scenario (`single-stream`, `multi-stream`, `server`, `offline`)
@@ -97,6 +99,8 @@ pub enum PointWork {
         timeout: Option<Duration>,
         /// Environment variable holding a bearer token.
         api_key_env: Option<String>,
+        /// Extra CA certificates (PEM) for an https target.
+        ca_cert: Option<String>,
     },
     /// The built-in reference trainer.
     Train {
@@ -286,6 +290,7 @@ fn eval_points(
                 concurrency,
                 timeout: Some(timeout),
                 api_key_env: target.api_key_env.clone(),
+                ca_cert: target.ca_cert.clone(),
             },
         });
     }
@@ -417,6 +422,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                         slo_tpot_ms: slo.tpot_ms,
                         slo_e2e_ms: slo.e2e_ms,
                         api_key_env: target.api_key_env.clone(),
+                        ca_cert: target.ca_cert.clone(),
                         tokenizer: target.tokenizer.clone(),
                         mlperf: mlperf.map(str::to_owned),
                     },

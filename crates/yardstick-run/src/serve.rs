@@ -45,6 +45,7 @@ pub fn run_replicate(
         slo_tpot_ms,
         slo_e2e_ms,
         api_key_env,
+        ca_cert,
         tokenizer,
         mlperf,
         ..
@@ -81,7 +82,7 @@ pub fn run_replicate(
             request_timeout: Duration::from_secs(120),
             bearer_env: api_key_env.clone(),
             max_idle: 1,
-            ca_cert: None,
+            ca_cert: ca_cert.clone().map(std::path::PathBuf::from),
         },
         model: model.clone(),
         scenarios: vec![scenario.clone()],

@@ -567,6 +567,9 @@ pub struct Target {
     /// Name of the environment variable holding the bearer token (the token itself never
     /// appears in a spec).
     pub api_key_env: Option<String>,
+    /// A PEM file of CA certificates to trust for an `https` URL (a private CA, a self-signed
+    /// endpoint), beside the public roots; certificates are always verified.
+    pub ca_cert: Option<String>,
     /// Stream responses (SSE). Default true.
     pub stream: Option<bool>,
 }

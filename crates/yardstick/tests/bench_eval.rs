@@ -835,3 +835,27 @@ fn compare_of_real_runs_gates_accuracy_and_quality() {
     assert_eq!(graded["gate"][1]["class"], "quality");
     assert_eq!(graded["gate"][1]["paired"]["statistic"], "mean_score");
 }
+
+#[test]
+fn an_unreadable_ca_file_exits_2_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = ten_items(dir.path());
+    let o = run(&[
+        "bench",
+        "eval",
+        "--url",
+        "https://127.0.0.1:9",
+        "--model",
+        "m",
+        "--tasks",
+        &tasks,
+        "--ca-cert",
+        "/nonexistent/ca.pem",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("CA certificate file /nonexistent/ca.pem"),
+        "{err}"
+    );
+}

@@ -490,7 +490,10 @@ fn bad_input_exits_2_and_shows_the_accepted_forms() {
     );
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("--ca-cert /nonexistent/ca.pem"), "{err}");
+    assert!(
+        err.contains("CA certificate file /nonexistent/ca.pem"),
+        "{err}"
+    );
     for bad in ["D(100)", "N(1,2)/(3)", "D(-1,5)", "X(1,2)"] {
         let o = bench(
             "http://127.0.0.1:9",

@@ -447,3 +447,40 @@ fn the_telemetry_interval_is_configurable_and_checked() {
         );
     }
 }
+
+#[test]
+fn a_serve_target_takes_extra_ca_certificates_from_the_spec() {
+    // target.caCert reaches the client: an unreadable file fails each replicate of the point
+    // with the file named (a working https target is tested in yardstick-load's tls.rs).
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    let missing = dir.path().join("missing-ca.pem");
+    let text = serve_spec("", 4)
+        .replace(
+            "target: {url: sim, api: chat, model: sim-llama}",
+            &format!(
+                "target: {{url: \"https://127.0.0.1:9\", api: chat, model: sim-llama, caCert: \"{}\"}}",
+                missing.display()
+            ),
+        )
+        .replace("values: [1, 4]", "values: [1]")
+        .replace("concurrency: [1, 4]", "concurrency: 1");
+    std::fs::write(&spec, text).unwrap();
+    let store = dir.path().join("store");
+    let (o, v) = run_json(&spec, &store, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let results = store
+        .join("runs")
+        .join(v["run_id"].as_str().unwrap())
+        .join("results/component.0.serve_D_20_10_concurrency_1");
+    for r in 0..3 {
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(results.join(format!("r{r}.json"))).unwrap())
+                .unwrap();
+        let err = doc["summary"]["error"].as_str().unwrap_or_default();
+        assert!(
+            err.contains(&format!("CA certificate file {}", missing.display())),
+            "r{r}: {doc}"
+        );
+    }
+}

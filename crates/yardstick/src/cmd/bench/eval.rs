@@ -60,6 +60,10 @@ pub struct EvalArgs {
     /// Environment variable holding a bearer token.
     #[arg(long)]
     pub bearer_env: Option<String>,
+    /// PEM file of CA certificates to trust for an https URL, beside the public (webpki) roots:
+    /// a private CA or a self-signed endpoint. Certificates are always verified.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<std::path::PathBuf>,
     /// Perplexity over a text shard through /v1/completions with echo + logprobs: `builtin` (the
     /// bundled shard) or a text file (paragraphs separated by blank lines).
     #[arg(long, value_name = "builtin|FILE")]
@@ -149,6 +153,7 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         api,
         Duration::from_secs_f64(args.timeout),
         args.bearer_env.as_deref(),
+        args.ca_cert.as_deref(),
         args.concurrency,
     )
     .map_err(task_error)?;
@@ -187,6 +192,7 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             Api::Completions,
             Duration::from_secs_f64(args.timeout),
             args.bearer_env.as_deref(),
+            args.ca_cert.as_deref(),
             1,
         )
         .map_err(task_error)?;
