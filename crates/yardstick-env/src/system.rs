@@ -270,7 +270,7 @@ pub fn parse_cpu_max(s: &str) -> Option<f64> {
 }
 
 /// Environment variables captured by exact name. Only settings that change performance;
-/// nothing that could hold a secret.
+/// nothing that could hold a secret. [`ENV_PER_JOB`] names are captured too.
 pub const ENV_ALLOW: &[&str] = &[
     "CUDA_VISIBLE_DEVICES",
     "NVIDIA_VISIBLE_DEVICES",
@@ -296,24 +296,10 @@ pub const ENV_ALLOW: &[&str] = &[
     "ROCR_VISIBLE_DEVICES",
     "WORLD_SIZE",
     "LOCAL_WORLD_SIZE",
-    "SLURM_JOB_ID",
-    "SLURM_JOBID",
-    "SLURM_STEP_ID",
-    "SLURM_STEPID",
-    "SLURM_PROCID",
-    "SLURM_LOCALID",
-    "SLURM_NODEID",
-    "SLURM_ARRAY_JOB_ID",
-    "SLURM_ARRAY_TASK_ID",
     "SLURM_NNODES",
     "SLURM_NTASKS",
     "SLURM_CPUS_PER_TASK",
     "SLURM_GPUS_ON_NODE",
-    "PBS_JOBID",
-    "LSB_JOBID",
-    "RANK",
-    "LOCAL_RANK",
-    "NODE_RANK",
 ];
 
 /// Allow-listed variables that identify one job, step or process rather than the stack it ran
@@ -355,7 +341,9 @@ pub fn env_allowed(name: &str) -> bool {
     if ENV_DENY_WORDS.iter().any(|w| upper.contains(w)) {
         return false;
     }
-    ENV_ALLOW.contains(&name) || ENV_ALLOW_PREFIXES.iter().any(|p| name.starts_with(p))
+    ENV_ALLOW.contains(&name)
+        || ENV_PER_JOB.contains(&name)
+        || ENV_ALLOW_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 /// The allow-listed environment variables of this process.
