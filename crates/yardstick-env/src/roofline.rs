@@ -261,6 +261,24 @@ pub struct Classification {
     pub placement: Option<Placement>,
 }
 
+impl Classification {
+    /// Cites where a job's wall time went (`split`: start-up, steps, teardown): right under a
+    /// control-plane verdict's own sentence, else last, with its `share` against the threshold.
+    /// `wall` follows "the wall time" (` 2.000 s`, or empty when `split` names it).
+    pub fn cite_job_split(&mut self, split: String, share: f64, wall: &str) {
+        if self.bottleneck == Bottleneck::ControlPlane {
+            self.evidence.insert(1, split);
+        } else {
+            self.evidence.push(format!(
+                "start-up and teardown are {:.0}% of the wall time{wall} (control-plane \
+                 threshold {:.0}%): {split}",
+                share * 100.0,
+                QUEUE_SHARE * 100.0
+            ));
+        }
+    }
+}
+
 /// Share of step time waiting for input above which a step is input-bound.
 pub const INPUT_SHARE: f64 = 0.2;
 /// Share of step time in exposed collectives above which a step is communication-bound.

@@ -103,17 +103,7 @@ pub fn classify_job(
             t.source,
             t.resolution_s
         );
-        if classification.bottleneck == roofline::Bottleneck::ControlPlane {
-            classification.evidence.insert(1, split);
-        } else {
-            classification.evidence.push(format!(
-                "start-up and teardown are {:.0}% of the wall time {:.3} s (control-plane \
-                 threshold {:.0}%): {split}",
-                t.control_plane_share * 100.0,
-                t.wall_s,
-                roofline::QUEUE_SHARE * 100.0
-            ));
-        }
+        classification.cite_job_split(split, t.control_plane_share, &format!(" {:.3} s", t.wall_s));
     }
     if report.bytes_source == Some("estimated") && classification.placement.is_some() {
         classification.evidence.push(

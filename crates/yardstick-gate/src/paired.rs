@@ -365,26 +365,6 @@ pub fn from_runs(
     paired(&a, &b, statistic, level, seed, resamples)
 }
 
-/// The paired accuracy of one eval point ([`from_runs`] with [`ItemStatistic::Accuracy`]).
-pub fn accuracy(
-    baseline_dir: &Path,
-    candidate_dir: &Path,
-    point: &str,
-    level: f64,
-    seed: u64,
-    resamples: usize,
-) -> Result<Option<PairedItems>, GateError> {
-    from_runs(
-        baseline_dir,
-        candidate_dir,
-        point,
-        ItemStatistic::Accuracy,
-        level,
-        seed,
-        resamples,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,6 +393,9 @@ mod tests {
 
     #[test]
     fn one_flip_of_25_gives_a_wide_interval_and_identical_runs_a_point() {
+        let accuracy = |a: &Path, b: &Path, point: &str, level, seed, resamples| {
+            from_runs(a, b, point, ItemStatistic::Accuracy, level, seed, resamples)
+        };
         let tmp = std::env::temp_dir().join(format!("ys-paired-{}", std::process::id()));
         let (a, b, c) = (tmp.join("a"), tmp.join("b"), tmp.join("c"));
         let point = "component.0.eval/arith";

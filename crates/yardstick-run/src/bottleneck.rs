@@ -83,16 +83,7 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
                     "start-up (launch to the first step) {s:.3} s, teardown (last step to exit) \
                      {t:.3} s of {w:.3} s wall (means over replicates)"
                 );
-                if k.bottleneck == roofline::Bottleneck::ControlPlane {
-                    k.evidence.insert(1, split);
-                } else {
-                    k.evidence.push(format!(
-                        "start-up and teardown are {:.0}% of the wall time (control-plane \
-                         threshold {:.0}%): {split}",
-                        (s + t) / w * 100.0,
-                        roofline::QUEUE_SHARE * 100.0
-                    ));
-                }
+                k.cite_job_split(split, (s + t) / w, "");
                 json!({"startup_s": s, "teardown_s": t, "wall_s": w, "share": (s + t) / w})
             }
             _ => Value::Null,
