@@ -346,8 +346,23 @@ pub fn execute(
         let point = &plan.points[step.point];
         let (samples_path, result_path) = artifact_paths(point, step.replicate);
         if writer.has(&result_path) {
+            // Finished before an interruption. The warehouse is an index of the stored run, and
+            // a kill can land after the result is sealed but before its facts are written:
+            // index it again from the sealed record (upserts, so nothing is duplicated).
+            let path = writer.dir().join(&result_path);
+            let record: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path).map_err(StoreError::from)?)
+                    .map_err(|e| RunError::Internal(format!("{}: {e}", path.display())))?;
+            index_replicate(wh.as_mut(), &run_id, &point.id, step.replicate, &record)?;
             continue;
         }
+        // Files an unfinished attempt at this replicate sealed before a kill are not a finished
+        // measurement (the result record is what finishes one): drop them and measure again.
+        writer.discard_unfinished(&[
+            samples_path.clone(),
+            format!("eval/{}/r{}/", point.slug, step.replicate),
+            format!("logs/{}/r{}/", point.slug, step.replicate),
+        ])?;
         (opts.on_event)(Event::Step {
             n: n + 1,
             of: plan.steps.len(),
@@ -451,15 +466,11 @@ pub fn execute(
         }
         for (name, bytes) in &eval_files {
             let rel = format!("eval/{}/r{}/{name}", point.slug, step.replicate);
-            if !writer.has(&rel) {
-                writer.add(&rel, bytes, "eval")?;
-            }
+            writer.add(&rel, bytes, "eval")?;
         }
         for (name, bytes) in &logs {
             let rel = format!("logs/{}/r{}/{name}", point.slug, step.replicate);
-            if !writer.has(&rel) {
-                writer.add(&rel, bytes, "log")?;
-            }
+            writer.add(&rel, bytes, "log")?;
         }
         let mut sample_artifact = None;
         if let Some(table) = samples {
@@ -479,33 +490,12 @@ pub fn execute(
             "samples": sample_artifact,
             "summary": summary,
         });
-        let failed = summary.get("error").is_some();
         writer.add(
             &result_path,
             &serde_json::to_vec_pretty(&record).expect("JSON"),
             "result",
         )?;
-        let rows = facts::replicate_facts(
-            &run_id,
-            &point.id,
-            step.replicate,
-            &summary,
-            sample_artifact.as_deref(),
-        );
-        wh.upsert_facts(&rows)?;
-        wh.upsert_replicate(&ReplicateRow {
-            run_id: run_id.clone(),
-            point_id: point.id.clone(),
-            replicate: step.replicate,
-            status: if failed {
-                "failed".into()
-            } else {
-                "complete".into()
-            },
-            started_at,
-            ended_at: Some(yardstick_env::now_rfc3339()),
-            artifact: sample_artifact,
-        })?;
+        index_replicate(wh.as_mut(), &run_id, &point.id, step.replicate, &record)?;
         (opts.on_event)(Event::StepDone {
             point: point.id.clone(),
             replicate: step.replicate,
@@ -633,6 +623,36 @@ pub fn execute(
         signed,
         summary,
     })
+}
+
+/// Writes one sealed replicate record (`results/<point>/rN.json`) into the warehouse: its facts
+/// and its replicate row. Idempotent, so a resumed run can index again what a kill left unindexed.
+fn index_replicate(
+    wh: &mut dyn yardstick_store::warehouse::Warehouse,
+    run_id: &str,
+    point_id: &str,
+    replicate: u32,
+    record: &serde_json::Value,
+) -> Result<(), RunError> {
+    let summary = &record["summary"];
+    let artifact = record["samples"].as_str().map(str::to_string);
+    let rows = facts::replicate_facts(run_id, point_id, replicate, summary, artifact.as_deref());
+    wh.upsert_facts(&rows)?;
+    let time = |k: &str| record[k].as_str().map(str::to_string);
+    wh.upsert_replicate(&ReplicateRow {
+        run_id: run_id.to_string(),
+        point_id: point_id.to_string(),
+        replicate,
+        status: if summary.get("error").is_some() {
+            "failed".into()
+        } else {
+            "complete".into()
+        },
+        started_at: time("started_at").unwrap_or_default(),
+        ended_at: time("ended_at"),
+        artifact,
+    })?;
+    Ok(())
 }
 
 struct EmbeddedSim {

@@ -257,6 +257,39 @@ impl RunWriter {
         Ok(a)
     }
 
+    /// Removes the artifacts of a replicate that did not finish (a kill landed after some of its
+    /// files were sealed but before its result was): they leave the manifest and the disk, with a
+    /// note, so that the replicate can be measured again under the same names. Only a run that is
+    /// not complete has a writer, so a complete run's artifacts are never touched. Returns the
+    /// paths removed.
+    pub fn discard_unfinished(&mut self, prefixes: &[String]) -> Result<Vec<String>, StoreError> {
+        let (gone, kept): (Vec<Artifact>, Vec<Artifact>) =
+            std::mem::take(&mut self.manifest.artifacts)
+                .into_iter()
+                .partition(|a| prefixes.iter().any(|p| a.path.starts_with(p.as_str())));
+        self.manifest.artifacts = kept;
+        if gone.is_empty() {
+            return Ok(Vec::new());
+        }
+        let paths: Vec<String> = gone.into_iter().map(|a| a.path).collect();
+        self.manifest.notes.push(format!(
+            "discarded the artifacts of an unfinished replicate, measured again: {}",
+            paths.join(", ")
+        ));
+        // The manifest first: a crash between the two leaves unlisted files (which the next
+        // attempt at the replicate overwrites under the same names), never a listed file that
+        // is missing.
+        self.write_manifest()?;
+        for p in &paths {
+            match std::fs::remove_file(self.dir.join(p)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(paths)
+    }
+
     /// Ends the run as incomplete (interrupted); it can be resumed.
     pub fn interrupt(mut self, why: &str) -> Result<Manifest, StoreError> {
         self.manifest.status = RunStatus::Incomplete;

@@ -273,13 +273,79 @@ fn a_killed_run_is_incomplete_and_resume_completes_it_without_duplicates() {
         .unwrap();
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["status"], "incomplete");
+    let run_dir = store.join("runs").join(&run_id);
+
+    // A SIGKILL can land in two windows the timing above does not choose, so both are made
+    // here: (1) after a replicate's result is sealed but before its facts reach the warehouse —
+    // the facts of a finished replicate are deleted; (2) after an unfinished replicate's samples
+    // are sealed but before its result is — a samples file and a log are added for a replicate
+    // that has no result.
+    let points = [
+        "component.0.serve/D(20,10)/concurrency=1",
+        "component.0.serve/D(20,10)/concurrency=4",
+    ];
+    let finished: Vec<(String, u32)> = points
+        .iter()
+        .flat_map(|p| (0..3).map(move |r| (p.to_string(), r)))
+        .filter(|(p, r)| {
+            let slug = yardstick_store::run::slug(p);
+            run_dir.join(format!("results/{slug}/r{r}.json")).exists()
+        })
+        .collect();
+    let (done_point, done_rep) = finished.first().cloned().expect("a finished replicate");
+    let (open_point, open_rep) = points
+        .iter()
+        .flat_map(|p| (0..3).map(move |r| (p.to_string(), r)))
+        .find(|pr| !finished.contains(pr))
+        .expect("an unfinished replicate (the kill came before the last one)");
+    {
+        let db = rusqlite::Connection::open(store.join("yardstick.db")).unwrap();
+        let gone = db
+            .execute(
+                "DELETE FROM facts WHERE run_id = ?1 AND point_id = ?2 AND replicate = ?3",
+                rusqlite::params![run_id, done_point, i64::from(done_rep)],
+            )
+            .unwrap();
+        assert!(gone > 0, "the finished replicate had facts to delete");
+        db.execute(
+            "DELETE FROM replicates WHERE run_id = ?1 AND point_id = ?2 AND replicate = ?3",
+            rusqlite::params![run_id, done_point, i64::from(done_rep)],
+        )
+        .unwrap();
+    }
+    let open_slug = yardstick_store::run::slug(&open_point);
+    let orphans = [
+        format!("samples/{open_slug}/r{open_rep}.parquet"),
+        format!("logs/{open_slug}/r{open_rep}/stale.log"),
+    ];
+    {
+        let mut w = yardstick_store::run::RunWriter::resume(&run_dir).unwrap();
+        for rel in &orphans {
+            w.add(rel, b"from an attempt that never finished", "samples")
+                .unwrap();
+        }
+        w.interrupt("killed (made by the test)").unwrap();
+    }
 
     let (o, v) = run_json(&spec, &store, &["--resume", &run_id]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(v["status"], "complete");
     assert_eq!(v["run_id"], run_id);
-    let run_dir = store.join("runs").join(&run_id);
     assert_eq!(files_under(&run_dir.join("samples"), "parquet").len(), 6);
+    // The unfinished attempt's files were dropped, named in a note, and measured again.
+    let manifest = yardstick_store::run::read_manifest(&run_dir).unwrap();
+    assert!(
+        manifest
+            .notes
+            .iter()
+            .any(|n| n.contains("discarded") && n.contains(&orphans[1])),
+        "{:?}",
+        manifest.notes
+    );
+    assert!(manifest.artifact(&orphans[1]).is_none());
+    assert!(!run_dir.join(&orphans[1]).exists());
+    let samples = std::fs::read(run_dir.join(&orphans[0])).unwrap();
+    assert_eq!(&samples[..4], b"PAR1", "the samples were measured again");
     let o = yardstick()
         .args(["verify", &run_id, "--store"])
         .arg(&store)
