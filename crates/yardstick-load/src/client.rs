@@ -198,6 +198,12 @@ pub fn endpoint(url: &str, api: Api) -> Result<Uri, ClientError> {
         .map_err(|e| bad(&e.to_string()))
 }
 
+/// Checks that `path` holds at least one PEM certificate that can be trusted, the way a client
+/// built with it as `ca_cert` would read it: lets a caller refuse a bad file before any work.
+pub fn check_ca_cert(path: &std::path::Path) -> Result<(), ClientError> {
+    tls_config(Some(path)).map(drop)
+}
+
 /// rustls (ring) trusting the webpki roots and the certificates of `ca_cert`, if given.
 fn tls_config(ca_cert: Option<&std::path::Path>) -> Result<rustls::ClientConfig, ClientError> {
     use rustls::pki_types::{CertificateDer, pem::PemObject};

@@ -185,6 +185,28 @@ pub fn summary_json(plan: &Plan, facts: &[FactRow], level: f64) -> Value {
     })
 }
 
+/// The replicates that measured nothing (their summary is an `error`), per point:
+/// `[{"point", "replicates", "failed": [{"replicate", "error"}]}]`, only points with a failure.
+/// A point whose every replicate failed has no aggregate at all.
+pub fn failures(per_point: &[(String, Vec<Value>)]) -> Value {
+    per_point
+        .iter()
+        .filter_map(|(id, reps)| {
+            let failed: Vec<Value> = reps
+                .iter()
+                .enumerate()
+                .filter_map(|(r, s)| {
+                    let e = s.get("error")?;
+                    Some(serde_json::json!({"replicate": r, "error": e}))
+                })
+                .collect();
+            (!failed.is_empty()).then(
+                || serde_json::json!({"point": id, "replicates": reps.len(), "failed": failed}),
+            )
+        })
+        .collect()
+}
+
 /// A one-line headline of a replicate summary for progress output.
 pub fn headline(summary: &Value) -> String {
     if let Some(e) = summary.get("error").and_then(Value::as_str) {

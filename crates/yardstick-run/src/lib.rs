@@ -179,6 +179,7 @@ pub fn execute(
     // Eval tasks are read before anything is created: a bad task file is invalid input.
     let eval_inputs =
         eval::EvalInputs::load(&plan, opts.spec_dir.as_deref(), opts.inputs_from.as_deref())?;
+    serve::resolve_target_files(&mut plan, opts.spec_dir.as_deref())?;
     let runs_dir = opts.store.join("runs");
     let mut writer = match resume {
         None => RunWriter::create(&runs_dir, &plan.name, spec_text, opts.tool.clone())?,
@@ -565,6 +566,7 @@ pub fn execute(
     let aggregate = facts::aggregate(&run_id, &per_point, level);
     wh.upsert_facts(&aggregate)?;
     let mut summary = facts::summary_json(&plan, &aggregate, level);
+    summary["failures"] = facts::failures(&per_point);
     summary["telemetry"] = telemetry_summary;
     let scaling = scaling::scaling(&plan, &per_point);
     if !scaling.is_null() {

@@ -418,6 +418,49 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
     Ok(out)
 }
 
+/// Resolves each serve and eval target's `caCert` and `tokenizer` against `base` (the spec's
+/// directory; the working directory when `None`) and reads each file once, before any work: a
+/// CA file without a usable certificate or a tokenizer that does not load is invalid input (exit
+/// 2), not a failure of every replicate. The points then carry absolute paths.
+pub fn resolve_target_files(
+    plan: &mut crate::plan::Plan,
+    base: Option<&std::path::Path>,
+) -> Result<(), RunError> {
+    let mut checked = std::collections::HashSet::new();
+    for p in &mut plan.points {
+        let (ca_cert, tokenizer) = match &mut p.work {
+            PointWork::Serve {
+                ca_cert, tokenizer, ..
+            } => (ca_cert, Some(tokenizer)),
+            PointWork::Eval { ca_cert, .. } => (ca_cert, None),
+            _ => continue,
+        };
+        let resolve = |path: &mut String| {
+            let abs = match base {
+                Some(b) if std::path::Path::new(path.as_str()).is_relative() => b.join(&*path),
+                _ => std::path::PathBuf::from(&*path),
+            };
+            *path = abs.display().to_string();
+            abs
+        };
+        if let Some(path) = ca_cert.as_mut() {
+            let abs = resolve(path);
+            if checked.insert(("caCert", abs.clone())) {
+                yardstick_load::client::check_ca_cert(&abs)
+                    .map_err(|e| RunError::Invalid(format!("target.caCert of {}: {e}", p.id)))?;
+            }
+        }
+        if let Some(path) = tokenizer.and_then(Option::as_mut) {
+            let abs = resolve(path);
+            if checked.insert(("tokenizer", abs.clone())) {
+                yardstick_load::tokenizer::LocalTokenizer::from_file(&abs)
+                    .map_err(|e| RunError::Invalid(format!("target.tokenizer of {}: {e}", p.id)))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

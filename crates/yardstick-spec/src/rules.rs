@@ -141,6 +141,10 @@ pub const RULES: &[RuleInfo] = &[
         summary: "eval task and perplexity files exist, relative to the spec's directory (when it is known)",
     },
     RuleInfo {
+        id: "target-files",
+        summary: "a target's caCert and tokenizer files exist, relative to the spec's directory (when it is known)",
+    },
+    RuleInfo {
         id: "gates-tolerance",
         summary: "tolerances are in [0, 100); exploratory runs never gate (warning)",
     },
@@ -567,7 +571,42 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     }
 }
 
+/// `target.caCert` and `target.tokenizer` name files relative to the spec's directory.
+fn target_files(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
+    let (Some(t), Some(dir)) = (c.target.as_ref(), cx.base) else {
+        return;
+    };
+    let files = [
+        (
+            "caCert",
+            t.ca_cert.as_deref(),
+            "a PEM file of CA certificates (-----BEGIN CERTIFICATE-----)",
+        ),
+        (
+            "tokenizer",
+            t.tokenizer.as_deref(),
+            "a Hugging Face tokenizer.json",
+        ),
+    ];
+    for (field, path, what) in files {
+        if let Some(p) = path
+            && !dir.join(p).is_file()
+        {
+            cx.error(
+                "target-files",
+                &format!("{base}/target/{field}"),
+                format!(
+                    "target.{field} `{p}` does not exist (paths are relative to the spec's directory, {})",
+                    dir.display()
+                ),
+                &format!("check the path; it names {what}"),
+            );
+        }
+    }
+}
+
 fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
+    target_files(c, base, cx);
     let api = c.target.as_ref().and_then(|t| t.api).unwrap_or(Api::Chat);
     if c.target.as_ref().and_then(|t| t.model.as_ref()).is_none() {
         cx.error_at_key("serve-config", &format!("{base}/target/model"),
@@ -737,6 +776,7 @@ pub fn task_name(task: &str) -> String {
 }
 
 fn eval(spec: &Spec, c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
+    target_files(c, base, cx);
     let target = c.target.as_ref();
     if target.and_then(|t| t.model.as_ref()).is_none() {
         cx.error_at_key("eval-config", &format!("{base}/target/model"),

@@ -516,37 +516,70 @@ fn the_telemetry_interval_is_configurable_and_checked() {
 
 #[test]
 fn a_serve_target_takes_extra_ca_certificates_from_the_spec() {
-    // target.caCert reaches the client: an unreadable file fails each replicate of the point
-    // with the file named (a working https target is tested in yardstick-load's tls.rs).
+    // target.caCert is a path relative to the spec's directory, checked before any work (a
+    // working https target is tested in yardstick-load's tls.rs).
     let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("spec.yaml");
-    let missing = dir.path().join("missing-ca.pem");
-    let text = serve_spec("", 4)
-        .replace(
-            "target: {url: sim, api: chat, model: sim-llama}",
-            &format!(
-                "target: {{url: \"https://127.0.0.1:9\", api: chat, model: sim-llama, caCert: \"{}\"}}",
-                missing.display()
-            ),
-        )
-        .replace("values: [1, 4]", "values: [1]")
-        .replace("concurrency: [1, 4]", "concurrency: 1");
-    std::fs::write(&spec, text).unwrap();
+    let spec_dir = dir.path().join("specs");
+    std::fs::create_dir(&spec_dir).unwrap();
+    let spec = spec_dir.join("spec.yaml");
+    let with_ca = |ca: &str| {
+        serve_spec("", 4)
+            .replace(
+                "target: {url: sim, api: chat, model: sim-llama}",
+                &format!("target: {{url: sim, api: chat, model: sim-llama, caCert: {ca}}}"),
+            )
+            .replace("values: [1, 4]", "values: [1]")
+            .replace("concurrency: [1, 4]", "concurrency: 1")
+    };
     let store = dir.path().join("store");
-    let (o, v) = run_json(&spec, &store, &[]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let results = store
-        .join("runs")
-        .join(v["run_id"].as_str().unwrap())
-        .join("results/component.0.serve_D_20_10_concurrency_1");
-    for r in 0..3 {
-        let doc: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(results.join(format!("r{r}.json"))).unwrap())
-                .unwrap();
-        let err = doc["summary"]["error"].as_str().unwrap_or_default();
+    // Run from another directory than the spec's, so a path resolved against the working
+    // directory would not be found.
+    let run_in = |args: &[&str]| {
+        let mut cmd = yardstick();
+        cmd.current_dir(dir.path()).args(args).arg(&spec);
+        if args[0] == "run" {
+            cmd.arg("--store").arg(&store);
+        }
+        cmd.output().unwrap()
+    };
+
+    // A missing file: validate and run refuse it (exit 2) at the field's line and column.
+    std::fs::write(&spec, with_ca("missing-ca.pem")).unwrap();
+    for args in [&["validate"][..], &["run", "-q"][..]] {
+        let o = run_in(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
         assert!(
-            err.contains(&format!("CA certificate file {}", missing.display())),
-            "r{r}: {doc}"
+            err.contains("target.caCert `missing-ca.pem` does not exist")
+                && err.contains("spec.yaml:18:")
+                && err.contains("target-files"),
+            "{args:?}: {err}"
         );
     }
+    assert!(!store.join("runs").exists(), "nothing ran");
+
+    // A file that holds no certificate: run reads it before any work and refuses it.
+    std::fs::write(spec_dir.join("not-a-ca.pem"), "hello\n").unwrap();
+    std::fs::write(&spec, with_ca("not-a-ca.pem")).unwrap();
+    let o = run_in(&["run", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no PEM certificate in the file"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!store.join("runs").exists(), "nothing ran");
+
+    // A real certificate beside the spec: found, read and the run completes.
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../yardstick-load/tests/fixtures/tls/cert.pem"),
+        spec_dir.join("ca.pem"),
+    )
+    .unwrap();
+    std::fs::write(&spec, with_ca("ca.pem")).unwrap();
+    let o = run_in(&["run", "-q", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "complete");
+    assert_eq!(v["summary"]["failures"], serde_json::json!([]));
 }

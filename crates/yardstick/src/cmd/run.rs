@@ -19,10 +19,16 @@ use crate::output;
 /// A serve target with `url: sim` (or no url) runs against the bundled simulator on a loopback
 /// port. Ctrl-C stops after the current replicate: the run is kept as `incomplete` with every
 /// finished replicate sealed, and `--resume RUN_ID` continues it.
+///
+/// A replicate whose workload could not run at all (a refused connection for an eval, a command
+/// that crashed) is stored as failed and listed at the end; the run still completes. When every
+/// replicate of a point failed, that point measured nothing and the command exits 1.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  yardstick run examples/quickstart.yaml\n  \
 yardstick run bench.yaml --dry-run\n  yardstick run bench.yaml --resume 01JD...\n  \
-yardstick verify 01JD...")]
+yardstick verify 01JD...\n\n\
+Exit status: 0 complete; 1 interrupted (resume it) or a point whose every replicate failed \
+(its failures are stored and listed); 2 invalid spec or input (nothing runs).")]
 pub struct RunArgs {
     /// The spec (`-` reads standard input).
     #[arg(value_name = "SPEC")]
@@ -140,6 +146,21 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             telemetry_interval,
         },
     )?;
+    // Points whose every replicate failed measured nothing: the run is complete (each failure is
+    // stored), but the command fails (exit 1) so that a script or CI job does not take it for a
+    // measurement.
+    let failures = outcome.summary["failures"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let empty: Vec<&str> = failures
+        .iter()
+        .filter(|f| {
+            f["failed"].as_array().map_or(0, Vec::len) as u64
+                == f["replicates"].as_u64().unwrap_or(0)
+        })
+        .filter_map(|f| f["point"].as_str())
+        .collect();
     if g.json {
         output::json(&outcome)?;
     } else {
@@ -153,6 +174,24 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             if outcome.signed { ", signed" } else { "" }
         )?;
         writeln!(out, "  {}", outcome.dir.display())?;
+        for f in &failures {
+            let failed = f["failed"].as_array().cloned().unwrap_or_default();
+            writeln!(
+                out,
+                "  {}: {} of {} replicates failed",
+                f["point"].as_str().unwrap_or("?"),
+                failed.len(),
+                f["replicates"]
+            )?;
+            for r in &failed {
+                writeln!(
+                    out,
+                    "    - r{}: {}",
+                    r["replicate"],
+                    r["error"].as_str().unwrap_or_default()
+                )?;
+            }
+        }
         // Scaling across world sizes (summary.json's scaling).
         for sc in outcome.summary["scaling"].as_array().into_iter().flatten() {
             for p in sc["points"].as_array().into_iter().flatten() {
@@ -200,6 +239,13 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 args.store.display()
             )?;
         }
+    }
+    if !empty.is_empty() {
+        eprintln!(
+            "error: {} measured nothing: every replicate failed (the errors are in the run's results/ and in summary.json's failures)",
+            empty.join(", ")
+        );
+        return Ok(Status::Failure);
     }
     Ok(if outcome.status == "complete" {
         Status::Ok
