@@ -108,8 +108,9 @@ pub struct RunOptions {
     /// The spec's directory: eval task and perplexity files are relative to it (`None`: the
     /// working directory).
     pub spec_dir: Option<PathBuf>,
-    /// A run directory whose frozen eval inputs (`inputs/eval/<slug>`) take the place of the
-    /// files the spec names (a re-run by `gate --confirm` reads exactly what the original read).
+    /// A run directory whose frozen inputs (`inputs/eval/<slug>`, `inputs/target/<slug>`) take
+    /// the place of the files the spec names (a re-run by `gate --confirm` reads exactly what the
+    /// original read). A resumed run reads its own.
     pub inputs_from: Option<PathBuf>,
     /// Time between telemetry samples (CPU, memory, GPUs) during the run; 1 s is the default
     /// of `yardstick run`, 10 ms the least the sampler accepts.
@@ -176,11 +177,16 @@ pub fn execute(
     if let Some(only) = &opts.only_points {
         plan.restrict(only).map_err(RunError::Invalid)?;
     }
-    // Eval tasks are read before anything is created: a bad task file is invalid input.
-    let eval_inputs =
-        eval::EvalInputs::load(&plan, opts.spec_dir.as_deref(), opts.inputs_from.as_deref())?;
-    serve::resolve_target_files(&mut plan, opts.spec_dir.as_deref())?;
     let runs_dir = opts.store.join("runs");
+    // Input files are read before anything is created: a bad one is invalid input. A resumed run
+    // reads its own frozen copies, so every replicate sees the content the run started with.
+    let frozen = opts
+        .inputs_from
+        .clone()
+        .or_else(|| resume.map(|id| runs_dir.join(id)));
+    let eval_inputs = eval::EvalInputs::load(&plan, opts.spec_dir.as_deref(), frozen.as_deref())?;
+    let target_files =
+        serve::resolve_target_files(&mut plan, opts.spec_dir.as_deref(), frozen.as_deref())?;
     let mut writer = match resume {
         None => RunWriter::create(&runs_dir, &plan.name, spec_text, opts.tool.clone())?,
         Some(id) => {
@@ -309,9 +315,12 @@ pub fn execute(
         None
     };
     let _ = yardstick_load::raise_nofile_limit();
-    // The task files and texts an eval read, stored with the run (frozen content, hashed).
-    for (name, path) in &eval_inputs.files {
-        let rel = format!("inputs/eval/{}", plan::slug(name));
+    // The task files and texts an eval read, and the CA and tokenizer files of the targets,
+    // stored with the run (frozen content, hashed; a re-run reads these copies).
+    let inputs = (eval_inputs.files.iter().map(|f| ("eval", f)))
+        .chain(target_files.iter().map(|f| ("target", f)));
+    for (kind, (name, path)) in inputs {
+        let rel = format!("inputs/{kind}/{}", plan::slug(name));
         if !writer.has(&rel) {
             let bytes = std::fs::read(path)
                 .map_err(|e| RunError::Invalid(format!("{}: {e}", path.display())))?;

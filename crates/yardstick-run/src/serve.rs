@@ -418,15 +418,18 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
     Ok(out)
 }
 
-/// Resolves each serve and eval target's `caCert` and `tokenizer` against `base` (the spec's
-/// directory; the working directory when `None`) and reads each file once, before any work: a
-/// CA file without a usable certificate or a tokenizer that does not load is invalid input (exit
-/// 2), not a failure of every replicate. The points then carry absolute paths.
+/// Resolves each serve and eval target's `caCert` and `tokenizer` (the frozen copy in `frozen`'s
+/// run directory when it has one, else relative to `base`, the spec's directory) and reads each
+/// file once, before any work: a CA file without a usable certificate or a tokenizer that does not
+/// load is invalid input (exit 2), not a failure of every replicate. The points then carry the
+/// resolved paths. Returns the files read (as the spec names them, resolved path) to store with
+/// the run as `inputs/target/<slug>`.
 pub fn resolve_target_files(
     plan: &mut crate::plan::Plan,
     base: Option<&std::path::Path>,
-) -> Result<(), RunError> {
-    let mut checked = std::collections::HashSet::new();
+    frozen: Option<&std::path::Path>,
+) -> Result<Vec<(String, std::path::PathBuf)>, RunError> {
+    let mut read: Vec<(String, std::path::PathBuf)> = Vec::new();
     for p in &mut plan.points {
         let (ca_cert, tokenizer) = match &mut p.work {
             PointWork::Serve {
@@ -435,30 +438,31 @@ pub fn resolve_target_files(
             PointWork::Eval { ca_cert, .. } => (ca_cert, None),
             _ => continue,
         };
-        let resolve = |path: &mut String| {
-            let abs = match base {
-                Some(b) if std::path::Path::new(path.as_str()).is_relative() => b.join(&*path),
-                _ => std::path::PathBuf::from(&*path),
+        let fields = [(ca_cert, "caCert")]
+            .into_iter()
+            .chain(tokenizer.map(|t| (t, "tokenizer")));
+        for (field, name) in fields {
+            let Some(path) = field.as_mut() else {
+                continue;
             };
+            let spec_name = path.clone();
+            let abs = crate::eval::resolve(base, frozen, "target", &spec_name);
             *path = abs.display().to_string();
-            abs
-        };
-        if let Some(path) = ca_cert.as_mut() {
-            let abs = resolve(path);
-            if checked.insert(("caCert", abs.clone())) {
-                yardstick_load::client::check_ca_cert(&abs)
-                    .map_err(|e| RunError::Invalid(format!("target.caCert of {}: {e}", p.id)))?;
+            if read.iter().any(|(n, _)| *n == spec_name) {
+                continue;
             }
-        }
-        if let Some(path) = tokenizer.and_then(Option::as_mut) {
-            let abs = resolve(path);
-            if checked.insert(("tokenizer", abs.clone())) {
+            let checked = if name == "caCert" {
+                yardstick_load::client::check_ca_cert(&abs).map_err(|e| e.to_string())
+            } else {
                 yardstick_load::tokenizer::LocalTokenizer::from_file(&abs)
-                    .map_err(|e| RunError::Invalid(format!("target.tokenizer of {}: {e}", p.id)))?;
-            }
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            };
+            checked.map_err(|e| RunError::Invalid(format!("target.{name} of {}: {e}", p.id)))?;
+            read.push((spec_name, abs));
         }
     }
-    Ok(())
+    Ok(read)
 }
 
 #[cfg(test)]

@@ -225,8 +225,18 @@ fn an_invalid_spec_runs_nothing_and_dry_run_prints_the_plan() {
 fn a_killed_run_is_incomplete_and_resume_completes_it_without_duplicates() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("spec.yaml");
-    // Enough requests per replicate that the kill lands mid-run.
-    std::fs::write(&spec, serve_spec("", 60)).unwrap();
+    // Enough requests per replicate that the kill lands mid-run. The target names a CA file
+    // beside the spec, which the run freezes into inputs/target/.
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../yardstick-load/tests/fixtures/tls/cert.pem"),
+        dir.path().join("ca.pem"),
+    )
+    .unwrap();
+    std::fs::write(
+        &spec,
+        serve_spec("", 60).replace("model: sim-llama}", "model: sim-llama, caCert: ca.pem}"),
+    )
+    .unwrap();
     let store = dir.path().join("store");
     let mut child = yardstick()
         .args(["run", "-q"])
@@ -326,6 +336,11 @@ fn a_killed_run_is_incomplete_and_resume_completes_it_without_duplicates() {
         }
         w.interrupt("killed (made by the test)").unwrap();
     }
+
+    // The resumed run reads its frozen copy of the CA file, not the spec's (now gone).
+    let frozen = std::fs::read(run_dir.join("inputs/target/ca.pem")).unwrap();
+    assert_eq!(frozen, std::fs::read(dir.path().join("ca.pem")).unwrap());
+    std::fs::remove_file(dir.path().join("ca.pem")).unwrap();
 
     let (o, v) = run_json(&spec, &store, &["--resume", &run_id]);
     assert!(o.status.success(), "{}", stderr(&o));
