@@ -5,7 +5,7 @@
 //! collective's reported bus bandwidth is cited against the link peak.
 
 mod common;
-use common::{json, yardstick};
+use common::{command_spec, json, yardstick};
 
 use serde_json::Value;
 
@@ -163,33 +163,16 @@ fn collective_busbw_is_compared_with_the_link_peak() {
     assert_eq!(v["runs"][0]["training"]["comm_busbw_gbps"], 150.0);
 }
 
-const RUN_SPEC: &str = r#"apiVersion: yardstick/v1
-kind: BenchmarkRun
-metadata: {name: control-plane-test}
-spec:
-  mode: exploratory
-  workload:
-    model: fake
-    precision: fp32
-    sequenceLengths: 16
-    batching: static
-    concurrency: 1
-    dataset: {kind: synthetic, seed: 1}
-    correctness: {policy: none}
-  trials: {replicates: 3, warmup: {steps: 1}, confidenceLevel: 0.95, outlierPolicy: report-tukey}
-  layers:
-    e2e:
-      - kind: command
-        command: [sh, -c, SCRIPT]
-        timeout: 1m
-"#;
-
 #[test]
 fn a_run_point_that_sleeps_before_its_steps_is_control_plane_bound() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("spec.yaml");
     let script = serde_json::to_string(SLOW_START).unwrap();
-    std::fs::write(&spec, RUN_SPEC.replace("SCRIPT", &script)).unwrap();
+    std::fs::write(
+        &spec,
+        command_spec("control-plane-test", &format!("[sh, -c, {script}]"), &[]),
+    )
+    .unwrap();
     let o = yardstick()
         .args(["run", "--json", "-q"])
         .arg(&spec)

@@ -2,8 +2,11 @@
 //! stored and listed; a point whose every replicate failed measured nothing, so the command
 //! exits 1.
 
+mod common;
+use common::{command_spec, yardstick};
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// A command that fails on the invocations listed in `fail` (0-based, counted in a state
 /// file beside the spec) and at world size 2 when `ws2_fails`.
@@ -20,36 +23,19 @@ fn spec(dir: &Path, fail: &[u32], ws2_fails: bool) -> String {
         ""
     };
     let sizes = if ws2_fails { "[1, 2]" } else { "[1]" };
-    format!(
-        r#"apiVersion: yardstick/v1
-kind: BenchmarkRun
-metadata: {{name: failures-test}}
-spec:
-  mode: exploratory
-  workload:
-    model: fake
-    precision: fp32
-    sequenceLengths: 16
-    batching: static
-    concurrency: 1
-    dataset: {{kind: synthetic, seed: 1}}
-    correctness: {{policy: none}}
-  trials: {{replicates: 3, warmup: {{steps: 1}}, confidenceLevel: 0.95, outlierPolicy: report-tukey}}
-  layers:
-    e2e:
-      - kind: command
-        command: [sh, -c, "{ws2}n=$(cat '{state}' 2>/dev/null || echo 0); echo $((n + 1)) > '{state}'; for f in {fail_list}; do [ $n = $f ] && exit 5; done; for i in 0 1 2 3; do echo \"{{\\\"step\\\":$i,\\\"step_time_s\\\":0.01}}\" >> \"$YARDSTICK_METRICS\"; done"]
-        worldSizes: {sizes}
-        timeout: 1m
-"#,
+    let command = format!(
+        r#"[sh, -c, "{ws2}n=$(cat '{state}' 2>/dev/null || echo 0); echo $((n + 1)) > '{state}'; for f in {fail_list}; do [ $n = $f ] && exit 5; done; for i in 0 1 2 3; do echo \"{{\\\"step\\\":$i,\\\"step_time_s\\\":0.01}}\" >> \"$YARDSTICK_METRICS\"; done"]"#,
         state = state.display()
+    );
+    command_spec(
+        "failures-test",
+        &command,
+        &[&format!("worldSizes: {sizes}")],
     )
 }
 
 fn run(spec: &Path, store: &Path, json: bool) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_yardstick"))
-        .env("NO_COLOR", "1")
-        .env_remove("YARDSTICK_STORE")
+    yardstick()
         .arg("run")
         .args(if json { vec!["--json", "-q"] } else { vec![] })
         .arg(spec)
@@ -111,7 +97,7 @@ fn a_point_whose_every_replicate_failed_exits_1_and_is_stored() {
         assert!(x["error"].as_str().unwrap().contains("status 7"), "{x}");
     }
     let run_id = v["run_id"].as_str().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_yardstick"))
+    let o = yardstick()
         .args(["verify", run_id, "--store"])
         .arg(&store)
         .output()

@@ -1,38 +1,22 @@
 //! `yardstick run` of a command swept over world sizes: the summary has the scaling efficiency
 //! and Amdahl's fit across the sizes, as `bench exec --world-sizes` reports them.
 
-use std::process::Command;
+mod common;
+use common::{command_spec, yardstick};
 
-const SPEC: &str = r#"apiVersion: yardstick/v1
-kind: BenchmarkRun
-metadata: {name: scaling-test}
-spec:
-  mode: exploratory
-  workload:
-    model: fake
-    precision: fp32
-    sequenceLengths: 16
-    batching: static
-    concurrency: 1
-    dataset: {kind: synthetic, seed: 1}
-    correctness: {policy: none}
-  trials: {replicates: 3, warmup: {steps: 1}, confidenceLevel: 0.95, outlierPolicy: report-tukey}
-  layers:
-    e2e:
-      - kind: command
-        command: [sh, -c, "n={worldSize}; s=$((n == 1 ? 8 : 14)); for i in 0 1 2 3 4 5; do echo \"{\\\"step\\\":$i,\\\"step_time_s\\\":0.1,\\\"samples\\\":$s}\" >> \"$YARDSTICK_METRICS\"; done"]
-        worldSizes: [1, 2]
-        timeout: 1m
-"#;
+/// Eight samples per 0.1 s step at world size 1, fourteen at world size 2.
+const COMMAND: &str = r#"[sh, -c, "n={worldSize}; s=$((n == 1 ? 8 : 14)); for i in 0 1 2 3 4 5; do echo \"{\\\"step\\\":$i,\\\"step_time_s\\\":0.1,\\\"samples\\\":$s}\" >> \"$YARDSTICK_METRICS\"; done"]"#;
 
 #[test]
 fn world_sizes_of_a_command_give_the_scaling_efficiency() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("spec.yaml");
-    std::fs::write(&spec, SPEC).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_yardstick"))
-        .env("NO_COLOR", "1")
-        .env_remove("YARDSTICK_STORE")
+    std::fs::write(
+        &spec,
+        command_spec("scaling-test", COMMAND, &["worldSizes: [1, 2]"]),
+    )
+    .unwrap();
+    let o = yardstick()
         .args(["run", "--json", "-q"])
         .arg(&spec)
         .arg("--store")

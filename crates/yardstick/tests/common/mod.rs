@@ -15,6 +15,36 @@ pub fn yardstick() -> Command {
     c
 }
 
+/// A BenchmarkRun named `name` of one `kind: command` e2e layer running `command` (a YAML flow
+/// list, e.g. `[sh, -c, "..."]`) with `extra` keys of the layer (e.g. `worldSizes: [1, 2]`):
+/// 3 replicates, 1 warm-up step, a 1-minute timeout.
+pub fn command_spec(name: &str, command: &str, extra: &[&str]) -> String {
+    let mut layer = format!("      - kind: command\n        command: {command}\n");
+    for e in extra {
+        layer.push_str(&format!("        {e}\n"));
+    }
+    format!(
+        "apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata: {{name: {name}}}
+spec:
+  mode: exploratory
+  workload:
+    model: fake
+    precision: fp32
+    sequenceLengths: 16
+    batching: static
+    concurrency: 1
+    dataset: {{kind: synthetic, seed: 1}}
+    correctness: {{policy: none}}
+  trials: {{replicates: 3, warmup: {{steps: 1}}, confidenceLevel: 0.95, outlierPolicy: report-tukey}}
+  layers:
+    e2e:
+{layer}        timeout: 1m
+"
+    )
+}
+
 /// Standard output as JSON; panics with both streams when it is not.
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
