@@ -294,34 +294,53 @@ fn a_killed_run_is_incomplete_and_resume_completes_it_without_duplicates() {
         "component.0.serve/D(20,10)/concurrency=1",
         "component.0.serve/D(20,10)/concurrency=4",
     ];
+    // Finished means listed in the manifest (a result file can be on disk, renamed into place,
+    // a moment before the manifest lists it).
+    let manifest = yardstick_store::run::read_manifest(&run_dir).unwrap();
     let finished: Vec<(String, u32)> = points
         .iter()
         .flat_map(|p| (0..3).map(move |r| (p.to_string(), r)))
         .filter(|(p, r)| {
             let slug = yardstick_store::run::slug(p);
-            run_dir.join(format!("results/{slug}/r{r}.json")).exists()
+            manifest
+                .artifact(&format!("results/{slug}/r{r}.json"))
+                .is_some()
         })
         .collect();
-    let (done_point, done_rep) = finished.first().cloned().expect("a finished replicate");
     let (open_point, open_rep) = points
         .iter()
         .flat_map(|p| (0..3).map(move |r| (p.to_string(), r)))
         .find(|pr| !finished.contains(pr))
         .expect("an unfinished replicate (the kill came before the last one)");
     {
+        // Window (1) on a replicate the warehouse indexed. When the kill left none indexed, it
+        // landed in that window by itself.
         let db = rusqlite::Connection::open(store.join("yardstick.db")).unwrap();
-        let gone = db
-            .execute(
-                "DELETE FROM facts WHERE run_id = ?1 AND point_id = ?2 AND replicate = ?3",
-                rusqlite::params![run_id, done_point, i64::from(done_rep)],
+        let indexed: Option<(String, i64)> = db
+            .query_row(
+                "SELECT point_id, replicate FROM replicates WHERE run_id = ?1 \
+                 ORDER BY point_id, replicate LIMIT 1",
+                rusqlite::params![run_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok();
+        if let Some((done_point, done_rep)) = indexed {
+            let gone = db
+                .execute(
+                    "DELETE FROM facts WHERE run_id = ?1 AND point_id = ?2 AND replicate = ?3",
+                    rusqlite::params![run_id, done_point, done_rep],
+                )
+                .unwrap();
+            assert!(
+                gone > 0,
+                "an indexed replicate has facts (written before its row)"
+            );
+            db.execute(
+                "DELETE FROM replicates WHERE run_id = ?1 AND point_id = ?2 AND replicate = ?3",
+                rusqlite::params![run_id, done_point, done_rep],
             )
             .unwrap();
-        assert!(gone > 0, "the finished replicate had facts to delete");
-        db.execute(
-            "DELETE FROM replicates WHERE run_id = ?1 AND point_id = ?2 AND replicate = ?3",
-            rusqlite::params![run_id, done_point, i64::from(done_rep)],
-        )
-        .unwrap();
+        }
     }
     let open_slug = yardstick_store::run::slug(&open_point);
     let orphans = [
