@@ -13,10 +13,11 @@ fn samples_the_host_and_writes_parquet() {
         gpus: true,
     })
     .unwrap();
-    // Keep a CPU busy for a moment so utilisation is not all idle.
+    // Keep a CPU busy for a moment so utilisation is not all idle (a second: 20 samples due, so
+    // a sampler thread starved on a loaded machine still has 5).
     let t = std::time::Instant::now();
     let mut x = 0u64;
-    while t.elapsed() < Duration::from_millis(400) {
+    while t.elapsed() < Duration::from_millis(1000) {
         x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
     }
     std::hint::black_box(x);

@@ -454,7 +454,8 @@ mod tests {
     #[test]
     fn timeout_kills_the_whole_group_even_when_sigterm_is_ignored() {
         let mut s = spec(&["sh", "-c", "trap '' TERM; sleep 30 & sleep 30; wait"]);
-        s.timeout = Some(Duration::from_millis(200));
+        // Long enough for sh to reach its `trap` on a loaded machine before the SIGTERM.
+        s.timeout = Some(Duration::from_secs(1));
         let t0 = Instant::now();
         let o = run_process(&s, None).unwrap();
         assert!(o.timed_out && !o.success());

@@ -221,8 +221,9 @@ fn sigterm_ignorers_are_killed_with_their_whole_group() {
         "--json",
         "--runs",
         "1",
+        // Long enough for sh to reach its `trap` on a loaded runner before the SIGTERM.
         "--timeout",
-        "300ms",
+        "2s",
         "--kill-grace",
         "300ms",
         "--logs",
@@ -251,6 +252,8 @@ fn sigterm_ignorers_are_killed_with_their_whole_group() {
 #[test]
 fn ctrl_c_stops_the_child_and_reports_what_finished() {
     let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("started");
+    let script = format!("echo $$ > {}; exec sleep 30", pidfile.display());
     let child = yardstick()
         .args([
             "bench",
@@ -263,14 +266,21 @@ fn ctrl_c_stops_the_child_and_reports_what_finished() {
             "--logs",
             &logs(dir.path()),
             "--",
-            "sleep",
-            "30",
+            "sh",
+            "-c",
+            &script,
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Interrupt once the first run's child is up (so the handler is installed and a run is in
+    // progress), not after a fixed sleep.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !pidfile.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(pidfile.exists(), "the first run never started");
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

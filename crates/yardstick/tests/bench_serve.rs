@@ -106,15 +106,16 @@ fn recovers_the_simulated_model_and_agrees_with_its_log() {
         }
     }
     // The configured model: TTFT 40 ms, then 9 gaps of 8 ms. The sim's timer is never early
-    // and at most a tick late; the rest is a busy machine.
+    // and at most a tick late; the rest is a busy machine (the upper bounds leave room for a
+    // CI runner at load 8; the exact comparison is against the sim's log below).
     let ttft = f(&p["ttft_ms"]["mean"]);
-    assert!((40.0..70.0).contains(&ttft), "ttft {ttft}");
+    assert!((40.0..80.0).contains(&ttft), "ttft {ttft}");
     let tpot = f(&p["tpot_ms"]["mean"]);
-    assert!((7.0..12.0).contains(&tpot), "tpot {tpot}");
+    assert!((7.0..16.0).contains(&tpot), "tpot {tpot}");
     let itl = f(&p["itl_ms"]["mean"]);
-    assert!((7.0..12.0).contains(&itl), "itl {itl}");
+    assert!((7.0..16.0).contains(&itl), "itl {itl}");
     let e2e = f(&p["e2e_ms"]["mean"]);
-    assert!((112.0..175.0).contains(&e2e), "e2e {e2e}");
+    assert!((112.0..220.0).contains(&e2e), "e2e {e2e}");
     assert!((f(&p["duration_s"]) * f(&p["request_throughput"]) - 40.0).abs() < 1e-6);
     assert!((f(&p["output_token_throughput"]) / f(&p["request_throughput"]) - 10.0).abs() < 1e-6);
     assert!((f(&p["goodput"]) - f(&p["request_throughput"])).abs() < 1e-9);
@@ -142,6 +143,7 @@ fn recovers_the_simulated_model_and_agrees_with_its_log() {
         }
     }
     let mut errs = Vec::new();
+    let mut lags = Vec::new();
     for r in recs.iter().filter(|r| r["warmup"] == false) {
         let s = &server[r["request_id"].as_str().unwrap()];
         errs.push(f(&r["ttft_ms"]) - f(&s["ttft_ms"]));
@@ -151,10 +153,15 @@ fn recovers_the_simulated_model_and_agrees_with_its_log() {
             r["prompt_tokens"], 20,
             "the synthetic prompt is exactly 20 sim tokens"
         );
-        // Arrival after writing, on the same clock.
+        // Arrival after writing, on the same clock: never before (exact), and a stall of the
+        // client's thread on a loaded runner is bounded.
         let lag = (f(&r["first_content_ns"]) - f(&s["first_token_ns"])) / 1e6;
-        assert!((0.0..25.0).contains(&lag), "delivery lag {lag} ms");
+        assert!((0.0..200.0).contains(&lag), "delivery lag {lag} ms");
+        lags.push(lag);
     }
+    lags.sort_by(f64::total_cmp);
+    let p90 = lags[lags.len() * 9 / 10];
+    assert!(p90 < 25.0, "delivery lag p90 {p90} ms: {lags:?}");
     let mean_err = errs.iter().sum::<f64>() / errs.len() as f64;
     assert!(
         (0.0..10.0).contains(&mean_err),
@@ -222,7 +229,16 @@ fn injected_faults_are_counted_by_class_and_match_the_log() {
 
 #[test]
 fn a_server_killed_mid_run_ends_the_run_with_the_records_it_has() {
-    let mut sim = Sim::start(&["--ttft-ms", "20", "--itl-ms", "5"]);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sim.jsonl");
+    let mut sim = Sim::start(&[
+        "--ttft-ms",
+        "20",
+        "--itl-ms",
+        "5",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
     let started = Instant::now();
     let child = bin()
         .args([
@@ -241,7 +257,9 @@ fn a_server_killed_mid_run_ends_the_run_with_the_records_it_has() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Killed once it has answered some requests (polled: a slow start on a loaded runner must
+    // not leave the client with none).
+    sim_log(&log, 3);
     sim.kill();
     let o = child.wait_with_output().unwrap();
     assert!(
@@ -599,16 +617,14 @@ fn shards_partition_the_seeded_plan_and_time_warmup_is_excluded() {
     let p = &doc["points"][0];
     assert_eq!(p["requests"]["completed"], 12);
     let recs = lines(&out.join("requests.jsonl"));
-    let t0 = recs
-        .iter()
-        .map(|r| f(&r["scheduled_ns"]))
-        .fold(f64::MAX, f64::min);
+    // Warm-up time counts from the run's start (its schedule origin), not from whichever
+    // request a worker scheduled first.
+    let t0 = f(&p["schedule_origin_ns"]);
     let warm: Vec<&Value> = recs.iter().filter(|r| r["warmup"] == true).collect();
     assert!(!warm.is_empty());
     assert_eq!(p["requests"]["warmup"].as_u64(), Some(warm.len() as u64));
     for r in &recs {
         let since = (f(&r["scheduled_ns"]) - t0) / 1e6;
-        // (The run's clock starts a few microseconds before its first request.)
         if (since - 300.0).abs() > 2.0 {
             assert_eq!(r["warmup"] == true, since < 300.0, "{r}");
         }
