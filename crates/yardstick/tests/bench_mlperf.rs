@@ -60,13 +60,16 @@ fn single_stream_p90_is_the_simulated_ttft_with_ci_and_early_stopping() {
     assert_eq!(l["metric"], "ttft");
     assert_eq!(f(&l["percentile"]), 0.9);
     let p90 = f(&l["value_ms"]);
-    // The sim's timer is never early; loopback and a debug build add a few ms at most.
-    assert!((20.0..35.0).contains(&p90), "p90 TTFT {p90}");
+    // The sim's timer is never early, so 20 ms is exact. Above it, loopback and a debug build
+    // add a few ms, and a loaded 2-core CI machine (load average up to ~8) can add tens of ms
+    // of scheduling delay: the upper bound only catches gross errors (a TTFT counted from the
+    // wrong instant, or in the wrong unit).
+    assert!((20.0..120.0).contains(&p90), "p90 TTFT {p90}");
     let (lo, hi) = (f(&l["ci"]["lower"]), f(&l["ci"]["upper"]));
     assert!(lo <= p90 && p90 <= hi, "CI [{lo}, {hi}] around {p90}");
     assert_eq!(f(&l["ci_level"]), 0.95);
     let est = f(&l["early_stopping"]["estimate"]);
-    assert!(est >= lo && est < 40.0, "early-stopping estimate {est}");
+    assert!(est >= lo && est < 150.0, "early-stopping estimate {est}");
     assert!(l["early_stopping"]["t"].as_u64().unwrap() >= 1);
     assert!(m["result"].is_null() && m["server"].is_null());
 }
@@ -86,9 +89,10 @@ fn single_stream_without_streaming_reports_e2e_and_too_few_queries_are_invalid()
     ));
     let l = &m["latency"];
     assert_eq!(l["metric"], "e2e");
-    // 20 ms to the first token, then 4 gaps of 2 ms.
+    // 20 ms to the first token, then 4 gaps of 2 ms: never less than 28 ms; the upper bound
+    // leaves room for scheduling delay on a loaded machine (see above).
     let p90 = f(&l["value_ms"]);
-    assert!((28.0..45.0).contains(&p90), "p90 E2E {p90}");
+    assert!((28.0..150.0).contains(&p90), "p90 E2E {p90}");
     // 20 queries are too few for LoadGen's p90 early-stopping estimate (64 needed).
     assert!(l["early_stopping"].is_null());
     assert_eq!(m["validity"], "INVALID");
@@ -132,9 +136,11 @@ fn multi_stream_issues_whole_batches_and_reports_batch_latency() {
         (l["metric"].as_str(), f(&l["percentile"])),
         (Some("batch_e2e"), 0.99)
     );
-    // Last sample of a batch: 20 ms + 4 × 2 ms after the batch was issued.
+    // Last sample of a batch: 20 ms + 4 × 2 ms after the batch was issued (never less); the
+    // p99 of 10 batches is their maximum, so the upper bound leaves room for one batch hit by
+    // scheduling delay on a loaded machine.
     let p99 = f(&l["value_ms"]);
-    assert!((28.0..80.0).contains(&p99), "p99 batch latency {p99}");
+    assert!((28.0..150.0).contains(&p99), "p99 batch latency {p99}");
     // 10 queries cannot support a p99 claim.
     assert_eq!(m["validity"], "INVALID");
     assert!(l["early_stopping"].is_null() && l["ci"].is_null());
@@ -162,6 +168,11 @@ fn multi_stream_issues_whole_batches_and_reports_batch_latency() {
 #[test]
 fn server_passes_generous_bounds_validly() {
     let sim = sim();
+    // Bounds 100× the simulated TTFT and 250× its TPOT. Latency is counted from the scheduled
+    // instant, so a stall of the loaded machine delays every query in flight at once: tolerating
+    // one or two queries over the bound would not help, and one over the bound already needs
+    // 662 queries for early stopping (LoadGen) — so the bounds are generous enough that no
+    // query crosses them, and `over_bound == 0` with 459 queries required stays exact.
     let m = mlperf(&bench(
         &sim.url,
         &[
@@ -172,9 +183,9 @@ fn server_passes_generous_bounds_validly() {
             "--max-requests",
             "480",
             "--ttft-bound-ms",
-            "500",
+            "2000",
             "--tpot-bound-ms",
-            "100",
+            "500",
         ],
     ));
     assert_eq!(m["scenario"], "server");
@@ -270,7 +281,19 @@ fn server_with_too_few_queries_passes_but_is_invalid() {
 #[test]
 fn offline_issues_everything_at_once_and_completes_it() {
     let sim = sim();
-    let o = bench(&sim.url, &["--mlperf", "offline", "--max-requests", "100"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = bench(
+        &sim.url,
+        &[
+            "--mlperf",
+            "offline",
+            "--max-requests",
+            "100",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    );
     let m = mlperf(&o);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["points"][0]["load"]["value"], 100.0);
@@ -283,11 +306,31 @@ fn offline_issues_everything_at_once_and_completes_it() {
         (Some(100), Some(0))
     );
     assert_eq!(m["validity"], "VALID");
-    // All at once: the whole run takes about one request's time (30 ms), far less than 100 in
-    // sequence (3 s).
+    // All at once, from the records: each query takes at least 28 ms at the simulator, and
+    // (nearly) all of them were issued before the first one had finished. In sequence that is
+    // 1; with a smaller pool it is the pool's width. (Not "every one": on a loaded machine the
+    // client may be descheduled between starting its 100 workers.)
+    let recs: Vec<Value> = std::fs::read_to_string(out.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recs.len(), 100);
+    let first_done = recs
+        .iter()
+        .map(|r| r["done_ns"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    let together = recs
+        .iter()
+        .filter(|r| r["scheduled_ns"].as_u64().unwrap() < first_done)
+        .count();
+    assert!(together >= 90, "only {together} of 100 issued together");
+    // And the whole run takes about one request's time (30 ms), far less than 100 in sequence
+    // (at least 2.8 s); the bound leaves room for a loaded machine.
     let d = f(&m["duration_s"]);
-    assert!(d < 1.5, "offline took {d} s");
-    assert!(f(&m["samples_per_s"]) > 60.0);
+    assert!(d < 2.5, "offline took {d} s");
+    assert!(f(&m["samples_per_s"]) > 40.0);
 }
 
 #[test]

@@ -268,28 +268,60 @@ fn eos_after_is_overridden_by_ignore_eos_and_min_tokens() {
     );
 }
 
+/// The value of the gauge `name` (one series, by model) in the simulator's /metrics.
+fn gauge(addr: &str, name: &str) -> f64 {
+    let r = http(addr, "GET", "/metrics", "");
+    let text = String::from_utf8(r.body).unwrap();
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in /metrics:\n{text}"))
+}
+
 #[test]
 fn max_running_queues_the_second_request() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("sim.jsonl");
+    // A runs for 20 ms + 4 gaps of 250 ms (~1 s) and B is sent only once the simulator reports A
+    // running, so B arrives while A holds the only slot unless this thread stalls for most of a
+    // second. (Two threads racing with a 60 ms A missed the queue when B started late.)
     let sim = Sim::start(&[
         "--max-running",
         "1",
         "--ttft-ms",
         "20",
         "--itl-ms",
-        "10",
+        "250",
         "--log",
         log.to_str().unwrap(),
     ]);
     let addr = sim.addr.clone();
-    let body = r#"{"prompt":"x","max_tokens":5,"stream":true}"#;
     let a = std::thread::spawn({
         let addr = addr.clone();
-        move || http(&addr, "POST", "/v1/completions", body)
+        move || {
+            http(
+                &addr,
+                "POST",
+                "/v1/completions",
+                r#"{"prompt":"x","max_tokens":5,"stream":true}"#,
+            )
+        }
     });
-    let b = std::thread::spawn(move || http(&addr, "POST", "/v1/completions", body));
-    assert!(a.join().unwrap().complete && b.join().unwrap().complete);
+    let running = "yardstick_sim_num_requests_running";
+    let mut polls = 0;
+    while gauge(&addr, running) < 1.0 {
+        polls += 1;
+        assert!(polls < 3000, "A never started running");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let b = http(
+        &addr,
+        "POST",
+        "/v1/completions",
+        r#"{"prompt":"y","max_tokens":2,"stream":true}"#,
+    );
+    assert!(a.join().unwrap().complete && b.complete);
     let lines = read_log(&log, 2);
     let ns = |l: &Value, k: &str| l[k].as_u64().unwrap();
     let (first, second) = if ns(&lines[0], "admitted_ns") <= ns(&lines[1], "admitted_ns") {
@@ -297,9 +329,23 @@ fn max_running_queues_the_second_request() {
     } else {
         (&lines[1], &lines[0])
     };
-    // The second waited for the first to finish, and its TTFT counts that wait.
-    assert!(ns(second, "admitted_ns") >= ns(first, "last_token_ns"));
-    assert!(second["ttft_ms"].as_f64().unwrap() >= 20.0 + 40.0);
+    assert_eq!(first["output_tokens"], 5, "A was admitted first: {lines:?}");
+    // B arrived while A was generating (so it met a full slot) ...
+    assert!(
+        ns(second, "received_ns") < ns(first, "last_token_ns"),
+        "{lines:?}"
+    );
+    // ... waited for A to finish, and its TTFT counts that wait: at least the rest of A's
+    // generation after B arrived, plus B's own 20 ms.
+    assert!(
+        ns(second, "admitted_ns") >= ns(first, "last_token_ns"),
+        "{lines:?}"
+    );
+    let waited = (ns(first, "last_token_ns") - ns(second, "received_ns")) as f64 / 1e6;
+    assert!(
+        second["ttft_ms"].as_f64().unwrap() >= waited + 20.0,
+        "{lines:?}"
+    );
 }
 
 #[test]
