@@ -27,27 +27,6 @@ pub struct EvalInputs {
     pub files: Vec<(String, PathBuf)>,
 }
 
-/// Resolves a file the spec names: the frozen copy `inputs/<kind>/<slug>` in `frozen`'s run
-/// directory when it has one, else relative to the spec's directory.
-pub(crate) fn resolve(
-    base: Option<&Path>,
-    frozen: Option<&Path>,
-    kind: &str,
-    name: &str,
-) -> PathBuf {
-    if let Some(copy) = frozen
-        .map(|run| run.join("inputs").join(kind).join(crate::plan::slug(name)))
-        .filter(|c| c.is_file())
-    {
-        return copy;
-    }
-    let p = Path::new(name);
-    match base {
-        Some(b) if p.is_relative() => b.join(p),
-        _ => p.to_path_buf(),
-    }
-}
-
 fn invalid(e: EvalError) -> RunError {
     RunError::Invalid(match e {
         EvalError::Task { .. } | EvalError::Io { .. } => {
@@ -78,7 +57,7 @@ impl EvalInputs {
                 && !inputs.tasks.contains_key(t)
             {
                 let loaded = if yardstick_spec::rules::task_is_file(t) {
-                    let path = resolve(base, frozen, "eval", t);
+                    let path = crate::resolve_input(base, frozen, "eval", t);
                     let task = Task::load(&path.display().to_string()).map_err(invalid)?;
                     inputs.files.push((t.clone(), path));
                     task
@@ -93,7 +72,7 @@ impl EvalInputs {
                 let shard = if s == "builtin" {
                     Shard::load("builtin")
                 } else {
-                    let path = resolve(base, frozen, "eval", s);
+                    let path = crate::resolve_input(base, frozen, "eval", s);
                     inputs.files.push((s.clone(), path.clone()));
                     Shard::load(&path.display().to_string())
                 }

@@ -320,7 +320,7 @@ pub fn execute(
     let inputs = (eval_inputs.files.iter().map(|f| ("eval", f)))
         .chain(target_files.iter().map(|f| ("target", f)));
     for (kind, (name, path)) in inputs {
-        let rel = format!("inputs/{kind}/{}", plan::slug(name));
+        let rel = input_artifact(kind, name);
         if !writer.has(&rel) {
             let bytes = std::fs::read(path)
                 .map_err(|e| RunError::Invalid(format!("{}: {e}", path.display())))?;
@@ -634,6 +634,33 @@ pub fn execute(
         signed,
         summary,
     })
+}
+
+/// The run's frozen copy of an input file the spec names (`kind` is `eval` or `target`):
+/// `inputs/<kind>/<slug>`.
+fn input_artifact(kind: &str, name: &str) -> String {
+    format!("inputs/{kind}/{}", plan::slug(name))
+}
+
+/// Resolves an input file the spec names: the frozen copy in `frozen`'s run directory when it
+/// has one, else relative to `base`, the spec's directory (the working directory when `None`).
+pub(crate) fn resolve_input(
+    base: Option<&Path>,
+    frozen: Option<&Path>,
+    kind: &str,
+    name: &str,
+) -> PathBuf {
+    if let Some(copy) = frozen
+        .map(|run| run.join(input_artifact(kind, name)))
+        .filter(|c| c.is_file())
+    {
+        return copy;
+    }
+    let p = Path::new(name);
+    match base {
+        Some(b) if p.is_relative() => b.join(p),
+        _ => p.to_path_buf(),
+    }
 }
 
 /// Writes one sealed replicate record (`results/<point>/rN.json`) into the warehouse: its facts

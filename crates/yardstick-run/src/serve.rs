@@ -446,7 +446,7 @@ pub fn resolve_target_files(
                 continue;
             };
             let spec_name = path.clone();
-            let abs = crate::eval::resolve(base, frozen, "target", &spec_name);
+            let abs = crate::resolve_input(base, frozen, "target", &spec_name);
             *path = abs.display().to_string();
             if read.iter().any(|(n, _)| *n == spec_name) {
                 continue;
