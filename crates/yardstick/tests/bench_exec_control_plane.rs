@@ -5,7 +5,7 @@
 //! collective's reported bus bandwidth is cited against the link peak.
 
 mod common;
-use common::{command_spec, json, yardstick};
+use common::{command_spec, json, run_spec, yardstick};
 
 use serde_json::Value;
 
@@ -173,13 +173,7 @@ fn a_run_point_that_sleeps_before_its_steps_is_control_plane_bound() {
         command_spec("control-plane-test", &format!("[sh, -c, {script}]"), &[]),
     )
     .unwrap();
-    let o = yardstick()
-        .args(["run", "--json", "-q"])
-        .arg(&spec)
-        .arg("--store")
-        .arg(dir.path().join("store"))
-        .output()
-        .unwrap();
+    let o = run_spec(&spec, &dir.path().join("store"), &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = json(&o);
     let p = &v["summary"]["bottlenecks"]["points"][0];

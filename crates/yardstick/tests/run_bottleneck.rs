@@ -4,7 +4,7 @@
 #![cfg(feature = "train")]
 
 mod common;
-use common::yardstick;
+use common::run_spec;
 
 const SPEC: &str = "apiVersion: yardstick/v1
 kind: BenchmarkRun
@@ -39,13 +39,7 @@ fn the_training_point_is_classified_on_the_runs_own_ceilings() {
     let spec = dir.path().join("spec.yaml");
     std::fs::write(&spec, SPEC).unwrap();
     let store = dir.path().join("store");
-    let o = yardstick()
-        .args(["run", "--json", "-q"])
-        .arg(&spec)
-        .arg("--store")
-        .arg(&store)
-        .output()
-        .unwrap();
+    let o = run_spec(&spec, &store, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let b = &v["summary"]["bottlenecks"];

@@ -2,7 +2,7 @@
 //! store, verify (tampering, unsigned), signing keys, interruption and resume.
 
 mod common;
-use common::yardstick;
+use common::{run_spec, yardstick};
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -41,14 +41,7 @@ spec:
 }
 
 fn run_json(spec: &Path, store: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
-    let o = yardstick()
-        .args(["run", "--json", "-q"])
-        .arg(spec)
-        .arg("--store")
-        .arg(store)
-        .args(extra)
-        .output()
-        .unwrap();
+    let o = run_spec(spec, store, extra);
     let v = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
     (o, v)
 }

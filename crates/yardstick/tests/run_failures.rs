@@ -3,7 +3,7 @@
 //! exits 1.
 
 mod common;
-use common::{command_spec, yardstick};
+use common::{command_spec, run_spec, yardstick};
 
 use std::path::Path;
 use std::process::Output;
@@ -34,10 +34,10 @@ fn spec(dir: &Path, fail: &[u32], ws2_fails: bool) -> String {
     )
 }
 
-fn run(spec: &Path, store: &Path, json: bool) -> Output {
+/// `yardstick run SPEC --store STORE` with its human output.
+fn run_human(spec: &Path, store: &Path) -> Output {
     yardstick()
         .arg("run")
-        .args(if json { vec!["--json", "-q"] } else { vec![] })
         .arg(spec)
         .arg("--store")
         .arg(store)
@@ -54,7 +54,7 @@ fn a_failed_replicate_is_listed_and_the_run_still_succeeds() {
     let dir = tempfile::tempdir().unwrap();
     let spec_path = dir.path().join("spec.yaml");
     std::fs::write(&spec_path, spec(dir.path(), &[1], false)).unwrap();
-    let o = run(&spec_path, &dir.path().join("store"), false);
+    let o = run_human(&spec_path, &dir.path().join("store"));
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.contains(": complete"), "{out}");
@@ -71,7 +71,7 @@ fn a_point_whose_every_replicate_failed_exits_1_and_is_stored() {
     let spec_path = dir.path().join("spec.yaml");
     std::fs::write(&spec_path, spec(dir.path(), &[], true)).unwrap();
     let store = dir.path().join("store");
-    let o = run(&spec_path, &store, true);
+    let o = run_spec(&spec_path, &store, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let err = text(&o.stderr);
     assert!(

@@ -2,7 +2,7 @@
 //! and Amdahl's fit across the sizes, as `bench exec --world-sizes` reports them.
 
 mod common;
-use common::{command_spec, yardstick};
+use common::{command_spec, run_spec};
 
 /// Eight samples per 0.1 s step at world size 1, fourteen at world size 2.
 const COMMAND: &str = r#"[sh, -c, "n={worldSize}; s=$((n == 1 ? 8 : 14)); for i in 0 1 2 3 4 5; do echo \"{\\\"step\\\":$i,\\\"step_time_s\\\":0.1,\\\"samples\\\":$s}\" >> \"$YARDSTICK_METRICS\"; done"]"#;
@@ -16,13 +16,7 @@ fn world_sizes_of_a_command_give_the_scaling_efficiency() {
         command_spec("scaling-test", COMMAND, &["worldSizes: [1, 2]"]),
     )
     .unwrap();
-    let o = yardstick()
-        .args(["run", "--json", "-q"])
-        .arg(&spec)
-        .arg("--store")
-        .arg(dir.path().join("store"))
-        .output()
-        .unwrap();
+    let o = run_spec(&spec, &dir.path().join("store"), &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let s = &v["summary"]["scaling"][0];

@@ -45,6 +45,18 @@ spec:
     )
 }
 
+/// `yardstick run --json -q SPEC --store STORE EXTRA...`.
+pub fn run_spec(spec: &std::path::Path, store: &std::path::Path, extra: &[&str]) -> Output {
+    yardstick()
+        .args(["run", "--json", "-q"])
+        .arg(spec)
+        .arg("--store")
+        .arg(store)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 /// Standard output as JSON; panics with both streams when it is not.
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
