@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
-use crate::fsutil::{seal_file, sha256_bytes, sha256_file, write_atomic};
+use crate::fsutil::{seal_file, sha256_bytes, write_atomic};
 
 /// Manifest schema identifier.
 pub const MANIFEST_SCHEMA: &str = "yardstick.manifest/v1";
@@ -161,8 +161,9 @@ impl RunWriter {
             )));
         }
         for a in &manifest.artifacts {
-            let (sha, _) = sha256_file(&dir.join(&a.path))
-                .map_err(|e| StoreError::Integrity(format!("{}: {e}", a.path)))?;
+            let (sha, _) = crate::fsutil::sha256_in(dir, &a.path)?.ok_or_else(|| {
+                StoreError::Integrity(format!("{}: missing; refusing to resume", a.path))
+            })?;
             if sha != a.sha256 {
                 return Err(StoreError::Integrity(format!(
                     "{} changed since it was written; refusing to resume",
@@ -243,8 +244,11 @@ impl RunWriter {
     /// seals it, records it.
     pub fn adopt(&mut self, rel: &str, kind: &str) -> Result<Artifact, StoreError> {
         check_rel(rel)?;
-        let path = self.dir.join(rel);
-        let (sha256, size) = sha256_file(&path)?;
+        // A child process wrote this file: it may have left a symlink there, which must not be
+        // hashed or sealed (chmod follows links) in place of the file.
+        let path = crate::fsutil::resolve_in(&self.dir, rel)?;
+        let (sha256, size) = crate::fsutil::sha256_in(&self.dir, rel)?
+            .ok_or_else(|| StoreError::NotFound(format!("{rel} was not written")))?;
         seal_file(&path)?;
         let a = Artifact {
             path: rel.into(),
@@ -334,19 +338,42 @@ impl RunWriter {
 }
 
 fn check_rel(rel: &str) -> Result<(), StoreError> {
-    let bad = rel.is_empty()
-        || rel.starts_with('/')
-        || rel
-            .split('/')
-            .any(|c| c.is_empty() || c == "." || c == "..")
-        || rel == MANIFEST
-        || rel == ATTESTATION;
-    if bad {
-        Err(StoreError::Invalid(format!(
-            "invalid artifact path `{rel}`"
-        )))
+    if let Some(why) = crate::fsutil::unsafe_relative(rel) {
+        return Err(StoreError::Invalid(format!(
+            "invalid artifact path `{rel}`: {why}"
+        )));
+    }
+    if rel == MANIFEST || rel == ATTESTATION {
+        return Err(StoreError::Invalid(format!(
+            "invalid artifact path `{rel}`: the name is reserved"
+        )));
+    }
+    Ok(())
+}
+
+/// Why `id` cannot be a run id (a directory name under `runs/`): `None` when it can. Run ids
+/// are ULIDs; any name of ASCII letters, digits, `-` and `_` up to 64 characters is accepted,
+/// so a run id read from a warehouse or a request can never name a path elsewhere.
+pub fn unsafe_run_id(id: &str) -> Option<&'static str> {
+    if id.is_empty() || id.len() > 64 {
+        Some("a run id has 1 to 64 characters")
+    } else if !id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        Some("a run id has only ASCII letters, digits, `-` and `_`")
     } else {
-        Ok(())
+        None
+    }
+}
+
+/// `<store>/runs/<run_id>`, refusing a run id that could name anything else.
+pub fn run_dir(store: &Path, run_id: &str) -> Result<PathBuf, StoreError> {
+    match unsafe_run_id(run_id) {
+        Some(why) => Err(StoreError::Invalid(format!(
+            "`{run_id}` is not a run id: {why}"
+        ))),
+        None => Ok(store.join("runs").join(run_id)),
     }
 }
 
@@ -355,9 +382,36 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, StoreError> {
     let path = dir.join(MANIFEST);
     let bytes = std::fs::read(&path)
         .map_err(|e| StoreError::NotFound(format!("{}: {e}", path.display())))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
         StoreError::Integrity(format!("{} is not a valid manifest: {e}", path.display()))
-    })
+    })?;
+    check_manifest(&m).map_err(|e| StoreError::Integrity(format!("{}: {e}", path.display())))?;
+    Ok(m)
+}
+
+/// Checks what a manifest names before anything is read, hashed, exported or deleted on its
+/// word: every artifact path stays inside the run directory ([`crate::fsutil::unsafe_relative`])
+/// and is listed once, and the run id is a plain name.
+pub fn check_manifest(m: &Manifest) -> Result<(), String> {
+    if let Some(why) = unsafe_run_id(&m.run_id) {
+        return Err(format!("run id {:?} is refused: {why}", m.run_id));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for a in &m.artifacts {
+        if let Some(why) = crate::fsutil::unsafe_relative(&a.path) {
+            return Err(format!(
+                "artifact path {:?} is refused: {why} (paths must stay inside the run directory)",
+                a.path
+            ));
+        }
+        if a.path == MANIFEST || a.path == ATTESTATION {
+            return Err(format!("artifact path {:?} is reserved", a.path));
+        }
+        if !seen.insert(a.path.as_str()) {
+            return Err(format!("artifact {:?} is listed twice", a.path));
+        }
+    }
+    Ok(())
 }
 
 /// A file-system-safe slug of a point id: the directory name of its artifacts

@@ -22,8 +22,11 @@ pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 /// The predicate type of a yardstick run attestation.
 pub const PREDICATE_TYPE: &str = "https://yardstick.dev/attestation/run/v1";
 
-/// A DSSE envelope.
+/// A DSSE envelope, exactly as the DSSE specification has it: `payloadType`, `payload` and
+/// `signatures` of `{keyid, sig}`, and nothing else (unknown fields are refused, so nothing that
+/// no signature covers can influence a verifier).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Envelope {
     /// Always [`PAYLOAD_TYPE`].
     #[serde(rename = "payloadType")]
@@ -36,15 +39,14 @@ pub struct Envelope {
 
 /// One DSSE signature.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct EnvelopeSignature {
-    /// Key id (see module docs).
+    /// Key id, a hint only: trust is decided by which trusted public key verifies `sig`, never
+    /// by this field (see module docs for how yardstick derives it).
+    #[serde(default)]
     pub keyid: String,
-    /// Base64 ed25519 signature.
+    /// Base64 ed25519 signature over the PAE.
     pub sig: String,
-    /// Base64 public key, so a verifier without the key file can still check integrity (trust
-    /// requires comparing the key id with a known key).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub public_key: Option<String>,
 }
 
 /// DSSE pre-authentication encoding.
@@ -150,15 +152,55 @@ pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey, StoreError> {
         .map_err(|e| StoreError::Invalid(format!("{}: {e}", path.display())))
 }
 
-/// Builds the in-toto statement for a manifest and signs it.
-pub fn attest(manifest_bytes: &[u8], predicate: serde_json::Value, key: &SigningKey) -> Envelope {
-    let statement = serde_json::json!({
-        "_type": STATEMENT_TYPE,
-        "subject": [{"name": "manifest.json", "digest": {"sha256": sha256_bytes(manifest_bytes)}}],
-        "predicateType": PREDICATE_TYPE,
-        "predicate": predicate,
-    });
-    let payload = serde_json::to_vec(&statement).expect("statement is JSON");
+/// One subject of an in-toto Statement: a named file and its sha256.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Subject {
+    /// File name (relative to the run directory).
+    pub name: String,
+    /// Digests by algorithm; yardstick uses `sha256`.
+    pub digest: std::collections::BTreeMap<String, String>,
+}
+
+impl Subject {
+    /// A subject with a sha256 digest.
+    pub fn sha256(name: &str, sha256: &str) -> Self {
+        Subject {
+            name: name.into(),
+            digest: [("sha256".to_string(), sha256.to_string())].into(),
+        }
+    }
+}
+
+/// An in-toto Statement v1: exactly these four fields.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Statement {
+    /// Always [`STATEMENT_TYPE`].
+    #[serde(rename = "_type")]
+    pub statement_type: String,
+    /// What the statement is about.
+    pub subject: Vec<Subject>,
+    /// What kind of claim the predicate makes.
+    #[serde(rename = "predicateType")]
+    pub predicate_type: String,
+    /// The claim.
+    pub predicate: serde_json::Value,
+}
+
+impl Statement {
+    /// The sha256 the statement records for `name`.
+    pub fn digest_of(&self, name: &str) -> Option<&str> {
+        self.subject
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.digest.get("sha256"))
+            .map(String::as_str)
+    }
+}
+
+/// Signs an in-toto statement into a DSSE envelope.
+pub fn sign_statement(statement: &Statement, key: &SigningKey) -> Envelope {
+    let payload = serde_json::to_vec(statement).expect("statement is JSON");
     let sig: Signature = key.sign(&pae(PAYLOAD_TYPE, &payload));
     Envelope {
         payload_type: PAYLOAD_TYPE.into(),
@@ -166,8 +208,101 @@ pub fn attest(manifest_bytes: &[u8], predicate: serde_json::Value, key: &Signing
         signatures: vec![EnvelopeSignature {
             keyid: key_id(&key.verifying_key()),
             sig: B64.encode(sig.to_bytes()),
-            public_key: Some(B64.encode(key.verifying_key().as_bytes())),
         }],
+    }
+}
+
+/// Builds the in-toto statement for a manifest and signs it.
+pub fn attest(manifest_bytes: &[u8], predicate: serde_json::Value, key: &SigningKey) -> Envelope {
+    let statement = Statement {
+        statement_type: STATEMENT_TYPE.into(),
+        subject: vec![Subject::sha256(
+            crate::run::MANIFEST,
+            &sha256_bytes(manifest_bytes),
+        )],
+        predicate_type: PREDICATE_TYPE.into(),
+        predicate,
+    };
+    sign_statement(&statement, key)
+}
+
+/// A public key a verifier trusts, and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrustedKey {
+    /// The key.
+    pub key: VerifyingKey,
+    /// Its yardstick key id.
+    pub keyid: String,
+    /// The file it was read from (or another description).
+    pub source: String,
+}
+
+/// The public keys a verifier trusts: given with `--key` (repeatable), read from a directory of
+/// `.pub` files, or a store's own trusted keys.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrustSet {
+    keys: Vec<TrustedKey>,
+}
+
+impl TrustSet {
+    /// No trusted keys.
+    pub fn new() -> Self {
+        TrustSet::default()
+    }
+
+    /// Trusts one key (a key already present is not added twice).
+    pub fn add(&mut self, key: VerifyingKey, source: impl Into<String>) {
+        if self.keys.iter().any(|k| k.key == key) {
+            return;
+        }
+        self.keys.push(TrustedKey {
+            keyid: key_id(&key),
+            key,
+            source: source.into(),
+        });
+    }
+
+    /// Trusts the public key in `path` (64 hex digits, as `yardstick keygen` writes).
+    pub fn add_file(&mut self, path: &Path) -> Result<(), StoreError> {
+        let key = load_verifying_key(path)?;
+        self.add(key, path.display().to_string());
+        Ok(())
+    }
+
+    /// Trusts every `*.pub` file in `dir`; other files are ignored. A missing directory or a
+    /// `.pub` file that is not a public key is an error (a typo must not silently trust
+    /// nothing). Returns how many keys were read.
+    pub fn add_dir(&mut self, dir: &Path) -> Result<usize, StoreError> {
+        let rd = std::fs::read_dir(dir).map_err(|e| {
+            StoreError::Invalid(format!(
+                "cannot read the trusted-key directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let mut files: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "pub") && p.is_file())
+            .collect();
+        files.sort();
+        for f in &files {
+            self.add_file(f)?;
+        }
+        Ok(files.len())
+    }
+
+    /// The trusted keys.
+    pub fn keys(&self) -> &[TrustedKey] {
+        &self.keys
+    }
+
+    /// Whether no key is trusted.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The trusted key with this key id.
+    pub fn by_keyid(&self, keyid: &str) -> Option<&TrustedKey> {
+        self.keys.iter().find(|k| k.keyid == keyid)
     }
 }
 
@@ -175,85 +310,209 @@ pub fn attest(manifest_bytes: &[u8], predicate: serde_json::Value, key: &Signing
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum SignatureCheck {
-    /// Valid signature over a statement whose subject digest matches the manifest.
-    Valid {
-        /// Key id that signed.
+    /// A trusted key verifies a signature over a statement that covers the subject.
+    Verified {
+        /// Key id of the trusted key that verified it.
         keyid: String,
-        /// Whether the key is the trusted key given by the caller (`None`: no key given).
-        trusted: Option<bool>,
+        /// Where that key came from.
+        key_source: String,
     },
-    /// The signature does not verify, or the statement does not name this manifest.
+    /// The statement covers the subject, but no key was trusted, so the signature could not be
+    /// checked: "signed by an untrusted key", never "verified".
+    Untrusted {
+        /// The key ids the envelope names (hints, not proof).
+        keyids: Vec<String>,
+    },
+    /// Trusted keys were given and none of them made any signature in the envelope.
+    OtherKey {
+        /// The key ids the envelope names.
+        keyids: Vec<String>,
+    },
+    /// The envelope is malformed, its statement does not cover the subject, or a signature
+    /// that names a trusted key does not verify.
     Invalid {
         /// Why.
         reason: String,
     },
 }
 
-/// Verifies an envelope against the manifest bytes, optionally against a trusted key.
-pub fn check(
-    envelope: &Envelope,
-    manifest_bytes: &[u8],
-    trusted: Option<&VerifyingKey>,
-) -> SignatureCheck {
-    let invalid = |r: &str| SignatureCheck::Invalid {
-        reason: r.to_string(),
-    };
-    if envelope.payload_type != PAYLOAD_TYPE {
-        return invalid("unexpected payload type");
+impl SignatureCheck {
+    /// Whether the check is a verification by a trusted key.
+    pub fn is_verified(&self) -> bool {
+        matches!(self, SignatureCheck::Verified { .. })
     }
-    let Ok(payload) = B64.decode(&envelope.payload) else {
-        return invalid("payload is not base64");
-    };
-    let Ok(statement) = serde_json::from_slice::<serde_json::Value>(&payload) else {
-        return invalid("payload is not a JSON statement");
-    };
-    let digest = statement["subject"][0]["digest"]["sha256"]
-        .as_str()
-        .unwrap_or("");
-    if digest != sha256_bytes(manifest_bytes) {
-        return invalid(
-            "the attestation names a different manifest (manifest.json changed after signing)",
-        );
-    }
-    let Some(s) = envelope.signatures.first() else {
-        return invalid("no signature in the envelope");
-    };
-    let key = match (trusted, &s.public_key) {
-        (Some(k), _) => *k,
-        (None, Some(pk)) => match B64
-            .decode(pk)
-            .ok()
-            .and_then(|b| <[u8; 32]>::try_from(b).ok())
-            .and_then(|b| VerifyingKey::from_bytes(&b).ok())
-        {
-            Some(k) => k,
-            None => return invalid("embedded public key is malformed"),
-        },
-        (None, None) => return invalid("no key to verify with (pass the public key)"),
-    };
-    let Some(sig) = B64
-        .decode(&s.sig)
-        .ok()
-        .and_then(|b| <[u8; 64]>::try_from(b).ok())
-        .map(|b| Signature::from_bytes(&b))
-    else {
-        return invalid("signature is malformed");
-    };
-    match key.verify(&pae(&envelope.payload_type, &payload), &sig) {
-        Ok(()) => SignatureCheck::Valid {
-            keyid: key_id(&key),
-            trusted: trusted.map(|t| key_id(t) == s.keyid),
-        },
-        Err(_) if trusted.is_some() => {
-            invalid("the signature does not verify with the trusted key")
+
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        match self {
+            SignatureCheck::Verified { keyid, key_source } => {
+                format!("verified: signed by trusted key {keyid} ({key_source})")
+            }
+            SignatureCheck::Untrusted { keyids } => format!(
+                "signed by an untrusted key (key id {}): NOT verified; pass the signer's public key with --key or --trusted DIR",
+                list_or_none(keyids)
+            ),
+            SignatureCheck::OtherKey { keyids } => format!(
+                "signed by another key (key id {}), not by any trusted key",
+                list_or_none(keyids)
+            ),
+            SignatureCheck::Invalid { reason } => format!("INVALID: {reason}"),
         }
-        Err(_) => invalid("the signature does not verify"),
     }
+}
+
+fn list_or_none(ids: &[String]) -> String {
+    let ids: Vec<&str> = ids
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if ids.is_empty() {
+        "not given".into()
+    } else {
+        ids.join(", ")
+    }
+}
+
+/// Decodes base64 as DSSE allows: standard or URL-safe alphabet, padded or not.
+fn b64_decode(s: &str) -> Option<Vec<u8>> {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    B64.decode(s)
+        .or_else(|_| URL_SAFE.decode(s))
+        .or_else(|_| STANDARD_NO_PAD.decode(s))
+        .or_else(|_| URL_SAFE_NO_PAD.decode(s))
+        .ok()
+}
+
+/// Parses an envelope strictly: exactly the DSSE fields, yardstick's payload type, a base64
+/// payload that is an in-toto Statement v1, and at least one well-formed signature.
+pub fn parse_envelope(bytes: &[u8]) -> Result<(Envelope, Statement), String> {
+    let envelope: Envelope = serde_json::from_slice(bytes)
+        .map_err(|e| format!("not a DSSE envelope (payloadType, payload, signatures[{{keyid, sig}}] and nothing else): {e}"))?;
+    if envelope.payload_type != PAYLOAD_TYPE {
+        return Err(format!(
+            "payloadType is `{}`, expected `{PAYLOAD_TYPE}`",
+            envelope.payload_type
+        ));
+    }
+    let payload = b64_decode(&envelope.payload).ok_or("the payload is not base64")?;
+    let statement: Statement = serde_json::from_slice(&payload)
+        .map_err(|e| format!("the payload is not an in-toto Statement v1: {e}"))?;
+    if statement.statement_type != STATEMENT_TYPE {
+        return Err(format!(
+            "the statement's _type is `{}`, expected `{STATEMENT_TYPE}`",
+            statement.statement_type
+        ));
+    }
+    if envelope.signatures.is_empty() {
+        return Err("the envelope has no signature".into());
+    }
+    for s in &envelope.signatures {
+        if b64_decode(&s.sig).is_none_or(|b| b.len() != 64) {
+            return Err(format!(
+                "signature with key id `{}` is not a base64 ed25519 signature",
+                s.keyid
+            ));
+        }
+    }
+    Ok((envelope, statement))
+}
+
+/// Checks an envelope: it must parse strictly, its statement must have `predicate_type` and
+/// name `subject` with digest `subject_sha256`, and a trusted key must verify a signature.
+/// Key ids are hints: every trusted key is tried against every signature.
+pub fn check_envelope(
+    bytes: &[u8],
+    predicate_type: &str,
+    subject: &str,
+    subject_sha256: &str,
+    trust: &TrustSet,
+) -> (SignatureCheck, Option<Statement>) {
+    let invalid = |r: String| (SignatureCheck::Invalid { reason: r }, None);
+    let (envelope, statement) = match parse_envelope(bytes) {
+        Ok(x) => x,
+        Err(e) => return invalid(e),
+    };
+    if statement.predicate_type != predicate_type {
+        return invalid(format!(
+            "the statement's predicateType is `{}`, expected `{predicate_type}`",
+            statement.predicate_type
+        ));
+    }
+    match statement.digest_of(subject) {
+        None => {
+            return invalid(format!(
+                "the statement does not name {subject} with a sha256 digest"
+            ));
+        }
+        Some(d) if d != subject_sha256 => {
+            return invalid(format!(
+                "the signature does not cover the current {subject} (it was changed after signing)"
+            ));
+        }
+        Some(_) => {}
+    }
+    let keyids: Vec<String> = envelope
+        .signatures
+        .iter()
+        .map(|s| s.keyid.clone())
+        .collect();
+    if trust.is_empty() {
+        return (SignatureCheck::Untrusted { keyids }, Some(statement));
+    }
+    let payload = b64_decode(&envelope.payload).expect("checked by parse_envelope");
+    let message = pae(&envelope.payload_type, &payload);
+    for s in &envelope.signatures {
+        let bytes: [u8; 64] = b64_decode(&s.sig)
+            .and_then(|b| b.try_into().ok())
+            .expect("checked by parse_envelope");
+        let sig = Signature::from_bytes(&bytes);
+        if let Some(k) = trust
+            .keys()
+            .iter()
+            .find(|k| k.key.verify(&message, &sig).is_ok())
+        {
+            return (
+                SignatureCheck::Verified {
+                    keyid: k.keyid.clone(),
+                    key_source: k.source.clone(),
+                },
+                Some(statement),
+            );
+        }
+    }
+    if let Some(k) = keyids.iter().find_map(|id| trust.by_keyid(id)) {
+        return invalid(format!(
+            "the signature names trusted key {} but does not verify with it (the envelope was altered)",
+            k.keyid
+        ));
+    }
+    (SignatureCheck::OtherKey { keyids }, Some(statement))
+}
+
+/// Checks a run attestation against the manifest bytes.
+pub fn check(envelope_bytes: &[u8], manifest_bytes: &[u8], trust: &TrustSet) -> SignatureCheck {
+    check_envelope(
+        envelope_bytes,
+        PREDICATE_TYPE,
+        crate::run::MANIFEST,
+        &sha256_bytes(manifest_bytes),
+        trust,
+    )
+    .0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn trust(keys: &[&VerifyingKey]) -> TrustSet {
+        let mut t = TrustSet::new();
+        for k in keys {
+            t.add(**k, "test");
+        }
+        t
+    }
 
     #[test]
     fn sign_and_verify_round_trip_and_tamper() {
@@ -271,31 +530,130 @@ mod tests {
         let vk = load_verifying_key(&public).unwrap();
         assert_eq!(key_id(&vk), id);
         let manifest = br#"{"run_id":"x"}"#;
-        let env = attest(manifest, serde_json::json!({"a": 1}), &key);
+        let env = serde_json::to_vec(&attest(manifest, serde_json::json!({"a": 1}), &key)).unwrap();
         assert_eq!(
-            check(&env, manifest, Some(&vk)),
-            SignatureCheck::Valid {
+            check(&env, manifest, &trust(&[&vk])),
+            SignatureCheck::Verified {
                 keyid: id.clone(),
-                trusted: Some(true)
+                key_source: "test".into()
             }
         );
-        assert!(matches!(
-            check(&env, b"{}", None),
-            SignatureCheck::Invalid { .. }
-        ));
-        let mut forged = env.clone();
-        forged.payload = B64.encode(br#"{"subject":[]}"#);
-        assert!(matches!(
-            check(&forged, manifest, Some(&vk)),
-            SignatureCheck::Invalid { .. }
-        ));
-        // Another key does not verify.
+        // No trusted key: never "verified".
+        assert_eq!(
+            check(&env, manifest, &TrustSet::new()),
+            SignatureCheck::Untrusted {
+                keyids: vec![id.clone()]
+            }
+        );
+        // Another manifest: the signature does not cover it, whatever the keys.
+        for t in [TrustSet::new(), trust(&[&vk])] {
+            let c = check(&env, b"{}", &t);
+            assert!(
+                matches!(&c, SignatureCheck::Invalid { reason } if reason.contains("does not cover")),
+                "{c:?}"
+            );
+        }
+        // A forged payload naming the manifest, keeping the old signature.
+        let mut forged: Envelope = serde_json::from_slice(&env).unwrap();
+        let mut st: Statement =
+            serde_json::from_slice(&B64.decode(&forged.payload).unwrap()).unwrap();
+        st.predicate = serde_json::json!({"a": 2});
+        forged.payload = B64.encode(serde_json::to_vec(&st).unwrap());
+        let c = check(
+            &serde_json::to_vec(&forged).unwrap(),
+            manifest,
+            &trust(&[&vk]),
+        );
+        assert!(
+            matches!(&c, SignatureCheck::Invalid { reason } if reason.contains("altered")),
+            "{c:?}"
+        );
+        // Another trusted key: signed by another key.
         let other = SigningKey::from_bytes(&[7u8; 32]);
-        assert!(matches!(
-            check(&env, manifest, Some(&other.verifying_key())),
-            SignatureCheck::Invalid { .. }
-        ));
+        assert_eq!(
+            check(&env, manifest, &trust(&[&other.verifying_key()])),
+            SignatureCheck::OtherKey {
+                keyids: vec![id.clone()]
+            }
+        );
+        // Several trusted keys: any one that verifies is enough; the key id is only a hint.
+        let mut renamed: Envelope = serde_json::from_slice(&env).unwrap();
+        renamed.signatures[0].keyid = "whatever".into();
+        assert!(
+            check(
+                &serde_json::to_vec(&renamed).unwrap(),
+                manifest,
+                &trust(&[&other.verifying_key(), &vk])
+            )
+            .is_verified()
+        );
         // The PAE is the one DSSE specifies.
         assert_eq!(pae("t", b"ab"), b"DSSEv1 1 t 2 ab".to_vec());
+    }
+
+    #[test]
+    fn the_envelope_is_exactly_dsse() {
+        let key = SigningKey::from_bytes(&[3u8; 32]);
+        let manifest = b"m";
+        let env = attest(manifest, serde_json::json!({}), &key);
+        let v = serde_json::to_value(&env).unwrap();
+        let mut fields: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        fields.sort();
+        assert_eq!(fields, ["payload", "payloadType", "signatures"]);
+        let mut sig_fields: Vec<&str> = v["signatures"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        sig_fields.sort();
+        assert_eq!(sig_fields, ["keyid", "sig"]);
+        // An extra field anywhere is refused: a verifier must not be steered by unsigned data.
+        let mut extra = v.clone();
+        extra["signatures"][0]["public_key"] = "AAAA".into();
+        let c = check(
+            &serde_json::to_vec(&extra).unwrap(),
+            manifest,
+            &trust(&[&key.verifying_key()]),
+        );
+        assert!(matches!(c, SignatureCheck::Invalid { .. }), "{c:?}");
+        let mut extra = v.clone();
+        extra["note"] = "x".into();
+        assert!(parse_envelope(&serde_json::to_vec(&extra).unwrap()).is_err());
+        // A statement with an extra top-level field is not an in-toto Statement v1.
+        let mut st: serde_json::Value =
+            serde_json::from_slice(&B64.decode(env.payload.as_bytes()).unwrap()).unwrap();
+        st["extra"] = 1.into();
+        let payload = serde_json::to_vec(&st).unwrap();
+        let mut e2 = env.clone();
+        e2.payload = B64.encode(&payload);
+        assert!(parse_envelope(&serde_json::to_vec(&e2).unwrap()).is_err());
+        // URL-safe base64 is accepted, as DSSE allows.
+        let mut e3 = env.clone();
+        e3.payload =
+            base64::engine::general_purpose::URL_SAFE.encode(B64.decode(&env.payload).unwrap());
+        assert!(
+            check(
+                &serde_json::to_vec(&e3).unwrap(),
+                manifest,
+                &trust(&[&key.verifying_key()])
+            )
+            .is_verified()
+        );
+    }
+
+    #[test]
+    fn a_trust_directory_reads_every_pub_file_and_refuses_a_bad_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, _) = keygen(&dir.path().join("a.key")).unwrap();
+        let (_b, _) = keygen(&dir.path().join("b.key")).unwrap();
+        let mut t = TrustSet::new();
+        assert_eq!(t.add_dir(dir.path()).unwrap(), 2);
+        assert_eq!(t.keys().len(), 2);
+        t.add_file(&a).unwrap();
+        assert_eq!(t.keys().len(), 2, "the same key is trusted once");
+        std::fs::write(dir.path().join("c.pub"), "not a key").unwrap();
+        assert!(TrustSet::new().add_dir(dir.path()).is_err());
+        assert!(TrustSet::new().add_dir(&dir.path().join("nope")).is_err());
     }
 }

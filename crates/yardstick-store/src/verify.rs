@@ -6,21 +6,38 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::StoreError;
-use crate::fsutil::sha256_file;
+use crate::fsutil::{sha256_bytes, sha256_in};
+use crate::gc::{DroppedArtifact, GC_ENVELOPE, GC_RECORD, RetentionCheck};
 use crate::run::{ATTESTATION, MANIFEST, RunStatus, read_manifest};
-use crate::sign::{Envelope, SignatureCheck, check};
+use crate::sign::{SignatureCheck, TrustSet};
 
 /// One finding about one file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FileProblem {
     /// Path relative to the run directory.
     pub path: String,
-    /// `modified`, `missing` or `unlisted`.
+    /// `modified`, `missing`, `unlisted`, `symlink` or `refused` (a listed path that is not a
+    /// regular file inside the run directory).
     pub problem: &'static str,
     /// What the manifest says (sha256), when listed.
     pub expected: Option<String>,
     /// What is on disk (sha256), when present.
     pub actual: Option<String>,
+    /// Why, when the problem needs words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl FileProblem {
+    fn new(path: &str, problem: &'static str) -> Self {
+        FileProblem {
+            path: path.into(),
+            problem,
+            expected: None,
+            actual: None,
+            detail: None,
+        }
+    }
 }
 
 /// The signature state of a run.
@@ -36,6 +53,30 @@ pub enum SignatureState {
     },
 }
 
+/// What a verifier trusts and demands.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// Public keys whose signature makes a run verified.
+    pub trust: TrustSet,
+    /// Fail a run that is not signed by a trusted key. Giving any trusted key implies it.
+    pub require_signature: bool,
+}
+
+impl VerifyOptions {
+    /// Trust these keys (and so require a signature by one of them).
+    pub fn trusting(trust: TrustSet) -> Self {
+        VerifyOptions {
+            trust,
+            require_signature: false,
+        }
+    }
+
+    /// Whether a run must carry a signature by a trusted key to pass.
+    pub fn signature_required(&self) -> bool {
+        self.require_signature || !self.trust.is_empty()
+    }
+}
+
 /// The outcome of verifying a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyReport {
@@ -49,94 +90,172 @@ pub struct VerifyReport {
     pub problems: Vec<FileProblem>,
     /// Signature state.
     pub signature: SignatureState,
+    /// Whether a signature by a trusted key was required (a trusted key was given, or
+    /// `--require-signature`, or the store demands it).
+    pub signature_required: bool,
+    /// How many keys were trusted.
+    pub trusted_keys: usize,
+    /// The retention record (`gc.json`), when retention touched the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retention: Option<RetentionCheck>,
+    /// Raw artifacts that are missing because retention dropped them, under a record that
+    /// checks out; their hashes are still in the manifest.
+    pub dropped_by_retention: Vec<DroppedArtifact>,
 }
 
 impl VerifyReport {
-    /// True when every hash matches, nothing is missing or unlisted, and a present signature
-    /// verifies (and, when a trusted key was given, was made by it).
+    /// True when every hash matches, nothing is missing (other than raw files dropped under a
+    /// valid retention record) or unlisted, and the signature is acceptable: verified by a
+    /// trusted key, or — only when no signature is required — absent or by a key nobody
+    /// vouched for. An invalid signature, or one by another key, always fails.
     pub fn ok(&self) -> bool {
-        self.problems.is_empty()
-            && match &self.signature {
-                SignatureState::Unsigned => true,
-                SignatureState::Signed { check } => matches!(
-                    check,
-                    SignatureCheck::Valid {
-                        trusted: None | Some(true),
-                        ..
-                    }
-                ),
+        self.problems.is_empty() && self.signature_ok()
+    }
+
+    /// Whether the signature state passes (see [`VerifyReport::ok`]).
+    pub fn signature_ok(&self) -> bool {
+        match &self.signature {
+            SignatureState::Unsigned => !self.signature_required,
+            SignatureState::Signed { check } => match check {
+                SignatureCheck::Verified { .. } => true,
+                SignatureCheck::Untrusted { .. } => !self.signature_required,
+                SignatureCheck::OtherKey { .. } | SignatureCheck::Invalid { .. } => false,
+            },
+        }
+    }
+
+    /// Whether a trusted key verified the run's signature.
+    pub fn verified(&self) -> bool {
+        matches!(&self.signature, SignatureState::Signed { check } if check.is_verified())
+    }
+
+    /// One line about the signature, for people.
+    pub fn signature_line(&self) -> String {
+        match &self.signature {
+            SignatureState::Unsigned if self.signature_required => {
+                "UNSIGNED: no attestation.dsse.json, and a signature by a trusted key is required"
+                    .into()
             }
+            SignatureState::Unsigned => {
+                "unsigned (no attestation.dsse.json): integrity only, nothing vouches for the run"
+                    .into()
+            }
+            SignatureState::Signed { check } => check.describe(),
+        }
     }
 }
 
-/// Verifies the run in `dir`, optionally against a trusted public key.
-pub fn verify_run(
-    dir: &Path,
-    trusted: Option<&ed25519_dalek::VerifyingKey>,
-) -> Result<VerifyReport, StoreError> {
+/// Verifies the run in `dir`: every listed artifact is hashed (inside the run directory only:
+/// a listed path that leaves it is refused before anything is read), every file on disk must
+/// be listed, files missing under a valid retention record are explained, and the attestation
+/// is checked against `opts`.
+pub fn verify_run(dir: &Path, opts: &VerifyOptions) -> Result<VerifyReport, StoreError> {
     let manifest = read_manifest(dir)?;
+    let manifest_bytes = std::fs::read(dir.join(MANIFEST))?;
     let mut problems = Vec::new();
     for a in &manifest.artifacts {
-        match sha256_file(&dir.join(&a.path)) {
-            Ok((sha, _)) if sha == a.sha256 => {}
-            Ok((sha, _)) => problems.push(FileProblem {
-                path: a.path.clone(),
-                problem: "modified",
+        match sha256_in(dir, &a.path) {
+            Ok(Some((sha, _))) if sha == a.sha256 => {}
+            Ok(Some((sha, _))) => problems.push(FileProblem {
                 expected: Some(a.sha256.clone()),
                 actual: Some(sha),
+                ..FileProblem::new(&a.path, "modified")
             }),
-            Err(_) => problems.push(FileProblem {
-                path: a.path.clone(),
-                problem: "missing",
+            Ok(None) => problems.push(FileProblem {
                 expected: Some(a.sha256.clone()),
-                actual: None,
+                ..FileProblem::new(&a.path, "missing")
+            }),
+            Err(e) => problems.push(FileProblem {
+                expected: Some(a.sha256.clone()),
+                detail: Some(e.to_string()),
+                ..FileProblem::new(&a.path, "refused")
             }),
         }
     }
+    // Every file on disk: walk without following symbolic links (a link to `/` must not make
+    // verify read the machine), and report links themselves.
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for entry in std::fs::read_dir(&d)? {
-            let p = entry?.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
+            let entry = entry?;
+            let p = entry.path();
             let rel = p
                 .strip_prefix(dir)
                 .expect("inside the run")
                 .to_string_lossy()
                 .replace('\\', "/");
-            if rel != MANIFEST && rel != ATTESTATION && manifest.artifact(&rel).is_none() {
-                let actual = sha256_file(&p).ok().map(|(s, _)| s);
+            let ft = entry.file_type()?;
+            if ft.is_symlink() {
+                if manifest.artifact(&rel).is_none() {
+                    problems.push(FileProblem {
+                        detail: Some(
+                            "a symbolic link inside the run directory; not followed".into(),
+                        ),
+                        ..FileProblem::new(&rel, "symlink")
+                    });
+                }
+                continue;
+            }
+            if ft.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let known = [MANIFEST, ATTESTATION, GC_RECORD, GC_ENVELOPE];
+            if !known.contains(&rel.as_str()) && manifest.artifact(&rel).is_none() {
+                let actual = if ft.is_file() {
+                    sha256_in(dir, &rel).ok().flatten().map(|(s, _)| s)
+                } else {
+                    None
+                };
                 problems.push(FileProblem {
-                    path: rel,
-                    problem: "unlisted",
-                    expected: None,
                     actual,
+                    ..FileProblem::new(&rel, "unlisted")
                 });
             }
         }
     }
-    problems.sort_by(|a, b| a.path.cmp(&b.path));
-    let signature = match std::fs::read(dir.join(ATTESTATION)) {
-        Err(_) => SignatureState::Unsigned,
-        Ok(bytes) => {
-            let manifest_bytes = std::fs::read(dir.join(MANIFEST))?;
-            let check = match serde_json::from_slice::<Envelope>(&bytes) {
-                Ok(env) => check(&env, &manifest_bytes, trusted),
-                Err(e) => SignatureCheck::Invalid {
-                    reason: format!("attestation is not a DSSE envelope: {e}"),
-                },
-            };
-            SignatureState::Signed { check }
-        }
+    let attestation = match std::fs::symlink_metadata(dir.join(ATTESTATION)) {
+        Err(_) => None,
+        Ok(m) if !m.is_file() => Some(Err(
+            "attestation.dsse.json is not a regular file".to_string()
+        )),
+        Ok(_) => Some(std::fs::read(dir.join(ATTESTATION)).map_err(|e| e.to_string())),
     };
+    let signature = match &attestation {
+        None => SignatureState::Unsigned,
+        Some(Err(e)) => SignatureState::Signed {
+            check: SignatureCheck::Invalid { reason: e.clone() },
+        },
+        Some(Ok(bytes)) => SignatureState::Signed {
+            check: crate::sign::check(bytes, &manifest_bytes, &opts.trust),
+        },
+    };
+    let attestation_bytes = attestation.and_then(Result::ok);
+    let (retention, dropped) = crate::gc::check_retention(
+        dir,
+        &manifest,
+        &sha256_bytes(&manifest_bytes),
+        attestation_bytes.as_deref(),
+        &signature,
+        &opts.trust,
+    )?;
+    problems.retain(|p| {
+        !(p.problem == "missing"
+            && dropped
+                .iter()
+                .any(|d| d.path == p.path && p.expected.as_deref() == Some(d.sha256.as_str())))
+    });
+    problems.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(VerifyReport {
         run_id: manifest.run_id.clone(),
         status: manifest.effective_status(),
         artifacts: manifest.artifacts.len(),
         problems,
         signature,
+        signature_required: opts.signature_required(),
+        trusted_keys: opts.trust.keys().len(),
+        retention,
+        dropped_by_retention: dropped,
     })
 }
 
@@ -144,47 +263,74 @@ pub fn verify_run(
 mod tests {
     use super::*;
     use crate::run::{RunWriter, ToolInfo};
+    use ed25519_dalek::SigningKey;
 
-    #[test]
-    fn finds_flipped_bytes_missing_and_unlisted_files_and_bad_signatures() {
-        let dir = tempfile::tempdir().unwrap();
-        let tool = ToolInfo {
+    fn tool() -> ToolInfo {
+        ToolInfo {
             name: "yardstick".into(),
             version: "0".into(),
             git_commit: None,
-        };
-        let mut w = RunWriter::create(dir.path(), "v", "spec", tool).unwrap();
+        }
+    }
+
+    fn writable(p: &Path) {
+        let mut perm = std::fs::metadata(p).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perm.set_readonly(false);
+        std::fs::set_permissions(p, perm).unwrap();
+    }
+
+    fn flip(p: &Path) {
+        writable(p);
+        let mut b = std::fs::read(p).unwrap();
+        b[0] ^= 0xff;
+        std::fs::write(p, b).unwrap();
+    }
+
+    fn trusting(keys: &[&SigningKey]) -> VerifyOptions {
+        let mut t = TrustSet::new();
+        for k in keys {
+            t.add(k.verifying_key(), "test");
+        }
+        VerifyOptions::trusting(t)
+    }
+
+    fn signed_run(root: &Path, key: Option<&SigningKey>) -> std::path::PathBuf {
+        let mut w = RunWriter::create(root, "v", "spec", tool()).unwrap();
         w.add("samples/a.bin", &[1, 2, 3, 4], "samples").unwrap();
         w.add("logs/x.log", b"log", "log").unwrap();
-        let key = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
         let run = w.dir().to_path_buf();
-        w.complete(Some(&key)).unwrap();
+        w.complete(key).unwrap();
+        run
+    }
 
-        let r = verify_run(&run, Some(&key.verifying_key())).unwrap();
-        assert!(r.ok(), "{r:?}");
+    /// Re-lists `rel` in the manifest with the hash of its current bytes, as an attacker who
+    /// edits a sample would, and rewrites the manifest.
+    fn rehash_manifest(run: &Path, rel: &str) {
+        let mp = run.join(MANIFEST);
+        let mut m = read_manifest(run).unwrap();
+        let (sha, size) = crate::fsutil::sha256_file(&run.join(rel)).unwrap();
+        let a = m.artifacts.iter_mut().find(|a| a.path == rel).unwrap();
+        a.sha256 = sha;
+        a.size = size;
+        writable(&mp);
+        std::fs::write(&mp, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn finds_flipped_bytes_missing_and_unlisted_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = SigningKey::from_bytes(&[9u8; 32]);
+        let run = signed_run(dir.path(), Some(&key));
+        let r = verify_run(&run, &trusting(&[&key])).unwrap();
+        assert!(r.ok() && r.verified(), "{r:?}");
         assert_eq!(r.artifacts, 3);
 
-        let flip = |p: &std::path::Path| {
-            let mut perm = std::fs::metadata(p).unwrap().permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perm.set_readonly(false);
-            std::fs::set_permissions(p, perm).unwrap();
-            let mut b = std::fs::read(p).unwrap();
-            b[0] ^= 0xff;
-            std::fs::write(p, b).unwrap();
-        };
         flip(&run.join("samples/a.bin"));
-        std::fs::remove_file(run.join("logs/x.log")).unwrap_or_else(|_| {
-            let mut perm = std::fs::metadata(run.join("logs/x.log"))
-                .unwrap()
-                .permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perm.set_readonly(false);
-            std::fs::set_permissions(run.join("logs/x.log"), perm).unwrap();
-            std::fs::remove_file(run.join("logs/x.log")).unwrap();
-        });
+        writable(&run.join("logs/x.log"));
+        std::fs::remove_file(run.join("logs/x.log")).unwrap();
         std::fs::write(run.join("extra.txt"), b"?").unwrap();
-        let r = verify_run(&run, None).unwrap();
+        let r = verify_run(&run, &VerifyOptions::default()).unwrap();
         assert!(!r.ok());
         let found: Vec<(&str, &str)> = r
             .problems
@@ -199,39 +345,127 @@ mod tests {
                 ("samples/a.bin", "modified")
             ]
         );
+    }
 
-        // A different trusted key: the signature is not from it.
-        let other = ed25519_dalek::SigningKey::from_bytes(&[1u8; 32]);
-        let r = verify_run(&run, Some(&other.verifying_key())).unwrap();
-        assert!(matches!(
-            r.signature,
-            SignatureState::Signed {
-                check: SignatureCheck::Invalid { .. }
-            }
-        ));
+    /// The forgery of the review: delete the attestation, edit a sample, recompute its hash in
+    /// the manifest. With a trusted key (or `require_signature`) that is a failure; without,
+    /// it is "unsigned", never "verified".
+    #[test]
+    fn an_unsigned_forgery_fails_when_a_trusted_key_is_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = SigningKey::from_bytes(&[9u8; 32]);
+        let run = signed_run(dir.path(), Some(&key));
+        writable(&run.join(ATTESTATION));
+        std::fs::remove_file(run.join(ATTESTATION)).unwrap();
+        flip(&run.join("samples/a.bin"));
+        rehash_manifest(&run, "samples/a.bin");
 
-        // Editing the manifest breaks the signature.
-        flip(&run.join(MANIFEST));
-        assert!(verify_run(&run, None).is_err() || !verify_run(&run, None).unwrap().ok());
-
-        // Deleting the attestation: unsigned.
-        let mut w = RunWriter::create(
-            dir.path(),
-            "v2",
-            "spec",
-            ToolInfo {
-                name: "y".into(),
-                version: "0".into(),
-                git_commit: None,
-            },
-        )
-        .unwrap();
-        w.add("a", b"1", "other").unwrap();
-        let run2 = w.dir().to_path_buf();
-        w.complete(Some(&key)).unwrap();
-        std::fs::remove_file(run2.join(ATTESTATION)).unwrap();
-        let r = verify_run(&run2, None).unwrap();
+        let r = verify_run(&run, &trusting(&[&key])).unwrap();
+        assert!(r.problems.is_empty(), "the hashes were made to match");
         assert_eq!(r.signature, SignatureState::Unsigned);
-        assert!(r.ok());
+        assert!(!r.ok(), "an unsigned run fails when a trusted key is given");
+        assert!(
+            r.signature_line().contains("UNSIGNED"),
+            "{}",
+            r.signature_line()
+        );
+        let required = VerifyOptions {
+            require_signature: true,
+            ..Default::default()
+        };
+        assert!(!verify_run(&run, &required).unwrap().ok());
+        let r = verify_run(&run, &VerifyOptions::default()).unwrap();
+        assert!(r.ok() && !r.verified(), "integrity only, and it says so");
+        assert!(r.signature_line().contains("unsigned"));
+    }
+
+    #[test]
+    fn another_key_and_a_stale_signature_fail_and_say_which() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = SigningKey::from_bytes(&[9u8; 32]);
+        let other = SigningKey::from_bytes(&[1u8; 32]);
+        // Signed by another key.
+        let run = signed_run(dir.path(), Some(&other));
+        let r = verify_run(&run, &trusting(&[&key])).unwrap();
+        assert!(!r.ok());
+        assert!(
+            matches!(
+                &r.signature,
+                SignatureState::Signed {
+                    check: SignatureCheck::OtherKey { .. }
+                }
+            ),
+            "{:?}",
+            r.signature
+        );
+        assert!(r.signature_line().contains("another key"));
+        // Several trusted keys: one of them is enough.
+        assert!(verify_run(&run, &trusting(&[&key, &other])).unwrap().ok());
+        // Without a trusted key: "signed by an untrusted key", not verified, and only passes
+        // when no signature is required.
+        let r = verify_run(&run, &VerifyOptions::default()).unwrap();
+        assert!(r.ok() && !r.verified());
+        assert!(
+            r.signature_line().contains("untrusted key"),
+            "{}",
+            r.signature_line()
+        );
+        let required = VerifyOptions {
+            require_signature: true,
+            ..Default::default()
+        };
+        assert!(!verify_run(&run, &required).unwrap().ok());
+
+        // A signature that does not cover the current manifest (edited after signing).
+        let run = signed_run(dir.path(), Some(&key));
+        flip(&run.join("samples/a.bin"));
+        rehash_manifest(&run, "samples/a.bin");
+        for opts in [trusting(&[&key]), VerifyOptions::default()] {
+            let r = verify_run(&run, &opts).unwrap();
+            assert!(r.problems.is_empty());
+            assert!(!r.ok(), "a stale signature always fails");
+            assert!(
+                r.signature_line().contains("does not cover"),
+                "{}",
+                r.signature_line()
+            );
+        }
+    }
+
+    #[test]
+    fn symlinks_are_reported_and_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), b"outside").unwrap();
+        let run = signed_run(dir.path(), None);
+        #[cfg(unix)]
+        {
+            // A link to a directory outside: reported, not walked.
+            std::os::unix::fs::symlink(outside.path(), run.join("escape")).unwrap();
+            let r = verify_run(&run, &VerifyOptions::default()).unwrap();
+            let found: Vec<(&str, &str)> = r
+                .problems
+                .iter()
+                .map(|p| (p.path.as_str(), p.problem))
+                .collect();
+            assert_eq!(found, vec![("escape", "symlink")]);
+            std::fs::remove_file(run.join("escape")).unwrap();
+            // A listed artifact replaced by a link to a file outside: refused, not hashed.
+            writable(&run.join("logs/x.log"));
+            std::fs::remove_file(run.join("logs/x.log")).unwrap();
+            std::os::unix::fs::symlink(outside.path().join("secret"), run.join("logs/x.log"))
+                .unwrap();
+            let r = verify_run(&run, &VerifyOptions::default()).unwrap();
+            assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+            assert_eq!(r.problems[0].problem, "refused");
+            assert_eq!(r.problems[0].actual, None);
+            assert!(
+                r.problems[0]
+                    .detail
+                    .as_deref()
+                    .unwrap()
+                    .contains("symbolic link")
+            );
+        }
     }
 }

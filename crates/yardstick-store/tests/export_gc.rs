@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use support::{fixture, write};
 use yardstick_store::export::{NULL_PARTITION, export_parquet};
-use yardstick_store::gc::{self, GC_RECORD, GcOptions};
+use yardstick_store::gc::{self, GC_ENVELOPE, GC_RECORD, GcOptions};
 use yardstick_store::run::{RunWriter, ToolInfo};
 use yardstick_store::samples::read_rows;
-use yardstick_store::verify::verify_run;
+use yardstick_store::sign::TrustSet;
+use yardstick_store::verify::{VerifyOptions, verify_run};
 use yardstick_store::warehouse::{SqliteWarehouse, Warehouse};
 
 fn files_under(root: &Path) -> Vec<String> {
@@ -164,6 +165,7 @@ fn gc_drops_raw_artifacts_of_old_runs_and_verify_tells_dropped_from_missing() {
             keep_raw: thirty,
             now: later,
             dry_run: true,
+            key: Some(key.clone()),
         },
     )
     .unwrap();
@@ -182,6 +184,7 @@ fn gc_drops_raw_artifacts_of_old_runs_and_verify_tells_dropped_from_missing() {
         keep_raw: thirty,
         now: later,
         dry_run: false,
+        key: Some(key.clone()),
     };
     let r = gc::gc_with(store.path(), &opts).unwrap();
     assert_eq!(r.runs_checked, 2);
@@ -214,6 +217,7 @@ fn gc_drops_raw_artifacts_of_old_runs_and_verify_tells_dropped_from_missing() {
         [
             "attestation.dsse.json",
             "env.json",
+            GC_ENVELOPE,
             GC_RECORD,
             "manifest.json",
             "spec.yaml",
@@ -224,12 +228,36 @@ fn gc_drops_raw_artifacts_of_old_runs_and_verify_tells_dropped_from_missing() {
     assert_eq!(record.dropped.len(), 4);
     assert_eq!(record.dropped[0].policy, "keep-raw 30d");
 
-    // verify alone reports them missing; explained by the retention record, the run verifies.
-    let mut v = verify_run(&old, Some(&key.verifying_key())).unwrap();
+    // Explained by the signed retention record, the run verifies with its key.
+    let v = verify_run(&old, &trusting(&key)).unwrap();
+    assert!(v.ok() && v.verified(), "{:?} {:?}", v.problems, v.retention);
+    assert_eq!(v.dropped_by_retention.len(), 4);
+    assert!(
+        v.retention
+            .as_ref()
+            .unwrap()
+            .signature
+            .as_ref()
+            .unwrap()
+            .is_verified()
+    );
+    // Without the signed record, the same files are missing.
+    let envelope = old.join(GC_ENVELOPE);
+    let saved = std::fs::read(&envelope).unwrap();
+    std::fs::remove_file(&envelope).unwrap();
+    let v = verify_run(&old, &trusting(&key)).unwrap();
     assert!(!v.ok());
-    let explained = gc::explain_missing(&mut v, &old).unwrap();
-    assert_eq!(explained.len(), 4);
-    assert!(v.ok(), "{:?}", v.problems);
+    assert_eq!(v.problems.len(), 4, "{:?}", v.problems);
+    assert!(
+        v.retention
+            .as_ref()
+            .unwrap()
+            .reason
+            .as_ref()
+            .unwrap()
+            .contains("not (no gc.dsse.json)")
+    );
+    std::fs::write(&envelope, saved).unwrap();
 
     // A second pass has nothing left to drop.
     let again = gc::gc_with(store.path(), &opts).unwrap();
@@ -259,6 +287,7 @@ fn gc_keeps_tampered_files_and_verify_still_reports_unexplained_losses() {
             keep_raw: Duration::from_secs(86_400),
             now: time::OffsetDateTime::now_utc() + time::Duration::days(2),
             dry_run: false,
+            key: Some(key.clone()),
         },
     )
     .unwrap();
@@ -266,8 +295,7 @@ fn gc_keeps_tampered_files_and_verify_still_reports_unexplained_losses() {
     assert!(r.skipped[0].reason.contains("p0-r1"), "{:?}", r.skipped);
     assert!(p.exists());
 
-    let mut v = verify_run(&run, None).unwrap();
-    gc::explain_missing(&mut v, &run).unwrap();
+    let v = verify_run(&run, &trusting(&key)).unwrap();
     let left: Vec<(&str, &str)> = v
         .problems
         .iter()
@@ -285,4 +313,173 @@ fn gc_keeps_tampered_files_and_verify_still_reports_unexplained_losses() {
         gc::gc(&store.path().join("nope"), Duration::from_secs(1)),
         Err(yardstick_store::StoreError::NotFound(_))
     ));
+}
+
+fn trusting(key: &ed25519_dalek::SigningKey) -> VerifyOptions {
+    let mut t = TrustSet::new();
+    t.add(key.verifying_key(), "test");
+    VerifyOptions::trusting(t)
+}
+
+fn writable(p: &Path) {
+    let mut perm = std::fs::metadata(p).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(p, perm).unwrap();
+}
+
+fn pruned_run(
+    store: &Path,
+    key: &ed25519_dalek::SigningKey,
+    gc_key: Option<&ed25519_dalek::SigningKey>,
+) -> (std::path::PathBuf, gc::GcReport) {
+    let run = sealed_run(&store.join("runs"), key);
+    let r = gc::gc_with(
+        store,
+        &GcOptions {
+            keep_raw: Duration::from_secs(86_400),
+            now: time::OffsetDateTime::now_utc() + time::Duration::days(2),
+            dry_run: false,
+            key: gc_key.cloned(),
+        },
+    )
+    .unwrap();
+    (run, r)
+}
+
+/// A hand-written gc.json must not excuse what retention never drops: a record naming
+/// summary.json, env.json, the spec or the manifest is refused as a whole.
+#[test]
+fn a_retention_record_cannot_excuse_the_summary_spec_env_or_manifest() {
+    let key = ed25519_dalek::SigningKey::from_bytes(&[5u8; 32]);
+    for victim in ["summary.json", "env.json", "spec.yaml"] {
+        let store = tempfile::tempdir().unwrap();
+        let (run, r) = pruned_run(store.path(), &key, Some(&key));
+        assert_eq!(r.pruned.len(), 1);
+        // The attacker deletes the file and adds it to gc.json with its true hash.
+        let m = yardstick_store::read_manifest(&run).unwrap();
+        let a = m.artifact(victim).unwrap().clone();
+        writable(&run.join(victim));
+        std::fs::remove_file(run.join(victim)).unwrap();
+        let mut record = gc::read_record(&run).unwrap().unwrap();
+        let mut d = record.dropped[0].clone();
+        d.path = a.path.clone();
+        d.sha256 = a.sha256.clone();
+        record.dropped.push(d);
+        std::fs::write(run.join(GC_RECORD), serde_json::to_vec(&record).unwrap()).unwrap();
+        let v = verify_run(&run, &trusting(&key)).unwrap();
+        assert!(!v.ok(), "{victim}");
+        let missing: Vec<&str> = v
+            .problems
+            .iter()
+            .filter(|p| p.problem == "missing")
+            .map(|p| p.path.as_str())
+            .collect();
+        assert!(missing.contains(&victim), "{victim}: {:?}", v.problems);
+        let why = v.retention.unwrap().reason.unwrap();
+        assert!(why.contains(victim) && why.contains("never drops"), "{why}");
+        // Without any key given the record is still refused.
+        assert!(!verify_run(&run, &VerifyOptions::default()).unwrap().ok());
+    }
+}
+
+/// The retention record of a signed run must be signed by the key that signed the run.
+#[test]
+fn a_retention_record_signed_by_another_key_or_unsigned_excuses_nothing() {
+    let key = ed25519_dalek::SigningKey::from_bytes(&[5u8; 32]);
+    let other = ed25519_dalek::SigningKey::from_bytes(&[6u8; 32]);
+
+    // gc refuses to prune a signed run without the run's key, or with another key.
+    for gc_key in [None, Some(&other)] {
+        let store = tempfile::tempdir().unwrap();
+        let (run, r) = pruned_run(store.path(), &key, gc_key);
+        assert!(r.pruned.is_empty());
+        assert_eq!(r.skipped.len(), 1, "{:?}", r.skipped);
+        assert!(r.skipped[0].reason.contains("signed"), "{:?}", r.skipped);
+        assert!(run.join("samples/p0-r0.parquet").exists());
+        assert!(verify_run(&run, &trusting(&key)).unwrap().ok());
+    }
+
+    // A record re-signed by another key (both keys trusted): the run's key made the run, so
+    // only its signature on the record counts.
+    let store = tempfile::tempdir().unwrap();
+    let (run, r) = pruned_run(store.path(), &key, Some(&key));
+    assert_eq!(r.pruned.len(), 1);
+    let record_bytes = std::fs::read(run.join(GC_RECORD)).unwrap();
+    let env: yardstick_store::sign::Envelope =
+        serde_json::from_slice(&std::fs::read(run.join(GC_ENVELOPE)).unwrap()).unwrap();
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let statement: yardstick_store::sign::Statement =
+        serde_json::from_slice(&b64.decode(&env.payload).unwrap()).unwrap();
+    assert_eq!(
+        statement.digest_of(GC_RECORD).unwrap(),
+        yardstick_store::fsutil::sha256_bytes(&record_bytes)
+    );
+    let forged = yardstick_store::sign::sign_statement(&statement, &other);
+    writable(&run.join(GC_ENVELOPE));
+    std::fs::write(run.join(GC_ENVELOPE), serde_json::to_vec(&forged).unwrap()).unwrap();
+    let mut both = TrustSet::new();
+    both.add(key.verifying_key(), "run key");
+    both.add(other.verifying_key(), "other");
+    let v = verify_run(&run, &VerifyOptions::trusting(both)).unwrap();
+    assert!(v.verified(), "the run itself is still signed by its key");
+    assert!(!v.ok());
+    assert_eq!(v.problems.len(), 4, "{:?}", v.problems);
+    let why = v.retention.unwrap().reason.unwrap();
+    assert!(
+        why.contains("not signed by the key that signed the run"),
+        "{why}"
+    );
+
+    // A record whose statement is not chained to this run (copied from another run).
+    let store2 = tempfile::tempdir().unwrap();
+    let (run2, _) = pruned_run(store2.path(), &key, Some(&key));
+    writable(&run.join(GC_ENVELOPE));
+    std::fs::copy(run2.join(GC_ENVELOPE), run.join(GC_ENVELOPE)).unwrap();
+    let v = verify_run(&run, &trusting(&key)).unwrap();
+    assert!(!v.ok());
+    let why = v.retention.unwrap().reason.unwrap();
+    assert!(
+        why.contains("does not cover the current gc.json") || why.contains("another"),
+        "{why}"
+    );
+}
+
+/// A retention record with a path that leaves the run directory: gc leaves the run alone and
+/// touches nothing outside; verify refuses the record.
+#[test]
+fn a_hostile_retention_record_is_refused_and_nothing_outside_is_touched() {
+    let key = ed25519_dalek::SigningKey::from_bytes(&[5u8; 32]);
+    let store = tempfile::tempdir().unwrap();
+    let run = sealed_run(&store.path().join("runs"), &key);
+    let outside = store.path().join("victim.txt");
+    std::fs::write(&outside, b"keep me").unwrap();
+    let record = serde_json::json!({
+        "schema": "yardstick.gc/v1",
+        "run_id": yardstick_store::read_manifest(&run).unwrap().run_id,
+        "dropped": [{"path": "../../victim.txt", "sha256": "00", "size": 1, "kind": "samples",
+                     "dropped_at": "2026-01-01T00:00:00Z", "policy": "keep-raw 1d"}]
+    });
+    std::fs::write(run.join(GC_RECORD), serde_json::to_vec(&record).unwrap()).unwrap();
+    let r = gc::gc_with(
+        store.path(),
+        &GcOptions {
+            keep_raw: Duration::from_secs(86_400),
+            now: time::OffsetDateTime::now_utc() + time::Duration::days(2),
+            dry_run: false,
+            key: Some(key.clone()),
+        },
+    )
+    .unwrap();
+    assert!(r.pruned.is_empty());
+    assert!(
+        r.skipped[0].reason.contains("../../victim.txt"),
+        "{:?}",
+        r.skipped
+    );
+    assert_eq!(std::fs::read(&outside).unwrap(), b"keep me");
+    let v = verify_run(&run, &trusting(&key)).unwrap();
+    let why = v.retention.unwrap().reason.unwrap();
+    assert!(why.contains("../../victim.txt"), "{why}");
 }

@@ -126,14 +126,49 @@ fn a_signed_run_verifies_and_tampering_is_named() {
     let o = verify(&["--key", &pub_key]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(r["signature"]["check"]["trusted"], true);
+    assert_eq!(r["signature"]["check"]["status"], "verified");
+    assert_eq!(r["verified"], true);
+    // A directory of trusted keys works the same.
+    let o = verify(&["--trusted", &dir.path().join("keys").display().to_string()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    // No trusted key: signed by an untrusted key, integrity only, never "verified".
+    let o = verify(&[]);
+    assert!(o.status.success());
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["signature"]["check"]["status"], "untrusted");
+    assert_eq!(r["verified"], false);
+    let o = verify(&["--require-signature"]);
+    assert_eq!(o.status.code(), Some(1));
+    // Another trusted key: "signed by another key", exit 1.
+    let other = dir.path().join("other/other.key");
+    assert!(
+        yardstick()
+            .arg("keygen")
+            .arg(&other)
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let o = verify(&["--key", &format!("{}.pub", other.display())]);
+    assert_eq!(o.status.code(), Some(1));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["signature"]["check"]["status"], "other_key");
+    // Both keys trusted: one is enough.
+    let o = verify(&[
+        "--key",
+        &format!("{}.pub", other.display()),
+        "--key",
+        &pub_key,
+    ]);
+    assert!(o.status.success());
 
     // Flip one byte of a sealed sample file: verify names it.
     let sample = files_under(&run_dir.join("samples"), "parquet")[0].clone();
     make_writable(&sample);
     let mut bytes = std::fs::read(&sample).unwrap();
     bytes[10] ^= 0x01;
-    std::fs::write(&sample, bytes).unwrap();
+    std::fs::write(&sample, &bytes).unwrap();
     let o = verify(&[]);
     assert_eq!(o.status.code(), Some(1));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -145,7 +180,33 @@ fn a_signed_run_verifies_and_tampering_is_named() {
     assert_eq!(r["problems"][0]["path"], rel);
     assert_eq!(r["problems"][0]["problem"], "modified");
 
-    // Delete the signature: verify says unsigned.
+    // The forger also recomputes the sample's hash in the manifest: the hashes agree, but the
+    // signature no longer covers the manifest, with or without a key.
+    let manifest_path = run_dir.join("manifest.json");
+    make_writable(&manifest_path);
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    for a in m["artifacts"].as_array_mut().unwrap() {
+        if a["path"] == rel.as_str() {
+            a["sha256"] = sha256_hex(&bytes).into();
+        }
+    }
+    std::fs::write(&manifest_path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    for extra in [vec![], vec!["--key", pub_key.as_str()]] {
+        let o = verify(&extra);
+        assert_eq!(o.status.code(), Some(1), "{extra:?}");
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(r["problems"].as_array().unwrap().len(), 0);
+        let reason = r["signature"]["check"]["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("does not cover the current manifest.json"),
+            "{reason}"
+        );
+    }
+
+    // And deletes the signature: without a key that is "unsigned" (integrity only, exit 0);
+    // with the trusted key it is a failure that says the run is unsigned.
+    make_writable(&run_dir.join("attestation.dsse.json"));
     std::fs::remove_file(run_dir.join("attestation.dsse.json")).unwrap();
     let o = yardstick()
         .args(["verify", &run_id, "--store"])
@@ -153,7 +214,27 @@ fn a_signed_run_verifies_and_tampering_is_named() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("unsigned"), "{text}");
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains("unsigned") && text.contains("integrity only"),
+        "{text}"
+    );
+    let o = yardstick()
+        .args(["verify", &run_id, "--key", &pub_key, "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("UNSIGNED") && text.contains("FAILED"),
+        "{text}"
+    );
+}
+
+/// sha256 of bytes, hex, through the same crate the store uses.
+fn sha256_hex(bytes: &[u8]) -> String {
+    yardstick_store::fsutil::sha256_bytes(bytes)
 }
 
 #[test]

@@ -10,11 +10,13 @@ use crate::output;
 
 /// Drop the raw samples, telemetry and logs of complete runs that ended longer ago than
 /// `--keep-raw`, keeping facts, spec, environment, summary, manifest (with every hash) and
-/// attestation. Each run records what was dropped in `gc.json`, which `verify` reads to tell
-/// dropped-by-policy from missing. Incomplete (resumable) runs are never pruned.
+/// attestation. Each run records what was dropped in `gc.json` (signed as `gc.dsse.json` with
+/// --key, the key that signed the run), which `verify` reads to tell dropped-by-policy from
+/// missing. Signed runs are pruned only with their own key; incomplete (resumable) runs never.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  yardstick gc --keep-raw 30d --dry-run\n  \
-yardstick gc --keep-raw 90d --store /data/yardstick-store --json")]
+yardstick gc --keep-raw 90d --store /data/yardstick-store --json\n  \
+yardstick gc --keep-raw 30d --key ~/.config/yardstick/signing.key")]
 pub struct GcArgs {
     /// Keep raw artifacts of runs that ended within this age: 30d, 12h, 2w.
     #[arg(long, value_name = "AGE", required = true)]
@@ -22,6 +24,10 @@ pub struct GcArgs {
     /// Show what would be dropped; delete nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Secret key that signs the retention records (`gc.dsse.json`). A signed run is pruned
+    /// only with the key that signed it; without it the run is left alone and reported.
+    #[arg(long, value_name = "KEY", env = "YARDSTICK_SIGNING_KEY")]
+    pub key: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub store: StoreOpt,
 }
@@ -36,10 +42,25 @@ pub fn run(args: GcArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             Some("pass --store DIR"),
         ));
     };
+    let key = match &args.key {
+        None => None,
+        Some(p) => Some(
+            yardstick_store::sign::load_signing_key(&yardstick_store::sign::expand_home(
+                &p.to_string_lossy(),
+            ))
+            .map_err(|e| {
+                exit::invalid(
+                    e.to_string(),
+                    Some("--key takes a secret key file written by `yardstick keygen`"),
+                )
+            })?,
+        ),
+    };
     let report = gc_with(
         dir,
         &GcOptions {
             dry_run: args.dry_run,
+            key,
             ..GcOptions::new(keep_raw)
         },
     )

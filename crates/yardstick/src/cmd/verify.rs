@@ -2,19 +2,26 @@
 
 use std::path::PathBuf;
 
-use yardstick_store::sign::SignatureCheck;
-use yardstick_store::verify::SignatureState;
+use yardstick_store::verify::VerifyOptions;
 
 use crate::cli::GlobalOpts;
 use crate::exit::{Status, invalid};
 
 /// Verify a stored run: recompute every artifact's sha256 against the manifest, list missing and
-/// unlisted files, and check the attestation (DSSE, ed25519). Exit 0 when everything matches,
-/// 1 when anything differs.
+/// unlisted files, and check the attestation (DSSE, ed25519).
+///
+/// A signature counts only when a trusted public key verifies it: give keys with --key
+/// (repeatable) or --trusted DIR (every *.pub in it), or trust them in the store with
+/// `yardstick trust add`. Once any key is trusted (or with --require-signature), an unsigned run,
+/// a run signed by another key and a run whose signature does not cover the current manifest
+/// all fail. Without a trusted key a signed run is reported as "signed by an untrusted key",
+/// never as verified. Exit 0 when everything checks out, 1 when anything differs.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  yardstick verify 01JD... --store yardstick-store\n  \
-yardstick verify path/to/runs/01JD... --key ~/.config/yardstick/signing.key.pub"
+yardstick verify 01JD... --key ~/.config/yardstick/signing.key.pub\n  \
+yardstick verify path/to/runs/01JD... --trusted ~/.config/yardstick/trusted/\n  \
+YARDSTICK_TRUSTED_KEYS=ci-keys/ yardstick verify 01JD... --json"
 )]
 pub struct VerifyArgs {
     /// Run id (looked up in the store) or a run directory.
@@ -28,9 +35,15 @@ pub struct VerifyArgs {
         value_name = "DIR"
     )]
     pub store: PathBuf,
-    /// Trusted public key (`.pub`): the signature must be by this key.
+    /// A trusted public key (`.pub`, as `yardstick keygen` writes); repeat for several.
     #[arg(long, value_name = "PUB")]
-    pub key: Option<PathBuf>,
+    pub key: Vec<PathBuf>,
+    /// A directory of trusted public keys (every `*.pub` in it); repeat for several.
+    #[arg(long, value_name = "DIR", env = "YARDSTICK_TRUSTED_KEYS")]
+    pub trusted: Vec<PathBuf>,
+    /// Fail unless a trusted key signed the run (implied by --key and --trusted).
+    #[arg(long)]
+    pub require_signature: bool,
 }
 
 pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
@@ -38,7 +51,12 @@ pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let dir = if as_dir.join("manifest.json").exists() {
         as_dir
     } else {
-        args.store.join("runs").join(&args.run)
+        yardstick_store::run::run_dir(&args.store, &args.run).map_err(|e| {
+            invalid(
+                e.to_string(),
+                Some("pass a run id with --store, or the run directory itself"),
+            )
+        })?
     };
     if !dir.join("manifest.json").exists() {
         return Err(invalid(
@@ -48,21 +66,45 @@ pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             ),
         ));
     }
-    let trusted = match &args.key {
-        Some(p) => Some(
-            yardstick_store::sign::load_verifying_key(p)
-                .map_err(|e| invalid(e.to_string(), None))?,
-        ),
-        None => None,
+    let mut opts = VerifyOptions {
+        require_signature: args.require_signature,
+        ..Default::default()
     };
-    let mut report = yardstick_store::verify_run(&dir, trusted.as_ref())?;
-    // Raw files dropped by the retention policy (`yardstick gc`) are recorded in gc.json with
-    // their hashes: they are explained, not missing.
-    let dropped = yardstick_store::gc::explain_missing(&mut report, &dir)?;
+    for p in &args.key {
+        let p = yardstick_store::sign::expand_home(&p.to_string_lossy());
+        opts.trust.add_file(&p).map_err(|e| {
+            invalid(
+                e.to_string(),
+                Some("--key takes a public key file (`.pub`, 64 hex digits)"),
+            )
+        })?;
+    }
+    for d in &args.trusted {
+        let d = yardstick_store::sign::expand_home(&d.to_string_lossy());
+        opts.trust
+            .add_dir(&d)
+            .map_err(|e| invalid(e.to_string(), None))?;
+    }
+    let report = match yardstick_store::verify_run(&dir, &opts) {
+        Ok(r) => r,
+        // A manifest that names paths outside the run, or is not a manifest: a failed
+        // verification that says why, not a crash.
+        Err(e @ yardstick_store::StoreError::Integrity(_)) => {
+            if g.json {
+                crate::output::json(&serde_json::json!({
+                    "run": args.run, "ok": false, "error": e.to_string()
+                }))?;
+            } else {
+                println!("run {}: {e}\nFAILED", args.run);
+            }
+            return Ok(Status::Failure);
+        }
+        Err(e) => return Err(e.into()),
+    };
     if g.json {
         let mut v = serde_json::to_value(&report)?;
         v["ok"] = report.ok().into();
-        v["dropped_by_retention"] = serde_json::to_value(&dropped)?;
+        v["verified"] = report.verified().into();
         crate::output::json(&v)?;
     } else {
         use std::io::Write;
@@ -84,36 +126,38 @@ pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                     p.actual.as_deref().unwrap_or("?")
                 )?,
                 "missing" => writeln!(out, "  MISSING   {}", p.path)?,
+                "symlink" => writeln!(out, "  SYMLINK   {} (not followed)", p.path)?,
+                "refused" => writeln!(
+                    out,
+                    "  REFUSED   {}: {}",
+                    p.path,
+                    p.detail.as_deref().unwrap_or("")
+                )?,
                 _ => writeln!(out, "  UNLISTED  {} (not in the manifest)", p.path)?,
             }
         }
-        if !dropped.is_empty() {
+        if !report.dropped_by_retention.is_empty() {
             writeln!(
                 out,
                 "  {} raw file(s) dropped by the retention policy (gc.json); their hashes are kept",
-                dropped.len()
+                report.dropped_by_retention.len()
             )?;
         }
-        match &report.signature {
-            SignatureState::Unsigned => {
-                writeln!(out, "  signature: unsigned (no attestation.dsse.json)")?
-            }
-            SignatureState::Signed {
-                check: SignatureCheck::Valid { keyid, trusted },
-            } => writeln!(
-                out,
-                "  signature: valid, key {keyid}{}",
-                match trusted {
-                    Some(true) => " (the trusted key)",
-                    Some(false) => " — NOT the trusted key",
-                    None => " (pass --key to check it is yours)",
-                }
-            )?,
-            SignatureState::Signed {
-                check: SignatureCheck::Invalid { reason },
-            } => writeln!(out, "  signature: INVALID: {reason}")?,
+        if let Some(r) = &report.retention
+            && let Some(why) = &r.reason
+        {
+            writeln!(out, "  retention record REFUSED: {why}")?;
         }
-        writeln!(out, "{}", if report.ok() { "OK" } else { "FAILED" })?;
+        writeln!(out, "  signature: {}", report.signature_line())?;
+        writeln!(
+            out,
+            "{}",
+            match (report.ok(), report.verified()) {
+                (true, true) => "OK (verified)",
+                (true, false) => "OK (integrity only: not verified by a trusted key)",
+                (false, _) => "FAILED",
+            }
+        )?;
     }
     Ok(if report.ok() {
         Status::Ok
