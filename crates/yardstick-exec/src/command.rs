@@ -110,10 +110,15 @@ pub struct ExecConfig {
     /// Cancellation (Ctrl-C): the current run is stopped and the report covers what finished.
     pub cancel: Option<CancelToken>,
     /// Test-only: fake wall times (seconds, cycled) instead of spawning anything; a negative
-    /// value is a run that exits with code 1.
+    /// value is a run that exits with code 1. Honoured only in builds with the `mock-times`
+    /// feature ([`MOCK_TIMES_COMPILED`]); elsewhere it is refused.
     #[doc(hidden)]
     pub mock_wall_times: Option<Vec<f64>>,
 }
+
+/// Whether this build can make up wall times for tests (`mock-times` feature, which only the
+/// test builds turn on): a shipped binary cannot produce timings that look real but are not.
+pub const MOCK_TIMES_COMPILED: bool = cfg!(any(test, feature = "mock-times"));
 
 impl ExecConfig {
     /// A configuration with hyperfine-like defaults: 10 runs, no warm-up, logs in `log_dir`.
@@ -348,6 +353,10 @@ pub struct ExecReport {
     pub interrupted: bool,
     /// Whether non-zero exits were accepted.
     pub ignore_failure: bool,
+    /// The timings were made up by a test build's mock executor, not measured: such a report is
+    /// never evidence (`"mocked": true` in JSON, and nothing stores it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mocked: bool,
 }
 
 impl ExecReport {
@@ -515,6 +524,12 @@ pub fn run_command_benchmark_with_progress(
             }
         })
         .collect();
+    if cfg.mock_wall_times.is_some() && !MOCK_TIMES_COMPILED {
+        return Err(ExecError::Invalid {
+            message: "mock wall times are compiled only into test builds".into(),
+            hint: Some("remove --debug-mock-times: this binary measures real runs only".into()),
+        });
+    }
     let of = benches.len();
     let mut mock_index = 0usize;
     let mut interrupted = false;
@@ -583,6 +598,7 @@ pub fn run_command_benchmark_with_progress(
         logs_dir: cfg.log_dir.clone(),
         interrupted,
         ignore_failure: cfg.ignore_failure,
+        mocked: cfg.mock_wall_times.is_some(),
     })
 }
 
@@ -621,6 +637,9 @@ fn one_run(
         env.push((format!("YARDSTICK_PARAM_{k}"), v.clone()));
     }
 
+    #[cfg(not(any(test, feature = "mock-times")))]
+    let _ = mock_index;
+    #[cfg(any(test, feature = "mock-times"))]
     if let Some(times) = &cfg.mock_wall_times {
         let t = times[*mock_index % times.len().max(1)];
         *mock_index += 1;

@@ -439,6 +439,22 @@ fn mock_executor_makes_warnings_deterministic() {
         "{out}"
     );
     assert!(out.contains("100.00 ms … 900.00 ms    6 runs"), "{out}");
+    // Made-up timings say so, for people and machines.
+    assert!(stderr(&o).contains("MOCKED"), "{}", stderr(&o));
+    let o = run(&[
+        "--json",
+        "bench",
+        "exec",
+        "--runs",
+        "3",
+        "--debug-mock-times",
+        "0.1",
+        "--",
+        "anything",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["mocked"], true);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 3);
 }
 
 #[test]

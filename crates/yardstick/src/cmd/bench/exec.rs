@@ -299,6 +299,11 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if report.interrupted {
         output::error("interrupted: results cover the runs that finished");
     }
+    if report.mocked {
+        output::warn(
+            "MOCKED: these timings were made up by a test build (--debug-mock-times), not measured",
+        );
+    }
     Ok(if report.ok() {
         Status::Ok
     } else {
@@ -314,6 +319,9 @@ fn json_of(report: &ExecReport) -> serde_json::Value {
         if let serde_json::Value::Object(m) = &mut v {
             m.insert("logs_dir".into(), serde_json::json!(report.logs_dir));
             m.insert("interrupted".into(), report.interrupted.into());
+            if report.mocked {
+                m.insert("mocked".into(), true.into());
+            }
         }
         v
     } else {
