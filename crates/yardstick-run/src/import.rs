@@ -110,6 +110,8 @@ pub struct ImportOptions {
     pub env: EnvSource,
     /// Confidence level of the interval over files.
     pub confidence_level: f64,
+    /// Signs the imported run (DSSE/in-toto attestation), as `provenance.key` does for a run.
+    pub key: Option<ed25519_dalek::SigningKey>,
 }
 
 /// One aggregated figure.
@@ -448,7 +450,7 @@ pub fn import(
     for w in &warnings {
         writer.note(w.clone())?;
     }
-    let m = writer.complete(None)?;
+    let m = writer.complete(opts.key.as_ref())?;
     wh.upsert_run(&run_row(&m))?;
     Ok(ImportOutcome {
         run_id,

@@ -8,6 +8,7 @@ pub mod gc;
 pub mod run;
 pub mod samples;
 pub mod sign;
+pub mod trust;
 pub mod verify;
 pub mod warehouse;
 
@@ -29,6 +30,10 @@ pub enum StoreError {
     /// A file-system error.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// The store's trust policy refuses a run (unsigned, signed by an untrusted key, or not
+    /// intact).
+    #[error("{0}")]
+    Refused(String),
     /// A warehouse (database) error.
     #[error("warehouse: {0}")]
     Warehouse(String),

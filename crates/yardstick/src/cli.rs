@@ -89,6 +89,8 @@ pub enum Command {
     Verify(cmd::verify::VerifyArgs),
     /// Create an ed25519 signing key pair for signed provenance.
     Keygen(cmd::keygen::KeygenArgs),
+    /// The keys a store trusts, and whether it refuses runs they did not sign.
+    Trust(cmd::trust::TrustArgs),
     /// Print the JSON Schema of the BenchmarkRun spec.
     Schema(cmd::schema::SchemaArgs),
     /// Run an OpenAI-compatible LLM server simulator with a latency model and a ground-truth log.

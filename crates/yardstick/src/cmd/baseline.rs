@@ -6,7 +6,7 @@ use yardstick_gate::{GateError, baseline};
 use yardstick_store::warehouse::BaselineRow;
 
 use crate::cli::GlobalOpts;
-use crate::cmd::runs::{StoreOpt, print_table};
+use crate::cmd::runs::{StoreOpt, print_table, store_error};
 use crate::exit::{self, Status};
 use crate::output;
 
@@ -123,6 +123,46 @@ fn replace_error(e: GateError) -> anyhow::Error {
     }
 }
 
+/// A store that requires signatures (`yardstick trust require on`) makes only runs a trusted
+/// key signed, and that verify intact, baselines: a baseline is what every later run is judged
+/// against.
+fn admit_for_baseline(store: &str, run: &str) -> anyhow::Result<()> {
+    let dir = std::path::Path::new(store);
+    if !dir.is_dir() {
+        return Ok(()); // a database URL: no run directories or trust policy here
+    }
+    let trust = yardstick_store::trust::load(dir).map_err(store_error)?;
+    if !trust.require_signature {
+        return Ok(());
+    }
+    let runs = dir.join("runs");
+    let matches: Vec<std::path::PathBuf> = std::fs::read_dir(&runs)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(run))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    match matches.as_slice() {
+        [one] => yardstick_store::trust::admit(dir, one)
+            .map(drop)
+            .map_err(store_error),
+        [] => Err(exit::invalid(
+            format!("no run directory for `{run}` under {}", runs.display()),
+            Some(
+                "this store requires signed runs, so a baseline needs the run's directory to verify",
+            ),
+        )),
+        _ => Err(exit::invalid(
+            format!("`{run}` matches several runs"),
+            Some("give more of the run id"),
+        )),
+    }
+}
+
 #[derive(Serialize)]
 struct ListOut<'a> {
     baselines: &'a [BaselineRow],
@@ -156,6 +196,7 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         }
         BaselineCommand::Save(a) => {
             let mut w = a.store.open()?;
+            admit_for_baseline(&a.store.store, &a.run)?;
             let row = baseline::save(w.as_mut(), &a.run, a.force, a.note).map_err(replace_error)?;
             if g.json {
                 output::json(&row)?;

@@ -44,6 +44,11 @@ pub struct ImportArgs {
     /// Warehouse URL when not the store's SQLite (postgres://...).
     #[arg(long, value_name = "URL")]
     pub warehouse: Option<String>,
+    /// Sign the imported run with this secret key (from `yardstick keygen`); a store that
+    /// requires signatures (`yardstick trust require on`) takes only imports signed by a key
+    /// it trusts.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<PathBuf>,
     /// Benchmark name of the run [default: import-<tool>, import-nccl-<collective>].
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
@@ -114,6 +119,35 @@ pub fn run(args: ImportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     } else {
         EnvSource::Unknown
     };
+    let key = match &args.key {
+        None => None,
+        Some(p) => Some(
+            yardstick_store::sign::load_signing_key(&yardstick_store::sign::expand_home(
+                &p.to_string_lossy(),
+            ))
+            .map_err(|e| {
+                invalid(
+                    e.to_string(),
+                    Some("--key takes a secret key written by `yardstick keygen`"),
+                )
+            })?,
+        ),
+    };
+    let trust =
+        yardstick_store::trust::load(&args.store).map_err(|e| invalid(e.to_string(), None))?;
+    if trust.require_signature
+        && !key
+            .as_ref()
+            .is_some_and(|k| trust.keys.keys().iter().any(|t| t.key == k.verifying_key()))
+    {
+        return Err(invalid(
+            format!(
+                "the store {} admits only runs signed by a key it trusts",
+                args.store.display()
+            ),
+            Some("pass --key with a secret key whose .pub `yardstick trust list` shows"),
+        ));
+    }
     let outcome = import::import(
         tool,
         &files,
@@ -124,6 +158,7 @@ pub fn run(args: ImportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             name: args.name.clone(),
             env,
             confidence_level: args.confidence,
+            key,
         },
     )
     .map_err(|e| match e {

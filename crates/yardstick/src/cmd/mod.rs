@@ -17,6 +17,7 @@ pub mod runs;
 pub mod schema;
 pub mod sim;
 pub mod stats;
+pub mod trust;
 pub mod validate;
 pub mod verify;
 
@@ -32,6 +33,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Run(args) => run::run(args, g),
         Command::Verify(args) => verify::run(args, g),
         Command::Keygen(args) => keygen::run(args, g),
+        Command::Trust(args) => trust::run(args, g),
         Command::Schema(args) => schema::run(args, g),
         Command::Sim(args) => sim::run(args, g),
         Command::Bench(args) => bench::run(args, g),

@@ -113,7 +113,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         })?;
     }
     // The key is checked before anything runs.
-    yardstick_run::signing_key(&spec).map_err(|e| {
+    let key = yardstick_run::signing_key(&spec).map_err(|e| {
         invalid(
             e.to_string(),
             Some(
@@ -121,6 +121,29 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             ),
         )
     })?;
+    // A store that admits only runs its keys signed (`yardstick trust require on`) is told so
+    // now, not after the measurement.
+    let trust =
+        yardstick_store::trust::load(&args.store).map_err(|e| invalid(e.to_string(), None))?;
+    if trust.require_signature {
+        let signer = key.as_ref().map(|k| k.verifying_key());
+        if !signer.is_some_and(|k| trust.keys.keys().iter().any(|t| t.key == k)) {
+            return Err(invalid(
+                format!(
+                    "the store {} admits only runs signed by a key it trusts, and this spec {}",
+                    args.store.display(),
+                    if signer.is_some() {
+                        "signs with a key the store does not trust"
+                    } else {
+                        "does not sign"
+                    }
+                ),
+                Some(
+                    "set `provenance: {signing: required, key: PATH}` to a key whose .pub `yardstick trust list` shows, or `yardstick trust add PATH.pub`",
+                ),
+            ));
+        }
+    }
     if args.dry_run {
         if g.json {
             output::json(&plan)?;

@@ -44,6 +44,12 @@ pub fn store_error(e: StoreError) -> anyhow::Error {
     match e {
         StoreError::NotFound(_) => exit::invalid(e.to_string(), Some(STORE_HINT)),
         StoreError::Invalid(_) => exit::invalid(e.to_string(), None),
+        StoreError::Refused(_) => exit::invalid(
+            e.to_string(),
+            Some(
+                "this store admits only runs signed by a key it trusts: sign with provenance.key, and see `yardstick trust list`",
+            ),
+        ),
         e => anyhow::Error::new(e),
     }
 }

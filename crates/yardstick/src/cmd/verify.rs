@@ -15,7 +15,8 @@ use crate::exit::{Status, invalid};
 /// `yardstick trust add`. Once any key is trusted (or with --require-signature), an unsigned run,
 /// a run signed by another key and a run whose signature does not cover the current manifest
 /// all fail. Without a trusted key a signed run is reported as "signed by an untrusted key",
-/// never as verified. Exit 0 when everything checks out, 1 when anything differs.
+/// never as verified. A run in a store that pins keys (`yardstick trust`) is verified under the
+/// store's keys and policy as well. Exit 0 when everything checks out, 1 when anything differs.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  yardstick verify 01JD... --store yardstick-store\n  \
@@ -66,10 +67,19 @@ pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             ),
         ));
     }
-    let mut opts = VerifyOptions {
-        require_signature: args.require_signature,
-        ..Default::default()
+    // A run in a store that pins keys (`yardstick trust`) is verified under that policy too.
+    let store_of_run = dir
+        .parent()
+        .and_then(|p| p.parent())
+        .and_then(|p| p.canonicalize().ok());
+    let mut opts = if store_of_run.is_some() && store_of_run == args.store.canonicalize().ok() {
+        yardstick_store::trust::load(&args.store)
+            .map_err(|e| invalid(e.to_string(), None))?
+            .verify_options()
+    } else {
+        VerifyOptions::default()
     };
+    opts.require_signature |= args.require_signature;
     for p in &args.key {
         let p = yardstick_store::sign::expand_home(&p.to_string_lossy());
         opts.trust.add_file(&p).map_err(|e| {

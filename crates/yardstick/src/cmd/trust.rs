@@ -1,0 +1,142 @@
+//! `yardstick trust add|list|remove|require`: the public keys a store trusts and whether it
+//! refuses runs no trusted key signed.
+
+use std::path::PathBuf;
+
+use yardstick_store::trust;
+
+use crate::cli::GlobalOpts;
+use crate::cmd::runs::store_error;
+use crate::exit::{self, Status};
+use crate::output;
+
+/// Pin the public keys a store trusts (for example those of your CI signers) and make the store
+/// refuse runs they did not sign. With `require on`, `yardstick run` into the store must sign
+/// with a trusted key (checked before any work), `baseline save` refuses an unverified run, and
+/// `yardstick verify` of a run in the store uses these keys.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick trust add ci-signing.key.pub --store yardstick-store\n  \
+yardstick trust require on\n  yardstick trust list --json\n  yardstick trust remove 3f2a9c0d1e7b4a61"
+)]
+pub struct TrustArgs {
+    #[command(subcommand)]
+    pub command: TrustCommand,
+    /// Store directory.
+    #[arg(
+        long,
+        global = true,
+        env = "YARDSTICK_STORE",
+        default_value = "yardstick-store",
+        value_name = "DIR"
+    )]
+    pub store: PathBuf,
+}
+
+/// The `trust` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum TrustCommand {
+    /// Trust a public key (`.pub`, as `yardstick keygen` writes it).
+    Add {
+        /// The public key file.
+        #[arg(value_name = "PUB")]
+        public: PathBuf,
+    },
+    /// The trusted keys and the policy.
+    List,
+    /// Stop trusting a key.
+    Remove {
+        /// Its key id (`yardstick trust list` shows them).
+        #[arg(value_name = "KEYID")]
+        keyid: String,
+    },
+    /// Refuse (`on`) or accept (`off`) runs that no trusted key signed.
+    Require {
+        /// `on` or `off`.
+        #[arg(value_name = "on|off", value_parser = ["on", "off"])]
+        state: String,
+    },
+}
+
+/// Runs `yardstick trust`.
+pub fn run(args: TrustArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    let store = &args.store;
+    if !store.is_dir() {
+        return Err(exit::invalid(
+            format!("no store directory at {}", store.display()),
+            Some("pass --store DIR (a store made by `yardstick run`)"),
+        ));
+    }
+    match args.command {
+        TrustCommand::Add { public } => {
+            let public = yardstick_store::sign::expand_home(&public.to_string_lossy());
+            let k = trust::add_key(store, &public).map_err(|e| {
+                exit::invalid(
+                    e.to_string(),
+                    Some("pass a public key (`.pub`, 64 hex digits), never the secret key"),
+                )
+            })?;
+            if g.json {
+                output::json(&serde_json::json!({"keyid": k.keyid, "file": k.source}))?;
+            } else {
+                println!("trusting key {} ({})", k.keyid, k.source);
+            }
+        }
+        TrustCommand::Remove { keyid } => {
+            if !trust::remove_key(store, &keyid).map_err(store_error)? {
+                return Err(exit::invalid(
+                    format!("the store does not trust a key with id {keyid}"),
+                    Some("`yardstick trust list` shows the key ids"),
+                ));
+            }
+            if g.json {
+                output::json(&serde_json::json!({"removed": keyid}))?;
+            } else {
+                println!("no longer trusting key {keyid}");
+            }
+        }
+        TrustCommand::Require { state } => {
+            trust::set_required(store, state == "on").map_err(store_error)?;
+            if !g.json {
+                println!(
+                    "{}",
+                    if state == "on" {
+                        "the store now refuses runs no trusted key signed"
+                    } else {
+                        "the store accepts unsigned runs again"
+                    }
+                );
+            }
+            if g.json {
+                output::json(&serde_json::json!({"require_signature": state == "on"}))?;
+            }
+        }
+        TrustCommand::List => {
+            let t = trust::load(store).map_err(store_error)?;
+            if g.json {
+                let keys: Vec<_> = t
+                    .keys
+                    .keys()
+                    .iter()
+                    .map(|k| serde_json::json!({"keyid": k.keyid, "file": k.source}))
+                    .collect();
+                output::json(&serde_json::json!({
+                    "require_signature": t.require_signature,
+                    "keys": keys,
+                }))?;
+            } else {
+                println!(
+                    "require signature: {}",
+                    if t.require_signature { "on" } else { "off" }
+                );
+                for k in t.keys.keys() {
+                    println!("  {}  {}", k.keyid, k.source);
+                }
+                if t.keys.is_empty() {
+                    println!("  (no trusted keys)");
+                }
+            }
+        }
+    }
+    Ok(Status::Ok)
+}
