@@ -59,9 +59,16 @@ pub fn load_run(w: &mut dyn Warehouse, id: &str) -> Result<RunData, GateError> {
         data.facts = facts;
         return Ok(data);
     }
+    if let Some(why) = yardstick_store::run::unsafe_run_id(&run.run_id) {
+        return Err(GateError::Malformed {
+            path: run.location.clone(),
+            message: format!("the warehouse names run {:?}: {why}", run.run_id),
+        });
+    }
     let dir = Path::new(&run.location).join("runs").join(&run.run_id);
     let spec_path = dir.join("spec.yaml");
-    let (spec, spec_value) = match std::fs::read(&spec_path) {
+    // Only regular files inside the run directory are read (never through `..` or a link).
+    let (spec, spec_value) = match yardstick_store::fsutil::read_in(&dir, "spec.yaml") {
         Ok(bytes) => {
             let spec = yardstick_spec::check_bytes(&bytes).spec;
             let value = spec
@@ -79,7 +86,7 @@ pub fn load_run(w: &mut dyn Warehouse, id: &str) -> Result<RunData, GateError> {
         }
     };
     let env_path = dir.join("env.json");
-    let env = match std::fs::read(&env_path) {
+    let env = match yardstick_store::fsutil::read_in(&dir, "env.json") {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| GateError::Malformed {
             path: env_path.display().to_string(),
             message: e.to_string(),

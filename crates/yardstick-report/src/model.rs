@@ -2,7 +2,7 @@
 //! raw samples, step logs and telemetry) and, optionally, a gate or comparison result.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -262,6 +262,15 @@ pub fn load_run(
     let run = find_run(w, id)?;
     let facts = w.facts(&run.run_id)?;
     let points = w.points(&run.run_id)?;
+    if let Some(why) = yardstick_store::run::unsafe_run_id(&run.run_id) {
+        return Err(ReportError::Malformed {
+            path: run.location.clone(),
+            message: format!(
+                "the warehouse names run {:?}, which is not a run id: {why}",
+                run.run_id
+            ),
+        });
+    }
     let recorded = Path::new(&run.location).join("runs").join(&run.run_id);
     let dir = store_dir
         .map(|s| s.join("runs").join(&run.run_id))
@@ -280,8 +289,15 @@ pub fn load_run(
     Ok(report)
 }
 
-fn read_json(path: &Path, warnings: &mut Vec<String>) -> Value {
-    match std::fs::read(path) {
+/// Reads a file of the run directory: only a regular file inside it (a manifest or a crafted
+/// run cannot make the report read, and embed, a file elsewhere through `..` or a link).
+fn read_run_file(dir: &Path, rel: &str) -> std::io::Result<Vec<u8>> {
+    yardstick_store::fsutil::read_in(dir, rel)
+}
+
+fn read_json(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Value {
+    let path = dir.join(rel);
+    match read_run_file(dir, rel) {
         Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
             warnings.push(format!("{}: not JSON: {e}", path.display()));
             Value::Null
@@ -299,9 +315,11 @@ fn read_json(path: &Path, warnings: &mut Vec<String>) -> Value {
 /// for the unreadable ones.
 pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Path) -> RunReport {
     let mut warnings = Vec::new();
-    let spec_yaml = std::fs::read_to_string(dir.join("spec.yaml")).ok();
-    let env = read_json(&dir.join("env.json"), &mut warnings);
-    let summary = read_json(&dir.join("summary.json"), &mut warnings);
+    let spec_yaml = read_run_file(dir, "spec.yaml")
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok());
+    let env = read_json(dir, "env.json", &mut warnings);
+    let summary = read_json(dir, "summary.json", &mut warnings);
     let manifest = yardstick_store::read_manifest(dir).ok();
     let level = summary["confidence_level"].as_f64().unwrap_or(0.95);
     let replicates = summary["replicates"].as_u64().unwrap_or(0) as u32;
@@ -357,7 +375,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
         .unwrap_or_default();
     let mut results: BTreeMap<String, Vec<(u32, String, Value)>> = BTreeMap::new();
     for (path, _) in artifacts.iter().filter(|(p, _)| p.starts_with("results/")) {
-        let v = read_json(&dir.join(path), &mut warnings);
+        let v = read_json(dir, path, &mut warnings);
         let Some(point) = v["point"].as_str() else {
             continue;
         };
@@ -392,7 +410,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
             let mut any = false;
             for (_, _, v) in &recs {
                 if let Some(rel) = v["samples"].as_str() {
-                    match read_serve_samples(&dir.join(rel), &mut l) {
+                    match read_serve_samples(dir, rel, &mut l) {
                         Ok(()) => any = true,
                         Err(e) => warnings.push(format!("{rel}: {e}")),
                     }
@@ -410,8 +428,10 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
                 .iter()
                 .filter(|(p, _)| p.starts_with(&prefix) && p.ends_with(".metrics.jsonl"))
             {
-                match std::fs::read_to_string(dir.join(path)) {
-                    Ok(text) => steps.extend(parse_steps(&text, *k, trimmed)),
+                match read_run_file(dir, path) {
+                    Ok(bytes) => {
+                        steps.extend(parse_steps(&String::from_utf8_lossy(&bytes), *k, trimmed))
+                    }
                     Err(e) => warnings.push(format!("{path}: {e}")),
                 }
             }
@@ -430,7 +450,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
 
     let mut telemetry = Vec::new();
     for (path, _) in artifacts.iter().filter(|(_, k)| k == "telemetry") {
-        match read_telemetry(&dir.join(path)) {
+        match read_telemetry(dir, path) {
             Ok(rows) => telemetry.extend(rows),
             Err(e) => warnings.push(format!("{path}: {e}")),
         }
@@ -554,8 +574,13 @@ fn point_metrics(facts: &[FactRow], point: &str) -> Vec<MetricStat> {
     out
 }
 
-fn read_serve_samples(path: &Path, into: &mut LatencySamples) -> Result<(), ReportError> {
-    let bytes = std::fs::read(path).map_err(|e| ReportError::io(path, e))?;
+fn read_serve_samples(
+    dir: &Path,
+    rel: &str,
+    into: &mut LatencySamples,
+) -> Result<(), ReportError> {
+    let path = dir.join(rel);
+    let bytes = read_run_file(dir, rel).map_err(|e| ReportError::io(&path, e))?;
     for row in yardstick_store::samples::read_rows(bytes)? {
         if row["warmup"].as_bool() == Some(true) {
             into.warmup += 1;
@@ -612,8 +637,9 @@ pub fn parse_steps(text: &str, replicate: u32, warmup_steps: usize) -> Vec<StepS
         .collect()
 }
 
-fn read_telemetry(path: &PathBuf) -> Result<Vec<TelemetryRow>, ReportError> {
-    let bytes = std::fs::read(path).map_err(|e| ReportError::io(path, e))?;
+fn read_telemetry(dir: &Path, rel: &str) -> Result<Vec<TelemetryRow>, ReportError> {
+    let path = dir.join(rel);
+    let bytes = read_run_file(dir, rel).map_err(|e| ReportError::io(&path, e))?;
     Ok(yardstick_store::samples::read_rows(bytes)?
         .into_iter()
         .filter_map(|r| {

@@ -183,13 +183,20 @@ pub fn execute(
     let frozen = opts
         .inputs_from
         .clone()
-        .or_else(|| resume.map(|id| runs_dir.join(id)));
+        .or_else(|| {
+        resume
+            .filter(|id| yardstick_store::run::unsafe_run_id(id).is_none())
+            .map(|id| runs_dir.join(id))
+    });
     let eval_inputs = eval::EvalInputs::load(&plan, opts.spec_dir.as_deref(), frozen.as_deref())?;
     let target_files =
         serve::resolve_target_files(&mut plan, opts.spec_dir.as_deref(), frozen.as_deref())?;
     let mut writer = match resume {
         None => RunWriter::create(&runs_dir, &plan.name, spec_text, opts.tool.clone())?,
         Some(id) => {
+            if let Some(why) = yardstick_store::run::unsafe_run_id(id) {
+                return Err(RunError::Invalid(format!("`{id}` is not a run id: {why}")));
+            }
             let dir = runs_dir.join(id);
             if !dir.join(yardstick_store::run::MANIFEST).exists() {
                 return Err(RunError::Invalid(format!(
@@ -743,7 +750,8 @@ fn start_sim(rt: &tokio::runtime::Runtime, plan: &Plan) -> Result<EmbeddedSim, R
     })
 }
 
-/// The run directory of `run_id` in a store.
-pub fn run_dir(store: &Path, run_id: &str) -> PathBuf {
-    store.join("runs").join(run_id)
+/// The run directory of `run_id` in a store; a run id that could name a path elsewhere (`..`,
+/// `/`) is refused.
+pub fn run_dir(store: &Path, run_id: &str) -> Result<PathBuf, RunError> {
+    Ok(yardstick_store::run::run_dir(store, run_id)?)
 }

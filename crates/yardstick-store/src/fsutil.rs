@@ -138,10 +138,10 @@ pub fn resolve_in(root: &Path, rel: &str) -> Result<std::path::PathBuf, crate::S
     Ok(p)
 }
 
-/// [`sha256_file`] of a file named by a stored record, resolved with [`resolve_in`] and opened
-/// without following a symbolic link (so a link swapped in after the check is not followed
-/// either). `Ok(None)` when the file does not exist.
-pub fn sha256_in(root: &Path, rel: &str) -> Result<Option<(String, u64)>, crate::StoreError> {
+/// Opens a file named by a stored record, resolved with [`resolve_in`] and opened without
+/// following a symbolic link (so a link swapped in after the check is not followed either) and
+/// without blocking on a FIFO. `Ok(None)` when the file does not exist.
+pub fn open_in(root: &Path, rel: &str) -> Result<Option<File>, crate::StoreError> {
     let path = resolve_in(root, rel)?;
     let mut opts = OpenOptions::new();
     opts.read(true);
@@ -164,7 +164,34 @@ pub fn sha256_in(root: &Path, rel: &str) -> Result<Option<(String, u64)>, crate:
             "refusing artifact path {rel:?}: it is not a regular file"
         )));
     }
-    hash_reader(f).map(Some).map_err(Into::into)
+    Ok(Some(f))
+}
+
+/// [`sha256_file`] of a file named by a stored record ([`open_in`]). `Ok(None)` when the file
+/// does not exist.
+pub fn sha256_in(root: &Path, rel: &str) -> Result<Option<(String, u64)>, crate::StoreError> {
+    match open_in(root, rel)? {
+        None => Ok(None),
+        Some(f) => hash_reader(f).map(Some).map_err(Into::into),
+    }
+}
+
+/// Reads a file of a run directory the way every reader of stored runs must ([`open_in`]):
+/// only a regular file inside `root`. A missing file is `NotFound`; a refused path is
+/// `InvalidData` with the reason.
+pub fn read_in(root: &Path, rel: &str) -> io::Result<Vec<u8>> {
+    match open_in(root, rel) {
+        Ok(Some(mut f)) => {
+            let mut v = Vec::new();
+            f.read_to_end(&mut v)?;
+            Ok(v)
+        }
+        Ok(None) => Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{rel}: no such file"),
+        )),
+        Err(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+    }
 }
 
 #[cfg(test)]

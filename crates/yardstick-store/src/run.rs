@@ -467,6 +467,45 @@ mod tests {
     }
 
     #[test]
+    fn a_manifest_naming_paths_outside_the_run_is_refused_on_read_and_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = RunWriter::create(dir.path(), "demo", "spec", tool()).unwrap();
+        w.add("samples/r1.parquet", b"one", "samples").unwrap();
+        let run_dir = w.dir().to_path_buf();
+        w.interrupt("ctrl-c").unwrap();
+        let pristine = std::fs::read(run_dir.join(MANIFEST)).unwrap();
+        for bad in [
+            "../../etc/passwd",
+            "/etc/passwd",
+            "samples/../../x",
+            "a\\\\..\\\\b",
+            "x\\u0000y",
+        ] {
+            let text = String::from_utf8(pristine.clone())
+                .unwrap()
+                .replace("samples/r1.parquet", bad);
+            std::fs::write(run_dir.join(MANIFEST), text).unwrap();
+            let e = read_manifest(&run_dir).unwrap_err().to_string();
+            assert!(
+                e.contains("refused") && e.contains("inside the run directory"),
+                "{bad}: {e}"
+            );
+            let e = RunWriter::resume(&run_dir).unwrap_err().to_string();
+            assert!(e.contains("refused"), "{bad}: {e}");
+        }
+        let text = String::from_utf8(pristine)
+            .unwrap()
+            .replace("\"run_id\": \"", "\"run_id\": \"../");
+        std::fs::write(run_dir.join(MANIFEST), text).unwrap();
+        assert!(
+            read_manifest(&run_dir)
+                .unwrap_err()
+                .to_string()
+                .contains("run id")
+        );
+    }
+
+    #[test]
     fn interrupted_runs_resume_and_changed_artifacts_refuse() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = RunWriter::create(dir.path(), "demo", "spec", tool()).unwrap();
