@@ -42,20 +42,7 @@ pub fn run(args: GcArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             Some("pass --store DIR"),
         ));
     };
-    let key = match &args.key {
-        None => None,
-        Some(p) => Some(
-            yardstick_store::sign::load_signing_key(&yardstick_store::sign::expand_home(
-                &p.to_string_lossy(),
-            ))
-            .map_err(|e| {
-                exit::invalid(
-                    e.to_string(),
-                    Some("--key takes a secret key file written by `yardstick keygen`"),
-                )
-            })?,
-        ),
-    };
+    let key = super::keygen::secret_key_arg(args.key.as_deref())?;
     let report = gc_with(
         dir,
         &GcOptions {

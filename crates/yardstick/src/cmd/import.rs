@@ -119,20 +119,7 @@ pub fn run(args: ImportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     } else {
         EnvSource::Unknown
     };
-    let key = match &args.key {
-        None => None,
-        Some(p) => Some(
-            yardstick_store::sign::load_signing_key(&yardstick_store::sign::expand_home(
-                &p.to_string_lossy(),
-            ))
-            .map_err(|e| {
-                invalid(
-                    e.to_string(),
-                    Some("--key takes a secret key written by `yardstick keygen`"),
-                )
-            })?,
-        ),
-    };
+    let key = super::keygen::secret_key_arg(args.key.as_deref())?;
     let trust =
         yardstick_store::trust::load(&args.store).map_err(|e| invalid(e.to_string(), None))?;
     if trust.require_signature

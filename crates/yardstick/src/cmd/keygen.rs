@@ -36,3 +36,21 @@ pub fn run(args: KeygenArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     }
     Ok(Status::Ok)
 }
+
+/// Loads the secret key a `--key KEY` flag names (`~` expands), or `None` without the flag; an
+/// unreadable or malformed key is invalid input (exit 2).
+pub fn secret_key_arg(
+    path: Option<&std::path::Path>,
+) -> anyhow::Result<Option<yardstick_store::sign::SigningKey>> {
+    let Some(p) = path else { return Ok(None) };
+    yardstick_store::sign::load_signing_key(&yardstick_store::sign::expand_home(
+        &p.to_string_lossy(),
+    ))
+    .map(Some)
+    .map_err(|e| {
+        invalid(
+            e.to_string(),
+            Some("--key takes a secret key file written by `yardstick keygen`"),
+        )
+    })
+}
