@@ -136,3 +136,46 @@ fn a_store_that_requires_signatures_refuses_what_its_keys_did_not_sign() {
     assert!(run(&store, &["trust", "require", "off"]).status.success());
     assert!(import(&store, None).status.success());
 }
+
+/// A manifest that names a file outside the run: `verify` fails naming the path (exit 1) and
+/// `gc` leaves the run, and the file, alone.
+#[test]
+fn a_manifest_naming_a_file_outside_the_run_is_refused_by_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let o = import(&store, None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run_id = json(&o)["run_id"].as_str().unwrap().to_string();
+    let run_dir = store.join("runs").join(&run_id);
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, b"keep me").unwrap();
+    let manifest = run_dir.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    m["artifacts"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "path": "../../../victim.txt", "size": 7, "kind": "samples",
+            "sha256": yardstick_store::fsutil::sha256_bytes(b"keep me"),
+        }));
+    let mut perm = std::fs::metadata(&manifest).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(&manifest, perm).unwrap();
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+
+    let o = run(&store, &["--json", "verify", &run_id]);
+    assert_eq!(o.status.code(), Some(1));
+    let v = json(&o);
+    assert_eq!(v["ok"], false);
+    assert!(
+        v["error"].as_str().unwrap().contains("../../../victim.txt"),
+        "{v}"
+    );
+    let o = run(&store, &["--json", "gc", "--keep-raw", "0s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let skipped = json(&o)["skipped"].to_string();
+    assert!(skipped.contains("victim.txt"), "{skipped}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+}
