@@ -327,7 +327,8 @@ pub enum McNemarMethod {
 
 /// McNemar's test for paired binary outcomes (e.g. per-item correctness of two models): `b` items
 /// right under A only, `c` right under B only. The statistic is min(b, c) for the exact test and
-/// (|b − c| − 1)² / (b + c) for the chi-square test.
+/// (|b − c| − 1)² / (b + c) for the chi-square test — both as statsmodels'
+/// `contingency_tables.mcnemar` computes them. No discordant pair at all (b = c = 0) is p = 1.
 pub fn mcnemar(b: u64, c: u64, method: McNemarMethod) -> Result<TestResult, StatsError> {
     let n = b + c;
     if n == 0 {
@@ -349,8 +350,11 @@ pub fn mcnemar(b: u64, c: u64, method: McNemarMethod) -> Result<TestResult, Stat
             p_value: (2.0 * binom.cdf(k)).min(1.0),
         })
     } else {
+        // Edwards' correction exactly as statsmodels applies it: (|b − c| − 1)² / (b + c). With
+        // b = c the statistic is 1/(b + c), not 0 (clamping |b − c| − 1 at zero, as an earlier
+        // version did, turned every tie into p = 1).
         let diff = (b as f64 - c as f64).abs() - 1.0;
-        let stat = diff.max(0.0).powi(2) / n as f64;
+        let stat = diff.powi(2) / n as f64;
         let chi = ChiSquared::new(1.0).map_err(|e| StatsError::Undefined(e.to_string()))?;
         Ok(TestResult {
             statistic: stat,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates the reference fixtures the Rust tests compare against (numpy/scipy).
 
-    python3 -m venv /tmp/statsvenv && /tmp/statsvenv/bin/pip install numpy scipy
+    python3 -m venv /tmp/statsvenv && /tmp/statsvenv/bin/pip install numpy scipy statsmodels
     /tmp/statsvenv/bin/python crates/yardstick-stats/tests/reference/gen.py
 
 CI does not run this; the JSON files it writes are committed. Where numpy/scipy have the method,
@@ -153,13 +153,7 @@ def hypothesis_tests(data):
             "paired_t": float(pt.statistic),
             "paired_p": float(pt.pvalue),
         }
-    mcnemar = []
-    for b, c in [(0, 0), (3, 9), (10, 2), (12, 12), (30, 45), (100, 80), (5, 40)]:
-        n = b + c
-        exact = float(stats.binomtest(min(b, c), n, 0.5).pvalue) if n else 1.0
-        chi = (max(abs(b - c) - 1, 0) ** 2 / n) if n else 0.0
-        mcnemar.append({"b": b, "c": c, "exact_p": exact, "chi2": chi,
-                        "chi2_p": float(stats.chi2.sf(chi, 1)) if n else 1.0})
+    mcnemar = mcnemar_cases()
     holm_cases = [[0.01, 0.04, 0.03, 0.5], [0.2, 0.001, 0.02, 0.02, 0.9, 0.04], [0.5]]
     holm = []
     for ps in holm_cases:
@@ -171,6 +165,22 @@ def hypothesis_tests(data):
         adj[order] = adj_sorted
         holm.append({"p": ps, "adjusted": adj.tolist()})
     return {"two_sample": two_sample, "paired": paired, "mcnemar": mcnemar, "holm": holm}
+
+
+def mcnemar_cases():
+    """McNemar from statsmodels itself (exact binomial, and chi-square with Edwards' correction),
+    including ties b = c, where the corrected statistic is 1/(b + c), not 0. No discordant pair
+    (0, 0) is p = 1 by yardstick's definition (statsmodels divides by zero there)."""
+    from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+
+    out = [{"b": 0, "c": 0, "exact_p": 1.0, "chi2": 0.0, "chi2_p": 1.0, "note": "no discordant pair"}]
+    for b, c in [(3, 9), (10, 2), (12, 12), (5, 5), (1, 1), (1, 0), (30, 45), (100, 80), (5, 40)]:
+        table = [[0, b], [c, 0]]
+        exact = sm_mcnemar(table, exact=True)
+        chi = sm_mcnemar(table, exact=False, correction=True)
+        out.append({"b": b, "c": c, "exact_p": float(exact.pvalue), "chi2": float(chi.statistic),
+                    "chi2_p": float(chi.pvalue)})
+    return out
 
 
 def bca_cases(data):
@@ -314,7 +324,8 @@ def normal_tail(data):
 def main():
     data = datasets()
     fixtures = {
-        "meta": {"numpy": np.__version__, "scipy": scipy.__version__},
+        "meta": {"numpy": np.__version__, "scipy": scipy.__version__,
+                 "statsmodels": __import__("statsmodels").__version__},
         "descriptive": descriptive(data),
         "quantile_ci": quantile_cis(),
         "hypothesis": hypothesis_tests(data),
