@@ -126,6 +126,8 @@ pub fn compare_eval(
                 ci_lo: p.as_ref().map(|p| p.ci_lo),
                 ci_hi: p.as_ref().map(|p| p.ci_hi),
                 p_value: bound.zip(p.as_ref()).map(|(bnd, p)| p.p_below(bnd)),
+                p_test: p.as_ref().map(|_| "paired_items_bootstrap".to_string()),
+                ratio_test: None,
                 paired: p,
                 n: (1, 1),
                 min_samples: None,

@@ -5,11 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use yardstick_spec::{Mode, TailPercentile, Tolerances};
-use yardstick_stats::bootstrap::ratio_of_medians_ci;
-use yardstick_stats::hypothesis::holm;
+use yardstick_stats::hypothesis::{binomial_coefficient, holm, ratio_beyond, ratio_beyond_linear};
 use yardstick_stats::percentile::min_samples_for_quantile_ci;
 
-use crate::compare::{Comparison, boot, compare};
+use crate::compare::{Comparison, compare};
 use crate::{GateError, RunData};
 
 /// What a gated metric measures (picks its tolerance and direction).
@@ -194,8 +193,19 @@ pub struct MetricVerdict {
     pub min_samples: Option<u64>,
     /// Samples per replicate a tail percentile needs for a distribution-free CI at the level.
     pub required_samples: Option<u64>,
-    /// One-sided bootstrap p-value of "no regression beyond the bound".
+    /// One-sided p-value of H0 "not beyond the bound" from the test named in `p_test`.
     pub p_value: Option<f64>,
+    /// Which test gave `p_value`: `welch_t_log` (Welch's t on log replicate values, the
+    /// default), `welch_t_linear` (the same on the raw scale, candidate against bound × baseline,
+    /// when a value is 0 or below), `paired_items_bootstrap` (eval metrics paired by item), or
+    /// `exact_values` (no p-value: every replicate gave the same value on both sides, so the
+    /// ratio is exact).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_test: Option<String>,
+    /// The replicate-level tests, both reported: Welch's t (statistic, df, p) and the exact
+    /// permutation p with the smallest p it can reach for these replicate counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_test: Option<yardstick_stats::hypothesis::RatioTest>,
     /// Holm-adjusted p-value across the gated metrics.
     pub p_holm: Option<f64>,
     /// The verdict.
@@ -333,39 +343,12 @@ pub fn ratio_bound(
     })
 }
 
-/// One-sided bootstrap p-value of H0 "not beyond the bound": the share of the bootstrap
-/// distribution of the ratio on the acceptable side of the bound, found by inverting percentile
-/// intervals (the lower end of a level 1−2α interval is the α quantile). Floor 1/resamples.
-fn p_beyond(a: &[f64], b: &[f64], class: MetricClass, bnd: f64) -> Result<f64, GateError> {
-    let floor = 1.0 / crate::compare::RESAMPLES as f64;
-    // The α-quantile of the distribution on the "bad" side: for LowerIsBetter the lower end.
-    let edge = |alpha: f64| -> Result<f64, GateError> {
-        let ci = ratio_of_medians_ci(a, b, &boot(1.0 - 2.0 * alpha))?;
-        Ok(match class.direction() {
-            Direction::LowerIsBetter => ci.lower,
-            Direction::HigherIsBetter => ci.upper,
-        })
-    };
-    let beyond = |x: f64| match class.direction() {
-        Direction::LowerIsBetter => x > bnd,
-        Direction::HigherIsBetter => x < bnd,
-    };
-    if beyond(edge(floor)?) {
-        return Ok(floor);
-    }
-    if !beyond(edge(0.4999)?) {
-        return Ok(1.0);
-    }
-    let (mut lo, mut hi) = (floor, 0.4999);
-    for _ in 0..14 {
-        let mid = (lo + hi) / 2.0;
-        if beyond(edge(mid)?) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Ok(hi)
+/// Replicates per side with which the exact permutation test can reach `alpha` (one-sided):
+/// the smallest k with 1 / C(2k, k) < alpha.
+pub fn replicates_for(alpha: f64) -> usize {
+    (MIN_REPLICATES..64)
+        .find(|k| 1.0 / binomial_coefficient(2 * k, *k) < alpha)
+        .unwrap_or(64)
 }
 
 /// The verdict of a loss slope: FAIL when every candidate replicate's loss rose (at least
@@ -413,7 +396,10 @@ fn loss_slope_verdict(candidate: &[f64]) -> (Verdict, String) {
 /// bootstrap CI at the spec's confidence level (replicates resampled): PASS when the CI lies on
 /// the acceptable side of the bound (the tolerance, widened to the profile's noise floor when
 /// that is larger); FAIL (WARN for memory) when the whole CI lies beyond it AND the one-sided
-/// bootstrap p-value, Holm-adjusted across the gated metrics, is below (1 − level) / 2;
+/// p-value of "not beyond the bound" — Welch's t on log replicate values, or the exact
+/// permutation test when a side has no variance ([`ratio_beyond`]) — Holm-adjusted across the
+/// gated metrics, is below (1 − level) / 2; INCONCLUSIVE "too few replicates" when only the
+/// permutation test applies and it cannot reach that level with these replicate counts;
 /// INCONCLUSIVE otherwise, with fewer than [`MIN_REPLICATES`] replicates on a side, or for a
 /// tail percentile whose replicates have too few samples for a distribution-free CI of it.
 /// A warn-only metric that is not shown beyond its tolerance PASSes. The loss slope is checked
@@ -477,22 +463,36 @@ pub fn gate(
             }
             _ => None,
         };
-        let p_value = match (bnd, &paired) {
-            (Some(bnd), Some(items)) => Some(items.p_below(bnd)),
-            (Some(bnd), None)
-                if n.0 >= MIN_REPLICATES
-                    && n.1 >= MIN_REPLICATES
-                    && m.ci_lo.is_some()
-                    && enough_samples =>
-            {
-                Some(p_beyond(
-                    &m.baseline_replicates,
-                    &m.candidate_replicates,
-                    m.class,
-                    bnd,
-                )?)
-            }
+        let eligible = bnd.is_some()
+            && paired.is_none()
+            && n.0 >= MIN_REPLICATES
+            && n.1 >= MIN_REPLICATES
+            && m.ci_lo.is_some()
+            && enough_samples;
+        let higher_is_worse = m.class.direction() == Direction::LowerIsBetter;
+        let (a, b) = (&m.baseline_replicates, &m.candidate_replicates);
+        let ratio_test = match bnd {
+            Some(bnd) if eligible => ratio_beyond(a, b, bnd, higher_is_worse).ok(),
             _ => None,
+        };
+        // Every replicate the same on both sides (a deterministic measurement, e.g. an eval
+        // against a deterministic server): there is no replicate noise to test, the ratio is
+        // exact.
+        let constant = |v: &[f64]| v.windows(2).all(|w| w[0] == w[1]);
+        let (p_value, p_test) = match (bnd, &paired) {
+            (Some(bnd), Some(items)) => (Some(items.p_below(bnd)), Some("paired_items_bootstrap")),
+            (Some(bnd), None) if eligible => {
+                match ratio_test.and_then(|t| t.welch_p) {
+                    Some(p) => (Some(p), Some("welch_t_log")),
+                    None if constant(a) && constant(b) => (None, Some("exact_values")),
+                    // Values of 0 or below (an accuracy of 0): Welch on the raw scale.
+                    None => match ratio_beyond_linear(a, b, bnd, higher_is_worse) {
+                        Some((_, _, p)) => (Some(p), Some("welch_t_linear")),
+                        None => (None, None),
+                    },
+                }
+            }
+            _ => (None, None),
         };
         metrics.push(MetricVerdict {
             point: m.point.clone(),
@@ -512,6 +512,8 @@ pub fn gate(
             min_samples: m.min_samples,
             required_samples,
             p_value,
+            p_test: p_test.map(str::to_string),
+            ratio_test,
             p_holm: None,
             verdict: Verdict::Inconclusive,
             reason: String::new(),
@@ -610,11 +612,40 @@ fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict
             format!("the baseline's {} is 0: nothing to lose", v.metric),
         );
     };
+    if v.p_test.as_deref() == Some("exact_values")
+        && let Some(r) = v.ratio
+    {
+        let beyond = match v.class.direction() {
+            Direction::LowerIsBetter => r > bnd,
+            Direction::HigherIsBetter => r < bnd,
+        };
+        let how = format!(
+            "every replicate gave the same value on both sides ({} and {}): no replicate noise, \
+             the ratio {r:.4} is exact",
+            v.baseline, v.candidate
+        );
+        return match (beyond, v.class.warn_only()) {
+            (false, _) => (
+                Verdict::Pass,
+                format!("{how}, within {what} (bound {bnd:.3})"),
+            ),
+            (true, true) => (
+                Verdict::Warn,
+                format!("{how}, beyond {what} (bound {bnd:.3})"),
+            ),
+            (true, false) => (
+                Verdict::Fail,
+                format!("{how}, beyond {what} (bound {bnd:.3})"),
+            ),
+        };
+    }
     let (Some(lo), Some(hi), Some(ph)) = (v.ci_lo, v.ci_hi, v.p_holm) else {
+        let level = (1.0 - 2.0 * alpha_one_sided) * 100.0;
         return (
             Verdict::Inconclusive,
             format!(
-                "{} and {} replicates; a verdict needs at least {MIN_REPLICATES} on each side",
+                "too few replicates for confidence {level:.0} %: {} and {} replicates; a verdict \
+                 needs at least {MIN_REPLICATES} on each side",
                 v.n.0, v.n.1
             ),
         );
@@ -622,6 +653,25 @@ fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict
     let (ok, bad) = match v.class.direction() {
         Direction::LowerIsBetter => (hi <= bnd, lo > bnd),
         Direction::HigherIsBetter => (lo >= bnd, hi < bnd),
+    };
+    let test = match v.p_test.as_deref() {
+        Some("welch_t_log") => "Welch t on log replicates, ",
+        Some("welch_t_linear") => "Welch t on replicate values, ",
+        _ => "",
+    };
+    let beside = match &v.ratio_test {
+        Some(t) if v.p_test.as_deref() == Some("welch_t_log") => match t.permutation_p {
+            Some(pp) => format!(
+                "; exact permutation p = {pp:.3} (its floor with {} vs {} is {:.3}; {} per side \
+                 would let it confirm alone)",
+                v.n.0,
+                v.n.1,
+                t.permutation_min_p,
+                replicates_for(alpha_one_sided)
+            ),
+            None => String::new(),
+        },
+        _ => String::new(),
     };
     if ok {
         (
@@ -637,7 +687,8 @@ fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict
         (
             verdict,
             format!(
-                "CI [{lo:.3}, {hi:.3}] entirely beyond {what} (bound {bnd:.3}, Holm p = {ph:.2e})"
+                "CI [{lo:.3}, {hi:.3}] entirely beyond {what} (bound {bnd:.3}, {test}Holm p = \
+                 {ph:.2e}{beside})"
             ),
         )
     } else if v.class.warn_only() {
@@ -650,7 +701,7 @@ fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict
             Verdict::Inconclusive,
             format!(
                 "CI [{lo:.3}, {hi:.3}] beyond {what} but not significant after Holm correction \
-                 (p = {ph:.2e})"
+                 ({test}p = {ph:.2e}{beside})"
             ),
         )
     } else {
@@ -856,17 +907,85 @@ mod tests {
         assert_eq!(tolerance_pct(MetricClass::Latency, Some(&t)), 20.0);
     }
 
+    /// The review's case: with 3 replicates per side the old bootstrap over 3 medians reported
+    /// p = 1e-4 (its floor), which no exact test of 3 vs 3 can support. Now the p-value is
+    /// Welch's t on logs (assumption stated), the permutation p sits beside it with its floor.
     #[test]
-    fn p_value_is_small_for_a_clear_regression_and_large_for_none() {
-        let a = [40.0, 40.5, 39.8, 40.2, 40.1];
-        let slow = [80.0, 80.4, 79.9, 80.2, 80.1];
-        let p = p_beyond(&a, &slow, MetricClass::Latency, 1.05).unwrap();
-        assert!(p <= 1e-3, "{p}");
-        let p = p_beyond(&a, &a, MetricClass::Latency, 1.05).unwrap();
-        assert!(p > 0.4, "{p}");
-        // Throughput halves: beyond a 5 % drop.
-        let p = p_beyond(&slow, &a, MetricClass::Throughput, 0.95).unwrap();
-        assert!(p <= 1e-3, "{p}");
+    fn a_clear_regression_with_three_replicates_fails_on_welch_with_the_permutation_beside() {
+        let base = run_data("a", &[50.0, 50.4, 49.7], &[]);
+        let slow = run_data("b", &[60.1, 59.8, 60.5], &[]); // +20 %
+        let r = gate(&base, &slow, &GateOptions::default()).unwrap();
+        let m = &r.metrics[0];
+        assert_eq!(m.verdict, Verdict::Fail, "{m:#?}");
+        assert_eq!(m.p_test.as_deref(), Some("welch_t_log"));
+        let t = m.ratio_test.unwrap();
+        assert!(m.p_value.unwrap() < 1e-3 && m.p_value == t.welch_p, "{t:?}");
+        assert_eq!((t.permutation_p, t.permutation_min_p), (Some(0.05), 0.05));
+        assert!(
+            m.reason.contains("Welch t on log replicates"),
+            "{}",
+            m.reason
+        );
+        assert!(
+            m.reason.contains("floor with 3 vs 3 is 0.050"),
+            "{}",
+            m.reason
+        );
+        // Throughput halving, higher is better.
+        let (a, b) = ([200.0, 204.0, 198.0], [150.0, 152.0, 149.0]);
+        let t = ratio_beyond(&a, &b, 0.95, false).unwrap();
+        assert!(t.welch_p.unwrap() < 1e-3);
+    }
+
+    /// A/A: the same distribution on both sides never FAILs, over many seeded draws.
+    #[test]
+    fn a_over_a_never_fails() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut draw = |n: usize| -> Vec<f64> {
+            (0..n)
+                .map(|_| 50.0 * (1.0 + 0.02 * (rng.random::<f64>() - 0.5)))
+                .collect()
+        };
+        for i in 0..200 {
+            let n = 3 + i % 4;
+            let (a, b) = (draw(n), draw(n));
+            let r = gate(
+                &run_data("a", &a, &[]),
+                &run_data("b", &b, &[]),
+                &GateOptions::default(),
+            )
+            .unwrap();
+            assert_ne!(
+                r.verdict,
+                Verdict::Fail,
+                "{a:?} vs {b:?}: {:#?}",
+                r.metrics[0]
+            );
+        }
+    }
+
+    /// No spread within either run (a deterministic measurement): the ratio is exact and
+    /// decides; no p-value is claimed.
+    #[test]
+    fn identical_replicates_are_an_exact_ratio_without_a_p_value() {
+        let base = run_data("a", &[50.0, 50.0, 50.0], &[]);
+        let slow = run_data("b", &[60.0, 60.0, 60.0], &[]);
+        let r = gate(&base, &slow, &GateOptions::default()).unwrap();
+        let m = &r.metrics[0];
+        assert_eq!(m.verdict, Verdict::Fail, "{m:#?}");
+        assert_eq!(m.p_test.as_deref(), Some("exact_values"));
+        assert_eq!(m.p_value, None);
+        assert!(
+            m.reason.contains("the ratio 1.2000 is exact"),
+            "{}",
+            m.reason
+        );
+        let same = run_data("b", &[50.0, 50.0, 50.0], &[]);
+        let r = gate(&base, &same, &GateOptions::default()).unwrap();
+        assert_eq!(r.metrics[0].verdict, Verdict::Pass, "{:#?}", r.metrics[0]);
+        assert_eq!(replicates_for(0.025), 4);
+        assert_eq!(replicates_for(0.005), 5);
     }
 
     #[test]

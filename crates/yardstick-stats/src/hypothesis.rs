@@ -70,6 +70,139 @@ pub fn welch_t(a: &[f64], b: &[f64]) -> Result<TTest, StatsError> {
     })
 }
 
+/// One-sided tests of "the candidate is not beyond a ratio bound", on the logarithms of
+/// per-replicate values (see [`ratio_beyond`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RatioTest {
+    /// Welch's t for mean(ln b − ln bound) − mean(ln a), signed so that larger is "more beyond";
+    /// `None` when it is undefined (a side with no variance, n < 2).
+    pub welch_t: Option<f64>,
+    /// Welch–Satterthwaite degrees of freedom.
+    pub welch_df: Option<f64>,
+    /// One-sided Welch p-value; no floor (its assumption: log replicate values roughly normal).
+    pub welch_p: Option<f64>,
+    /// One-sided exact permutation p-value over every relabelling of the pooled log values;
+    /// `None` beyond [`PERMUTATION_LIMIT`] relabellings.
+    pub permutation_p: Option<f64>,
+    /// The smallest p the permutation test can give with these sample sizes: 1 / C(na+nb, na).
+    pub permutation_min_p: f64,
+    /// C(na + nb, na).
+    pub relabelings: f64,
+}
+
+/// Relabellings an exact permutation test enumerates at most (10 vs 10 is 184,756).
+pub const PERMUTATION_LIMIT: f64 = 200_000.0;
+
+/// C(n, k) as a float (exact for the sizes a permutation test enumerates).
+pub fn binomial_coefficient(n: usize, k: usize) -> f64 {
+    let k = k.min(n - k.min(n));
+    (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64)
+}
+
+/// Tests H0 "candidate/baseline is not beyond `bound`" against H1 "it is beyond": beyond means
+/// above the bound when `higher_is_worse` (latency, step time, memory), below it otherwise
+/// (throughput). Both tests work on logarithms, where a ratio is a difference:
+///
+/// * Welch's t on ln(candidate) − ln(bound) against ln(baseline), one-sided. Assumptions:
+///   replicates are independent, and their log values are roughly normal within each run
+///   (replicate values are means or medians of many samples, so this is usually mild); the
+///   variances may differ. It has no floor: with 3 vs 3 it can reach any p.
+/// * The exact permutation test of the same difference of means: distribution-free under
+///   exchangeability at the bound, but it cannot go below 1 / C(na+nb, na) (0.05 for 3 vs 3).
+///
+/// Values must be finite and > 0; each side needs 2 or more.
+pub fn ratio_beyond(
+    baseline: &[f64],
+    candidate: &[f64],
+    bound: f64,
+    higher_is_worse: bool,
+) -> Result<RatioTest, StatsError> {
+    need(baseline, 2, "a ratio test")?;
+    need(candidate, 2, "a ratio test")?;
+    if !(bound > 0.0 && bound.is_finite()) || baseline.iter().chain(candidate).any(|v| *v <= 0.0) {
+        return Err(StatsError::InvalidParameter(
+            "a log-ratio test needs positive values and a positive bound".into(),
+        ));
+    }
+    let sign = if higher_is_worse { 1.0 } else { -1.0 };
+    let x: Vec<f64> = baseline.iter().map(|v| v.ln()).collect();
+    let y: Vec<f64> = candidate.iter().map(|v| v.ln() - bound.ln()).collect();
+    let welch = welch_t(&y, &x)
+        .ok()
+        .filter(|w| w.t.is_finite() && w.df.is_finite());
+    let (welch_t_signed, welch_df, welch_p) = match welch {
+        Some(w) => {
+            let t = sign * w.t;
+            let dist = StudentsT::new(0.0, 1.0, w.df)
+                .map_err(|e| StatsError::Undefined(format!("t distribution: {e}")))?;
+            (Some(t), Some(w.df), Some(dist.cdf(-t)))
+        }
+        None => (None, None, None),
+    };
+    let relabelings = binomial_coefficient(x.len() + y.len(), y.len());
+    let permutation_p = (relabelings <= PERMUTATION_LIMIT).then(|| permutation_p(&x, &y, sign));
+    Ok(RatioTest {
+        welch_t: welch_t_signed,
+        welch_df,
+        welch_p,
+        permutation_p,
+        permutation_min_p: 1.0 / relabelings,
+        relabelings,
+    })
+}
+
+/// One-sided Welch test of H0 "mean(candidate) is not beyond bound · mean(baseline)" on the raw
+/// scale (Welch's t of the candidate against the baseline scaled by the bound): for values that
+/// may be 0 or negative, where logarithms do not apply. Returns (t signed so that larger is
+/// "more beyond", df, p); `None` when undefined (no variance on either side).
+pub fn ratio_beyond_linear(
+    baseline: &[f64],
+    candidate: &[f64],
+    bound: f64,
+    higher_is_worse: bool,
+) -> Option<(f64, f64, f64)> {
+    let scaled: Vec<f64> = baseline.iter().map(|v| v * bound).collect();
+    let w = welch_t(candidate, &scaled).ok()?;
+    if !(w.t.is_finite() && w.df.is_finite()) {
+        return None;
+    }
+    let t = if higher_is_worse { w.t } else { -w.t };
+    let dist = StudentsT::new(0.0, 1.0, w.df).ok()?;
+    Some((t, w.df, dist.cdf(-t)))
+}
+
+/// Share of relabellings of x ∪ y whose sign·(mean(y') − mean(x')) is at least the observed one.
+fn permutation_p(x: &[f64], y: &[f64], sign: f64) -> f64 {
+    let pooled: Vec<f64> = x.iter().chain(y).copied().collect();
+    let (n, k) = (pooled.len(), y.len());
+    let total: f64 = pooled.iter().sum();
+    let stat = |sum_y: f64| sign * (sum_y / k as f64 - (total - sum_y) / (n - k) as f64);
+    let observed = stat(y.iter().sum());
+    // Ties within rounding count as "at least as extreme".
+    let tol = 1e-12 * (1.0 + observed.abs());
+    let mut idx: Vec<usize> = (0..k).collect();
+    let (mut hits, mut count) = (0u64, 0u64);
+    loop {
+        count += 1;
+        if stat(idx.iter().map(|&i| pooled[i]).sum()) >= observed - tol {
+            hits += 1;
+        }
+        // Next k-combination of 0..n in lexicographic order.
+        let mut i = k;
+        while i > 0 && idx[i - 1] == n - k + i - 1 {
+            i -= 1;
+        }
+        if i == 0 {
+            break;
+        }
+        idx[i - 1] += 1;
+        for j in i..k {
+            idx[j] = idx[j - 1] + 1;
+        }
+    }
+    hits as f64 / count as f64
+}
+
 /// Paired t-test on the differences a − b (equal lengths, n >= 2).
 pub fn paired_t(a: &[f64], b: &[f64]) -> Result<TTest, StatsError> {
     let d = differences(a, b)?;
@@ -416,6 +549,89 @@ pub fn holm(p_values: &[f64]) -> Result<Vec<f64>, StatsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reference values: scipy 1.17.1, `ttest_ind(ln(b) - ln(bound), ln(a), equal_var=False,
+    /// alternative="greater"|"less")` and `permutation_test((y, x), mean difference,
+    /// permutation_type="independent", alternative=..., n_resamples=inf)` (exact).
+    #[test]
+    fn ratio_beyond_matches_scipy_welch_and_exact_permutation() {
+        let cases: [(&[f64], &[f64], f64, bool, f64, f64, f64, f64); 5] = [
+            (
+                &[100.0, 101.0, 99.0],
+                &[120.0, 121.0, 119.0],
+                1.05,
+                true,
+                17.768436684942422,
+                3.874008943375131,
+                3.704214032353226e-05,
+                0.05,
+            ),
+            (
+                &[100.0, 101.0, 99.0],
+                &[100.5, 99.5, 101.0],
+                1.05,
+                true,
+                -6.26068002010078,
+                3.737225072900829,
+                0.9979228223363633,
+                1.0,
+            ),
+            (
+                &[50.1, 49.8, 50.3, 50.0],
+                &[60.2, 59.7, 61.0],
+                1.05,
+                true,
+                20.809310438988703,
+                2.444352875664294,
+                0.0004104631037378939,
+                0.02857142857142857,
+            ),
+            (
+                &[200.0, 204.0, 198.0],
+                &[150.0, 152.0, 149.0],
+                0.95,
+                false,
+                22.516160214578107,
+                3.48822049189595,
+                3.335712424322872e-05,
+                0.05,
+            ),
+            (
+                &[40.0, 40.5, 39.8, 40.2, 40.1],
+                &[80.0, 80.4, 79.9, 80.2, 80.1],
+                1.05,
+                true,
+                209.00429138544533,
+                5.088036864657353,
+                1.6548502439522485e-11,
+                0.003968253968253968,
+            ),
+        ];
+        for (a, b, bound, hiw, t, df, p, perm) in cases {
+            let r = ratio_beyond(a, b, bound, hiw).unwrap();
+            let rel = |x: f64, y: f64| ((x - y) / y).abs();
+            assert!(rel(r.welch_t.unwrap(), t) < 1e-9, "t {r:?}");
+            assert!(rel(r.welch_df.unwrap(), df) < 1e-9, "df {r:?}");
+            assert!(rel(r.welch_p.unwrap(), p) < 1e-6, "p {r:?} vs {p}");
+            assert!(rel(r.permutation_p.unwrap(), perm) < 1e-12, "perm {r:?}");
+        }
+        // 3 vs 3: the permutation test's floor is 1/20.
+        let r = ratio_beyond(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0], 1.0, true).unwrap();
+        assert_eq!((r.relabelings, r.permutation_min_p), (20.0, 0.05));
+        // No variance on either side: Welch is undefined, the permutation test still answers.
+        let r = ratio_beyond(&[10.0, 10.0, 10.0], &[20.0, 20.0, 20.0], 1.05, true).unwrap();
+        assert_eq!(r.welch_p, None);
+        assert_eq!(r.permutation_p, Some(0.05));
+        assert!(ratio_beyond(&[0.0, 1.0], &[1.0, 2.0], 1.0, true).is_err());
+        // The raw-scale variant for values that may be 0: scipy `ttest_ind(b, 0.98 * a,
+        // equal_var=False, alternative="less")` = (-28.61632495658272, 2.1534375585303422,
+        // 0.00040407008200489953); t is signed so that larger is "more beyond".
+        let (t, df, p) =
+            ratio_beyond_linear(&[0.9, 0.92, 0.91], &[0.0, 0.1, 0.05], 0.98, false).unwrap();
+        assert!((t - 28.61632495658272).abs() < 1e-9 && (df - 2.1534375585303422).abs() < 1e-9);
+        assert!((p - 0.00040407008200489953).abs() < 1e-9, "{p}");
+        assert_eq!(binomial_coefficient(20, 10), 184_756.0);
+    }
 
     #[test]
     fn exact_u_distribution_sums_to_choose() {
