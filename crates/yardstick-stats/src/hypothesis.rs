@@ -555,7 +555,9 @@ mod tests {
     /// permutation_type="independent", alternative=..., n_resamples=inf)` (exact).
     #[test]
     fn ratio_beyond_matches_scipy_welch_and_exact_permutation() {
-        let cases: [(&[f64], &[f64], f64, bool, f64, f64, f64, f64); 5] = [
+        // (baseline, candidate, bound, higher is worse, t, df, Welch p, permutation p)
+        type Case<'a> = (&'a [f64], &'a [f64], f64, bool, f64, f64, f64, f64);
+        let cases: [Case; 5] = [
             (
                 &[100.0, 101.0, 99.0],
                 &[120.0, 121.0, 119.0],
