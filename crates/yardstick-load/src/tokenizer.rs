@@ -129,7 +129,12 @@ impl LocalTokenizer {
 }
 
 #[cfg(all(test, feature = "tokenizer"))]
+#[path = "../../../testsupport/external.rs"]
+mod external;
+
+#[cfg(all(test, feature = "tokenizer"))]
 mod tests {
+    use super::external;
     use super::*;
 
     /// A word-level vocabulary with a whitespace pre-tokenizer, written by hand.
@@ -182,13 +187,17 @@ mod tests {
             .unwrap_or_else(|| {
                 std::path::PathBuf::from("/var/tmp/yardstick-tokenizers/tokenizer.json")
             });
-        if real.exists() {
+        let how = format!(
+            "{} is missing: run scripts/fetch-test-tokenizer.sh or set YARDSTICK_BPE_TOKENIZER",
+            real.display()
+        );
+        if let Some(real) = external::require(
+            "bpe-tokenizer",
+            "exact_prompt_lengths_under_bpe",
+            &how,
+            real.exists().then_some(real.clone()),
+        ) {
             files.push(real);
-        } else {
-            eprintln!(
-                "SKIPPED the real BPE tokenizer check: {} not found (run scripts/fetch-test-tokenizer.sh or set YARDSTICK_BPE_TOKENIZER)",
-                real.display()
-            );
         }
         for f in files {
             let t = LocalTokenizer::from_file(&f).unwrap();

@@ -5,6 +5,9 @@
 
 mod fixture;
 
+#[path = "../../../testsupport/external.rs"]
+mod external;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -116,10 +119,12 @@ fn plots_without_data_are_left_out_with_a_note() {
 
 #[test]
 fn html_renders_in_headless_chromium_without_console_errors() {
-    let Some(bin) = chromium() else {
-        eprintln!(
-            "SKIPPED: chromium not found (apt-get install chromium; .ci/run installs it on CI)"
-        );
+    let Some(bin) = external::require(
+        "chromium",
+        "html_renders_in_headless_chromium_without_console_errors",
+        "apt-get install chromium fonts-liberation; .ci/run installs it on CI",
+        chromium(),
+    ) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

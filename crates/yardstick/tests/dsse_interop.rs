@@ -11,6 +11,9 @@
 //! `python3` if it can import them. Without one the test says so; under
 //! `YARDSTICK_REQUIRE_EXTERNAL=1` (CI) that is a failure.
 
+#[path = "../../../testsupport/external.rs"]
+mod external;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -73,7 +76,7 @@ print("SIGNED", signer.public_key.keyid)
 "#;
 
 /// A Python that can import securesystemslib and in-toto-attestation, or why there is none.
-fn python() -> Option<PathBuf> {
+fn python(test: &str) -> Option<PathBuf> {
     let candidates: Vec<PathBuf> = std::env::var_os("YARDSTICK_PYTHON")
         .map(PathBuf::from)
         .into_iter()
@@ -91,14 +94,13 @@ fn python() -> Option<PathBuf> {
             .output()
             .is_ok_and(|o| o.status.success())
     });
-    if found.is_none() {
-        let what = "Python with securesystemslib[crypto] and in-toto-attestation (PyPI); set YARDSTICK_PYTHON to its interpreter";
-        if std::env::var("YARDSTICK_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
-            panic!("YARDSTICK_REQUIRE_EXTERNAL=1 and this test needs {what}");
-        }
-        eprintln!("SKIPPED: needs {what}");
-    }
-    found
+    external::require(
+        "securesystemslib",
+        test,
+        "a Python with securesystemslib[crypto] and in-toto-attestation from PyPI; set \
+         YARDSTICK_PYTHON to its interpreter (.ci/run makes one)",
+        found,
+    )
 }
 
 fn yardstick() -> Command {
@@ -138,7 +140,9 @@ fn py(python: &Path, script: &str, args: &[&Path]) -> std::process::Output {
 
 #[test]
 fn yardstick_envelopes_verify_with_securesystemslib_and_validate_as_in_toto_statements() {
-    let Some(python) = python() else { return };
+    let Some(python) = python("yardstick_envelopes_verify_with_securesystemslib") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("keys/signing.key");
     let o = yardstick().arg("keygen").arg(&secret).output().unwrap();
@@ -199,7 +203,9 @@ fn yardstick_envelopes_verify_with_securesystemslib_and_validate_as_in_toto_stat
 
 #[test]
 fn envelopes_signed_by_securesystemslib_verify_with_yardstick() {
-    let Some(python) = python() else { return };
+    let Some(python) = python("envelopes_signed_by_securesystemslib_verify_with_yardstick") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let run = make_run(&store, None);

