@@ -574,11 +574,7 @@ fn point_metrics(facts: &[FactRow], point: &str) -> Vec<MetricStat> {
     out
 }
 
-fn read_serve_samples(
-    dir: &Path,
-    rel: &str,
-    into: &mut LatencySamples,
-) -> Result<(), ReportError> {
+fn read_serve_samples(dir: &Path, rel: &str, into: &mut LatencySamples) -> Result<(), ReportError> {
     let path = dir.join(rel);
     let bytes = read_run_file(dir, rel).map_err(|e| ReportError::io(&path, e))?;
     for row in yardstick_store::samples::read_rows(bytes)? {

@@ -180,10 +180,7 @@ pub fn execute(
     let runs_dir = opts.store.join("runs");
     // Input files are read before anything is created: a bad one is invalid input. A resumed run
     // reads its own frozen copies, so every replicate sees the content the run started with.
-    let frozen = opts
-        .inputs_from
-        .clone()
-        .or_else(|| {
+    let frozen = opts.inputs_from.clone().or_else(|| {
         resume
             .filter(|id| yardstick_store::run::unsafe_run_id(id).is_none())
             .map(|id| runs_dir.join(id))
