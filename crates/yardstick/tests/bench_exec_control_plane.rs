@@ -104,7 +104,8 @@ fn a_workload_whose_wall_time_is_its_steps_is_not() {
     assert_eq!(t["step_records"], 4);
     assert!((t["service_s"].as_f64().unwrap() - 1.2).abs() < 1e-9, "{t}");
     let share = t["control_plane_share"].as_f64().unwrap();
-    assert!(share < 0.5, "{t}");
+    // Start-up and teardown take some time, but less than half.
+    assert!(share > 0.0 && share < 0.5, "{t}");
     assert!(
         b["evidence"]
             .as_array()

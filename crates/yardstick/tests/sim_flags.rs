@@ -223,7 +223,11 @@ fn max_in_flight_caps_requests_at_the_server_and_queues_in_the_client() {
         cur += d;
         most = most.max(cur);
     }
-    assert!(most <= 3, "{most} requests at once at the server");
+    // At most the cap, and the cap was reached at some point (400 req/s outruns 3 slots).
+    assert!(
+        (2..=3).contains(&most),
+        "{most} requests at once at the server"
+    );
     // Waiting for the cap is client queueing, and counts in TTFT (from the scheduled time).
     let queue = f(&p["client_queue_ms"]["max"]);
     assert!(queue >= 9.0 * 28.0 - 75.0, "client queue max {queue}");
