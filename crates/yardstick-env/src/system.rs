@@ -346,17 +346,74 @@ pub fn env_allowed(name: &str) -> bool {
         || ENV_ALLOW_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
-/// The allow-listed environment variables of this process.
+/// What replaces the value of an allow-listed variable that carries a secret.
+pub const REDACTED: &str = "<redacted: holds the value of a secret variable>";
+
+/// The allow-listed environment variables of this process. A value that contains the value of
+/// any variable whose name marks a secret (`…KEY`, `…TOKEN`, `…SECRET`, …; 8 characters or
+/// more) is replaced by [`REDACTED`]: a token copied into, say, an `NCCL_` setting must not
+/// reach `env.json` because the name looked harmless.
 pub fn allowed_env() -> BTreeMap<String, String> {
-    std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+    redact_env(
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect(),
+    )
+}
+
+/// [`allowed_env`] over a given environment.
+pub fn redact_env(vars: Vec<(String, String)>) -> BTreeMap<String, String> {
+    let secrets: Vec<&str> = vars
+        .iter()
+        .filter(|(k, v)| !env_allowed(k) && is_secret_name(k) && v.len() >= 8)
+        .map(|(_, v)| v.as_str())
+        .collect();
+    vars.iter()
         .filter(|(k, _)| env_allowed(k))
+        .map(|(k, v)| {
+            let v = if secrets.iter().any(|s| v.contains(s)) {
+                REDACTED.to_string()
+            } else {
+                v.clone()
+            };
+            (k.clone(), v)
+        })
         .collect()
+}
+
+fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ENV_DENY_WORDS.iter().any(|w| upper.contains(w))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_value_under_an_allowed_name_is_redacted() {
+        let vars = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let env = redact_env(vars(&[
+            ("HF_TOKEN", "hf_abcdefgh12345"),
+            ("NCCL_SOCKET_IFNAME", "hf_abcdefgh12345"),
+            ("UCX_TLS", "x-hf_abcdefgh12345-y"),
+            ("NCCL_IB_HCA", "mlx5_0"),
+            ("CUDA_VISIBLE_DEVICES", "0,1"),
+        ]));
+        assert_eq!(env["NCCL_SOCKET_IFNAME"], REDACTED);
+        assert_eq!(env["UCX_TLS"], REDACTED);
+        assert_eq!(env["NCCL_IB_HCA"], "mlx5_0");
+        assert_eq!(env["CUDA_VISIBLE_DEVICES"], "0,1");
+        assert!(!env.contains_key("HF_TOKEN"));
+        // A short secret value (under 8 characters) does not blank ordinary settings.
+        let env = redact_env(vars(&[("MY_KEY", "0"), ("CUDA_VISIBLE_DEVICES", "0")]));
+        assert_eq!(env["CUDA_VISIBLE_DEVICES"], "0");
+    }
 
     #[test]
     fn env_allow_list_keeps_secrets_out() {
