@@ -74,7 +74,7 @@ fn start(test: &str) -> Option<Llama> {
 
 /// [`start`] with extra server flags.
 fn start_with(test: &str, extra: &[&str]) -> Option<Llama> {
-    let Some((python, model)) = external::require(
+    let (python, model) = external::require(
         "llama-cpp-server",
         test,
         &format!(
@@ -82,9 +82,7 @@ fn start_with(test: &str, extra: &[&str]) -> Option<Llama> {
              YARDSTICK_LLAMA_MODEL, or let .ci/run install them under {DEFAULT_DIR}"
         ),
         locate(),
-    ) else {
-        return None;
-    };
+    )?;
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -98,15 +98,13 @@ fn free_port() -> u16 {
 impl PgCluster {
     /// Starts a cluster, or prints `SKIPPED: …` and returns `None` when PostgreSQL is absent.
     pub fn start(test: &str) -> Option<PgCluster> {
-        let Some(bin) = super::external::require(
+        let bin = super::external::require(
             "postgresql",
             test,
             "looked in $YARDSTICK_PG_BIN, /usr/lib/postgresql/*/bin and PATH; install it with \
              `apt-get install -y postgresql`",
             find_bin(),
-        ) else {
-            return None;
-        };
+        )?;
         let user = is_root().then(service_user);
         let dir = tempfile::Builder::new()
             .prefix("ys-pg-")
