@@ -29,9 +29,21 @@ pub struct SqliteWarehouse {
     path: PathBuf,
     /// Opened on the first `query`: read-only flags plus `PRAGMA query_only`.
     reader: Option<Connection>,
+    /// Limits of one `query`: wall time and rows (a recursive CTE can run forever).
+    query_limits: (std::time::Duration, usize),
 }
 
+/// How long one `yardstick query` may run before it is interrupted.
+pub const QUERY_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+/// How many rows one `yardstick query` may return.
+pub const QUERY_ROW_LIMIT: usize = 1_000_000;
+
 impl SqliteWarehouse {
+    /// Sets the limits of one `query` (wall time, rows); see [`QUERY_TIME_LIMIT`].
+    pub fn set_query_limits(&mut self, time: std::time::Duration, rows: usize) {
+        self.query_limits = (time, rows);
+    }
+
     /// Opens (creating when missing) and migrates the database at `path` to the latest schema.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         Self::open_at_version(path, schema::latest_version())
@@ -64,6 +76,7 @@ impl SqliteWarehouse {
             conn,
             path: path.to_path_buf(),
             reader: None,
+            query_limits: (QUERY_TIME_LIMIT, QUERY_ROW_LIMIT),
         };
         w.migrate(version)?;
         Ok(w)
@@ -126,6 +139,50 @@ impl SqliteWarehouse {
         }
         Ok(self.reader.as_ref().expect("just opened"))
     }
+}
+
+/// Runs one read-only statement, refusing anything that could write and stopping past
+/// `row_limit` rows.
+fn run_query(conn: &Connection, q: &str, row_limit: usize) -> Result<QueryResult, StoreError> {
+    let mut st = conn
+        .prepare(q)
+        .map_err(|e| StoreError::Invalid(format!("query: {e}")))?;
+    // Asked of SQLite, not parsed here: a statement that could write is refused before it
+    // runs (this also covers `VACUUM INTO`, which a read-only connection would allow).
+    if !st.readonly() {
+        return Err(StoreError::Invalid(
+            "query: only read-only statements are allowed (the warehouse is written by \
+             `yardstick run`)"
+                .into(),
+        ));
+    }
+    if st.column_count() == 0 {
+        return Err(StoreError::Invalid(
+            "query: the statement returns no rows; use SELECT, WITH, VALUES or EXPLAIN".into(),
+        ));
+    }
+    let columns: Vec<String> = st.column_names().iter().map(|c| c.to_string()).collect();
+    let width = columns.len();
+    let mut rows = Vec::new();
+    let mut it = st
+        .query([])
+        .map_err(|e| StoreError::Invalid(format!("query: {e}")))?;
+    while let Some(r) = it
+        .next()
+        .map_err(|e| StoreError::Invalid(format!("query: {e}")))?
+    {
+        if rows.len() == row_limit {
+            return Err(StoreError::Invalid(format!(
+                "query: more than {row_limit} rows; add a LIMIT"
+            )));
+        }
+        let mut row = Vec::with_capacity(width);
+        for i in 0..width {
+            row.push(json_value(r.get_ref(i).map_err(db_err)?));
+        }
+        rows.push(row);
+    }
+    Ok(QueryResult { columns, rows })
 }
 
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
@@ -505,41 +562,29 @@ impl Warehouse for SqliteWarehouse {
     }
 
     fn query(&mut self, q: &str) -> Result<QueryResult, StoreError> {
+        let (time_limit, row_limit) = self.query_limits;
         let conn = self.reader()?;
-        let mut st = conn
-            .prepare(q)
-            .map_err(|e| StoreError::Invalid(format!("query: {e}")))?;
-        // Asked of SQLite, not parsed here: a statement that could write is refused before it
-        // runs (this also covers `VACUUM INTO`, which a read-only connection would allow).
-        if !st.readonly() {
-            return Err(StoreError::Invalid(
-                "query: only read-only statements are allowed (the warehouse is written by \
-                 `yardstick run`)"
-                    .into(),
-            ));
-        }
-        if st.column_count() == 0 {
-            return Err(StoreError::Invalid(
-                "query: the statement returns no rows; use SELECT, WITH, VALUES or EXPLAIN".into(),
-            ));
-        }
-        let columns: Vec<String> = st.column_names().iter().map(|c| c.to_string()).collect();
-        let width = columns.len();
-        let mut rows = Vec::new();
-        let mut it = st
-            .query([])
-            .map_err(|e| StoreError::Invalid(format!("query: {e}")))?;
-        while let Some(r) = it
-            .next()
-            .map_err(|e| StoreError::Invalid(format!("query: {e}")))?
-        {
-            let mut row = Vec::with_capacity(width);
-            for i in 0..width {
-                row.push(json_value(r.get_ref(i).map_err(db_err)?));
+        // A watchdog interrupts a statement that runs past the time limit (an endless recursive
+        // CTE, a cross join of everything): a query never hangs the command.
+        let interrupt = conn.get_interrupt_handle();
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(time_limit) {
+                interrupt.interrupt();
+                return true;
             }
-            rows.push(row);
+            false
+        });
+        let result = run_query(conn, q, row_limit);
+        drop(done);
+        let timed_out = watchdog.join().unwrap_or(false);
+        match result {
+            Err(_) if timed_out => Err(StoreError::Invalid(format!(
+                "query: stopped after {} s; narrow it (WHERE, LIMIT)",
+                time_limit.as_secs_f64()
+            ))),
+            r => r,
         }
-        Ok(QueryResult { columns, rows })
     }
 
     fn schema_version(&mut self) -> Result<u32, StoreError> {
