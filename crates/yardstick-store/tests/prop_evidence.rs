@@ -5,31 +5,20 @@
 //! Case counts follow proptest's `PROPTEST_CASES` (default 256; CI sets thousands). Each test
 //! prints how many cases it ran.
 
+#[path = "../../../testsupport/prop.rs"]
+mod props;
+
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use base64::Engine;
 use ed25519_dalek::SigningKey;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 use yardstick_store::fsutil::{resolve_in, unsafe_relative};
 use yardstick_store::gc::{GC_RECORD, GcOptions, gc_with};
 use yardstick_store::run::{MANIFEST, RunWriter, ToolInfo, read_manifest};
 use yardstick_store::sign::{SignatureCheck, TrustSet, check};
 use yardstick_store::verify::{VerifyOptions, verify_run};
-
-fn runner() -> TestRunner {
-    TestRunner::new(Config {
-        failure_persistence: None,
-        ..Config::default()
-    })
-}
-
-fn report(target: &str, cases: usize) {
-    assert!(cases > 0, "{target}: no case ran");
-    eprintln!("proptest {target}: {cases} cases");
-}
 
 /// Path components an attacker would try, mixed with ordinary ones.
 fn component() -> impl Strategy<Value = String> {
@@ -94,7 +83,7 @@ fn lexically_inside(root: &Path, p: &Path) -> bool {
 fn resolved_paths_never_leave_the_run_directory() {
     let a = arena();
     let cases = std::cell::Cell::new(0usize);
-    runner()
+    props::runner()
         .run(&hostile_path(), |rel| {
             cases.set(cases.get() + 1);
             match resolve_in(&a.root, &rel) {
@@ -122,7 +111,7 @@ fn resolved_paths_never_leave_the_run_directory() {
     assert!(resolve_in(&a.root, "samples/a.parquet").is_ok());
     assert!(resolve_in(&a.root, "link/a.parquet").is_err());
     assert!(a.outside.join("a.parquet").exists());
-    report("artifact paths", cases.get());
+    props::report("artifact paths", cases.get());
 }
 
 fn tool() -> ToolInfo {
@@ -131,17 +120,6 @@ fn tool() -> ToolInfo {
         version: "0".into(),
         git_commit: None,
     }
-}
-
-/// Runs `f` on another thread and fails if it does not finish: a hang detector (a reader that
-/// opened the FIFO planted outside would block forever), not a timing assertion.
-fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| panic!("{what} did not finish: it blocked (read outside the run?)"))
 }
 
 #[test]
@@ -180,7 +158,7 @@ fn hostile_manifests_are_refused_and_nothing_outside_is_read_or_deleted() {
     ];
     let cases = std::cell::Cell::new(0usize);
     let refused = std::cell::Cell::new(0usize);
-    runner()
+    props::runner()
         .run(
             &(targets, "[a-z]{1,10}", prop::bool::ANY),
             |(rel, kind, true_hash)| {
@@ -211,20 +189,23 @@ fn hostile_manifests_are_refused_and_nothing_outside_is_read_or_deleted() {
                 std::fs::write(&mp, serde_json::to_vec(&m).unwrap()).unwrap();
 
                 let r = run.clone();
-                let read = within("read_manifest", move || read_manifest(&r).map(|_| ()));
+                let read =
+                    props::within("read_manifest", 60, move || read_manifest(&r).map(|_| ()));
                 if let Err(e) = &read {
                     refused.set(refused.get() + 1);
                     let msg = e.to_string();
                     prop_assert!(!msg.is_empty());
                 }
                 let r = run.clone();
-                let v = within("verify", move || verify_run(&r, &VerifyOptions::default()));
+                let v = props::within("verify", 60, move || {
+                    verify_run(&r, &VerifyOptions::default())
+                });
                 match v {
                     Err(e) => prop_assert!(read.is_err(), "verify refused what read accepted: {e}"),
                     Ok(rep) => prop_assert!(!rep.ok(), "an artifact that is not there verified"),
                 }
                 let s = store.clone();
-                let g = within("gc", move || {
+                let g = props::within("gc", 60, move || {
                     gc_with(
                         &s,
                         &GcOptions {
@@ -246,7 +227,7 @@ fn hostile_manifests_are_refused_and_nothing_outside_is_read_or_deleted() {
         refused.get() > 0,
         "no hostile path was refused: the generator is broken"
     );
-    report("manifest reader (verify, gc)", cases.get());
+    props::report("manifest reader (verify, gc)", cases.get());
 }
 
 fn signed_envelope(manifest: &[u8], key: &SigningKey) -> serde_json::Value {
@@ -285,7 +266,7 @@ fn envelope_bytes_never_panic_and_mutations_never_verify() {
         }),
     ];
     let cases = std::cell::Cell::new(0usize);
-    runner()
+    props::runner()
         .run(&bytes, |b| {
             cases.set(cases.get() + 1);
             let c = check(&b, &manifest, &trust);
@@ -303,7 +284,7 @@ fn envelope_bytes_never_panic_and_mutations_never_verify() {
             Ok(())
         })
         .unwrap();
-    report("DSSE envelope reader", cases.get());
+    props::report("DSSE envelope reader", cases.get());
 
     // Structured forgeries: any change to the statement, re-encoded with the old signature.
     let cases = std::cell::Cell::new(0usize);
@@ -313,7 +294,7 @@ fn envelope_bytes_never_panic_and_mutations_never_verify() {
             .unwrap(),
     )
     .unwrap();
-    runner()
+    props::runner()
         .run(&("[a-z_]{1,8}", any::<i64>()), |(field, value)| {
             cases.set(cases.get() + 1);
             let mut st = statement.clone();
@@ -327,7 +308,7 @@ fn envelope_bytes_never_panic_and_mutations_never_verify() {
             Ok(())
         })
         .unwrap();
-    report("DSSE forged statements", cases.get());
+    props::report("DSSE forged statements", cases.get());
 }
 
 #[test]
@@ -371,7 +352,7 @@ fn hostile_retention_records_never_panic_and_never_excuse_a_missing_file() {
         prop::collection::vec(any::<u8>(), 0..200),
     ];
     let cases = std::cell::Cell::new(0usize);
-    runner()
+    props::runner()
         .run(&record, |bytes| {
             cases.set(cases.get() + 1);
             std::fs::write(run.join(GC_RECORD), &bytes).unwrap();
@@ -387,5 +368,5 @@ fn hostile_retention_records_never_panic_and_never_excuse_a_missing_file() {
             Ok(())
         })
         .unwrap();
-    report("retention records", cases.get());
+    props::report("retention records", cases.get());
 }
