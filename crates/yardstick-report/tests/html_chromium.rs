@@ -11,11 +11,18 @@ mod external;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// `$YARDSTICK_CHROMIUM` when set (and only it: setting it to a missing path hides Chromium),
+/// else `chromium` or `chromium-browser` in /usr/bin or on `PATH`.
 fn chromium() -> Option<PathBuf> {
-    std::env::var_os("YARDSTICK_CHROMIUM")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(["/usr/bin/chromium", "/usr/bin/chromium-browser"].map(PathBuf::from))
+    if let Some(p) = std::env::var_os("YARDSTICK_CHROMIUM") {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    let dirs = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    std::iter::once(PathBuf::from("/usr/bin"))
+        .chain(dirs)
+        .flat_map(|d| ["chromium", "chromium-browser"].map(|n| d.join(n)))
         .find(|p| p.is_file())
 }
 
@@ -122,7 +129,8 @@ fn html_renders_in_headless_chromium_without_console_errors() {
     let Some(bin) = external::require(
         "chromium",
         "html_renders_in_headless_chromium_without_console_errors",
-        "apt-get install chromium fonts-liberation; .ci/run installs it on CI",
+        "looked at $YARDSTICK_CHROMIUM, else chromium/chromium-browser in /usr/bin and PATH; \
+         install it with `apt-get install -y chromium fonts-liberation` (.ci/run does on CI)",
         chromium(),
     ) else {
         return;

@@ -432,7 +432,9 @@ fn postgres_migrates_upserts_and_queries_read_only() {
 
 #[test]
 fn the_same_facts_round_trip_through_sqlite_and_postgres_identically() {
-    let Some(pg) = PgCluster::start("the_same_facts_round_trip_through_sqlite_and_postgres") else {
+    let Some(pg) =
+        PgCluster::start("the_same_facts_round_trip_through_sqlite_and_postgres_identically")
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

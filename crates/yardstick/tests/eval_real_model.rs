@@ -150,7 +150,7 @@ fn json_of(o: &Output) -> Value {
 #[test]
 fn smollm2_arith_and_format_end_to_end_deterministic_with_cis() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(server) = start("smollm2_arith_and_format_end_to_end") else {
+    let Some(server) = start("smollm2_arith_and_format_end_to_end_deterministic_with_cis") else {
         return;
     };
     let out = tempfile::tempdir().unwrap();
@@ -226,7 +226,7 @@ fn smollm2_arith_and_format_end_to_end_deterministic_with_cis() {
 #[test]
 fn smollm2_perplexity_is_a_number_or_an_honest_unsupported() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(server) = start("smollm2_perplexity") else {
+    let Some(server) = start("smollm2_perplexity_is_a_number_or_an_honest_unsupported") else {
         return;
     };
     let o = yardstick(&[
@@ -279,7 +279,7 @@ fn smollm2_perplexity_is_a_number_or_an_honest_unsupported() {
 fn smollm2_perplexity_with_a_bos_prompt_matches_the_direct_computation() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(server) = start_with(
-        "smollm2_perplexity_with_a_bos_prompt",
+        "smollm2_perplexity_with_a_bos_prompt_matches_the_direct_computation",
         &["--kv_overrides", "tokenizer.ggml.add_bos_token=bool:true"],
     ) else {
         return;
@@ -316,7 +316,7 @@ fn smollm2_perplexity_with_a_bos_prompt_matches_the_direct_computation() {
 #[test]
 fn bench_serve_against_llama_cpp_streams_role_only_first_chunk() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(server) = start("bench_serve_against_llama_cpp") else {
+    let Some(server) = start("bench_serve_against_llama_cpp_streams_role_only_first_chunk") else {
         return;
     };
     let out = tempfile::tempdir().unwrap();

@@ -1,11 +1,13 @@
 //! A throwaway PostgreSQL cluster for tests: `initdb` in a temp dir, `pg_ctl start` on a free
 //! loopback port with the socket in the same dir, `pg_ctl stop` on drop.
 //!
-//! The binaries are looked up in `$YARDSTICK_PG_BIN`, then `/usr/lib/postgresql/<newest>/bin`
-//! (Debian/Ubuntu), then `PATH`. When none is found the caller skips with a visible `SKIPPED:`
-//! line on stderr. PostgreSQL refuses to run as root, so as root the cluster runs as the
-//! `postgres` user when it exists (the Debian package creates it), else as a `yardstick-test`
-//! system user created with `useradd`, through `runuser`.
+//! The binaries are looked up in `$YARDSTICK_PG_BIN` (when set, the only place looked), else
+//! `/usr/lib/postgresql/<newest>/bin` (Debian/Ubuntu), then `PATH`. When none is found,
+//! `PgCluster::start` goes through `external::require`: a failure under
+//! `YARDSTICK_REQUIRE_EXTERNAL=1`, else a visible `SKIPPED:` line and `None`. PostgreSQL
+//! refuses to run as root, so as root the cluster runs as the `postgres` user when it exists
+//! (the Debian package creates it), else as a `yardstick-test` system user created with
+//! `useradd`, through `runuser`.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -21,11 +23,10 @@ pub struct PgCluster {
 }
 
 fn find_bin() -> Option<PathBuf> {
+    // When set, only it (a wrong directory hides PostgreSQL instead of falling back).
     if let Some(p) = std::env::var_os("YARDSTICK_PG_BIN") {
         let p = PathBuf::from(p);
-        if p.join("initdb").is_file() {
-            return Some(p);
-        }
+        return p.join("initdb").is_file().then_some(p);
     }
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
@@ -96,7 +97,8 @@ fn free_port() -> u16 {
 }
 
 impl PgCluster {
-    /// Starts a cluster, or prints `SKIPPED: …` and returns `None` when PostgreSQL is absent.
+    /// Starts a cluster, or (PostgreSQL absent) fails under `YARDSTICK_REQUIRE_EXTERNAL=1` or
+    /// prints `SKIPPED: …` and returns `None`.
     pub fn start(test: &str) -> Option<PgCluster> {
         let bin = super::external::require(
             "postgresql",
