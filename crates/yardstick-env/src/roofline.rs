@@ -746,7 +746,7 @@ mod tests {
         // They cross at 1e15 / 2e12 = 500 FLOP/B; above it A wins.
         assert_eq!(cmp.crossover_intensity, Some(500.0));
         let above = compare(&a, &b, 2000.0).unwrap();
-        assert!(above.ratio_b_over_a < 1.0);
+        assert!(above.ratio_b_over_a > 0.0 && above.ratio_b_over_a < 1.0);
         let at = compare(&a, &b, 500.0).unwrap();
         assert_eq!(at.attainable_a, at.attainable_b);
         // A machine better in both has no crossover.

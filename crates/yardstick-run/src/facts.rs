@@ -292,6 +292,7 @@ mod tests {
         assert_eq!(unit_of("step_time_s"), "s");
         assert_eq!(unit_of("max_rss_bytes"), "bytes");
         let one = replicate_facts("r", "p", 2, &reps[0], Some("samples/p/r2.parquet"));
+        assert!(!one.is_empty());
         assert!(one.iter().all(|f| f.replicate == Some(2) && f.n == 10));
     }
 }

@@ -91,7 +91,13 @@ mod tests {
         let mapped = c.from_realtime(ten_ms_ago);
         let age = c.now_ns() - mapped;
         assert!((10_000_000..1_000_000_000).contains(&age), "age {age} ns");
-        // A stamp from the future (a clock step) is clamped to now, never later.
-        assert!(c.from_realtime(realtime_ns() + 1_000_000_000) <= c.now_ns());
+        // A stamp from the future (a clock step) is clamped to now, never later (and not to
+        // some earlier time either).
+        let before = c.now_ns();
+        let clamped = c.from_realtime(realtime_ns() + 1_000_000_000);
+        assert!(
+            before <= clamped && clamped <= c.now_ns(),
+            "{before} {clamped}"
+        );
     }
 }

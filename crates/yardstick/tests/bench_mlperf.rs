@@ -329,7 +329,7 @@ fn offline_issues_everything_at_once_and_completes_it() {
     // And the whole run takes about one request's time (30 ms), far less than 100 in sequence
     // (at least 2.8 s); the bound leaves room for a loaded machine.
     let d = f(&m["duration_s"]);
-    assert!(d < 2.5, "offline took {d} s");
+    assert!((0.028..2.5).contains(&d), "offline took {d} s");
     assert!(f(&m["samples_per_s"]) > 40.0);
 }
 

@@ -325,16 +325,13 @@ fn concurrency_is_split_over_the_shards() {
     while lines(&log) < 42 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(
-        lines(&log) >= 42,
-        "the sim logged {} requests, want >= 42",
-        lines(&log)
-    );
+    // Exactly the 42: no warm-up requests here, and none lost or repeated.
+    assert_eq!(lines(&log), 42, "requests in the sim's log");
     // Never more than the whole point's 7 streams at the server, and more than one shard's
-    // worth at some moment: the shards ran at once.
+    // worth (the largest shard has 3 streams) at some moment: the shards ran at once.
     let overlap = max_overlap(&log);
     assert!(
-        (3..=7).contains(&overlap),
+        (4..=7).contains(&overlap),
         "server-side concurrency {overlap}"
     );
     let dirs: Vec<&Path> = shards.iter().map(|(d, _)| d.as_path()).collect();
