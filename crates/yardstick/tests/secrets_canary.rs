@@ -3,11 +3,18 @@
 //! reach any file of the run directory, the warehouse, the export, any report format, the
 //! `bench serve --output` directory, or any command's output. Compressed containers (Parquet,
 //! the xlsx zip) are decoded before they are searched.
+//!
+//! Both commands reach the simulator through a relay that records what goes over the wire, so
+//! the test also proves the token was read and sent (`Authorization: Bearer …`): a token that
+//! never left the environment would make "0 hits" mean nothing.
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use common::{Sim, yardstick};
@@ -116,6 +123,83 @@ fn find(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
+/// A loopback TCP relay to `upstream` (`HOST:PORT`) that keeps every byte clients sent.
+struct Relay {
+    url: String,
+    sent: Arc<Mutex<Vec<u8>>>,
+}
+
+fn relay(upstream: &str) -> Relay {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let (upstream, keep) = (upstream.to_string(), sent.clone());
+    std::thread::spawn(move || {
+        for client in l.incoming() {
+            let Ok(mut client) = client else { continue };
+            let Ok(mut server) = TcpStream::connect(&upstream) else {
+                continue;
+            };
+            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            // Server to client as it comes.
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut s2, &mut c2);
+                let _ = c2.shutdown(Shutdown::Write);
+            });
+            // Client to server, recorded.
+            let keep = keep.clone();
+            std::thread::spawn(move || {
+                let mut b = [0u8; 8192];
+                while let Ok(n) = client.read(&mut b) {
+                    if n == 0 || server.write_all(&b[..n]).is_err() {
+                        break;
+                    }
+                    keep.lock().unwrap().extend_from_slice(&b[..n]);
+                }
+                let _ = server.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    Relay { url, sent }
+}
+
+impl Relay {
+    /// Requests that carried `Authorization: Bearer TOKEN`, and all requests.
+    fn bearer_count(&self, token: &str) -> (usize, usize) {
+        let sent = String::from_utf8_lossy(&self.sent.lock().unwrap()).to_ascii_lowercase();
+        let auth = format!("authorization: bearer {}", token.to_ascii_lowercase());
+        let requests = sent.matches("post /v1/").count();
+        (sent.matches(&auth).count(), requests)
+    }
+}
+
+/// The search finds the token however it is framed: raw, after `Bearer `, and base64-encoded
+/// at any alignment with anything before and after it.
+#[test]
+fn the_search_recognises_every_form_of_the_token() {
+    let token = canary();
+    let needles = needles(&token);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for pre in ["", "x", "xy", "xyz", "{\"authorization\":\"Bearer "] {
+        for post in ["", "=", "\"}", "tail bytes"] {
+            let plain = format!("{pre}{token}{post}");
+            let encoded = b64.encode(&plain);
+            for hay in [plain.as_bytes(), encoded.as_bytes()] {
+                assert!(
+                    needles.iter().any(|n| find(hay, n)),
+                    "missed {:?}",
+                    String::from_utf8_lossy(hay)
+                );
+            }
+        }
+    }
+    // And it does not fire on a token that differs in one character.
+    let other = token.replacen("Canary", "Canarx", 1);
+    let other_b64 = b64.encode(&other);
+    assert!(!needles.iter().any(|n| find(other.as_bytes(), n)));
+    assert!(!needles.iter().any(|n| find(other_b64.as_bytes(), n)));
+}
+
 #[test]
 fn a_bearer_token_reaches_no_artifact_report_log_or_output() {
     let token = canary();
@@ -124,6 +208,9 @@ fn a_bearer_token_reaches_no_artifact_report_log_or_output() {
     let store = work.join("store");
     std::fs::create_dir_all(&work).unwrap();
     let mut outputs: Vec<(String, Output)> = Vec::new();
+    // The bundled simulator on a loopback port, reached through the recording relay.
+    let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let wire = relay(&sim.addr);
 
     // A run whose serving target takes its token from the environment.
     let spec = work.join("spec.yaml");
@@ -146,11 +233,12 @@ spec:
   layers:
     component:
       - kind: serve
-        target: {url: sim, api: chat, model: sim-llama, apiKeyEnv: YS_CANARY_TOKEN}
+        target: {url: \"URL\", api: chat, model: sim-llama, apiKeyEnv: YS_CANARY_TOKEN}
         scenarios: [\"D(20,10)\"]
         load: {mode: concurrency, values: [2]}
         stop: {maxRequests: 12, maxDuration: 30s}
-",
+"
+        .replace("URL", &wire.url),
     )
     .unwrap();
     let mut c = with_secrets(yardstick(), &token);
@@ -163,16 +251,20 @@ spec:
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let run_id = v["run_id"].as_str().unwrap().to_string();
     outputs.push(("run".into(), o));
+    let (with_token, requests) = wire.bearer_count(&token);
+    assert!(
+        requests >= 3 * 12 && with_token == requests,
+        "yardstick run sent {requests} request(s), {with_token} with the bearer token"
+    );
 
-    // bench serve against a real simulator, with --output.
-    let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    // bench serve against the same simulator, with --output.
     let mut c = with_secrets(yardstick(), &token);
     c.args([
         "bench",
         "serve",
         "--json",
         "--url",
-        &sim.url,
+        &wire.url,
         "--model",
         "sim-llama",
         "--scenario",
@@ -189,6 +281,13 @@ spec:
     let o = c.output().unwrap();
     ok(&o, "bench serve");
     outputs.push(("bench serve".into(), o));
+    let (bench_with_token, bench_requests) = wire.bearer_count(&token);
+    assert!(
+        bench_requests >= requests + 10 && bench_with_token == bench_requests,
+        "bench serve sent {} request(s), {} with the bearer token",
+        bench_requests - requests,
+        bench_with_token - with_token
+    );
 
     // Every report format, the export, and the read-side commands.
     let reports = work.join("reports");
@@ -289,5 +388,8 @@ spec:
         find(&everything, b"YS_CANARY_TOKEN"),
         "the spec naming the variable was not among what was searched"
     );
-    eprintln!("secrets canary: {files} files, {bytes} bytes searched, 0 hits");
+    eprintln!(
+        "secrets canary: {bench_with_token} requests carried the token; {files} files, {bytes} \
+         bytes searched, 0 hits"
+    );
 }
