@@ -37,6 +37,9 @@ pub struct CaptureOptions {
     pub probe_gpus: bool,
     /// Deadline of each probe that runs a process.
     pub probe_timeout: Duration,
+    /// Variables that hold secrets whatever their names (a spec's `apiKeyEnv`, `--bearer-env`):
+    /// their values are redacted wherever an allow-listed variable repeats them.
+    pub secret_env: Vec<String>,
 }
 
 impl Default for CaptureOptions {
@@ -49,6 +52,7 @@ impl Default for CaptureOptions {
             probe_git_status: true,
             probe_gpus: true,
             probe_timeout: Duration::from_millis(1500),
+            secret_env: Vec::new(),
         }
     }
 }
@@ -151,7 +155,7 @@ pub fn capture(opts: &CaptureOptions) -> Capture {
             cpu: cpu::detect(),
             memory: system::memory_info(),
             container: system::container_info(),
-            env: system::allowed_env(),
+            env: system::allowed_env_with(&opts.secret_env),
             ..Capture::default()
         };
         c.software.yardstick = opts.tool_version.clone();

@@ -354,18 +354,30 @@ pub const REDACTED: &str = "<redacted: holds the value of a secret variable>";
 /// more) is replaced by [`REDACTED`]: a token copied into, say, an `NCCL_` setting must not
 /// reach `env.json` because the name looked harmless.
 pub fn allowed_env() -> BTreeMap<String, String> {
+    allowed_env_with(&[])
+}
+
+/// [`allowed_env`], also treating the variables named in `secret_names` as secrets whatever
+/// their names (a spec's `apiKeyEnv` may be called anything).
+pub fn allowed_env_with(secret_names: &[String]) -> BTreeMap<String, String> {
     redact_env(
         std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect(),
+        secret_names,
     )
 }
 
-/// [`allowed_env`] over a given environment.
-pub fn redact_env(vars: Vec<(String, String)>) -> BTreeMap<String, String> {
+/// [`allowed_env_with`] over a given environment.
+pub fn redact_env(
+    vars: Vec<(String, String)>,
+    secret_names: &[String],
+) -> BTreeMap<String, String> {
     let secrets: Vec<&str> = vars
         .iter()
-        .filter(|(k, v)| !env_allowed(k) && is_secret_name(k) && v.len() >= 8)
+        .filter(|(k, v)| {
+            (secret_names.contains(k) || (!env_allowed(k) && is_secret_name(k))) && v.len() >= 8
+        })
         .map(|(_, v)| v.as_str())
         .collect();
     vars.iter()
@@ -398,21 +410,35 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect()
         };
-        let env = redact_env(vars(&[
-            ("HF_TOKEN", "hf_abcdefgh12345"),
-            ("NCCL_SOCKET_IFNAME", "hf_abcdefgh12345"),
-            ("UCX_TLS", "x-hf_abcdefgh12345-y"),
-            ("NCCL_IB_HCA", "mlx5_0"),
-            ("CUDA_VISIBLE_DEVICES", "0,1"),
-        ]));
+        let env = redact_env(
+            vars(&[
+                ("HF_TOKEN", "hf_abcdefgh12345"),
+                ("NCCL_SOCKET_IFNAME", "hf_abcdefgh12345"),
+                ("UCX_TLS", "x-hf_abcdefgh12345-y"),
+                ("NCCL_IB_HCA", "mlx5_0"),
+                ("CUDA_VISIBLE_DEVICES", "0,1"),
+            ]),
+            &[],
+        );
         assert_eq!(env["NCCL_SOCKET_IFNAME"], REDACTED);
         assert_eq!(env["UCX_TLS"], REDACTED);
         assert_eq!(env["NCCL_IB_HCA"], "mlx5_0");
         assert_eq!(env["CUDA_VISIBLE_DEVICES"], "0,1");
         assert!(!env.contains_key("HF_TOKEN"));
         // A short secret value (under 8 characters) does not blank ordinary settings.
-        let env = redact_env(vars(&[("MY_KEY", "0"), ("CUDA_VISIBLE_DEVICES", "0")]));
+        let env = redact_env(vars(&[("MY_KEY", "0"), ("CUDA_VISIBLE_DEVICES", "0")]), &[]);
         assert_eq!(env["CUDA_VISIBLE_DEVICES"], "0");
+        // A secret variable with an innocent name, named by the spec (`apiKeyEnv`).
+        let pairs = [
+            ("YS_BENCH_AUTH", "abcdefgh12345"),
+            ("NCCL_DEBUG_FILE", "abcdefgh12345"),
+        ];
+        assert_eq!(
+            redact_env(vars(&pairs), &[])["NCCL_DEBUG_FILE"],
+            "abcdefgh12345"
+        );
+        let env = redact_env(vars(&pairs), &["YS_BENCH_AUTH".to_string()]);
+        assert_eq!(env["NCCL_DEBUG_FILE"], REDACTED);
     }
 
     #[test]

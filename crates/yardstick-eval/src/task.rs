@@ -163,9 +163,17 @@ impl Task {
         }
         let path = Path::new(spec);
         if spec.ends_with(".jsonl") || path.exists() {
-            let text = std::fs::read_to_string(path).map_err(|e| EvalError::Io {
+            let bytes = std::fs::read(path).map_err(|e| EvalError::Io {
                 path: spec.to_string(),
                 why: e.to_string(),
+            })?;
+            let text = String::from_utf8(bytes).map_err(|e| {
+                let at = e.utf8_error().valid_up_to();
+                EvalError::Task {
+                    file: spec.to_string(),
+                    line: e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1,
+                    why: "not UTF-8 text".into(),
+                }
             })?;
             let name = path
                 .file_stem()
@@ -262,6 +270,21 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("bad regex"), "{e}");
         assert!(Task::parse("t", "f", "\n").is_err());
+    }
+
+    /// Found by the task-file property test: a file that is not UTF-8 was refused without the
+    /// line (every other error in a task file names it).
+    #[test]
+    fn a_file_that_is_not_utf8_names_the_line() {
+        let dir = std::env::temp_dir().join(format!("ys-task-utf8-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("t.jsonl");
+        std::fs::write(&p, b"\n\n{\"id\": \"\xc3\"}\n").unwrap();
+        let e = Task::load(&p.display().to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("t.jsonl:3: not UTF-8 text"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -800,7 +800,10 @@ mod tests {
         let two = run_data("c", &[40.0, 40.1], &[]);
         let r = gate(&base, &two, &GateOptions::default()).unwrap();
         assert_eq!(r.verdict, Verdict::Inconclusive);
-        assert!(r.metrics[0].reason.contains("at least 3"));
+        let why = &r.metrics[0].reason;
+        assert!(why.contains("too few replicates for confidence 95 %"), "{why}");
+        assert!(why.contains("3 and 2 replicates"), "{why}");
+        assert!(why.contains("at least 3 on each side"), "{why}");
     }
 
     #[test]

@@ -74,7 +74,13 @@ pub struct Lengths {
 
 /// Draws request `i`'s token counts from `scenario`.
 pub fn sample_lengths(scenario: &Scenario, rng: &mut Rng) -> Lengths {
-    let normal = |rng: &mut Rng, mu: f64, sd: f64| (mu + sd * rng.normal()).round().max(1.0) as u64;
+    // Clamped to what a scenario may ask for: a wide distribution's tail must not ask for a
+    // prompt that cannot be built.
+    let normal = |rng: &mut Rng, mu: f64, sd: f64| {
+        (mu + sd * rng.normal())
+            .round()
+            .clamp(1.0, yardstick_spec::scenario::MAX_TOKENS as f64) as u64
+    };
     match scenario {
         Scenario::Deterministic { input, output } => Lengths {
             input: *input,
@@ -156,7 +162,12 @@ pub fn load_dataset(path: &Path) -> Result<Vec<DatasetItem>, PlanError> {
         path: path.display().to_string(),
         why,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        err(format!("line {line}: not UTF-8 text"))
+    })?;
     let mut items = Vec::new();
     if text.trim_start().starts_with('[') {
         let v: Vec<Value> =
@@ -392,6 +403,37 @@ mod tests {
                 .contains("line 1")
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Found by the dataset property test: a file that is not UTF-8 was refused without the
+    /// line (every other line-level error names it).
+    #[test]
+    fn a_dataset_that_is_not_utf8_names_the_line() {
+        let dir = tempfile_dir("utf8");
+        let p = dir.join("d.jsonl");
+        std::fs::write(&p, b"{\"prompt\":\"a\"}\n{\"prompt\":\"\xff\"}\n").unwrap();
+        let e = load_dataset(&p).unwrap_err().to_string();
+        assert!(e.contains("line 2: not UTF-8 text"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn tempfile_dir(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("ys-plan-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Found by the planner property test: a normal scenario's tail (a large mean and standard
+    /// deviation within the grammar's limits) asked for prompts past `MAX_TOKENS`.
+    #[test]
+    fn normal_samples_stay_within_the_token_limit() {
+        let max = yardstick_spec::scenario::MAX_TOKENS;
+        let sc: Scenario = format!("N({max},{max})/(1,{max})").parse().unwrap();
+        for i in 0..200 {
+            let l = sample_lengths(&sc, &mut Rng::new(1, i));
+            assert!((1..=max).contains(&l.input), "{l:?}");
+            assert!((1..=max).contains(&l.output.unwrap()), "{l:?}");
+        }
     }
 
     #[test]

@@ -94,13 +94,20 @@ fn dataset_files_give_an_item_list_or_a_clear_error() {
         3,
         "the valid sample loads"
     );
+    // Bytes, not text: a file that is not UTF-8 must be refused naming its line too.
     let inputs = prop_oneof![
-        props::mutations(valid),
-        prop::collection::vec(any::<u8>(), 0..400)
-            .prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
-        "(\\{\"prompt\": (\"[^\"]{0,20}\"|[0-9e+-]{1,30}|null|\\[\\]), \"output_tokens\": (-?[0-9]{1,25}|1e999|\"x\"|null)\\}\n){1,5}",
-        Just("[".repeat(10_000)),
-        Just("{\"conversations\": ".repeat(3000)),
+        props::mutations(valid).prop_map(String::into_bytes),
+        prop::collection::vec(any::<u8>(), 0..400),
+        // Valid lines, then one with a byte that cannot start a UTF-8 character.
+        (1usize..4, any::<u8>()).prop_map(|(good, b)| {
+            let mut v = "{\"prompt\": \"a\"}\n".repeat(good).into_bytes();
+            v.extend([b'{', 0x80 | (b & 0x3f), b'}', b'\n']);
+            v
+        }),
+        "(\\{\"prompt\": (\"[^\"]{0,20}\"|[0-9e+-]{1,30}|null|\\[\\]), \"output_tokens\": (-?[0-9]{1,25}|1e999|\"x\"|null)\\}\n){1,5}"
+            .prop_map(String::into_bytes),
+        Just("[".repeat(10_000).into_bytes()),
+        Just("{\"conversations\": ".repeat(3000).into_bytes()),
     ];
     let cases = Cell::new(0usize);
     props::runner()
@@ -114,9 +121,56 @@ fn dataset_files_give_an_item_list_or_a_clear_error() {
             if let Err(e) = r {
                 prop_assert!(!e.to_string().is_empty());
                 prop_assert!(e.to_string().contains("data.jsonl"), "{e}");
+                if e.to_string().contains("UTF-8") {
+                    prop_assert!(e.to_string().contains("line "), "{e}");
+                }
             }
             Ok(())
         })
         .unwrap();
     props::report("dataset JSONL", cases.get());
+}
+
+/// The planner draws token counts from any scenario the grammar accepts: every draw is within
+/// `1..=MAX_TOKENS` (a normal tail once asked for prompts past it, and building one overflowed),
+/// and a scenario past the limit does not parse at all.
+#[test]
+fn planned_lengths_stay_within_what_a_scenario_may_ask_for() {
+    use yardstick_load::plan::sample_lengths;
+    use yardstick_wire::rng::Rng;
+    use yardstick_spec::scenario::{MAX_TOKENS, Scenario};
+    let max = MAX_TOKENS as f64;
+    let count = prop_oneof![
+        4 => (0.0..=max).prop_map(|v| v.round()),
+        1 => prop::sample::select(vec![0.0, 1.0, max, max + 1.0, 1e300, f64::MAX]),
+    ];
+    let scenarios = prop_oneof![
+        (count.clone(), count.clone(), count.clone(), count.clone())
+            .prop_map(|(a, b, c, d)| format!("N({a},{b})/({c},{d})")),
+        (count.clone(), count.clone(), count.clone(), count.clone())
+            .prop_map(|(a, b, c, d)| format!("U({a},{b})/({c},{d})")),
+        (count.clone(), count.clone()).prop_map(|(a, b)| format!("D({a},{b})")),
+        count.prop_map(|a| format!("E({a})")),
+    ];
+    let cases = Cell::new(0usize);
+    props::runner()
+        .run(&(scenarios, any::<u64>()), |(text, seed)| {
+            cases.set(cases.get() + 1);
+            let Ok(sc) = text.parse::<Scenario>() else {
+                return Ok(());
+            };
+            for i in 0..16 {
+                let l = sample_lengths(&sc, &mut Rng::new(seed, i));
+                prop_assert!(l.input <= MAX_TOKENS, "{text}: {l:?}");
+                if let Some(o) = l.output {
+                    prop_assert!(o <= MAX_TOKENS, "{text}: {l:?}");
+                }
+                if matches!(sc, Scenario::Normal { .. }) {
+                    prop_assert!(l.input >= 1, "{text}: {l:?}");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    props::report("planner token counts", cases.get());
 }

@@ -226,6 +226,7 @@ pub fn execute(
     // Environment before.
     let env_before = yardstick_env::capture(&yardstick_env::CaptureOptions {
         tool_version: Some(opts.tool.version.clone()),
+        secret_env: secret_env_names(spec),
         ..Default::default()
     });
     if !writer.has("env.json") {
@@ -608,6 +609,7 @@ pub fn execute(
     // skipping the probe here reported a "changed" profile on every machine with torch.
     let env_after = yardstick_env::capture(&yardstick_env::CaptureOptions {
         tool_version: Some(opts.tool.version.clone()),
+        secret_env: secret_env_names(spec),
         ..Default::default()
     });
     if writer.manifest().machine_profile.as_deref() != Some(env_after.machine_profile.as_str()) {
@@ -745,6 +747,19 @@ fn start_sim(rt: &tokio::runtime::Runtime, plan: &Plan) -> Result<EmbeddedSim, R
         stop: tx,
         task,
     })
+}
+
+/// The variables a spec names as holding secrets (`target.apiKeyEnv`): the environment capture
+/// redacts their values wherever an allow-listed variable repeats them.
+pub fn secret_env_names(spec: &BenchmarkRun) -> Vec<String> {
+    spec.spec
+        .as_ref()
+        .and_then(|s| s.layers.as_ref())
+        .and_then(|l| l.component.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.target.as_ref().and_then(|t| t.api_key_env.clone()))
+        .collect()
 }
 
 /// The run directory of `run_id` in a store; a run id that could name a path elsewhere (`..`,

@@ -11,7 +11,7 @@
 //! | `E(tokens)` | embeddings: `tokens` input tokens per document, no output |
 //!
 //! Whitespace around numbers is allowed; numbers are non-negative integers (means and standard
-//! deviations may be decimals). Sampling lives with the load generator; this module only parses
+//! deviations may be decimals) of at most [`MAX_TOKENS`]. Sampling lives with the load generator; this module only parses
 //! and checks.
 
 use std::fmt;
@@ -20,6 +20,11 @@ use std::str::FromStr;
 /// The accepted forms, shown in every parse error.
 pub const ACCEPTED_FORMS: &str = "D(in,out), N(mu_in,sd_in)/(mu_out,sd_out), \
 U(min_in,max_in)/(min_out,max_out), U(min,max), E(tokens)";
+
+/// The most tokens a scenario may ask for in one request (prompt or output): ten million, past
+/// any model's context window. A larger count is a typo, and a prompt of 2^64 words cannot be
+/// built.
+pub const MAX_TOKENS: u64 = 10_000_000;
 
 /// A parsed traffic scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +36,8 @@ pub enum Scenario {
         /// Output tokens.
         output: u64,
     },
-    /// Normally distributed token counts (sampled values are rounded and clamped to >= 1).
+    /// Normally distributed token counts (sampled values are rounded and clamped to
+    /// `1..=MAX_TOKENS`).
     Normal {
         /// Mean prompt tokens.
         input_mean: f64,
@@ -249,8 +255,11 @@ fn int(s: &str) -> Result<u64, String> {
     if s.starts_with('-') {
         return Err(format!("`{s}` is negative; token counts are >= 0"));
     }
-    s.parse::<u64>()
-        .map_err(|_| format!("`{s}` is not a whole number of tokens"))
+    let v = s
+        .parse::<u64>()
+        .map_err(|_| format!("`{s}` is not a whole number of tokens"))?;
+    at_most_max(v as f64, s)?;
+    Ok(v)
 }
 
 fn real(s: &str) -> Result<f64, String> {
@@ -258,8 +267,21 @@ fn real(s: &str) -> Result<f64, String> {
         return Err(format!("`{s}` is negative; token counts are >= 0"));
     }
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok(v),
+        Ok(v) if v.is_finite() => {
+            at_most_max(v, s)?;
+            Ok(v)
+        }
         _ => Err(format!("`{s}` is not a number")),
+    }
+}
+
+fn at_most_max(v: f64, s: &str) -> Result<(), String> {
+    if v > MAX_TOKENS as f64 {
+        Err(format!(
+            "`{s}` tokens is more than the {MAX_TOKENS} a request may ask for"
+        ))
+    } else {
+        Ok(())
     }
 }
 
@@ -345,6 +367,12 @@ mod tests {
             ("128)", "unbalanced parentheses"),
             ("N(1,2)/(3,x)", "not a number"),
             ("U(1,2)/(3,4)/(5,6)", "`U` takes"),
+            // Found by the planner property test: counts past any context window parsed, and
+            // building the prompt overflowed (a panic, or an abort on allocation).
+            ("D(18446744073709551615,1)", "more than the 10000000"),
+            ("U(1,10000001)", "more than the 10000000"),
+            ("N(1e300,1)/(1,1)", "more than the 10000000"),
+            ("N(1,1e300)/(1,1)", "more than the 10000000"),
         ];
         for (input, want) in cases {
             let e = input.parse::<Scenario>().unwrap_err();

@@ -125,6 +125,25 @@ pub fn parse(text: &str) -> Result<FioRun, IngestError> {
             reason: "no job did any I/O".into(),
         });
     }
+    // JSON numbers are finite, but `bw` (KiB/s) times 1024 or a `clat` scale can overflow.
+    for d in &run.directions {
+        let figures = [
+            ("bw_bytes", Some(d.bw_bytes)),
+            ("iops", Some(d.iops)),
+            ("clat p50", d.clat_p50_us),
+            ("clat p99", d.clat_p99_us),
+            ("clat mean", d.clat_mean_us),
+        ];
+        if let Some((what, v)) = figures
+            .iter()
+            .find_map(|(w, v)| v.filter(|x| !x.is_finite()).map(|x| (w, x)))
+        {
+            return Err(IngestError::BadValue {
+                tool: TOOL,
+                reason: format!("job {} {}: {what} is {v}", d.job, d.direction),
+            });
+        }
+    }
     Ok(run)
 }
 
@@ -235,5 +254,21 @@ impl FioRun {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the importer property test: `bw` in KiB/s near f64::MAX overflowed to an
+    /// infinite bandwidth figure.
+    #[test]
+    fn an_overflowing_bandwidth_is_a_clear_error() {
+        let text = r#"{"fio version": "fio-3.36", "jobs": [{"jobname": "j",
+            "read": {"io_bytes": 1, "bw": 1e308, "iops": 1}}]}"#;
+        let e = parse(text).unwrap_err();
+        assert!(matches!(e, IngestError::BadValue { .. }), "{e}");
+        assert!(e.to_string().contains("job j read: bw_bytes is inf"), "{e}");
     }
 }

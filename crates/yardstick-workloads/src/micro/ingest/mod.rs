@@ -45,6 +45,15 @@ pub enum IngestError {
         /// What it reported.
         reason: String,
     },
+    /// A figure is out of range (not finite: `inf`, `NaN`, or an overflow of a unit
+    /// conversion).
+    #[error("{tool} output: {reason}")]
+    BadValue {
+        /// The tool.
+        tool: &'static str,
+        /// Which figure and why.
+        reason: String,
+    },
     /// JSON could not be decoded.
     #[error("fio JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -62,11 +62,14 @@ pub struct NcclRun {
 }
 
 fn num(tool_line: usize, s: &str) -> Result<f64, IngestError> {
-    s.parse::<f64>().map_err(|_| IngestError::BadLine {
-        tool: TOOL,
-        line: tool_line,
-        reason: format!("`{s}` is not a number"),
-    })
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(IngestError::BadLine {
+            tool: TOOL,
+            line: tool_line,
+            reason: format!("`{s}` is not a finite number"),
+        }),
+    }
 }
 
 /// Parses nccl-tests output.
@@ -136,11 +139,14 @@ pub fn parse(text: &str) -> Result<NcclRun, IngestError> {
                 reason: format!("column header without size/count/type/time: {h:?}"),
             });
         };
-        if toks.len() < time_i + 3 {
+        // Every column read unconditionally must be there (the header may put `size`, `count`
+        // or `type` after `time`).
+        let need = (time_i + 3).max(size_i.max(count_i).max(type_i) + 1);
+        if toks.len() < need {
             return Err(IngestError::BadLine {
                 tool: TOOL,
                 line: lineno,
-                reason: format!("{} columns, expected at least {}", toks.len(), time_i + 3),
+                reason: format!("{} columns, expected at least {need}", toks.len()),
             });
         }
         let wrong = |s: Option<&&str>| -> Result<Option<f64>, IngestError> {
@@ -247,5 +253,33 @@ impl NcclRun {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the importer property test: a header with `size` after `time` and a row with
+    /// only the time columns indexed past the row (a panic).
+    #[test]
+    fn a_row_shorter_than_a_reordered_header_is_a_bad_line() {
+        let e = parse("# time algbw busbw size count type\n1 2 3\n").unwrap_err();
+        assert!(matches!(e, IngestError::BadLine { line: 2, .. }), "{e}");
+        assert!(e.to_string().contains("expected at least 6"), "{e}");
+    }
+
+    /// Found by the importer property test: `inf`/`nan` bandwidths were imported as figures.
+    #[test]
+    fn non_finite_figures_are_bad_lines() {
+        for v in ["inf", "nan", "-inf", "1e999"] {
+            let text = format!("# size count type time algbw busbw\n8 2 float 1.0 {v} 1.0\n");
+            let e = parse(&text).unwrap_err();
+            assert!(
+                matches!(e, IngestError::BadLine { line: 2, .. }),
+                "{v}: {e}"
+            );
+            assert!(e.to_string().contains("not a finite number"), "{e}");
+        }
     }
 }

@@ -85,6 +85,15 @@ pub fn parse(text: &str) -> Result<StreamRun, IngestError> {
                     reason: format!("expected 4 positive numbers after `{name}:`"),
                 });
             }
+            // The rates derived in `results` (bytes moved / time) must be finite too.
+            let mb = nums[0] * nums[2];
+            if !(mb.is_finite() && (mb / nums[1]).is_finite() && (mb / nums[3]).is_finite()) {
+                return Err(IngestError::BadLine {
+                    tool: TOOL,
+                    line: i + 1,
+                    reason: format!("the numbers after `{name}:` are out of range"),
+                });
+            }
             run.kernels.push(StreamKernel {
                 name,
                 best_mb_s: nums[0],
@@ -137,5 +146,20 @@ impl StreamRun {
                 r
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the importer property test: a huge rate times a huge time gave an infinite
+    /// figure.
+    #[test]
+    fn rates_that_overflow_are_a_bad_line() {
+        let text = "Triad: 1e300 1e10 1e10 1e10\nSolution Validates\n";
+        let e = parse(text).unwrap_err();
+        assert!(matches!(e, IngestError::BadLine { line: 1, .. }), "{e}");
+        assert!(e.to_string().contains("out of range"), "{e}");
     }
 }
