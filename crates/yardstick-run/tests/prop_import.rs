@@ -102,7 +102,7 @@ fn renumbered(valid: String) -> impl Strategy<Value = String> {
     assert!(!spans.is_empty());
     let n = spans.len();
     prop::collection::vec((0..n, number()), 1..4).prop_map(move |mut subs| {
-        subs.sort_by(|a, b| b.0.cmp(&a.0));
+        subs.sort_by_key(|s| std::cmp::Reverse(s.0));
         subs.dedup_by_key(|s| s.0);
         let mut s = valid.clone();
         for (k, with) in subs {
