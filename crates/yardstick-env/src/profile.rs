@@ -1,7 +1,7 @@
 //! The machine profile: a coarse, stable, readable key and a full hash.
 //!
-//! Baselines are compared only within one key (seed 002: "compare only within the same machine
-//! profile"), so the key must not drift: a key that changes between two captures of the same
+//! Baselines are compared only within one key (docs/methodology.md#baselines-and-regression-gates),
+//! so the key must not drift: a key that changes between two captures of the same
 //! machine turns every comparison into a false alarm. It therefore holds only what decides
 //! performance class and never changes on its own — GPU model and count, driver major, CUDA
 //! major.minor, torch major.minor, compute capability; or CPU model, usable CPUs and kernel

@@ -1,5 +1,5 @@
-//! Roofline placement and bottleneck classification (seed 000, "Bottleneck Taxonomy"; seed 003,
-//! "comparative roofline").
+//! Roofline placement and bottleneck classification (docs/methodology.md#bottleneck-taxonomy),
+//! and the comparative roofline of two machines (docs/methodology.md#comparing-machines).
 //!
 //! The ceilings come from measurements (`gemm.f32.peak`, `memory.triad`, nccl-tests busbw,
 //! storage or network throughput) or from a datasheet; the workload gives its FLOPs and bytes
@@ -232,7 +232,8 @@ pub struct Observation {
     pub wall_s: Option<f64>,
 }
 
-/// The bottleneck classes of seed 000 (memory split out of compute, as a roofline does).
+/// The bottleneck classes of docs/methodology.md#bottleneck-taxonomy (memory split out of
+/// compute, as a roofline does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Bottleneck {
@@ -464,8 +465,8 @@ pub struct RooflineComparison {
     pub crossover_intensity: Option<f64>,
 }
 
-/// Compares two machines at `intensity` (seed 003: "high peak, low bandwidth versus low peak,
-/// high bandwidth").
+/// Compares two machines at `intensity`: high peak and low bandwidth against low peak and high
+/// bandwidth (docs/methodology.md#comparing-machines).
 pub fn compare(a: &Ceilings, b: &Ceilings, intensity: f64) -> Option<RooflineComparison> {
     let att = |c: &Ceilings| c.peak_flops.min(c.memory_bw * intensity);
     if !(intensity.is_finite() && intensity > 0.0) {
@@ -493,7 +494,8 @@ pub fn compare(a: &Ceilings, b: &Ceilings, intensity: f64) -> Option<RooflineCom
 }
 
 /// Two machine profiles' rooflines side by side, over the intensities of the workloads that
-/// matter (seed 003: which machine wins depends on where the workload sits).
+/// matter (which machine wins depends on where the workload sits;
+/// docs/methodology.md#comparing-machines).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProfileComparison {
     /// Machine A.
@@ -819,8 +821,8 @@ mod tests {
 
     #[test]
     fn two_machine_profiles_side_by_side() {
-        // Seed 003's pair: A "high peak, low bandwidth" (2 PFLOP/s, 2 TB/s) against B "low
-        // peak, high bandwidth" (1 PFLOP/s, 4 TB/s), as micro results of two profiles.
+        // A "high peak, low bandwidth" (2 PFLOP/s, 2 TB/s) against B "low peak, high
+        // bandwidth" (1 PFLOP/s, 4 TB/s), as micro results of two profiles.
         let (a, _) = Ceilings::from_micro(
             "A",
             "bf16",

@@ -7,10 +7,10 @@
 //! (zstd) with columns `timestamp_ms` (TIMESTAMP millis, UTC), `elapsed_s`, `device` (`host`,
 //! `gpu0`, …), `metric` and `value`; DuckDB, pandas and Spark read it as is.
 //!
-//! The summary answers "peak versus sustained" (seed 003): the mean clock of the first window
-//! against the last (windows of 60 s, or a third of the run when it is shorter than 3 min), and
-//! the time any GPU spent throttled (power cap, thermal or hardware slowdown; idle does not
-//! count).
+//! The summary answers "peak versus sustained" (docs/methodology.md#peak-versus-sustained): the
+//! mean clock of the first window against the last (windows of 60 s, or a third of the run when
+//! it is shorter than 3 min), and the time any GPU spent throttled (power cap, thermal or
+//! hardware slowdown; idle does not count).
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::ExecError;
 
 /// Scaling efficiency of `n` devices against one: `throughput_n / (n * throughput_1)`.
-/// Seed 001: 100 → 650 samples/s at 8 GPUs is 0.8125.
+/// 100 → 650 samples/s at 8 GPUs is 0.8125 (docs/methodology.md#training).
 pub fn scaling_efficiency(throughput_1: f64, throughput_n: f64, n: f64) -> f64 {
     throughput_n / (n * throughput_1)
 }
@@ -87,7 +87,8 @@ pub struct ScalingPoint {
     pub speedup: f64,
     /// Speedup over the ideal (N/b); 1.0 is linear scaling.
     pub efficiency: f64,
-    /// Qualitative band (seed 001): excellent > 90 %, good 70–90 %, moderate 50–70 %, poor.
+    /// Qualitative band (docs/methodology.md#training): excellent > 90 %, good 70–90 %,
+    /// moderate 50–70 %, poor.
     pub band: &'static str,
 }
 
@@ -200,7 +201,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_001_example() {
+    fn eight_gpus_at_650_of_800_samples_per_second() {
         // 100 samples/s on 1 GPU, 650 on 8: 650 / 800 = 0.8125.
         assert_eq!(scaling_efficiency(100.0, 650.0, 8.0), 0.8125);
         // Amdahl with 10 % serial work on 8 GPUs: 1 / (0.1 + 0.9/8) = 1/0.2125 = 4.70588...

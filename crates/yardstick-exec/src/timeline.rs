@@ -1,5 +1,5 @@
 //! The timeline of one command run, for the control-plane part of the bottleneck taxonomy
-//! (seed 000: "scheduler timing, queue depth, job startup timing").
+//! (scheduler timing, queue depth, job start-up; docs/methodology.md#bottleneck-taxonomy).
 //!
 //! yardstick notes when each metric-protocol line arrives — the FIFO reader stamps every read
 //! (`--metrics-fifo`), and without a FIFO a watcher polls the metrics file's length every

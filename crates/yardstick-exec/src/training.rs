@@ -1,8 +1,8 @@
 //! Training analysis of one replicate's metric records.
 //!
 //! Records are grouped by step. In a distributed job every rank reports its own step; the step
-//! takes as long as its slowest rank (seed 000: "the slowest rank wins"), and the step's tokens
-//! and samples are the sum over ranks. A record without `rank` speaks for the whole job.
+//! takes as long as its slowest rank (docs/methodology.md#the-slowest-rank-wins), and the step's
+//! tokens and samples are the sum over ranks. A record without `rank` speaks for the whole job.
 //!
 //! Then: warm-up trim (fixed steps or MSER-5), step time mean/p50/p90, per-step tokens/s and
 //! samples/s (p50 and the slow tail p10) and their aggregate (Σ tokens / Σ time), MFU by every
@@ -208,7 +208,8 @@ pub struct RankReport {
     pub slowest_rank: u32,
     /// Ranks whose median step time is a MAD outlier among the ranks' medians (|z| > 3.5).
     pub outlier_ranks: Vec<u32>,
-    /// (slowest − fastest median) / fastest median: node-to-node consistency (seed 004: ±5 %).
+    /// (slowest − fastest median) / fastest median: node-to-node consistency (within ±5 % is
+    /// ordinary; docs/methodology.md#the-slowest-rank-wins).
     pub median_spread: f64,
     /// Share of rank-time spent waiting for the slowest rank: Σ(max − tᵣ) / Σ max over steps
     /// where every rank reported.

@@ -259,8 +259,8 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
     if moved > 1 {
         warnings.push(format!(
             "{moved} fields differ between the runs: more than one variable moved, so a difference \
-             cannot be attributed to one of them (seed 000 comparison rule); treat this \
-             comparison as exploratory"
+             cannot be attributed to one of them; treat this comparison as exploratory \
+             (methodology: one variable at a time, docs/methodology.md#one-variable-at-a-time)"
         ));
     }
 

@@ -15,7 +15,7 @@ use crate::{GateError, compare as cmp};
 /// How to judge an eval comparison.
 #[derive(Debug, Clone)]
 pub struct EvalGateOptions {
-    /// Tolerances (accuracy and quality scores in points; `None`: seed 002's defaults).
+    /// Tolerances (accuracy and quality scores in points; `None`: the gate's defaults).
     pub tolerances: Option<Tolerances>,
     /// Confidence level of the paired intervals (the gate's default is 0.95).
     pub level: f64,

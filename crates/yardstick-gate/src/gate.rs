@@ -64,23 +64,23 @@ impl MetricClass {
     }
 }
 
-/// The headline metrics the gate and `compare` look at, by (metric, statistic). Medians, rates
-/// and quality (seed 002 gates on p50): tails need many more samples than a replicate has, so
-/// they are gated only on request ([`classify`] with the spec's `gates.tails`).
+/// The headline metrics the gate and `compare` look at, by (metric, statistic): the statistic
+/// the metric catalogue (`yardstick_spec::metrics`, `yardstick metrics`) gates by default. Medians, rates
+/// and quality (docs/methodology.md#baselines-and-regression-gates): tails need many more
+/// samples than a replicate has, so they are gated only on request ([`classify`] with the
+/// spec's `gates.tails`).
 pub fn headline(metric: &str, statistic: &str) -> Option<MetricClass> {
-    Some(match (metric, statistic) {
-        ("request_throughput" | "output_token_throughput", "value") => MetricClass::Throughput,
-        ("tokens_per_s", "p50") => MetricClass::Throughput,
-        ("memory.triad", "value") => MetricClass::Throughput,
-        (m, "value") if m.starts_with("gemm.") => MetricClass::Throughput,
-        ("ttft_ms" | "e2e_ms" | "tpot_ms", "p50") => MetricClass::Latency,
-        ("step_time_s", "p50") => MetricClass::StepTime,
-        ("max_rss_bytes" | "peak_mem_bytes", "value") => MetricClass::Memory,
-        ("accuracy", "value") => MetricClass::Accuracy,
-        ("bleu" | "mean_rouge_l" | "mean_f1", "value") => MetricClass::Quality,
-        ("perplexity", "value") => MetricClass::Perplexity,
-        ("loss", "slope") => MetricClass::LossSlope,
-        _ => return None,
+    use yardstick_spec::metrics::{GateClass, gated};
+    Some(match gated(metric, statistic)?.class {
+        GateClass::Throughput => MetricClass::Throughput,
+        GateClass::Latency => MetricClass::Latency,
+        GateClass::StepTime => MetricClass::StepTime,
+        GateClass::Memory => MetricClass::Memory,
+        GateClass::Accuracy => MetricClass::Accuracy,
+        GateClass::Perplexity => MetricClass::Perplexity,
+        GateClass::Quality => MetricClass::Quality,
+        GateClass::LossSlope => MetricClass::LossSlope,
+        GateClass::Descriptive => return None,
     })
 }
 
@@ -110,10 +110,10 @@ pub fn classify(metric: &str, statistic: &str, tails: &[&str]) -> Option<MetricC
 }
 
 /// The tolerance of a class — percent, points for accuracy and quality scores, none for the
-/// loss slope — from the spec's `gates.tolerances`, else seed 002's defaults (throughput drop
-/// 5 %, step-time increase 5 %, latency increase 5 %, tail increase 10 %, memory increase 10 %,
-/// perplexity +1.5 % relative, accuracy −2 points) and yardstick's for quality scores (−2
-/// points on the 0–100 scale).
+/// loss slope — from the spec's `gates.tolerances`, else the defaults of
+/// docs/methodology.md#baselines-and-regression-gates: throughput drop 5 %, step-time increase
+/// 5 %, latency increase 5 %, tail increase 10 %, memory increase 10 %, perplexity +1.5 %
+/// relative, accuracy and quality scores −2 points (on the 0–100 scale).
 pub fn tolerance_pct(class: MetricClass, t: Option<&Tolerances>) -> f64 {
     let t = t.cloned().unwrap_or_default();
     match class {
@@ -801,7 +801,10 @@ mod tests {
         let r = gate(&base, &two, &GateOptions::default()).unwrap();
         assert_eq!(r.verdict, Verdict::Inconclusive);
         let why = &r.metrics[0].reason;
-        assert!(why.contains("too few replicates for confidence 95 %"), "{why}");
+        assert!(
+            why.contains("too few replicates for confidence 95 %"),
+            "{why}"
+        );
         assert!(why.contains("3 and 2 replicates"), "{why}");
         assert!(why.contains("at least 3 on each side"), "{why}");
     }
@@ -898,7 +901,7 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_seed_002() {
+    fn defaults_are_the_methodology_defaults() {
         assert_eq!(tolerance_pct(MetricClass::Throughput, None), 5.0);
         assert_eq!(tolerance_pct(MetricClass::Latency, None), 5.0);
         assert_eq!(tolerance_pct(MetricClass::StepTime, None), 5.0);

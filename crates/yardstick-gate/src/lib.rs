@@ -1,12 +1,14 @@
-//! Baselines, run comparison and the regression gate (issue 8, seed 002).
+//! Baselines, run comparison and the regression gate (issue 8;
+//! docs/methodology.md#baselines-and-regression-gates).
 //!
 //! * [`baseline`]: the warehouse's baselines, keyed by machine profile and benchmark name;
 //!   replacing one is explicit (`force`); [`file`] exports them as `baselines/<profile>.json`.
-//! * [`compare()`]: any two runs: every spec/env field that differs (the one-variable rule of seed
-//!   000) and, per point × headline metric, the ratio candidate/baseline with a bootstrap CI over
-//!   **replicate-level** values (replicates are the independent unit) and a Mann–Whitney p-value.
-//! * [`gate()`]: a verdict per metric against tolerances (seed 002 defaults, overridable in the
-//!   spec's `gates.tolerances`), Holm-corrected across metrics, overall = worst.
+//! * [`compare()`]: any two runs: every spec/env field that differs (the one-variable rule,
+//!   docs/methodology.md#one-variable-at-a-time) and, per point × headline metric, the ratio
+//!   candidate/baseline with a bootstrap CI over **replicate-level** values (replicates are the
+//!   independent unit) and a Mann–Whitney p-value.
+//! * [`gate()`]: a verdict per metric against tolerances (defaults from the methodology,
+//!   overridable in the spec's `gates.tolerances`), Holm-corrected across metrics, overall = worst.
 //! * [`eval::compare_eval`]: `bench eval --compare` of two eval result files, with the gate's
 //!   verdict per task from the same paired item bootstrap and verdict rules ([`paired`]).
 //! * [`calibrate`]: noise floors of a machine profile learned from recorded A/A comparisons; a

@@ -1,4 +1,4 @@
-//! MLPerf LoadGen scenarios (seed 003) on top of the ordinary runner.
+//! MLPerf LoadGen scenarios (docs/methodology.md#mlperf-scenarios) on top of the ordinary runner.
 //!
 //! * **SingleStream**: one query at a time, the next one when the previous completes
 //!   (closed loop at concurrency 1); reports the p90 query latency (TTFT for streamed LLM

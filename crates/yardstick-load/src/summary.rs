@@ -1,4 +1,4 @@
-//! Per-point metrics, exactly as DESIGN.md "Metric definitions" and docs/metrics.md define them.
+//! Per-point metrics, exactly as docs/metrics.md defines them.
 
 use std::collections::BTreeMap;
 

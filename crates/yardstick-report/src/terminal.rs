@@ -138,7 +138,7 @@ pub fn render(report: &Report) -> String {
         );
     }
 
-    // The tail next to its normal-assumption estimate (seed 003).
+    // The tail next to its normal-assumption estimate (docs/methodology.md#percentile-claims).
     if let Some(t) = crate::tables::latency(r) {
         let _ = writeln!(out);
         let rows: Vec<Vec<(String, &str)>> = t

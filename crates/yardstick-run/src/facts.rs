@@ -1,6 +1,6 @@
 //! Facts: the numbers of a replicate's summary flattened into (metric, statistic) rows, and their
 //! aggregate over replicates (mean with a Student-t confidence interval: replicates are the
-//! independent unit, seed 000 "Trial Policy").
+//! independent unit, docs/methodology.md#trial-policy).
 
 use std::collections::BTreeMap;
 
@@ -10,27 +10,10 @@ use yardstick_store::warehouse::FactRow;
 
 use crate::plan::Plan;
 
-/// The unit of a metric, from its name.
+/// The unit of a metric: the metric catalogue's (`yardstick metrics`); "" for a metric the
+/// catalogue does not know (its producer may declare one: [`unit_in`]).
 pub fn unit_of(metric: &str) -> &'static str {
-    if metric.starts_with("tokens_per_s") || metric.ends_with("token_throughput") {
-        "tok/s"
-    } else if metric.starts_with("samples_per_s") {
-        "samples/s"
-    } else if metric.ends_with("_bytes") {
-        "bytes"
-    } else if metric.ends_with("_gbps") {
-        "GB/s"
-    } else if metric.ends_with("_ms") {
-        "ms"
-    } else if metric.ends_with("_s") {
-        "s"
-    } else if metric == "request_throughput" || metric == "goodput" {
-        "req/s"
-    } else if metric == "requests" {
-        "count"
-    } else {
-        ""
-    }
+    yardstick_spec::metrics::unit_of(metric)
 }
 
 /// Flattens a summary's numbers: `{"ttft_ms":{"p50":51}}` → (`ttft_ms`, `p50`, 51);
@@ -65,7 +48,7 @@ pub fn flatten(summary: &Value) -> Vec<(String, String, f64)> {
 }
 
 /// The unit a summary declares for a metric (`"units": {"memory.triad": "GB/s"}`), else the
-/// unit the name implies.
+/// catalogue's.
 pub fn unit_in(summary: &Value, metric: &str) -> String {
     summary["units"][metric]
         .as_str()

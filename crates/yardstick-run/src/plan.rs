@@ -164,7 +164,8 @@ pub struct Step {
 pub struct Plan {
     /// Benchmark name.
     pub name: String,
-    /// Every point, micro first, then component, then e2e (seed 000: lower layers first).
+    /// Every point, micro first, then component, then e2e (lower layers first:
+    /// docs/methodology.md#the-three-layers).
     pub points: Vec<Point>,
     /// Replicates of every point.
     pub replicates: u32,

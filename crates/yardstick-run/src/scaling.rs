@@ -105,7 +105,7 @@ mod tests {
                 .map(|x| json!({"samples_per_s": {"aggregate": x}}))
                 .collect()
         };
-        // Seed 001: 100 samples/s on 1 GPU, 650 on 8: 650 / (8 * 100) = 81.25 %.
+        // 100 samples/s on 1 GPU, 650 on 8: 650 / (8 * 100) = 81.25 % (docs/methodology.md#training).
         let per_point = vec![
             (
                 "e2e.0.command/ws=1".to_string(),

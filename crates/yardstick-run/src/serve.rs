@@ -162,7 +162,7 @@ fn drop_timestamps(summary: &mut serde_json::Value) {
 }
 
 /// Raw request records as a table: timestamps in unix nanoseconds, derived latencies in ms
-/// (from the scheduled time, DESIGN.md), the inter-token gaps as a list column.
+/// (from the scheduled time, docs/metrics.md), the inter-token gaps as a list column.
 pub fn records_table(records: &[RequestRecord]) -> Table {
     let ns = |f: fn(&RequestRecord) -> Option<u64>| -> Column {
         Column::OptI64(records.iter().map(|r| f(r).map(|v| v as i64)).collect())

@@ -11,6 +11,7 @@
 mod decode;
 pub mod diag;
 mod locate;
+pub mod metrics;
 pub mod model;
 pub mod rules;
 pub mod scenario;

@@ -82,7 +82,7 @@ pub struct Spec {
     pub provenance: Option<Provenance>,
 }
 
-/// Test mode (seed 000, "Publication-Grade Versus Realism-Grade").
+/// Test mode (docs/methodology.md#publication-and-realism-modes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -104,7 +104,7 @@ impl fmt::Display for Mode {
     }
 }
 
-/// The variable(s) under test (seed 000, "Comparison Rule").
+/// The variable(s) under test (docs/methodology.md#one-variable-at-a-time).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
@@ -178,7 +178,7 @@ pub struct BackgroundLoad {
     pub description: Option<String>,
 }
 
-/// The workload freeze contract (seed 000, "Workload Freeze Rule").
+/// The workload freeze contract (docs/methodology.md#workload-freeze).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
@@ -342,7 +342,7 @@ pub enum CorrectnessPolicy {
     Loss,
 }
 
-/// The trial policy (seed 000, "Trial Policy").
+/// The trial policy (docs/methodology.md#trial-policy).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
@@ -437,7 +437,7 @@ pub enum Order {
     Sequential,
 }
 
-/// The three-layer stack (seed 000, "The Three-Layer Stack").
+/// The three-layer stack (docs/methodology.md#the-three-layers).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
@@ -644,7 +644,7 @@ pub struct Slo {
     pub e2e_ms: Option<f64>,
 }
 
-/// MLPerf LoadGen scenarios (seed 003).
+/// MLPerf LoadGen scenarios (docs/methodology.md#mlperf-scenarios).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 #[allow(missing_docs)]
@@ -710,7 +710,7 @@ pub struct ModelShape {
     pub vocab: Option<u32>,
 }
 
-/// Regression gate settings (seed 002).
+/// Regression gate settings (docs/methodology.md#baselines-and-regression-gates).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
@@ -768,7 +768,7 @@ impl TailPercentile {
     }
 }
 
-/// Gate tolerances. Defaults are seed 002's.
+/// Gate tolerances. Defaults: docs/methodology.md#baselines-and-regression-gates.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
@@ -796,7 +796,7 @@ pub struct Tolerances {
     pub metrics: Option<std::collections::BTreeMap<String, f64>>,
 }
 
-/// Provenance (seed 000, "Artifact Contract").
+/// Provenance (docs/methodology.md#artifact-contract).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]

@@ -1,5 +1,6 @@
-//! The methodology rules. Each has a stable id (scripts match on it), a message that cites the
-//! methodology (seed 000 unless said otherwise) and a hint. `docs/spec.md` lists them all.
+//! The methodology rules. Each has a stable id (scripts match on it), a message that points to
+//! the section of `docs/methodology.md` that says why the rule exists, and a hint. `docs/spec.md`
+//! lists them all; the methodology's rule index maps each id to its section.
 
 use crate::diag::{Diagnostic, Severity};
 use crate::locate::Locator;
@@ -13,6 +14,17 @@ pub struct RuleInfo {
     /// One line on what it checks.
     pub summary: &'static str,
 }
+
+// Where a message sends the reader: the section of docs/methodology.md behind the rule. A test
+// (tests/docs.rs) checks that every link into docs/methodology.md names one of its headings.
+const SEE_MODES: &str = "(methodology: publication and realism modes, docs/methodology.md#publication-and-realism-modes)";
+const SEE_COMPARISON: &str =
+    "(methodology: one variable at a time, docs/methodology.md#one-variable-at-a-time)";
+const SEE_TRIALS: &str = "(methodology: trial policy, docs/methodology.md#trial-policy)";
+const SEE_FREEZE: &str = "(methodology: workload freeze, docs/methodology.md#workload-freeze)";
+const SEE_LAYERS: &str = "(methodology: the three layers, docs/methodology.md#the-three-layers)";
+const SEE_ARTIFACTS: &str =
+    "(methodology: artifact contract, docs/methodology.md#artifact-contract)";
 
 /// Every rule the validator applies, including the reading and decoding ones.
 pub const RULES: &[RuleInfo] = &[
@@ -282,7 +294,7 @@ fn valid_name(n: &str) -> bool {
 fn mode(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     match spec.mode {
         None if !cx.loc.exists("/spec/mode") => cx.error("mode-declared", "/spec/mode",
-            "spec.mode is missing; publication-grade and realism-grade runs are different test modes and must stay different (seed 000 \"Publication-Grade Versus Realism-Grade\")".into(),
+            format!("spec.mode is missing; publication-grade and realism-grade runs are different test modes and must stay different {SEE_MODES}"),
             "add `mode: publication` (isolated, gating), `mode: realism` (multi-tenant) or `mode: exploratory`"),
         Some(Mode::Publication) => {
             let iso = spec.isolation.as_ref();
@@ -292,7 +304,7 @@ fn mode(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                 let missing: Vec<&str> = [(!dedicated).then_some("`nodes: dedicated`"), (!fixed).then_some("`topology: fixed`")].into_iter().flatten().collect();
                 let ptr = if iso.is_some() { "/spec/isolation" } else { "/spec/mode" };
                 cx.error("publication-isolation", ptr,
-                    format!("publication mode requires an isolation declaration with {} (seed 000: publication-grade runs use dedicated nodes and a fixed topology)", missing.join(" and ")),
+                    format!("publication mode requires an isolation declaration with {}: publication-grade runs use dedicated nodes and a fixed topology {SEE_MODES}", missing.join(" and ")),
                     "add `isolation: {nodes: dedicated, topology: fixed}`, or use `mode: realism` for multi-tenant measurements");
             }
         }
@@ -301,7 +313,7 @@ fn mode(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             if !recorded {
                 let ptr = if spec.background_load.is_some() { "/spec/backgroundLoad" } else { "/spec/mode" };
                 cx.error("realism-background-load", ptr,
-                    "realism mode requires background load to be recorded (seed 000: realism-grade tolerates background load and records it, to explain outliers later)".into(),
+                    format!("realism mode requires background load to be recorded: realism-grade runs tolerate background load and record it, to explain outliers later {SEE_MODES}"),
                     "add `backgroundLoad: {record: true, description: \"...\"}`");
             }
         }
@@ -317,11 +329,11 @@ fn mode(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             let list = vars.join(", ");
             if spec.mode == Some(Mode::Exploratory) {
                 cx.warn("comparison-one-variable", "/spec/comparison",
-                    format!("{} variables move ({list}): the run is exploratory, not publication-grade, and its results never gate (seed 000 \"Comparison Rule\")", vars.len()),
+                    format!("{} variables move ({list}): the run is exploratory, not publication-grade, and its results never gate {SEE_COMPARISON}", vars.len()),
                     "to attribute a difference, compare one variable at a time");
             } else {
                 cx.error("comparison-one-variable", "/spec/comparison",
-                    format!("{} variables move ({list}); compare one variable at a time — if more than one moves, the run is exploratory, not publication-grade (seed 000 \"Comparison Rule\")", vars.len()),
+                    format!("{} variables move ({list}); compare one variable at a time — if more than one moves, the run is exploratory, not publication-grade {SEE_COMPARISON}", vars.len()),
                     "keep one variable under test, or set `mode: exploratory` to accept an exploratory run");
             }
         }
@@ -332,7 +344,7 @@ fn trials(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     let Some(t) = &spec.trials else {
         if !cx.loc.exists("/spec/trials") {
             cx.error("trials-replicates", "/spec/trials",
-                "spec.trials is missing; do not report a single run (seed 000 \"Trial Policy\")".into(),
+                format!("spec.trials is missing; do not report a single run {SEE_TRIALS}"),
                 "add `trials: {replicates: 5, warmup: {requests: 20}, confidenceLevel: 0.95, outlierPolicy: report-tukey}`");
         }
         return;
@@ -340,25 +352,25 @@ fn trials(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     let base = "/spec/trials";
     match t.replicates {
         Some(n) if n < 3 => cx.error("trials-replicates", "/spec/trials/replicates",
-            format!("trials.replicates is {n}; the methodology requires at least 3 (seed 000 \"Trial Policy\": minReplicates >= 3)"),
+            format!("trials.replicates is {n}; a result needs at least 3 independent replicates {SEE_TRIALS}"),
             "set `replicates: 3` or more; 5 gives tighter confidence intervals"),
         None if !cx.loc.exists("/spec/trials/replicates") => cx.error_at_key("trials-replicates", base,
-            "trials.replicates is missing; run multiple trials (seed 000 \"Trial Policy\": minReplicates >= 3)".into(),
+            format!("trials.replicates is missing; run at least 3 independent replicates {SEE_TRIALS}"),
             "add `replicates: 5` under `trials`"),
         _ => {}
     }
     match t.confidence_level {
         Some(c) if !(c > 0.0 && c < 1.0) => cx.error("trials-confidence", "/spec/trials/confidenceLevel",
-            format!("trials.confidenceLevel is {c}; it is a probability strictly between 0 and 1 (seed 000 \"Trial Policy\": confidence must be declared)"),
+            format!("trials.confidenceLevel is {c}; it is a probability strictly between 0 and 1 {SEE_TRIALS}"),
             "use 0.95 (or 0.99); write percentages as fractions"),
         None if !cx.loc.exists("/spec/trials/confidenceLevel") => cx.error_at_key("trials-confidence", base,
-            "trials.confidenceLevel is missing (seed 000 \"Trial Policy\": confidence level must be declared)".into(),
+            format!("trials.confidenceLevel is missing; every interval is reported at a declared confidence level {SEE_TRIALS}"),
             "add `confidenceLevel: 0.95` under `trials`"),
         _ => {}
     }
     if t.outlier_policy.is_none() && !cx.loc.exists("/spec/trials/outlierPolicy") {
         cx.error_at_key("trials-outlier-policy", base,
-            "trials.outlierPolicy is missing (seed 000 \"Trial Policy\": apply an explicit outlier policy)".into(),
+            format!("trials.outlierPolicy is missing; outliers are handled by a policy declared before measuring {SEE_TRIALS}"),
             "add `outlierPolicy: report-tukey` (report, keep), or trim-tukey, report-mad, trim-mad, none");
     }
     match &t.warmup {
@@ -397,7 +409,7 @@ fn workload(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     let Some(w) = &spec.workload else {
         if !cx.loc.exists("/spec/workload") {
             cx.error("workload-freeze", "/spec/workload",
-                "spec.workload is missing; before comparing anything, freeze the workload: model, precision, sequence-length mix, batching, concurrency, dataset, correctness policy (seed 000 \"Workload Freeze Rule\")".into(),
+                format!("spec.workload is missing; before comparing anything, freeze the workload: model, precision, sequence-length mix, batching, concurrency, dataset, correctness policy {SEE_FREEZE}"),
                 hint_all);
         }
         return;
@@ -435,7 +447,7 @@ fn workload(spec: &Spec, cx: &mut Ctx<'_, '_>) {
         };
         if !present && !cx.loc.exists(&ptr) {
             cx.error_at_key("workload-freeze", &ptr,
-                format!("workload.{field} is not pinned; results are comparable only with {phrase} (seed 000 \"Workload Freeze Rule\")"),
+                format!("workload.{field} is not pinned; results are comparable only with {phrase} {SEE_FREEZE}"),
                 match field {
                     "model" => "add `model: org/name@revision` (or a path)",
                     "precision" => "add `precision: bf16` (fp32, tf32, bf16, fp16, fp8, int8, int4, ...)",
@@ -484,7 +496,7 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     let Some(l) = &spec.layers else {
         if !cx.loc.exists("/spec/layers") {
             cx.error("layers-declared", "/spec/layers",
-                "spec.layers is missing; nothing would run (seed 000 \"The Three-Layer Stack\": micro, component, e2e)".into(),
+                format!("spec.layers is missing; nothing would run: declare at least one micro, component or e2e entry {SEE_LAYERS}"),
                 "add at least one of `layers.micro`, `layers.component`, `layers.e2e`");
         }
         return;
@@ -994,12 +1006,12 @@ fn provenance(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             && p.key.as_deref().is_none_or(|k| k.trim().is_empty())
         {
             cx.error("provenance-signing-key", "/spec/provenance/signing",
-                "provenance.signing is `required` but no `key` is given: the run could not be signed (seed 000 \"Artifact Contract\": publication-grade work requires signed provenance)".into(),
+                format!("provenance.signing is `required` but no `key` is given: the run could not be signed {SEE_ARTIFACTS}"),
                 "add `key: ~/.config/yardstick/signing.key` (create one with `yardstick keygen`), or set `signing: optional`");
         }
     } else if spec.mode == Some(Mode::Publication) {
         cx.warn("provenance-signing-key", "/spec/mode",
-            "publication mode without `provenance`: results will not be signed (seed 000: publication-grade work requires signed provenance)".into(),
+            format!("publication mode without `provenance`: results will not be signed, and publication-grade work requires signed provenance {SEE_ARTIFACTS}"),
             "add `provenance: {signing: required, key: ~/.config/yardstick/signing.key}`");
     }
 }

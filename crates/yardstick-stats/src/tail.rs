@@ -1,6 +1,6 @@
-//! The normal-assumption tail next to the empirical one (seed 003: "P99 = mu + 2.33 sigma vs
-//! actual tail"). Latency distributions are skewed; this shows by how much the normal
-//! assumption misjudges the tail.
+//! The normal-assumption tail next to the empirical one ("p99 = mu + 2.33 sigma" against the
+//! data; docs/methodology.md#percentile-claims). Latency distributions are skewed; this shows by
+//! how much the normal assumption misjudges the tail.
 
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};

@@ -1,6 +1,6 @@
 //! Retention: raw artifacts of old runs are dropped, curated facts and provenance are kept.
 //!
-//! Seed 000's tiers: **hot** — a recent run, everything on disk; **warm** — past the `keep_raw`
+//! The tiers of docs/methodology.md#retention: **hot** — a recent run, everything on disk; **warm** — past the `keep_raw`
 //! window, the raw samples (`samples/`, `telemetry.parquet`) and logs (`logs/`) are deleted while
 //! the spec, environment, summary, manifest (with every artifact's sha256 and size), attestation
 //! and the warehouse facts stay; **cold** — the export (`yardstick export --parquet`) in

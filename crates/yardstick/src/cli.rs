@@ -93,6 +93,8 @@ pub enum Command {
     Trust(cmd::trust::TrustArgs),
     /// Print the JSON Schema of the BenchmarkRun spec.
     Schema(cmd::schema::SchemaArgs),
+    /// List the metric catalogue: unit, direction, gate class and definition of every metric.
+    Metrics(cmd::metrics::MetricsArgs),
     /// Run an OpenAI-compatible LLM server simulator with a latency model and a ground-truth log.
     Sim(cmd::sim::SimArgs),
     /// Measure a system directly: `bench serve` load-tests an OpenAI-compatible server.

@@ -1,4 +1,5 @@
-//! Exit codes and error reporting, implemented once (DESIGN.md "Exit codes").
+//! Exit codes and error reporting, implemented once (the exit codes are listed in README.md,
+//! "Commands").
 //!
 //! `0` success/PASS, `1` runtime failure, `2` invalid input (bad spec, bad flag, unreadable
 //! file), `3` gate FAIL, `4` INCONCLUSIVE.

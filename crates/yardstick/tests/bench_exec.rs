@@ -392,7 +392,7 @@ fn a_silent_workload_gets_a_clear_message() {
 #[test]
 fn world_size_sweep_reports_scaling_from_the_metric_protocol() {
     // 10·N samples per 0.1 s step, except 8 ranks only reach 65 samples per step: 100 → 650
-    // samples/s at 8 is seed 001's 81.25 %.
+    // samples/s at 8 is 81.25 %, the example of docs/methodology.md#training.
     let dir = tempfile::tempdir().unwrap();
     let script = r#"s=$(( {worldSize} == 8 ? 65 : 10 * {worldSize} ));
 for i in 0 1 2 3 4; do echo "{\"step\":$i,\"step_time_s\":0.1,\"samples\":$s}" >> "$YARDSTICK_METRICS"; done"#;

@@ -228,7 +228,7 @@ fn micro_file(
 
 #[test]
 fn compare_two_profiles_on_a_comparative_roofline() {
-    // Seed 003's pair: A has the higher peak (2 PFLOP/s bf16, 2 TB/s), B the higher bandwidth
+    // The pair of docs/methodology.md#comparing-machines: A has the higher peak (2 PFLOP/s bf16, 2 TB/s), B the higher bandwidth
     // (1 PFLOP/s, 4 TB/s).
     let dir = tempfile::tempdir().unwrap();
     let a = micro_file(

@@ -118,6 +118,7 @@ fn three_nccl_runs_become_replicates_with_an_interval() {
     let runs = run_json(&["runs", "list", "--store", &store_s, "--json"]);
     let text = runs.to_string();
     assert!(text.contains(run_id) && text.contains("complete"), "{text}");
+    common::assert_metrics_catalogued(&store);
 }
 
 #[test]
@@ -172,6 +173,7 @@ fn fio_and_stream_land_under_the_micro_names() {
     ]);
     let rows = q["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{q}");
+    common::assert_metrics_catalogued(&store);
 }
 
 #[test]

@@ -79,6 +79,7 @@ fn run(store: &Path, name: &str, text: &str) -> Value {
         "run failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    common::assert_metrics_catalogued(store);
     json(&out)
 }
 

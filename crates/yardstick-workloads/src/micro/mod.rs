@@ -83,7 +83,7 @@ pub enum Warmup {
     Mser5,
 }
 
-/// The trial policy of the micro layer (seed 000, "Trial Policy").
+/// The trial policy of the micro layer (docs/methodology.md#trial-policy).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrialPolicy {
     /// Independent replicates (fresh buffers, files, connections). The methodology floor is 3.

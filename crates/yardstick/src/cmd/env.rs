@@ -42,8 +42,8 @@ pub enum EnvCommand {
     Compare(CompareArgs),
 }
 
-/// Compare two machines' rooflines (seed 003: "high peak, low bandwidth versus low peak, high
-/// bandwidth"): peaks, bandwidths, ridge points, where the rooflines cross, and for each
+/// Compare two machines' rooflines (high peak and low bandwidth against low peak and high
+/// bandwidth; docs/methodology.md#comparing-machines): peaks, bandwidths, ridge points, where the rooflines cross, and for each
 /// workload intensity which machine attains more.
 ///
 /// A and B are `yardstick bench micro memory gemm --json` outputs of the two machines (or any

@@ -21,8 +21,8 @@ use crate::output;
 /// Per point × headline metric (throughput, TTFT/TPOT/E2E p50, step time, memory, accuracy,
 /// BLEU/ROUGE-L/F1, perplexity, loss slope; tails listed in the spec's `gates.tails`), the
 /// bootstrap CI of the ratio candidate/baseline (over replicates, or over paired eval items)
-/// must clear the tolerance (seed 002 defaults, or the
-/// spec's `gates.tolerances`) AND the machine profile's noise floor, learned from A/A runs
+/// must clear the tolerance (the defaults of docs/methodology.md#baselines-and-regression-gates,
+/// or the spec's `gates.tolerances`) AND the machine profile's noise floor, learned from A/A runs
 /// recorded with `--calibrate`. Holm-corrected across metrics; INCONCLUSIVE when the evidence
 /// is thin (fewer than 3 replicates, a CI straddling the bound, a p99 from too few requests).
 #[derive(Debug, clap::Args)]

@@ -10,6 +10,7 @@ pub mod gc;
 pub mod import;
 pub mod init;
 pub mod keygen;
+pub mod metrics;
 pub mod query;
 pub mod report;
 pub mod run;
@@ -35,6 +36,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Keygen(args) => keygen::run(args, g),
         Command::Trust(args) => trust::run(args, g),
         Command::Schema(args) => schema::run(args, g),
+        Command::Metrics(args) => metrics::run(args, g),
         Command::Sim(args) => sim::run(args, g),
         Command::Bench(args) => bench::run(args, g),
         Command::Stats(args) => stats::run(args, g),

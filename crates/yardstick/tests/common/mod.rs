@@ -45,16 +45,42 @@ spec:
     )
 }
 
-/// `yardstick run --json -q SPEC --store STORE EXTRA...`.
+/// `yardstick run --json -q SPEC --store STORE EXTRA...`; every metric it stored is in the
+/// metric catalogue ([`assert_metrics_catalogued`]).
 pub fn run_spec(spec: &std::path::Path, store: &std::path::Path, extra: &[&str]) -> Output {
-    yardstick()
+    let out = yardstick()
         .args(["run", "--json", "-q"])
         .arg(spec)
         .arg("--store")
         .arg(store)
         .args(extra)
         .output()
+        .unwrap();
+    assert_metrics_catalogued(store);
+    out
+}
+
+/// Every metric with facts in `store`'s warehouse is in the metric catalogue
+/// (`yardstick_spec::metrics`): a runner that stores a metric nobody catalogued fails here.
+pub fn assert_metrics_catalogued(store: &std::path::Path) {
+    let db = store.join("yardstick.db");
+    if !db.exists() {
+        return;
+    }
+    let c = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let mut q = c.prepare("SELECT DISTINCT metric FROM facts").unwrap();
+    let unknown: Vec<String> = q
+        .query_map([], |r| r.get::<_, String>(0))
         .unwrap()
+        .map(Result::unwrap)
+        .filter(|m| yardstick_spec::metrics::lookup(m).is_none())
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "metrics stored but missing from the catalogue (crates/yardstick-spec/src/metrics.rs): \
+         {unknown:?}"
+    );
 }
 
 /// Standard output as JSON; panics with both streams when it is not.

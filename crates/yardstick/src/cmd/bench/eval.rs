@@ -78,7 +78,7 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
     /// With --compare: the drop of accuracy (and of BLEU, ROUGE-L or F1, on the 0-100 scale),
-    /// in points, beyond which the gate's verdict is FAIL (seed 002: 2).
+    /// in points, beyond which the gate's verdict is FAIL (the gate's default, 2).
     #[arg(long, default_value_t = 2.0, value_name = "POINTS")]
     pub tolerance_points: f64,
 }

@@ -1,0 +1,1011 @@
+//! The metric catalogue: every metric yardstick measures, with its unit, which way is better,
+//! its gate class, the statistics it is reported with, and what it means.
+//!
+//! The gate, the report, the facts layer and the warehouse look metrics up here instead of
+//! spelling their names: [`lookup`] resolves an id (`ttft_ms`, `memory.triad`,
+//! `nccl.all_reduce.busbw.8589934592`) to its [`MetricDef`]. Ids with a `<placeholder>` segment
+//! (`gemm.<dtype>.<n>`) stand for a family; a placeholder matches within one dot-separated
+//! segment (`<percentile>_us` matches `p99_us`).
+//!
+//! A metric that is not here — a custom key from the metric protocol, a micro benchmark given a
+//! name of its own — is [`Resolved::Declared`] when its producer declared a unit (and, for micro
+//! benchmarks, a direction), and otherwise [`Resolved::Unknown`]: reported, never gated.
+
+use serde::Serialize;
+
+/// Which way is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// More is better (throughput, accuracy).
+    HigherIsBetter,
+    /// Less is better (latency, memory).
+    LowerIsBetter,
+    /// Describes the measurement (a count, a configuration); never compared.
+    Neither,
+    /// Nobody said: reported, never gated.
+    Unknown,
+}
+
+impl Direction {
+    /// The direction as written in the catalogue and `--json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::HigherIsBetter => "higher",
+            Direction::LowerIsBetter => "lower",
+            Direction::Neither => "neither",
+            Direction::Unknown => "unknown",
+        }
+    }
+}
+
+/// What a metric measures, for the gate: picks its default tolerance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateClass {
+    /// Work per unit time.
+    Throughput,
+    /// Time a request or an operation takes.
+    Latency,
+    /// Time of one training step.
+    StepTime,
+    /// Bytes held.
+    Memory,
+    /// Fraction of probes answered correctly.
+    Accuracy,
+    /// Perplexity of a reference text.
+    Perplexity,
+    /// A graded quality score (BLEU, ROUGE-L, token F1).
+    Quality,
+    /// The slope of the training loss.
+    LossSlope,
+    /// Describes the run; never gated.
+    Descriptive,
+}
+
+impl GateClass {
+    /// The class as written in the catalogue and `--json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateClass::Throughput => "throughput",
+            GateClass::Latency => "latency",
+            GateClass::StepTime => "step_time",
+            GateClass::Memory => "memory",
+            GateClass::Accuracy => "accuracy",
+            GateClass::Perplexity => "perplexity",
+            GateClass::Quality => "quality",
+            GateClass::LossSlope => "loss_slope",
+            GateClass::Descriptive => "descriptive",
+        }
+    }
+}
+
+/// One entry of the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MetricDef {
+    /// The id, or a family of ids with `<placeholder>` segments.
+    pub id: &'static str,
+    /// The unit facts carry (`ms`, `tok/s`, `GB/s`, `fraction`; empty for a plain number).
+    pub unit: &'static str,
+    /// Which way is better.
+    pub direction: Direction,
+    /// Its gate class.
+    pub class: GateClass,
+    /// The statistics it is reported with (`p50`, `p99`, `value`, `aggregate`, ...).
+    pub statistics: &'static [&'static str],
+    /// The statistic the gate compares by default, if it is gated by default.
+    pub gated: Option<&'static str>,
+    /// What it means, in one sentence.
+    pub definition: &'static str,
+}
+
+impl MetricDef {
+    /// True when `id` is this metric or a member of this family.
+    pub fn matches(&self, id: &str) -> bool {
+        let mut want = self.id.split('.');
+        let mut have = id.split('.');
+        loop {
+            match (want.next(), have.next()) {
+                (None, None) => return true,
+                (Some(w), Some(h)) => {
+                    // `<name>` is any non-empty segment; `<name>_us` any that ends in `_us`.
+                    let ok = match (w.find('<'), w.find('>')) {
+                        (Some(a), Some(z)) if a < z => {
+                            let (pre, post) = (&w[..a], &w[z + 1..]);
+                            h.len() > pre.len() + post.len()
+                                && h.starts_with(pre)
+                                && h.ends_with(post)
+                        }
+                        _ => w == h,
+                    };
+                    if !ok {
+                        return false;
+                    }
+                }
+                _ => return false,
+            }
+        }
+    }
+
+    /// True when this is a family (`gemm.<dtype>.<n>`), not one metric.
+    pub fn is_family(&self) -> bool {
+        self.id.contains('<')
+    }
+}
+
+const DIST: &[&str] = &["count", "min", "mean", "p50", "p90", "p95", "p99", "max"];
+const STEP: &[&str] = &["n", "mean", "stddev", "min", "p10", "p50", "p90", "max"];
+const RATE: &[&str] = &["mean", "p10", "p50", "aggregate"];
+const MICRO: &[&str] = &["value", "mean", "min", "max", "cv"];
+const VALUE: &[&str] = &["value"];
+
+macro_rules! m {
+    ($id:literal, $unit:literal, $dir:ident, $class:ident, $stats:expr, $gated:expr, $def:literal) => {
+        MetricDef {
+            id: $id,
+            unit: $unit,
+            direction: Direction::$dir,
+            class: GateClass::$class,
+            statistics: $stats,
+            gated: $gated,
+            definition: $def,
+        }
+    };
+}
+
+/// The catalogue, in the order `yardstick metrics` lists it. Exact ids come before the families
+/// they would also match (`memory.triad` before `memory.<kernel>`): [`lookup`] takes the first
+/// match.
+pub const CATALOGUE: &[MetricDef] = &[
+    // Serving (bench serve, component.serve).
+    m!(
+        "ttft_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        Some("p50"),
+        "Time to first token: scheduled send to the first streamed event carrying content or reasoning."
+    ),
+    m!(
+        "tpot_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        Some("p50"),
+        "Time per output token after the first: (E2E - TTFT) / (output tokens - 1)."
+    ),
+    m!(
+        "itl_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        None,
+        "Inter-token latency: every gap between consecutive content events."
+    ),
+    m!(
+        "e2e_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        Some("p50"),
+        "End-to-end latency: scheduled send to the last content event."
+    ),
+    m!(
+        "client_queue_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        None,
+        "Time a request waited inside the client: actual send minus scheduled send."
+    ),
+    m!(
+        "request_throughput",
+        "req/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        Some("value"),
+        "Completed requests per second, first scheduled send to last completion."
+    ),
+    m!(
+        "output_token_throughput",
+        "tok/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        Some("value"),
+        "Output tokens of completed requests per second."
+    ),
+    m!(
+        "input_token_throughput",
+        "tok/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        None,
+        "Prompt tokens of completed requests per second."
+    ),
+    m!(
+        "goodput",
+        "req/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        None,
+        "Requests per second that met every SLO."
+    ),
+    m!(
+        "requests",
+        "count",
+        Neither,
+        Descriptive,
+        &["completed", "failed", "warmup"],
+        None,
+        "Requests of a point: completed, failed, and sent as warm-up (not measured)."
+    ),
+    m!(
+        "duration_s",
+        "s",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "The measured window of a point: first scheduled send to last completion."
+    ),
+    m!(
+        "output_tokens_source",
+        "count",
+        Neither,
+        Descriptive,
+        &["server_usage", "tokenizer", "events"],
+        None,
+        "Completed requests by where their output token count came from."
+    ),
+    m!(
+        "token_count_disagreements",
+        "count",
+        LowerIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Requests whose server-reported output tokens differ by more than 10 % from the local count."
+    ),
+    m!(
+        "warmup",
+        "count",
+        Neither,
+        Descriptive,
+        &["trimmed"],
+        None,
+        "Warm-up samples trimmed before the statistics."
+    ),
+    m!(
+        "mlperf",
+        "",
+        Neither,
+        Descriptive,
+        &[
+            "queries",
+            "queries_completed",
+            "samples_per_query",
+            "samples_completed",
+            "samples_failed",
+            "duration_s",
+            "samples_per_s"
+        ],
+        None,
+        "An MLPerf scenario's counts and sample rate for a point (its PASS/FAIL and validity are in the run's summary)."
+    ),
+    // Training (bench train, e2e command layers speaking the metric protocol).
+    m!(
+        "step_time_s",
+        "s",
+        LowerIsBetter,
+        StepTime,
+        STEP,
+        Some("p50"),
+        "Time of one synchronised training step (forward, backward, optimizer, communication); the slowest rank decides."
+    ),
+    m!(
+        "tokens_per_s",
+        "tok/s",
+        HigherIsBetter,
+        Throughput,
+        RATE,
+        Some("p50"),
+        "Training tokens per second: the global batch's tokens over the step time."
+    ),
+    m!(
+        "samples_per_s",
+        "samples/s",
+        HigherIsBetter,
+        Throughput,
+        RATE,
+        None,
+        "Training samples (sequences) per second."
+    ),
+    m!(
+        "loss",
+        "",
+        LowerIsBetter,
+        LossSlope,
+        &["first", "last", "slope", "slope_stderr", "non_finite_steps"],
+        Some("slope"),
+        "Training loss over the measured steps; a rising slope fails the gate."
+    ),
+    m!(
+        "peak_mem_bytes",
+        "bytes",
+        LowerIsBetter,
+        Memory,
+        VALUE,
+        Some("value"),
+        "Peak device (or host) memory the workload reported."
+    ),
+    m!(
+        "mfu",
+        "fraction",
+        HigherIsBetter,
+        Throughput,
+        &[
+            "p50",
+            "p10",
+            "aggregate",
+            "peak_flops_per_device",
+            "devices"
+        ],
+        None,
+        "Model FLOP utilisation: achieved FLOP/s over the devices' peak FLOP/s."
+    ),
+    m!(
+        "data_wait_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "Seconds of a step spent waiting for input, as the workload reported."
+    ),
+    m!(
+        "comm_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "Seconds of a step in collectives not overlapped with compute, as the workload reported."
+    ),
+    m!(
+        "comm_busbw_gbps",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        None,
+        "Bus bandwidth the step's collectives achieved, as the workload reported."
+    ),
+    m!(
+        "flops_per_step",
+        "FLOP",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Floating-point operations of one step (reported by the workload or estimated from the model's shape)."
+    ),
+    m!(
+        "bytes_per_step",
+        "bytes",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Memory bytes one step moves (reported by the workload or estimated), the roofline's denominator."
+    ),
+    m!(
+        "measured_steps",
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Steps left after the warm-up was trimmed."
+    ),
+    m!(
+        "steps",
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Steps the workload reported."
+    ),
+    m!(
+        "records",
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Metric-protocol records read."
+    ),
+    m!(
+        "malformed_lines",
+        "count",
+        LowerIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Metric-protocol lines that were not valid records (counted and skipped)."
+    ),
+    m!(
+        "world_size",
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Ranks in the job."
+    ),
+    m!(
+        "startup_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "Launch to the first step record: process start-up, imports, data and model loading."
+    ),
+    m!(
+        "between_steps_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "First to last step record: the time spent in steps."
+    ),
+    m!(
+        "teardown_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "Last step record to process exit."
+    ),
+    m!(
+        "service_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "Time the workload spent serving its steps (wall time less start-up and teardown)."
+    ),
+    // Whole processes (bench exec, command layers).
+    m!(
+        "wall_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "Wall-clock time of the process, launch to exit."
+    ),
+    m!(
+        "user_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "CPU time in user mode of the process and its children."
+    ),
+    m!(
+        "sys_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "CPU time in the kernel of the process and its children."
+    ),
+    m!(
+        "max_rss_bytes",
+        "bytes",
+        LowerIsBetter,
+        Memory,
+        VALUE,
+        Some("value"),
+        "Peak resident memory of the process tree."
+    ),
+    m!(
+        "exit_code",
+        "",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "The process's exit code."
+    ),
+    // Accuracy and quality (bench eval, eval layers).
+    m!(
+        "accuracy",
+        "fraction",
+        HigherIsBetter,
+        Accuracy,
+        VALUE,
+        Some("value"),
+        "Fraction of probes answered correctly."
+    ),
+    m!(
+        "accuracy_ci",
+        "fraction",
+        Neither,
+        Descriptive,
+        &["lo", "hi"],
+        None,
+        "Wilson interval of the accuracy."
+    ),
+    m!(
+        "correct",
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Probes answered correctly."
+    ),
+    m!(
+        "errors",
+        "count",
+        LowerIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Probe requests that failed."
+    ),
+    m!(
+        "mean_score",
+        "fraction",
+        HigherIsBetter,
+        Quality,
+        VALUE,
+        None,
+        "Mean per-item score of a task."
+    ),
+    m!(
+        "determinism",
+        "fraction",
+        HigherIsBetter,
+        Quality,
+        VALUE,
+        None,
+        "Fraction of probes answered identically on every repeat."
+    ),
+    m!(
+        "items_per_s",
+        "req/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        None,
+        "Probe requests answered per second."
+    ),
+    m!(
+        "output_tokens",
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Output tokens of a task's answers."
+    ),
+    m!(
+        "latency_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        &["mean", "p50", "max"],
+        None,
+        "Latency of a probe request."
+    ),
+    m!(
+        "bleu",
+        "BLEU",
+        HigherIsBetter,
+        Quality,
+        VALUE,
+        Some("value"),
+        "Corpus BLEU of a task's answers against its references (0-100)."
+    ),
+    m!(
+        "mean_rouge_l",
+        "fraction",
+        HigherIsBetter,
+        Quality,
+        VALUE,
+        Some("value"),
+        "Mean ROUGE-L F-measure of a task's answers against its references."
+    ),
+    m!(
+        "mean_f1",
+        "fraction",
+        HigherIsBetter,
+        Quality,
+        VALUE,
+        Some("value"),
+        "Mean token F1 of a task's answers against its references."
+    ),
+    m!(
+        "perplexity",
+        "",
+        LowerIsBetter,
+        Perplexity,
+        VALUE,
+        Some("value"),
+        "Perplexity of a reference text from the server's prompt log-probabilities."
+    ),
+    m!(
+        "nll",
+        "nats",
+        LowerIsBetter,
+        Perplexity,
+        VALUE,
+        None,
+        "Mean negative log-likelihood per token of the reference text (the log of the perplexity)."
+    ),
+    m!(
+        "perplexity_tokens",
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Tokens the perplexity was computed over."
+    ),
+    // Micro benchmarks (bench micro, micro layers, import).
+    m!(
+        "memory.triad",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        Some("value"),
+        "STREAM triad bandwidth (a = b + s*c): the memory bandwidth a streaming kernel gets."
+    ),
+    m!(
+        "memory.<kernel>",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "STREAM bandwidth of one kernel: copy, scale, add."
+    ),
+    m!(
+        "gemm.bf16_vs_f32.<n>",
+        "x",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        Some("value"),
+        "bf16 GEMM throughput over f32 at size n."
+    ),
+    m!(
+        "gemm.<dtype>.peak",
+        "GFLOP/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        Some("value"),
+        "The best GEMM throughput of a data type over the sizes measured."
+    ),
+    m!(
+        "gemm.<dtype>.<n>",
+        "GFLOP/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        Some("value"),
+        "Square GEMM throughput of a data type at size n."
+    ),
+    m!(
+        "storage.<pattern>.<percentile>_us",
+        "us",
+        LowerIsBetter,
+        Latency,
+        MICRO,
+        None,
+        "Latency of one I/O of an access pattern, at a percentile."
+    ),
+    m!(
+        "storage.<pattern>",
+        "MB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "Storage bandwidth of an access pattern: seq_read, seq_write, rand_read, rand_write."
+    ),
+    m!(
+        "network.bandwidth",
+        "Gbit/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "TCP bandwidth between two endpoints."
+    ),
+    m!(
+        "network.rtt",
+        "us",
+        LowerIsBetter,
+        Latency,
+        MICRO,
+        None,
+        "Round-trip time of a small message between two endpoints (median)."
+    ),
+    m!(
+        "network.rtt.p99",
+        "us",
+        LowerIsBetter,
+        Latency,
+        MICRO,
+        None,
+        "Round-trip time of a small message between two endpoints (99th percentile)."
+    ),
+    m!(
+        "nccl.<op>.busbw.avg",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "nccl-tests' average bus bandwidth of a collective over the sizes run."
+    ),
+    m!(
+        "nccl.<op>.busbw.<bytes>",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "nccl-tests' bus bandwidth of a collective at a message size (algorithm bandwidth times the collective's factor)."
+    ),
+    m!(
+        "nccl.<op>.algbw.<bytes>",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "nccl-tests' algorithm bandwidth of a collective at a message size (bytes / time)."
+    ),
+    m!(
+        "nccl.<op>.time_us.<bytes>",
+        "us",
+        LowerIsBetter,
+        Latency,
+        MICRO,
+        None,
+        "nccl-tests' time of a collective at a message size."
+    ),
+    m!(
+        "fio.<job>.<direction>.iops",
+        "IOPS",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "fio's I/O operations per second of a job and direction."
+    ),
+    m!(
+        "fio.<job>.<direction>.<percentile>_us",
+        "us",
+        LowerIsBetter,
+        Latency,
+        MICRO,
+        None,
+        "fio's completion latency of a job and direction, at a percentile."
+    ),
+    m!(
+        "fio.<job>.<direction>",
+        "MB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "fio's bandwidth of a job and direction."
+    ),
+];
+
+/// The catalogue's entry for `id`: the first exact id or family that matches.
+pub fn lookup(id: &str) -> Option<&'static MetricDef> {
+    CATALOGUE.iter().find(|d| d.matches(id))
+}
+
+/// How a metric of a stored result is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolved {
+    /// In the catalogue.
+    Known(&'static MetricDef),
+    /// Not in the catalogue; its producer declared a unit (and maybe a direction).
+    Declared {
+        /// The declared unit.
+        unit: &'static str,
+        /// The declared direction, or [`Direction::Unknown`].
+        direction: Direction,
+    },
+    /// Not in the catalogue and nothing declared: reported, never gated.
+    Unknown,
+}
+
+/// Resolves `id`, falling back on what its producer declared (`declared_unit`: a summary's
+/// `units` entry; `higher_is_better`: a micro report's direction). The unit a producer declares
+/// wins over the catalogue's when both exist (a micro benchmark may report in other units).
+pub fn resolve(id: &str, declared_unit: Option<&str>, higher_is_better: Option<bool>) -> Resolved {
+    if let Some(d) = lookup(id) {
+        return Resolved::Known(d);
+    }
+    let direction = match higher_is_better {
+        Some(true) => Direction::HigherIsBetter,
+        Some(false) => Direction::LowerIsBetter,
+        None => Direction::Unknown,
+    };
+    match declared_unit {
+        Some(u) => Resolved::Declared {
+            unit: intern_unit(u),
+            direction,
+        },
+        None if higher_is_better.is_some() => Resolved::Declared {
+            unit: "",
+            direction,
+        },
+        None => Resolved::Unknown,
+    }
+}
+
+/// Units producers declare, as static strings (anything else reads as "").
+fn intern_unit(u: &str) -> &'static str {
+    const UNITS: &[&str] = &[
+        "ms",
+        "s",
+        "us",
+        "ns",
+        "bytes",
+        "count",
+        "fraction",
+        "x",
+        "req/s",
+        "tok/s",
+        "samples/s",
+        "GB/s",
+        "MB/s",
+        "Gbit/s",
+        "GFLOP/s",
+        "IOPS",
+        "BLEU",
+        "FLOP",
+        "nats",
+        "%",
+    ];
+    UNITS.iter().find(|k| **k == u).copied().unwrap_or("")
+}
+
+/// The unit of `id` as the facts store it: the catalogue's, else "".
+pub fn unit_of(id: &str) -> &'static str {
+    lookup(id).map_or("", |d| d.unit)
+}
+
+/// The gate class and direction of `(id, statistic)` when the gate compares it by default.
+pub fn gated(id: &str, statistic: &str) -> Option<&'static MetricDef> {
+    lookup(id).filter(|d| d.gated == Some(statistic))
+}
+
+/// The catalogue as a Markdown table (what docs/metrics.md's catalogue section holds, checked
+/// by a test).
+pub fn markdown_table() -> String {
+    let mut s = String::from(
+        "| metric | unit | better | gate class | statistics | gated by default | definition |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for d in CATALOGUE {
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+            d.id,
+            if d.unit.is_empty() { "-" } else { d.unit },
+            d.direction.as_str(),
+            d.class.as_str(),
+            d.statistics.join(", "),
+            d.gated.unwrap_or("-"),
+            d.definition
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_ids_and_families_resolve_to_the_first_match() {
+        assert_eq!(lookup("ttft_ms").unwrap().unit, "ms");
+        assert_eq!(lookup("memory.triad").unwrap().gated, Some("value"));
+        assert_eq!(lookup("memory.copy").unwrap().id, "memory.<kernel>");
+        assert_eq!(lookup("memory.copy").unwrap().gated, None);
+        assert_eq!(lookup("gemm.f32.1024").unwrap().id, "gemm.<dtype>.<n>");
+        assert_eq!(lookup("gemm.bf16.peak").unwrap().id, "gemm.<dtype>.peak");
+        assert_eq!(
+            lookup("gemm.bf16_vs_f32.64").unwrap().id,
+            "gemm.bf16_vs_f32.<n>"
+        );
+        assert_eq!(
+            lookup("nccl.all_reduce.busbw.8589934592").unwrap().id,
+            "nccl.<op>.busbw.<bytes>"
+        );
+        assert_eq!(
+            lookup("nccl.all_reduce.busbw.avg").unwrap().id,
+            "nccl.<op>.busbw.avg"
+        );
+        assert_eq!(
+            lookup("storage.seq_read.p99_us").unwrap().id,
+            "storage.<pattern>.<percentile>_us"
+        );
+        assert_eq!(lookup("storage.seq_read").unwrap().unit, "MB/s");
+        // A placeholder matches one whole segment, never none or several.
+        assert!(lookup("gemm.f32").is_none());
+        assert!(lookup("memory.").is_none());
+        assert!(lookup("gemm.f32.1024.extra").is_none());
+        assert!(lookup("my_custom_loss").is_none());
+    }
+
+    #[test]
+    fn unknown_metrics_are_declared_or_unknown_never_gated() {
+        assert_eq!(resolve("my_metric", None, None), Resolved::Unknown);
+        assert_eq!(
+            resolve("mydisk.seq_read", Some("MB/s"), Some(true)),
+            Resolved::Declared {
+                unit: "MB/s",
+                direction: Direction::HigherIsBetter
+            }
+        );
+        assert!(gated("my_metric", "value").is_none());
+        assert!(
+            gated("ttft_ms", "p99").is_none(),
+            "tails are gated on request only"
+        );
+        assert_eq!(gated("ttft_ms", "p50").unwrap().class, GateClass::Latency);
+    }
+
+    #[test]
+    fn every_entry_is_well_formed() {
+        let mut seen = std::collections::BTreeSet::new();
+        for d in CATALOGUE {
+            assert!(seen.insert(d.id), "{} twice", d.id);
+            assert!(d.definition.ends_with('.'), "{}: a sentence", d.id);
+            if let Some(g) = d.gated {
+                assert!(d.statistics.contains(&g), "{}: gates {g}", d.id);
+                assert!(
+                    matches!(
+                        d.direction,
+                        Direction::HigherIsBetter | Direction::LowerIsBetter
+                    ) && d.class != GateClass::Descriptive,
+                    "{}: gated without a direction",
+                    d.id
+                );
+            }
+            // An exact id is not shadowed by a family listed before it.
+            if !d.is_family() {
+                assert_eq!(lookup(d.id).unwrap().id, d.id, "{} is shadowed", d.id);
+            }
+        }
+    }
+}
