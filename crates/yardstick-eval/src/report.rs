@@ -137,11 +137,7 @@ impl TaskResult {
         lat.sort_by(f64::total_cmp);
         let latency_ms = (!lat.is_empty()).then(|| Latency {
             mean: lat.iter().sum::<f64>() / lat.len() as f64,
-            p50: if lat.len() % 2 == 1 {
-                lat[lat.len() / 2]
-            } else {
-                (lat[lat.len() / 2 - 1] + lat[lat.len() / 2]) / 2.0
-            },
+            p50: yardstick_stats::percentile::percentile_sorted(&lat, 0.5),
             max: lat[lat.len() - 1],
         });
         let toks: Vec<u64> = first.iter().filter_map(|r| r.output_tokens).collect();
@@ -269,27 +265,45 @@ struct Graded {
     bleu: Option<crate::bleu::BleuStats>,
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn metric_of(kind: &str, items: &[Graded], idx: &[usize]) -> f64 {
-    if idx.is_empty() {
-        return 0.0;
-    }
+/// An item's graded outcome as the summed statistics the metric is computed from: for BLEU the
+/// n-gram matches and totals and the two lengths (10 values), else the score (1 value).
+fn units(kind: &str, items: &[Graded]) -> (usize, Vec<f64>) {
     if kind == "bleu" {
-        let segs: Vec<_> = idx.iter().filter_map(|&i| items[i].bleu).collect();
-        crate::bleu::corpus(&segs)
+        let v = items
+            .iter()
+            .flat_map(|g| {
+                let s = g.bleu.unwrap_or_default();
+                s.correct
+                    .into_iter()
+                    .chain(s.total)
+                    .chain([s.hyp_len, s.ref_len])
+                    .map(|x| x as f64)
+            })
+            .collect();
+        (10, v)
     } else {
-        idx.iter().map(|&i| items[i].score).sum::<f64>() / idx.len() as f64
+        (1, items.iter().map(|g| g.score).collect())
     }
 }
 
-/// Paired bootstrap of `kind` over the items both runs have (`a[i]` and `b[i]` the same item).
+/// The metric from summed unit statistics ([`units`]) of `n` items.
+fn metric_of_sums(kind: &str, sums: &[f64], n: usize) -> f64 {
+    if kind == "bleu" {
+        let c = |i: usize| sums[i].round() as u64;
+        let stats = crate::bleu::BleuStats {
+            correct: [c(0), c(1), c(2), c(3)],
+            total: [c(4), c(5), c(6), c(7)],
+            hyp_len: c(8),
+            ref_len: c(9),
+        };
+        crate::bleu::corpus(&[stats])
+    } else {
+        sums[0] / n as f64
+    }
+}
+
+/// Paired bootstrap of `kind` over the items both runs have (`a[i]` and `b[i]` the same item):
+/// yardstick-stats' paired difference, percentile interval at 1 − alpha.
 fn paired_bootstrap(
     kind: &str,
     a: &[Graded],
@@ -298,33 +312,22 @@ fn paired_bootstrap(
     resamples: usize,
     seed: u64,
 ) -> QualityComparison {
+    use yardstick_stats::bootstrap::{BootstrapConfig, Method, paired_difference_of_sums};
     let n = a.len();
-    let all: Vec<usize> = (0..n).collect();
-    let (ma, mb) = (metric_of(kind, a, &all), metric_of(kind, b, &all));
-    let mut state = seed;
-    let mut deltas = Vec::with_capacity(resamples);
-    let mut idx = vec![0usize; n];
-    for _ in 0..resamples {
-        for x in idx.iter_mut() {
-            *x = (splitmix(&mut state) % n.max(1) as u64) as usize;
-        }
-        deltas.push(metric_of(kind, b, &idx) - metric_of(kind, a, &idx));
-    }
-    deltas.sort_by(f64::total_cmp);
-    let q = |p: f64| -> f64 {
-        if deltas.is_empty() {
-            return 0.0;
-        }
-        let i = ((p * deltas.len() as f64).floor() as usize).min(deltas.len() - 1);
-        deltas[i]
+    let (width, ua) = units(kind, a);
+    let (_, ub) = units(kind, b);
+    let cfg = BootstrapConfig {
+        resamples,
+        level: 1.0 - alpha,
+        seed,
+        method: Method::Percentile,
     };
-    let ci = [q(alpha / 2.0), q(1.0 - alpha / 2.0)];
-    let le = deltas.iter().filter(|d| **d <= 0.0).count() as f64;
-    let ge = deltas.iter().filter(|d| **d >= 0.0).count() as f64;
-    let p_value = if deltas.is_empty() {
-        1.0
-    } else {
-        (2.0 * le.min(ge) / deltas.len() as f64).min(1.0)
+    let stat = |s: &[f64]| metric_of_sums(kind, s, n);
+    let (ma, mb) = (stat(&sum_units(&ua, width)), stat(&sum_units(&ub, width)));
+    // Items are non-empty and finite here; a failure (none) reads as "no evidence".
+    let (ci, p_value) = match paired_difference_of_sums(&ua, &ub, width, stat, &cfg) {
+        Ok(d) => ([d.lower, d.upper], d.p_value()),
+        Err(_) => ([0.0, 0.0], 1.0),
     };
     let delta = mb - ma;
     let verdict = if p_value >= alpha || delta == 0.0 {
@@ -344,6 +347,16 @@ fn paired_bootstrap(
         resamples,
         verdict: verdict.to_string(),
     }
+}
+
+fn sum_units(v: &[f64], width: usize) -> Vec<f64> {
+    let mut s = vec![0.0; width];
+    for u in v.chunks_exact(width) {
+        for (t, x) in s.iter_mut().zip(u) {
+            *t += x;
+        }
+    }
+    s
 }
 
 /// A comparison of two runs.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 use yardstick_stats::bootstrap::{BootstrapConfig, Method, ratio_of_medians_ci};
+use yardstick_stats::descriptive::median;
 use yardstick_stats::hypothesis::mann_whitney;
 
 use crate::gate::{MetricClass, classify};
@@ -192,17 +193,6 @@ fn series(run: &RunData, tails: &[&str]) -> BTreeMap<Key, Series> {
         }
     }
     out
-}
-
-pub(crate) fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
 }
 
 /// The confidence level of a run's spec (`trials.confidenceLevel`), default 0.95.

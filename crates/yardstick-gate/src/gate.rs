@@ -434,7 +434,7 @@ pub fn gate(
         let base_median = if m.baseline_replicates.is_empty() {
             m.baseline
         } else {
-            crate::compare::median(&m.baseline_replicates)
+            yardstick_stats::descriptive::median(&m.baseline_replicates)
         };
         let bnd = ratio_bound(m.class, &m.metric, tol, base_median, floor);
         let n = (m.baseline_replicates.len(), m.candidate_replicates.len());

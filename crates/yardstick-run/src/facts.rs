@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use statrs::distribution::{ContinuousCDF, StudentsT};
 use yardstick_store::warehouse::FactRow;
 
 use crate::plan::Plan;
@@ -90,19 +89,10 @@ pub fn replicate_facts(
         .collect()
 }
 
-/// Mean and Student-t interval of replicate values; the interval is absent below 2 values.
+/// Mean and Student-t interval of replicate values; the interval is absent below 2 values
+/// (yardstick-stats; why Student's t and not a bootstrap: docs/stats.md).
 pub fn mean_ci(values: &[f64], level: f64) -> (f64, Option<(f64, f64)>) {
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n;
-    if values.len() < 2 {
-        return (mean, None);
-    }
-    let var = values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    let t = StudentsT::new(0.0, 1.0, n - 1.0)
-        .expect("n >= 2")
-        .inverse_cdf(0.5 + level / 2.0);
-    let half = t * (var / n).sqrt();
-    (mean, Some((mean - half, mean + half)))
+    yardstick_stats::descriptive::mean_t_interval(values, level)
 }
 
 /// Aggregates each point's replicate summaries (failed replicates, with an `error`, are left out
