@@ -1,5 +1,7 @@
 //! Typed errors of the gate.
 
+use std::path::PathBuf;
+
 use yardstick_store::StoreError;
 
 /// What can go wrong while comparing or gating runs.
@@ -50,6 +52,34 @@ pub enum GateError {
         /// The candidate's profile.
         candidate: String,
     },
+    /// `--baseline DIR` holds no baseline file of the candidate's machine profile (exit 2).
+    #[error(
+        "no baseline file for machine profile {profile} in {} (looked for {})",
+        dir.display(),
+        file.display()
+    )]
+    NoBaselineFile {
+        /// The candidate's machine profile.
+        profile: String,
+        /// The directory given.
+        dir: PathBuf,
+        /// The file looked for.
+        file: PathBuf,
+    },
+    /// `--confirm` could not read the candidate's spec (exit 2).
+    #[error("--confirm re-runs the candidate's spec, but {}: {error}", path.display())]
+    ConfirmSpecUnreadable {
+        /// The run directory's `spec.yaml`.
+        path: PathBuf,
+        /// The cause.
+        error: std::io::Error,
+    },
+    /// `--confirm`: the candidate's spec no longer validates (exit 2).
+    #[error("--confirm: {} no longer validates", path.display())]
+    ConfirmSpecInvalid {
+        /// The run directory's `spec.yaml`.
+        path: PathBuf,
+    },
     /// An eval result file could not be compared.
     #[error(transparent)]
     Eval(#[from] yardstick_eval::EvalError),
@@ -68,6 +98,22 @@ impl GateError {
                 | GateError::ProfileMismatch { .. }
                 | GateError::Store(StoreError::Invalid(_) | StoreError::NotFound(_))
                 | GateError::Eval(yardstick_eval::EvalError::BadResult { .. })
+                | GateError::NoBaselineFile { .. }
+                | GateError::ConfirmSpecUnreadable { .. }
+                | GateError::ConfirmSpecInvalid { .. }
         )
+    }
+
+    /// What to do about it, when there is something to say beyond the message.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            GateError::NoBaselineFile { .. } => {
+                Some("write one with `yardstick baseline export --dir DIR` on this machine profile")
+            }
+            GateError::ConfirmSpecUnreadable { .. } => {
+                Some("the run directory must be reachable from this machine")
+            }
+            _ => None,
+        }
     }
 }

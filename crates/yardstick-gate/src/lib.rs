@@ -13,17 +13,22 @@
 //!   verdict per task from the same paired item bootstrap and verdict rules ([`paired`]).
 //! * [`calibrate`]: noise floors of a machine profile learned from recorded A/A comparisons; a
 //!   regression must clear the farther of the tolerance and the floor.
+//! * [`confirm`]: `gate --confirm`, a FAIL that stands only when a re-run of the failing points
+//!   fails again; [`baseline::resolve`] finds the baseline `gate --baseline` names.
 #![deny(missing_docs)]
 
 pub mod baseline;
 pub mod calibrate;
 mod compare;
+pub mod confirm;
 mod error;
 pub mod eval;
 pub mod file;
 mod gate;
 mod load;
 pub mod paired;
+#[cfg(test)]
+mod testutil;
 
 pub use compare::{Comparison, FieldDiff, MetricComparison, compare, diff_values, env_key_fields};
 pub use error::GateError;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use yardstick_spec::BenchmarkRun;
-use yardstick_store::warehouse::{FactRow, RunFilter, RunRow, Warehouse};
+use yardstick_store::warehouse::{FactRow, FindRunError, RunRow, Warehouse};
 
 use crate::GateError;
 
@@ -25,26 +25,12 @@ pub struct RunData {
     pub facts: Vec<FactRow>,
 }
 
-/// Finds a run by id or a unique prefix of one.
+/// Finds a run by id or a unique prefix of one ([`yardstick_store::warehouse::find_run`]).
 pub fn find_run(w: &mut dyn Warehouse, id: &str) -> Result<RunRow, GateError> {
-    if let Some(r) = w.run(id)? {
-        return Ok(r);
-    }
-    let want = id.to_ascii_uppercase();
-    let mut matches: Vec<RunRow> = w
-        .runs(&RunFilter::default())?
-        .into_iter()
-        .filter(|r| r.run_id.starts_with(&want))
-        .collect();
-    match matches.len() {
-        1 => Ok(matches.remove(0)),
-        0 => Err(GateError::Invalid(format!(
-            "no run `{id}` in the warehouse (`yardstick runs list` shows the stored runs)"
-        ))),
-        n => Err(GateError::Invalid(format!(
-            "`{id}` matches {n} runs; give more characters of the run id"
-        ))),
-    }
+    yardstick_store::warehouse::find_run(w, id).map_err(|e| match e {
+        FindRunError::Store(e) => GateError::Store(e),
+        e => GateError::Invalid(e.with_hint()),
+    })
 }
 
 /// Loads a run (by id or unique prefix): facts from the warehouse, spec and env from its run

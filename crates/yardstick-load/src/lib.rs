@@ -9,6 +9,8 @@
 //!   ([`yardstick_spec::scenario::Scenario`]).
 //! * [`summary`]: TTFT, TPOT, ITL, E2E and client queueing, all from the *scheduled* time;
 //!   throughput and goodput (docs/metrics.md).
+//! * [`merge`] and [`shard_files`]: the output directory of a run or shard, read back, and the
+//!   exact merge of N shards.
 
 #![deny(missing_docs)]
 
@@ -20,6 +22,7 @@ pub mod plan;
 pub mod record;
 use yardstick_wire::rng;
 pub mod runner;
+pub mod shard_files;
 pub mod sse;
 pub mod summary;
 pub mod tokenizer;

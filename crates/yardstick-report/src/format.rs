@@ -1,14 +1,18 @@
 //! Number and text formatting shared by every output (deterministic: no locale, no clock).
 
 /// A number for people: up to 4 decimals below 100, 2 above, no trailing zeros, scientific
-/// notation outside [1e-3, 1e9).
+/// notation outside [1e-3, 1e9); NaN is `-`.
 pub fn num(x: f64) -> String {
+    if x.is_nan() {
+        return "-".into();
+    }
+    num_keep_nan(x)
+}
+
+/// [`num`], but NaN spelled `NaN` (the command line's tables, where `-` means "no value").
+pub fn num_keep_nan(x: f64) -> String {
     if !x.is_finite() {
-        return if x.is_nan() {
-            "-".into()
-        } else {
-            x.to_string()
-        };
+        return x.to_string();
     }
     let a = x.abs();
     let s = if a != 0.0 && !(1e-3..1e9).contains(&a) {
@@ -91,6 +95,10 @@ mod tests {
         assert_eq!(num(2.0), "2");
         assert_eq!(num(2.5e10), "2.500e10");
         assert_eq!(num(f64::NAN), "-");
+        assert_eq!(num_keep_nan(f64::NAN), "NaN");
+        assert_eq!(num_keep_nan(f64::INFINITY), "inf");
+        assert_eq!(num_keep_nan(0.000123456), "1.235e-4");
+        assert_eq!(num_keep_nan(-51.786), "-51.786");
         assert_eq!(delta_pct(Some(1.052)), "+5.2 %");
         assert_eq!(delta_pct(Some(0.9)), "-10.0 %");
         assert_eq!(delta_ci(Some((1.031, 1.079))), "[+3.1, +7.9] %");

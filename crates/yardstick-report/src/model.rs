@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
-use yardstick_store::warehouse::{FactRow, PointRow, RunFilter, RunRow, Warehouse};
+use yardstick_store::warehouse::{FactRow, FindRunError, PointRow, RunRow, Warehouse};
 
 use crate::ReportError;
 use crate::gate::GateView;
@@ -228,26 +228,12 @@ impl PointReport {
     }
 }
 
-/// Finds a run by id or a unique prefix of one.
+/// Finds a run by id or a unique prefix of one ([`yardstick_store::warehouse::find_run`]).
 pub fn find_run(w: &mut dyn Warehouse, id: &str) -> Result<RunRow, ReportError> {
-    if let Some(r) = w.run(id)? {
-        return Ok(r);
-    }
-    let want = id.to_ascii_uppercase();
-    let mut matches: Vec<RunRow> = w
-        .runs(&RunFilter::default())?
-        .into_iter()
-        .filter(|r| r.run_id.starts_with(&want))
-        .collect();
-    match matches.len() {
-        1 => Ok(matches.remove(0)),
-        0 => Err(ReportError::NotFound(format!(
-            "no run `{id}` in the warehouse (`yardstick runs list` shows the stored runs)"
-        ))),
-        n => Err(ReportError::NotFound(format!(
-            "`{id}` matches {n} runs; give more characters of the run id"
-        ))),
-    }
+    yardstick_store::warehouse::find_run(w, id).map_err(|e| match e {
+        FindRunError::Store(e) => ReportError::Store(e),
+        e => ReportError::NotFound(e.with_hint()),
+    })
 }
 
 /// Loads a run (by id or unique prefix): facts and points from the warehouse, everything else

@@ -26,52 +26,93 @@ fn verdict_style(v: &str) -> &'static str {
 }
 
 /// A column's alignment.
-#[derive(Clone, Copy, PartialEq)]
-enum Align {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    /// Padded on the right (the last column is not padded).
     Left,
+    /// Padded on the left.
     Right,
+}
+
+/// The widths of a table's columns, in characters.
+fn widths<'a>(
+    headers: &[&str],
+    rows: impl Iterator<Item = impl Iterator<Item = &'a str>>,
+) -> Vec<usize> {
+    let mut width: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.enumerate().take(headers.len()) {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    width
+}
+
+/// One line of an aligned table: two spaces between columns, trailing spaces trimmed; a cell
+/// may carry a style (an ANSI escape, reset after the cell).
+fn line(width: &[usize], align: &[Align], cells: Vec<(String, &str)>) -> String {
+    let last = width.len() - 1;
+    let mut s = String::new();
+    for (i, (c, style)) in cells.into_iter().enumerate() {
+        let pad = " ".repeat(width[i].saturating_sub(c.chars().count()));
+        let styled = if style.is_empty() {
+            c
+        } else {
+            format!("{style}{c}{RESET}")
+        };
+        if i > 0 {
+            s.push_str("  ");
+        }
+        match align[i] {
+            Align::Right => {
+                s.push_str(&pad);
+                s.push_str(&styled);
+            }
+            Align::Left if i == last => s.push_str(&styled),
+            Align::Left => {
+                s.push_str(&styled);
+                s.push_str(&pad);
+            }
+        }
+    }
+    s.trim_end().to_string()
 }
 
 /// Writes an aligned table: bold headers, two spaces between columns; a cell may carry a style.
 fn table(out: &mut String, headers: &[&str], align: &[Align], rows: &[Vec<(String, &str)>]) {
-    let mut width: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, (c, _)) in r.iter().enumerate() {
-            width[i] = width[i].max(c.chars().count());
-        }
-    }
-    let last = headers.len() - 1;
-    let line = |cells: Vec<(String, &str)>| -> String {
-        let mut s = String::new();
-        for (i, (c, style)) in cells.into_iter().enumerate() {
-            let pad = " ".repeat(width[i].saturating_sub(c.chars().count()));
-            let styled = if style.is_empty() {
-                c
-            } else {
-                format!("{style}{c}{RESET}")
-            };
-            if i > 0 {
-                s.push_str("  ");
-            }
-            match align[i] {
-                Align::Right => {
-                    s.push_str(&pad);
-                    s.push_str(&styled);
-                }
-                Align::Left if i == last => s.push_str(&styled),
-                Align::Left => {
-                    s.push_str(&styled);
-                    s.push_str(&pad);
-                }
-            }
-        }
-        s.trim_end().to_string()
-    };
+    let width = widths(
+        headers,
+        rows.iter().map(|r| r.iter().map(|(c, _)| c.as_str())),
+    );
     let head: Vec<(String, &str)> = headers.iter().map(|h| (h.to_string(), BOLD)).collect();
-    let _ = writeln!(out, "{}", line(head));
+    let _ = writeln!(out, "{}", line(&width, align, head));
     for r in rows {
-        let _ = writeln!(out, "{}", line(r.clone()));
+        let _ = writeln!(out, "{}", line(&width, align, r.clone()));
     }
+}
+
+/// An aligned table of plain cells, as the command line prints lists: a bold header line, two
+/// spaces between columns, a column right-aligned when every cell in it is a number or `-`.
+/// Every row has one cell per header.
+pub fn plain_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let width = widths(headers, rows.iter().map(|r| r.iter().map(String::as_str)));
+    let align: Vec<Align> = (0..headers.len())
+        .map(|i| {
+            let numeric = rows.iter().all(|r| {
+                r.get(i)
+                    .is_none_or(|c| c.parse::<f64>().is_ok() || c == "-")
+            });
+            if numeric { Align::Right } else { Align::Left }
+        })
+        .collect();
+    let plain = |cells: &[String]| cells.iter().map(|c| (c.clone(), "")).collect();
+    let head: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+    let mut out = format!("{BOLD}{}{RESET}\n", line(&width, &align, plain(&head)));
+    for r in rows {
+        out.push_str(&line(&width, &align, plain(r)));
+        out.push('\n');
+    }
+    out
 }
 
 /// Renders the report for a terminal.
@@ -229,4 +270,23 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "{YELLOW}warning{RESET}: {w}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_tables_align_numbers_right_and_text_left() {
+        let rows = vec![
+            vec!["a".to_string(), "1.5".to_string(), "x y".to_string()],
+            vec!["longer".to_string(), "-".to_string(), "".to_string()],
+        ];
+        assert_eq!(
+            plain_table(&["NAME", "VALUE", "NOTE"], &rows),
+            "\x1b[1mNAME    VALUE  NOTE\x1b[0m\na         1.5  x y\nlonger      -\n"
+        );
+        // No rows: every column counts as numeric; the header is as wide as itself.
+        assert_eq!(plain_table(&["A", "BB"], &[]), "\x1b[1mA  BB\x1b[0m\n");
+    }
 }

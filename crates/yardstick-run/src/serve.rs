@@ -418,6 +418,49 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
     Ok(out)
 }
 
+/// `requests.parquet` of a `bench serve --output` directory: [`records_table`] over every
+/// point's records, tagged with the point's index, scenario and load (`yardstick.kind = serve`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ParquetRecords;
+
+impl yardstick_load::shard_files::RecordsFormat for ParquetRecords {
+    fn encode(&self, results: &[yardstick_load::PointResult]) -> Result<Vec<u8>, String> {
+        let all: Vec<RequestRecord> = results
+            .iter()
+            .flat_map(|r| r.records.iter().cloned())
+            .collect();
+        let mut points = Vec::new();
+        let mut scenarios = Vec::new();
+        let mut modes = Vec::new();
+        let mut values = Vec::new();
+        for (k, r) in results.iter().enumerate() {
+            for _ in &r.records {
+                points.push(k as i64);
+                scenarios.push(r.summary.scenario.clone());
+                modes.push(r.summary.load.mode.to_string());
+                values.push(r.summary.load.value);
+            }
+        }
+        records_table(&all)
+            .with("point", Column::I64(points))
+            .with("scenario", Column::Str(scenarios))
+            .with("load_mode", Column::Str(modes))
+            .with("load_value", Column::F64(values))
+            .to_parquet(&[("yardstick.kind", "serve")])
+            .map_err(|e| e.to_string())
+    }
+
+    fn decode(&self, bytes: Vec<u8>) -> Result<yardstick_load::shard_files::PointRecords, String> {
+        let rows = yardstick_store::samples::read_rows(bytes).map_err(|e| e.to_string())?;
+        let recs = records_from_rows(&rows)?;
+        Ok(rows
+            .iter()
+            .zip(recs)
+            .map(|(row, rec)| (row["point"].as_u64(), rec))
+            .collect())
+    }
+}
+
 /// Resolves each serve and eval target's `caCert` and `tokenizer` (the frozen copy in `frozen`'s
 /// run directory when it has one, else relative to `base`, the spec's directory) and reads each
 /// file once, before any work: a CA file without a usable certificate or a tokenizer that does not
@@ -503,5 +546,47 @@ mod tests {
             assert_eq!(a.content_event_ns, b.content_event_ns);
             assert_eq!(a.tpot_ms(), b.tpot_ms());
         }
+    }
+
+    #[test]
+    fn shard_records_carry_their_point() {
+        use yardstick_load::shard_files::RecordsFormat;
+        let level = yardstick_load::LoadLevel {
+            mode: "rate",
+            value: 2.0,
+            arrival: Some("poisson".into()),
+        };
+        let points: Vec<yardstick_load::PointResult> = [(0..2u64), (2..5u64)]
+            .into_iter()
+            .map(|ix| {
+                let records: Vec<RequestRecord> = ix
+                    .map(|i| RequestRecord::new(i, format!("r{i}"), false, 4, None, 1000 * i))
+                    .collect();
+                let summary = yardstick_load::summary::summarize(
+                    "D(4,2)",
+                    level.clone(),
+                    &records,
+                    &Slo::default(),
+                    "max_requests",
+                );
+                yardstick_load::PointResult { summary, records }
+            })
+            .collect();
+        let bytes = ParquetRecords.encode(&points).unwrap();
+        let rows = yardstick_store::samples::read_rows(bytes.clone()).unwrap();
+        assert_eq!(rows[4]["scenario"], "D(4,2)");
+        assert_eq!(rows[4]["load_mode"], "rate");
+        let back = ParquetRecords.decode(bytes).unwrap();
+        assert_eq!(
+            back.iter().map(|(p, r)| (*p, r.index)).collect::<Vec<_>>(),
+            [
+                (Some(0), 0),
+                (Some(0), 1),
+                (Some(1), 2),
+                (Some(1), 3),
+                (Some(1), 4)
+            ]
+        );
+        assert!(ParquetRecords.decode(b"not parquet".to_vec()).is_err());
     }
 }

@@ -215,6 +215,67 @@ pub trait Warehouse {
     fn schema_version(&mut self) -> Result<u32, StoreError>;
 }
 
+/// Why [`find_run`] found no single run.
+#[derive(Debug, thiserror::Error)]
+pub enum FindRunError {
+    /// No run has that id or starts with it.
+    #[error("no run `{0}` in the warehouse")]
+    NotFound(String),
+    /// Several runs start with it.
+    #[error("`{id}` matches {count} runs")]
+    Ambiguous {
+        /// The id or prefix asked for.
+        id: String,
+        /// How many runs it matches.
+        count: usize,
+    },
+    /// The warehouse failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl FindRunError {
+    /// What to do about it, for a person.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            FindRunError::NotFound(_) => Some("`yardstick runs list` shows the stored runs"),
+            FindRunError::Ambiguous { .. } => Some("give more characters of the run id"),
+            FindRunError::Store(_) => None,
+        }
+    }
+
+    /// The message with its hint in one sentence, for errors that carry no separate hint.
+    pub fn with_hint(&self) -> String {
+        match (self, self.hint()) {
+            (FindRunError::NotFound(_), Some(h)) => format!("{self} ({h})"),
+            (_, Some(h)) => format!("{self}; {h}"),
+            (_, None) => self.to_string(),
+        }
+    }
+}
+
+/// The run a person names: its id, or a unique prefix of one (in any case: run ids are
+/// upper-case ULIDs).
+pub fn find_run(w: &mut dyn Warehouse, id: &str) -> Result<RunRow, FindRunError> {
+    if let Some(r) = w.run(id)? {
+        return Ok(r);
+    }
+    let want = id.to_ascii_uppercase();
+    let mut matches: Vec<RunRow> = w
+        .runs(&RunFilter::default())?
+        .into_iter()
+        .filter(|r| r.run_id.starts_with(&want))
+        .collect();
+    match matches.len() {
+        1 => Ok(matches.remove(0)),
+        0 => Err(FindRunError::NotFound(id.to_string())),
+        count => Err(FindRunError::Ambiguous {
+            id: id.to_string(),
+            count,
+        }),
+    }
+}
+
 /// Where a warehouse lives, parsed from a `--store` argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WarehouseLocation {
@@ -492,5 +553,48 @@ mod tests {
             "2026-05-01T00:00:00.000Z"
         );
         assert!(since_to_time("last week", now).is_err());
+    }
+
+    #[test]
+    fn runs_are_found_by_id_or_unique_prefix() {
+        let dir = std::env::temp_dir().join(format!("yardstick-find-run-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut w = open_warehouse(dir.to_str().unwrap()).unwrap();
+        for id in ["01JDAAA1", "01JDAAB2", "01JDC3"] {
+            w.upsert_run(&RunRow {
+                run_id: id.into(),
+                name: "b".into(),
+                status: "complete".into(),
+                mode: None,
+                spec_sha256: String::new(),
+                machine_profile: None,
+                env_sha256: None,
+                started_at: "2026-01-01T00:00:00.000Z".into(),
+                ended_at: None,
+                tool_version: "0".into(),
+                git_commit: None,
+                location: "s".into(),
+            })
+            .unwrap();
+        }
+        assert_eq!(find_run(w.as_mut(), "01JDAAB2").unwrap().run_id, "01JDAAB2");
+        assert_eq!(find_run(w.as_mut(), "01jdc").unwrap().run_id, "01JDC3");
+        let e = find_run(w.as_mut(), "01jdaa").unwrap_err();
+        assert_eq!(e.to_string(), "`01jdaa` matches 2 runs");
+        assert_eq!(
+            e.with_hint(),
+            "`01jdaa` matches 2 runs; give more characters of the run id"
+        );
+        let e = find_run(w.as_mut(), "01X").unwrap_err();
+        assert!(matches!(e, FindRunError::NotFound(_)));
+        assert_eq!(
+            e.with_hint(),
+            "no run `01X` in the warehouse (`yardstick runs list` shows the stored runs)"
+        );
+        assert_eq!(
+            FindRunError::from(StoreError::Invalid("x".into())).hint(),
+            None
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -107,7 +107,7 @@ pub struct ShowArgs {
 /// Maps gate errors to exit codes: the user's input is exit 2, the rest exit 1.
 pub fn gate_error(e: GateError) -> anyhow::Error {
     if e.is_invalid_input() {
-        exit::invalid(e.to_string(), None)
+        exit::invalid(e.to_string(), e.hint())
     } else {
         anyhow::Error::new(e)
     }

@@ -7,13 +7,13 @@ use std::path::Path;
 
 use serde::Serialize;
 use yardstick_gate::calibrate::{self, NoiseFloor};
-use yardstick_gate::{GateOptions, GateReport, RunData, Verdict, baseline};
+use yardstick_gate::{GateOptions, GateReport, RunData, Verdict, baseline, confirm};
 
 use crate::cli::GlobalOpts;
 use crate::cmd::baseline::gate_error;
 use crate::cmd::run::{Execution, execute_spec};
 use crate::cmd::runs::{StoreOpt, num, print_table};
-use crate::exit::{Status, invalid};
+use crate::exit::Status;
 use crate::output;
 
 /// Gate a run against its baseline.
@@ -86,7 +86,7 @@ struct GateOut<'a> {
 pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut w = args.store.open()?;
     let cand = yardstick_gate::load_run(w.as_mut(), &args.run).map_err(gate_error)?;
-    let base = load_baseline(w.as_mut(), &args.baseline, &cand)?;
+    let base = baseline::resolve(w.as_mut(), &args.baseline, &cand).map_err(gate_error)?;
     let profile = cand.run.machine_profile.clone().unwrap_or_default();
     let noise_floors = if args.no_noise_floor || args.calibrate {
         Default::default()
@@ -123,16 +123,11 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         return Ok(Status::Ok);
     }
 
-    let confirm = args.confirm
-        || cand
-            .spec
-            .as_ref()
-            .and_then(|s| s.spec.as_ref())
-            .and_then(|s| s.gates.as_ref())
-            .and_then(|g| g.confirm)
-            .unwrap_or(false);
     let mut confirm_run = None;
-    if confirm && report.verdict == Verdict::Fail && !report.exploratory {
+    if (args.confirm || confirm::spec_asks(&cand))
+        && report.verdict == Verdict::Fail
+        && !report.exploratory
+    {
         let id = confirm_failures(&mut report, &base, &cand, &args.store, &opts, w.as_mut())?;
         confirm_run = Some(id);
     }
@@ -163,41 +158,6 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     })
 }
 
-fn load_baseline(
-    w: &mut dyn yardstick_store::warehouse::Warehouse,
-    which: &str,
-    cand: &RunData,
-) -> anyhow::Result<RunData> {
-    let as_file = Path::new(which);
-    Ok(if which == "auto" {
-        let id = baseline::resolve_auto(w, &cand.run)
-            .map_err(gate_error)?
-            .run_id;
-        yardstick_gate::load_run(w, &id).map_err(gate_error)?
-    } else if as_file.is_dir() {
-        // A directory of baseline files (`baseline export`): the candidate's profile's file.
-        let profile = cand.run.machine_profile.as_deref().unwrap_or("unknown");
-        let file = as_file.join(yardstick_gate::file::file_name(profile));
-        if !file.is_file() {
-            return Err(invalid(
-                format!(
-                    "no baseline file for machine profile {profile} in {} (looked for {})",
-                    as_file.display(),
-                    file.display()
-                ),
-                Some(
-                    "write one with `yardstick baseline export --dir DIR` on this machine profile",
-                ),
-            ));
-        }
-        yardstick_gate::file::load(&file, &cand.run.name).map_err(gate_error)?
-    } else if as_file.is_file() {
-        yardstick_gate::file::load(as_file, &cand.run.name).map_err(gate_error)?
-    } else {
-        yardstick_gate::load_run(w, which).map_err(gate_error)?
-    })
-}
-
 /// Re-runs the failing points of the candidate's spec as a new run, gates it against the
 /// baseline, and keeps FAIL only where the re-run fails too. Returns the confirmation run's id.
 fn confirm_failures(
@@ -208,50 +168,25 @@ fn confirm_failures(
     opts: &GateOptions,
     w: &mut dyn yardstick_store::warehouse::Warehouse,
 ) -> anyhow::Result<String> {
-    let points = report.failing_points();
-    let spec_path = cand.dir.join("spec.yaml");
-    let text = std::fs::read_to_string(&spec_path).map_err(|e| {
-        invalid(
-            format!(
-                "--confirm re-runs the candidate's spec, but {}: {e}",
-                spec_path.display()
-            ),
-            Some("the run directory must be reachable from this machine"),
-        )
-    })?;
-    let checked = yardstick_spec::check_str(&text);
-    let valid = checked.is_valid();
-    let Some(spec) = checked.spec.filter(|_| valid) else {
-        return Err(invalid(
-            format!("--confirm: {} no longer validates", spec_path.display()),
-            None,
-        ));
-    };
-    // Run directories live next to the candidate's: <store>/runs/<id>.
-    let store_dir = cand
-        .dir
-        .parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| store.store.clone().into());
+    let rerun = confirm::plan(report, cand, Path::new(&store.store)).map_err(gate_error)?;
     let warehouse = store
         .store
         .starts_with("postgres")
         .then(|| store.store.clone());
     output::info(&format!(
         "gate: FAIL on {} point(s); confirming by re-running them: {}",
-        points.len(),
-        points.join(", ")
+        rerun.points.len(),
+        rerun.points.join(", ")
     ));
     let outcome = execute_spec(
-        &text,
-        &spec,
+        &rerun.spec_text,
+        &rerun.spec,
         &Execution {
-            store: store_dir,
+            store: rerun.store_dir,
             warehouse,
             resume: None,
             seed: 4242,
-            only: Some(points),
+            only: Some(rerun.points),
             // Eval task files and texts come from the candidate run's frozen copies (the run
             // directory keeps the spec, not where it was read from).
             spec_dir: None,
@@ -261,37 +196,7 @@ fn confirm_failures(
     )?;
     let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(gate_error)?;
     let second = yardstick_gate::gate(base, &again, opts).map_err(gate_error)?;
-    for m in report
-        .metrics
-        .iter_mut()
-        .filter(|m| m.verdict == Verdict::Fail)
-    {
-        let re = second
-            .metrics
-            .iter()
-            .find(|r| r.point == m.point && r.metric == m.metric && r.statistic == m.statistic);
-        match re {
-            Some(r) if r.verdict == Verdict::Fail => {
-                m.reason = format!("{}; confirmed by re-run {}", m.reason, outcome.run_id);
-            }
-            Some(r) => {
-                m.verdict = Verdict::Inconclusive;
-                m.reason = format!(
-                    "FAILed ({}), but the re-run {} did not confirm it: {} ({})",
-                    m.reason, outcome.run_id, r.verdict, r.reason
-                );
-            }
-            None => {
-                m.verdict = Verdict::Inconclusive;
-                m.reason = format!(
-                    "FAILed ({}), but the re-run {} has no value for it (did its requests \
-                     fail? `yardstick runs show {}`)",
-                    m.reason, outcome.run_id, outcome.run_id
-                );
-            }
-        }
-    }
-    report.recompute_verdict();
+    confirm::apply(report, &second, &outcome.run_id);
     Ok(outcome.run_id)
 }
 

@@ -6,8 +6,8 @@ use std::io::Write;
 use serde::Serialize;
 use yardstick_store::StoreError;
 use yardstick_store::warehouse::{
-    FactRow, PointRow, ReplicateRow, RunFilter, RunRow, Warehouse, open_existing_warehouse,
-    resolve_since,
+    FactRow, FindRunError, PointRow, ReplicateRow, RunFilter, RunRow, Warehouse, find_run,
+    open_existing_warehouse, resolve_since,
 };
 
 use crate::cli::GlobalOpts;
@@ -167,32 +167,12 @@ struct ShowOut {
     facts: Vec<FactRow>,
 }
 
-/// Finds a run by id or unique id prefix.
-fn find_run(w: &mut dyn Warehouse, id: &str) -> anyhow::Result<RunRow> {
-    if let Some(r) = w.run(id).map_err(store_error)? {
-        return Ok(r);
-    }
-    let all = w.runs(&RunFilter::default()).map_err(store_error)?;
-    let matches: Vec<RunRow> = all
-        .into_iter()
-        .filter(|r| r.run_id.starts_with(&id.to_ascii_uppercase()))
-        .collect();
-    match matches.len() {
-        1 => Ok(matches.into_iter().next().expect("one")),
-        0 => Err(exit::invalid(
-            format!("no run `{id}` in the warehouse"),
-            Some("`yardstick runs list` shows the stored runs"),
-        )),
-        n => Err(exit::invalid(
-            format!("`{id}` matches {n} runs"),
-            Some("give more characters of the run id"),
-        )),
-    }
-}
-
 fn show(args: ShowArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut w = args.store.open()?;
-    let run = find_run(w.as_mut(), &args.run)?;
+    let run = find_run(w.as_mut(), &args.run).map_err(|e| match e {
+        FindRunError::Store(e) => store_error(e),
+        e => exit::invalid(e.to_string(), e.hint()),
+    })?;
     let out = ShowOut {
         points: w.points(&run.run_id).map_err(store_error)?,
         replicates: w.replicates(&run.run_id).map_err(store_error)?,
@@ -284,70 +264,14 @@ fn show(args: ShowArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     Ok(Status::Ok)
 }
 
-/// A number for people: up to 4 significant decimals, no trailing zeros.
-pub fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    let a = x.abs();
-    let s = if a != 0.0 && !(1e-3..1e9).contains(&a) {
-        format!("{x:.3e}")
-    } else if a >= 100.0 || x.fract() == 0.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.4}")
-    };
-    if s.contains('.') && !s.contains('e') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
+/// A number for people: up to 4 significant decimals, no trailing zeros (NaN spelled out).
+pub use yardstick_report::format::num_keep_nan as num;
 
 /// Prints an aligned table on stdout: bold headers, columns separated by two spaces, numbers
-/// right-aligned.
+/// right-aligned ([`yardstick_report::terminal::plain_table`]).
 pub fn print_table(headers: &[&str], rows: &[Vec<String>]) -> anyhow::Result<()> {
-    let cols = headers.len();
-    let mut width: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    let mut numeric = vec![true; cols];
-    for r in rows {
-        for (i, c) in r.iter().enumerate().take(cols) {
-            width[i] = width[i].max(c.chars().count());
-            if c.parse::<f64>().is_err() && c != "-" {
-                numeric[i] = false;
-            }
-        }
-    }
     let mut so = anstream::stdout().lock();
-    let line = |cells: Vec<String>| -> String {
-        cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let pad = width[i].saturating_sub(c.chars().count());
-                if numeric[i] {
-                    format!("{}{c}", " ".repeat(pad))
-                } else if i + 1 == cols {
-                    c.clone()
-                } else {
-                    format!("{c}{}", " ".repeat(pad))
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
-            .trim_end()
-            .to_string()
-    };
-    writeln!(
-        so,
-        "{}{}{}",
-        style::BOLD,
-        line(headers.iter().map(|h| h.to_string()).collect()),
-        style::RESET
-    )?;
-    for r in rows {
-        writeln!(so, "{}", line(r.clone()))?;
-    }
+    so.write_all(yardstick_report::terminal::plain_table(headers, rows).as_bytes())?;
     so.flush()?;
     Ok(())
 }

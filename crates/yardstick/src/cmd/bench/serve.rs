@@ -1,19 +1,20 @@
 //! `yardstick bench serve`: wiring of the load generator (crate `yardstick-load`) to the CLI.
 
-use std::fs;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use yardstick_load::merge::{PointHistograms, ShardPart};
+use yardstick_load::merge::PointHistograms;
+use yardstick_load::shard_files::{self, RunFlags, ShardFileError};
 use yardstick_load::{
-    Api, Arrival, ClientConfig, LoadError, LoadModel, PointResult, PointSummary, Progress,
-    ServeBench, Slo, StopRule,
+    Api, Arrival, ClientConfig, LoadError, LoadModel, PointResult, Progress, ServeBench, Slo,
+    StopRule,
 };
-use yardstick_load::{LoadLevel, Mlperf, MlperfResult};
+use yardstick_load::{Mlperf, MlperfResult};
+use yardstick_run::serve::ParquetRecords;
 use yardstick_spec::scenario::ScenarioError;
 
 use crate::cli::{GlobalOpts, verbosity};
@@ -52,8 +53,8 @@ pub struct ServeArgs {
     #[arg(long, value_delimiter = ',')]
     pub rate: Vec<f64>,
     /// Arrival process of --rate: poisson, constant or gamma.
-    #[arg(long, default_value = "poisson")]
-    pub arrival: String,
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Poisson)]
+    pub arrival: ArrivalArg,
     /// Shape of gamma arrivals (1 = Poisson, < 1 burstier).
     #[arg(long, default_value_t = 1.0)]
     pub burstiness: f64,
@@ -131,8 +132,8 @@ pub struct ServeArgs {
     pub workers: Option<usize>,
     /// Run an MLPerf LoadGen scenario instead of a sweep: single-stream, multi-stream, server
     /// (needs one --rate) or offline (needs --max-requests). See docs/metrics.md.
-    #[arg(long, value_name = "SCENARIO")]
-    pub mlperf: Option<String>,
+    #[arg(long, value_enum, value_name = "SCENARIO")]
+    pub mlperf: Option<MlperfArg>,
     /// Requests issued together per query of --mlperf multi-stream.
     #[arg(long, default_value_t = 8)]
     pub samples_per_query: usize,
@@ -144,9 +145,28 @@ pub struct ServeArgs {
     pub tpot_bound_ms: Option<f64>,
 }
 
+/// `--arrival`: the arrival process of an open loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ArrivalArg {
+    Poisson,
+    Constant,
+    Gamma,
+}
+
+/// `--mlperf`: an MLPerf LoadGen scenario (`singlestream` and `multistream` are accepted too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MlperfArg {
+    #[value(alias = "singlestream")]
+    SingleStream,
+    #[value(alias = "multistream")]
+    MultiStream,
+    Server,
+    Offline,
+}
+
 /// The MLPerf scenario asked for, checked against the other flags.
 fn mlperf_of(args: &ServeArgs) -> anyhow::Result<Option<Mlperf>> {
-    let Some(name) = &args.mlperf else {
+    let Some(kind) = args.mlperf else {
         if args.ttft_bound_ms.is_some() || args.tpot_bound_ms.is_some() {
             return Err(exit::invalid(
                 "--ttft-bound-ms/--tpot-bound-ms apply to --mlperf server",
@@ -169,12 +189,12 @@ fn mlperf_of(args: &ServeArgs) -> anyhow::Result<Option<Mlperf>> {
         ));
     }
     let server_only = args.ttft_bound_ms.is_some() || args.tpot_bound_ms.is_some();
-    let m = match name.as_str() {
-        "single-stream" | "singlestream" => Mlperf::SingleStream,
-        "multi-stream" | "multistream" => Mlperf::MultiStream {
+    let m = match kind {
+        MlperfArg::SingleStream => Mlperf::SingleStream,
+        MlperfArg::MultiStream => Mlperf::MultiStream {
             samples_per_query: args.samples_per_query,
         },
-        "server" => {
+        MlperfArg::Server => {
             let [qps] = args.rate[..] else {
                 return Err(exit::invalid(
                     "--mlperf server needs exactly one --rate (target queries per second)",
@@ -197,13 +217,7 @@ fn mlperf_of(args: &ServeArgs) -> anyhow::Result<Option<Mlperf>> {
                     .unwrap_or(yardstick_load::mlperf::DEFAULT_TPOT_BOUND_MS),
             }
         }
-        "offline" => Mlperf::Offline,
-        other => {
-            return Err(exit::invalid(
-                format!("--mlperf: unknown scenario `{other}`"),
-                accepted,
-            ));
-        }
+        MlperfArg::Offline => Mlperf::Offline,
     };
     if !matches!(m, Mlperf::Server { .. }) && !args.rate.is_empty() {
         return Err(exit::invalid(
@@ -237,6 +251,15 @@ fn parse_shard(s: &str) -> anyhow::Result<(u64, u64)> {
     Ok((i, n))
 }
 
+/// Reading or merging shard directories is the user's input (exit 2); writing is not (exit 1).
+fn shard_error(e: ShardFileError) -> anyhow::Error {
+    if e.is_invalid_input() {
+        exit::invalid(e.to_string(), e.hint())
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
 fn to_exit(e: LoadError) -> anyhow::Error {
     match &e {
         LoadError::Scenario(_) => exit::invalid(e.to_string(), Some(&ScenarioError::hint())),
@@ -256,18 +279,12 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         .parse()
         .map_err(|e: String| exit::invalid(e, None))?;
     let mlperf = mlperf_of(&args)?;
-    let arrival = match args.arrival.as_str() {
-        "poisson" => Arrival::Poisson,
-        "constant" => Arrival::Constant,
-        "gamma" => Arrival::Gamma {
+    let arrival = match args.arrival {
+        ArrivalArg::Poisson => Arrival::Poisson,
+        ArrivalArg::Constant => Arrival::Constant,
+        ArrivalArg::Gamma => Arrival::Gamma {
             burstiness: args.burstiness,
         },
-        other => {
-            return Err(exit::invalid(
-                format!("--arrival: unknown arrival process `{other}`"),
-                Some("accepted: poisson, constant, gamma"),
-            ));
-        }
     };
     let loads: Vec<LoadModel> = if let Some(m) = mlperf {
         vec![m.load_model(args.max_requests).map_err(to_exit)?]
@@ -356,8 +373,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     };
     let scenarios = bench.validate().map_err(to_exit)?;
     if let Some(dir) = &args.output {
-        fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+        shard_files::create_output_dir(dir).map_err(shard_error)?;
     }
     let _ = yardstick_load::raise_nofile_limit();
 
@@ -415,19 +431,15 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     });
     let (results, mlperf_results) = results.map_err(to_exit)?;
 
-    let summaries: Vec<&PointSummary> = results.iter().map(|r| &r.summary).collect();
-    let mut doc = serde_json::json!({
-        "url": url,
-        "model": model,
-        "api": args.api,
-        "stream": !args.no_stream,
-        "seed": args.seed,
-        "slo": bench.slo,
-        "points": summaries,
-    });
-    if bench.shard.1 > 1 {
-        doc["shard"] = serde_json::json!({"index": bench.shard.0, "count": bench.shard.1});
-    }
+    let flags = RunFlags {
+        url: &url,
+        model: &model,
+        api: &args.api,
+        stream: !args.no_stream,
+        seed: args.seed,
+        slo: &bench.slo,
+    };
+    let mut doc = shard_files::summary_doc(&flags, bench.shard, &results);
     if let Some(m) = &mlperf_results {
         doc["mlperf"] = serde_json::to_value(m)?;
     }
@@ -436,7 +448,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             .iter()
             .map(|r| PointHistograms::of(&r.records))
             .collect();
-        write_output(dir, &doc, &results, &hist)?;
+        shard_files::write_dir(dir, &doc, &results, &hist, &ParquetRecords).map_err(shard_error)?;
     }
     if g.json {
         output::json(&doc)?;
@@ -453,7 +465,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         }
     }
     let mut status = Status::Ok;
-    for s in &summaries {
+    for s in results.iter().map(|r| &r.summary) {
         if s.stop_reason.starts_with("target_unreachable") {
             output::error(&format!(
                 "the run ended early: the server stopped answering ({}); results cover the requests made before",
@@ -468,250 +480,24 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     Ok(status)
 }
 
-fn write_output(
-    dir: &std::path::Path,
-    doc: &serde_json::Value,
-    results: &[PointResult],
-    hist: &[PointHistograms],
-) -> anyhow::Result<()> {
-    let path = dir.join("requests.jsonl");
-    let f = fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
-    let mut w = BufWriter::new(f);
-    for (k, r) in results.iter().enumerate() {
-        for rec in &r.records {
-            let mut v = rec.to_json();
-            if let Some(o) = v.as_object_mut() {
-                o.insert("point".into(), k.into());
-                o.insert("scenario".into(), r.summary.scenario.clone().into());
-                o.insert("load_mode".into(), r.summary.load.mode.into());
-                o.insert("load_value".into(), r.summary.load.value.into());
-            }
-            serde_json::to_writer(&mut w, &v)?;
-            w.write_all(b"\n")?;
-        }
-    }
-    w.flush()?;
-    // The same records as Parquet (one row per request, inter-token gaps as a list column),
-    // the format `yardstick run` stores.
-    let all: Vec<yardstick_load::RequestRecord> = results
-        .iter()
-        .flat_map(|r| r.records.iter().cloned())
-        .collect();
-    let mut points = Vec::new();
-    let mut scenarios = Vec::new();
-    let mut modes = Vec::new();
-    let mut values = Vec::new();
-    for (k, r) in results.iter().enumerate() {
-        for _ in &r.records {
-            points.push(k as i64);
-            scenarios.push(r.summary.scenario.clone());
-            modes.push(r.summary.load.mode.to_string());
-            values.push(r.summary.load.value);
-        }
-    }
-    use yardstick_store::samples::Column;
-    let table = yardstick_run::serve::records_table(&all)
-        .with("point", Column::I64(points))
-        .with("scenario", Column::Str(scenarios))
-        .with("load_mode", Column::Str(modes))
-        .with("load_value", Column::F64(values));
-    let path = dir.join("requests.parquet");
-    let bytes = table.to_parquet(&[("yardstick.kind", "serve")])?;
-    fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
-    // HDR histograms per point (nanoseconds, lossless buckets): they add across shards.
-    let points: Vec<serde_json::Value> = results
-        .iter()
-        .zip(hist)
-        .map(|(r, h)| {
-            let mut v = h.to_json();
-            v["scenario"] = r.summary.scenario.clone().into();
-            v["load"] = serde_json::to_value(&r.summary.load).unwrap_or_default();
-            v
-        })
-        .collect();
-    let path = dir.join("histograms.json");
-    let mut s = serde_json::to_string(&serde_json::json!({ "points": points }))?;
-    s.push('\n');
-    fs::write(&path, s).with_context(|| format!("cannot write {}", path.display()))?;
-    let path = dir.join("summary.json");
-    let mut s = serde_json::to_string_pretty(doc)?;
-    s.push('\n');
-    fs::write(&path, s).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
-}
-
-fn read_json(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| exit::invalid(format!("cannot read {}: {e}", path.display()), None))?;
-    serde_json::from_str(&text)
-        .map_err(|e| exit::invalid(format!("{}: not JSON: {e}", path.display()), None))
-}
-
-/// One shard's output directory, read back.
-struct ShardDir {
-    doc: serde_json::Value,
-    shard: (u64, u64),
-    /// Records by point.
-    records: Vec<Vec<yardstick_load::RequestRecord>>,
-    hist: Option<Vec<PointHistograms>>,
-}
-
-fn read_shard(dir: &std::path::Path) -> anyhow::Result<ShardDir> {
-    let doc = read_json(&dir.join("summary.json"))?;
-    let bad = |m: String| exit::invalid(format!("{}: {m}", dir.display()), None);
-    let shard = match doc.get("shard") {
-        Some(s) => (
-            s["index"]
-                .as_u64()
-                .ok_or_else(|| bad("bad shard index".into()))?,
-            s["count"]
-                .as_u64()
-                .ok_or_else(|| bad("bad shard count".into()))?,
-        ),
-        None => (0, 1),
-    };
-    let npoints = doc["points"].as_array().map_or(0, Vec::len);
-    let path = dir.join("requests.parquet");
-    let bytes = fs::read(&path).map_err(|e| bad(format!("cannot read requests.parquet: {e}")))?;
-    let rows = yardstick_store::samples::read_rows(bytes)
-        .map_err(|e| bad(format!("requests.parquet: {e}")))?;
-    let recs = yardstick_run::serve::records_from_rows(&rows)
-        .map_err(|e| bad(format!("requests.parquet: {e}")))?;
-    let mut records = vec![Vec::new(); npoints];
-    for (row, rec) in rows.iter().zip(recs) {
-        let k = row["point"].as_u64().unwrap_or(u64::MAX) as usize;
-        records
-            .get_mut(k)
-            .ok_or_else(|| bad(format!("a record of point {k}, which summary.json lacks")))?
-            .push(rec);
-    }
-    let hpath = dir.join("histograms.json");
-    let hist = if hpath.exists() {
-        let h = read_json(&hpath)?;
-        let pts = h["points"].as_array().cloned().unwrap_or_default();
-        if pts.len() != npoints {
-            return Err(bad(
-                "histograms.json and summary.json differ in points".into()
-            ));
-        }
-        Some(
-            pts.iter()
-                .map(PointHistograms::from_json)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| bad(e.to_string()))?,
-        )
-    } else {
-        None
-    };
-    Ok(ShardDir {
-        doc,
-        shard,
-        records,
-        hist,
-    })
-}
-
-fn load_level_of(v: &serde_json::Value) -> Option<LoadLevel> {
-    let mode = match v["mode"].as_str()? {
-        "concurrency" => "concurrency",
-        "rate" => "rate",
-        _ => return None,
-    };
-    Some(LoadLevel {
-        mode,
-        value: v["value"].as_f64()?,
-        arrival: v["arrival"].as_str().map(str::to_owned),
-    })
-}
-
 /// `--merge DIR...`: the union of N shards' records, summarized as one machine would.
 fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
-    let shards: Vec<ShardDir> = args
-        .merge
-        .iter()
-        .map(|d| read_shard(d))
-        .collect::<anyhow::Result<_>>()?;
-    let first = &shards[0].doc;
-    for (s, dir) in shards.iter().zip(&args.merge).skip(1) {
-        for key in ["url", "model", "api", "stream", "seed", "slo"] {
-            if s.doc[key] != first[key] {
-                return Err(exit::invalid(
-                    format!(
-                        "{}: {key} is {}, but {} has {}",
-                        dir.display(),
-                        s.doc[key],
-                        args.merge[0].display(),
-                        first[key]
-                    ),
-                    Some("merge the shards of one run: same flags and seed"),
-                ));
-            }
-        }
-    }
-    let slo_v = &first["slo"];
-    let slo = Slo {
-        ttft_ms: slo_v["ttft_ms"].as_f64(),
-        tpot_ms: slo_v["tpot_ms"].as_f64(),
-        e2e_ms: slo_v["e2e_ms"].as_f64(),
-    };
-    let npoints = first["points"].as_array().map_or(0, Vec::len);
-    if let Some((_, dir)) = shards
-        .iter()
-        .zip(&args.merge)
-        .find(|(s, _)| s.records.len() != npoints)
-    {
-        return Err(exit::invalid(
-            format!("{}: a different number of points", dir.display()),
-            None,
-        ));
-    }
-    let mut results = Vec::new();
-    let mut hists = Vec::new();
-    for k in 0..npoints {
-        let mut parts = Vec::new();
-        for (s, dir) in shards.iter().zip(&args.merge) {
-            let p = &s.doc["points"][k];
-            let load = load_level_of(&p["load"]).ok_or_else(|| {
-                exit::invalid(format!("{}: point {k} has no load", dir.display()), None)
-            })?;
-            parts.push(ShardPart {
-                shard: s.shard,
-                scenario: p["scenario"].as_str().unwrap_or_default().to_string(),
-                load,
-                stop_reason: p["stop_reason"].as_str().unwrap_or_default().to_string(),
-                schedule_origin_ns: p["schedule_origin_ns"].as_u64(),
-                records: s.records[k].clone(),
-                histograms: s.hist.as_ref().map(|h| h[k].clone()),
-            });
-        }
-        let m = yardstick_load::merge::merge_point(parts, &slo)
-            .map_err(|e| exit::invalid(format!("point {k}: {e}"), None))?;
-        hists.push(m.histograms);
-        results.push(PointResult {
-            summary: m.summary,
-            records: m.records,
-        });
-    }
-    let summaries: Vec<&PointSummary> = results.iter().map(|r| &r.summary).collect();
-    let doc = serde_json::json!({
-        "url": first["url"],
-        "model": first["model"],
-        "api": first["api"],
-        "stream": first["stream"],
-        "seed": first["seed"],
-        "slo": first["slo"],
-        "merged_from": args.merge.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
-        "points": summaries,
-    });
+    let merged = shard_files::merge_dirs(&args.merge, &ParquetRecords).map_err(shard_error)?;
     if let Some(dir) = &args.output {
-        fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create output directory {}", dir.display()))?;
-        write_output(dir, &doc, &results, &hists)?;
+        shard_files::create_output_dir(dir).map_err(shard_error)?;
+        shard_files::write_dir(
+            dir,
+            &merged.doc,
+            &merged.results,
+            &merged.histograms,
+            &ParquetRecords,
+        )
+        .map_err(shard_error)?;
     }
     if g.json {
-        output::json(&doc)?;
+        output::json(&merged.doc)?;
     } else {
-        print_table(&results)?;
+        print_table(&merged.results)?;
     }
     Ok(Status::Ok)
 }
@@ -905,6 +691,5 @@ mod tests {
         assert!(crate::cmd::parse_duration("x", "10 parsecs").is_err());
         assert_eq!(parse_shard("1/4").unwrap(), (1, 4));
         assert!(parse_shard("4/4").is_err());
-        assert!(load_level_of(&serde_json::json!({"mode": "bogus", "value": 1})).is_none());
     }
 }
