@@ -715,7 +715,7 @@ fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict
 #[cfg(test)]
 mod tests {
     use super::*;
-    use yardstick_store::warehouse::{FactRow, RunRow};
+    use yardstick_store::warehouse::FactRow;
 
     /// A run with one point and the given replicate values of `ttft_ms p50` and
     /// `max_rss_bytes value` (no spec: realism defaults apply; profile `cpu-test`).
@@ -745,20 +745,7 @@ mod tests {
                 .map(|(k, v)| fact("max_rss_bytes", "value", k, *v)),
         );
         RunData {
-            run: RunRow {
-                run_id: id.into(),
-                name: "t".into(),
-                status: "complete".into(),
-                mode: Some("realism".into()),
-                spec_sha256: String::new(),
-                machine_profile: Some("cpu-test".into()),
-                env_sha256: None,
-                started_at: "2026-01-01T00:00:00.000Z".into(),
-                ended_at: None,
-                tool_version: "0".into(),
-                git_commit: None,
-                location: "/nonexistent".into(),
-            },
+            run: crate::testutil::run_row(id, "/nonexistent"),
             dir: "/nonexistent".into(),
             spec: None,
             spec_value: serde_json::Value::Null,

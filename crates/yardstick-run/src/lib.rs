@@ -29,7 +29,24 @@ use yardstick_spec::{BenchmarkRun, Signing};
 use yardstick_store::warehouse::{PointRow, ReplicateRow, RunRow};
 use yardstick_store::{Manifest, RunWriter, StoreError, ToolInfo};
 
-pub use plan::{Plan, Point, PointWork, Step, plan};
+pub use plan::{Plan, Point, PointWork, Step, plan, unplanned};
+
+/// Why `plan` of `spec` must not run, if it must not: a layer entry the planner does not
+/// execute ([`unplanned`]), or no point at all. A run that measured less than its spec asked for
+/// would be stored as complete.
+pub fn nothing_to_run(spec: &BenchmarkRun, plan: &Plan) -> Option<String> {
+    let missing = unplanned(spec);
+    if !missing.is_empty() {
+        return Some(format!(
+            "{} would measure nothing: this version of yardstick does not run component layers \
+             of kind dataloader or startup yet",
+            missing.join(", ")
+        ));
+    }
+    plan.points
+        .is_empty()
+        .then(|| "the spec plans no points: no layer produced anything to measure".to_string())
+}
 
 /// Why a run could not proceed.
 #[derive(Debug, thiserror::Error)]
@@ -174,6 +191,9 @@ pub fn execute(
 ) -> Result<RunOutcome, RunError> {
     let key = signing_key(spec)?;
     let mut plan = plan::plan(spec);
+    if let Some(why) = nothing_to_run(spec, &plan) {
+        return Err(RunError::Invalid(why));
+    }
     if let Some(only) = &opts.only_points {
         plan.restrict(only).map_err(RunError::Invalid)?;
     }

@@ -305,6 +305,30 @@ fn fmt_value(v: f64) -> String {
     }
 }
 
+/// The layer entries of `run` that the planner turns into no point: component kinds this
+/// version does not execute yet (`dataloader`, `startup`), as `layers.component[i] (kind: K)`.
+/// A run refuses a spec that has any, rather than store a run that silently measured less than
+/// it asked for.
+pub fn unplanned(run: &BenchmarkRun) -> Vec<String> {
+    let Some(layers) = run.spec.as_ref().and_then(|s| s.layers.as_ref()) else {
+        return Vec::new();
+    };
+    layers
+        .component
+        .iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let kind = match c.kind? {
+                ComponentKind::Serve | ComponentKind::Eval => return None,
+                ComponentKind::Dataloader => "dataloader",
+                ComponentKind::Startup => "startup",
+            };
+            Some(format!("layers.component[{i}] (kind: {kind})"))
+        })
+        .collect()
+}
+
 /// Expands a valid spec into its plan. (Validation has already run: missing required pieces
 /// here are programming errors and yield an empty plan section, not a panic.)
 pub fn plan(run: &BenchmarkRun) -> Plan {

@@ -280,33 +280,8 @@ pub fn paired_ratio_of_sums_ci<F>(
 where
     F: Fn(&[f64]) -> f64 + Sync,
 {
-    cfg.validate()?;
-    check_finite(a)?;
-    check_finite(b)?;
-    if a.len() != b.len() {
-        return Err(StatsError::InvalidParameter(format!(
-            "paired samples differ in length ({} vs {})",
-            a.len(),
-            b.len()
-        )));
-    }
-    if width == 0 || !a.len().is_multiple_of(width) {
-        return Err(StatsError::InvalidParameter(format!(
-            "{} values are not units of {width}",
-            a.len()
-        )));
-    }
-    let n = a.len() / width;
-    let total = |x: &[f64]| -> Vec<f64> {
-        let mut s = vec![0.0; width];
-        for u in x.chunks_exact(width) {
-            for (t, v) in s.iter_mut().zip(u) {
-                *t += v;
-            }
-        }
-        s
-    };
-    let (sa, sb) = (total(a), total(b));
+    let n = paired_units(a, b, width, cfg)?;
+    let (sa, sb) = (unit_sums(a, width), unit_sums(b, width));
     let (fa, fb) = (stat(&sa), stat(&sb));
     if fa == 0.0 || !fa.is_finite() {
         return Err(StatsError::Undefined(
@@ -320,15 +295,7 @@ where
         1,
         || (vec![0.0; width], vec![0.0; width]),
         |(xa, xb), rng| {
-            xa.iter_mut().for_each(|x| *x = 0.0);
-            xb.iter_mut().for_each(|x| *x = 0.0);
-            for _ in 0..n {
-                let i = rng.random_range(0..n);
-                for j in 0..width {
-                    xa[j] += a[i * width + j];
-                    xb[j] += b[i * width + j];
-                }
-            }
+            resample_unit_sums(rng, a, b, width, xa, xb);
             let (ra, rb) = (stat(xa), stat(xb));
             // A resample with a zero baseline: the candidate cannot be worse than it
             // (`f64::MAX` stands for +∞ and keeps percentile interpolation finite).
@@ -365,6 +332,65 @@ where
     )?;
     replicates.sort_by(f64::total_cmp);
     Ok(PairedRatio { ci, replicates })
+}
+
+/// Checks paired unit data (see [`paired_ratio_of_sums_ci`]) and returns the number of units.
+fn paired_units(
+    a: &[f64],
+    b: &[f64],
+    width: usize,
+    cfg: &BootstrapConfig,
+) -> Result<usize, StatsError> {
+    cfg.validate()?;
+    check_finite(a)?;
+    check_finite(b)?;
+    if a.len() != b.len() {
+        return Err(StatsError::InvalidParameter(format!(
+            "paired samples differ in length ({} vs {})",
+            a.len(),
+            b.len()
+        )));
+    }
+    if width == 0 || !a.len().is_multiple_of(width) {
+        return Err(StatsError::InvalidParameter(format!(
+            "{} values are not units of {width}",
+            a.len()
+        )));
+    }
+    Ok(a.len() / width)
+}
+
+/// The element-wise sum of `x`'s units of `width` values.
+fn unit_sums(x: &[f64], width: usize) -> Vec<f64> {
+    let mut s = vec![0.0; width];
+    for u in x.chunks_exact(width) {
+        for (t, v) in s.iter_mut().zip(u) {
+            *t += v;
+        }
+    }
+    s
+}
+
+/// One paired resample: draws n units with replacement (the same for both sides) into the
+/// sums `xa` and `xb`.
+fn resample_unit_sums(
+    rng: &mut ChaCha8Rng,
+    a: &[f64],
+    b: &[f64],
+    width: usize,
+    xa: &mut [f64],
+    xb: &mut [f64],
+) {
+    let n = a.len() / width;
+    xa.iter_mut().for_each(|x| *x = 0.0);
+    xb.iter_mut().for_each(|x| *x = 0.0);
+    for _ in 0..n {
+        let i = rng.random_range(0..n);
+        for j in 0..width {
+            xa[j] += a[i * width + j];
+            xb[j] += b[i * width + j];
+        }
+    }
 }
 
 /// A paired bootstrap of a difference (see [`paired_difference_of_sums`]).
@@ -410,48 +436,17 @@ pub fn paired_difference_of_sums<F>(
 where
     F: Fn(&[f64]) -> f64 + Sync,
 {
-    cfg.validate()?;
-    check_finite(a)?;
-    check_finite(b)?;
-    if a.len() != b.len() {
-        return Err(StatsError::InvalidParameter(format!(
-            "paired samples differ in length ({} vs {})",
-            a.len(),
-            b.len()
-        )));
+    if paired_units(a, b, width, cfg)? == 0 {
+        return Err(StatsError::InvalidParameter("no paired units".into()));
     }
-    if a.is_empty() || width == 0 || !a.len().is_multiple_of(width) {
-        return Err(StatsError::InvalidParameter(format!(
-            "{} values are not a non-empty set of units of {width}",
-            a.len()
-        )));
-    }
-    let n = a.len() / width;
-    let sum = |x: &[f64]| -> Vec<f64> {
-        let mut s = vec![0.0; width];
-        for u in x.chunks_exact(width) {
-            for (t, v) in s.iter_mut().zip(u) {
-                *t += v;
-            }
-        }
-        s
-    };
-    let estimate = stat(&sum(b)) - stat(&sum(a));
+    let estimate = stat(&unit_sums(b, width)) - stat(&unit_sums(a, width));
     let mut replicates = resample::replicates(
         cfg.resamples,
         cfg.seed,
         1,
         || (vec![0.0; width], vec![0.0; width]),
         |(xa, xb), rng| {
-            xa.iter_mut().for_each(|x| *x = 0.0);
-            xb.iter_mut().for_each(|x| *x = 0.0);
-            for _ in 0..n {
-                let i = rng.random_range(0..n);
-                for j in 0..width {
-                    xa[j] += a[i * width + j];
-                    xb[j] += b[i * width + j];
-                }
-            }
+            resample_unit_sums(rng, a, b, width, xa, xb);
             stat(xb) - stat(xa)
         },
     );

@@ -691,3 +691,65 @@ fn a_serve_target_takes_extra_ca_certificates_from_the_spec() {
     assert_eq!(v["status"], "complete");
     assert_eq!(v["summary"]["failures"], serde_json::json!([]));
 }
+
+/// Every component kind the schema accepts is either planned (`run --dry-run` lists a point for
+/// it) or refused by `run` with exit 2 naming the entry — never a run stored as complete that
+/// silently measured nothing (a spec with a `startup` layer once planned 0 points and exited 0).
+/// The kinds come from `yardstick schema`, so a kind added later is walked too.
+#[test]
+fn every_component_kind_is_planned_or_refused_by_name() {
+    let schema = common::json(&yardstick().arg("schema").output().unwrap());
+    let kinds: Vec<String> = schema["$defs"]["ComponentLayer"]["properties"]["kind"]["enum"]
+        .as_array()
+        .expect("the schema lists the component kinds")
+        .iter()
+        .map(|k| k.as_str().unwrap().to_string())
+        .collect();
+    assert!(kinds.len() >= 4, "{kinds:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    for kind in &kinds {
+        let entry = match kind.as_str() {
+            "serve" => "kind: serve\n        target: {url: sim, api: chat, model: sim-llama}\n        scenarios: [\"D(20,10)\"]\n        load: {mode: concurrency, values: [1]}\n        stop: {maxRequests: 4}".to_string(),
+            "eval" => "kind: eval\n        target: {url: sim, api: chat, model: sim-llama}\n        tasks: [arith]".to_string(),
+            other => format!("kind: {other}\n        command: [\"true\"]"),
+        };
+        let spec_text = serve_spec("", 4).replace(
+            "kind: serve\n        target: {url: sim, api: chat, model: sim-llama}\n        scenarios: [\"D(20,10)\"]\n        load: {mode: concurrency, values: [1, 4]}\n        stop: {maxRequests: 4, maxDuration: 30s}",
+            &entry,
+        );
+        assert!(spec_text.contains(&format!("kind: {kind}")), "{spec_text}");
+        let spec = dir.path().join(format!("{kind}.yaml"));
+        std::fs::write(&spec, &spec_text).unwrap();
+        let v = yardstick().arg("validate").arg(&spec).output().unwrap();
+        assert!(v.status.success(), "{kind}: {}", stderr(&v));
+        let (o, plan) = run_json(&spec, &store, &["--dry-run"]);
+        match kind.as_str() {
+            "serve" | "eval" => {
+                assert!(o.status.success(), "{kind}: {}", stderr(&o));
+                let points = plan["points"].as_array().unwrap();
+                assert!(!points.is_empty(), "{kind}: {plan}");
+                assert!(
+                    points
+                        .iter()
+                        .all(|p| p["id"].as_str().unwrap().contains(kind)),
+                    "{kind}: {plan}"
+                );
+            }
+            _ => {
+                // Refused before anything runs, with or without --dry-run, naming the entry.
+                for extra in [&["--dry-run"][..], &[][..]] {
+                    let (o, _) = run_json(&spec, &store, extra);
+                    assert_eq!(o.status.code(), Some(2), "{kind} {extra:?}: {}", stderr(&o));
+                    let e = stderr(&o);
+                    assert!(
+                        e.contains(&format!("layers.component[0] (kind: {kind})"))
+                            && e.contains("would measure nothing"),
+                        "{kind}: {e}"
+                    );
+                }
+                assert!(!store.join("runs").exists(), "{kind}: nothing is stored");
+            }
+        }
+    }
+}
