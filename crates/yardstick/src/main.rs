@@ -1,20 +1,5 @@
-//! `yardstick`: the command-line entry point. Argument parsing and wiring only; every capability
-//! lives in a library crate under `crates/`.
+//! `yardstick`: the command-line entry point; everything is in the library (`src/lib.rs`).
 
-mod cli;
-mod cmd;
-mod exit;
-mod output;
-
-use std::process::ExitCode;
-
-use clap::Parser;
-
-fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
-    cli.global.apply();
-    match cmd::dispatch(cli) {
-        Ok(code) => code.into(),
-        Err(err) => exit::report(&err),
-    }
+fn main() -> std::process::ExitCode {
+    yardstick::main()
 }

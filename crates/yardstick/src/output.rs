@@ -53,3 +53,14 @@ pub fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     out.flush()?;
     Ok(())
 }
+
+/// `println!` that returns the write's error instead of panicking: a reader that went away
+/// (`yardstick runs list | head`) ends the command through `exit::report`, which treats a broken
+/// pipe as success. Use it with `?` in a function returning `anyhow::Result`.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+pub(crate) use outln;

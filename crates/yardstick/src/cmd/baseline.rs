@@ -179,7 +179,7 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 output::json(&serde_json::json!({ "imported": done }))?;
             } else {
                 for i in &done {
-                    println!(
+                    crate::output::outln!(
                         "baseline of {} on {} is now run {}{}",
                         i.benchmark,
                         i.machine_profile,
@@ -189,7 +189,7 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                         } else {
                             " (the run was already here)"
                         }
-                    );
+                    )?;
                 }
             }
             Ok(Status::Ok)
@@ -201,10 +201,12 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             if g.json {
                 output::json(&row)?;
             } else {
-                println!(
+                crate::output::outln!(
                     "baseline of {} on {} is now run {}",
-                    row.benchmark, row.machine_profile, row.run_id
-                );
+                    row.benchmark,
+                    row.machine_profile,
+                    row.run_id
+                )?;
             }
             Ok(Status::Ok)
         }
@@ -218,7 +220,7 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 output::info("no baselines stored; nothing written");
             } else {
                 for f in &files {
-                    println!("wrote {f}");
+                    crate::output::outln!("wrote {f}")?;
                 }
             }
             Ok(Status::Ok)

@@ -49,10 +49,10 @@ fn short(v: &serde_json::Value) -> String {
 
 fn print_diffs(title: &str, diffs: &[FieldDiff]) -> anyhow::Result<()> {
     if diffs.is_empty() {
-        println!("{title}: identical");
+        crate::output::outln!("{title}: identical")?;
         return Ok(());
     }
-    println!("{title}: {} field(s) differ", diffs.len());
+    crate::output::outln!("{title}: {} field(s) differ", diffs.len())?;
     let rows: Vec<Vec<String>> = diffs
         .iter()
         .map(|d| vec![d.path.clone(), short(&d.baseline), short(&d.candidate)])
@@ -62,22 +62,22 @@ fn print_diffs(title: &str, diffs: &[FieldDiff]) -> anyhow::Result<()> {
 
 /// Prints a comparison for people (also used by `gate`).
 pub fn print_comparison(c: &Comparison) -> anyhow::Result<()> {
-    println!(
+    crate::output::outln!(
         "A (baseline)  {}  {}",
         c.baseline_run,
         c.baseline_profile.as_deref().unwrap_or("-")
-    );
-    println!(
+    )?;
+    crate::output::outln!(
         "B (candidate) {}  {}",
         c.candidate_run,
         c.candidate_profile.as_deref().unwrap_or("-")
-    );
+    )?;
     print_diffs("spec", &c.spec_diffs)?;
     print_diffs("env", &c.env_diffs)?;
     for w in &c.warnings {
         output::warn(w);
     }
-    println!();
+    crate::output::outln!()?;
     let rows: Vec<Vec<String>> = c
         .metrics
         .iter()

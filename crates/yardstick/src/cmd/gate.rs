@@ -140,10 +140,10 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     } else {
         print_report(&report)?;
         if let Some(id) = &confirm_run {
-            println!("confirmation run: {id}");
+            crate::output::outln!("confirmation run: {id}")?;
         }
-        println!();
-        println!("gate: {}", report.verdict);
+        crate::output::outln!()?;
+        crate::output::outln!("gate: {}", report.verdict)?;
     }
     if let Some(why) = &report.exploratory_reason {
         output::warn(&format!(
@@ -202,7 +202,7 @@ fn confirm_failures(
 
 fn print_report(report: &GateReport) -> anyhow::Result<()> {
     crate::cmd::compare::print_comparison(&report.comparison)?;
-    println!();
+    crate::output::outln!()?;
     let rows: Vec<Vec<String>> = report
         .metrics
         .iter()
@@ -229,11 +229,14 @@ fn print_report(report: &GateReport) -> anyhow::Result<()> {
 }
 
 fn print_floors(out: &CalibrateOut<'_>, profile: &str, benchmark: &str) -> anyhow::Result<()> {
-    println!(
+    crate::output::outln!(
         "recorded A/A comparison {} vs {} ({} metric(s)); as a gate it would be {}",
-        out.baseline_run, out.candidate_run, out.recorded, out.a_a_verdict
-    );
-    println!();
+        out.baseline_run,
+        out.candidate_run,
+        out.recorded,
+        out.a_a_verdict
+    )?;
+    crate::output::outln!()?;
     let rows: Vec<Vec<String>> = out
         .floors
         .iter()
@@ -254,11 +257,11 @@ fn print_floors(out: &CalibrateOut<'_>, profile: &str, benchmark: &str) -> anyho
         &["POINT", "METRIC", "A/A RUNS", "MAX |Δ| %", "NOISE FLOOR %"],
         &rows,
     )?;
-    println!();
-    println!(
+    crate::output::outln!()?;
+    crate::output::outln!(
         "noise floors of {benchmark} on {profile}: the 95th percentile of |ln ratio| over A/A \
          runs, used by `gate` once a metric has {} of them",
         out.min_comparisons
-    );
+    )?;
     Ok(())
 }

@@ -28,11 +28,11 @@ pub fn run(args: KeygenArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             &serde_json::json!({"secret_key": path, "public_key": public, "keyid": keyid}),
         )?;
     } else {
-        println!(
+        crate::output::outln!(
             "secret key: {} (mode 0600)\npublic key: {}\nkey id:     {keyid}",
             path.display(),
             public.display()
-        );
+        )?;
     }
     Ok(Status::Ok)
 }

@@ -79,7 +79,7 @@ pub fn run(args: TrustArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             if g.json {
                 output::json(&serde_json::json!({"keyid": k.keyid, "file": k.source}))?;
             } else {
-                println!("trusting key {} ({})", k.keyid, k.source);
+                crate::output::outln!("trusting key {} ({})", k.keyid, k.source)?;
             }
         }
         TrustCommand::Remove { keyid } => {
@@ -92,20 +92,20 @@ pub fn run(args: TrustArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             if g.json {
                 output::json(&serde_json::json!({"removed": keyid}))?;
             } else {
-                println!("no longer trusting key {keyid}");
+                crate::output::outln!("no longer trusting key {keyid}")?;
             }
         }
         TrustCommand::Require { state } => {
             trust::set_required(store, state == "on").map_err(store_error)?;
             if !g.json {
-                println!(
+                crate::output::outln!(
                     "{}",
                     if state == "on" {
                         "the store now refuses runs no trusted key signed"
                     } else {
                         "the store accepts unsigned runs again"
                     }
-                );
+                )?;
             }
             if g.json {
                 output::json(&serde_json::json!({"require_signature": state == "on"}))?;
@@ -125,15 +125,15 @@ pub fn run(args: TrustArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                     "keys": keys,
                 }))?;
             } else {
-                println!(
+                crate::output::outln!(
                     "require signature: {}",
                     if t.require_signature { "on" } else { "off" }
-                );
+                )?;
                 for k in t.keys.keys() {
-                    println!("  {}  {}", k.keyid, k.source);
+                    crate::output::outln!("  {}  {}", k.keyid, k.source)?;
                 }
                 if t.keys.is_empty() {
-                    println!("  (no trusted keys)");
+                    crate::output::outln!("  (no trusted keys)")?;
                 }
             }
         }

@@ -105,7 +105,7 @@ pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                     "run": args.run, "ok": false, "error": e.to_string()
                 }))?;
             } else {
-                println!("run {}: {e}\nFAILED", args.run);
+                crate::output::outln!("run {}: {e}\nFAILED", args.run)?;
             }
             return Ok(Status::Failure);
         }

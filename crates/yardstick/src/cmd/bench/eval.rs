@@ -227,7 +227,7 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         output::json(&report.to_json())?;
     } else {
         let pct = (args.confidence * 100.0).round();
-        println!(
+        crate::output::outln!(
             "{:<16} {:>5} {:>9} {:>19} {:>12} {:>7} {:>12}",
             "task",
             "n",
@@ -236,9 +236,9 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             "determinism",
             "errors",
             "p50 latency"
-        );
+        )?;
         for t in &report.tasks {
-            println!(
+            crate::output::outln!(
                 "{:<16} {:>5} {:>8.1}% {:>19} {:>12} {:>7} {:>12}",
                 t.name,
                 t.n,
@@ -251,27 +251,29 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 t.latency_ms
                     .map(|l| format!("{:.1} ms", l.p50))
                     .unwrap_or_else(|| "-".into()),
-            );
+            )?;
         }
         if let Some(p) = &report.perplexity {
             match p.value {
-                Some(v) => println!(
+                Some(v) => crate::output::outln!(
                     "perplexity {v:.3} over {} tokens of {} ({} paragraphs)",
-                    p.tokens, p.source, p.paragraphs
+                    p.tokens,
+                    p.source,
+                    p.paragraphs
                 ),
-                None => println!(
+                None => crate::output::outln!(
                     "perplexity: unsupported by this server ({})",
                     p.unsupported.as_deref().unwrap_or("")
                 ),
-            }
+            }?;
         }
-        println!(
+        crate::output::outln!(
             "{} requests in {:.2} s ({:.1} requests/s, concurrency {})",
             report.tasks.iter().map(|t| t.items.len()).sum::<usize>(),
             report.elapsed_s,
             report.requests_per_s,
             report.concurrency
-        );
+        )?;
     }
     let total: usize = report.tasks.iter().map(|t| t.items.len()).sum();
     let errors: usize = report.tasks.iter().map(|t| t.errors).sum();
@@ -339,13 +341,21 @@ fn compare(files: &[PathBuf], args: &EvalArgs, g: &GlobalOpts) -> anyhow::Result
     if g.json {
         output::json(&c)?;
     } else {
-        println!(
+        crate::output::outln!(
             "{:<16} {:>5} {:>8} {:>8} {:>7} {:>7} {:>9} {:>9}  {:<9} gate",
-            "task", "n", "acc A", "acc B", "A only", "B only", "p", "p (Holm)", "McNemar"
-        );
+            "task",
+            "n",
+            "acc A",
+            "acc B",
+            "A only",
+            "B only",
+            "p",
+            "p (Holm)",
+            "McNemar"
+        )?;
         for t in &c.tasks {
             let s = &t.significance;
-            println!(
+            crate::output::outln!(
                 "{:<16} {:>5} {:>7.1}% {:>7.1}% {:>7} {:>7} {:>9.4} {:>9.4}  {:<9} {}",
                 s.name,
                 s.n,
@@ -357,11 +367,11 @@ fn compare(files: &[PathBuf], args: &EvalArgs, g: &GlobalOpts) -> anyhow::Result
                 s.p_holm,
                 s.verdict,
                 t.gate_verdict
-            );
+            )?;
         }
         for t in &c.tasks {
             if let Some(q) = &t.significance.quality {
-                println!(
+                crate::output::outln!(
                     "{:<16} {} A {:.4} B {:.4} delta {:+.4} [{:+.4}, {:+.4}] p {:.4} (paired bootstrap, {} resamples)  {}",
                     t.significance.name,
                     q.metric,
@@ -373,26 +383,26 @@ fn compare(files: &[PathBuf], args: &EvalArgs, g: &GlobalOpts) -> anyhow::Result
                     q.p_value,
                     q.resamples,
                     q.verdict
-                );
+                )?;
             }
         }
-        println!(
+        crate::output::outln!(
             "gate (as `yardstick gate`: paired item bootstrap of B/A at {}% confidence, \
              tolerance {} points, Holm across {} metrics): {}",
             (c.level * 100.0).round(),
             args.tolerance_points,
             c.tasks.iter().map(|t| t.gate.len()).sum::<usize>(),
             c.gate_verdict
-        );
+        )?;
         for t in &c.tasks {
             for m in &t.gate {
-                println!(
+                crate::output::outln!(
                     "  {:<16} {:<13} {:<12} {}",
                     m.point,
                     m.metric,
                     m.verdict.to_string(),
                     m.reason
-                );
+                )?;
             }
         }
     }
