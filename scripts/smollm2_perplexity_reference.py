@@ -1,6 +1,6 @@
 """Perplexity of a GGUF model on bench eval's builtin shard, computed directly through the
 llama_cpp Python API with correctly aligned log-softmax rows: the reference for
-crates/yardstick/tests/eval_real_model.rs and docs/eval.md.
+crates/yardstick/tests/it/eval_real_model.rs and docs/eval.md.
 
     python scripts/smollm2_perplexity_reference.py MODEL.gguf crates/yardstick-eval/src/shard/measure.txt [--bos]
 

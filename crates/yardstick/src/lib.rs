@@ -66,13 +66,10 @@ mod tests {
         );
         std::fs::write(&bad, text).unwrap();
         let got = run_args(&["yardstick", "-q", "validate", bad.to_str().unwrap()]);
-        let status = got.map_or_else(
-            |e| {
-                assert!(e.chain().any(|c| c.is::<exit::InvalidInput>()), "{e:#}");
-                Status::Invalid
-            },
-            |s| s,
-        );
+        let status = got.unwrap_or_else(|e| {
+            assert!(e.chain().any(|c| c.is::<exit::InvalidInput>()), "{e:#}");
+            Status::Invalid
+        });
         assert_eq!(status, Status::Invalid);
         let missing = dir.join("missing.yaml");
         let e = run_args(&["yardstick", "validate", missing.to_str().unwrap()]);

@@ -1,0 +1,346 @@
+//! Sharded `yardstick bench serve` against the real `yardstick sim`: N shards of one seeded plan
+//! merge (`--merge`) into exactly the unsharded plan, with exact percentiles of the union and
+//! added HDR histograms; `--concurrency C` over N shards runs C streams in total.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use yardstick_stats::histogram::LatencyHistogram;
+use yardstick_stats::percentile::percentile_sorted;
+
+use crate::common::Sim;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
+    c.env("NO_COLOR", "1");
+    c
+}
+
+fn serve(url: &str, args: &[&str]) -> Command {
+    let mut c = bin();
+    c.args(["--json", "bench", "serve", "--url", url, "--model", "sim"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn json_of(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn rows(dir: &Path) -> Vec<Value> {
+    let bytes = std::fs::read(dir.join("requests.parquet")).unwrap();
+    yardstick_store::samples::read_rows(bytes).unwrap()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .or_else(|| v.as_i64().map(|x| x as u64))
+        .unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+/// Runs the N shards of one plan at once, starting together.
+fn run_shards(url: &str, n: u64, dir: &Path, args: &[&str]) -> Vec<(PathBuf, Value)> {
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        + 2.0;
+    let start = format!("{start:.3}");
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            let out = dir.join(format!("shard{i}"));
+            let shard = format!("{i}/{n}");
+            let mut a: Vec<&str> = args.to_vec();
+            a.extend([
+                "--shard",
+                &shard,
+                "--start-at",
+                &start,
+                "--output",
+                out.to_str().unwrap(),
+            ]);
+            (out.clone(), serve(url, &a).spawn().unwrap())
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|(out, c)| (out, json_of(&c.wait_with_output().unwrap())))
+        .collect()
+}
+
+fn merge(dirs: &[&Path], out: Option<&Path>) -> Output {
+    let mut c = bin();
+    c.args(["--json", "bench", "serve", "--merge"]);
+    c.args(dirs);
+    if let Some(o) = out {
+        c.arg("--output").arg(o);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn rate_shards_merge_into_the_unsharded_plan_with_exact_percentiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(&["--ttft-ms", "3", "--itl-ms", "1"]);
+    let args = [
+        "--scenario",
+        "N(12,4)/(5,2)",
+        "--rate",
+        "150",
+        "--arrival",
+        "poisson",
+        "--seed",
+        "11",
+        "--max-requests",
+        "60",
+        "--warmup-requests",
+        "3",
+        "--slo-ttft-ms",
+        "1000",
+    ];
+    let all_dir = dir.path().join("all");
+    let mut a: Vec<&str> = args.to_vec();
+    a.extend(["--output", all_dir.to_str().unwrap()]);
+    let all = json_of(&serve(&sim.url, &a).output().unwrap());
+    let shards = run_shards(&sim.url, 3, dir.path(), &args);
+    for (i, (_, doc)) in shards.iter().enumerate() {
+        assert_eq!(doc["shard"]["index"], i);
+        assert_eq!(doc["points"][0]["shard"]["count"], 3);
+    }
+    // Shards that started together share the schedule's origin (to the clocks' anchoring).
+    let origins: Vec<u64> = shards
+        .iter()
+        .map(|(_, d)| u(&d["points"][0]["schedule_origin_ns"]))
+        .collect();
+    let spread = origins.iter().max().unwrap() - origins.iter().min().unwrap();
+    assert!(spread < 5_000_000, "origins {origins:?}");
+
+    // The union of the shards is the unsharded plan: same indices, lengths, and schedule
+    // (each request's offset from its origin, to the nanosecond).
+    let plan = |rows: &[Value], origin: u64| -> Vec<(u64, u64, Value, u64, bool)> {
+        rows.iter()
+            .map(|r| {
+                (
+                    u(&r["index"]),
+                    u(&r["planned_input_tokens"]),
+                    r["planned_output_tokens"].clone(),
+                    u(&r["scheduled_ns"]) - origin,
+                    r["warmup"] == true,
+                )
+            })
+            .collect()
+    };
+    let whole = plan(&rows(&all_dir), u(&all["points"][0]["schedule_origin_ns"]));
+    let mut union = Vec::new();
+    for ((d, _), origin) in shards.iter().zip(&origins) {
+        union.extend(plan(&rows(d), *origin));
+    }
+    union.sort_by_key(|p| p.0);
+    assert_eq!(union.len(), 63);
+    assert_eq!(union, whole);
+
+    let merged_dir = dir.path().join("merged");
+    let dirs: Vec<&Path> = shards.iter().map(|(d, _)| d.as_path()).collect();
+    let m = json_of(&merge(&dirs, Some(&merged_dir)));
+    let p = &m["points"][0];
+    assert_eq!(p["requests"]["completed"], 60, "{p}");
+    assert_eq!(p["requests"]["warmup"], 3);
+    assert_eq!(p["load"], all["points"][0]["load"]);
+    assert_eq!(m["merged_from"].as_array().unwrap().len(), 3);
+    assert!(p.get("shard").is_none());
+    // The merged output holds the union of the records, in plan order.
+    let merged_rows = rows(&merged_dir);
+    assert_eq!(
+        merged_rows
+            .iter()
+            .map(|r| u(&r["index"]))
+            .collect::<Vec<_>>(),
+        (0..63).collect::<Vec<_>>()
+    );
+
+    // Merged percentiles are the percentiles of the union of the shards' raw samples.
+    let shard_rows: Vec<Value> = dirs.iter().flat_map(|d| rows(d)).collect();
+    let measured: Vec<&Value> = shard_rows
+        .iter()
+        .filter(|r| r["warmup"] == false && r["error"].is_null())
+        .collect();
+    let check = |key: &str, mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        let d = &p[key];
+        assert_eq!(u(&d["count"]) as usize, xs.len(), "{key}");
+        for (name, q) in [("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)] {
+            assert_eq!(
+                d[name].as_f64().unwrap(),
+                percentile_sorted(&xs, q),
+                "{key} {name}"
+            );
+        }
+        assert_eq!(d["max"].as_f64().unwrap(), *xs.last().unwrap());
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        assert!(
+            (d["mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+            "{key} mean"
+        );
+    };
+    check(
+        "ttft_ms",
+        measured
+            .iter()
+            .map(|r| r["ttft_ms"].as_f64().unwrap())
+            .collect(),
+    );
+    check(
+        "e2e_ms",
+        measured
+            .iter()
+            .map(|r| r["e2e_ms"].as_f64().unwrap())
+            .collect(),
+    );
+    check(
+        "itl_ms",
+        measured
+            .iter()
+            .flat_map(|r| r["itl_ms"].as_array().unwrap().clone())
+            .map(|x| x.as_f64().unwrap())
+            .collect(),
+    );
+
+    // HDR histograms: the merged one is the shards' added, and equals the histogram of the
+    // union of the raw TTFTs (nanoseconds).
+    let hist = |d: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("histograms.json")).unwrap()).unwrap()
+    };
+    let mh = hist(&merged_dir);
+    let mut union_h = LatencyHistogram::new(3).unwrap();
+    for r in &measured {
+        union_h
+            .record(u(&r["first_content_ns"]) - u(&r["scheduled_ns"]))
+            .unwrap();
+    }
+    let buckets: Vec<(u64, u64)> =
+        serde_json::from_value(mh["points"][0]["ttft"]["buckets"].clone()).unwrap();
+    assert_eq!(buckets, union_h.buckets());
+    let mut added = LatencyHistogram::new(3).unwrap();
+    for d in &dirs {
+        let b: Vec<(u64, u64)> =
+            serde_json::from_value(hist(d)["points"][0]["ttft"]["buckets"].clone()).unwrap();
+        added
+            .merge(&LatencyHistogram::from_buckets(3, &b).unwrap())
+            .unwrap();
+    }
+    assert_eq!(added.buckets(), union_h.buckets());
+    assert_eq!(
+        mh["points"][0]["ttft"]["p99_ms"].as_f64().unwrap(),
+        union_h.quantile(0.99) as f64 / 1e6
+    );
+
+    // Merging is idempotent on its own output's shape: a re-merge of the merged directory
+    // (one "shard" of one) gives the same point.
+    let again = json_of(&merge(&[&merged_dir], None));
+    assert_eq!(again["points"][0]["ttft_ms"], p["ttft_ms"]);
+
+    // What is not the N shards of one run is refused with exit 2.
+    let o = merge(&dirs[..2], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("shards missing: 2/3"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = merge(&[dirs[0], dirs[0], dirs[2]], None);
+    assert_eq!(o.status.code(), Some(2));
+    let o = merge(&[dirs[0], &all_dir], None);
+    assert_eq!(o.status.code(), Some(2));
+    let o = merge(&[&dir.path().join("nowhere")], None);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// Server-side concurrency from the sim's log: the most requests between received and last
+/// token at once.
+fn max_overlap(log: &Path) -> usize {
+    let text = std::fs::read_to_string(log).unwrap();
+    let mut ev: Vec<(u64, i32)> = Vec::new();
+    for l in text.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let a = u(&v["received_ns"]);
+        let b = v["last_token_ns"].as_u64().unwrap_or(a);
+        ev.push((a, 1));
+        ev.push((b, -1));
+    }
+    ev.sort();
+    let (mut cur, mut best) = (0i32, 0i32);
+    for (_, d) in ev {
+        cur += d;
+        best = best.max(cur);
+    }
+    best as usize
+}
+
+#[test]
+fn concurrency_is_split_over_the_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sim.jsonl");
+    let sim = Sim::start(&[
+        "--ttft-ms",
+        "15",
+        "--itl-ms",
+        "2",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let args = [
+        "--scenario",
+        "D(4,6)",
+        "--concurrency",
+        "7",
+        "--max-requests",
+        "42",
+        "--seed",
+        "3",
+    ];
+    let shards = run_shards(&sim.url, 3, dir.path(), &args);
+    let streams: Vec<u64> = shards
+        .iter()
+        .map(|(_, d)| u(&d["points"][0]["shard"]["streams"]))
+        .collect();
+    assert_eq!(streams, vec![3, 2, 2]);
+    for (_, d) in &shards {
+        // The point is reported at its whole level.
+        assert_eq!(d["points"][0]["load"]["value"].as_f64(), Some(7.0));
+    }
+    // The sim logs every request it answered: wait until all 42 measured requests are there
+    // (a bounded poll), so the bound below is checked on the real log, not an empty one.
+    let lines = |p: &Path| std::fs::read_to_string(p).map_or(0, |t| t.lines().count());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while lines(&log) < 42 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Exactly the 42: no warm-up requests here, and none lost or repeated.
+    assert_eq!(lines(&log), 42, "requests in the sim's log");
+    // Never more than the whole point's 7 streams at the server, and more than one shard's
+    // worth (the largest shard has 3 streams) at some moment: the shards ran at once.
+    let overlap = max_overlap(&log);
+    assert!(
+        (4..=7).contains(&overlap),
+        "server-side concurrency {overlap}"
+    );
+    let dirs: Vec<&Path> = shards.iter().map(|(d, _)| d.as_path()).collect();
+    let m = json_of(&merge(&dirs, None));
+    assert_eq!(m["points"][0]["requests"]["completed"], 42);
+
+    // Fewer streams than shards cannot be split.
+    let o = serve(&sim.url, &["--concurrency", "2", "--shard", "0/3"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot be split over 3 shards"));
+}

@@ -1,0 +1,150 @@
+//! Helpers shared by the CLI integration tests.
+// The test modules of tests/it each use part of it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+/// The built binary, with colour off and no store or metrics endpoint inherited from the
+/// caller's environment.
+pub fn yardstick() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_yardstick"));
+    c.env("NO_COLOR", "1")
+        .env_remove("YARDSTICK_STORE")
+        .env_remove("YARDSTICK_METRICS");
+    c
+}
+
+/// A BenchmarkRun named `name` of one `kind: command` e2e layer running `command` (a YAML flow
+/// list, e.g. `[sh, -c, "..."]`) with `extra` keys of the layer (e.g. `worldSizes: [1, 2]`):
+/// 3 replicates, 1 warm-up step, a 1-minute timeout.
+pub fn command_spec(name: &str, command: &str, extra: &[&str]) -> String {
+    let mut layer = format!("      - kind: command\n        command: {command}\n");
+    for e in extra {
+        layer.push_str(&format!("        {e}\n"));
+    }
+    format!(
+        "apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata: {{name: {name}}}
+spec:
+  mode: exploratory
+  workload:
+    model: fake
+    precision: fp32
+    sequenceLengths: 16
+    batching: static
+    concurrency: 1
+    dataset: {{kind: synthetic, seed: 1}}
+    correctness: {{policy: none}}
+  trials: {{replicates: 3, warmup: {{steps: 1}}, confidenceLevel: 0.95, outlierPolicy: report-tukey}}
+  layers:
+    e2e:
+{layer}        timeout: 1m
+"
+    )
+}
+
+/// `yardstick run --json -q SPEC --store STORE EXTRA...`; every metric it stored is in the
+/// metric catalogue ([`assert_metrics_catalogued`]).
+pub fn run_spec(spec: &std::path::Path, store: &std::path::Path, extra: &[&str]) -> Output {
+    let out = yardstick()
+        .args(["run", "--json", "-q"])
+        .arg(spec)
+        .arg("--store")
+        .arg(store)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_metrics_catalogued(store);
+    out
+}
+
+/// Every metric with facts in `store`'s warehouse is in the metric catalogue
+/// (`yardstick_spec::metrics`): a runner that stores a metric nobody catalogued fails here.
+pub fn assert_metrics_catalogued(store: &std::path::Path) {
+    let db = store.join("yardstick.db");
+    if !db.exists() {
+        return;
+    }
+    let c = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let mut q = c.prepare("SELECT DISTINCT metric FROM facts").unwrap();
+    let unknown: Vec<String> = q
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .filter(|m| yardstick_spec::metrics::lookup(m).is_none())
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "metrics stored but missing from the catalogue (crates/yardstick-spec/src/metrics.rs): \
+         {unknown:?}"
+    );
+}
+
+/// Standard output as JSON; panics with both streams when it is not.
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// A running `yardstick sim` on an ephemeral loopback port, killed on drop.
+pub struct Sim {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+}
+
+impl Sim {
+    /// Starts `yardstick sim --port 0 ARGS...` and waits for its `listening on URL` line.
+    pub fn start(args: &[&str]) -> Sim {
+        Sim::start_on_port(0, args)
+    }
+
+    /// Starts `yardstick sim --port PORT ARGS...` (0: an ephemeral port), e.g. to replace a
+    /// simulator by another at the same URL.
+    pub fn start_on_port(port: u16, args: &[&str]) -> Sim {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_yardstick"))
+            .env("NO_COLOR", "1")
+            .args(["sim", "--port", &port.to_string()])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn yardstick sim");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        let addr = url.strip_prefix("http://").unwrap_or(&url).to_string();
+        Sim { child, url, addr }
+    }
+}
+
+impl Sim {
+    /// Kills the simulator now (a server dying mid-run).
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,37 @@
+//! The binary crate's integration tests, as one test binary: each module below was a
+//! `tests/*.rs` file (and a test binary) of its own, and every test binary links the whole
+//! workspace. Run one module with `cargo test -p yardstick --test it run_cli::`.
+
+mod common;
+#[path = "../../../../testsupport/external.rs"]
+mod external;
+
+mod bench_eval;
+mod bench_exec;
+mod bench_exec_control_plane;
+mod bench_exec_live;
+mod bench_micro;
+mod bench_mlperf;
+mod bench_serve;
+mod bench_shard;
+mod bench_train;
+mod cli_spec;
+mod dsse_interop;
+mod env_cli;
+mod eval_perplexity;
+mod eval_real_model;
+mod gate_cli;
+mod import_cli;
+mod metrics_cli;
+mod report_cli;
+mod run_bottleneck;
+mod run_cli;
+mod run_eval;
+mod run_failures;
+mod run_scaling;
+mod secrets_canary;
+mod sim_cli;
+mod sim_flags;
+mod stats_cli;
+mod store_cli;
+mod trust_cli;
