@@ -72,31 +72,10 @@ pub struct Table {
 /// The (metric, statistic) pairs a summary shows for a point: headline metrics when it has
 /// any, else every `value`/`p50`, else everything.
 pub fn headline_metrics(p: &PointReport) -> Vec<&MetricStat> {
-    const HEADLINE: &[(&str, &str)] = &[
-        ("request_throughput", "value"),
-        ("output_token_throughput", "value"),
-        ("goodput", "value"),
-        ("ttft_ms", "p50"),
-        ("ttft_ms", "p99"),
-        ("tpot_ms", "p50"),
-        ("itl_ms", "p50"),
-        ("e2e_ms", "p50"),
-        ("e2e_ms", "p99"),
-        ("step_time_s", "p50"),
-        ("tokens_per_s", "aggregate"),
-        ("samples_per_s", "aggregate"),
-        ("mfu", "aggregate"),
-        ("loss", "last"),
-        ("wall_s", "value"),
-        ("max_rss_bytes", "value"),
-        ("peak_mem_bytes", "value"),
-        // eval layers
-        ("accuracy", "value"),
-        ("determinism", "value"),
-        ("perplexity", "value"),
-    ];
-    let picked: Vec<&MetricStat> = HEADLINE
+    // The catalogue's headline statistics, in catalogue order (`yardstick metrics`).
+    let picked: Vec<&MetricStat> = yardstick_spec::metrics::CATALOGUE
         .iter()
+        .flat_map(|d| d.headline.iter().map(move |s| (d.id, *s)))
         .filter_map(|(m, s)| p.metric(m, s))
         .collect();
     if !picked.is_empty() {

@@ -97,6 +97,9 @@ pub struct MetricDef {
     pub gated: Option<&'static str>,
     /// What it means, in one sentence.
     pub definition: &'static str,
+    /// The statistics a report's summary leads with, in order (empty: not a headline metric).
+    /// Reports list headline metrics in catalogue order.
+    pub headline: &'static [&'static str],
 }
 
 impl MetricDef {
@@ -141,6 +144,9 @@ const VALUE: &[&str] = &["value"];
 
 macro_rules! m {
     ($id:literal, $unit:literal, $dir:ident, $class:ident, $stats:expr, $gated:expr, $def:literal) => {
+        m!($id, $unit, $dir, $class, $stats, $gated, $def, &[])
+    };
+    ($id:literal, $unit:literal, $dir:ident, $class:ident, $stats:expr, $gated:expr, $def:literal, $headline:expr) => {
         MetricDef {
             id: $id,
             unit: $unit,
@@ -149,6 +155,7 @@ macro_rules! m {
             statistics: $stats,
             gated: $gated,
             definition: $def,
+            headline: $headline,
         }
     };
 }
@@ -159,58 +166,14 @@ macro_rules! m {
 pub const CATALOGUE: &[MetricDef] = &[
     // Serving (bench serve, component.serve).
     m!(
-        "ttft_ms",
-        "ms",
-        LowerIsBetter,
-        Latency,
-        DIST,
-        Some("p50"),
-        "Time to first token: scheduled send to the first streamed event carrying content or reasoning."
-    ),
-    m!(
-        "tpot_ms",
-        "ms",
-        LowerIsBetter,
-        Latency,
-        DIST,
-        Some("p50"),
-        "Time per output token after the first: (E2E - TTFT) / (output tokens - 1)."
-    ),
-    m!(
-        "itl_ms",
-        "ms",
-        LowerIsBetter,
-        Latency,
-        DIST,
-        None,
-        "Inter-token latency: every gap between consecutive content events."
-    ),
-    m!(
-        "e2e_ms",
-        "ms",
-        LowerIsBetter,
-        Latency,
-        DIST,
-        Some("p50"),
-        "End-to-end latency: scheduled send to the last content event."
-    ),
-    m!(
-        "client_queue_ms",
-        "ms",
-        LowerIsBetter,
-        Latency,
-        DIST,
-        None,
-        "Time a request waited inside the client: actual send minus scheduled send."
-    ),
-    m!(
         "request_throughput",
         "req/s",
         HigherIsBetter,
         Throughput,
         VALUE,
         Some("value"),
-        "Completed requests per second, first scheduled send to last completion."
+        "Completed requests per second, first scheduled send to last completion.",
+        &["value"]
     ),
     m!(
         "output_token_throughput",
@@ -219,7 +182,8 @@ pub const CATALOGUE: &[MetricDef] = &[
         Throughput,
         VALUE,
         Some("value"),
-        "Output tokens of completed requests per second."
+        "Output tokens of completed requests per second.",
+        &["value"]
     ),
     m!(
         "input_token_throughput",
@@ -237,7 +201,57 @@ pub const CATALOGUE: &[MetricDef] = &[
         Throughput,
         VALUE,
         None,
-        "Requests per second that met every SLO."
+        "Requests per second that met every SLO.",
+        &["value"]
+    ),
+    m!(
+        "ttft_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        Some("p50"),
+        "Time to first token: scheduled send to the first streamed event carrying content or reasoning.",
+        &["p50", "p99"]
+    ),
+    m!(
+        "tpot_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        Some("p50"),
+        "Time per output token after the first: (E2E - TTFT) / (output tokens - 1).",
+        &["p50"]
+    ),
+    m!(
+        "itl_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        None,
+        "Inter-token latency: every gap between consecutive content events.",
+        &["p50"]
+    ),
+    m!(
+        "e2e_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        Some("p50"),
+        "End-to-end latency: scheduled send to the last content event.",
+        &["p50", "p99"]
+    ),
+    m!(
+        "client_queue_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        None,
+        "Time a request waited inside the client: actual send minus scheduled send."
     ),
     m!(
         "requests",
@@ -309,7 +323,8 @@ pub const CATALOGUE: &[MetricDef] = &[
         StepTime,
         STEP,
         Some("p50"),
-        "Time of one synchronised training step (forward, backward, optimizer, communication); the slowest rank decides."
+        "Time of one synchronised training step (forward, backward, optimizer, communication); the slowest rank decides.",
+        &["p50"]
     ),
     m!(
         "tokens_per_s",
@@ -318,7 +333,8 @@ pub const CATALOGUE: &[MetricDef] = &[
         Throughput,
         RATE,
         Some("p50"),
-        "Training tokens per second: the global batch's tokens over the step time."
+        "Training tokens per second: the global batch's tokens over the step time.",
+        &["aggregate"]
     ),
     m!(
         "samples_per_s",
@@ -327,25 +343,8 @@ pub const CATALOGUE: &[MetricDef] = &[
         Throughput,
         RATE,
         None,
-        "Training samples (sequences) per second."
-    ),
-    m!(
-        "loss",
-        "",
-        LowerIsBetter,
-        LossSlope,
-        &["first", "last", "slope", "slope_stderr", "non_finite_steps"],
-        Some("slope"),
-        "Training loss over the measured steps; a rising slope fails the gate."
-    ),
-    m!(
-        "peak_mem_bytes",
-        "bytes",
-        LowerIsBetter,
-        Memory,
-        VALUE,
-        Some("value"),
-        "Peak device (or host) memory the workload reported."
+        "Training samples (sequences) per second.",
+        &["aggregate"]
     ),
     m!(
         "mfu",
@@ -360,7 +359,18 @@ pub const CATALOGUE: &[MetricDef] = &[
             "devices"
         ],
         None,
-        "Model FLOP utilisation: achieved FLOP/s over the devices' peak FLOP/s."
+        "Model FLOP utilisation: achieved FLOP/s over the devices' peak FLOP/s.",
+        &["aggregate"]
+    ),
+    m!(
+        "loss",
+        "",
+        LowerIsBetter,
+        LossSlope,
+        &["first", "last", "slope", "slope_stderr", "non_finite_steps"],
+        Some("slope"),
+        "Training loss over the measured steps; a rising slope fails the gate.",
+        &["last"]
     ),
     m!(
         "data_wait_s",
@@ -496,7 +506,8 @@ pub const CATALOGUE: &[MetricDef] = &[
         Latency,
         VALUE,
         None,
-        "Wall-clock time of the process, launch to exit."
+        "Wall-clock time of the process, launch to exit.",
+        &["value"]
     ),
     m!(
         "user_s",
@@ -523,7 +534,18 @@ pub const CATALOGUE: &[MetricDef] = &[
         Memory,
         VALUE,
         Some("value"),
-        "Peak resident memory of the process tree."
+        "Peak resident memory of the process tree.",
+        &["value"]
+    ),
+    m!(
+        "peak_mem_bytes",
+        "bytes",
+        LowerIsBetter,
+        Memory,
+        VALUE,
+        Some("value"),
+        "Peak device (or host) memory the workload reported.",
+        &["value"]
     ),
     m!(
         "exit_code",
@@ -542,7 +564,8 @@ pub const CATALOGUE: &[MetricDef] = &[
         Accuracy,
         VALUE,
         Some("value"),
-        "Fraction of probes answered correctly."
+        "Fraction of probes answered correctly.",
+        &["value"]
     ),
     m!(
         "accuracy_ci",
@@ -587,7 +610,8 @@ pub const CATALOGUE: &[MetricDef] = &[
         Quality,
         VALUE,
         None,
-        "Fraction of probes answered identically on every repeat."
+        "Fraction of probes answered identically on every repeat.",
+        &["value"]
     ),
     m!(
         "items_per_s",
@@ -650,7 +674,8 @@ pub const CATALOGUE: &[MetricDef] = &[
         Perplexity,
         VALUE,
         Some("value"),
-        "Perplexity of a reference text from the server's prompt log-probabilities."
+        "Perplexity of a reference text from the server's prompt log-probabilities.",
+        &["value"]
     ),
     m!(
         "nll",
@@ -1005,6 +1030,44 @@ mod tests {
             // An exact id is not shadowed by a family listed before it.
             if !d.is_family() {
                 assert_eq!(lookup(d.id).unwrap().id, d.id, "{} is shadowed", d.id);
+            }
+        }
+    }
+
+    /// Reports lead with these (metric, statistic) pairs in this order (the list the report
+    /// crate kept before the catalogue owned it).
+    #[test]
+    fn headline_statistics_in_reading_order() {
+        let got: Vec<(&str, &str)> = CATALOGUE
+            .iter()
+            .flat_map(|d| d.headline.iter().map(move |s| (d.id, *s)))
+            .collect();
+        let want = [
+            ("request_throughput", "value"),
+            ("output_token_throughput", "value"),
+            ("goodput", "value"),
+            ("ttft_ms", "p50"),
+            ("ttft_ms", "p99"),
+            ("tpot_ms", "p50"),
+            ("itl_ms", "p50"),
+            ("e2e_ms", "p50"),
+            ("e2e_ms", "p99"),
+            ("step_time_s", "p50"),
+            ("tokens_per_s", "aggregate"),
+            ("samples_per_s", "aggregate"),
+            ("mfu", "aggregate"),
+            ("loss", "last"),
+            ("wall_s", "value"),
+            ("max_rss_bytes", "value"),
+            ("peak_mem_bytes", "value"),
+            ("accuracy", "value"),
+            ("determinism", "value"),
+            ("perplexity", "value"),
+        ];
+        assert_eq!(got, want);
+        for d in CATALOGUE {
+            for s in d.headline {
+                assert!(d.statistics.contains(s), "{}: headline {s}", d.id);
             }
         }
     }
