@@ -312,7 +312,9 @@ fn paired_bootstrap(
     resamples: usize,
     seed: u64,
 ) -> QualityComparison {
-    use yardstick_stats::bootstrap::{BootstrapConfig, Method, paired_difference_of_sums};
+    use yardstick_stats::bootstrap::{
+        BootstrapConfig, Method, paired_difference_of_sums, unit_sums,
+    };
     let n = a.len();
     let (width, ua) = units(kind, a);
     let (_, ub) = units(kind, b);
@@ -323,7 +325,7 @@ fn paired_bootstrap(
         method: Method::Percentile,
     };
     let stat = |s: &[f64]| metric_of_sums(kind, s, n);
-    let (ma, mb) = (stat(&sum_units(&ua, width)), stat(&sum_units(&ub, width)));
+    let (ma, mb) = (stat(&unit_sums(&ua, width)), stat(&unit_sums(&ub, width)));
     // Items are non-empty and finite here; a failure (none) reads as "no evidence".
     let (ci, p_value) = match paired_difference_of_sums(&ua, &ub, width, stat, &cfg) {
         Ok(d) => ([d.lower, d.upper], d.p_value()),
@@ -347,16 +349,6 @@ fn paired_bootstrap(
         resamples,
         verdict: verdict.to_string(),
     }
-}
-
-fn sum_units(v: &[f64], width: usize) -> Vec<f64> {
-    let mut s = vec![0.0; width];
-    for u in v.chunks_exact(width) {
-        for (t, x) in s.iter_mut().zip(u) {
-            *t += x;
-        }
-    }
-    s
 }
 
 /// A comparison of two runs.

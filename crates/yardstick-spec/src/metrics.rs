@@ -8,8 +8,8 @@
 //! segment (`<percentile>_us` matches `p99_us`).
 //!
 //! A metric that is not here — a custom key from the metric protocol, a micro benchmark given a
-//! name of its own — is [`Resolved::Declared`] when its producer declared a unit (and, for micro
-//! benchmarks, a direction), and otherwise [`Resolved::Unknown`]: reported, never gated.
+//! name of its own — is stored with the unit its producer declares (a summary's `units` map), and
+//! is never gated by default.
 
 use serde::Serialize;
 
@@ -856,74 +856,6 @@ pub fn lookup(id: &str) -> Option<&'static MetricDef> {
     CATALOGUE.iter().find(|d| d.matches(id))
 }
 
-/// How a metric of a stored result is known.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resolved {
-    /// In the catalogue.
-    Known(&'static MetricDef),
-    /// Not in the catalogue; its producer declared a unit (and maybe a direction).
-    Declared {
-        /// The declared unit.
-        unit: &'static str,
-        /// The declared direction, or [`Direction::Unknown`].
-        direction: Direction,
-    },
-    /// Not in the catalogue and nothing declared: reported, never gated.
-    Unknown,
-}
-
-/// Resolves `id`, falling back on what its producer declared (`declared_unit`: a summary's
-/// `units` entry; `higher_is_better`: a micro report's direction). The unit a producer declares
-/// wins over the catalogue's when both exist (a micro benchmark may report in other units).
-pub fn resolve(id: &str, declared_unit: Option<&str>, higher_is_better: Option<bool>) -> Resolved {
-    if let Some(d) = lookup(id) {
-        return Resolved::Known(d);
-    }
-    let direction = match higher_is_better {
-        Some(true) => Direction::HigherIsBetter,
-        Some(false) => Direction::LowerIsBetter,
-        None => Direction::Unknown,
-    };
-    match declared_unit {
-        Some(u) => Resolved::Declared {
-            unit: intern_unit(u),
-            direction,
-        },
-        None if higher_is_better.is_some() => Resolved::Declared {
-            unit: "",
-            direction,
-        },
-        None => Resolved::Unknown,
-    }
-}
-
-/// Units producers declare, as static strings (anything else reads as "").
-fn intern_unit(u: &str) -> &'static str {
-    const UNITS: &[&str] = &[
-        "ms",
-        "s",
-        "us",
-        "ns",
-        "bytes",
-        "count",
-        "fraction",
-        "x",
-        "req/s",
-        "tok/s",
-        "samples/s",
-        "GB/s",
-        "MB/s",
-        "Gbit/s",
-        "GFLOP/s",
-        "IOPS",
-        "BLEU",
-        "FLOP",
-        "nats",
-        "%",
-    ];
-    UNITS.iter().find(|k| **k == u).copied().unwrap_or("")
-}
-
 /// The unit of `id` as the facts store it: the catalogue's, else "".
 pub fn unit_of(id: &str) -> &'static str {
     lookup(id).map_or("", |d| d.unit)
@@ -993,15 +925,7 @@ mod tests {
     }
 
     #[test]
-    fn unknown_metrics_are_declared_or_unknown_never_gated() {
-        assert_eq!(resolve("my_metric", None, None), Resolved::Unknown);
-        assert_eq!(
-            resolve("mydisk.seq_read", Some("MB/s"), Some(true)),
-            Resolved::Declared {
-                unit: "MB/s",
-                direction: Direction::HigherIsBetter
-            }
-        );
+    fn unknown_metrics_and_tails_are_not_gated_by_default() {
         assert!(gated("my_metric", "value").is_none());
         assert!(
             gated("ttft_ms", "p99").is_none(),

@@ -360,8 +360,9 @@ fn paired_units(
     Ok(a.len() / width)
 }
 
-/// The element-wise sum of `x`'s units of `width` values.
-fn unit_sums(x: &[f64], width: usize) -> Vec<f64> {
+/// The element-wise sum of `x`'s units of `width` values (what the paired bootstraps apply their
+/// statistic to).
+pub fn unit_sums(x: &[f64], width: usize) -> Vec<f64> {
     let mut s = vec![0.0; width];
     for u in x.chunks_exact(width) {
         for (t, v) in s.iter_mut().zip(u) {
