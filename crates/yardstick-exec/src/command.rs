@@ -17,11 +17,12 @@ use yardstick_stats::outliers;
 use yardstick_stats::report::default_resamples;
 
 use crate::ExecError;
-use crate::process::{self, CancelToken, ProcessOutcome, ProcessSpec};
+use crate::process::{self, ProcessOutcome, ProcessSpec};
 use crate::protocol::{self, ENV_METRICS, ENV_REPLICATE, ENV_RUN_ID, MalformedLine};
 use crate::scaling::{self, ScalingInput, ScalingReport};
 use crate::timeline;
 use crate::training::{self, TrainingConfig, TrainingReport};
+use tokio_util::sync::CancellationToken;
 
 /// The placeholder name of world-size sweeps (`{worldSize}`).
 pub const WORLD_SIZE_PARAM: &str = "worldSize";
@@ -108,7 +109,7 @@ pub struct ExecConfig {
     /// Bootstrap seed.
     pub seed: u64,
     /// Cancellation (Ctrl-C): the current run is stopped and the report covers what finished.
-    pub cancel: Option<CancelToken>,
+    pub cancel: Option<CancellationToken>,
     /// Test-only: fake wall times (seconds, cycled) instead of spawning anything; a negative
     /// value is a run that exits with code 1. Honoured only in builds with the `mock-times`
     /// feature ([`MOCK_TIMES_COMPILED`]); elsewhere it is refused.
@@ -541,7 +542,11 @@ pub fn run_command_benchmark_with_progress(
             if bench.done {
                 continue;
             }
-            if cfg.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+            if cfg
+                .cancel
+                .as_ref()
+                .is_some_and(CancellationToken::is_cancelled)
+            {
                 interrupted = true;
                 break 'rounds;
             }

@@ -34,6 +34,8 @@ pub mod training;
 
 pub use command::{ExecConfig, ExecReport, run_command_benchmark};
 pub use error::ExecError;
-pub use process::CancelToken;
+pub use process::kill_supervised_group;
 pub use protocol::{MetricRecord, ParsedMetrics, parse_metrics};
+/// The token that asks a running benchmark to stop (Ctrl-C): pass one to [`ExecConfig::cancel`].
+pub use tokio_util::sync::CancellationToken;
 pub use training::{TrainingConfig, TrainingReport, analyze_training};

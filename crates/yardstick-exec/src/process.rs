@@ -10,76 +10,27 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
 use crate::ExecError;
 
-/// Set by the SIGINT/SIGTERM handler of [`CancelToken::on_interrupt`].
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// The process group of the child being supervised (0 when none), so a second Ctrl-C can kill it
-/// from the signal handler before exiting.
+/// before the program exits (see [`kill_supervised_group`]).
 static CURRENT_GROUP: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_interrupt_signal(_signal: libc::c_int) {
-    // Only async-signal-safe work here: atomics, kill(2), _exit(2).
-    if INTERRUPTED.swap(true, Ordering::SeqCst) {
-        let group = CURRENT_GROUP.load(Ordering::SeqCst);
-        if group > 0 {
-            // SAFETY: kill and _exit are async-signal-safe.
-            unsafe { libc::kill(-group, libc::SIGKILL) };
-        }
-        // SAFETY: as above.
-        unsafe { libc::_exit(130) };
-    }
-}
-
-/// Asks a running benchmark to stop: the current child's group is terminated (SIGTERM, then
-/// SIGKILL after the grace period) and the benchmark returns what it measured so far.
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken {
-    flag: Arc<AtomicBool>,
-    watch_signals: bool,
-}
-
-impl CancelToken {
-    /// A token cancelled only by [`CancelToken::cancel`].
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A token that is also cancelled by SIGINT (Ctrl-C) or SIGTERM sent to this process. The
-    /// handler is installed once per process; a second signal kills the current child's group
-    /// and exits with status 130.
-    pub fn on_interrupt() -> Self {
-        // SAFETY: installs a handler that only touches atomics and async-signal-safe calls; no
-        // SA_RESTART, so a blocking poll returns EINTR and the supervisor notices promptly.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_interrupt_signal as *const () as libc::sighandler_t;
-            libc::sigemptyset(&mut action.sa_mask);
-            action.sa_flags = 0;
-            libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
-            libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
-        }
-        Self {
-            flag: Arc::default(),
-            watch_signals: true,
-        }
-    }
-
-    /// Requests cancellation.
-    pub fn cancel(&self) {
-        self.flag.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether cancellation was requested.
-    pub fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
-            || (self.watch_signals && INTERRUPTED.load(Ordering::SeqCst))
+/// Kills (SIGKILL) the process group of the child being supervised, if any: what a program does
+/// on a second Ctrl-C before it exits, so no child outlives it. Cancellation itself is the
+/// [`CancellationToken`] passed to [`run_process`]: the group then gets SIGTERM, and SIGKILL after
+/// the grace period.
+pub fn kill_supervised_group() {
+    let group = CURRENT_GROUP.load(Ordering::SeqCst);
+    if group > 0 {
+        // SAFETY: plain kill(2) on the supervised child's own process group.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
     }
 }
 
@@ -145,7 +96,7 @@ fn open_log(path: &Option<PathBuf>) -> Result<Stdio, ExecError> {
 /// Runs one child to completion (or until the timeout or cancellation), and measures it.
 pub fn run_process(
     spec: &ProcessSpec,
-    cancel: Option<&CancelToken>,
+    cancel: Option<&CancellationToken>,
 ) -> Result<ProcessOutcome, ExecError> {
     use std::os::unix::process::CommandExt;
     let Some((program, args)) = spec.argv.split_first() else {
@@ -190,12 +141,12 @@ fn supervise(
     pid: libc::pid_t,
     start: Instant,
     spec: &ProcessSpec,
-    cancel: Option<&CancelToken>,
+    cancel: Option<&CancellationToken>,
 ) -> Result<ProcessOutcome, ExecError> {
     let waiter = Waiter::new(pid);
     let deadline = spec.timeout.map(|t| start + t);
     let stop = loop {
-        if cancel.is_some_and(CancelToken::is_cancelled) {
+        if cancel.is_some_and(CancellationToken::is_cancelled) {
             break Stop::Cancelled;
         }
         let now = Instant::now();
@@ -401,7 +352,7 @@ pub fn run_shell(
     env: &[(String, String)],
     log: Option<&Path>,
     timeout: Option<Duration>,
-    cancel: Option<&CancelToken>,
+    cancel: Option<&CancellationToken>,
 ) -> Result<ProcessOutcome, ExecError> {
     let spec = ProcessSpec {
         argv: vec!["sh".into(), "-c".into(), snippet.into()],
@@ -470,7 +421,7 @@ mod tests {
 
     #[test]
     fn cancellation_stops_the_child() {
-        let token = CancelToken::new();
+        let token = CancellationToken::new();
         let t = token.clone();
         let h = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(100));

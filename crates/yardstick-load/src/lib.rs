@@ -28,7 +28,7 @@ pub mod summary;
 pub mod tokenizer;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use tokio_util::sync::CancellationToken;
 
 use yardstick_spec::scenario::{Scenario, ScenarioError};
 
@@ -86,8 +86,8 @@ pub struct ServeBench {
     /// The first point's schedule starts at this wall-clock time (shards on several machines
     /// start together); later points start when the previous one has drained.
     pub start_at: Option<std::time::SystemTime>,
-    /// Set to stop scheduling (Ctrl-C).
-    pub interrupt: Arc<AtomicBool>,
+    /// Cancelled to stop scheduling (Ctrl-C): requests in flight drain.
+    pub cancel: CancellationToken,
     /// Prompts from a dataset (JSONL or ShareGPT JSON) instead of the synthetic corpus.
     pub dataset: Option<std::path::PathBuf>,
     /// A `tokenizer.json` for exact prompt lengths and local output counts (feature
@@ -297,7 +297,7 @@ impl ServeBench {
                         stop: self.stop,
                         seed: self.seed,
                         shard: self.shard,
-                        interrupt: self.interrupt.clone(),
+                        cancel: self.cancel.clone(),
                         start: if k == 0 { start } else { None },
                     },
                     progress.clone(),

@@ -555,7 +555,7 @@ async fn multi_stream(
     let mut connect_failures = 0u64;
     let mut b = 0u64;
     let reason = loop {
-        if bench.interrupt.load(Ordering::Relaxed) {
+        if bench.cancel.is_cancelled() {
             break StopReason::Interrupted;
         }
         let scheduled = Instant::now();

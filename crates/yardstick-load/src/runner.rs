@@ -2,8 +2,10 @@
 //! warm-up, stop conditions and a draining cool-down.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 use tokio::sync::Semaphore;
 
@@ -152,7 +154,7 @@ struct Ctx {
     connect_failures: AtomicU64,
     unreachable_after: u64,
     progress: Arc<Progress>,
-    interrupt: Arc<AtomicBool>,
+    cancel: CancellationToken,
     shard: (u64, u64),
 }
 
@@ -166,7 +168,7 @@ impl Ctx {
     }
 
     fn halted(&self) -> bool {
-        if self.interrupt.load(Ordering::Relaxed) {
+        if self.cancel.is_cancelled() {
             self.halt(StopReason::Interrupted);
         }
         self.halt.load(Ordering::Acquire)
@@ -235,8 +237,8 @@ pub struct PointOptions {
     pub seed: u64,
     /// `(i, n)`: run only plan indices `≡ i (mod n)` (sharding; `(0, 1)` runs everything).
     pub shard: (u64, u64),
-    /// Set from outside to stop scheduling (Ctrl-C).
-    pub interrupt: Arc<AtomicBool>,
+    /// Cancelled to stop scheduling (Ctrl-C): requests in flight drain.
+    pub cancel: CancellationToken,
     /// Start the schedule at this instant instead of now (shards starting together).
     pub start: Option<Instant>,
 }
@@ -270,7 +272,7 @@ pub async fn run_point(
         connect_failures: AtomicU64::new(0),
         unreachable_after: width.clamp(8, 64),
         progress,
-        interrupt: opts.interrupt.clone(),
+        cancel: opts.cancel.clone(),
         shard: (opts.shard.0, opts.shard.1.max(1)),
     });
     let clock = ctx.client.clock();

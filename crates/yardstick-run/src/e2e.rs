@@ -5,11 +5,8 @@
 //! it is measured exactly like a user's script.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use yardstick_exec::{CancelToken, ExecConfig};
+use yardstick_exec::{CancellationToken, ExecConfig};
 use yardstick_spec::{E2eLayer, Trials};
 use yardstick_store::samples::{Column, Table};
 
@@ -41,8 +38,8 @@ pub struct E2eRequest<'a> {
     pub run_id: &'a str,
     /// Seed.
     pub seed: u64,
-    /// Set on Ctrl-C: the child's process group is terminated.
-    pub interrupt: Arc<AtomicBool>,
+    /// Cancelled on Ctrl-C: the child's process group is terminated.
+    pub cancel: CancellationToken,
 }
 
 /// Runs one replicate with the layer's timeout, environment and analysis settings.
@@ -55,7 +52,7 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         scratch,
         run_id,
         seed,
-        interrupt,
+        cancel,
     } = req;
     let log_dir = scratch.join("logs");
     let _ = std::fs::remove_dir_all(&log_dir);
@@ -75,24 +72,8 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
     cfg.confidence_level = trials.confidence_level.unwrap_or(0.95);
     cfg.seed = seed;
     cfg.ignore_failure = true;
-    let cancel = CancelToken::new();
-    cfg.cancel = Some(cancel.clone());
-    let done = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                if interrupt.load(Ordering::Relaxed) {
-                    cancel.cancel();
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        })
-    };
+    cfg.cancel = Some(cancel);
     let report = yardstick_exec::run_command_benchmark(&cfg);
-    done.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
     let report = report.map_err(|e| RunError::Workload(e.to_string()))?;
     let bench = report
         .benchmarks

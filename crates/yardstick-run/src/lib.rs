@@ -21,8 +21,7 @@ pub mod serve;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use tokio_util::sync::CancellationToken;
 
 use serde::Serialize;
 use yardstick_spec::{BenchmarkRun, Signing};
@@ -111,8 +110,8 @@ pub struct RunOptions {
     pub warehouse: Option<String>,
     /// The tool.
     pub tool: ToolInfo,
-    /// Set to stop after the current step (Ctrl-C).
-    pub interrupt: Arc<AtomicBool>,
+    /// Cancelled to stop after the current replicate (Ctrl-C).
+    pub cancel: CancellationToken,
     /// Seed for plans and arrivals (the replicate index is mixed in).
     pub seed: u64,
     /// Where progress goes.
@@ -374,7 +373,7 @@ pub fn execute(
         };
     let mut interrupted = false;
     for (n, step) in plan.steps.iter().enumerate() {
-        if opts.interrupt.load(Ordering::Relaxed) {
+        if opts.cancel.is_cancelled() {
             interrupted = true;
             break;
         }
@@ -414,7 +413,7 @@ pub fn execute(
                     (None, Some(s)) => format!("http://{}", s.addr),
                     (None, None) => unreachable!("the simulator starts when a target needs it"),
                 };
-                serve::run_replicate(&rt, &point.work, &url, seed, opts.interrupt.clone())
+                serve::run_replicate(&rt, &point.work, &url, seed, opts.cancel.clone())
                     .map(|o| (o.summary, Some(o.samples), Vec::new()))
             }
             PointWork::Eval { url, .. } => {
@@ -457,7 +456,7 @@ pub fn execute(
                     scratch: &scratch,
                     run_id: &run_id,
                     seed,
-                    interrupt: opts.interrupt.clone(),
+                    cancel: opts.cancel.clone(),
                 })
                 .map(|o| (o.summary, Some(o.samples), o.logs))
             }
@@ -471,12 +470,12 @@ pub fn execute(
                     scratch: &scratch,
                     run_id: &run_id,
                     seed,
-                    interrupt: opts.interrupt.clone(),
+                    cancel: opts.cancel.clone(),
                 })
                 .map(|o| (o.summary, Some(o.samples), o.logs))
             }
         };
-        if opts.interrupt.load(Ordering::Relaxed) {
+        if opts.cancel.is_cancelled() {
             // A replicate cut short by Ctrl-C is not a finished measurement: keep nothing of it.
             interrupted = true;
             break;

@@ -2,8 +2,8 @@
 //! connection pool; raw request records become a Parquet table.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 use yardstick_load::{
     Api, Arrival, ClientConfig, ErrorClass, LoadModel, Mlperf, Progress, PromptTokenSource,
@@ -28,7 +28,7 @@ pub fn run_replicate(
     work: &PointWork,
     url: &str,
     seed: u64,
-    interrupt: Arc<AtomicBool>,
+    cancel: CancellationToken,
 ) -> Result<ServeOutcome, RunError> {
     let PointWork::Serve {
         api,
@@ -102,7 +102,7 @@ pub fn run_replicate(
         force_output: true,
         shard: (0, 1),
         start_at: None,
-        interrupt,
+        cancel,
         dataset: None,
         tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
     };

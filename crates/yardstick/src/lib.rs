@@ -7,6 +7,7 @@
 pub mod cli;
 mod cmd;
 pub mod exit;
+mod interrupt;
 mod output;
 
 use std::process::ExitCode;

@@ -1,8 +1,6 @@
 //! `yardstick run SPEC`: execute a BenchmarkRun into the store.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use yardstick_run::{Event, RunError, RunOptions};
@@ -330,18 +328,9 @@ pub fn execute_spec(
     spec: &yardstick_spec::BenchmarkRun,
     how: &Execution,
 ) -> anyhow::Result<yardstick_run::RunOutcome> {
-    let interrupt = Arc::new(AtomicBool::new(false));
-    {
-        let irq = interrupt.clone();
-        let _ = ctrlc_handler(move || {
-            if irq.swap(true, Ordering::Relaxed) {
-                std::process::exit(130);
-            }
-            output::warn(
-                "interrupted: finishing the current replicate, then stopping (Ctrl-C again to abort)",
-            );
-        });
-    }
+    let cancel = crate::interrupt::token(
+        "interrupted: finishing the current replicate, then stopping (Ctrl-C again to abort)",
+    );
     let show = verbosity() >= 0;
     yardstick_run::execute(
         text,
@@ -351,7 +340,7 @@ pub fn execute_spec(
             store: how.store.clone(),
             warehouse: how.warehouse.clone(),
             tool: tool_info(),
-            interrupt: interrupt.clone(),
+            cancel,
             seed: how.seed,
             self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("yardstick")),
             only_points: how.only.clone(),
@@ -440,19 +429,4 @@ pub fn tool_info() -> ToolInfo {
         version: env!("CARGO_PKG_VERSION").into(),
         git_commit,
     }
-}
-
-/// Calls `f` on every Ctrl-C, from a small signal thread (tokio's portable signal handling).
-fn ctrlc_handler(f: impl Fn() + Send + 'static) -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    std::thread::spawn(move || {
-        rt.block_on(async {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                f();
-            }
-        })
-    });
-    Ok(())
 }

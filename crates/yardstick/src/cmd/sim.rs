@@ -177,6 +177,7 @@ pub fn run(args: SimArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         rt.worker_threads(n.max(1));
     }
     let rt = rt.build().context("starting the async runtime")?;
+    let shutdown = crate::interrupt::token("shutting down (Ctrl-C again to abort)");
     rt.block_on(async move {
         let sim = match Sim::bind(cfg).await {
             Ok(s) => s,
@@ -188,29 +189,7 @@ pub fn run(args: SimArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         writeln!(out, "listening on http://{}", sim.local_addr())?;
         out.flush()?;
         drop(out);
-        sim.serve(shutdown_signal()).await;
+        sim.serve(shutdown.cancelled_owned()).await;
         Ok(Status::Ok)
     })
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

@@ -22,6 +22,7 @@ mod eval_perplexity;
 mod eval_real_model;
 mod gate_cli;
 mod import_cli;
+mod interrupt;
 mod metrics_cli;
 mod report_cli;
 mod run_bottleneck;

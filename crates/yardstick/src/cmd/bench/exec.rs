@@ -9,7 +9,7 @@ use yardstick_exec::command::{
     run_command_benchmark_with_progress,
 };
 use yardstick_exec::training::{ModelDims, TrainingConfig, TrainingReport, WarmupPolicy};
-use yardstick_exec::{CancelToken, ExecConfig, ExecError, flops};
+use yardstick_exec::{ExecConfig, ExecError, flops};
 
 use crate::cli::{GlobalOpts, verbosity};
 use crate::exit::{self, Status};
@@ -264,7 +264,9 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
 /// Runs `bench exec`.
 pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut cfg = config(&args)?;
-    cfg.cancel = Some(CancelToken::on_interrupt());
+    cfg.cancel = Some(crate::interrupt::token(
+        "interrupted: stopping the current run (Ctrl-C again to abort)",
+    ));
     let show_progress = !g.json && verbosity() >= 0 && std::io::stderr().is_terminal();
     let mut progress = |p: Progress<'_>| {
         let Progress::RunDone {

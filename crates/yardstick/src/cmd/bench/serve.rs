@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -321,7 +321,8 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     } else {
         args.scenarios.clone()
     };
-    let interrupt = Arc::new(AtomicBool::new(false));
+    let cancel =
+        crate::interrupt::token("interrupted: draining requests in flight (Ctrl-C again to abort)");
     let bench = ServeBench {
         client: ClientConfig {
             url: url.clone(),
@@ -367,7 +368,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             }
             None => None,
         },
-        interrupt: interrupt.clone(),
+        cancel,
         dataset: args.dataset.clone(),
         tokenizer: args.tokenizer.clone(),
     };
@@ -386,16 +387,6 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let total_points = scenarios.len() * bench.loads.len();
     let progress = Arc::new(Progress::default());
     let results = rt.block_on(async {
-        let irq = interrupt.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                irq.store(true, Ordering::Relaxed);
-                output::warn("interrupted: draining requests in flight (Ctrl-C again to abort)");
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
-                }
-            }
-        });
         let show = verbosity() >= 0;
         let ticker = show.then(|| tokio::spawn(progress_ticker(progress.clone())));
         let on_point = |k: usize, sc: &str, level: &yardstick_load::LoadLevel| {
