@@ -15,7 +15,8 @@
 //! * [`early_stopping`]: MLPerf LoadGen early stopping for percentile claims.
 //! * [`tail`]: the normal-assumption tail (`mu + z*sigma`) next to the empirical one.
 //! * [`samples`]: parsing sample files (one number per line, or a JSON array).
-//! * [`report`]: the `summarize` and `compare` results the CLI prints.
+//! * [`report`]: the `summarize` and `compare` results the CLI prints, and [`text`]: the same
+//!   results as people read them.
 //!
 //! `docs/stats.md` describes each method with references.
 #![deny(missing_docs)]
@@ -34,6 +35,7 @@ mod resample;
 pub mod samples;
 pub mod steady_state;
 pub mod tail;
+pub mod text;
 
 pub use error::StatsError;
 
