@@ -9,6 +9,7 @@
 //! * [`telemetry`]: a background sampler of CPU, memory and per-GPU utilisation, clocks, power,
 //!   temperature and throttle reasons, written as a tidy Parquet time series, with a summary of
 //!   time throttled and clock drop (sustained versus peak).
+//! * [`text`]: the capture as `yardstick env` prints it.
 //! * [`roofline`]: roofline placement and bottleneck classification from measured ceilings.
 //!
 //! `docs/env.md` lists every captured field and the rules of the profile key.
@@ -23,6 +24,7 @@ pub mod roofline;
 pub mod software;
 pub mod system;
 pub mod telemetry;
+pub mod text;
 
 pub use capture::{Capture, CaptureOptions, capture, now_rfc3339};
 pub use error::EnvError;
