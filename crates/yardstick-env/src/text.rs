@@ -135,11 +135,7 @@ fn write_capture(out: &mut String, c: &Capture) -> std::fmt::Result {
             )?;
         }
     } else {
-        row(
-            out,
-            "gpus",
-            or_dash(c.nvidia.reason.as_deref()).to_owned(),
-        )?;
+        row(out, "gpus", or_dash(c.nvidia.reason.as_deref()).to_owned())?;
     }
     let sw = &c.software;
     let git = sw.git.as_ref().map_or("-".to_owned(), |g| {
@@ -193,7 +189,6 @@ fn write_capture(out: &mut String, c: &Capture) -> std::fmt::Result {
     Ok(())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,16 +204,38 @@ mod tests {
         let text = capture(&c);
         let plain = text.replace(BOLD, "").replace(DIM, "").replace(RESET, "");
         let first = plain.lines().next().unwrap();
-        assert_eq!(first, format!("{:<16} {}", "machine profile", c.machine_profile));
-        for label in ["profile hash", "os", "cpu", "memory", "container", "software"] {
+        assert_eq!(
+            first,
+            format!("{:<16} {}", "machine profile", c.machine_profile)
+        );
+        for label in [
+            "profile hash",
+            "os",
+            "cpu",
+            "memory",
+            "container",
+            "software",
+        ] {
             assert!(
-                plain.lines().any(|l| l.starts_with(&format!("{label:<16} "))),
+                plain
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{label:<16} "))),
                 "no `{label}` row in\n{plain}"
             );
         }
         // Without NVML the reason is the `gpus` row; memory is in GiB with one decimal.
-        assert!(plain.contains("gpus") || plain.contains("nvidia"), "{plain}");
+        assert!(
+            plain.contains("gpus") || plain.contains("nvidia"),
+            "{plain}"
+        );
         assert!(plain.contains(" GiB total"), "{plain}");
-        assert!(plain.trim_end().lines().last().unwrap().starts_with("captured in "));
+        assert!(
+            plain
+                .trim_end()
+                .lines()
+                .last()
+                .unwrap()
+                .starts_with("captured in ")
+        );
     }
 }

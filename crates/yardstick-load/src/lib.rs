@@ -11,6 +11,7 @@
 //!   throughput and goodput (docs/metrics.md).
 //! * [`merge`] and [`shard_files`]: the output directory of a run or shard, read back, and the
 //!   exact merge of N shards.
+//! * [`text`]: points and MLPerf results as people read them.
 
 #![deny(missing_docs)]
 
@@ -25,6 +26,7 @@ pub mod runner;
 pub mod shard_files;
 pub mod sse;
 pub mod summary;
+pub mod text;
 pub mod tokenizer;
 
 use std::sync::Arc;

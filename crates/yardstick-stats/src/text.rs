@@ -333,7 +333,10 @@ mod tests {
         assert_eq!(lines[1], frame);
         // Density row, then the mean ± sd row (`|___|`); the median's `M` is drawn over the
         // mean's `A` when they share a column, as here.
-        assert!(lines[3].contains("|___") && lines[3].contains('M'), "{text}");
+        assert!(
+            lines[3].contains("|___") && lines[3].contains('M'),
+            "{text}"
+        );
         assert_eq!(lines[4], frame);
         assert!(text.contains("mean             20.50"), "{text}");
         assert!(text.contains("p99"), "{text}");
@@ -345,9 +348,15 @@ mod tests {
         let b: Vec<f64> = (0..30).map(|i| 150.0 + f64::from(i % 5)).collect();
         let c = report::compare(&a, &b, &opts()).unwrap();
         let text = comparison(("a", &a), ("b", &b), &c);
-        assert!(text.starts_with("x a (A, baseline)\n+ b (B, candidate)\n"), "{text}");
+        assert!(
+            text.starts_with("x a (A, baseline)\n+ b (B, candidate)\n"),
+            "{text}"
+        );
         assert!(text.contains("95% CI"), "{text}");
-        assert!(text.contains("b_greater: B (candidate) is larger"), "{text}");
+        assert!(
+            text.contains("b_greater: B (candidate) is larger"),
+            "{text}"
+        );
     }
 
     #[test]

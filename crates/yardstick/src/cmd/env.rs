@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
-use yardstick_env::roofline::{self, ProfileComparison};
 use yardstick_env::CaptureOptions;
+use yardstick_env::roofline::{self, ProfileComparison};
 
 use crate::cli::GlobalOpts;
 use crate::exit::{self, Status};

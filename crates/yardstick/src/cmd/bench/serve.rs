@@ -444,10 +444,13 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if g.json {
         output::json(&doc)?;
     } else {
-        match &mlperf_results {
-            Some(m) => print_mlperf(m)?,
-            None => print_table(&results)?,
-        }
+        let text = match &mlperf_results {
+            Some(m) => yardstick_load::text::mlperf(m),
+            None => yardstick_load::text::points(&results),
+        };
+        let mut out = anstream::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
         if let Some(dir) = &args.output {
             output::info(&format!(
                 "wrote {}/summary.json and requests.jsonl",
@@ -488,7 +491,9 @@ fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if g.json {
         output::json(&merged.doc)?;
     } else {
-        print_table(&merged.results)?;
+        let mut out = anstream::stdout().lock();
+        out.write_all(yardstick_load::text::points(&merged.results).as_bytes())?;
+        out.flush()?;
     }
     Ok(Status::Ok)
 }
@@ -522,142 +527,6 @@ async fn progress_ticker(p: Arc<Progress>) {
             eprintln!("{line}");
         }
     }
-}
-
-fn print_mlperf(results: &[MlperfResult]) -> anyhow::Result<()> {
-    let mut out = anstream::stdout().lock();
-    for r in results {
-        writeln!(
-            out,
-            "{}MLPerf {}{} on {}: {} queries ({} completed, {} samples failed) in {:.2}s; {:.1} samples/s",
-            output::style::BOLD,
-            r.scenario,
-            output::style::RESET,
-            r.traffic,
-            r.queries,
-            r.queries_completed,
-            r.samples_failed,
-            r.duration_s,
-            r.samples_per_s
-        )?;
-        if let Some(l) = &r.latency {
-            let v = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
-            writeln!(
-                out,
-                "  p{} {} latency: {} ms; {:.0}% CI [{}, {}] ms; early-stopping estimate {} ms",
-                (l.percentile * 100.0).round(),
-                l.metric,
-                v(l.value_ms),
-                l.ci_level * 100.0,
-                v(l.ci.map(|c| c.lower)),
-                v(l.ci.map(|c| c.upper)),
-                v(l.early_stopping.map(|e| e.estimate)),
-            )?;
-        }
-        if let Some(s) = &r.server {
-            writeln!(
-                out,
-                "  target {:.2} QPS, achieved {:.2} QPS",
-                s.target_qps, s.achieved_qps
-            )?;
-            for b in &s.bounds {
-                writeln!(
-                    out,
-                    "  p99 {}: {} ms (bound {} ms, {} over) {}",
-                    b.metric,
-                    b.p99_ms.map_or("-".to_string(), |x| format!("{x:.2}")),
-                    b.bound_ms,
-                    b.over_bound,
-                    if b.within { "within" } else { "OVER" }
-                )?;
-            }
-        }
-        if let Some(res) = r.result {
-            writeln!(out, "  result: {res}")?;
-        }
-        writeln!(out, "  {}", r.validity)?;
-        for why in &r.reasons {
-            writeln!(out, "    {why}")?;
-        }
-    }
-    Ok(())
-}
-
-fn fmt_dist(d: &Option<yardstick_load::Distribution>) -> String {
-    match d {
-        Some(d) => format!("{:>9.2} {:>9.2} {:>9.2}", d.mean, d.p50, d.p99),
-        None => format!("{:>9} {:>9} {:>9}", "-", "-", "-"),
-    }
-}
-
-fn print_table(points: &[PointResult]) -> anyhow::Result<()> {
-    let mut out = anstream::stdout().lock();
-    for PointResult {
-        summary: s,
-        records,
-    } in points
-    {
-        writeln!(
-            out,
-            "{}{}{} at {} {}: {} completed, {} failed in {:.2}s; {:.1} req/s, {:.1} output tok/s{}",
-            output::style::BOLD,
-            s.scenario,
-            output::style::RESET,
-            s.load.mode,
-            s.load.value,
-            s.requests.completed,
-            s.requests.failed,
-            s.duration_s,
-            s.request_throughput,
-            s.output_token_throughput,
-            match s.goodput {
-                Some(g) => format!(", goodput {g:.1} req/s"),
-                None => String::new(),
-            }
-        )?;
-        writeln!(
-            out,
-            "  {:<16} {:>9} {:>9} {:>9}",
-            "ms", "mean", "p50", "p99"
-        )?;
-        for (name, d) in [
-            ("ttft", &s.ttft_ms),
-            ("tpot", &s.tpot_ms),
-            ("itl", &s.itl_ms),
-            ("e2e", &s.e2e_ms),
-            ("client queue", &s.client_queue_ms),
-        ] {
-            writeln!(out, "  {:<16} {}", name, fmt_dist(d))?;
-        }
-        if !s.requests.errors.is_empty() {
-            let errs: Vec<String> = s
-                .requests
-                .errors
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect();
-            writeln!(out, "  errors: {}", errs.join(", "))?;
-        }
-        if let Some(e) = &s.first_error {
-            writeln!(out, "  first error: {e}")?;
-        }
-        if s.token_count_disagreements > 0 {
-            let local = if records.iter().any(|r| r.local_output_tokens.is_some()) {
-                "the local tokenizer"
-            } else {
-                "content events (pass --tokenizer for a real count)"
-            };
-            writeln!(
-                out,
-                "  {}warning{}: {} of {} completed request(s) report output tokens (server usage) more than 10 % away from {local}; TPOT and token throughput use the server's count",
-                output::style::BOLD,
-                output::style::RESET,
-                s.token_count_disagreements,
-                s.requests.completed,
-            )?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

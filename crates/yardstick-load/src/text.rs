@@ -1,0 +1,217 @@
+//! Serving results as people read them (`yardstick bench serve` without `--json`). ANSI styles
+//! mark headers; the caller strips them when the output is not a terminal.
+
+use std::fmt::Write;
+
+use crate::{MlperfResult, PointResult};
+
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+/// MLPerf scenario results: the run, the latency claim with its interval and early-stopping
+/// estimate, the Server scenario's bounds, and the validity verdict with its reasons.
+pub fn mlperf(results: &[MlperfResult]) -> String {
+    let mut out = String::new();
+    write_mlperf(&mut out, results).expect("writing to a String");
+    out
+}
+
+/// One block per point: counts and throughputs, then mean/p50/p99 of every latency, errors and
+/// token-count warnings.
+pub fn points(points: &[PointResult]) -> String {
+    let mut out = String::new();
+    write_points(&mut out, points).expect("writing to a String");
+    out
+}
+
+fn write_mlperf(out: &mut String, results: &[MlperfResult]) -> std::fmt::Result {
+    for r in results {
+        writeln!(
+            out,
+            "{}MLPerf {}{} on {}: {} queries ({} completed, {} samples failed) in {:.2}s; {:.1} samples/s",
+            BOLD,
+            r.scenario,
+            RESET,
+            r.traffic,
+            r.queries,
+            r.queries_completed,
+            r.samples_failed,
+            r.duration_s,
+            r.samples_per_s
+        )?;
+        if let Some(l) = &r.latency {
+            let v = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+            writeln!(
+                out,
+                "  p{} {} latency: {} ms; {:.0}% CI [{}, {}] ms; early-stopping estimate {} ms",
+                (l.percentile * 100.0).round(),
+                l.metric,
+                v(l.value_ms),
+                l.ci_level * 100.0,
+                v(l.ci.map(|c| c.lower)),
+                v(l.ci.map(|c| c.upper)),
+                v(l.early_stopping.map(|e| e.estimate)),
+            )?;
+        }
+        if let Some(s) = &r.server {
+            writeln!(
+                out,
+                "  target {:.2} QPS, achieved {:.2} QPS",
+                s.target_qps, s.achieved_qps
+            )?;
+            for b in &s.bounds {
+                writeln!(
+                    out,
+                    "  p99 {}: {} ms (bound {} ms, {} over) {}",
+                    b.metric,
+                    b.p99_ms.map_or("-".to_string(), |x| format!("{x:.2}")),
+                    b.bound_ms,
+                    b.over_bound,
+                    if b.within { "within" } else { "OVER" }
+                )?;
+            }
+        }
+        if let Some(res) = r.result {
+            writeln!(out, "  result: {res}")?;
+        }
+        writeln!(out, "  {}", r.validity)?;
+        for why in &r.reasons {
+            writeln!(out, "    {why}")?;
+        }
+    }
+    Ok(())
+}
+
+fn fmt_dist(d: &Option<crate::Distribution>) -> String {
+    match d {
+        Some(d) => format!("{:>9.2} {:>9.2} {:>9.2}", d.mean, d.p50, d.p99),
+        None => format!("{:>9} {:>9} {:>9}", "-", "-", "-"),
+    }
+}
+
+fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
+    for PointResult {
+        summary: s,
+        records,
+    } in points
+    {
+        writeln!(
+            out,
+            "{}{}{} at {} {}: {} completed, {} failed in {:.2}s; {:.1} req/s, {:.1} output tok/s{}",
+            BOLD,
+            s.scenario,
+            RESET,
+            s.load.mode,
+            s.load.value,
+            s.requests.completed,
+            s.requests.failed,
+            s.duration_s,
+            s.request_throughput,
+            s.output_token_throughput,
+            match s.goodput {
+                Some(g) => format!(", goodput {g:.1} req/s"),
+                None => String::new(),
+            }
+        )?;
+        writeln!(
+            out,
+            "  {:<16} {:>9} {:>9} {:>9}",
+            "ms", "mean", "p50", "p99"
+        )?;
+        for (name, d) in [
+            ("ttft", &s.ttft_ms),
+            ("tpot", &s.tpot_ms),
+            ("itl", &s.itl_ms),
+            ("e2e", &s.e2e_ms),
+            ("client queue", &s.client_queue_ms),
+        ] {
+            writeln!(out, "  {:<16} {}", name, fmt_dist(d))?;
+        }
+        if !s.requests.errors.is_empty() {
+            let errs: Vec<String> = s
+                .requests
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            writeln!(out, "  errors: {}", errs.join(", "))?;
+        }
+        if let Some(e) = &s.first_error {
+            writeln!(out, "  first error: {e}")?;
+        }
+        if s.token_count_disagreements > 0 {
+            let local = if records.iter().any(|r| r.local_output_tokens.is_some()) {
+                "the local tokenizer"
+            } else {
+                "content events (pass --tokenizer for a real count)"
+            };
+            writeln!(
+                out,
+                "  {}warning{}: {} of {} completed request(s) report output tokens (server usage) more than 10 % away from {local}; TPOT and token throughput use the server's count",
+                BOLD, RESET, s.token_count_disagreements, s.requests.completed,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Slo;
+    use crate::record::{ErrorClass, RequestRecord, TokenSource};
+    use crate::summary::{LoadLevel, summarize};
+
+    fn rec(i: u64, sched_ms: u64, content_ms: &[u64], tokens: u64) -> RequestRecord {
+        let ms = |x: u64| x * 1_000_000;
+        let mut r = RequestRecord::new(i, format!("r{i}"), false, 10, Some(tokens), ms(sched_ms));
+        r.sent_ns = Some(ms(sched_ms));
+        r.content_event_ns = content_ms.iter().map(|&c| ms(c)).collect();
+        r.first_content_ns = r.content_event_ns.first().copied();
+        r.last_content_ns = r.content_event_ns.last().copied();
+        r.done_ns = r.last_content_ns;
+        r.content_events = content_ms.len() as u64;
+        r.output_tokens = Some(tokens);
+        r.output_tokens_source = Some(TokenSource::ServerUsage);
+        r
+    }
+
+    #[test]
+    fn a_point_reads_as_counts_then_one_row_per_latency() {
+        let a = rec(1, 100, &[150, 160, 170], 3); // ttft 50, e2e 70
+        let b = rec(2, 200, &[280, 300, 320], 3); // ttft 80, e2e 120
+        let mut c = rec(3, 300, &[], 3);
+        c.error = Some(ErrorClass::Http5xx);
+        c.done_ns = Some(310_000_000);
+        let records = vec![a, b, c];
+        let summary = summarize(
+            "D(10,3)",
+            LoadLevel {
+                mode: "concurrency",
+                value: 2.0,
+                arrival: None,
+            },
+            &records,
+            &Slo::default(),
+            "max_requests",
+        );
+        let text = points(&[PointResult { summary, records }])
+            .replace(BOLD, "")
+            .replace(RESET, "");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("D(10,3) at concurrency 2: 2 completed, 1 failed in "),
+            "{text}"
+        );
+        assert_eq!(
+            lines[1].split_whitespace().collect::<Vec<_>>(),
+            ["ms", "mean", "p50", "p99"]
+        );
+        // TTFT mean of 50 and 80 ms is 65; p50 (numpy linear) is 65 too.
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>()[..3],
+            ["ttft", "65.00", "65.00"]
+        );
+        assert!(text.contains("errors: http_5xx 1"), "{text}");
+    }
+}
