@@ -23,6 +23,7 @@ pub mod ingest;
 pub mod memory;
 pub mod network;
 pub mod storage;
+pub mod text;
 mod trial;
 
 use std::collections::BTreeMap;

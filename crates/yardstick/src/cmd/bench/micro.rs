@@ -316,60 +316,12 @@ pub fn run(args: MicroArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         for w in &all.warnings {
             output::warn(w);
         }
-        print_table(&capture.machine_profile, &policy, &all)?;
+        let text = yardstick_workloads::micro::text::table(&capture.machine_profile, &policy, &all);
+        let mut out = anstream::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
     }
     Ok(Status::Ok)
-}
-
-fn fmt_num(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1000.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-fn print_table(profile: &str, policy: &TrialPolicy, r: &MicroReport) -> anyhow::Result<()> {
-    let mut out = anstream::stdout().lock();
-    let (b, d, x) = (style::BOLD, style::DIM, style::RESET);
-    writeln!(
-        out,
-        "{d}machine profile {profile} · {} replicates · {:.0}% CI{x}",
-        policy.replicates,
-        policy.confidence * 100.0
-    )?;
-    writeln!(
-        out,
-        "{b}{:<28} {:>10} {:<8} {:>23} {:>6} {:>7}{x}",
-        "benchmark", "value", "unit", "CI", "n", "cv"
-    )?;
-    for res in &r.results {
-        let ci = res.ci.map_or("-".to_owned(), |[lo, hi]| {
-            format!("[{}, {}]", fmt_num(lo), fmt_num(hi))
-        });
-        let cv = res
-            .cv
-            .map_or("-".to_owned(), |c| format!("{:.1}%", c * 100.0));
-        writeln!(
-            out,
-            "{:<28} {:>10} {:<8} {:>23} {:>6} {:>7}",
-            res.name,
-            fmt_num(res.value),
-            res.unit,
-            ci,
-            res.n,
-            cv
-        )?;
-    }
-    for s in &r.skipped {
-        writeln!(out, "{d}{:<28} {}{x}", s.name, s.reason)?;
-    }
-    Ok(())
 }
 
 fn listen(bind: &str, args: &MicroArgs) -> anyhow::Result<Status> {
