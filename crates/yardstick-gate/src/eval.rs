@@ -176,6 +176,82 @@ pub fn compare_eval(
     })
 }
 
+/// The comparison as `yardstick bench eval --compare` prints it: one row per task (accuracies,
+/// discordant items, McNemar p before and after Holm), quality metrics with their paired
+/// bootstrap interval, then the gate's verdict per metric. `tolerance_points` is the accuracy
+/// drop the gate allowed.
+pub fn text(c: &EvalComparison, tolerance_points: f64) -> String {
+    let mut out = String::new();
+    write_text(&mut out, c, tolerance_points).expect("writing to a String");
+    out
+}
+
+fn write_text(out: &mut String, c: &EvalComparison, tolerance_points: f64) -> std::fmt::Result {
+    use std::fmt::Write;
+    writeln!(
+        out,
+        "{:<16} {:>5} {:>8} {:>8} {:>7} {:>7} {:>9} {:>9}  {:<9} gate",
+        "task", "n", "acc A", "acc B", "A only", "B only", "p", "p (Holm)", "McNemar"
+    )?;
+    for t in &c.tasks {
+        let s = &t.significance;
+        writeln!(
+            out,
+            "{:<16} {:>5} {:>7.1}% {:>7.1}% {:>7} {:>7} {:>9.4} {:>9.4}  {:<9} {}",
+            s.name,
+            s.n,
+            s.accuracy_a * 100.0,
+            s.accuracy_b * 100.0,
+            s.a_only,
+            s.b_only,
+            s.p_value,
+            s.p_holm,
+            s.verdict,
+            t.gate_verdict
+        )?;
+    }
+    for t in &c.tasks {
+        if let Some(q) = &t.significance.quality {
+            writeln!(
+                out,
+                "{:<16} {} A {:.4} B {:.4} delta {:+.4} [{:+.4}, {:+.4}] p {:.4} (paired bootstrap, {} resamples)  {}",
+                t.significance.name,
+                q.metric,
+                q.a,
+                q.b,
+                q.delta,
+                q.ci[0],
+                q.ci[1],
+                q.p_value,
+                q.resamples,
+                q.verdict
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "gate (as `yardstick gate`: paired item bootstrap of B/A at {}% confidence, \
+         tolerance {} points, Holm across {} metrics): {}",
+        (c.level * 100.0).round(),
+        tolerance_points,
+        c.tasks.iter().map(|t| t.gate.len()).sum::<usize>(),
+        c.gate_verdict
+    )?;
+    for t in &c.tasks {
+        for m in &t.gate {
+            writeln!(
+                out,
+                "  {:<16} {:<13} {:<12} {}",
+                m.point,
+                m.metric,
+                m.verdict.to_string(),
+                m.reason
+            )?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +278,26 @@ mod tests {
             level: 0.95,
         };
         compare_eval(a, "a.json", b, "b.json", 0.05, &opts).unwrap()
+    }
+
+    #[test]
+    fn the_text_has_a_row_per_task_and_the_gate_verdict_per_metric() {
+        let base = doc(25, &[0, 5, 10, 15, 20]);
+        let five = judge(&base, &doc(25, &[0, 1, 2, 3, 4, 5, 6, 10, 15, 20]), 2.0);
+        let text = text(&five, 2.0);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("task") && lines[0].ends_with("gate"),
+            "{text}"
+        );
+        let row: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(row[..4], ["t", "25", "80.0%", "60.0%"], "{text}");
+        assert_eq!(row[row.len() - 2..], ["same", "FAIL"], "{text}");
+        assert!(
+            text.contains("tolerance 2 points, Holm across 1 metrics): FAIL"),
+            "{text}"
+        );
+        assert!(lines.last().unwrap().contains("accuracy"), "{text}");
     }
 
     #[test]

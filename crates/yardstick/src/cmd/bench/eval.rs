@@ -341,70 +341,8 @@ fn compare(files: &[PathBuf], args: &EvalArgs, g: &GlobalOpts) -> anyhow::Result
     if g.json {
         output::json(&c)?;
     } else {
-        crate::output::outln!(
-            "{:<16} {:>5} {:>8} {:>8} {:>7} {:>7} {:>9} {:>9}  {:<9} gate",
-            "task",
-            "n",
-            "acc A",
-            "acc B",
-            "A only",
-            "B only",
-            "p",
-            "p (Holm)",
-            "McNemar"
-        )?;
-        for t in &c.tasks {
-            let s = &t.significance;
-            crate::output::outln!(
-                "{:<16} {:>5} {:>7.1}% {:>7.1}% {:>7} {:>7} {:>9.4} {:>9.4}  {:<9} {}",
-                s.name,
-                s.n,
-                s.accuracy_a * 100.0,
-                s.accuracy_b * 100.0,
-                s.a_only,
-                s.b_only,
-                s.p_value,
-                s.p_holm,
-                s.verdict,
-                t.gate_verdict
-            )?;
-        }
-        for t in &c.tasks {
-            if let Some(q) = &t.significance.quality {
-                crate::output::outln!(
-                    "{:<16} {} A {:.4} B {:.4} delta {:+.4} [{:+.4}, {:+.4}] p {:.4} (paired bootstrap, {} resamples)  {}",
-                    t.significance.name,
-                    q.metric,
-                    q.a,
-                    q.b,
-                    q.delta,
-                    q.ci[0],
-                    q.ci[1],
-                    q.p_value,
-                    q.resamples,
-                    q.verdict
-                )?;
-            }
-        }
-        crate::output::outln!(
-            "gate (as `yardstick gate`: paired item bootstrap of B/A at {}% confidence, \
-             tolerance {} points, Holm across {} metrics): {}",
-            (c.level * 100.0).round(),
-            args.tolerance_points,
-            c.tasks.iter().map(|t| t.gate.len()).sum::<usize>(),
-            c.gate_verdict
-        )?;
-        for t in &c.tasks {
-            for m in &t.gate {
-                crate::output::outln!(
-                    "  {:<16} {:<13} {:<12} {}",
-                    m.point,
-                    m.metric,
-                    m.verdict.to_string(),
-                    m.reason
-                )?;
-            }
-        }
+        let text = yardstick_gate::eval::text(&c, args.tolerance_points);
+        crate::output::outln!("{}", text.trim_end())?;
     }
     Ok(Status::Ok)
 }
