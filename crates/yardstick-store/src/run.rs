@@ -377,6 +377,51 @@ pub fn run_dir(store: &Path, run_id: &str) -> Result<PathBuf, StoreError> {
     }
 }
 
+/// The directory of the run a person names, the way [`crate::warehouse::find_run`] finds its
+/// row: `name` is a run directory itself (it holds a `manifest.json`), a run id under
+/// `<store>/runs/`, or a unique prefix of one in any case (run ids are upper-case ULIDs).
+pub fn resolve_dir(store: &Path, name: &str) -> Result<PathBuf, crate::warehouse::FindRunError> {
+    use crate::warehouse::FindRunError;
+    let as_dir = Path::new(name);
+    if as_dir.join(MANIFEST).is_file() {
+        return Ok(as_dir.to_path_buf());
+    }
+    if let Some(why) = unsafe_run_id(name) {
+        return Err(FindRunError::Store(StoreError::Invalid(format!(
+            "`{name}` is neither a run directory nor a run id: {why}"
+        ))));
+    }
+    let runs = store.join("runs");
+    let exact = runs.join(name);
+    if exact.join(MANIFEST).is_file() {
+        return Ok(exact);
+    }
+    let want = name.to_ascii_uppercase();
+    let mut matches: Vec<PathBuf> = std::fs::read_dir(&runs)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.join(MANIFEST).is_file())
+                .filter(|p| {
+                    p.file_name().is_some_and(|n| {
+                        n.to_string_lossy().to_ascii_uppercase().starts_with(&want)
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    match matches.len() {
+        1 => Ok(matches.remove(0)),
+        0 => Err(FindRunError::NoDirectory {
+            id: name.to_string(),
+            runs,
+        }),
+        count => Err(FindRunError::Ambiguous {
+            id: name.to_string(),
+            count,
+        }),
+    }
+}
+
 /// Reads a run's manifest.
 pub fn read_manifest(dir: &Path) -> Result<Manifest, StoreError> {
     let path = dir.join(MANIFEST);
@@ -436,6 +481,44 @@ pub fn slug(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_directory_is_found_by_path_id_or_unique_prefix_in_any_case() {
+        use crate::warehouse::FindRunError;
+        let store = tempfile::tempdir().unwrap();
+        let runs = store.path().join("runs");
+        for id in ["01JD8YAAAA", "01JD8YBBBB", "01JD9ZCCCC"] {
+            std::fs::create_dir_all(runs.join(id)).unwrap();
+            std::fs::write(runs.join(id).join(MANIFEST), "{}").unwrap();
+        }
+        // A directory without a manifest is not a run.
+        std::fs::create_dir_all(runs.join("01JD9ZDDDD")).unwrap();
+        let found = |name: &str| resolve_dir(store.path(), name);
+        assert_eq!(found("01JD8YAAAA").unwrap(), runs.join("01JD8YAAAA"));
+        assert_eq!(found("01jd9z").unwrap(), runs.join("01JD9ZCCCC"));
+        let by_path = runs.join("01JD8YBBBB");
+        assert_eq!(found(&by_path.to_string_lossy()).unwrap(), by_path);
+        assert!(matches!(
+            found("01JD8Y"),
+            Err(FindRunError::Ambiguous { count: 2, .. })
+        ));
+        let missing = found("01JE").unwrap_err();
+        assert!(matches!(missing, FindRunError::NoDirectory { .. }));
+        assert!(
+            missing.to_string().contains("no run `01JE` under"),
+            "{missing}"
+        );
+        assert!(matches!(
+            found("../../etc"),
+            Err(FindRunError::Store(StoreError::Invalid(_)))
+        ));
+        // A store with no runs directory at all.
+        let empty = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            resolve_dir(empty.path(), "01JD"),
+            Err(FindRunError::NoDirectory { .. })
+        ));
+    }
 
     fn tool() -> ToolInfo {
         ToolInfo {

@@ -221,6 +221,14 @@ pub enum FindRunError {
     /// No run has that id or starts with it.
     #[error("no run `{0}` in the warehouse")]
     NotFound(String),
+    /// No run directory has that id or starts with it ([`crate::run::resolve_dir`]).
+    #[error("no run `{id}` under {}", runs.display())]
+    NoDirectory {
+        /// The id or prefix asked for.
+        id: String,
+        /// The store's `runs/` directory.
+        runs: std::path::PathBuf,
+    },
     /// Several runs start with it.
     #[error("`{id}` matches {count} runs")]
     Ambiguous {
@@ -239,6 +247,10 @@ impl FindRunError {
     pub fn hint(&self) -> Option<&'static str> {
         match self {
             FindRunError::NotFound(_) => Some("`yardstick runs list` shows the stored runs"),
+            FindRunError::NoDirectory { .. } => Some(
+                "pass a run id (or a unique prefix) with --store, or the run directory itself; \
+                 `yardstick runs list` shows the stored runs",
+            ),
             FindRunError::Ambiguous { .. } => Some("give more characters of the run id"),
             FindRunError::Store(_) => None,
         }

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use yardstick_gate::{GateError, baseline};
-use yardstick_store::warehouse::BaselineRow;
+use yardstick_store::warehouse::{BaselineRow, FindRunError};
 
 use crate::cli::GlobalOpts;
 use crate::cmd::runs::{StoreOpt, print_table, store_error};
@@ -135,32 +135,16 @@ fn admit_for_baseline(store: &str, run: &str) -> anyhow::Result<()> {
     if !trust.require_signature {
         return Ok(());
     }
-    let runs = dir.join("runs");
-    let matches: Vec<std::path::PathBuf> = std::fs::read_dir(&runs)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.file_name()
-                        .is_some_and(|n| n.to_string_lossy().starts_with(run))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    match matches.as_slice() {
-        [one] => yardstick_store::trust::admit(dir, one)
-            .map(drop)
-            .map_err(store_error),
-        [] => Err(exit::invalid(
-            format!("no run directory for `{run}` under {}", runs.display()),
-            Some(
-                "this store requires signed runs, so a baseline needs the run's directory to verify",
-            ),
-        )),
-        _ => Err(exit::invalid(
-            format!("`{run}` matches several runs"),
-            Some("give more of the run id"),
-        )),
-    }
+    let one = yardstick_store::run::resolve_dir(dir, run).map_err(|e| match e {
+        e @ FindRunError::NoDirectory { .. } => exit::invalid(
+            e.to_string(),
+            Some("this store requires signed runs, so a baseline needs the run's directory to verify"),
+        ),
+        e => crate::cmd::runs::find_error(e),
+    })?;
+    yardstick_store::trust::admit(dir, &one)
+        .map(drop)
+        .map_err(store_error)
 }
 
 #[derive(Serialize)]

@@ -40,6 +40,14 @@ impl StoreOpt {
 
 /// Maps store errors to exit codes: the user's input (bad SQL, unknown store, bad age) is exit 2,
 /// everything else (I/O, database failures) exit 1.
+/// A run that could not be found: the user's input (exit 2) unless the store itself failed.
+pub fn find_error(e: FindRunError) -> anyhow::Error {
+    match e {
+        FindRunError::Store(e) => store_error(e),
+        e => exit::invalid(e.to_string(), e.hint()),
+    }
+}
+
 pub fn store_error(e: StoreError) -> anyhow::Error {
     match e {
         StoreError::NotFound(_) => exit::invalid(e.to_string(), Some(STORE_HINT)),
@@ -169,10 +177,7 @@ struct ShowOut {
 
 fn show(args: ShowArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut w = args.store.open()?;
-    let run = find_run(w.as_mut(), &args.run).map_err(|e| match e {
-        FindRunError::Store(e) => store_error(e),
-        e => exit::invalid(e.to_string(), e.hint()),
-    })?;
+    let run = find_run(w.as_mut(), &args.run).map_err(find_error)?;
     let out = ShowOut {
         points: w.points(&run.run_id).map_err(store_error)?,
         replicates: w.replicates(&run.run_id).map_err(store_error)?,

@@ -48,25 +48,8 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
-    let as_dir = PathBuf::from(&args.run);
-    let dir = if as_dir.join("manifest.json").exists() {
-        as_dir
-    } else {
-        yardstick_store::run::run_dir(&args.store, &args.run).map_err(|e| {
-            invalid(
-                e.to_string(),
-                Some("pass a run id with --store, or the run directory itself"),
-            )
-        })?
-    };
-    if !dir.join("manifest.json").exists() {
-        return Err(invalid(
-            format!("no run `{}` (looked in {})", args.run, dir.display()),
-            Some(
-                "pass a run id with --store, or the run directory itself; `yardstick runs list` shows runs",
-            ),
-        ));
-    }
+    let dir = yardstick_store::run::resolve_dir(&args.store, &args.run)
+        .map_err(crate::cmd::runs::find_error)?;
     // A run in a store that pins keys (`yardstick trust`) is verified under that policy too.
     let store_of_run = dir
         .parent()

@@ -93,14 +93,28 @@ fn three_nccl_runs_become_replicates_with_an_interval() {
         spec.contains("kind: Import") && spec.contains("nccl-tests"),
         "{spec}"
     );
-    let verify = yardstick()
-        .args(["verify", run_id, "--store", &store_s])
+    // `verify` finds the run as every other command does: by id or by a unique prefix in any
+    // case; a prefix that matches nothing is the user's error (exit 2) with a hint.
+    for name in [run_id.to_string(), run_id[..8].to_ascii_lowercase()] {
+        let verify = yardstick()
+            .args(["verify", &name, "--store", &store_s])
+            .output()
+            .unwrap();
+        assert!(
+            verify.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&verify.stderr)
+        );
+    }
+    let none = yardstick()
+        .args(["verify", "0000NOTARUN", "--store", &store_s])
         .output()
         .unwrap();
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert_eq!(none.status.code(), Some(2), "{err}");
     assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stderr)
+        err.contains("no run `0000NOTARUN` under") && err.contains("runs list"),
+        "{err}"
     );
 
     // Facts in the warehouse: one per file and the aggregate, under the same names.
