@@ -104,6 +104,69 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
+    /// The verification as `yardstick verify` prints it: the run, one line per problem, the
+    /// retention record, the signature, and `OK (verified)`, `OK (integrity only: ...)` or
+    /// `FAILED`.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        self.write_text(&mut out).expect("writing to a String");
+        out
+    }
+
+    fn write_text(&self, out: &mut String) -> std::fmt::Result {
+        use std::fmt::Write;
+        writeln!(
+            out,
+            "run {} ({}): {} artifact(s)",
+            self.run_id,
+            self.status.as_str(),
+            self.artifacts
+        )?;
+        for p in &self.problems {
+            match p.problem {
+                "modified" => writeln!(
+                    out,
+                    "  MODIFIED  {} (manifest sha256 {}, now {})",
+                    p.path,
+                    p.expected.as_deref().unwrap_or("?"),
+                    p.actual.as_deref().unwrap_or("?")
+                )?,
+                "missing" => writeln!(out, "  MISSING   {}", p.path)?,
+                "symlink" => writeln!(out, "  SYMLINK   {} (not followed)", p.path)?,
+                "refused" => writeln!(
+                    out,
+                    "  REFUSED   {}: {}",
+                    p.path,
+                    p.detail.as_deref().unwrap_or("")
+                )?,
+                _ => writeln!(out, "  UNLISTED  {} (not in the manifest)", p.path)?,
+            }
+        }
+        if !self.dropped_by_retention.is_empty() {
+            writeln!(
+                out,
+                "  {} raw file(s) dropped by the retention policy (gc.json); their hashes are kept",
+                self.dropped_by_retention.len()
+            )?;
+        }
+        if let Some(r) = &self.retention
+            && let Some(why) = &r.reason
+        {
+            writeln!(out, "  retention record REFUSED: {why}")?;
+        }
+        writeln!(out, "  signature: {}", self.signature_line())?;
+        writeln!(
+            out,
+            "{}",
+            match (self.ok(), self.verified()) {
+                (true, true) => "OK (verified)",
+                (true, false) => "OK (integrity only: not verified by a trusted key)",
+                (false, _) => "FAILED",
+            }
+        )?;
+        Ok(())
+    }
+
     /// True when every hash matches, nothing is missing (other than raw files dropped under a
     /// valid retention record) or unlisted, and the signature is acceptable: verified by a
     /// trusted key, or — only when no signature is required — absent or by a key nobody

@@ -232,6 +232,12 @@ fn gc_drops_raw_artifacts_of_old_runs_and_verify_tells_dropped_from_missing() {
     let v = verify_run(&old, &trusting(&key)).unwrap();
     assert!(v.ok() && v.verified(), "{:?} {:?}", v.problems, v.retention);
     assert_eq!(v.dropped_by_retention.len(), 4);
+    let text = v.text();
+    assert!(
+        text.contains("  4 raw file(s) dropped by the retention policy")
+            && text.trim_end().ends_with("OK (verified)"),
+        "{text}"
+    );
     assert!(
         v.retention
             .as_ref()
@@ -248,6 +254,9 @@ fn gc_drops_raw_artifacts_of_old_runs_and_verify_tells_dropped_from_missing() {
     let v = verify_run(&old, &trusting(&key)).unwrap();
     assert!(!v.ok());
     assert_eq!(v.problems.len(), 4, "{:?}", v.problems);
+    let text = v.text();
+    assert_eq!(text.matches("\n  MISSING   ").count(), 4, "{text}");
+    assert!(text.trim_end().ends_with("FAILED"), "{text}");
     assert!(
         v.retention
             .as_ref()

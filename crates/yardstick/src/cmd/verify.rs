@@ -100,57 +100,7 @@ pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         v["verified"] = report.verified().into();
         crate::output::json(&v)?;
     } else {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        writeln!(
-            out,
-            "run {} ({}): {} artifact(s)",
-            report.run_id,
-            report.status.as_str(),
-            report.artifacts
-        )?;
-        for p in &report.problems {
-            match p.problem {
-                "modified" => writeln!(
-                    out,
-                    "  MODIFIED  {} (manifest sha256 {}, now {})",
-                    p.path,
-                    p.expected.as_deref().unwrap_or("?"),
-                    p.actual.as_deref().unwrap_or("?")
-                )?,
-                "missing" => writeln!(out, "  MISSING   {}", p.path)?,
-                "symlink" => writeln!(out, "  SYMLINK   {} (not followed)", p.path)?,
-                "refused" => writeln!(
-                    out,
-                    "  REFUSED   {}: {}",
-                    p.path,
-                    p.detail.as_deref().unwrap_or("")
-                )?,
-                _ => writeln!(out, "  UNLISTED  {} (not in the manifest)", p.path)?,
-            }
-        }
-        if !report.dropped_by_retention.is_empty() {
-            writeln!(
-                out,
-                "  {} raw file(s) dropped by the retention policy (gc.json); their hashes are kept",
-                report.dropped_by_retention.len()
-            )?;
-        }
-        if let Some(r) = &report.retention
-            && let Some(why) = &r.reason
-        {
-            writeln!(out, "  retention record REFUSED: {why}")?;
-        }
-        writeln!(out, "  signature: {}", report.signature_line())?;
-        writeln!(
-            out,
-            "{}",
-            match (report.ok(), report.verified()) {
-                (true, true) => "OK (verified)",
-                (true, false) => "OK (integrity only: not verified by a trusted key)",
-                (false, _) => "FAILED",
-            }
-        )?;
+        crate::output::outln!("{}", report.text().trim_end())?;
     }
     Ok(if report.ok() {
         Status::Ok
