@@ -158,6 +158,58 @@ pub struct ImportOutcome {
     pub warnings: Vec<String>,
 }
 
+impl ImportOutcome {
+    /// The import as `yardstick import` prints it: the run, the machine profile, one row per
+    /// figure with its interval, and the run directory. ANSI styles mark the name and the
+    /// intervals; the caller strips them when the output is not a terminal.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        self.write_text(&mut out).expect("writing to a String");
+        out
+    }
+
+    fn write_text(&self, out: &mut String) -> std::fmt::Result {
+        use std::fmt::Write;
+        let (b, x, d) = ("\x1b[1m", "\x1b[0m", "\x1b[2m");
+        writeln!(
+            out,
+            "{b}{}{x}: {} file(s) of {} -> run {}",
+            self.name,
+            self.files.len(),
+            self.tool.display(),
+            self.run_id
+        )?;
+        writeln!(
+            out,
+            "  machine profile: {}",
+            self.machine_profile.as_deref().unwrap_or("(none)")
+        )?;
+        let width = self
+            .results
+            .iter()
+            .map(|r| r.name.len())
+            .max()
+            .unwrap_or(0);
+        for r in &self.results {
+            let ci = match r.ci {
+                Some([lo, hi]) => format!(
+                    "  {d}[{lo:.4}, {hi:.4}] {:.0}% CI, n={}{x}",
+                    self.confidence_level * 100.0,
+                    r.n
+                ),
+                None => format!("  {d}n={}{x}", r.n),
+            };
+            writeln!(
+                out,
+                "  {:width$}  {:>12.4} {:<6}{ci}",
+                r.name, r.value, r.unit
+            )?;
+        }
+        writeln!(out, "  {}", self.dir.display())?;
+        Ok(())
+    }
+}
+
 /// The point id of an imported tool's figures.
 pub fn point_id(tool: Tool) -> String {
     format!("import.{}", tool.name())

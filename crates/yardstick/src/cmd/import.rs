@@ -9,7 +9,7 @@ use yardstick_run::import::{self, EnvSource, ImportFile, ImportOptions, Tool};
 
 use crate::cli::GlobalOpts;
 use crate::exit::{Status, invalid};
-use crate::output::{self, style};
+use crate::output;
 
 /// Import nccl-tests, fio JSON or STREAM output into the store and warehouse.
 ///
@@ -160,41 +160,7 @@ pub fn run(args: ImportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         return Ok(Status::Ok);
     }
     let mut out = anstream::stdout().lock();
-    let (b, x, d) = (style::BOLD, style::RESET, style::DIM);
-    writeln!(
-        out,
-        "{b}{}{x}: {} file(s) of {} -> run {}",
-        outcome.name,
-        outcome.files.len(),
-        tool.display(),
-        outcome.run_id
-    )?;
-    writeln!(
-        out,
-        "  machine profile: {}",
-        outcome.machine_profile.as_deref().unwrap_or("(none)")
-    )?;
-    let width = outcome
-        .results
-        .iter()
-        .map(|r| r.name.len())
-        .max()
-        .unwrap_or(0);
-    for r in &outcome.results {
-        let ci = match r.ci {
-            Some([lo, hi]) => format!(
-                "  {d}[{lo:.4}, {hi:.4}] {:.0}% CI, n={}{x}",
-                outcome.confidence_level * 100.0,
-                r.n
-            ),
-            None => format!("  {d}n={}{x}", r.n),
-        };
-        writeln!(
-            out,
-            "  {:width$}  {:>12.4} {:<6}{ci}",
-            r.name, r.value, r.unit
-        )?;
-    }
-    writeln!(out, "  {}", outcome.dir.display())?;
+    out.write_all(outcome.text().as_bytes())?;
+    out.flush()?;
     Ok(Status::Ok)
 }
