@@ -104,7 +104,7 @@ pub fn metric_tolerance(
 /// [`headline`], plus the latency tail statistics listed in `tails` (`["p99"]`).
 pub fn classify(metric: &str, statistic: &str, tails: &[&str]) -> Option<MetricClass> {
     headline(metric, statistic).or_else(|| {
-        (matches!(metric, "ttft_ms" | "e2e_ms" | "tpot_ms") && tails.contains(&statistic))
+        (yardstick_spec::metrics::tail_gated(metric) && tails.contains(&statistic))
             .then_some(MetricClass::Tail)
     })
 }

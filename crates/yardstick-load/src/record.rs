@@ -1,6 +1,7 @@
 //! The raw per-request record: every timestamp a metric is computed from.
 
 use serde::Serialize;
+use yardstick_spec::metrics::id;
 
 pub use yardstick_wire::Clock;
 
@@ -227,12 +228,12 @@ impl RequestRecord {
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
-            o.insert("ttft_ms".into(), self.ttft_ms().into());
-            o.insert("tpot_ms".into(), self.tpot_ms().into());
-            o.insert("e2e_ms".into(), self.e2e_ms().into());
-            o.insert("client_queue_ms".into(), self.client_queue_ms().into());
+            o.insert(id::TTFT_MS.into(), self.ttft_ms().into());
+            o.insert(id::TPOT_MS.into(), self.tpot_ms().into());
+            o.insert(id::E2E_MS.into(), self.e2e_ms().into());
+            o.insert(id::CLIENT_QUEUE_MS.into(), self.client_queue_ms().into());
             o.insert(
-                "itl_ms".into(),
+                id::ITL_MS.into(),
                 self.itl_ms()
                     .map(|x| (x * 1e3).round() / 1e3)
                     .collect::<Vec<_>>()

@@ -26,6 +26,7 @@ use crate::PointResult;
 use crate::merge::{MergeError, PointHistograms, ShardPart, merge_point};
 use crate::record::RequestRecord;
 use crate::summary::{LoadLevel, PointSummary, Slo};
+use yardstick_spec::metrics::id;
 
 /// The summary document.
 pub const SUMMARY: &str = "summary.json";
@@ -386,9 +387,9 @@ pub fn merge_dirs(dirs: &[PathBuf], format: &dyn RecordsFormat) -> Result<Merged
     }
     let slo_v = &first["slo"];
     let slo = Slo {
-        ttft_ms: slo_v["ttft_ms"].as_f64(),
-        tpot_ms: slo_v["tpot_ms"].as_f64(),
-        e2e_ms: slo_v["e2e_ms"].as_f64(),
+        ttft_ms: slo_v[id::TTFT_MS].as_f64(),
+        tpot_ms: slo_v[id::TPOT_MS].as_f64(),
+        e2e_ms: slo_v[id::E2E_MS].as_f64(),
     };
     let npoints = first["points"].as_array().map_or(0, Vec::len);
     if let Some((_, dir)) = shards

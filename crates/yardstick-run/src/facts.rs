@@ -8,6 +8,7 @@ use serde_json::Value;
 use yardstick_store::warehouse::FactRow;
 
 use crate::plan::Plan;
+use yardstick_spec::metrics::id;
 
 /// The unit of a metric: the metric catalogue's (`yardstick metrics`); "" for a metric the
 /// catalogue does not know (its producer may declare one: [`unit_in`]).
@@ -188,13 +189,13 @@ pub fn headline(summary: &Value) -> String {
     if let Some(h) = crate::eval::headline(summary) {
         return h;
     }
-    if summary.get("ttft_ms").is_some() || summary.get("request_throughput").is_some() {
+    if summary.get(id::TTFT_MS).is_some() || summary.get(id::REQUEST_THROUGHPUT).is_some() {
         let f = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.1}"));
         return format!(
             "{} req/s, TTFT p50 {} ms, p99 {} ms, {} failed",
-            f(&summary["request_throughput"]),
-            f(&summary["ttft_ms"]["p50"]),
-            f(&summary["ttft_ms"]["p99"]),
+            f(&summary[id::REQUEST_THROUGHPUT]),
+            f(&summary[id::TTFT_MS]["p50"]),
+            f(&summary[id::TTFT_MS]["p99"]),
             summary["requests"]["failed"].as_u64().unwrap_or(0)
         );
     }

@@ -184,12 +184,7 @@ impl ImportOutcome {
             "  machine profile: {}",
             self.machine_profile.as_deref().unwrap_or("(none)")
         )?;
-        let width = self
-            .results
-            .iter()
-            .map(|r| r.name.len())
-            .max()
-            .unwrap_or(0);
+        let width = self.results.iter().map(|r| r.name.len()).max().unwrap_or(0);
         for r in &self.results {
             let ci = match r.ci {
                 Some([lo, hi]) => format!(

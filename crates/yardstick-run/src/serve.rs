@@ -13,6 +13,7 @@ use yardstick_store::samples::{Column, Table};
 
 use crate::RunError;
 use crate::plan::PointWork;
+use yardstick_spec::metrics::id;
 
 /// The outcome of one serve replicate.
 pub struct ServeOutcome {
@@ -215,14 +216,14 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
         .with("first_content_ns", ns(|r| r.first_content_ns))
         .with("last_content_ns", ns(|r| r.last_content_ns))
         .with("done_ns", ns(|r| r.done_ns))
-        .with("ttft_ms", since_sched(|r| r.first_content_ns))
+        .with(id::TTFT_MS, since_sched(|r| r.first_content_ns))
         // As the summary counts it: a stream's last content event, else (non-streamed,
         // embeddings) the response's completion.
         .with(
-            "e2e_ms",
+            id::E2E_MS,
             Column::OptF64(records.iter().map(RequestRecord::e2e_ms).collect()),
         )
-        .with("client_queue_ms", since_sched(|r| r.sent_ns))
+        .with(id::CLIENT_QUEUE_MS, since_sched(|r| r.sent_ns))
         .with(
             "status",
             Column::OptI64(records.iter().map(|r| r.status.map(i64::from)).collect()),
@@ -280,7 +281,7 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
             ),
         )
         .with(
-            "itl_ms",
+            id::ITL_MS,
             Column::ListF64(
                 records
                     .iter()
@@ -404,7 +405,7 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
         };
         if let (Some(t0), Some(offsets)) = (r.first_content_ns, list("content_event_offsets_ns")) {
             r.content_event_ns = offsets.iter().map(|o| t0 + *o as u64).collect();
-        } else if let (Some(t0), Some(gaps)) = (r.first_content_ns, list("itl_ms")) {
+        } else if let (Some(t0), Some(gaps)) = (r.first_content_ns, list(id::ITL_MS)) {
             let mut t = t0 as f64;
             r.content_event_ns.push(t0);
             for g in gaps {

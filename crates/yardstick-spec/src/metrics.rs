@@ -142,11 +142,34 @@ const RATE: &[&str] = &["mean", "p10", "p50", "aggregate"];
 const MICRO: &[&str] = &["value", "mean", "min", "max", "cv"];
 const VALUE: &[&str] = &["value"];
 
+/// Whether a spec may gate the tail statistics (`gates.tails: [p99]`) of `metric`: the per-request
+/// latency distributions of serving (TTFT, TPOT, end-to-end).
+pub fn tail_gated(metric: &str) -> bool {
+    [id::TTFT_MS, id::TPOT_MS, id::E2E_MS].contains(&metric)
+}
+
+/// The ids code refers to by name (columns, JSON fields, plots), so each is spelled once: here.
+/// Every one is also a [`CATALOGUE`] entry.
+pub mod id {
+    /// `ttft_ms`.
+    pub const TTFT_MS: &str = "ttft_ms";
+    /// `tpot_ms`.
+    pub const TPOT_MS: &str = "tpot_ms";
+    /// `itl_ms`.
+    pub const ITL_MS: &str = "itl_ms";
+    /// `e2e_ms`.
+    pub const E2E_MS: &str = "e2e_ms";
+    /// `client_queue_ms`.
+    pub const CLIENT_QUEUE_MS: &str = "client_queue_ms";
+    /// `request_throughput`.
+    pub const REQUEST_THROUGHPUT: &str = "request_throughput";
+}
+
 macro_rules! m {
-    ($id:literal, $unit:literal, $dir:ident, $class:ident, $stats:expr, $gated:expr, $def:literal) => {
+    ($id:expr, $unit:literal, $dir:ident, $class:ident, $stats:expr, $gated:expr, $def:literal) => {
         m!($id, $unit, $dir, $class, $stats, $gated, $def, &[])
     };
-    ($id:literal, $unit:literal, $dir:ident, $class:ident, $stats:expr, $gated:expr, $def:literal, $headline:expr) => {
+    ($id:expr, $unit:literal, $dir:ident, $class:ident, $stats:expr, $gated:expr, $def:literal, $headline:expr) => {
         MetricDef {
             id: $id,
             unit: $unit,
@@ -166,7 +189,7 @@ macro_rules! m {
 pub const CATALOGUE: &[MetricDef] = &[
     // Serving (bench serve, component.serve).
     m!(
-        "request_throughput",
+        id::REQUEST_THROUGHPUT,
         "req/s",
         HigherIsBetter,
         Throughput,
@@ -205,7 +228,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "ttft_ms",
+        id::TTFT_MS,
         "ms",
         LowerIsBetter,
         Latency,
@@ -215,7 +238,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["p50", "p99"]
     ),
     m!(
-        "tpot_ms",
+        id::TPOT_MS,
         "ms",
         LowerIsBetter,
         Latency,
@@ -225,7 +248,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["p50"]
     ),
     m!(
-        "itl_ms",
+        id::ITL_MS,
         "ms",
         LowerIsBetter,
         Latency,
@@ -235,7 +258,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["p50"]
     ),
     m!(
-        "e2e_ms",
+        id::E2E_MS,
         "ms",
         LowerIsBetter,
         Latency,
@@ -245,7 +268,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["p50", "p99"]
     ),
     m!(
-        "client_queue_ms",
+        id::CLIENT_QUEUE_MS,
         "ms",
         LowerIsBetter,
         Latency,
