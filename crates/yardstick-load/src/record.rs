@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-pub use yardstick_wire::Clock;
+pub use yardstick_timing::Clock;
 
 /// Why a request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
