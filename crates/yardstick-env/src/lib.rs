@@ -10,7 +10,9 @@
 //!   temperature and throttle reasons, written as a tidy Parquet time series, with a summary of
 //!   time throttled and clock drop (sustained versus peak).
 //! * [`text`]: the capture as `yardstick env` prints it.
-//! * [`roofline`]: roofline placement and bottleneck classification from measured ceilings.
+//!
+//! What the machine's measured ceilings mean for a workload (the roofline, bottlenecks) is
+//! analysis, not capture: `yardstick-analysis`.
 //!
 //! `docs/env.md` lists every captured field and the rules of the profile key.
 #![deny(missing_docs)]
@@ -20,7 +22,6 @@ pub mod cpu;
 mod error;
 pub mod gpu;
 pub mod profile;
-pub mod roofline;
 pub mod software;
 pub mod system;
 pub mod telemetry;

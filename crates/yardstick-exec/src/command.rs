@@ -16,12 +16,16 @@ use yardstick_stats::descriptive::Descriptive;
 use yardstick_stats::outliers;
 use yardstick_stats::report::default_resamples;
 
+use yardstick_analysis::bottleneck::{self, JobTimeline, TrainingBottleneck};
+use yardstick_analysis::protocol::{MalformedLine, parse_metrics};
+use yardstick_analysis::roofline::Ceilings;
+use yardstick_analysis::scaling::{self, ScalingInput, ScalingReport};
+use yardstick_analysis::training::{self, TrainingConfig, TrainingReport};
+
 use crate::ExecError;
 use crate::process::{self, ProcessOutcome, ProcessSpec};
-use crate::protocol::{self, ENV_METRICS, ENV_REPLICATE, ENV_RUN_ID, MalformedLine};
-use crate::scaling::{self, ScalingInput, ScalingReport};
+use crate::protocol::{self, ENV_METRICS, ENV_REPLICATE, ENV_RUN_ID};
 use crate::timeline;
-use crate::training::{self, TrainingConfig, TrainingReport};
 use tokio_util::sync::CancellationToken;
 
 /// The placeholder name of world-size sweeps (`{worldSize}`).
@@ -100,7 +104,7 @@ pub struct ExecConfig {
     pub expect_metrics: bool,
     /// One device's ceilings (peak FLOP/s, memory bandwidth, link) and where they came from,
     /// for the bottleneck classification of the training analysis.
-    pub ceilings: Option<(yardstick_env::roofline::Ceilings, String)>,
+    pub ceilings: Option<(Ceilings, String)>,
     /// Make `$YARDSTICK_METRICS` a FIFO read live ([`protocol::LiveMetrics`]) instead of a
     /// file read after the run; the lines are still copied to `<run>.metrics.jsonl`.
     pub metrics_fifo: bool,
@@ -252,7 +256,7 @@ pub struct RunRecord {
     /// Where the wall time went — start-up, steps, teardown — from when the step records
     /// arrived (successful measured runs whose steps were reported as they happened).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeline: Option<crate::timeline::JobTimeline>,
+    pub timeline: Option<JobTimeline>,
 }
 
 impl RunRecord {
@@ -323,7 +327,7 @@ pub struct BenchmarkResult {
     /// The bottleneck of the last counted run's training steps (roofline and time shares), when
     /// the machine's ceilings were given or the workload reported input or collective time.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bottleneck: Option<crate::bottleneck::TrainingBottleneck>,
+    pub bottleneck: Option<TrainingBottleneck>,
     /// Things to know before quoting the numbers.
     pub warnings: Vec<String>,
 }
@@ -731,7 +735,7 @@ fn one_run(
         }
     };
     let o = o?;
-    let parsed = protocol::parse_metrics(&String::from_utf8_lossy(&bytes));
+    let parsed = parse_metrics(&String::from_utf8_lossy(&bytes));
     let wrote = !parsed.records.is_empty() || parsed.malformed_count > 0;
     let metrics = wrote.then(|| RunMetrics {
         file: metrics_file.clone(),
@@ -917,24 +921,19 @@ fn finish(cfg: &ExecConfig, r: &mut BenchmarkResult, interrupted: bool) {
 /// roofline needs the machine; time shares do not).
 fn bottleneck_of(
     t: &TrainingReport,
-    timeline: Option<&crate::timeline::JobTimeline>,
-    ceilings: Option<&(yardstick_env::roofline::Ceilings, String)>,
-) -> Option<crate::bottleneck::TrainingBottleneck> {
+    timeline: Option<&JobTimeline>,
+    ceilings: Option<&(Ceilings, String)>,
+) -> Option<TrainingBottleneck> {
     match ceilings {
-        Some((c, source)) => Some(crate::bottleneck::classify_job(
-            t,
-            timeline,
-            c,
-            source.clone(),
-        )),
+        Some((c, source)) => Some(bottleneck::classify_job(t, timeline, c, source.clone())),
         None if t.data_wait_s.is_some() || t.comm_s.is_some() || timeline.is_some() => {
-            let none = yardstick_env::roofline::Ceilings {
+            let none = Ceilings {
                 label: "unknown machine".into(),
                 peak_flops: 0.0,
                 memory_bw: 0.0,
                 link_bw: None,
             };
-            Some(crate::bottleneck::classify_job(
+            Some(bottleneck::classify_job(
                 t,
                 timeline,
                 &none,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-/// Why a benchmark or an analysis could not be carried out. A workload that fails, times out or
+/// Why a benchmark could not be carried out. A workload that fails, times out or
 /// writes malformed metrics is *not* an error: it is measured and reported.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {

@@ -15,7 +15,7 @@
 //! * **teardown**: the arrival of the last step record → process exit.
 //!
 //! Start-up plus teardown is control-plane time; when it is at least
-//! [`yardstick_env::roofline::QUEUE_SHARE`] (50 %) of the wall time the run is
+//! [`yardstick_analysis::roofline::QUEUE_SHARE`] (50 %) of the wall time the run is
 //! control-plane-bound: a faster step would barely change the job's wall time.
 //!
 //! The arrival time is only evidence when the lines are written as the steps finish. A workload
@@ -29,9 +29,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
-use crate::protocol::ParsedMetrics;
+use yardstick_analysis::bottleneck::JobTimeline;
+use yardstick_analysis::protocol::ParsedMetrics;
 
 /// How often the metrics file is polled when it is not a FIFO.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
@@ -140,33 +139,6 @@ impl Drop for FileWatch {
     }
 }
 
-/// Where one run's wall time went (seconds).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JobTimeline {
-    /// Process launch → exit.
-    pub wall_s: f64,
-    /// Launch → arrival of the first step record.
-    pub first_step_reported_s: f64,
-    /// Launch → start of the first step (`first_step_reported_s` minus that step's time).
-    pub startup_s: f64,
-    /// Σ step times (the largest per-rank sum).
-    pub service_s: f64,
-    /// Time between the first step's start and the last step's report not covered by steps.
-    pub between_steps_s: f64,
-    /// Arrival of the last step record → exit.
-    pub teardown_s: f64,
-    /// `startup_s + teardown_s`.
-    pub control_plane_s: f64,
-    /// `control_plane_s / wall_s`.
-    pub control_plane_share: f64,
-    /// Records with `step_time_s`.
-    pub step_records: usize,
-    /// `fifo` (every read stamped) or `file-poll` (the file's length polled).
-    pub source: &'static str,
-    /// How late an arrival stamp can be, s.
-    pub resolution_s: f64,
-}
-
 /// Byte offset just past each line (1-based line `n` ends at `ends[n - 1]`).
 fn line_ends(bytes: &[u8]) -> Vec<u64> {
     let mut ends: Vec<u64> = bytes
@@ -257,7 +229,7 @@ pub fn job_timeline(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::parse_metrics;
+    use yardstick_analysis::protocol::parse_metrics;
 
     /// Arrivals of whole lines at the given offsets from `launch` (ms).
     fn arrivals(bytes: &[u8], launch: Instant, at_ms: &[u64]) -> Arrivals {

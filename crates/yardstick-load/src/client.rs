@@ -16,7 +16,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1;
 use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
 use hyper_util::client::legacy::connect::HttpConnector;
-use yardstick_wire::{RxStamp, StampedTcp};
+use yardstick_timing::{RxStamp, StampedTcp};
 
 use crate::openai::{self, Api};
 use crate::plan::PlannedRequest;
@@ -575,7 +575,7 @@ async fn exchange(
         }
     })?;
     // Arrival times are the kernel's receive stamps of the bytes just read (see
-    // `yardstick_wire::tcp`), "now" where the platform gives none.
+    // `yardstick_timing::tcp`), "now" where the platform gives none.
     rec.first_byte_ns = Some(rx.get());
     let status = resp.status().as_u16();
     rec.status = Some(status);

@@ -21,7 +21,7 @@ pub mod mlperf;
 pub mod openai;
 pub mod plan;
 pub mod record;
-use yardstick_wire::rng;
+use yardstick_timing::rng;
 pub mod runner;
 pub mod shard_files;
 pub mod sse;

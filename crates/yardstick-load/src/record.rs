@@ -3,7 +3,7 @@
 use serde::Serialize;
 use yardstick_spec::metrics::id;
 
-pub use yardstick_wire::Clock;
+pub use yardstick_timing::Clock;
 
 /// Why a request failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

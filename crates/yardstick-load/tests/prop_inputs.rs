@@ -138,7 +138,7 @@ fn dataset_files_give_an_item_list_or_a_clear_error() {
 fn planned_lengths_stay_within_what_a_scenario_may_ask_for() {
     use yardstick_load::plan::sample_lengths;
     use yardstick_spec::scenario::{MAX_TOKENS, Scenario};
-    use yardstick_wire::rng::Rng;
+    use yardstick_timing::rng::Rng;
     let max = MAX_TOKENS as f64;
     let count = prop_oneof![
         4 => (0.0..=max).prop_map(|v| v.round()),

@@ -5,11 +5,11 @@
 //! bandwidth), the e2e layer's training analysis gives each point's FLOPs, bytes and time per
 //! step (and input wait, exposed collective time and its bus bandwidth when the workload
 //! reports them), the command's timeline its start-up and teardown against its wall time
-//! (control-plane time, mean over replicates), and `yardstick_env::roofline` places and
+//! (control-plane time, mean over replicates), and `yardstick_analysis::roofline` places and
 //! classifies each point with its evidence.
 
 use serde_json::{Value, json};
-use yardstick_env::roofline::{self, Ceilings, Observation};
+use yardstick_analysis::roofline::{self, Ceilings, Observation};
 use yardstick_spec::model::Precision;
 use yardstick_store::warehouse::FactRow;
 
@@ -38,7 +38,7 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
         .iter()
         .filter(|f| micro_points.contains(&f.point_id.as_str()) && f.statistic == "value")
         .map(|f| (f.metric.as_str(), f.value, f.unit.as_str()));
-    let precision = precision.map_or("fp32", yardstick_exec::spec::precision_name);
+    let precision = precision.map_or("fp32", yardstick_analysis::spec::precision_name);
     let ceilings = Ceilings::from_micro_for("this run's micro layer", precision, triples);
     let mut points = Vec::new();
     for p in plan.points.iter().filter(|p| p.layer == "e2e") {
@@ -67,7 +67,7 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
             .or_else(|| fact(aggregate, id, "world_size", "value"))
             .map_or(1, |d| d.round().max(1.0) as u32);
         let job = match &ceilings {
-            Some((c, _)) => yardstick_exec::bottleneck::job_ceilings(c, devices),
+            Some((c, _)) => yardstick_analysis::bottleneck::job_ceilings(c, devices),
             None if obs.data_wait_s.is_some() || obs.comm_s.is_some() || timed => Ceilings {
                 label: "no micro ceilings".into(),
                 peak_flops: 0.0,

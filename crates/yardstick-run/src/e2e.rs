@@ -1,6 +1,7 @@
 //! The e2e executor: one replicate of a command point (a training script speaking the metric
 //! protocol, or any program) is one measured run through yardstick-exec — its own process
-//! group, rusage, timeout, logs — followed by the training analysis of its metric records.
+//! group, rusage, timeout, logs — followed by the training analysis of its metric records
+//! (yardstick-analysis).
 //! The built-in trainer runs the same way, as `yardstick bench train` in a child process, so
 //! it is measured exactly like a user's script.
 
@@ -63,7 +64,7 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
     cfg.timeout = layer.timeout.map(|d| d.0);
     cfg.env = layer.env.clone().unwrap_or_default().into_iter().collect();
     cfg.run_id = run_id.to_string();
-    cfg.training = Some(yardstick_exec::spec::training_config_from_spec(
+    cfg.training = Some(yardstick_analysis::spec::training_config_from_spec(
         layer,
         Some(trials),
         None,

@@ -1,12 +1,12 @@
 //! Scaling across the world sizes of an e2e entry (`worldSizes: [1, 2, 4]`): each world size is
 //! a point; its replicates' throughputs (samples/s, else tokens/s, from the training analysis)
-//! go to `yardstick_exec::scaling::analyze_scaling` for the efficiency T(N) / (N·T(1)) and
+//! go to `yardstick_analysis::scaling::analyze_scaling` for the efficiency T(N) / (N·T(1)) and
 //! Amdahl's serial fraction, as `bench exec --world-sizes` reports them.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use yardstick_exec::scaling::{ScalingInput, analyze_scaling};
+use yardstick_analysis::scaling::{ScalingInput, analyze_scaling};
 
 use crate::plan::{Plan, PointWork};
 

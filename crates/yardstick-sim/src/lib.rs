@@ -44,8 +44,8 @@ use log::{LogSink, LogWriter};
 use metrics::Metrics;
 use openai::{Api, ParsedRequest};
 use stream::{SimBody, TokenStream};
-pub use yardstick_wire::Clock;
-use yardstick_wire::{Rng, RxStamp, StampedTcp};
+pub use yardstick_timing::Clock;
+use yardstick_timing::{Rng, RxStamp, StampedTcp};
 
 /// Largest request body accepted.
 const MAX_BODY: usize = 16 << 20;

@@ -274,7 +274,7 @@ pub fn embeddings_response(
 ) -> Value {
     let data: Vec<Value> = (0..inputs)
         .map(|i| {
-            let mut rng = yardstick_wire::Rng::new(seed, i as u64);
+            let mut rng = yardstick_timing::Rng::new(seed, i as u64);
             let v: Vec<f64> = (0..dim).map(|_| rng.unit() * 2.0 - 1.0).collect();
             let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-12);
             let v: Vec<f32> = v.iter().map(|x| (x / norm) as f32).collect();

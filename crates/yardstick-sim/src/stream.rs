@@ -17,7 +17,7 @@ use crate::log::{LogRecord, Outcome};
 use crate::metrics::Metrics;
 use crate::openai::{Api, ChunkWriter};
 use crate::{Shared, SimConfig};
-use yardstick_wire::Rng;
+use yardstick_timing::Rng;
 
 /// The error a body yields to make hyper abort the connection (an injected disconnect).
 #[derive(Debug, thiserror::Error)]

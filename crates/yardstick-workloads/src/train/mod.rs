@@ -5,7 +5,7 @@
 //! ([`model::Shape::flops_per_step`]), so MFU against the CPU's measured GEMM peak
 //! ([`measure_gemm_peak`]) is meaningful. It speaks the metric protocol itself: one JSON line per
 //! step (`docs/metric-protocol.md`), to a file when asked, and always as
-//! [`yardstick_exec::MetricRecord`]s for [`yardstick_exec::analyze_training`].
+//! [`yardstick_analysis::MetricRecord`]s for [`yardstick_analysis::analyze_training`].
 
 pub mod data;
 pub mod model;
@@ -17,7 +17,7 @@ use std::time::Instant;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use serde::Serialize;
-use yardstick_exec::MetricRecord;
+use yardstick_analysis::MetricRecord;
 
 pub use model::Shape;
 
@@ -200,7 +200,7 @@ pub struct TrainRun {
     pub total_params: u64,
     /// Analytic matmul FLOPs of one step.
     pub flops_per_step: f64,
-    /// Estimated memory traffic of one step, bytes ([`yardstick_exec::flops::training_bytes`]
+    /// Estimated memory traffic of one step, bytes ([`yardstick_analysis::flops::training_bytes`]
     /// over every parameter, f32, with the head count): the roofline's denominator.
     pub bytes_per_step: f64,
     /// Worker threads used.
@@ -274,7 +274,7 @@ fn train_in_pool(
     let mut file = cfg.metrics_file.as_deref().map(open_metrics).transpose()?;
     let flops = shape.flops_per_step(batch);
     let tokens = batch * shape.seq_len;
-    let bytes = yardstick_exec::flops::training_bytes(
+    let bytes = yardstick_analysis::flops::training_bytes(
         shape.total_params() as f64,
         shape.layers as u32,
         shape.hidden as u32,
@@ -407,7 +407,7 @@ mod tests {
         // It is the transformer-aware estimator with N = matmul parameters.
         let n = shape.matmul_params() as f64;
         assert_eq!(n, (12 * 2 * 64 * 64 + 256 * 64) as f64);
-        let est = yardstick_exec::flops::transformer_flops(n, 2, 64, 64, 512.0);
+        let est = yardstick_analysis::flops::transformer_flops(n, 2, 64, 64, 512.0);
         assert_eq!(shape.flops_per_step(batch), est);
     }
 
@@ -447,12 +447,12 @@ mod tests {
         let l2: Vec<f64> = again.records.iter().map(|r| r.loss.unwrap()).collect();
         assert_eq!(losses[..5], l2[..5]);
         // The file speaks the protocol and the analysis reads it.
-        let parsed = yardstick_exec::protocol::read_metrics(&metrics).unwrap();
+        let parsed = yardstick_analysis::parse_metrics(&std::fs::read_to_string(&metrics).unwrap());
         assert_eq!((parsed.records.len(), parsed.malformed_count), (50, 0));
         assert_eq!(parsed.records[3].flops, Some(run.flops_per_step));
-        let report = yardstick_exec::analyze_training(
+        let report = yardstick_analysis::analyze_training(
             &parsed,
-            &yardstick_exec::TrainingConfig {
+            &yardstick_analysis::TrainingConfig {
                 peak_flops_per_device: Some(1e12),
                 ..Default::default()
             },

@@ -1,12 +1,13 @@
-//! `yardstick env`: the environment capture and machine profile (crate `yardstick-env`).
+//! `yardstick env`: the environment capture and machine profile (crate `yardstick-env`), and the
+//! comparative roofline of two profiles (crate `yardstick-analysis`).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
+use yardstick_analysis::roofline::{self, ProfileComparison};
 use yardstick_env::CaptureOptions;
-use yardstick_env::roofline::{self, ProfileComparison};
 
 use crate::cli::GlobalOpts;
 use crate::exit::{self, Status};

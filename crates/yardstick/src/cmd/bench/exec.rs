@@ -1,15 +1,18 @@
-//! `yardstick bench exec`: wiring of whole-process benchmarks (crate `yardstick-exec`).
+//! `yardstick bench exec`: wiring of whole-process benchmarks (crate `yardstick-exec`; the
+//! training analysis of their metric records is `yardstick-analysis`).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use yardstick_analysis::flops;
+use yardstick_analysis::roofline::Ceilings;
+use yardstick_analysis::training::{ModelDims, TrainingConfig, TrainingReport, WarmupPolicy};
 use yardstick_exec::command::{
     BenchmarkResult, ExecReport, Parameter, Progress, RunSummary, WORLD_SIZE_PARAM, fmt_s,
     run_command_benchmark_with_progress,
 };
-use yardstick_exec::training::{ModelDims, TrainingConfig, TrainingReport, WarmupPolicy};
-use yardstick_exec::{ExecConfig, ExecError, flops};
+use yardstick_exec::{ExecConfig, ExecError};
 
 use crate::cli::{GlobalOpts, verbosity};
 use crate::exit::{self, Status};
@@ -219,7 +222,7 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
     // One device's ceilings: the peak as for MFU, the bandwidth given or measured.
     cfg.ceilings = match (peak, args.memory_bw, &micro) {
         (Some(p), Some(bw), _) => Some((
-            yardstick_env::roofline::Ceilings {
+            Ceilings {
                 label: args.gpu.clone().unwrap_or_else(|| "given".into()),
                 peak_flops: p,
                 memory_bw: bw,
@@ -228,7 +231,7 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
             "given (--peak-flops/--gpu, --memory-bw)".to_string(),
         )),
         (Some(p), None, Some((c, src))) => Some((
-            yardstick_env::roofline::Ceilings {
+            Ceilings {
                 peak_flops: p,
                 link_bw: args.link_bw.or(c.link_bw),
                 ..c.clone()

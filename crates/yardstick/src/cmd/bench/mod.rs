@@ -51,7 +51,7 @@ pub fn ceilings_from_micro_file(
     path: &std::path::Path,
     dtype: &str,
     what: &str,
-) -> anyhow::Result<(yardstick_env::roofline::Ceilings, String)> {
+) -> anyhow::Result<(yardstick_analysis::roofline::Ceilings, String)> {
     let bad = |why: String| {
         crate::exit::invalid(
             format!("{what} {}: {why}", path.display()),
@@ -73,9 +73,9 @@ pub fn ceilings_from_micro_file(
             ))
         })
         .collect();
-    let gemm_dtype = yardstick_env::roofline::gemm_dtype(dtype)
+    let gemm_dtype = yardstick_analysis::roofline::gemm_dtype(dtype)
         .ok_or_else(|| bad(format!("no GEMM element type for dtype `{dtype}`")))?;
-    let (c, src) = yardstick_env::roofline::Ceilings::from_micro_for(
+    let (c, src) = yardstick_analysis::roofline::Ceilings::from_micro_for(
         v["machine_profile"].as_str().unwrap_or("this machine"),
         dtype,
         triples,
@@ -100,7 +100,7 @@ pub fn ceilings_from_micro_file(
 /// Prints a bottleneck classification (for `bench exec` and `bench train`).
 pub fn print_bottleneck(
     out: &mut impl std::io::Write,
-    b: &yardstick_exec::bottleneck::TrainingBottleneck,
+    b: &yardstick_analysis::bottleneck::TrainingBottleneck,
     indent: &str,
 ) {
     use crate::output::style;

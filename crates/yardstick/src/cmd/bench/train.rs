@@ -1,5 +1,5 @@
 //! `yardstick bench train`: wiring of the built-in reference trainer (crate
-//! `yardstick-workloads`, feature `train`) to the training analysis of `yardstick-exec`.
+//! `yardstick-workloads`, feature `train`) to the training analysis of `yardstick-analysis`.
 
 use std::path::PathBuf;
 
@@ -68,9 +68,9 @@ mod imp {
     use std::io::{IsTerminal, Write};
 
     use serde_json::json;
+    use yardstick_analysis::protocol::ParsedMetrics;
+    use yardstick_analysis::training::{TrainingConfig, TrainingReport, WarmupPolicy};
     use yardstick_exec::command::fmt_s;
-    use yardstick_exec::protocol::ParsedMetrics;
-    use yardstick_exec::training::{TrainingConfig, TrainingReport, WarmupPolicy};
     use yardstick_workloads::train::{self, Preset, TrainConfig, TrainError, TrainRun};
 
     use super::TrainArgs;
@@ -151,7 +151,7 @@ mod imp {
         };
         let tty = std::io::stderr().is_terminal() && !quiet;
         let steps = args.steps;
-        let mut progress = |r: &yardstick_exec::MetricRecord| {
+        let mut progress = |r: &yardstick_analysis::MetricRecord| {
             if tty {
                 let mut err = std::io::stderr().lock();
                 let _ = write!(
@@ -180,7 +180,7 @@ mod imp {
             devices: Some(1),
             ..TrainingConfig::default()
         };
-        let report = yardstick_exec::analyze_training(&parsed, &tcfg)
+        let report = yardstick_analysis::analyze_training(&parsed, &tcfg)
             .map_err(|e| anyhow::anyhow!("analysing the trainer's steps: {e}"))?;
         let peak_src = match &peak_source["source"] {
             serde_json::Value::String(s) if s == "measured" => {
@@ -189,13 +189,13 @@ mod imp {
             serde_json::Value::String(s) => s.clone(),
             _ => "given".to_string(),
         };
-        let ceilings = yardstick_env::roofline::Ceilings {
+        let ceilings = yardstick_analysis::roofline::Ceilings {
             label: "this machine".into(),
             peak_flops: peak,
             memory_bw,
             link_bw: None,
         };
-        let mut bottleneck = yardstick_exec::bottleneck::classify_training(
+        let mut bottleneck = yardstick_analysis::bottleneck::classify_training(
             &report,
             &ceilings,
             format!("peak {peak_src}; bandwidth {bw_source}"),

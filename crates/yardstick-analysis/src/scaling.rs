@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::ExecError;
+use crate::AnalysisError;
 
 /// Scaling efficiency of `n` devices against one: `throughput_n / (n * throughput_1)`.
 /// 100 → 650 samples/s at 8 GPUs is 0.8125 (docs/methodology.md#training).
@@ -117,12 +117,15 @@ fn band(efficiency: f64) -> &'static str {
 }
 
 /// Scaling efficiency at every size and the Amdahl fit.
-pub fn analyze_scaling(metric: &str, inputs: &[ScalingInput]) -> Result<ScalingReport, ExecError> {
+pub fn analyze_scaling(
+    metric: &str,
+    inputs: &[ScalingInput],
+) -> Result<ScalingReport, AnalysisError> {
     let mut pts: Vec<(u32, f64)> = Vec::new();
     let mut warnings = Vec::new();
     for input in inputs {
         if input.world_size == 0 {
-            return Err(ExecError::invalid(
+            return Err(AnalysisError::invalid(
                 "world size 0",
                 "world sizes are at least 1",
             ));
@@ -146,7 +149,7 @@ pub fn analyze_scaling(metric: &str, inputs: &[ScalingInput]) -> Result<ScalingR
     pts.sort_by_key(|p| p.0);
     pts.dedup_by_key(|p| p.0);
     let Some(&(base, base_t)) = pts.first() else {
-        return Err(ExecError::invalid(
+        return Err(AnalysisError::invalid(
             "no world size has a throughput",
             "scaling needs throughput (samples or tokens per second) at two or more world sizes",
         ));

@@ -1,19 +1,47 @@
 //! The bottleneck of a training replicate: its step (FLOPs, bytes, time, input wait, exposed
 //! collectives) from the training analysis, placed on the roofline of the machine it ran on
-//! (`yardstick_env::roofline`), with the evidence.
+//! ([`crate::roofline`]), with the evidence.
 //!
 //! The machine's ceilings are the job's: peak FLOP/s and memory bandwidth of one device times
 //! the devices, because the step's FLOPs and bytes are the whole job's.
 //!
-//! A command run also has a [`JobTimeline`]: its start-up (launch → first step) and teardown
-//! (last step → exit) are control-plane time, Σ step times is service time; when control-plane
-//! time is at least half the wall time the run is control-plane-bound ([`classify_job`]).
+//! A command run also has a [`JobTimeline`] (measured by `yardstick_exec::timeline`): its
+//! start-up (launch → first step) and teardown (last step → exit) are control-plane time, Σ step
+//! times is service time; when control-plane time is at least half the wall time the run is
+//! control-plane-bound ([`classify_job`]).
 
 use serde::Serialize;
-use yardstick_env::roofline::{self, Ceilings, Classification, Observation};
 
-use crate::timeline::JobTimeline;
+use crate::roofline::{self, Ceilings, Classification, Observation};
 use crate::training::TrainingReport;
+
+/// Where one run's wall time went (seconds). `yardstick_exec::timeline::job_timeline` measures
+/// it from when the run's metric lines arrived.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobTimeline {
+    /// Process launch → exit.
+    pub wall_s: f64,
+    /// Launch → arrival of the first step record.
+    pub first_step_reported_s: f64,
+    /// Launch → start of the first step (`first_step_reported_s` minus that step's time).
+    pub startup_s: f64,
+    /// Σ step times (the largest per-rank sum).
+    pub service_s: f64,
+    /// Time between the first step's start and the last step's report not covered by steps.
+    pub between_steps_s: f64,
+    /// Arrival of the last step record → exit.
+    pub teardown_s: f64,
+    /// `startup_s + teardown_s`.
+    pub control_plane_s: f64,
+    /// `control_plane_s / wall_s`.
+    pub control_plane_share: f64,
+    /// Records with `step_time_s`.
+    pub step_records: usize,
+    /// `fifo` (every read stamped) or `file-poll` (the file's length polled).
+    pub source: &'static str,
+    /// How late an arrival stamp can be, s.
+    pub resolution_s: f64,
+}
 
 /// A classification with what it was computed from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -133,8 +161,8 @@ pub fn classify_job(
 mod tests {
     use super::*;
     use crate::protocol::parse_metrics;
+    use crate::roofline::Bottleneck;
     use crate::training::{ModelDims, TrainingConfig, WarmupPolicy, analyze_training};
-    use yardstick_env::roofline::Bottleneck;
 
     fn vm() -> Ceilings {
         Ceilings {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use hyper::rt::{Read, ReadBuf};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use yardstick_wire::{Clock, StampedTcp};
+use yardstick_timing::{Clock, StampedTcp};
 
 async fn read_some(s: &mut StampedTcp) -> Vec<u8> {
     let mut storage = [MaybeUninit::<u8>::uninit(); 64];

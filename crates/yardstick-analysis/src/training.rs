@@ -15,7 +15,7 @@ use yardstick_stats::descriptive::Descriptive;
 use yardstick_stats::percentile::percentile_sorted;
 use yardstick_stats::{outliers, steady_state};
 
-use crate::ExecError;
+use crate::AnalysisError;
 use crate::flops;
 use crate::protocol::{MetricRecord, ParsedMetrics};
 
@@ -306,7 +306,7 @@ fn add(acc: &mut Option<f64>, v: Option<f64>) {
 pub fn analyze_training(
     parsed: &ParsedMetrics,
     cfg: &TrainingConfig,
-) -> Result<TrainingReport, ExecError> {
+) -> Result<TrainingReport, AnalysisError> {
     let mut warnings = Vec::new();
     if let Some(s) = parsed.malformed_summary() {
         warnings.push(s);
@@ -314,7 +314,7 @@ pub fn analyze_training(
     let (steps, ranks, world, custom_keys, peak_mem) = group_steps(&parsed.records);
     let timed: Vec<&Step> = steps.values().filter(|s| !s.per_rank.is_empty()).collect();
     if timed.is_empty() {
-        return Err(ExecError::invalid(
+        return Err(AnalysisError::invalid(
             format!(
                 "no training step reported a step time ({} records, {} malformed lines)",
                 parsed.records.len(),
