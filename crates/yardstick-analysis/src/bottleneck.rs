@@ -157,6 +157,30 @@ pub fn classify_job(
     }
 }
 
+impl TrainingBottleneck {
+    /// The verdict as people read it: `bottleneck: NAME (ceilings ...)` and one line per piece
+    /// of evidence, each line starting with `indent`. ANSI styles mark the name; the caller
+    /// strips them when the output is not a terminal.
+    pub fn text(&self, indent: &str) -> String {
+        use std::fmt::Write;
+        let (bold, dim, reset) = ("\x1b[1m", "\x1b[2m", "\x1b[0m");
+        let name = serde_json::to_value(self.classification.bottleneck)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{indent}bottleneck: {bold}{name}{reset}  {dim}(ceilings: {:.3e} FLOP/s, {:.3e} B/s, {}){reset}",
+            self.ceilings.peak_flops, self.ceilings.memory_bw, self.ceilings_source,
+        );
+        for e in &self.classification.evidence {
+            let _ = writeln!(out, "{indent}  - {e}");
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

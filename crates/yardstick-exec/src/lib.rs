@@ -27,6 +27,7 @@ mod error;
 pub mod process;
 pub mod protocol;
 pub mod spec;
+pub mod text;
 pub mod timeline;
 
 pub use command::{ExecConfig, ExecReport, run_command_benchmark};

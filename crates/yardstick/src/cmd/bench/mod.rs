@@ -96,30 +96,3 @@ pub fn ceilings_from_micro_file(
         ),
     ))
 }
-
-/// Prints a bottleneck classification (for `bench exec` and `bench train`).
-pub fn print_bottleneck(
-    out: &mut impl std::io::Write,
-    b: &yardstick_analysis::bottleneck::TrainingBottleneck,
-    indent: &str,
-) {
-    use crate::output::style;
-    let name = serde_json::to_value(b.classification.bottleneck)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "{indent}bottleneck: {}{name}{}  {}(ceilings: {:.3e} FLOP/s, {:.3e} B/s, {}){}",
-        style::BOLD,
-        style::RESET,
-        style::DIM,
-        b.ceilings.peak_flops,
-        b.ceilings.memory_bw,
-        b.ceilings_source,
-        style::RESET
-    );
-    for e in &b.classification.evidence {
-        let _ = writeln!(out, "{indent}  - {e}");
-    }
-}

@@ -220,7 +220,7 @@ mod imp {
         } else {
             print_human(&run, &report, peak, &peak_source);
             let mut out = anstream::stdout().lock();
-            super::super::print_bottleneck(&mut out, &bottleneck, "  ");
+            let _ = out.write_all(bottleneck.text("  ").as_bytes());
         }
         let rising = report
             .loss
