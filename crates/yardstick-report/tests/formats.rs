@@ -185,3 +185,71 @@ fn terminal_table_has_cis_deltas_and_verdicts() {
         .unwrap();
     assert_eq!(&row[mean_col - 3..mean_col], "8.1");
 }
+
+#[test]
+fn exporters_are_one_registry_in_writing_order() {
+    use yardstick_report::{Artifact, Dest, Shape};
+    let names: Vec<&str> = yardstick_report::exporters()
+        .iter()
+        .map(|e| e.name())
+        .collect();
+    assert_eq!(names, ["html", "xlsx", "markdown", "junit", "csv"]);
+    let report = fixture::report(true);
+    let dir = tempfile::tempdir().unwrap();
+    for e in yardstick_report::exporters() {
+        assert_eq!(
+            yardstick_report::exporter(e.name()).map(|x| x.name()),
+            Some(e.name())
+        );
+        let artifact = e.render(&report).unwrap();
+        let dest = dir.path().join(e.name());
+        let written = e.write(&report, Dest::Path(&dest)).unwrap();
+        assert!(written.iter().all(|w| w.format == e.name()));
+        match (e.shape(), artifact) {
+            (Shape::File { .. }, Artifact::Text(t)) => {
+                assert_eq!(written.len(), 1);
+                assert_eq!(written[0].bytes, t.len() as u64);
+                assert_eq!(std::fs::read_to_string(&dest).unwrap(), t);
+                assert_eq!(e.value_name(), "FILE");
+            }
+            (Shape::File { stdout: false }, Artifact::Binary(b)) => {
+                assert_eq!(std::fs::read(&dest).unwrap(), b);
+                assert_eq!(&b[..2], b"PK");
+            }
+            (Shape::Directory, Artifact::Files(files)) => {
+                assert_eq!(e.value_name(), "DIR");
+                assert_eq!(written.len(), files.len());
+                // The same files as csv::write_dir writes.
+                let other = dir.path().join("write_dir");
+                let paths = yardstick_report::csv::write_dir(
+                    &yardstick_report::tables::all(&report),
+                    &other,
+                )
+                .unwrap();
+                for (w, p) in written.iter().zip(&paths) {
+                    assert_eq!(w.path.file_name(), p.file_name());
+                    assert_eq!(std::fs::read(&w.path).unwrap(), std::fs::read(p).unwrap());
+                }
+            }
+            (shape, a) => panic!("{}: {shape:?} rendered {a:?}", e.name()),
+        }
+    }
+    // `-` is standard output for the text formats that allow it, a path for the others.
+    let markdown = yardstick_report::exporter("markdown").unwrap();
+    let mut sink = Vec::new();
+    let dest = Dest::from_arg(std::path::Path::new("-"), markdown.shape(), &mut sink);
+    assert!(dest.is_stream());
+    assert!(markdown.write(&report, dest).unwrap().is_empty());
+    assert_eq!(
+        String::from_utf8(sink).unwrap(),
+        yardstick_report::markdown::render(&report)
+    );
+    let xlsx = yardstick_report::exporter("xlsx").unwrap();
+    let mut sink = Vec::new();
+    assert!(!Dest::from_arg(std::path::Path::new("-"), xlsx.shape(), &mut sink).is_stream());
+    let err = xlsx
+        .write(&report, Dest::Stream(&mut sink))
+        .expect_err("a workbook is not written to a stream");
+    assert!(err.to_string().contains("standard output"), "{err}");
+    assert!(sink.is_empty());
+}
