@@ -65,6 +65,7 @@ mod tests {
                 Cell::Num(0.1 + 0.2),
                 Cell::Empty,
             ]],
+            units: Vec::new(),
         };
         assert_eq!(
             table_csv(&t),

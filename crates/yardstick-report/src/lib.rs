@@ -14,6 +14,8 @@
 //! * [`csv`]: one file per table ([`tables`]).
 //!
 //! Each format is an [`Exporter`]; [`exporters`] lists them in the order they are written.
+//! Numbers people read are in human units ([`format::human`]); JSON, CSV and Excel keep raw
+//! values.
 //!
 //! Every output is a deterministic function of the run and the gate file: no clock is read.
 #![deny(missing_docs)]

@@ -183,7 +183,10 @@ fn terminal_table_has_cis_deltas_and_verdicts() {
         .lines()
         .find(|l| l.contains("request_throughput value"))
         .unwrap();
-    assert_eq!(&row[mean_col - 3..mean_col], "8.1");
+    assert_eq!(&row[mean_col - "8.10 req/s".len()..mean_col], "8.10 req/s");
+    // Human units: a peak RSS of 1e9 bytes reads as gigabytes, the interval as a percentage.
+    assert!(plain.contains("1.00 GB"), "{plain}");
+    assert!(plain.contains("± 2.5 %"), "{plain}");
 }
 
 #[test]
