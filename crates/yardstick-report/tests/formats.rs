@@ -189,6 +189,105 @@ fn terminal_table_has_cis_deltas_and_verdicts() {
     assert!(plain.contains("± 2.5 %"), "{plain}");
 }
 
+/// The report without ANSI styles.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut esc = false;
+    for c in text.chars() {
+        match (esc, c) {
+            (false, '\x1b') => esc = true,
+            (true, 'm') => esc = false,
+            (true, _) => {}
+            (false, c) => out.push(c),
+        }
+    }
+    out
+}
+
+#[test]
+fn terminal_table_of_a_gate_result() {
+    let text = strip_ansi(&yardstick_report::terminal::render(&fixture::report(true)));
+    insta::assert_snapshot!(text);
+}
+
+/// The structure of an HTML page: its headings, figure captions, notes, each table's header
+/// row and first body row, and how many SVG plots it holds (the SVG itself is plotters'
+/// business, and the whole page too long to review).
+fn html_outline(page: &str) -> String {
+    let mut out = Vec::new();
+    let mut rest = page;
+    let inner = |s: &str, close: &str| -> String {
+        let body = s.split(close).next().unwrap_or("");
+        // Drop nested tags (badges, code).
+        let mut text = String::new();
+        let mut in_tag = false;
+        for c in body.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                c if !in_tag => text.push(c),
+                _ => {}
+            }
+        }
+        text.replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    };
+    while let Some(i) = rest.find('<') {
+        rest = &rest[i..];
+        let tag_end = rest.find('>').unwrap_or(rest.len() - 1);
+        let tag = &rest[1..tag_end];
+        let body = &rest[tag_end + 1..];
+        let name = tag.split([' ', '\n']).next().unwrap_or("");
+        match name {
+            "h1" | "h2" | "h3" | "figcaption" | "summary" => {
+                out.push(format!("{name}: {}", inner(body, &format!("</{name}>"))));
+            }
+            "p" if tag.contains("class=\"note\"") || tag.contains("class=\"warn\"") => {
+                out.push(format!("p.note: {}", inner(body, "</p>")));
+            }
+            "thead" => {
+                let head = body.split("</thead>").next().unwrap_or("");
+                let cells: Vec<String> = head
+                    .split("<th>")
+                    .skip(1)
+                    .map(|c| inner(c, "</th>"))
+                    .collect();
+                out.push(format!("  table: {}", cells.join(" | ")));
+                let first = body
+                    .split("<tbody>")
+                    .nth(1)
+                    .and_then(|b| b.split("</tr>").next())
+                    .unwrap_or("");
+                let cells: Vec<String> = first
+                    .split("<td")
+                    .skip(1)
+                    .map(|c| inner(c.split_once('>').map_or("", |x| x.1), "</td>"))
+                    .collect();
+                out.push(format!("  first row: {}", cells.join(" | ")));
+            }
+            _ => {}
+        }
+        rest = &rest[1..];
+    }
+    out.push(format!("svg plots: {}", page.matches("<svg").count()));
+    out.join("\n")
+}
+
+#[test]
+fn html_structure_of_a_gate_result() {
+    let page = yardstick_report::html::render(&fixture::report(true)).unwrap();
+    let outline = html_outline(&page);
+    // Numbers people read are in human units, not raw values.
+    assert!(outline.contains("8.10 req/s"), "{outline}");
+    assert!(outline.contains("10.0k tok/s | 100 %"), "{outline}");
+    assert!(outline.contains("step_time_s | p50 | 410 ms"), "{outline}");
+    assert_eq!(outline.matches("\n  table: ").count(), 11, "{outline}");
+    insta::assert_snapshot!(outline);
+}
+
 #[test]
 fn exporters_are_one_registry_in_writing_order() {
     use yardstick_report::{Artifact, Dest, Shape};
