@@ -33,12 +33,17 @@ pub fn table_csv(t: &Table) -> String {
     out
 }
 
+/// The file a table is written to: `NAME.csv`.
+pub fn file_name(t: &Table) -> String {
+    format!("{}.csv", t.name)
+}
+
 /// Writes every table into `dir` (created if missing); returns the files written.
 pub fn write_dir(tables: &[Table], dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
     let mut out = Vec::new();
     for t in tables {
-        let path = dir.join(format!("{}.csv", t.name));
+        let path = dir.join(file_name(t));
         std::fs::write(&path, table_csv(t)).map_err(|e| ReportError::io(&path, e))?;
         out.push(path);
     }
@@ -60,6 +65,7 @@ mod tests {
                 Cell::Num(0.1 + 0.2),
                 Cell::Empty,
             ]],
+            units: Vec::new(),
         };
         assert_eq!(
             table_csv(&t),

@@ -1,6 +1,7 @@
 //! One self-contained HTML file: inline CSS, inline SVG plots, no script, no network
 //! reference of any kind (no CDN, no web font, no external image), so it opens offline and can
-//! be attached to a CI run as a single artifact.
+//! be attached to a CI run as a single artifact. Table numbers are in human units
+//! ([`Table::human`]).
 
 use std::fmt::Write;
 
@@ -39,8 +40,8 @@ fn table_html(out: &mut String, t: &Table, max_rows: usize) {
     let _ = writeln!(out, "</tr></thead><tbody>");
     for r in t.rows.iter().take(max_rows) {
         let _ = write!(out, "<tr>");
-        for c in r {
-            let text = c.display();
+        for (i, c) in r.iter().enumerate() {
+            let text = t.human(r, i);
             let class = match c {
                 tables::Cell::Num(_) => " class=\"n\"",
                 _ if text.chars().count() > 48 => " class=\"w\"",

@@ -2,11 +2,12 @@
 //! gate result, the gated metrics: FAIL is a `<failure>`, INCONCLUSIVE a `<skipped>` with the
 //! reason, PASS and WARN pass (WARN says so in `<system-out>`). Without one, the run's headline
 //! metrics pass and a point whose replicates failed is a `<failure>`. No timestamps or
-//! durations, so the file is a deterministic function of its inputs.
+//! durations, so the file is a deterministic function of its inputs. Numbers in messages are in
+//! human units ([`format::human`]).
 
 use std::fmt::Write;
 
-use crate::format::{self, num, xml_escape as x};
+use crate::format::{self, xml_escape as x};
 use crate::model::Report;
 use crate::tables::headline_metrics;
 
@@ -30,15 +31,11 @@ pub fn render(report: &Report) -> String {
     let mut cases = Vec::new();
     if let Some(g) = &report.gate {
         for m in &g.rows {
-            let unit = if m.unit.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", m.unit)
-            };
+            let unit = format::metric_unit(&m.metric, &m.unit);
             let out = format!(
-                "baseline {}{unit} candidate {}{unit} change {} {} {} tolerance {}{}",
-                num(m.baseline),
-                num(m.candidate),
+                "baseline {} candidate {} change {} {} {} tolerance {}{}",
+                format::human(m.baseline, unit),
+                format::human(m.candidate, unit),
                 format::delta_pct(m.ratio),
                 format::level_header(g.level),
                 format::delta_ci(m.ci),
@@ -105,14 +102,16 @@ pub fn render(report: &Report) -> String {
                     class: format!("{suite}.{}", p.id),
                     name: format!("{} {}", m.metric, m.statistic),
                     outcome: Outcome::Pass,
-                    out: format!(
-                        "{} {} {} {} n={}",
-                        num(m.mean),
-                        m.unit,
-                        format::level_header(r.level),
-                        format::ci(m.ci),
-                        m.n
-                    ),
+                    out: {
+                        let unit = format::metric_unit(&m.metric, &m.unit);
+                        format!(
+                            "{}, {} {}, n={}",
+                            format::human(m.mean, unit),
+                            format::level_header(r.level),
+                            format::human_ci(m.mean, m.ci, unit),
+                            m.n
+                        )
+                    },
                 });
             }
         }

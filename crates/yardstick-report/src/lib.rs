@@ -13,11 +13,16 @@
 //! * [`junit`]: one test case per (point, metric), so CI shows regressions natively;
 //! * [`csv`]: one file per table ([`tables`]).
 //!
+//! Each format is an [`Exporter`]; [`exporters`] lists them in the order they are written.
+//! Numbers people read are in human units ([`format::human`]); JSON, CSV and Excel keep raw
+//! values.
+//!
 //! Every output is a deterministic function of the run and the gate file: no clock is read.
 #![deny(missing_docs)]
 
 pub mod csv;
 mod error;
+pub mod export;
 pub mod format;
 pub mod gate;
 pub mod html;
@@ -30,5 +35,6 @@ pub mod terminal;
 pub mod xlsx;
 
 pub use error::ReportError;
+pub use export::{Artifact, Dest, Exporter, Shape, Written, exporter, exporters};
 pub use gate::{GateKind, GateRow, GateView};
 pub use model::{Report, RunReport, load_run};

@@ -1,9 +1,10 @@
 //! Markdown for `$GITHUB_STEP_SUMMARY` and pull-request comments: the verdict first, then the
-//! headline numbers. GitHub-flavoured tables; no timestamps beyond the run's own.
+//! headline numbers in human units ([`format::human`]). GitHub-flavoured tables; no timestamps
+//! beyond the run's own.
 
 use std::fmt::Write;
 
-use crate::format::{self, num};
+use crate::format;
 use crate::model::Report;
 use crate::tables::headline_metrics;
 
@@ -104,13 +105,14 @@ pub fn render(report: &Report) -> String {
         );
         for m in &g.rows {
             let v = m.verdict.as_deref().unwrap_or("-");
+            let unit = format::metric_unit(&m.metric, &m.unit);
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} {} | {} |",
                 cell(&m.point),
                 cell(&m.label()),
-                num(m.baseline),
-                num(m.candidate),
+                format::human(m.baseline, unit),
+                format::human(m.candidate, unit),
                 format::delta_pct(m.ratio),
                 format::delta_ci(m.ci),
                 m.tolerance_label(),
@@ -129,27 +131,26 @@ pub fn render(report: &Report) -> String {
         format::level_header(r.level)
     );
     let _ = writeln!(out);
-    let _ = writeln!(out, "| point | metric | mean | CI | ± | unit | n |");
-    let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | --- | ---: |");
+    let _ = writeln!(out, "| point | metric | mean | CI | n |");
+    let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: |");
     for p in &r.points {
         for m in headline_metrics(p) {
+            let unit = format::metric_unit(&m.metric, &m.unit);
             let _ = writeln!(
                 out,
-                "| {} | {} {} | {} | {} | {} | {} | {} |",
+                "| {} | {} {} | {} | {} | {} |",
                 cell(&p.id),
                 cell(&m.metric),
                 cell(&m.statistic),
-                num(m.mean),
-                format::ci(m.ci),
-                format::pm_pct(m.half_width_pct()),
-                cell(&m.unit),
+                cell(&format::human(m.mean, unit)),
+                cell(&format::human_ci(m.mean, m.ci, unit)),
                 m.n
             );
         }
         for f in p.failed_replicates() {
             let _ = writeln!(
                 out,
-                "| {} | ❌ replicate {} failed: {} | | | | | |",
+                "| {} | ❌ replicate {} failed: {} | | | |",
                 cell(&p.id),
                 f.replicate,
                 cell(f.error.as_deref().unwrap_or(""))
@@ -174,11 +175,11 @@ pub fn render(report: &Report) -> String {
                 "| {} | {} | {} | {} | {} | {} | {} |",
                 cell(&row[0].display()),
                 row[1].display(),
-                row[2].display(),
-                row[4].display(),
-                row[5].display(),
-                row[7].display(),
-                row[8].display()
+                t.human(row, 2),
+                t.human(row, 4),
+                t.human(row, 5),
+                t.human(row, 7),
+                t.human(row, 8)
             );
         }
         let _ = writeln!(out);

@@ -56,6 +56,26 @@ impl From<Option<f64>> for Cell {
     }
 }
 
+/// How people read the numbers of a column ([`Table::human`]; CSV and Excel ignore it and
+/// keep raw values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ColumnUnit {
+    /// A plain number ([`format::num`]).
+    #[default]
+    Plain,
+    /// Every number is in this unit (`%`, `fraction`).
+    Fixed(&'static str),
+    /// The unit of the metric this row is about: the text of column `unit` when there is one
+    /// and it is not empty, else the catalogue's unit of the metric named in column `metric`
+    /// ([`format::metric_unit`]).
+    Metric {
+        /// The column naming the metric.
+        metric: usize,
+        /// The column holding the declared unit, if any.
+        unit: Option<usize>,
+    },
+}
+
 /// A named table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Table {
@@ -67,6 +87,29 @@ pub struct Table {
     pub headers: Vec<String>,
     /// Rows of cells, each as long as `headers`.
     pub rows: Vec<Vec<Cell>>,
+    /// How people read each column's numbers; a missing entry is [`ColumnUnit::Plain`].
+    pub units: Vec<ColumnUnit>,
+}
+
+impl Table {
+    /// Cell `col` of `row` for people: a number in its column's unit ([`format::human`]),
+    /// text as it is, nothing as `-`.
+    pub fn human(&self, row: &[Cell], col: usize) -> String {
+        let Some(Cell::Num(x)) = row.get(col) else {
+            return row.get(col).map_or_else(|| "-".into(), Cell::display);
+        };
+        let text = |i: usize| match row.get(i) {
+            Some(Cell::Text(s)) => s.as_str(),
+            _ => "",
+        };
+        match self.units.get(col).copied().unwrap_or_default() {
+            ColumnUnit::Plain => num(*x),
+            ColumnUnit::Fixed(unit) => format::human(*x, unit),
+            ColumnUnit::Metric { metric, unit } => {
+                format::human(*x, format::metric_unit(text(metric), unit.map_or("", text)))
+            }
+        }
+    }
 }
 
 /// The (metric, statistic) pairs a summary shows for a point: headline metrics when it has
@@ -149,6 +192,7 @@ pub fn run_table(r: &RunReport) -> Table {
         title: "Run".into(),
         headers: vec!["field".into(), "value".into()],
         rows,
+        units: Vec::new(),
     }
 }
 
@@ -204,6 +248,21 @@ pub fn summary(r: &RunReport) -> Table {
         .map(String::from)
         .to_vec(),
         rows,
+        units: {
+            let of_metric = ColumnUnit::Metric {
+                metric: 1,
+                unit: Some(7),
+            };
+            vec![
+                ColumnUnit::Plain,
+                ColumnUnit::Plain,
+                ColumnUnit::Plain,
+                of_metric,
+                of_metric,
+                of_metric,
+                ColumnUnit::Fixed("%"),
+            ]
+        },
     }
 }
 
@@ -252,6 +311,16 @@ pub fn point(index: usize, p: &PointReport, level: f64) -> Table {
             p.id,
             format::level_header(level)
         ),
+        units: {
+            let of_metric = ColumnUnit::Metric {
+                metric: 0,
+                unit: Some(5),
+            };
+            let mut u = vec![ColumnUnit::Plain, ColumnUnit::Plain, of_metric, of_metric];
+            u.extend([of_metric, ColumnUnit::Plain, ColumnUnit::Plain]);
+            u.extend(reps.iter().map(|_| of_metric));
+            u
+        },
         headers,
         rows,
     }
@@ -307,6 +376,16 @@ pub fn latency(r: &RunReport) -> Option<Table> {
         .map(String::from)
         .to_vec(),
         rows,
+        units: {
+            let ms = ColumnUnit::Metric {
+                metric: 1,
+                unit: None,
+            };
+            let mut u = vec![ColumnUnit::Plain, ColumnUnit::Plain, ColumnUnit::Plain];
+            u.extend([ms; 6]);
+            u.extend([ColumnUnit::Fixed("%"), ms]);
+            u
+        },
     })
 }
 
@@ -369,6 +448,15 @@ pub fn scaling(r: &RunReport) -> Option<Table> {
                 ]
             })
             .collect(),
+        units: vec![
+            ColumnUnit::Plain,
+            ColumnUnit::Plain,
+            ColumnUnit::Metric {
+                metric: 1,
+                unit: None,
+            },
+            ColumnUnit::Fixed("fraction"),
+        ],
     })
 }
 
@@ -428,6 +516,19 @@ pub fn gate(report: &Report) -> Option<Table> {
         .map(String::from)
         .to_vec(),
         rows,
+        units: {
+            let of_metric = ColumnUnit::Metric {
+                metric: 1,
+                unit: None,
+            };
+            vec![
+                ColumnUnit::Plain,
+                ColumnUnit::Plain,
+                ColumnUnit::Plain,
+                of_metric,
+                of_metric,
+            ]
+        },
     })
 }
 
@@ -478,6 +579,7 @@ pub fn environment(env: &Value) -> Table {
             .into_iter()
             .map(|(k, v)| vec![Cell::Text(k), Cell::Text(v)])
             .collect(),
+        units: Vec::new(),
     }
 }
 
@@ -521,5 +623,6 @@ pub fn telemetry(r: &RunReport) -> Option<Table> {
         .map(String::from)
         .to_vec(),
         rows,
+        units: Vec::new(),
     })
 }

@@ -1,10 +1,11 @@
-//! The report for a terminal: aligned tables with CIs and deltas. ANSI styles are always
+//! The report for a terminal: aligned tables with CIs and deltas, numbers in human units
+//! ([`format::human`], [`format::human_ci`]). ANSI styles are always
 //! emitted; the binary writes through `anstream`, which strips them when stdout is not a
 //! terminal (or `--color never`, `NO_COLOR`).
 
 use std::fmt::Write;
 
-use crate::format::{self, num};
+use crate::format;
 use crate::model::Report;
 use crate::tables::headline_metrics;
 
@@ -145,13 +146,12 @@ pub fn render(report: &Report) -> String {
     let mut rows = Vec::new();
     for p in &r.points {
         for m in headline_metrics(p) {
+            let unit = format::metric_unit(&m.metric, &m.unit);
             rows.push(vec![
                 (p.id.clone(), ""),
                 (format!("{} {}", m.metric, m.statistic), ""),
-                (num(m.mean), ""),
-                (format::ci(m.ci), ""),
-                (format::pm_pct(m.half_width_pct()), DIM),
-                (m.unit.clone(), ""),
+                (format::human(m.mean, unit), ""),
+                (format::human_ci(m.mean, m.ci, unit), DIM),
                 (m.n.to_string(), ""),
             ]);
         }
@@ -159,8 +159,6 @@ pub fn render(report: &Report) -> String {
             rows.push(vec![
                 (p.id.clone(), ""),
                 (format!("replicate {} failed", f.replicate), RED),
-                (String::new(), ""),
-                (String::new(), ""),
                 (String::new(), ""),
                 (String::new(), ""),
                 (String::new(), ""),
@@ -173,8 +171,8 @@ pub fn render(report: &Report) -> String {
     } else {
         table(
             &mut out,
-            &["POINT", "METRIC", "MEAN", &level, "±", "UNIT", "N"],
-            &[Left, Left, Right, Right, Right, Left, Right],
+            &["POINT", "METRIC", "MEAN", &level, "N"],
+            &[Left, Left, Right, Right, Right],
             &rows,
         );
     }
@@ -188,7 +186,7 @@ pub fn render(report: &Report) -> String {
             .map(|row| {
                 [0, 1, 2, 4, 7, 8, 9]
                     .iter()
-                    .map(|&i| (row[i].display(), ""))
+                    .map(|&i| (t.human(row, i), ""))
                     .collect()
             })
             .collect();
@@ -230,11 +228,12 @@ pub fn render(report: &Report) -> String {
             .map(|m| {
                 let v = m.verdict.clone().unwrap_or_else(|| "-".into());
                 let style = verdict_style(&v);
+                let unit = format::metric_unit(&m.metric, &m.unit);
                 vec![
                     (m.point.clone(), ""),
                     (m.label(), ""),
-                    (num(m.baseline), ""),
-                    (num(m.candidate), ""),
+                    (format::human(m.baseline, unit), ""),
+                    (format::human(m.candidate, unit), ""),
                     (format::delta_pct(m.ratio), ""),
                     (format::delta_ci(m.ci), ""),
                     (m.tolerance_label(), ""),

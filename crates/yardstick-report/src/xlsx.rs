@@ -117,10 +117,14 @@ pub fn workbook(report: &Report) -> Result<Workbook, ReportError> {
     Ok(wb)
 }
 
+/// The workbook as the bytes of an `.xlsx` file.
+pub fn to_bytes(report: &Report) -> Result<Vec<u8>, ReportError> {
+    workbook(report)?.save_to_buffer().map_err(err)
+}
+
 /// Writes the workbook to `path`.
 pub fn write(report: &Report, path: &Path) -> Result<(), ReportError> {
-    let mut wb = workbook(report)?;
-    let bytes = wb.save_to_buffer().map_err(err)?;
+    let bytes = to_bytes(report)?;
     std::fs::write(path, bytes).map_err(|e| ReportError::io(path, e))
 }
 

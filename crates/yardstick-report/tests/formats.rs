@@ -183,5 +183,175 @@ fn terminal_table_has_cis_deltas_and_verdicts() {
         .lines()
         .find(|l| l.contains("request_throughput value"))
         .unwrap();
-    assert_eq!(&row[mean_col - 3..mean_col], "8.1");
+    assert_eq!(&row[mean_col - "8.10 req/s".len()..mean_col], "8.10 req/s");
+    // Human units: a peak RSS of 1e9 bytes reads as gigabytes, the interval as a percentage.
+    assert!(plain.contains("1.00 GB"), "{plain}");
+    assert!(plain.contains("± 2.5 %"), "{plain}");
+}
+
+/// The report without ANSI styles.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut esc = false;
+    for c in text.chars() {
+        match (esc, c) {
+            (false, '\x1b') => esc = true,
+            (true, 'm') => esc = false,
+            (true, _) => {}
+            (false, c) => out.push(c),
+        }
+    }
+    out
+}
+
+#[test]
+fn terminal_table_of_a_gate_result() {
+    let text = strip_ansi(&yardstick_report::terminal::render(&fixture::report(true)));
+    insta::assert_snapshot!(text);
+}
+
+/// The structure of an HTML page: its headings, figure captions, notes, each table's header
+/// row and first body row, and how many SVG plots it holds (the SVG itself is plotters'
+/// business, and the whole page too long to review).
+fn html_outline(page: &str) -> String {
+    let mut out = Vec::new();
+    let mut rest = page;
+    let inner = |s: &str, close: &str| -> String {
+        let body = s.split(close).next().unwrap_or("");
+        // Drop nested tags (badges, code).
+        let mut text = String::new();
+        let mut in_tag = false;
+        for c in body.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                c if !in_tag => text.push(c),
+                _ => {}
+            }
+        }
+        text.replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    };
+    while let Some(i) = rest.find('<') {
+        rest = &rest[i..];
+        let tag_end = rest.find('>').unwrap_or(rest.len() - 1);
+        let tag = &rest[1..tag_end];
+        let body = &rest[tag_end + 1..];
+        let name = tag.split([' ', '\n']).next().unwrap_or("");
+        match name {
+            "h1" | "h2" | "h3" | "figcaption" | "summary" => {
+                out.push(format!("{name}: {}", inner(body, &format!("</{name}>"))));
+            }
+            "p" if tag.contains("class=\"note\"") || tag.contains("class=\"warn\"") => {
+                out.push(format!("p.note: {}", inner(body, "</p>")));
+            }
+            "thead" => {
+                let head = body.split("</thead>").next().unwrap_or("");
+                let cells: Vec<String> = head
+                    .split("<th>")
+                    .skip(1)
+                    .map(|c| inner(c, "</th>"))
+                    .collect();
+                out.push(format!("  table: {}", cells.join(" | ")));
+                let first = body
+                    .split("<tbody>")
+                    .nth(1)
+                    .and_then(|b| b.split("</tr>").next())
+                    .unwrap_or("");
+                let cells: Vec<String> = first
+                    .split("<td")
+                    .skip(1)
+                    .map(|c| inner(c.split_once('>').map_or("", |x| x.1), "</td>"))
+                    .collect();
+                out.push(format!("  first row: {}", cells.join(" | ")));
+            }
+            _ => {}
+        }
+        rest = &rest[1..];
+    }
+    out.push(format!("svg plots: {}", page.matches("<svg").count()));
+    out.join("\n")
+}
+
+#[test]
+fn html_structure_of_a_gate_result() {
+    let page = yardstick_report::html::render(&fixture::report(true)).unwrap();
+    let outline = html_outline(&page);
+    // Numbers people read are in human units, not raw values.
+    assert!(outline.contains("8.10 req/s"), "{outline}");
+    assert!(outline.contains("10.0k tok/s | 100 %"), "{outline}");
+    assert!(outline.contains("step_time_s | p50 | 410 ms"), "{outline}");
+    assert_eq!(outline.matches("\n  table: ").count(), 11, "{outline}");
+    insta::assert_snapshot!(outline);
+}
+
+#[test]
+fn exporters_are_one_registry_in_writing_order() {
+    use yardstick_report::{Artifact, Dest, Shape};
+    let names: Vec<&str> = yardstick_report::exporters()
+        .iter()
+        .map(|e| e.name())
+        .collect();
+    assert_eq!(names, ["html", "xlsx", "markdown", "junit", "csv"]);
+    let report = fixture::report(true);
+    let dir = tempfile::tempdir().unwrap();
+    for e in yardstick_report::exporters() {
+        assert_eq!(
+            yardstick_report::exporter(e.name()).map(|x| x.name()),
+            Some(e.name())
+        );
+        let artifact = e.render(&report).unwrap();
+        let dest = dir.path().join(e.name());
+        let written = e.write(&report, Dest::Path(&dest)).unwrap();
+        assert!(written.iter().all(|w| w.format == e.name()));
+        match (e.shape(), artifact) {
+            (Shape::File { .. }, Artifact::Text(t)) => {
+                assert_eq!(written.len(), 1);
+                assert_eq!(written[0].bytes, t.len() as u64);
+                assert_eq!(std::fs::read_to_string(&dest).unwrap(), t);
+                assert_eq!(e.value_name(), "FILE");
+            }
+            (Shape::File { stdout: false }, Artifact::Binary(b)) => {
+                assert_eq!(std::fs::read(&dest).unwrap(), b);
+                assert_eq!(&b[..2], b"PK");
+            }
+            (Shape::Directory, Artifact::Files(files)) => {
+                assert_eq!(e.value_name(), "DIR");
+                assert_eq!(written.len(), files.len());
+                // The same files as csv::write_dir writes.
+                let other = dir.path().join("write_dir");
+                let paths = yardstick_report::csv::write_dir(
+                    &yardstick_report::tables::all(&report),
+                    &other,
+                )
+                .unwrap();
+                for (w, p) in written.iter().zip(&paths) {
+                    assert_eq!(w.path.file_name(), p.file_name());
+                    assert_eq!(std::fs::read(&w.path).unwrap(), std::fs::read(p).unwrap());
+                }
+            }
+            (shape, a) => panic!("{}: {shape:?} rendered {a:?}", e.name()),
+        }
+    }
+    // `-` is standard output for the text formats that allow it, a path for the others.
+    let markdown = yardstick_report::exporter("markdown").unwrap();
+    let mut sink = Vec::new();
+    let dest = Dest::from_arg(std::path::Path::new("-"), markdown.shape(), &mut sink);
+    assert!(dest.is_stream());
+    assert!(markdown.write(&report, dest).unwrap().is_empty());
+    assert_eq!(
+        String::from_utf8(sink).unwrap(),
+        yardstick_report::markdown::render(&report)
+    );
+    let xlsx = yardstick_report::exporter("xlsx").unwrap();
+    let mut sink = Vec::new();
+    assert!(!Dest::from_arg(std::path::Path::new("-"), xlsx.shape(), &mut sink).is_stream());
+    let err = xlsx
+        .write(&report, Dest::Stream(&mut sink))
+        .expect_err("a workbook is not written to a stream");
+    assert!(err.to_string().contains("standard output"), "{err}");
+    assert!(sink.is_empty());
 }

@@ -1,12 +1,13 @@
 //! `yardstick report RUN`: a stored run (and optionally a saved gate or comparison result) as
 //! a terminal table, HTML with SVG plots, Excel, Markdown, JUnit XML or CSV. Rendering lives in
-//! `yardstick-report`; this module picks outputs and writes files.
+//! `yardstick-report`, whose exporter registry gives this command one flag per format; this
+//! module resolves the destinations and lists what was written.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use yardstick_report::{GateView, Report, ReportError};
+use yardstick_report::{Dest, Exporter, GateView, Report, ReportError};
 
 use crate::cli::GlobalOpts;
 use crate::cmd::runs::StoreOpt;
@@ -32,21 +33,10 @@ pub struct ReportArgs {
     /// `yardstick compare A B --json`.
     #[arg(long, value_name = "FILE.json")]
     pub gate: Option<PathBuf>,
-    /// Write one self-contained HTML file (inline SVG plots, no network references).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Write an Excel workbook: a summary sheet and one sheet per point.
-    #[arg(long, value_name = "FILE")]
-    pub xlsx: Option<PathBuf>,
-    /// Write Markdown (for $GITHUB_STEP_SUMMARY or a PR comment); `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-    /// Write JUnit XML, one test case per (point, metric); `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Write one CSV file per table into DIR (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub csv: Option<PathBuf>,
+    /// The outputs: one `--NAME FILE|DIR` per exporter of `yardstick_report::exporters()`
+    /// (`--html --xlsx --markdown --junit --csv`).
+    #[command(flatten)]
+    pub outputs: Outputs,
     #[command(flatten)]
     pub store: StoreOpt,
 }
@@ -56,6 +46,57 @@ fn report_error(e: ReportError) -> anyhow::Error {
         exit::invalid(e.to_string(), None)
     } else {
         anyhow::Error::new(e)
+    }
+}
+
+/// The outputs asked for: a `--NAME` flag per exporter of the registry, in its order, so a new
+/// format needs no change here.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// (exporter, destination) in the registry's order.
+    pub chosen: Vec<(&'static dyn Exporter, PathBuf)>,
+}
+
+impl clap::FromArgMatches for Outputs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut o = Outputs::default();
+        o.update_from_arg_matches(m)?;
+        Ok(o)
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        for e in yardstick_report::exporters() {
+            if let Some(p) = m.get_one::<PathBuf>(e.name()) {
+                self.chosen.retain(|(x, _)| x.name() != e.name());
+                self.chosen.push((*e, p.clone()));
+            }
+        }
+        let order = |name: &str| {
+            yardstick_report::exporters()
+                .iter()
+                .position(|e| e.name() == name)
+        };
+        self.chosen.sort_by_key(|(e, _)| order(e.name()));
+        Ok(())
+    }
+}
+
+impl clap::Args for Outputs {
+    fn augment_args(mut cmd: clap::Command) -> clap::Command {
+        for e in yardstick_report::exporters() {
+            cmd = cmd.arg(
+                clap::Arg::new(e.name())
+                    .long(e.name())
+                    .value_name(e.value_name())
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help(e.help()),
+            );
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
     }
 }
 
@@ -70,19 +111,6 @@ struct Written {
 struct JsonOut<'a> {
     written: &'a [Written],
     report: &'a Report,
-}
-
-/// Writes `text` to `path`, or to stdout for `-`.
-fn write_text(path: &Path, text: &str) -> anyhow::Result<Option<u64>> {
-    if path == Path::new("-") {
-        let mut so = std::io::stdout().lock();
-        so.write_all(text.as_bytes())?;
-        so.flush()?;
-        return Ok(None);
-    }
-    std::fs::write(path, text)
-        .map_err(|e| exit::invalid(format!("cannot write {}: {e}", path.display()), None))?;
-    Ok(Some(text.len() as u64))
 }
 
 /// Runs `yardstick report`.
@@ -112,60 +140,40 @@ pub fn run(args: ReportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         output::warn(warning);
     }
     let mut written = Vec::new();
-    let mut record = |format: &'static str, path: &Path, bytes: Option<u64>| {
-        if let Some(bytes) = bytes {
+    let mut to_stdout = false;
+    for (exporter, arg) in &args.outputs.chosen {
+        let mut stdout = std::io::stdout().lock();
+        let dest = Dest::from_arg(arg, exporter.shape(), &mut stdout);
+        let stream = dest.is_stream();
+        to_stdout |= stream;
+        let files = exporter.write(&report, dest).map_err(|e| match e {
+            // Standard output going away (`| head`) stays an I/O error, which is not a
+            // failure; a destination that cannot be written is the user's to fix.
+            ReportError::Io { path, source } if !stream => {
+                exit::invalid(format!("cannot write {path}: {source}"), None)
+            }
+            e => report_error(e),
+        })?;
+        for f in files {
             output::info(&format!(
-                "wrote {format} {} ({:.1} KiB)",
-                path.display(),
-                bytes as f64 / 1024.0
+                "wrote {} {} ({:.1} KiB)",
+                f.format,
+                f.path.display(),
+                f.bytes as f64 / 1024.0
             ));
             written.push(Written {
-                format,
-                path: path.display().to_string(),
-                bytes,
+                format: f.format,
+                path: f.path.display().to_string(),
+                bytes: f.bytes,
             });
         }
-    };
-    if let Some(path) = &args.html {
-        let html = yardstick_report::html::render(&report).map_err(report_error)?;
-        let n = write_text(path, &html)?;
-        record("html", path, n);
     }
-    if let Some(path) = &args.xlsx {
-        yardstick_report::xlsx::write(&report, path).map_err(report_error)?;
-        let n = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        record("xlsx", path, Some(n));
-    }
-    if let Some(path) = &args.markdown {
-        let n = write_text(path, &yardstick_report::markdown::render(&report))?;
-        record("markdown", path, n);
-    }
-    if let Some(path) = &args.junit {
-        let n = write_text(path, &yardstick_report::junit::render(&report))?;
-        record("junit", path, n);
-    }
-    if let Some(dir) = &args.csv {
-        let tables = yardstick_report::tables::all(&report);
-        let files = yardstick_report::csv::write_dir(&tables, dir).map_err(report_error)?;
-        for f in files {
-            let n = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
-            record("csv", &f, Some(n));
-        }
-    }
-    let any_output = args.html.is_some()
-        || args.xlsx.is_some()
-        || args.markdown.is_some()
-        || args.junit.is_some()
-        || args.csv.is_some();
-    let to_stdout = [&args.markdown, &args.junit]
-        .iter()
-        .any(|p| p.as_deref() == Some(Path::new("-")));
     if g.json && !to_stdout {
         output::json(&JsonOut {
             written: &written,
             report: &report,
         })?;
-    } else if !any_output {
+    } else if args.outputs.chosen.is_empty() {
         let mut so = anstream::stdout().lock();
         so.write_all(yardstick_report::terminal::render(&report).as_bytes())?;
         so.flush()?;

@@ -21,6 +21,7 @@ mod env_cli;
 mod eval_perplexity;
 mod eval_real_model;
 mod gate_cli;
+mod human_snapshots;
 mod import_cli;
 mod interrupt;
 mod metrics_cli;
