@@ -29,6 +29,7 @@ mod load;
 pub mod paired;
 #[cfg(test)]
 mod testutil;
+pub mod text;
 
 pub use compare::{Comparison, FieldDiff, MetricComparison, compare, diff_values, env_key_fields};
 pub use error::GateError;

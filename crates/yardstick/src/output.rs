@@ -54,6 +54,16 @@ pub fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Writes text rendered for people to stdout through anstream, which strips its ANSI styles
+/// when stdout is not a terminal (and honours `NO_COLOR`). A closed pipe is returned as an error
+/// for `exit::report`, like [`outln!`].
+pub fn text(text: &str) -> anyhow::Result<()> {
+    let mut out = anstream::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
 /// `println!` that returns the write's error instead of panicking: a reader that went away
 /// (`yardstick runs list | head`) ends the command through `exit::report`, which treats a broken
 /// pipe as success. Use it with `?` in a function returning `anyhow::Result`.

@@ -100,9 +100,7 @@ pub fn run(args: EnvArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", c.machine_profile)?;
     } else {
-        let mut out = anstream::stdout().lock();
-        out.write_all(yardstick_env::text::capture(&c).as_bytes())?;
-        out.flush()?;
+        output::text(&yardstick_env::text::capture(&c))?;
     }
     Ok(Status::Ok)
 }

@@ -12,7 +12,7 @@ use yardstick_gate::{GateOptions, GateReport, RunData, Verdict, baseline, confir
 use crate::cli::GlobalOpts;
 use crate::cmd::baseline::gate_error;
 use crate::cmd::run::{Execution, execute_spec};
-use crate::cmd::runs::{StoreOpt, num, print_table};
+use crate::cmd::runs::{StoreOpt, print_table};
 use crate::exit::Status;
 use crate::output;
 
@@ -201,31 +201,10 @@ fn confirm_failures(
 }
 
 fn print_report(report: &GateReport) -> anyhow::Result<()> {
-    crate::cmd::compare::print_comparison(&report.comparison)?;
-    crate::output::outln!()?;
-    let rows: Vec<Vec<String>> = report
-        .metrics
-        .iter()
-        .map(|m| {
-            vec![
-                m.point.clone(),
-                format!("{} {}", m.metric, m.statistic),
-                num(m.baseline),
-                num(m.candidate),
-                m.ratio.map_or("-".into(), |r| format!("{r:.4}")),
-                format!("{}", m.tolerance_pct),
-                m.noise_floor_pct.map_or("-".into(), |f| format!("{f:.1}")),
-                m.verdict.to_string(),
-                m.reason.clone(),
-            ]
-        })
-        .collect();
-    print_table(
-        &[
-            "POINT", "METRIC", "BASE", "CAND", "RATIO", "TOL", "FLOOR %", "VERDICT", "WHY",
-        ],
-        &rows,
-    )
+    for w in &report.comparison.warnings {
+        output::warn(w);
+    }
+    output::text(&yardstick_gate::text::report(report))
 }
 
 fn print_floors(out: &CalibrateOut<'_>, profile: &str, benchmark: &str) -> anyhow::Result<()> {

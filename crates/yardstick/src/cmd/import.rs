@@ -1,6 +1,5 @@
 //! `yardstick import nccl|fio|stream FILE...`: store the standard tools' output as a run.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::ValueEnum;
@@ -159,8 +158,6 @@ pub fn run(args: ImportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         output::json(&outcome)?;
         return Ok(Status::Ok);
     }
-    let mut out = anstream::stdout().lock();
-    out.write_all(outcome.text().as_bytes())?;
-    out.flush()?;
+    output::text(&outcome.text())?;
     Ok(Status::Ok)
 }

@@ -3,7 +3,6 @@
 //! `yardstick-report`, whose exporter registry gives this command one flag per format; this
 //! module resolves the destinations and lists what was written.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -174,9 +173,7 @@ pub fn run(args: ReportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             report: &report,
         })?;
     } else if args.outputs.chosen.is_empty() {
-        let mut so = anstream::stdout().lock();
-        so.write_all(yardstick_report::terminal::render(&report).as_bytes())?;
-        so.flush()?;
+        output::text(&yardstick_report::terminal::render(&report))?;
     }
     Ok(Status::Ok)
 }

@@ -275,8 +275,6 @@ pub use yardstick_report::format::num_keep_nan as num;
 /// Prints an aligned table on stdout: bold headers, columns separated by two spaces, numbers
 /// right-aligned ([`yardstick_report::terminal::plain_table`]).
 pub fn print_table(headers: &[&str], rows: &[Vec<String>]) -> anyhow::Result<()> {
-    let mut so = anstream::stdout().lock();
-    so.write_all(yardstick_report::terminal::plain_table(headers, rows).as_bytes())?;
-    so.flush()?;
+    output::text(&yardstick_report::terminal::plain_table(headers, rows))?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `yardstick stats summarize|compare`: a ministat for benchmark samples. Reading files and
 //! printing only; the statistics live in `yardstick-stats` (`report::summarize` / `compare`).
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -122,9 +122,7 @@ fn summarize(args: SummarizeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             summary: &summary,
         })?;
     } else {
-        let mut out = anstream::stdout().lock();
-        out.write_all(yardstick_stats::text::summary(&name, &data, &summary).as_bytes())?;
-        out.flush()?;
+        output::text(&yardstick_stats::text::summary(&name, &data, &summary))?;
     }
     Ok(Status::Ok)
 }
@@ -147,10 +145,11 @@ fn compare(args: CompareArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             comparison: &cmp,
         })?;
     } else {
-        let mut out = anstream::stdout().lock();
-        let text = yardstick_stats::text::comparison((&name_a, &a), (&name_b, &b), &cmp);
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
+        output::text(&yardstick_stats::text::comparison(
+            (&name_a, &a),
+            (&name_b, &b),
+            &cmp,
+        ))?;
     }
     Ok(Status::Ok)
 }

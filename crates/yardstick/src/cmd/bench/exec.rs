@@ -298,10 +298,7 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if g.json {
         output::json(&json_of(&report))?;
     } else {
-        {
-            let mut out = anstream::stdout().lock();
-            let _ = out.write_all(yardstick_exec::text::report(&report).as_bytes());
-        };
+        output::text(&yardstick_exec::text::report(&report))?;
     }
     if report.interrupted {
         output::error("interrupted: results cover the runs that finished");

@@ -1,6 +1,5 @@
 //! `yardstick bench micro`: wiring of the micro layer (`yardstick_workloads::micro`) to the CLI.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -317,9 +316,7 @@ pub fn run(args: MicroArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             output::warn(w);
         }
         let text = yardstick_workloads::micro::text::table(&capture.machine_profile, &policy, &all);
-        let mut out = anstream::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
+        output::text(&text)?;
     }
     Ok(Status::Ok)
 }

@@ -1,6 +1,6 @@
 //! `yardstick bench serve`: wiring of the load generator (crate `yardstick-load`) to the CLI.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -448,9 +448,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             Some(m) => yardstick_load::text::mlperf(m),
             None => yardstick_load::text::points(&results),
         };
-        let mut out = anstream::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
+        output::text(&text)?;
         if let Some(dir) = &args.output {
             output::info(&format!(
                 "wrote {}/summary.json and requests.jsonl",
@@ -491,9 +489,7 @@ fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if g.json {
         output::json(&merged.doc)?;
     } else {
-        let mut out = anstream::stdout().lock();
-        out.write_all(yardstick_load::text::points(&merged.results).as_bytes())?;
-        out.flush()?;
+        output::text(&yardstick_load::text::points(&merged.results))?;
     }
     Ok(Status::Ok)
 }
