@@ -14,7 +14,7 @@
 use serde::Serialize;
 
 /// Which way is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// More is better (throughput, accuracy).
@@ -40,7 +40,7 @@ impl Direction {
 }
 
 /// What a metric measures, for the gate: picks its default tolerance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GateClass {
     /// Work per unit time.
@@ -81,7 +81,7 @@ impl GateClass {
 }
 
 /// One entry of the catalogue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MetricDef {
     /// The id, or a family of ids with `<placeholder>` segments.
     pub id: &'static str,

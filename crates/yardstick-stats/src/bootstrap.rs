@@ -67,7 +67,7 @@ fn order_pair(data: &mut [f64], k: usize) -> (f64, f64) {
 }
 
 /// How the interval is read off the bootstrap distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
     /// The plain percentile interval.

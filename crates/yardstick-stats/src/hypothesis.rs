@@ -254,7 +254,7 @@ pub fn rank_average(values: &[f64]) -> (Vec<f64>, Vec<usize>) {
 }
 
 /// How a Mann–Whitney p-value was computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MwuMethod {
     /// The exact null distribution of U (no ties, a sample of at most 8).

@@ -55,7 +55,7 @@ pub const DEFAULT_RESAMPLES: usize = 10_000;
 pub type Interval = [f64; 2];
 
 /// Confidence intervals of a summary. Percentile intervals that n cannot support are `None`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SummaryCi {
     /// Confidence level.
     pub level: f64,
@@ -85,7 +85,7 @@ pub struct SummaryCi {
 }
 
 /// Smallest sample sizes for the percentile intervals.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MinN {
     /// For p50.
     pub p50: usize,
@@ -98,7 +98,7 @@ pub struct MinN {
 }
 
 /// Outliers found (reported, not removed). Indices are 0-based positions in the input.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct OutlierReport {
     /// Count beyond 1.5 IQR but within 3 IQR.
     pub tukey_mild: usize,
@@ -115,7 +115,7 @@ pub struct OutlierReport {
 }
 
 /// Everything `yardstick stats summarize` reports about one sample.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Number of samples.
     pub n: usize,
@@ -242,7 +242,7 @@ pub fn summarize(data: &[f64], opts: &Options) -> Result<Summary, StatsError> {
 }
 
 /// Which sample is larger, at the confidence level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// No difference established.
@@ -254,7 +254,7 @@ pub enum Verdict {
 }
 
 /// Everything `yardstick stats compare A B` reports. A is the baseline, B the candidate.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     /// Summary of the baseline.
     pub a: Summary,

@@ -8,7 +8,7 @@ use crate::{StatsError, check_finite};
 pub const MSER_BATCH: usize = 5;
 
 /// The result of MSER-5 on a time-ordered series.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Mser {
     /// Samples to discard from the start (a multiple of 5).
     pub truncation: usize,

@@ -10,7 +10,7 @@ use crate::percentile::percentile_sorted;
 use crate::{StatsError, check_finite, sorted};
 
 /// A quantile estimated twice: assuming normality, and from the data.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct NormalTail {
     /// The quantile, in (0, 1).
     pub q: f64,

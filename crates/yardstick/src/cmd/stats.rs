@@ -97,15 +97,17 @@ pub fn run(args: StatsArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     }
 }
 
-#[derive(Serialize)]
-struct SummaryOut<'a> {
+/// `yardstick stats summarize --json`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct SummaryOut<'a> {
     file: &'a str,
     #[serde(flatten)]
     summary: &'a Summary,
 }
 
-#[derive(Serialize)]
-struct ComparisonOut<'a> {
+/// `yardstick stats compare --json`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ComparisonOut<'a> {
     a_file: &'a str,
     b_file: &'a str,
     #[serde(flatten)]

@@ -31,6 +31,7 @@ mod run_cli;
 mod run_eval;
 mod run_failures;
 mod run_scaling;
+mod schema_cli;
 mod secrets_canary;
 mod sim_cli;
 mod sim_flags;

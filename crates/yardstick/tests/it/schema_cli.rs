@@ -1,0 +1,136 @@
+//! `yardstick schema --output NAME`: the JSON Schema of a command's `--json` output, checked
+//! against real outputs of that command (and made to fail on a broken one).
+
+use crate::common::{json, yardstick};
+
+fn schema(name: &str) -> serde_json::Value {
+    let o = yardstick()
+        .args(["schema", "--output", name])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    json(&o)
+}
+
+/// Validates `instance` against the schema of `name`, listing every violation.
+fn assert_conforms(name: &str, instance: &serde_json::Value) {
+    let s = schema(name);
+    let validator = jsonschema::validator_for(&s).expect("a valid JSON Schema");
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:#?}");
+}
+
+fn run_json(args: &[&str], stdin: Option<&str>) -> serde_json::Value {
+    use std::io::Write;
+    let mut child = yardstick()
+        .arg("--json")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.unwrap_or("").as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    json(&o)
+}
+
+#[test]
+fn every_listed_output_has_a_schema_and_unknown_names_are_refused() {
+    let o = yardstick()
+        .args(["--json", "schema", "--list"])
+        .output()
+        .unwrap();
+    let list = json(&o);
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"benchmark-run") && names.contains(&"stats-compare"),
+        "{names:?}"
+    );
+    for name in names {
+        let s = schema(name);
+        assert!(
+            jsonschema::validator_for(&s).is_ok(),
+            "{name}: not a valid schema"
+        );
+    }
+    // The default is still the spec's schema.
+    let default = yardstick().arg("schema").output().unwrap();
+    assert_eq!(json(&default), schema("benchmark-run"));
+    let bad = yardstick()
+        .args(["schema", "--output", "nope"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no schema for output `nope`") && err.contains("stats-compare"),
+        "{err}"
+    );
+}
+
+#[test]
+fn real_outputs_conform_to_their_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.txt");
+    let b = dir.path().join("b.txt");
+    let sample = |base: f64| {
+        (0..40)
+            .map(|i| format!("{}\n", base + f64::from(i % 7) * 0.5))
+            .collect::<String>()
+    };
+    std::fs::write(&a, sample(10.0)).unwrap();
+    std::fs::write(&b, sample(12.0)).unwrap();
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    assert_conforms(
+        "stats-summarize",
+        &run_json(&["stats", "summarize", a], None),
+    );
+    // One sample: nulls where n cannot support a value.
+    assert_conforms(
+        "stats-summarize",
+        &run_json(&["stats", "summarize", "-"], Some("3.5\n")),
+    );
+    assert_conforms(
+        "stats-compare",
+        &run_json(&["stats", "compare", a, b], None),
+    );
+    assert_conforms("metrics", &run_json(&["metrics"], None));
+}
+
+#[test]
+fn a_schema_rejects_an_output_that_breaks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.txt");
+    std::fs::write(&a, "1\n2\n3\n4\n").unwrap();
+    let mut v = run_json(&["stats", "summarize", a.to_str().unwrap()], None);
+    v["n"] = serde_json::json!("four");
+    let s = schema("stats-summarize");
+    let validator = jsonschema::validator_for(&s).unwrap();
+    assert!(!validator.is_valid(&v), "a string n must not conform");
+    let mut m = run_json(&["metrics"], None);
+    m[0]["direction"] = serde_json::json!("sideways");
+    assert!(
+        !jsonschema::validator_for(&schema("metrics"))
+            .unwrap()
+            .is_valid(&m)
+    );
+}
