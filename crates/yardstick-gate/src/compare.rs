@@ -18,7 +18,7 @@ pub(crate) const SEED: u64 = 0x5EED_0008;
 pub(crate) const RESAMPLES: usize = 10_000;
 
 /// One field that differs between the two runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FieldDiff {
     /// Dotted path (`spec.workload.concurrency`, `spec.layers.component[0].target.url`,
     /// `env.cpu.cores`).
@@ -30,7 +30,7 @@ pub struct FieldDiff {
 }
 
 /// One point × headline metric of a comparison.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MetricComparison {
     /// Point id.
     pub point: String,
@@ -63,7 +63,7 @@ pub struct MetricComparison {
 }
 
 /// The comparison of two runs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     /// Baseline run id.
     pub baseline_run: String,

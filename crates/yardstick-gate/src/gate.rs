@@ -12,7 +12,7 @@ use crate::compare::{Comparison, compare};
 use crate::{GateError, RunData};
 
 /// What a gated metric measures (picks its tolerance and direction).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricClass {
     /// Higher is better; a drop beyond the tolerance FAILs.
@@ -130,7 +130,7 @@ pub fn tolerance_pct(class: MetricClass, t: Option<&Tolerances>) -> f64 {
 }
 
 /// A verdict; ordered from best to worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Verdict {
     /// Within tolerance, shown by the CI.
@@ -155,7 +155,7 @@ impl std::fmt::Display for Verdict {
 }
 
 /// The verdict of one point × metric.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MetricVerdict {
     /// Point id.
     pub point: String,
@@ -227,7 +227,7 @@ pub struct GateOptions {
 }
 
 /// The gate's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct GateReport {
     /// The overall verdict: the worst per-metric verdict.
     pub verdict: Verdict,

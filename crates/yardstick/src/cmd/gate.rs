@@ -74,8 +74,9 @@ struct CalibrateOut<'a> {
     floors: Vec<NoiseFloor>,
 }
 
-#[derive(Serialize)]
-struct GateOut<'a> {
+/// `yardstick gate --json`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct GateOut<'a> {
     #[serde(flatten)]
     report: &'a GateReport,
     /// The confirmation run, when `--confirm` re-ran failing points.

@@ -49,6 +49,12 @@ pub fn outputs() -> Vec<Output> {
         ("stats-compare", "yardstick stats compare --json", || {
             value(schemars::schema_for!(super::stats::ComparisonOut<'static>))
         }),
+        ("compare", "yardstick compare A B --json", || {
+            value(schemars::schema_for!(yardstick_gate::Comparison))
+        }),
+        ("gate", "yardstick gate RUN --json", || {
+            value(schemars::schema_for!(super::gate::GateOut<'static>))
+        }),
     ]
 }
 

@@ -24,7 +24,7 @@ fn stream_output(copy: f64, scale: f64, add: f64, triad: f64) -> String {
 
 /// Imports three STREAM runs (one file each) with the triad rate at `triad` ± 1 % into
 /// `store`; returns the run id.
-fn import(dir: &Path, store: &Path, name: &str, triad: f64) -> String {
+pub(crate) fn import(dir: &Path, store: &Path, name: &str, triad: f64) -> String {
     let mut files = Vec::new();
     for (i, k) in [0.99, 1.0, 1.01].iter().enumerate() {
         let path = dir.join(format!("{name}-{i}.txt"));

@@ -134,3 +134,35 @@ fn a_schema_rejects_an_output_that_breaks_it() {
             .is_valid(&m)
     );
 }
+
+#[test]
+fn compare_and_gate_outputs_conform_to_their_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    // Imported STREAM runs: B's triad 20 % slower, so the gate fails with every field filled.
+    let a = crate::human_snapshots::import(dir.path(), &store, "a", 17890.2);
+    let b = crate::human_snapshots::import(dir.path(), &store, "b", 17890.2 * 0.8);
+    let store = store.to_str().unwrap();
+    assert_conforms(
+        "compare",
+        &run_json(&["compare", &a, &b, "--store", store], None),
+    );
+    let saved = yardstick()
+        .args(["baseline", "save", &a, "--store", store])
+        .output()
+        .unwrap();
+    assert!(saved.status.success());
+    let o = yardstick()
+        .args(["--json", "gate", &b, "--baseline", "auto", "--store", store])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let gate = json(&o);
+    assert_eq!(gate["verdict"], "FAIL");
+    assert_conforms("gate", &gate);
+}
