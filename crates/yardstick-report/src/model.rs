@@ -10,6 +10,7 @@ use yardstick_store::warehouse::{FactRow, FindRunError, PointRow, RunRow, Wareho
 
 use crate::ReportError;
 use crate::gate::GateView;
+use yardstick_spec::metrics::id;
 
 /// Everything a report shows.
 #[derive(Debug, Clone, Serialize)]
@@ -151,10 +152,10 @@ impl LatencySamples {
     /// The samples of a metric by name (`ttft_ms`, `e2e_ms`, `tpot_ms`, `itl_ms`).
     pub fn get(&self, metric: &str) -> &[f64] {
         match metric {
-            "ttft_ms" => &self.ttft_ms,
-            "e2e_ms" => &self.e2e_ms,
-            "tpot_ms" => &self.tpot_ms,
-            "itl_ms" => &self.itl_ms,
+            id::TTFT_MS => &self.ttft_ms,
+            id::E2E_MS => &self.e2e_ms,
+            id::TPOT_MS => &self.tpot_ms,
+            id::ITL_MS => &self.itl_ms,
             _ => &[],
         }
     }
@@ -458,15 +459,15 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
 /// Where a metric goes in a list: headline metrics first, in reading order.
 pub fn metric_rank(metric: &str) -> usize {
     const ORDER: &[&str] = &[
-        "request_throughput",
+        id::REQUEST_THROUGHPUT,
         "output_token_throughput",
         "input_token_throughput",
         "goodput",
-        "ttft_ms",
-        "tpot_ms",
-        "itl_ms",
-        "e2e_ms",
-        "client_queue_ms",
+        id::TTFT_MS,
+        id::TPOT_MS,
+        id::ITL_MS,
+        id::E2E_MS,
+        id::CLIENT_QUEUE_MS,
         "step_time_s",
         "tokens_per_s",
         "samples_per_s",
@@ -568,7 +569,7 @@ fn read_serve_samples(dir: &Path, rel: &str, into: &mut LatencySamples) -> Resul
             into.warmup += 1;
             continue;
         }
-        let (Some(ttft), Some(e2e)) = (row["ttft_ms"].as_f64(), row["e2e_ms"].as_f64()) else {
+        let (Some(ttft), Some(e2e)) = (row[id::TTFT_MS].as_f64(), row[id::E2E_MS].as_f64()) else {
             into.failed += 1;
             continue;
         };
@@ -583,7 +584,7 @@ fn read_serve_samples(dir: &Path, rel: &str, into: &mut LatencySamples) -> Resul
         {
             into.tpot_ms.push((e2e - ttft) / (n - 1.0));
         }
-        if let Some(gaps) = row["itl_ms"].as_array() {
+        if let Some(gaps) = row[id::ITL_MS].as_array() {
             into.itl_ms.extend(gaps.iter().filter_map(Value::as_f64));
         }
     }

@@ -8,6 +8,7 @@ use crate::ReportError;
 use crate::format::num;
 use crate::gate::GateView;
 use crate::model::{PointReport, RunReport, StepSeries};
+use yardstick_spec::metrics::id;
 
 /// One figure: a title and its SVG.
 #[derive(Debug, Clone)]
@@ -112,10 +113,10 @@ fn legend_line(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
 
 /// Latency metrics a serving point has samples for, with a label.
 const LATENCIES: [(&str, &str); 4] = [
-    ("ttft_ms", "TTFT"),
-    ("tpot_ms", "TPOT"),
-    ("itl_ms", "ITL"),
-    ("e2e_ms", "E2E latency"),
+    (id::TTFT_MS, "TTFT"),
+    (id::TPOT_MS, "TPOT"),
+    (id::ITL_MS, "ITL"),
+    (id::E2E_MS, "E2E latency"),
 ];
 
 /// Histogram of one latency sample, linear or log-spaced bins on a log axis, with mean, p95 and
@@ -405,13 +406,17 @@ pub fn throughput_latency(r: &RunReport) -> Result<Section, ReportError> {
             .filter_map(|p| {
                 let x = p
                     .metric("output_token_throughput", "value")
-                    .or_else(|| p.metric("request_throughput", "value"))?
+                    .or_else(|| p.metric(id::REQUEST_THROUGHPUT, "value"))?
                     .mean;
                 let y = |m: &str, s: &str| p.metric(m, s).map(|m| m.mean);
                 Some((
                     p.load_label(),
                     x,
-                    [y("ttft_ms", "p50"), y("ttft_ms", "p99"), y("e2e_ms", "p50")],
+                    [
+                        y(id::TTFT_MS, "p50"),
+                        y(id::TTFT_MS, "p99"),
+                        y(id::E2E_MS, "p50"),
+                    ],
                 ))
             })
             .collect();

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::format::{self, num};
 use crate::model::{MetricStat, PointReport, Report, RunReport};
+use yardstick_spec::metrics::id;
 
 /// One cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -332,7 +333,7 @@ pub fn latency(r: &RunReport) -> Option<Table> {
     let mut rows = Vec::new();
     for p in &r.points {
         let Some(l) = &p.latency else { continue };
-        for metric in ["ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"] {
+        for metric in [id::TTFT_MS, id::TPOT_MS, id::ITL_MS, id::E2E_MS] {
             let xs = l.get(metric);
             if xs.is_empty() {
                 continue;
