@@ -581,6 +581,110 @@ pub fn compare_profiles(
     })
 }
 
+/// FLOP/s or B/s with an SI prefix.
+fn si(v: f64, unit: &str) -> String {
+    let (d, p) = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .into_iter()
+        .find(|(d, _)| v.abs() >= *d)
+        .unwrap_or((1.0, ""));
+    format!("{:.3} {p}{unit}", v / d)
+}
+
+/// A comparative roofline as `yardstick env compare` prints it: both machines' peak, bandwidth
+/// and ridge, where the roofs cross, and per named workload what each attains. `profiles` and
+/// `sources` are A's and B's machine profile and where their ceilings came from. ANSI styles
+/// mark labels; the caller strips them when the output is not a terminal.
+pub fn comparison_text(
+    dtype: &str,
+    profiles: [&str; 2],
+    sources: [&str; 2],
+    c: &ProfileComparison,
+) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let (b, d, r) = ("\x1b[1m", "\x1b[2m", "\x1b[0m");
+    let _ = writeln!(
+        out,
+        "{b}comparative roofline{r} {d}({} GEMM peak, memory.triad bandwidth){r}",
+        dtype
+    );
+    let _ = writeln!(out, "{b}{:<10}{r} {:<44} B", "", "A");
+    let _ = writeln!(
+        out,
+        "{b}{:<10}{r} {:<44} {}",
+        "profile", profiles[0], profiles[1]
+    );
+    let _ = writeln!(
+        out,
+        "{b}{:<10}{r} {:<44} {}",
+        "peak",
+        si(c.a.peak_flops, "FLOP/s"),
+        si(c.b.peak_flops, "FLOP/s")
+    );
+    let _ = writeln!(
+        out,
+        "{b}{:<10}{r} {:<44} {}",
+        "bandwidth",
+        si(c.a.memory_bw, "B/s"),
+        si(c.b.memory_bw, "B/s")
+    );
+    let ridges = [
+        format!("{:.3} FLOP/B", c.ridge_a),
+        format!("{:.3} FLOP/B", c.ridge_b),
+    ];
+    let _ = writeln!(out, "{b}{:<10}{r} {:<44} {}", "ridge", ridges[0], ridges[1]);
+    let _ = writeln!(out, "{d}A: {}{r}", sources[0]);
+    let _ = writeln!(out, "{d}B: {}{r}", sources[1]);
+    match c.crossover_intensity {
+        Some(x) => {
+            let high_bw = if c.b.memory_bw > c.a.memory_bw {
+                "B"
+            } else {
+                "A"
+            };
+            let high_peak = if high_bw == "B" { "A" } else { "B" };
+            let _ = writeln!(
+                out,
+                "the rooflines cross at {x:.3} FLOP/B: below it {high_bw} (higher bandwidth) \
+                 attains more, above it {high_peak} (higher peak)"
+            );
+        }
+        None => {
+            let better = if c.b.peak_flops >= c.a.peak_flops && c.b.memory_bw >= c.a.memory_bw {
+                "B"
+            } else {
+                "A"
+            };
+            let _ = writeln!(
+                out,
+                "the rooflines do not cross: {better} attains at least as much at every intensity"
+            );
+        }
+    }
+    if !c.workloads.is_empty() {
+        let _ = writeln!(
+            out,
+            "{b}{:<16} {:>10} {:>20} {:>8} {:>20} {:>8} {:>7} {:>6}{r}",
+            "workload", "FLOP/B", "A attainable", "roof", "B attainable", "roof", "B/A", "faster"
+        );
+        for w in &c.workloads {
+            let _ = writeln!(
+                out,
+                "{:<16} {:>10.3} {:>20} {:>8} {:>20} {:>8} {:>7.3} {:>6}",
+                w.name,
+                w.intensity,
+                si(w.attainable[0], "FLOP/s"),
+                w.roof[0],
+                si(w.attainable[1], "FLOP/s"),
+                w.roof[1],
+                w.ratio_b_over_a,
+                w.faster
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@ use yardstick_env::CaptureOptions;
 
 use crate::cli::GlobalOpts;
 use crate::exit::{self, Status};
-use crate::output::{self, style};
+use crate::output;
 
 /// Print the environment capture and the machine profile.
 ///
@@ -173,97 +173,11 @@ fn compare(args: CompareArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     Ok(Status::Ok)
 }
 
-/// FLOP/s or B/s with an SI prefix.
-fn si(v: f64, unit: &str) -> String {
-    let (d, p) = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
-        .into_iter()
-        .find(|(d, _)| v.abs() >= *d)
-        .unwrap_or((1.0, ""));
-    format!("{:.3} {p}{unit}", v / d)
-}
-
 fn print_comparison(o: &CompareOutput) -> anyhow::Result<()> {
-    let mut out = anstream::stdout().lock();
-    let (b, d, r) = (style::BOLD, style::DIM, style::RESET);
-    let c = &o.comparison;
-    writeln!(
-        out,
-        "{b}comparative roofline{r} {d}({} GEMM peak, memory.triad bandwidth){r}",
-        o.dtype
-    )?;
-    writeln!(out, "{b}{:<10}{r} {:<44} B", "", "A")?;
-    writeln!(
-        out,
-        "{b}{:<10}{r} {:<44} {}",
-        "profile", o.inputs[0].machine_profile, o.inputs[1].machine_profile
-    )?;
-    writeln!(
-        out,
-        "{b}{:<10}{r} {:<44} {}",
-        "peak",
-        si(c.a.peak_flops, "FLOP/s"),
-        si(c.b.peak_flops, "FLOP/s")
-    )?;
-    writeln!(
-        out,
-        "{b}{:<10}{r} {:<44} {}",
-        "bandwidth",
-        si(c.a.memory_bw, "B/s"),
-        si(c.b.memory_bw, "B/s")
-    )?;
-    let ridges = [
-        format!("{:.3} FLOP/B", c.ridge_a),
-        format!("{:.3} FLOP/B", c.ridge_b),
-    ];
-    writeln!(out, "{b}{:<10}{r} {:<44} {}", "ridge", ridges[0], ridges[1])?;
-    writeln!(out, "{d}A: {}{r}", o.inputs[0].source)?;
-    writeln!(out, "{d}B: {}{r}", o.inputs[1].source)?;
-    match c.crossover_intensity {
-        Some(x) => {
-            let high_bw = if c.b.memory_bw > c.a.memory_bw {
-                "B"
-            } else {
-                "A"
-            };
-            let high_peak = if high_bw == "B" { "A" } else { "B" };
-            writeln!(
-                out,
-                "the rooflines cross at {x:.3} FLOP/B: below it {high_bw} (higher bandwidth) \
-                 attains more, above it {high_peak} (higher peak)"
-            )?;
-        }
-        None => {
-            let better = if c.b.peak_flops >= c.a.peak_flops && c.b.memory_bw >= c.a.memory_bw {
-                "B"
-            } else {
-                "A"
-            };
-            writeln!(
-                out,
-                "the rooflines do not cross: {better} attains at least as much at every intensity"
-            )?;
-        }
-    }
-    if !c.workloads.is_empty() {
-        writeln!(
-            out,
-            "{b}{:<16} {:>10} {:>20} {:>8} {:>20} {:>8} {:>7} {:>6}{r}",
-            "workload", "FLOP/B", "A attainable", "roof", "B attainable", "roof", "B/A", "faster"
-        )?;
-        for w in &c.workloads {
-            writeln!(
-                out,
-                "{:<16} {:>10.3} {:>20} {:>8} {:>20} {:>8} {:>7.3} {:>6}",
-                w.name,
-                w.intensity,
-                si(w.attainable[0], "FLOP/s"),
-                w.roof[0],
-                si(w.attainable[1], "FLOP/s"),
-                w.roof[1],
-                w.ratio_b_over_a,
-                w.faster
-            )?;
-        }
-    }
-    Ok(())
+    output::text(&roofline::comparison_text(
+        &o.dtype,
+        [&o.inputs[0].machine_profile, &o.inputs[1].machine_profile],
+        [&o.inputs[0].source, &o.inputs[1].source],
+        &o.comparison,
+    ))
 }
