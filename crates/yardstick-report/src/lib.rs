@@ -11,7 +11,8 @@
 //! * [`xlsx`]: a summary sheet and one sheet per point (rust_xlsxwriter);
 //! * [`markdown`]: for `$GITHUB_STEP_SUMMARY` and PR comments;
 //! * [`junit`]: one test case per (point, metric), so CI shows regressions natively;
-//! * [`csv`]: one file per table ([`tables`]).
+//! * [`csv`]: one file per table ([`tables`]);
+//! * [`text`]: store listings (`runs list`, `runs show`).
 //!
 //! Each format is an [`Exporter`]; [`exporters`] lists them in the order they are written.
 //! Numbers people read are in human units ([`format::human`]); JSON, CSV and Excel keep raw
@@ -32,6 +33,7 @@ pub mod model;
 pub mod plots;
 pub mod tables;
 pub mod terminal;
+pub mod text;
 pub mod xlsx;
 
 pub use error::ReportError;

@@ -1,8 +1,6 @@
 //! `yardstick runs list|show`: the runs in the warehouse. Reading and printing only; the
 //! warehouse lives in `yardstick-store`.
 
-use std::io::Write;
-
 use serde::Serialize;
 use yardstick_store::StoreError;
 use yardstick_store::warehouse::{
@@ -12,7 +10,7 @@ use yardstick_store::warehouse::{
 
 use crate::cli::GlobalOpts;
 use crate::exit::{self, Status};
-use crate::output::{self, style};
+use crate::output;
 
 const STORE_HINT: &str = "pass --store DIR (a store directory) or --store postgres://… (or set \
                           YARDSTICK_STORE); `yardstick run SPEC --store DIR` creates one";
@@ -148,22 +146,7 @@ fn list(args: ListArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         output::info("no runs match");
         return Ok(Status::Ok);
     }
-    let rows: Vec<Vec<String>> = runs
-        .iter()
-        .map(|r| {
-            vec![
-                r.run_id.clone(),
-                r.name.clone(),
-                r.status.clone(),
-                r.machine_profile.clone().unwrap_or_else(|| "-".into()),
-                r.started_at.clone(),
-            ]
-        })
-        .collect();
-    print_table(
-        &["RUN", "NAME", "STATUS", "PROFILE", "STARTED (UTC)"],
-        &rows,
-    )?;
+    output::text(&yardstick_report::text::runs(&runs))?;
     Ok(Status::Ok)
 }
 
@@ -188,83 +171,15 @@ fn show(args: ShowArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         output::json(&out)?;
         return Ok(Status::Ok);
     }
-    let r = &out.run;
-    let mut so = anstream::stdout().lock();
-    let field = |so: &mut anstream::AutoStream<std::io::StdoutLock<'static>>,
-                 k: &str,
-                 v: &str|
-     -> std::io::Result<()> {
-        writeln!(so, "{}{k:<16}{} {v}", style::BOLD, style::RESET)
-    };
-    field(&mut so, "run", &r.run_id)?;
-    field(&mut so, "name", &r.name)?;
-    field(&mut so, "status", &r.status)?;
-    field(&mut so, "mode", r.mode.as_deref().unwrap_or("-"))?;
-    field(
-        &mut so,
-        "machine profile",
-        r.machine_profile.as_deref().unwrap_or("-"),
-    )?;
-    field(&mut so, "started", &r.started_at)?;
-    field(&mut so, "ended", r.ended_at.as_deref().unwrap_or("-"))?;
-    field(&mut so, "spec sha256", &r.spec_sha256)?;
-    field(&mut so, "tool", &r.tool_version)?;
-    field(&mut so, "location", &r.location)?;
-    let done = out
-        .replicates
-        .iter()
-        .filter(|x| x.status == "complete")
-        .count();
-    field(
-        &mut so,
-        "plan",
-        &format!(
-            "{} points, {done}/{} replicates complete",
-            out.points.len(),
-            out.replicates.len()
-        ),
-    )?;
-    writeln!(so)?;
-    drop(so);
-    // Aggregates (over replicates) are the headline; per-replicate facts are in --json.
-    let aggregates: Vec<&FactRow> = out.facts.iter().filter(|f| f.replicate.is_none()).collect();
-    let shown: Vec<&FactRow> = if aggregates.is_empty() {
-        out.facts.iter().collect()
-    } else {
-        aggregates
-    };
-    let rows: Vec<Vec<String>> = shown
-        .iter()
-        .map(|f| {
-            let ci = match (f.ci_lo, f.ci_hi) {
-                (Some(lo), Some(hi)) => format!("[{}, {}]", num(lo), num(hi)),
-                _ => "-".into(),
-            };
-            vec![
-                f.point_id.clone(),
-                f.replicate.map_or("all".into(), |r| r.to_string()),
-                f.metric.clone(),
-                f.statistic.clone(),
-                num(f.value),
-                ci,
-                f.unit.clone(),
-                f.n.to_string(),
-            ]
-        })
-        .collect();
-    if rows.is_empty() {
+    let (text, hidden) =
+        yardstick_report::text::run(&out.run, &out.points, &out.replicates, &out.facts);
+    output::text(&text)?;
+    if out.facts.is_empty() {
         output::info("no facts stored for this run");
-    } else {
-        print_table(
-            &["POINT", "REP", "METRIC", "STAT", "VALUE", "CI", "UNIT", "N"],
-            &rows,
-        )?;
-        let hidden = out.facts.len() - rows.len();
-        if hidden > 0 {
-            output::info(&format!(
-                "{hidden} per-replicate facts not shown (--json lists every fact)"
-            ));
-        }
+    } else if hidden > 0 {
+        output::info(&format!(
+            "{hidden} per-replicate facts not shown (--json lists every fact)"
+        ));
     }
     Ok(Status::Ok)
 }

@@ -196,12 +196,13 @@ fn runs_show_prints_a_run_by_id_or_prefix() {
     let out = stdout(&text);
     assert!(out.contains("01JCCCCCCCCCCCCCCCCCCCCCCC"), "{out}");
     assert!(out.contains("1 points, 1/1 replicates complete"), "{out}");
+    // The aggregate in its unit, its interval as ± % of it (1 of 52.5 ms is 1.9 %).
     let fact_line = out.lines().find(|l| l.contains("ttft_ms")).unwrap();
     assert!(
-        fact_line.contains("all") && fact_line.contains("52.5"),
+        fact_line.contains("all") && fact_line.contains("52.5 ms"),
         "{out}"
     );
-    assert!(fact_line.contains("[51.5, 53.5]"), "{out}");
+    assert!(fact_line.contains("± 1.9 %"), "{out}");
     assert!(stderr(&text).contains("1 per-replicate facts not shown"));
 
     let ambiguous = run(&store, &["runs", "show", "01J"]);
