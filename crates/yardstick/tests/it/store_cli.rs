@@ -122,6 +122,19 @@ fn runs_list_filters_and_prints_tables_and_json() {
         ]
     );
     assert_eq!(all["runs"][0]["machine_profile"], "cpu-b");
+    // The table: a header, then one row per run in the same order, styles off a terminal.
+    let table = run(&store, &["runs", "list"]);
+    assert!(table.status.success(), "{}", stderr(&table));
+    let text = stdout(&table);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["RUN", "NAME", "STATUS", "PROFILE", "STARTED", "(UTC)"],
+        "{text}"
+    );
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[1].starts_with("01JCCCCCCCCCCCCCCCCCCCCCCC") && lines[1].contains("cpu-b"));
+    assert!(!text.contains('\x1b'), "{text:?}");
 
     let recent = json_ok(&run(
         &store,
