@@ -281,7 +281,7 @@ pub fn summarize(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::record::ErrorClass;
 
@@ -296,7 +296,8 @@ mod tests {
         assert!(Distribution::of(vec![]).is_none());
     }
 
-    fn rec(i: u64, sched_ms: u64, content_ms: &[u64], tokens: u64) -> RequestRecord {
+    /// A streamed record scheduled at `sched_ms`, its content events at `content_ms`.
+    pub(crate) fn rec(i: u64, sched_ms: u64, content_ms: &[u64], tokens: u64) -> RequestRecord {
         let ms = |x: u64| x * 1_000_000;
         let mut r = RequestRecord::new(i, format!("r{i}"), false, 10, Some(tokens), ms(sched_ms));
         r.sent_ns = Some(ms(sched_ms) + 500_000);

@@ -159,22 +159,9 @@ fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
 mod tests {
     use super::*;
     use crate::Slo;
-    use crate::record::{ErrorClass, RequestRecord, TokenSource};
+    use crate::record::ErrorClass;
+    use crate::summary::tests::rec;
     use crate::summary::{LoadLevel, summarize};
-
-    fn rec(i: u64, sched_ms: u64, content_ms: &[u64], tokens: u64) -> RequestRecord {
-        let ms = |x: u64| x * 1_000_000;
-        let mut r = RequestRecord::new(i, format!("r{i}"), false, 10, Some(tokens), ms(sched_ms));
-        r.sent_ns = Some(ms(sched_ms));
-        r.content_event_ns = content_ms.iter().map(|&c| ms(c)).collect();
-        r.first_content_ns = r.content_event_ns.first().copied();
-        r.last_content_ns = r.content_event_ns.last().copied();
-        r.done_ns = r.last_content_ns;
-        r.content_events = content_ms.len() as u64;
-        r.output_tokens = Some(tokens);
-        r.output_tokens_source = Some(TokenSource::ServerUsage);
-        r
-    }
 
     #[test]
     fn a_point_reads_as_counts_then_one_row_per_latency() {
