@@ -23,10 +23,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use yardstick_spec::{BenchmarkRun, Signing};
 use yardstick_store::warehouse::{PointRow, ReplicateRow, RunRow};
-use yardstick_store::{Manifest, RunWriter, StoreError, ToolInfo};
+use yardstick_store::{Manifest, RunStatus, RunWriter, StoreError, ToolInfo};
 
 pub use plan::{Plan, Point, PointWork, Step, plan, unplanned};
 
@@ -133,15 +133,15 @@ pub struct RunOptions {
     pub telemetry_interval: std::time::Duration,
 }
 
-/// What a run produced.
-#[derive(Debug, Clone, Serialize)]
+/// What a run produced (`yardstick run --json`).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunOutcome {
     /// Run id.
     pub run_id: String,
     /// Run directory.
     pub dir: PathBuf,
-    /// `complete` or `incomplete`.
-    pub status: String,
+    /// `complete`, or `incomplete` (interrupted: `yardstick run --resume` continues it).
+    pub status: RunStatus,
     /// Whether the run was signed.
     pub signed: bool,
     /// The aggregate facts (one per point × metric × statistic, mean over replicates with CI).
@@ -571,7 +571,7 @@ pub fn execute(
         return Ok(RunOutcome {
             run_id,
             dir: runs_dir.join(&m.run_id),
-            status: "incomplete".into(),
+            status: RunStatus::Incomplete,
             signed: false,
             summary: serde_json::Value::Null,
         });
@@ -655,7 +655,7 @@ pub fn execute(
     Ok(RunOutcome {
         run_id,
         dir: runs_dir.join(&m.run_id),
-        status: "complete".into(),
+        status: RunStatus::Complete,
         signed,
         summary,
     })

@@ -20,7 +20,7 @@ pub const MANIFEST: &str = "manifest.json";
 pub const ATTESTATION: &str = "attestation.dsse.json";
 
 /// Lifecycle of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     /// Being written (a crashed run stays in this state and reads as incomplete).

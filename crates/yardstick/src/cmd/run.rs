@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use yardstick_run::{Event, RunError, RunOptions};
-use yardstick_store::ToolInfo;
+use yardstick_store::{RunStatus, ToolInfo};
 
 use crate::cli::{GlobalOpts, verbosity};
 use crate::exit::{Status, invalid};
@@ -203,7 +203,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             out,
             "run {}: {}{}",
             outcome.run_id,
-            outcome.status,
+            outcome.status.as_str(),
             if outcome.signed { ", signed" } else { "" }
         )?;
         writeln!(out, "  {}", outcome.dir.display())?;
@@ -256,7 +256,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 writeln!(out, "    - {}", e.as_str().unwrap_or_default())?;
             }
         }
-        if outcome.status == "incomplete" {
+        if outcome.status == RunStatus::Incomplete {
             writeln!(
                 out,
                 "  continue with: yardstick run {} --store {} --resume {}",
@@ -280,7 +280,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         );
         return Ok(Status::Failure);
     }
-    Ok(if outcome.status == "complete" {
+    Ok(if outcome.status == RunStatus::Complete {
         Status::Ok
     } else {
         Status::Failure

@@ -36,6 +36,9 @@ pub fn outputs() -> Vec<Output> {
             "a BenchmarkRun spec (the default)",
             yardstick_spec::json_schema,
         ),
+        ("run", "yardstick run SPEC --json", || {
+            value(schemars::schema_for!(yardstick_run::RunOutcome))
+        }),
         ("metrics", "yardstick metrics --json", || {
             value(schemars::schema_for!(
                 Vec<yardstick_spec::metrics::MetricDef>

@@ -166,3 +166,27 @@ fn compare_and_gate_outputs_conform_to_their_schemas() {
     assert_eq!(gate["verdict"], "FAIL");
     assert_conforms("gate", &gate);
 }
+
+#[test]
+fn a_run_outcome_conforms_to_its_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        crate::common::command_spec("schema-run", "[sh, -c, \"true\"]", &[]),
+    )
+    .unwrap();
+    let o = crate::common::run_spec(&spec, &dir.path().join("store"), &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["status"], "complete");
+    assert_conforms("run", &v);
+    // The status is one of the run's lifecycle states, nothing else.
+    let mut bad = v.clone();
+    bad["status"] = serde_json::json!("done");
+    assert!(
+        !jsonschema::validator_for(&schema("run"))
+            .unwrap()
+            .is_valid(&bad)
+    );
+}
