@@ -148,6 +148,96 @@ pub struct RunOutcome {
     pub summary: serde_json::Value,
 }
 
+impl RunOutcome {
+    /// The failures of `summary.json`: one entry per point with a failed replicate.
+    fn failures(&self) -> Vec<serde_json::Value> {
+        self.summary["failures"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Points whose every replicate failed: they measured nothing. The run is complete (each
+    /// failure is stored), but `yardstick run` exits 1 so that a script does not take it for a
+    /// measurement.
+    pub fn points_that_measured_nothing(&self) -> Vec<String> {
+        self.failures()
+            .iter()
+            .filter(|f| {
+                f["failed"].as_array().map_or(0, Vec::len) as u64
+                    == f["replicates"].as_u64().unwrap_or(0)
+            })
+            .filter_map(|f| f["point"].as_str().map(str::to_string))
+            .collect()
+    }
+
+    /// The outcome as `yardstick run` prints it: the run and its directory, failed replicates
+    /// with their errors, scaling across world sizes, and each training point's bottleneck.
+    pub fn text(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let failures = self.failures();
+        let _ = writeln!(
+            out,
+            "run {}: {}{}",
+            self.run_id,
+            self.status.as_str(),
+            if self.signed { ", signed" } else { "" }
+        );
+        let _ = writeln!(out, "  {}", self.dir.display());
+        for f in &failures {
+            let failed = f["failed"].as_array().cloned().unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {}: {} of {} replicates failed",
+                f["point"].as_str().unwrap_or("?"),
+                failed.len(),
+                f["replicates"]
+            );
+            for r in &failed {
+                let _ = writeln!(
+                    out,
+                    "    - r{}: {}",
+                    r["replicate"],
+                    r["error"].as_str().unwrap_or_default()
+                );
+            }
+        }
+        // Scaling across world sizes (summary.json's scaling).
+        for sc in self.summary["scaling"].as_array().into_iter().flatten() {
+            for p in sc["points"].as_array().into_iter().flatten() {
+                let _ = writeln!(
+                    out,
+                    "  e2e.{} N={}: {} {:.3}, speedup {:.2}x, efficiency {:.1} %",
+                    sc["layer"],
+                    p["world_size"],
+                    sc["metric"].as_str().unwrap_or_default(),
+                    p["throughput"].as_f64().unwrap_or(f64::NAN),
+                    p["speedup"].as_f64().unwrap_or(f64::NAN),
+                    p["efficiency"].as_f64().unwrap_or(f64::NAN) * 100.0
+                );
+            }
+        }
+        // Training points classified on the run's own micro ceilings (summary.json).
+        for p in self.summary["bottlenecks"]["points"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let _ = writeln!(
+                out,
+                "  {}: {}-bound",
+                p["point"].as_str().unwrap_or("?"),
+                p["bottleneck"].as_str().unwrap_or("undetermined")
+            );
+            for e in p["evidence"].as_array().into_iter().flatten() {
+                let _ = writeln!(out, "    - {}", e.as_str().unwrap_or_default());
+            }
+        }
+        out
+    }
+}
+
 /// Resolves the signing key the spec asks for. `required` without a readable key is invalid
 /// input, reported before any work starts.
 pub fn signing_key(spec: &BenchmarkRun) -> Result<Option<ed25519_dalek::SigningKey>, RunError> {

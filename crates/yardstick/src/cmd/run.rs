@@ -182,80 +182,13 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     // Points whose every replicate failed measured nothing: the run is complete (each failure is
     // stored), but the command fails (exit 1) so that a script or CI job does not take it for a
     // measurement.
-    let failures = outcome.summary["failures"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let empty: Vec<&str> = failures
-        .iter()
-        .filter(|f| {
-            f["failed"].as_array().map_or(0, Vec::len) as u64
-                == f["replicates"].as_u64().unwrap_or(0)
-        })
-        .filter_map(|f| f["point"].as_str())
-        .collect();
+    let empty = outcome.points_that_measured_nothing();
     if g.json {
         output::json(&outcome)?;
     } else {
         use std::io::Write;
+        output::text(&outcome.text())?;
         let mut out = std::io::stdout().lock();
-        writeln!(
-            out,
-            "run {}: {}{}",
-            outcome.run_id,
-            outcome.status.as_str(),
-            if outcome.signed { ", signed" } else { "" }
-        )?;
-        writeln!(out, "  {}", outcome.dir.display())?;
-        for f in &failures {
-            let failed = f["failed"].as_array().cloned().unwrap_or_default();
-            writeln!(
-                out,
-                "  {}: {} of {} replicates failed",
-                f["point"].as_str().unwrap_or("?"),
-                failed.len(),
-                f["replicates"]
-            )?;
-            for r in &failed {
-                writeln!(
-                    out,
-                    "    - r{}: {}",
-                    r["replicate"],
-                    r["error"].as_str().unwrap_or_default()
-                )?;
-            }
-        }
-        // Scaling across world sizes (summary.json's scaling).
-        for sc in outcome.summary["scaling"].as_array().into_iter().flatten() {
-            for p in sc["points"].as_array().into_iter().flatten() {
-                writeln!(
-                    out,
-                    "  e2e.{} N={}: {} {:.3}, speedup {:.2}x, efficiency {:.1} %",
-                    sc["layer"],
-                    p["world_size"],
-                    sc["metric"].as_str().unwrap_or_default(),
-                    p["throughput"].as_f64().unwrap_or(f64::NAN),
-                    p["speedup"].as_f64().unwrap_or(f64::NAN),
-                    p["efficiency"].as_f64().unwrap_or(f64::NAN) * 100.0
-                )?;
-            }
-        }
-        // Training points classified on the run's own micro ceilings (summary.json).
-        for p in outcome.summary["bottlenecks"]["points"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            writeln!(
-                out,
-                "  {}: {}-bound",
-                p["point"].as_str().unwrap_or("?"),
-                p["bottleneck"].as_str().unwrap_or("undetermined")
-            )?;
-            for e in p["evidence"].as_array().into_iter().flatten() {
-                writeln!(out, "    - {}", e.as_str().unwrap_or_default())?;
-            }
-        }
         if outcome.status == RunStatus::Incomplete {
             writeln!(
                 out,
