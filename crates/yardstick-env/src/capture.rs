@@ -58,7 +58,7 @@ impl Default for CaptureOptions {
 }
 
 /// One capture of the environment (`env.json` of a run).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct Capture {
     /// Layout version ([`SCHEMA_VERSION`]).

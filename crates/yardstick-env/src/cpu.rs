@@ -35,7 +35,7 @@ const ISA_OF_INTEREST: &[&str] = &[
 ];
 
 /// What is known about the CPU.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct CpuInfo {
     /// Vendor id, e.g. `GenuineIntel`, `AuthenticAMD`.
@@ -77,7 +77,7 @@ pub struct CpuInfo {
 }
 
 /// Cache sizes of one instance of each level, KiB.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct CacheSizes {
     /// L1 data cache.

@@ -15,7 +15,7 @@ use nvml_wrapper::error::NvmlError;
 use serde::{Deserialize, Serialize};
 
 /// The NVIDIA driver stack, or why there is none.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct NvidiaInfo {
     /// Whether NVML loaded and reported at least one device.
@@ -31,7 +31,7 @@ pub struct NvidiaInfo {
 }
 
 /// PCIe link state: current versus maximum (a degraded link trains below its maximum).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct PcieLink {
     /// Current link generation.
@@ -45,7 +45,7 @@ pub struct PcieLink {
 }
 
 /// NVLink state.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct NvlinkState {
     /// Links reported active.
@@ -55,7 +55,7 @@ pub struct NvlinkState {
 }
 
 /// ECC mode and error counts.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct EccState {
     /// Whether ECC is currently enabled.
@@ -69,7 +69,7 @@ pub struct EccState {
 }
 
 /// One GPU.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct GpuInfo {
     /// NVML index.

@@ -22,7 +22,7 @@ use crate::capture::Capture;
 use crate::cpu::CacheSizes;
 
 /// A machine profile.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct MachineProfile {
     /// The coarse key, e.g. `H100x8_drv580_cuda13.0_torch2.11_sm90`.
     pub key: String,
@@ -33,7 +33,7 @@ pub struct MachineProfile {
 }
 
 /// The stable part of a capture: what the full hash covers.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct ProfileBasis {
     /// OS family and architecture, e.g. `linux/x86_64`.
@@ -84,7 +84,7 @@ pub struct ProfileBasis {
 }
 
 /// Stable facts of one GPU.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct GpuBasis {
     /// Product name.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 /// Software found on the machine.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct SoftwareInfo {
     /// Version of yardstick itself.
@@ -36,7 +36,7 @@ pub struct SoftwareInfo {
 }
 
 /// The git state of a working directory.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct GitInfo {
     /// The commit checked out (40 hex digits).
@@ -49,7 +49,7 @@ pub struct GitInfo {
 }
 
 /// A Python interpreter.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct PythonInfo {
     /// `sys.version`, first word (e.g. `3.11.7`).
@@ -61,7 +61,7 @@ pub struct PythonInfo {
 }
 
 /// PyTorch.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct TorchInfo {
     /// `torch.__version__`, e.g. `2.4.0+cu124`.
@@ -75,7 +75,7 @@ pub struct TorchInfo {
 }
 
 /// NCCL.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct NcclInfo {
     /// Version, e.g. `2.21.5`.
@@ -85,7 +85,7 @@ pub struct NcclInfo {
 }
 
 /// How one probe went.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct ProbeRecord {
     /// The probe (`python`, `rustc`, `git-status`, `nvml`).
     pub name: String,

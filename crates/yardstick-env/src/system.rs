@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 /// The operating system.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct OsInfo {
     /// `linux`, `macos`, `windows`, ...
@@ -26,7 +26,7 @@ pub struct OsInfo {
 }
 
 /// Memory of the machine.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct MemoryInfo {
     /// Installed memory visible to the OS, bytes.
@@ -42,7 +42,7 @@ pub struct MemoryInfo {
 }
 
 /// Container runtime and cgroup limits.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(default)]
 pub struct ContainerInfo {
     /// `docker`, `podman`, `kubernetes`, `lxc` or `null` when none is detected.

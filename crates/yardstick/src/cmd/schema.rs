@@ -39,6 +39,9 @@ pub fn outputs() -> Vec<Output> {
         ("run", "yardstick run SPEC --json", || {
             value(schemars::schema_for!(yardstick_run::RunOutcome))
         }),
+        ("env", "yardstick env --json", || {
+            value(schemars::schema_for!(yardstick_env::Capture))
+        }),
         ("metrics", "yardstick metrics --json", || {
             value(schemars::schema_for!(
                 Vec<yardstick_spec::metrics::MetricDef>

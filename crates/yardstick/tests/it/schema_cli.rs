@@ -190,3 +190,24 @@ fn a_run_outcome_conforms_to_its_schema() {
             .is_valid(&bad)
     );
 }
+
+#[test]
+fn this_machines_capture_conforms_to_the_env_schema() {
+    // The full capture (Python, torch and NCCL probes, NVML when there is a GPU) and a
+    // minimal one: both are this machine's real output.
+    let full = run_json(&["env"], None);
+    assert!(
+        full["machine_profile"]
+            .as_str()
+            .is_some_and(|p| !p.is_empty())
+    );
+    assert_conforms("env", &full);
+    assert_conforms("env", &run_json(&["env", "--no-python", "--no-gpu"], None));
+    let mut bad = full.clone();
+    bad["memory"]["total_bytes"] = serde_json::json!(-1);
+    assert!(
+        !jsonschema::validator_for(&schema("env"))
+            .unwrap()
+            .is_valid(&bad)
+    );
+}
