@@ -3,7 +3,7 @@
 //! metric-protocol workloads (malformed lines, silence, a world-size sweep), Ctrl-C, bad input.
 //! Bounded and fast; no timing assertions beyond what physics guarantees (sleep 0.01 ≥ 10 ms).
 
-use crate::common::{json, yardstick};
+use crate::common::{alive, json, yardstick};
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -202,12 +202,6 @@ fn a_hanging_run_is_killed_at_the_timeout() {
     assert_eq!(r["timed_out"], true);
     assert_eq!(r["exit_code"], Value::Null);
     assert_eq!(r["signal"], 15);
-}
-
-fn alive(pid: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))
-        .unwrap_or(false)
 }
 
 #[test]

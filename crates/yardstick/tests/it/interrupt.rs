@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{Sim, command_spec, json, yardstick};
+use crate::common::{Sim, alive, command_spec, files_under, json, yardstick};
 
 fn signal(child: &Child, sig: &str) {
     let sent = std::process::Command::new("kill")
@@ -27,17 +27,6 @@ fn wait_for(path: &Path) {
             path.display()
         );
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Whether process `pid` is gone (no entry, or a zombie nobody has reaped yet).
-fn gone(pid: &str) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // The state follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
     }
 }
 
@@ -92,26 +81,11 @@ fn ctrl_c_stops_a_run_after_the_current_replicate_and_stores_it_incomplete() {
         .unwrap();
     let r = json(&verify);
     assert_eq!(r["status"], "incomplete", "{r}");
-    let results: Vec<_> = walk(&store.join("runs").join(run_id))
+    let results: Vec<_> = files_under(&store.join("runs").join(run_id), "json")
         .into_iter()
-        .filter(|p| {
-            p.to_string_lossy().contains("/results/") && p.extension().is_some_and(|e| e == "json")
-        })
+        .filter(|p| p.to_string_lossy().contains("/results/"))
         .collect();
     assert_eq!(results.len(), 1, "{results:?}");
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]
@@ -206,7 +180,7 @@ fn a_second_ctrl_c_exits_130_and_kills_a_child_that_ignores_sigterm() {
         .to_string();
     signal(&child, "INT");
     std::thread::sleep(Duration::from_millis(300));
-    assert!(!gone(&pid), "the child should still be in its grace period");
+    assert!(alive(&pid), "the child should still be in its grace period");
     signal(&child, "INT");
     let o = child.wait_with_output().unwrap();
     assert_eq!(
@@ -216,7 +190,7 @@ fn a_second_ctrl_c_exits_130_and_kills_a_child_that_ignores_sigterm() {
         String::from_utf8_lossy(&o.stderr)
     );
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !gone(&pid) {
+    while alive(&pid) {
         assert!(Instant::now() < deadline, "child {pid} outlived yardstick");
         std::thread::sleep(Duration::from_millis(20));
     }

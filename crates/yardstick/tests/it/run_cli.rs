@@ -1,9 +1,9 @@
 //! `yardstick run` end to end through the built binary: the embedded simulator on loopback, the
 //! store, verify (tampering, unsigned), signing keys, interruption and resume.
 
-use crate::common::{self, run_spec, yardstick};
+use crate::common::{self, files_under, run_spec, yardstick};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
@@ -50,23 +50,6 @@ fn make_writable(p: &Path) {
     #[allow(clippy::permissions_set_readonly_false)]
     perm.set_readonly(false);
     std::fs::set_permissions(p, perm).unwrap();
-}
-
-fn files_under(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == ext) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]
