@@ -150,11 +150,10 @@ pub struct RunOutcome {
 
 impl RunOutcome {
     /// The failures of `summary.json`: one entry per point with a failed replicate.
-    fn failures(&self) -> Vec<serde_json::Value> {
+    fn failures(&self) -> &[serde_json::Value] {
         self.summary["failures"]
             .as_array()
-            .cloned()
-            .unwrap_or_default()
+            .map_or(&[], Vec::as_slice)
     }
 
     /// Points whose every replicate failed: they measured nothing. The run is complete (each
@@ -185,8 +184,8 @@ impl RunOutcome {
             if self.signed { ", signed" } else { "" }
         );
         let _ = writeln!(out, "  {}", self.dir.display());
-        for f in &failures {
-            let failed = f["failed"].as_array().cloned().unwrap_or_default();
+        for f in failures {
+            let failed = f["failed"].as_array().map_or(&[][..], Vec::as_slice);
             let _ = writeln!(
                 out,
                 "  {}: {} of {} replicates failed",
@@ -194,7 +193,7 @@ impl RunOutcome {
                 failed.len(),
                 f["replicates"]
             );
-            for r in &failed {
+            for r in failed {
                 let _ = writeln!(
                     out,
                     "    - r{}: {}",
