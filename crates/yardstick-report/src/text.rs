@@ -5,7 +5,7 @@
 use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow};
 
 use crate::format::{human, human_ci, metric_unit};
-use crate::terminal::plain_table;
+use crate::terminal::{BOLD, RESET, plain_table};
 
 /// `runs list`: one row per run, newest first as given.
 pub fn runs(runs: &[RunRow]) -> String {
@@ -36,9 +36,8 @@ pub fn run(
     replicates: &[ReplicateRow],
     facts: &[FactRow],
 ) -> (String, usize) {
-    let (b, r) = ("\x1b[1m", "\x1b[0m");
     let mut out = String::new();
-    let mut field = |k: &str, v: &str| out.push_str(&format!("{b}{k:<16}{r} {v}\n"));
+    let mut field = |k: &str, v: &str| out.push_str(&format!("{BOLD}{k:<16}{RESET} {v}\n"));
     field("run", &run.run_id);
     field("name", &run.name);
     field("status", &run.status);
