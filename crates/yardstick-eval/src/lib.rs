@@ -23,7 +23,7 @@ pub mod score;
 pub mod task;
 
 pub use perplexity::{Perplexity, Shard};
-pub use report::{Comparison, EvalReport, TaskComparison, TaskResult, compare, wilson};
+pub use report::{Comparison, Difference, EvalReport, TaskComparison, TaskResult, compare, wilson};
 pub use run::{Decoding, RunOptions, run_eval};
 pub use score::{Normalize, Score, Scorer};
 pub use task::{Item, Message, Task};

@@ -225,7 +225,7 @@ pub struct TaskComparison {
     /// Holm-adjusted p-value over the compared tasks.
     pub p_holm: f64,
     /// `same`, `a_better` or `b_better` at `alpha` (on the Holm-adjusted p).
-    pub verdict: String,
+    pub verdict: Difference,
     /// Paired bootstrap of the task's graded metric (corpus BLEU, mean ROUGE-L or mean F1),
     /// when both runs report the same one.
     pub quality: Option<QualityComparison>,
@@ -252,7 +252,36 @@ pub struct QualityComparison {
     /// Resamples drawn (seeded: the same files give the same numbers).
     pub resamples: usize,
     /// `same` when p ≥ alpha, else `a_better` or `b_better`.
-    pub verdict: String,
+    pub verdict: Difference,
+}
+
+/// Which of two runs did better on a task, at the comparison's significance level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Difference {
+    /// No significant difference.
+    Same,
+    /// Run A is significantly better.
+    ABetter,
+    /// Run B is significantly better.
+    BBetter,
+}
+
+impl Difference {
+    /// `same`, `a_better`, `b_better`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Difference::Same => "same",
+            Difference::ABetter => "a_better",
+            Difference::BBetter => "b_better",
+        }
+    }
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Resamples of the paired bootstrap.
@@ -333,11 +362,11 @@ fn paired_bootstrap(
     };
     let delta = mb - ma;
     let verdict = if p_value >= alpha || delta == 0.0 {
-        "same"
+        Difference::Same
     } else if delta < 0.0 {
-        "a_better"
+        Difference::ABetter
     } else {
-        "b_better"
+        Difference::BBetter
     };
     QualityComparison {
         metric: kind.to_string(),
@@ -347,7 +376,7 @@ fn paired_bootstrap(
         ci,
         p_value,
         resamples,
-        verdict: verdict.to_string(),
+        verdict,
     }
 }
 
@@ -477,7 +506,7 @@ pub fn compare(
             b_only,
             p_value: p,
             p_holm: p,
-            verdict: String::new(),
+            verdict: Difference::Same,
             quality,
         });
     }
@@ -486,13 +515,12 @@ pub fn compare(
         for (r, p) in rows.iter_mut().zip(adj) {
             r.p_holm = p;
             r.verdict = if p >= alpha || r.a_only == r.b_only {
-                "same"
+                Difference::Same
             } else if r.a_only > r.b_only {
-                "a_better"
+                Difference::ABetter
             } else {
-                "b_better"
-            }
-            .to_string();
+                Difference::BBetter
+            };
         }
     }
     Ok(Comparison { alpha, tasks: rows })
@@ -553,7 +581,7 @@ mod tests {
             (q.metric.as_str(), q.delta, q.p_value),
             ("rouge_l", 0.0, 1.0)
         );
-        assert_eq!(q.verdict, "same");
+        assert_eq!(q.verdict, Difference::Same);
         // B better by 0.2 on every item: the whole bootstrap distribution is +0.2.
         let better: Vec<f64> = base.iter().map(|x| x + 0.2).collect();
         let b = graded("sum", &better, "mean_rouge_l");
@@ -562,7 +590,7 @@ mod tests {
         assert!((q.delta - 0.2).abs() < 1e-12);
         assert!((q.ci[0] - 0.2).abs() < 1e-9 && (q.ci[1] - 0.2).abs() < 1e-9);
         assert_eq!(q.p_value, 0.0);
-        assert_eq!(q.verdict, "b_better");
+        assert_eq!(q.verdict, Difference::BBetter);
         // Mixed: better on half, worse on half by the same amount: not significant.
         let mixed: Vec<f64> = base
             .iter()
@@ -575,7 +603,7 @@ mod tests {
             .clone()
             .unwrap();
         assert!(q.ci[0] < 0.0 && q.ci[1] > 0.0, "{q:?}");
-        assert_eq!(q.verdict, "same");
+        assert_eq!(q.verdict, Difference::Same);
         // Reproducible: the same files give the same numbers.
         assert_eq!(
             q,
@@ -630,7 +658,7 @@ mod tests {
             "{q:?}"
         );
         assert!((q.b - 100.0).abs() < 1e-9);
-        assert_eq!(q.verdict, "b_better");
+        assert_eq!(q.verdict, Difference::BBetter);
     }
 
     #[test]
@@ -646,9 +674,9 @@ mod tests {
         assert_eq!((t.n, t.a_only, t.b_only), (30, 12, 0));
         // exact binomial: 2 * 0.5^12
         assert!((t.p_value - 2.0 * 0.5f64.powi(12)).abs() < 1e-12);
-        assert_eq!(t.verdict, "a_better");
+        assert_eq!(t.verdict, Difference::ABetter);
         let same = compare(&a, "a", &a, "a", 0.05).unwrap();
-        assert_eq!(same.tasks[0].verdict, "same");
+        assert_eq!(same.tasks[0].verdict, Difference::Same);
         assert_eq!(same.tasks[0].p_value, 1.0);
         assert!(compare(&serde_json::json!({}), "x", &a, "a", 0.05).is_err());
     }

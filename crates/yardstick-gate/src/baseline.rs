@@ -16,7 +16,7 @@ pub fn save(
     note: Option<String>,
 ) -> Result<BaselineRow, GateError> {
     let run = find_run(w, run_id)?;
-    if run.status != "complete" {
+    if run.status != yardstick_store::RunStatus::Complete {
         return Err(GateError::Invalid(format!(
             "run {} is `{}`; only a complete run can be a baseline",
             run.run_id, run.status

@@ -322,7 +322,7 @@ mod tests {
         let five = judge(&base, &doc(25, &[0, 1, 2, 3, 4, 5, 6, 10, 15, 20]), 2.0);
         let t = &five.tasks[0];
         assert_eq!(t.gate_verdict, Verdict::Fail, "{t:#?}");
-        assert_eq!(t.significance.verdict, "same");
+        assert_eq!(t.significance.verdict, yardstick_eval::Difference::Same);
         assert_eq!(five.gate_verdict, Verdict::Fail);
         // A 50-point tolerance accepts the same loss.
         let loose = judge(&base, &doc(25, &[0, 1, 2, 3, 4, 5, 6, 10, 15, 20]), 50.0);

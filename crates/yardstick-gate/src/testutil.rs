@@ -11,7 +11,7 @@ pub(crate) fn run_row(id: &str, location: &str) -> RunRow {
     RunRow {
         run_id: id.into(),
         name: "t".into(),
-        status: "complete".into(),
+        status: yardstick_store::RunStatus::Complete,
         mode: Some("realism".into()),
         spec_sha256: String::new(),
         machine_profile: Some("cpu-test".into()),

@@ -40,7 +40,7 @@ pub use openai::{Api, BodyOptions};
 pub use plan::{PlanError, Planner};
 pub use record::{Clock, ErrorClass, PromptTokenSource, RequestRecord, TokenSource};
 pub use runner::{Arrival, LoadModel, PointOptions, Progress, StopReason, StopRule};
-pub use summary::{Distribution, LoadLevel, PointSummary, ShardInfo, Slo};
+pub use summary::{Distribution, LoadLevel, PointSummary, ShardInfo, Slo, UnknownStopReason};
 
 /// Why a benchmark could not run.
 #[derive(Debug, thiserror::Error)]
@@ -306,7 +306,7 @@ impl ServeBench {
                 )
                 .await;
                 let mut summary =
-                    summary::summarize(text, level, &run.records, &self.slo, &run.stop.to_string());
+                    summary::summarize(text, level, &run.records, &self.slo, run.stop.clone());
                 summary.schedule_origin_ns = Some(run.origin_ns);
                 if sharded {
                     summary.shard = Some(ShardInfo {

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use yardstick_stats::histogram::LatencyHistogram;
 
 use crate::record::RequestRecord;
-use crate::summary::{LoadLevel, PointSummary, Slo, summarize};
+use crate::summary::{LoadLevel, PointSummary, Slo, StopReason, summarize};
 
 /// Significant decimal digits of the latency histograms.
 pub const HIST_DIGITS: u8 = 3;
@@ -183,7 +183,7 @@ pub struct ShardPart {
     /// The point's (whole) load level.
     pub load: LoadLevel,
     /// Why this shard's point stopped.
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     /// The shard's schedule origin.
     pub schedule_origin_ns: Option<u64>,
     /// Its raw records.
@@ -258,13 +258,8 @@ pub fn merge_point(parts: Vec<ShardPart>, slo: &Slo) -> Result<MergedPoint, Merg
             );
         }
     }
-    let mut reasons: Vec<&str> = Vec::new();
-    for p in &parts {
-        if !reasons.contains(&p.stop_reason.as_str()) {
-            reasons.push(&p.stop_reason);
-        }
-    }
-    let mut summary = summarize(&scenario, load, &records, slo, &reasons.join(", "));
+    let reason = StopReason::of_shards(parts.iter().map(|p| &p.stop_reason));
+    let mut summary = summarize(&scenario, load, &records, slo, reason);
     summary.schedule_origin_ns = parts.iter().filter_map(|p| p.schedule_origin_ns).min();
     Ok(MergedPoint {
         summary,
@@ -324,7 +319,7 @@ mod tests {
                     shard: (i, n),
                     scenario: "D(4,3)".into(),
                     load: level(),
-                    stop_reason: "max_requests".into(),
+                    stop_reason: StopReason::MaxRequests,
                     schedule_origin_ns: Some(0),
                     histograms: Some(PointHistograms::of(&records)),
                     records,
@@ -342,7 +337,7 @@ mod tests {
             ttft_ms: Some(50.0),
             ..Slo::default()
         };
-        let whole = summarize("D(4,3)", level(), &all, &slo, "max_requests");
+        let whole = summarize("D(4,3)", level(), &all, &slo, StopReason::MaxRequests);
         let mut ps = parts(&all, 3);
         ps.reverse();
         let m = merge_point(ps, &slo).unwrap();

@@ -198,7 +198,7 @@ pub struct MlperfResult {
     /// Why the run is INVALID (empty when VALID).
     pub reasons: Vec<String>,
     /// Why the run stopped.
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
 }
 
 /// A finished scenario: the MLPerf result and the ordinary point (summary and raw records).
@@ -240,7 +240,7 @@ pub async fn run(
                 progress.reset();
                 let (records, stop) =
                     multi_stream(&b, k, text, sc, samples_per_query, progress.clone()).await?;
-                let summary = summary::summarize(text, level, &records, &b.slo, &stop.to_string());
+                let summary = summary::summarize(text, level, &records, &b.slo, stop.clone());
                 let result = multi_stream_result(text, &records, samples_per_query, &stop);
                 let halt = matches!(
                     stop,
@@ -283,7 +283,7 @@ fn base(text: &str, scenario: &'static str, p: &PointResult) -> MlperfResult {
     if s.requests.completed == 0 {
         reasons.push("no query completed".into());
     }
-    if s.stop_reason.starts_with("target_unreachable") || s.stop_reason == "interrupted" {
+    if s.stop_reason.is_early() {
         reasons.push(format!("the run ended early: {}", s.stop_reason));
     }
     MlperfResult {
@@ -502,7 +502,7 @@ fn multi_stream_result(
         result: None,
         validity: "VALID",
         reasons,
-        stop_reason: stop.to_string(),
+        stop_reason: stop.clone(),
     })
 }
 

@@ -13,6 +13,7 @@ use crate::client::Client;
 use crate::plan::Planner;
 use crate::record::{ErrorClass, RequestRecord};
 use crate::rng::Rng;
+pub use crate::summary::StopReason;
 
 /// How inter-arrival gaps of an open-loop rate are drawn.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,30 +102,6 @@ impl Progress {
             &self.output_tokens,
         ] {
             a.store(0, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Why a point stopped.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StopReason {
-    /// The request budget was spent.
-    MaxRequests,
-    /// The time budget was spent.
-    MaxDuration,
-    /// Every recent request failed to connect: the target is gone.
-    TargetUnreachable(String),
-    /// Asked to stop from outside.
-    Interrupted,
-}
-
-impl std::fmt::Display for StopReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StopReason::MaxRequests => f.write_str("max_requests"),
-            StopReason::MaxDuration => f.write_str("max_duration"),
-            StopReason::TargetUnreachable(m) => write!(f, "target_unreachable: {m}"),
-            StopReason::Interrupted => f.write_str("interrupted"),
         }
     }
 }

@@ -25,7 +25,7 @@ use serde_json::Value;
 use crate::PointResult;
 use crate::merge::{MergeError, PointHistograms, ShardPart, merge_point};
 use crate::record::RequestRecord;
-use crate::summary::{LoadLevel, PointSummary, Slo};
+use crate::summary::{LoadLevel, PointSummary, Slo, StopReason};
 use yardstick_spec::metrics::id;
 
 /// The summary document.
@@ -416,7 +416,12 @@ pub fn merge_dirs(dirs: &[PathBuf], format: &dyn RecordsFormat) -> Result<Merged
                 shard: s.shard,
                 scenario: p["scenario"].as_str().unwrap_or_default().to_string(),
                 load,
-                stop_reason: p["stop_reason"].as_str().unwrap_or_default().to_string(),
+                stop_reason: stop_reason_of(&p["stop_reason"]).map_err(|message| {
+                    ShardFileError::Malformed {
+                        dir: dir.clone(),
+                        message: format!("point {k}: {message}"),
+                    }
+                })?,
                 schedule_origin_ns: p["schedule_origin_ns"].as_u64(),
                 records: s.records[k].clone(),
                 histograms: s.histograms.as_ref().map(|h| h[k].clone()),
@@ -446,6 +451,13 @@ pub fn merge_dirs(dirs: &[PathBuf], format: &dyn RecordsFormat) -> Result<Merged
         results,
         histograms,
     })
+}
+
+/// A point's `stop_reason` as a shard wrote it.
+fn stop_reason_of(v: &Value) -> Result<StopReason, String> {
+    let s = v.as_str().ok_or("no stop_reason")?;
+    s.parse()
+        .map_err(|e: crate::summary::UnknownStopReason| e.to_string())
 }
 
 #[cfg(test)]
@@ -517,7 +529,7 @@ mod tests {
             .map(|sc| {
                 let records: Vec<RequestRecord> =
                     all.iter().filter(|r| r.index % n == i).cloned().collect();
-                let mut summary = summarize(sc, level(), &records, &slo, "max_requests");
+                let mut summary = summarize(sc, level(), &records, &slo, StopReason::MaxRequests);
                 summary.schedule_origin_ns = Some(i);
                 PointResult { summary, records }
             })
@@ -588,7 +600,13 @@ mod tests {
             .collect();
         let m = merge_dirs(&dirs, &fmt).unwrap();
         assert_eq!(m.results.len(), 2);
-        let whole = summarize("D(8,2)", level(), &all, &Slo::default(), "max_requests");
+        let whole = summarize(
+            "D(8,2)",
+            level(),
+            &all,
+            &Slo::default(),
+            StopReason::MaxRequests,
+        );
         let mut got = serde_json::to_value(&m.results[1].summary).unwrap();
         assert_eq!(got["schedule_origin_ns"], 0);
         got.as_object_mut().unwrap().remove("schedule_origin_ns");

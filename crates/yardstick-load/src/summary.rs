@@ -6,6 +6,130 @@ use serde::Serialize;
 
 use crate::record::{RequestRecord, TokenSource};
 
+/// Why a point stopped. In JSON it is one string: `max_requests`, `max_duration`,
+/// `interrupted`, `target_unreachable: MESSAGE`, or, for a merged point whose shards stopped for
+/// different reasons, those reasons joined with `, `.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StopReason {
+    /// The request budget was spent.
+    MaxRequests,
+    /// The time budget was spent.
+    MaxDuration,
+    /// Every recent request failed to connect: the target is gone.
+    TargetUnreachable(String),
+    /// Asked to stop from outside (Ctrl-C, a cancelled run).
+    Interrupted,
+    /// The shards of a merged point stopped for these different reasons.
+    Shards(Vec<StopReason>),
+}
+
+impl StopReason {
+    /// The point ended before its budget: its results cover only the requests made before.
+    pub fn is_early(&self) -> bool {
+        match self {
+            StopReason::TargetUnreachable(_) | StopReason::Interrupted => true,
+            StopReason::MaxRequests | StopReason::MaxDuration => false,
+            StopReason::Shards(v) => v.iter().any(StopReason::is_early),
+        }
+    }
+
+    /// The target stopped answering (here or in one of the shards).
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            StopReason::TargetUnreachable(_) => true,
+            StopReason::Shards(v) => v.iter().any(StopReason::is_unreachable),
+            _ => false,
+        }
+    }
+
+    /// The one reason of several shards' points: the single reason when they agree, else
+    /// [`StopReason::Shards`] with each different reason once, in shard order.
+    pub fn of_shards<'a>(reasons: impl IntoIterator<Item = &'a StopReason>) -> StopReason {
+        let mut distinct: Vec<StopReason> = Vec::new();
+        for r in reasons {
+            let parts = match r {
+                StopReason::Shards(v) => v.clone(),
+                one => vec![one.clone()],
+            };
+            for p in parts {
+                if !distinct.contains(&p) {
+                    distinct.push(p);
+                }
+            }
+        }
+        match distinct.len() {
+            1 => distinct.remove(0),
+            _ => StopReason::Shards(distinct),
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::MaxRequests => f.write_str("max_requests"),
+            StopReason::MaxDuration => f.write_str("max_duration"),
+            StopReason::TargetUnreachable(m) => write!(f, "target_unreachable: {m}"),
+            StopReason::Interrupted => f.write_str("interrupted"),
+            StopReason::Shards(v) => {
+                for (i, r) in v.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{r}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A stop reason that is none of the known ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a stop reason (max_requests, max_duration, interrupted, target_unreachable: ...)"
+)]
+pub struct UnknownStopReason(pub String);
+
+impl std::str::FromStr for StopReason {
+    type Err = UnknownStopReason;
+
+    /// Reads one point's reason as [`Display`](std::fmt::Display) writes it. A
+    /// `target_unreachable` message is everything after its colon, so a joined (merged) string is
+    /// read as its parts only when no part is a `target_unreachable`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let one = |s: &str| match s {
+            "max_requests" => Some(StopReason::MaxRequests),
+            "max_duration" => Some(StopReason::MaxDuration),
+            "interrupted" => Some(StopReason::Interrupted),
+            _ => s
+                .strip_prefix("target_unreachable:")
+                .map(|m| StopReason::TargetUnreachable(m.trim_start().to_string())),
+        };
+        if let Some(r) = one(s) {
+            return Ok(r);
+        }
+        let parts: Option<Vec<StopReason>> = s.split(", ").map(one).collect();
+        match parts {
+            Some(v) if v.len() > 1 => Ok(StopReason::Shards(v)),
+            _ => Err(UnknownStopReason(s.to_string())),
+        }
+    }
+}
+
+impl Serialize for StopReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for StopReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Summary of one latency metric, in milliseconds.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Distribution {
@@ -151,7 +275,7 @@ pub struct PointSummary {
     /// local count (tokenizer when configured, else content events).
     pub token_count_disagreements: u64,
     /// Why the point stopped.
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     /// Unix-epoch nanoseconds of the point's schedule origin (an open loop's offset 0; a
     /// closed loop's start). Shards of one plan started together share it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -182,7 +306,7 @@ pub fn summarize(
     load: LoadLevel,
     records: &[RequestRecord],
     slo: &Slo,
-    stop_reason: &str,
+    stop_reason: StopReason,
 ) -> PointSummary {
     let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
     let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.ok()).collect();
@@ -269,7 +393,7 @@ pub fn summarize(
         ),
         output_tokens_source: sources,
         token_count_disagreements: disagreements,
-        stop_reason: stop_reason.to_string(),
+        stop_reason,
         schedule_origin_ns: None,
         shard: None,
         first_error: measured
@@ -284,6 +408,47 @@ pub fn summarize(
 pub(crate) mod tests {
     use super::*;
     use crate::record::ErrorClass;
+
+    #[test]
+    fn stop_reasons_read_back_as_written() {
+        let unreachable = StopReason::TargetUnreachable("connection refused (os error 111)".into());
+        for r in [
+            StopReason::MaxRequests,
+            StopReason::MaxDuration,
+            StopReason::Interrupted,
+            unreachable.clone(),
+            StopReason::Shards(vec![StopReason::MaxRequests, StopReason::Interrupted]),
+        ] {
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(
+                serde_json::from_str::<StopReason>(&json).unwrap(),
+                r,
+                "{json}"
+            );
+        }
+        assert_eq!(
+            serde_json::to_value(&unreachable).unwrap(),
+            "target_unreachable: connection refused (os error 111)"
+        );
+        assert!("finished".parse::<StopReason>().is_err());
+        assert!("max_requests, finished".parse::<StopReason>().is_err());
+        // Shards that agree give their one reason; different ones are kept once each.
+        let same = [StopReason::MaxDuration, StopReason::MaxDuration];
+        assert_eq!(StopReason::of_shards(&same), StopReason::MaxDuration);
+        let mixed = [
+            StopReason::MaxRequests,
+            unreachable.clone(),
+            StopReason::MaxRequests,
+        ];
+        let merged = StopReason::of_shards(&mixed);
+        assert_eq!(
+            merged.to_string(),
+            "max_requests, target_unreachable: connection refused (os error 111)"
+        );
+        assert!(merged.is_early() && merged.is_unreachable());
+        assert!(!StopReason::MaxDuration.is_early());
+        assert!(StopReason::Interrupted.is_early() && !StopReason::Interrupted.is_unreachable());
+    }
 
     #[test]
     fn percentiles_match_numpy_linear() {
@@ -333,7 +498,7 @@ pub(crate) mod tests {
             },
             &[warm, a, b, c],
             &slo,
-            "max_requests",
+            StopReason::MaxRequests,
         );
         assert_eq!(
             (s.requests.completed, s.requests.failed, s.requests.warmup),

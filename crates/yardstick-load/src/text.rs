@@ -161,7 +161,7 @@ mod tests {
     use crate::Slo;
     use crate::record::ErrorClass;
     use crate::summary::tests::rec;
-    use crate::summary::{LoadLevel, summarize};
+    use crate::summary::{LoadLevel, StopReason, summarize};
 
     #[test]
     fn a_point_reads_as_counts_then_one_row_per_latency() {
@@ -180,7 +180,7 @@ mod tests {
             },
             &records,
             &Slo::default(),
-            "max_requests",
+            StopReason::MaxRequests,
         );
         let text = points(&[PointResult { summary, records }])
             .replace(BOLD, "")

@@ -131,7 +131,7 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
         o,
         "<p class=\"sub\">run <code>{}</code> · {} · machine profile <code>{}</code> · started {}</p>",
         esc(&run.run_id),
-        esc(&run.status),
+        run.status,
         esc(run.machine_profile.as_deref().unwrap_or("-")),
         esc(&run.started_at)
     );

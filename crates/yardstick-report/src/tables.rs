@@ -167,7 +167,7 @@ pub fn run_table(r: &RunReport) -> Table {
     let mut rows = vec![
         row("run", run.run_id.clone()),
         row("name", run.name.clone()),
-        row("status", run.status.clone()),
+        row("status", run.status.to_string()),
         row("mode", run.mode.clone().unwrap_or_else(|| "-".into())),
         row(
             "machine profile",

@@ -2,7 +2,7 @@
 //! tables, values in human units. ANSI styles mark labels; the caller strips them when the
 //! output is not a terminal. The raw rows are the commands' `--json`.
 
-use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow};
+use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, ReplicateStatus, RunRow};
 
 use crate::format::{human, human_ci, metric_unit};
 use crate::terminal::{BOLD, RESET, plain_table};
@@ -15,7 +15,7 @@ pub fn runs(runs: &[RunRow]) -> String {
             vec![
                 r.run_id.clone(),
                 r.name.clone(),
-                r.status.clone(),
+                r.status.to_string(),
                 r.machine_profile.clone().unwrap_or_else(|| "-".into()),
                 r.started_at.clone(),
             ]
@@ -40,7 +40,7 @@ pub fn run(
     let mut field = |k: &str, v: &str| out.push_str(&format!("{BOLD}{k:<16}{RESET} {v}\n"));
     field("run", &run.run_id);
     field("name", &run.name);
-    field("status", &run.status);
+    field("status", run.status.as_str());
     field("mode", run.mode.as_deref().unwrap_or("-"));
     field(
         "machine profile",
@@ -51,7 +51,10 @@ pub fn run(
     field("spec sha256", &run.spec_sha256);
     field("tool", &run.tool_version);
     field("location", &run.location);
-    let done = replicates.iter().filter(|x| x.status == "complete").count();
+    let done = replicates
+        .iter()
+        .filter(|x| x.status == ReplicateStatus::Complete)
+        .count();
     field(
         "plan",
         &format!(

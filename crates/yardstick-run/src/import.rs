@@ -411,7 +411,7 @@ pub fn import(
     let run_row = |m: &yardstick_store::Manifest| RunRow {
         run_id: m.run_id.clone(),
         name: m.name.clone(),
-        status: m.effective_status().as_str().to_string(),
+        status: m.effective_status(),
         mode: None,
         spec_sha256: m.spec_sha256.clone(),
         machine_profile: m.machine_profile.clone(),
@@ -467,7 +467,7 @@ pub fn import(
             run_id: run_id.clone(),
             point_id: point.clone(),
             replicate,
-            status: "complete".into(),
+            status: yardstick_store::ReplicateStatus::Complete,
             started_at: now.clone(),
             ended_at: Some(now),
             artifact: Some(rel.clone()),

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use serde::{Deserialize, Serialize};
 use yardstick_spec::{BenchmarkRun, Signing};
 use yardstick_store::warehouse::{PointRow, ReplicateRow, RunRow};
-use yardstick_store::{Manifest, RunStatus, RunWriter, StoreError, ToolInfo};
+use yardstick_store::{Manifest, ReplicateStatus, RunStatus, RunWriter, StoreError, ToolInfo};
 
 pub use plan::{Plan, Point, PointWork, Step, plan, unplanned};
 
@@ -364,7 +364,7 @@ pub fn execute(
     let run_row = |m: &Manifest| RunRow {
         run_id: m.run_id.clone(),
         name: m.name.clone(),
-        status: m.effective_status().as_str().to_string(),
+        status: m.effective_status(),
         mode: mode.clone(),
         spec_sha256: m.spec_sha256.clone(),
         machine_profile: m.machine_profile.clone(),
@@ -377,7 +377,7 @@ pub fn execute(
     };
     let run_id = writer.run_id().to_string();
     wh.upsert_run(&RunRow {
-        status: "running".into(),
+        status: RunStatus::Running,
         ..run_row(writer.manifest())
     })?;
     wh.upsert_points(
@@ -796,9 +796,9 @@ fn index_replicate(
         point_id: point_id.to_string(),
         replicate,
         status: if summary.get("error").is_some() {
-            "failed".into()
+            ReplicateStatus::Failed
         } else {
-            "complete".into()
+            ReplicateStatus::Complete
         },
         started_at: time("started_at").unwrap_or_default(),
         ended_at: time("ended_at"),

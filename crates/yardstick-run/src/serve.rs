@@ -568,7 +568,7 @@ mod tests {
                     level.clone(),
                     &records,
                     &Slo::default(),
-                    "max_requests",
+                    yardstick_load::StopReason::MaxRequests,
                 );
                 yardstick_load::PointResult { summary, records }
             })

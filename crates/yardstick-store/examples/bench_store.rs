@@ -75,7 +75,7 @@ fn main() {
         let run = RunRow {
             run_id: run_id.clone(),
             name: name.into(),
-            status: "complete".into(),
+            status: yardstick_store::RunStatus::Complete,
             mode: Some("publication".into()),
             spec_sha256: format!("{name:0>64}"),
             machine_profile: Some(if r % 3 == 0 { "cpu-a" } else { "cpu-b" }.into()),
@@ -103,7 +103,7 @@ fn main() {
                     run_id: run_id.clone(),
                     point_id: point_id.clone(),
                     replicate: rep,
-                    status: "complete".into(),
+                    status: yardstick_store::ReplicateStatus::Complete,
                     started_at: t.clone(),
                     ended_at: Some(t.clone()),
                     artifact: Some(format!("samples/p{p}-r{rep}.parquet")),

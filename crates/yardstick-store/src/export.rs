@@ -194,7 +194,7 @@ fn partition_table(w: &mut dyn Warehouse, runs: &[RunRow]) -> Result<Table, Stor
             let (layer, kind, params) = points.get(&f.point_id).cloned().unwrap_or_default();
             c.run_id.push(r.run_id.clone());
             c.benchmark.push(r.name.clone());
-            c.run_status.push(r.status.clone());
+            c.run_status.push(r.status.to_string());
             c.mode.push(r.mode.clone());
             c.spec_sha256.push(r.spec_sha256.clone());
             c.started_at.push(r.started_at.clone());

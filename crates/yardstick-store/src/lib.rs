@@ -12,7 +12,10 @@ pub mod trust;
 pub mod verify;
 pub mod warehouse;
 
-pub use run::{Artifact, Manifest, RunStatus, RunWriter, ToolInfo, read_manifest};
+pub use run::{
+    Artifact, Manifest, ReplicateStatus, RunStatus, RunWriter, ToolInfo, UnknownStatus,
+    read_manifest,
+};
 pub use verify::{VerifyReport, verify_run};
 
 /// Errors of the store.

@@ -42,6 +42,66 @@ impl RunStatus {
     }
 }
 
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for RunStatus {
+    type Err = UnknownStatus;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "running" => Ok(RunStatus::Running),
+            "incomplete" => Ok(RunStatus::Incomplete),
+            "complete" => Ok(RunStatus::Complete),
+            _ => Err(UnknownStatus(s.to_string())),
+        }
+    }
+}
+
+/// How one replicate ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplicateStatus {
+    /// It measured.
+    Complete,
+    /// Its workload could not run (the error is in the run's results).
+    Failed,
+}
+
+impl ReplicateStatus {
+    /// `complete`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplicateStatus::Complete => "complete",
+            ReplicateStatus::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for ReplicateStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ReplicateStatus {
+    type Err = UnknownStatus;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "complete" => Ok(ReplicateStatus::Complete),
+            "failed" => Ok(ReplicateStatus::Failed),
+            _ => Err(UnknownStatus(s.to_string())),
+        }
+    }
+}
+
+/// A status string the store does not know (a warehouse written by something else).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown status `{0}`")]
+pub struct UnknownStatus(pub String);
+
 /// The tool that produced a run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ToolInfo {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
+pub use crate::run::{ReplicateStatus, RunStatus};
 
 pub mod postgres;
 pub mod schema;
@@ -31,7 +32,7 @@ pub struct RunRow {
     /// The spec's `metadata.name` (the benchmark identity).
     pub name: String,
     /// `running`, `incomplete` or `complete`.
-    pub status: String,
+    pub status: RunStatus,
     /// `publication`, `realism` or `exploratory`.
     pub mode: Option<String>,
     /// sha256 of the spec.
@@ -77,7 +78,7 @@ pub struct ReplicateRow {
     /// 0-based replicate index.
     pub replicate: u32,
     /// `complete` or `failed`.
-    pub status: String,
+    pub status: ReplicateStatus,
     /// RFC 3339.
     pub started_at: String,
     /// RFC 3339.
@@ -576,7 +577,7 @@ mod tests {
             w.upsert_run(&RunRow {
                 run_id: id.into(),
                 name: "b".into(),
-                status: "complete".into(),
+                status: RunStatus::Complete,
                 mode: None,
                 spec_sha256: String::new(),
                 machine_profile: None,

@@ -149,11 +149,21 @@ fn redact(url: &str) -> String {
     }
 }
 
-fn run_from_row(r: &postgres::Row) -> RunRow {
-    RunRow {
+/// A status column, read into its enum; an unknown value is an integrity error.
+fn parse_status<T>(r: &postgres::Row, i: usize) -> Result<T, StoreError>
+where
+    T: std::str::FromStr<Err = crate::run::UnknownStatus>,
+{
+    let s: String = r.try_get(i).map_err(db_err)?;
+    s.parse()
+        .map_err(|e: crate::run::UnknownStatus| StoreError::Integrity(e.to_string()))
+}
+
+fn run_from_row(r: &postgres::Row) -> Result<RunRow, StoreError> {
+    Ok(RunRow {
         run_id: r.get(0),
         name: r.get(1),
-        status: r.get(2),
+        status: parse_status(r, 2)?,
         mode: r.get(3),
         spec_sha256: r.get(4),
         machine_profile: r.get(5),
@@ -163,7 +173,7 @@ fn run_from_row(r: &postgres::Row) -> RunRow {
         tool_version: r.get(9),
         git_commit: r.get(10),
         location: r.get(11),
-    }
+    })
 }
 
 /// A text-format value as JSON, typed by its column: numbers for integer and floating types
@@ -207,7 +217,7 @@ impl Warehouse for PostgresWarehouse {
             &[
                 &r.run_id,
                 &r.name,
-                &r.status,
+                &r.status.as_str(),
                 &r.mode,
                 &r.spec_sha256,
                 &r.machine_profile,
@@ -268,7 +278,7 @@ impl Warehouse for PostgresWarehouse {
                     &r.run_id,
                     &r.point_id,
                     &idx,
-                    &r.status,
+                    &r.status.as_str(),
                     &r.started_at,
                     &r.ended_at,
                     &r.artifact,
@@ -358,7 +368,7 @@ impl Warehouse for PostgresWarehouse {
         let params: Vec<&(dyn ToSql + Sync)> =
             args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
         let rows = self.client.query(&pg(&q), &params).map_err(db_err)?;
-        Ok(rows.iter().map(run_from_row).collect())
+        rows.iter().map(run_from_row).collect()
     }
 
     fn run(&mut self, run_id: &str) -> Result<Option<RunRow>, StoreError> {
@@ -369,7 +379,7 @@ impl Warehouse for PostgresWarehouse {
                 &[&run_id],
             )
             .map_err(db_err)?;
-        Ok(row.as_ref().map(run_from_row))
+        row.as_ref().map(run_from_row).transpose()
     }
 
     fn points(&mut self, run_id: &str) -> Result<Vec<PointRow>, StoreError> {
@@ -408,7 +418,7 @@ impl Warehouse for PostgresWarehouse {
                 point_id: r.get(1),
                 replicate: u32::try_from(idx)
                     .map_err(|_| StoreError::Integrity(format!("replicate {idx}")))?,
-                status: r.get(3),
+                status: parse_status(&r, 3)?,
                 started_at: r.get(4),
                 ended_at: r.get(5),
                 artifact: r.get(6),

@@ -185,11 +185,22 @@ fn run_query(conn: &Connection, q: &str, row_limit: usize) -> Result<QueryResult
     Ok(QueryResult { columns, rows })
 }
 
+/// A status column, read into its enum; an unknown value is a conversion error of that column.
+fn parse_status<T>(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<T>
+where
+    T: std::str::FromStr<Err = crate::run::UnknownStatus>,
+{
+    let s: String = r.get(i)?;
+    s.parse().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
 fn run_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
     Ok(RunRow {
         run_id: r.get(0)?,
         name: r.get(1)?,
-        status: r.get(2)?,
+        status: parse_status(r, 2)?,
         mode: r.get(3)?,
         spec_sha256: r.get(4)?,
         machine_profile: r.get(5)?,
@@ -225,7 +236,7 @@ impl Warehouse for SqliteWarehouse {
                 st.execute(params![
                     r.run_id,
                     r.name,
-                    r.status,
+                    r.status.as_str(),
                     r.mode,
                     r.spec_sha256,
                     r.machine_profile,
@@ -280,7 +291,7 @@ impl Warehouse for SqliteWarehouse {
                     r.run_id,
                     r.point_id,
                     r.replicate,
-                    r.status,
+                    r.status.as_str(),
                     r.started_at,
                     r.ended_at,
                     r.artifact
@@ -405,7 +416,7 @@ impl Warehouse for SqliteWarehouse {
                     run_id: r.get(0)?,
                     point_id: r.get(1)?,
                     replicate: r.get(2)?,
-                    status: r.get(3)?,
+                    status: parse_status(r, 3)?,
                     started_at: r.get(4)?,
                     ended_at: r.get(5)?,
                     artifact: r.get(6)?,

@@ -22,7 +22,7 @@ pub fn fixture(run_id: &str, name: &str, profile: Option<&str>, started_at: &str
     let run = RunRow {
         run_id: run_id.into(),
         name: name.into(),
-        status: "complete".into(),
+        status: yardstick_store::RunStatus::Complete,
         mode: Some("publication".into()),
         spec_sha256: format!("{name:0>64}"),
         machine_profile: profile.map(str::to_string),
@@ -54,7 +54,7 @@ pub fn fixture(run_id: &str, name: &str, profile: Option<&str>, started_at: &str
                 run_id: run_id.into(),
                 point_id: point_id.clone(),
                 replicate: r,
-                status: "complete".into(),
+                status: yardstick_store::ReplicateStatus::Complete,
                 started_at: started_at.into(),
                 ended_at: Some(started_at.into()),
                 artifact: Some(artifact.clone()),

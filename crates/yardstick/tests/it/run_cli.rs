@@ -473,7 +473,10 @@ fn a_killed_run_is_incomplete_and_resume_completes_it_without_duplicates() {
         2 * 4,
         "3 replicates + 1 aggregate per point: {replicates:?}"
     );
-    assert_eq!(wh.run(&run_id).unwrap().unwrap().status, "complete");
+    assert_eq!(
+        wh.run(&run_id).unwrap().unwrap().status,
+        yardstick_store::RunStatus::Complete
+    );
 }
 
 #[test]

@@ -51,7 +51,7 @@ fn store_with_runs(store: &Path) {
         w.upsert_run(&RunRow {
             run_id: id.into(),
             name: name.into(),
-            status: "complete".into(),
+            status: yardstick_store::RunStatus::Complete,
             mode: Some("publication".into()),
             spec_sha256: format!("{name:0>64}"),
             machine_profile: Some(profile.into()),
@@ -75,7 +75,7 @@ fn store_with_runs(store: &Path) {
             run_id: id.into(),
             point_id: "component.0/c=8".into(),
             replicate: 0,
-            status: "complete".into(),
+            status: yardstick_store::ReplicateStatus::Complete,
             started_at: t.clone(),
             ended_at: Some(t),
             artifact: Some("samples/r0.parquet".into()),

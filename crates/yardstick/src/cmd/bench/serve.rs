@@ -458,13 +458,13 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     }
     let mut status = Status::Ok;
     for s in results.iter().map(|r| &r.summary) {
-        if s.stop_reason.starts_with("target_unreachable") {
+        if s.stop_reason.is_unreachable() {
             output::error(&format!(
                 "the run ended early: the server stopped answering ({}); results cover the requests made before",
                 s.stop_reason
             ));
             status = Status::Failure;
-        } else if s.stop_reason == "interrupted" {
+        } else if s.stop_reason.is_early() {
             output::warn("interrupted: results cover the requests made before");
             status = Status::Failure;
         }
