@@ -5,8 +5,9 @@
 //! `$YARDSTICK_METRICS`, e.g. `{"step":12,"step_time_s":0.182,"tokens":4096,"samples":8,
 //! "loss":2.31,"rank":0,"world_size":4,"mem_bytes":2.1e10,"phase":"train"}`. Every key is
 //! optional except that a record without `step_time_s` contributes no timing. Unknown keys are
-//! kept as custom metrics. A line that is not such an object is *malformed*: counted and
-//! reported with its line number, never fatal, so one stray `print` cannot lose a run.
+//! kept as custom metrics; a line `{"declare":"val_acc","unit":"%","direction":"higher_is_better"}`
+//! gives one its unit and direction. A line that is not such an object is *malformed*: counted
+//! and reported with its line number, never fatal, so one stray `print` cannot lose a run.
 //!
 //! This module is text in, records out: no files, no processes. Handing the workload its file or
 //! FIFO and reading it as it runs is `yardstick_exec::protocol`'s job.
@@ -15,6 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+use yardstick_spec::metrics::Direction;
 
 /// The keys the protocol defines; anything else is a custom metric.
 pub const KNOWN_KEYS: [&str; 14] = [
@@ -98,6 +100,21 @@ impl MetricRecord {
     }
 }
 
+/// What a workload says about one of its custom metrics: a line
+/// `{"declare": NAME, "unit": UNIT, "direction": "higher_is_better" | "lower_is_better"}`
+/// (`unit` and `direction` optional). An undeclared custom metric has no unit and an unknown
+/// direction: it is reported, never gated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Declaration {
+    /// 1-based line number of the declaration.
+    pub line: usize,
+    /// The unit its values are in (`%`, `tok/J`), if declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// Which way is better; [`Direction::Unknown`] unless declared.
+    pub direction: Direction,
+}
+
 /// A line that could not be read as a metric record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MalformedLine {
@@ -118,6 +135,9 @@ pub struct ParsedMetrics {
     pub malformed_count: usize,
     /// Blank lines (ignored, not malformed).
     pub blank_lines: usize,
+    /// Custom metrics the workload declared, by name (the last declaration of a name wins).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub declarations: BTreeMap<String, Declaration>,
 }
 
 /// How many malformed lines keep their reason (the count is always exact).
@@ -170,7 +190,10 @@ pub fn parse_metrics(text: &str) -> ParsedMetrics {
             continue;
         }
         match parse_line(line, number) {
-            Ok(record) => out.records.push(record),
+            Ok(Line::Record(record)) => out.records.push(record),
+            Ok(Line::Declare(name, d)) => {
+                out.declarations.insert(name, d);
+            }
             Err(reason) => {
                 out.malformed_count += 1;
                 if out.malformed.len() < MAX_REPORTED_MALFORMED {
@@ -185,7 +208,13 @@ pub fn parse_metrics(text: &str) -> ParsedMetrics {
     out
 }
 
-fn parse_line(line: &str, number: usize) -> Result<MetricRecord, String> {
+/// One well-formed line: a step's record or a declaration.
+enum Line {
+    Record(MetricRecord),
+    Declare(String, Declaration),
+}
+
+fn parse_line(line: &str, number: usize) -> Result<Line, String> {
     let value: Value = match serde_json::from_str(line) {
         Ok(v) => v,
         Err(first) => {
@@ -198,7 +227,60 @@ fn parse_line(line: &str, number: usize) -> Result<MetricRecord, String> {
     let Value::Object(map) = value else {
         return Err(format!("not a JSON object: {}", kind_of(&value)));
     };
-    record_from_map(map, number)
+    if map.contains_key("declare") {
+        return declaration_from_map(map, number).map(|(n, d)| Line::Declare(n, d));
+    }
+    record_from_map(map, number).map(Line::Record)
+}
+
+fn declaration_from_map(
+    map: Map<String, Value>,
+    line: usize,
+) -> Result<(String, Declaration), String> {
+    let mut name = None;
+    let mut d = Declaration {
+        line,
+        unit: None,
+        direction: Direction::Unknown,
+    };
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            ("declare", Value::String(s)) if !s.trim().is_empty() => name = Some(s),
+            ("unit", Value::String(s)) => d.unit = Some(s),
+            ("direction", Value::String(s)) => {
+                d.direction = match s.as_str() {
+                    "higher_is_better" => Direction::HigherIsBetter,
+                    "lower_is_better" => Direction::LowerIsBetter,
+                    other => {
+                        return Err(format!(
+                            "`direction` must be \"higher_is_better\" or \"lower_is_better\", got \"{other}\""
+                        ));
+                    }
+                }
+            }
+            ("declare" | "unit" | "direction", other) => {
+                return Err(format!(
+                    "`{key}` of a declaration must be a non-empty string, got {}",
+                    match &other {
+                        Value::String(_) => "an empty string",
+                        v => kind_of(v),
+                    }
+                ));
+            }
+            (other, _) => {
+                return Err(format!(
+                    "a declaration has `declare`, `unit` and `direction` only, not `{other}`"
+                ));
+            }
+        }
+    }
+    let name = name.expect("the caller saw `declare`");
+    if KNOWN_KEYS.contains(&name.as_str()) {
+        return Err(format!(
+            "`{name}` is a key of the protocol itself, not a custom metric to declare"
+        ));
+    }
+    Ok((name, d))
 }
 
 fn record_from_map(map: Map<String, Value>, line: usize) -> Result<MetricRecord, String> {
@@ -355,6 +437,44 @@ fn quote_non_finite(line: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn declarations_give_custom_metrics_a_unit_and_direction() {
+        let p = parse_metrics(concat!(
+            r#"{"declare":"val_acc","unit":"%","direction":"higher_is_better"}"#,
+            "\n",
+            r#"{"declare":"gap"}"#,
+            "\n",
+            r#"{"step":0,"step_time_s":0.1,"val_acc":71}"#,
+            "\n",
+            r#"{"declare":"x","direction":"sideways"}"#,
+            "\n",
+            r#"{"declare":"loss","unit":"nats"}"#,
+            "\n",
+            r#"{"declare":"y","colour":"red"}"#,
+            "\n",
+            r#"{"declare":""}"#,
+            "\n",
+        ));
+        // Declarations are not steps.
+        assert_eq!(p.records.len(), 1);
+        let acc = &p.declarations["val_acc"];
+        assert_eq!((acc.line, acc.unit.as_deref()), (1, Some("%")));
+        assert_eq!(acc.direction, Direction::HigherIsBetter);
+        assert_eq!(p.declarations["gap"].direction, Direction::Unknown);
+        assert_eq!(p.declarations["gap"].unit, None);
+        let why: Vec<(usize, &str)> = p
+            .malformed
+            .iter()
+            .map(|m| (m.line, m.reason.as_str()))
+            .collect();
+        assert_eq!(p.malformed_count, 4, "{why:?}");
+        assert!(why[0].1.contains("\"sideways\""), "{why:?}");
+        assert!(why[1].1.contains("key of the protocol itself"), "{why:?}");
+        assert!(why[2].1.contains("not `colour`"), "{why:?}");
+        assert!(why[3].1.contains("an empty string"), "{why:?}");
+        assert_eq!(p.declarations.len(), 2);
+    }
 
     #[test]
     fn reads_the_documented_example() {

@@ -266,8 +266,67 @@ pub struct TrainingReport {
     pub ranks: Option<RankReport>,
     /// Custom metric keys seen (kept in the raw records).
     pub custom_keys: Vec<String>,
+    /// The custom metrics with numeric values, by name: their statistics over every record
+    /// that reported them, with the unit and direction the workload declared (facts
+    /// `custom.NAME`; never gated).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub custom_metrics: BTreeMap<String, CustomMetric>,
     /// Things to know before quoting the numbers.
     pub warnings: Vec<String>,
+}
+
+/// A workload's own metric (a key the protocol does not define), over the records that reported
+/// it as a number, in file order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CustomMetric {
+    /// Declared unit, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// Declared direction; `unknown` when not declared (reported, never gated).
+    pub direction: yardstick_spec::metrics::Direction,
+    /// Records with a numeric value.
+    pub n: usize,
+    /// Mean of the values.
+    pub mean: f64,
+    /// Median of the values.
+    pub p50: f64,
+    /// The last value reported (what a validation accuracy or a final score is read as).
+    pub last: f64,
+}
+
+impl CustomMetric {
+    /// The fact id of custom metric `name`: `custom.NAME`.
+    pub fn fact_id(name: &str) -> String {
+        format!("custom.{name}")
+    }
+}
+
+/// The custom metrics of `parsed` with numeric values, each with its declaration.
+pub fn custom_metrics(parsed: &ParsedMetrics) -> BTreeMap<String, CustomMetric> {
+    let mut values: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for r in &parsed.records {
+        for (k, v) in &r.custom {
+            if let Some(x) = v.as_f64().filter(|x| x.is_finite()) {
+                values.entry(k).or_default().push(x);
+            }
+        }
+    }
+    values
+        .into_iter()
+        .map(|(name, v)| {
+            let declared = parsed.declarations.get(name);
+            let m = CustomMetric {
+                unit: declared.and_then(|d| d.unit.clone()),
+                direction: declared
+                    .map_or(yardstick_spec::metrics::Direction::Unknown, |d| d.direction),
+                n: v.len(),
+                mean: v.iter().sum::<f64>() / v.len() as f64,
+                p50: yardstick_stats::percentile::percentile(&v, 0.5).unwrap_or(f64::NAN),
+                last: *v.last().expect("non-empty"),
+            };
+            (name.to_string(), m)
+        })
+        .collect()
 }
 
 /// One step of the job, merged over ranks.
@@ -310,6 +369,14 @@ pub fn analyze_training(
     let mut warnings = Vec::new();
     if let Some(s) = parsed.malformed_summary() {
         warnings.push(s);
+    }
+    for (name, d) in &parsed.declarations {
+        if !parsed.records.iter().any(|r| r.custom.contains_key(name)) {
+            warnings.push(format!(
+                "custom metric `{name}` was declared (line {}) but never reported",
+                d.line
+            ));
+        }
     }
     let (steps, ranks, world, custom_keys, peak_mem) = group_steps(&parsed.records);
     let timed: Vec<&Step> = steps.values().filter(|s| !s.per_rank.is_empty()).collect();
@@ -419,6 +486,7 @@ pub fn analyze_training(
         cost,
         ranks: ranks_report,
         custom_keys,
+        custom_metrics: custom_metrics(parsed),
         warnings,
     })
 }
@@ -818,6 +886,48 @@ mod tests {
     fn lines(records: &[serde_json::Value]) -> ParsedMetrics {
         let text: Vec<String> = records.iter().map(|r| r.to_string()).collect();
         parse_metrics(&text.join("\n"))
+    }
+
+    #[test]
+    fn custom_metrics_are_summarised_with_their_declarations() {
+        let mut p = lines(&[
+            serde_json::json!({"declare": "val_acc", "unit": "%", "direction": "higher_is_better"}),
+            serde_json::json!({"declare": "unused", "direction": "lower_is_better"}),
+            serde_json::json!({"step": 0, "step_time_s": 0.1, "val_acc": 70, "lr": 0.1, "tag": "a"}),
+            serde_json::json!({"step": 1, "step_time_s": 0.1, "val_acc": 76, "lr": 0.2}),
+            serde_json::json!({"step": 2, "step_time_s": 0.1, "val_acc": 73, "phase": "eval"}),
+        ]);
+        assert_eq!(p.declarations.len(), 2);
+        let r = analyze_training(&p, &TrainingConfig::default()).unwrap();
+        let acc = &r.custom_metrics["val_acc"];
+        // Every record that reported it, eval phase included, in file order.
+        assert_eq!((acc.n, acc.mean, acc.p50, acc.last), (3, 73.0, 73.0, 73.0));
+        assert_eq!(acc.unit.as_deref(), Some("%"));
+        assert_eq!(
+            acc.direction,
+            yardstick_spec::metrics::Direction::HigherIsBetter
+        );
+        let lr = &r.custom_metrics["lr"];
+        assert_eq!((lr.n, lr.last), (2, 0.2));
+        assert_eq!(lr.direction, yardstick_spec::metrics::Direction::Unknown);
+        assert_eq!(lr.unit, None);
+        // A string value is kept in the records, not summarised.
+        assert!(!r.custom_metrics.contains_key("tag"));
+        assert_eq!(r.custom_keys, ["lr", "tag", "val_acc"]);
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("`unused` was declared (line 2) but never reported")),
+            "{:?}",
+            r.warnings
+        );
+        p.declarations.clear();
+        let r = analyze_training(&p, &TrainingConfig::default()).unwrap();
+        assert_eq!(
+            r.custom_metrics["val_acc"].direction,
+            yardstick_spec::metrics::Direction::Unknown
+        );
+        assert_eq!(CustomMetric::fact_id("val_acc"), "custom.val_acc");
     }
 
     #[test]

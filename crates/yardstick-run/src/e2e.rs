@@ -112,9 +112,34 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         for (k, v) in fields {
             summary.entry(k).or_insert(v);
         }
+        // A workload's own metrics become facts `custom.NAME` with their declared unit.
+        let mut units = serde_json::Map::new();
+        for (name, m) in &t.custom_metrics {
+            let id = yardstick_analysis::training::CustomMetric::fact_id(name);
+            summary.insert(
+                id.clone(),
+                serde_json::json!({"mean": m.mean, "p50": m.p50, "last": m.last}),
+            );
+            if let Some(u) = &m.unit {
+                units.insert(id, u.clone().into());
+            }
+        }
+        if !units.is_empty() {
+            summary.insert("units".into(), units.into());
+        }
     }
-    if !bench.warnings.is_empty() {
-        summary.insert("warnings".into(), bench.warnings.clone().into());
+    // The command's warnings and its training analysis's (a declared metric never reported,
+    // ranks missing), each once.
+    let mut warnings = bench.warnings.clone();
+    for w in run.training.iter().flat_map(|t| &t.warnings) {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
+    if warnings.is_empty() {
+        summary.remove("warnings");
+    } else {
+        summary.insert("warnings".into(), warnings.into());
     }
     if !run.success() {
         let why = if run.timed_out {

@@ -25,7 +25,7 @@ pub fn flatten(summary: &Value) -> Vec<(String, String, f64)> {
         return out;
     };
     for (k, v) in obj {
-        if k == "load" || k == "units" || k == "eval" {
+        if k == "load" || k == "units" || k == "eval" || k == "custom_metrics" {
             continue;
         }
         match v {

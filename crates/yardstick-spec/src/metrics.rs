@@ -7,9 +7,10 @@
 //! (`gemm.<dtype>.<n>`) stand for a family; a placeholder matches within one dot-separated
 //! segment (`<percentile>_us` matches `p99_us`).
 //!
-//! A metric that is not here — a custom key from the metric protocol, a micro benchmark given a
-//! name of its own — is stored with the unit its producer declares (a summary's `units` map), and
-//! is never gated by default.
+//! A metric that is not here — a micro benchmark given a name of its own, an imported result — is
+//! stored with the unit its producer declares (a summary's `units` map) and is never gated. A
+//! workload's own metric-protocol key is the family `custom.<name>`, in the unit and direction its
+//! `declare` line gives; never gated either.
 
 use serde::Serialize;
 
@@ -337,6 +338,16 @@ pub const CATALOGUE: &[MetricDef] = &[
         ],
         None,
         "An MLPerf scenario's counts and sample rate for a point (its PASS/FAIL and validity are in the run's summary)."
+    ),
+    // A workload's own metrics (metric protocol keys it defines itself).
+    m!(
+        "custom.<name>",
+        "",
+        Unknown,
+        Descriptive,
+        &["mean", "p50", "last"],
+        None,
+        "A workload's own metric from the metric protocol, in the unit and with the direction it declares (a `declare` line); reported, never gated."
     ),
     // Training (bench train, e2e command layers speaking the metric protocol).
     m!(

@@ -16,6 +16,7 @@ mod bench_serve;
 mod bench_shard;
 mod bench_train;
 mod cli_spec;
+mod custom_metrics;
 mod dsse_interop;
 mod env_cli;
 mod eval_perplexity;
