@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 /// How bad a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// The spec is invalid.
@@ -25,7 +25,7 @@ impl Severity {
 }
 
 /// One finding about a spec.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Diagnostic {
     /// Error or warning.
     pub severity: Severity,
@@ -118,4 +118,28 @@ mod tests {
         );
         assert_eq!(did_you_mean("zzz", known), None);
     }
+}
+
+/// What `yardstick validate --json` prints: every file's verdict and findings.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ValidateOutput {
+    /// Every file is valid (with `--deny-warnings`, also free of warnings).
+    pub valid: bool,
+    /// One entry per file, in the order given.
+    pub files: Vec<FileReport>,
+}
+
+/// One file's result in [`ValidateOutput`].
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct FileReport {
+    /// The path as given (`<stdin>` for `-`).
+    pub file: String,
+    /// No error (with `--deny-warnings`, no warning either).
+    pub valid: bool,
+    /// Errors found.
+    pub errors: usize,
+    /// Warnings found.
+    pub warnings: usize,
+    /// Every finding, in document order.
+    pub diagnostics: Vec<Diagnostic>,
 }

@@ -19,7 +19,7 @@ mod schema;
 mod templates;
 pub mod yaml;
 
-pub use diag::{Diagnostic, Severity};
+pub use diag::{Diagnostic, FileReport, Severity, ValidateOutput};
 pub use model::*;
 pub use schema::{description_at, fields_at, json_schema};
 pub use templates::{Template, template};

@@ -44,7 +44,7 @@ pub const PROTECTED: [&str; 5] = [
 pub const GC_SCHEMA: &str = "yardstick.gc/v1";
 
 /// One artifact dropped by retention.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DroppedArtifact {
     /// Path relative to the run directory.
     pub path: String,
@@ -105,7 +105,7 @@ fn parse_record(bytes: &[u8]) -> Result<GcRecord, String> {
 }
 
 /// What `verify` made of a run's retention record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RetentionCheck {
     /// Artifacts the record says were dropped.
     pub recorded: usize,

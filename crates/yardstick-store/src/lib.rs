@@ -16,7 +16,7 @@ pub use run::{
     Artifact, Manifest, ReplicateStatus, RunStatus, RunWriter, ToolInfo, UnknownStatus,
     read_manifest,
 };
-pub use verify::{VerifyReport, verify_run};
+pub use verify::{VerifyOutput, VerifyReport, verify_run};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]

@@ -309,7 +309,7 @@ impl TrustSet {
 }
 
 /// What checking an envelope found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum SignatureCheck {
     /// A trusted key verifies a signature over a statement that covers the subject.

@@ -12,7 +12,7 @@ use crate::run::{ATTESTATION, MANIFEST, RunStatus, read_manifest};
 use crate::sign::{SignatureCheck, TrustSet};
 
 /// One finding about one file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FileProblem {
     /// Path relative to the run directory.
     pub path: String,
@@ -41,7 +41,7 @@ impl FileProblem {
 }
 
 /// The signature state of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum SignatureState {
     /// No attestation file.
@@ -77,8 +77,45 @@ impl VerifyOptions {
     }
 }
 
+/// What `yardstick verify RUN --json` prints: the report with its two conclusions, or why the run
+/// could not be checked at all (a manifest that is not one, or names paths outside the run).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum VerifyOutput {
+    /// The run was checked.
+    Checked {
+        /// The report.
+        #[serde(flatten)]
+        report: VerifyReport,
+        /// No problem: every artifact matches the manifest and any required signature checks.
+        ok: bool,
+        /// Signed by a trusted key over this manifest.
+        verified: bool,
+    },
+    /// The run could not be checked.
+    Unreadable {
+        /// The run as the user named it.
+        run: String,
+        /// Always false.
+        ok: bool,
+        /// Why.
+        error: String,
+    },
+}
+
+impl VerifyOutput {
+    /// The output of a checked run.
+    pub fn checked(report: VerifyReport) -> Self {
+        VerifyOutput::Checked {
+            ok: report.ok(),
+            verified: report.verified(),
+            report,
+        }
+    }
+}
+
 /// The outcome of verifying a run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VerifyReport {
     /// Run id.
     pub run_id: String,

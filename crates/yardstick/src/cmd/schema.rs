@@ -58,6 +58,12 @@ pub fn outputs() -> Vec<Output> {
         ("compare", "yardstick compare A B --json", || {
             value(schemars::schema_for!(yardstick_gate::Comparison))
         }),
+        ("validate", "yardstick validate SPEC... --json", || {
+            value(schemars::schema_for!(yardstick_spec::ValidateOutput))
+        }),
+        ("verify", "yardstick verify RUN --json", || {
+            value(schemars::schema_for!(yardstick_store::VerifyOutput))
+        }),
         ("gate", "yardstick gate RUN --json", || {
             value(schemars::schema_for!(super::gate::GateOut<'static>))
         }),

@@ -3,7 +3,6 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use serde::Serialize;
 use yardstick_spec::{Checked, Diagnostic, Severity};
 
 use crate::cli::GlobalOpts;
@@ -22,16 +21,6 @@ pub struct ValidateArgs {
     /// Treat warnings as errors.
     #[arg(long)]
     pub deny_warnings: bool,
-}
-
-/// One file's result in `--json` output.
-#[derive(Debug, Serialize)]
-struct FileReport<'a> {
-    file: String,
-    valid: bool,
-    errors: usize,
-    warnings: usize,
-    diagnostics: &'a [Diagnostic],
 }
 
 /// Reads a spec from a path or stdin, as bytes: decoding and size checks belong to the spec crate
@@ -97,17 +86,20 @@ pub fn run(args: ValidateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let all_valid = !results.iter().any(|(_, c)| fails(c));
 
     if g.json {
-        let files: Vec<FileReport<'_>> = results
+        let files = results
             .iter()
-            .map(|(name, c)| FileReport {
+            .map(|(name, c)| yardstick_spec::FileReport {
                 file: name.clone(),
                 valid: !fails(c),
                 errors: c.errors(),
                 warnings: c.warnings(),
-                diagnostics: &c.diagnostics,
+                diagnostics: c.diagnostics.clone(),
             })
             .collect();
-        crate::output::json(&serde_json::json!({ "valid": all_valid, "files": files }))?;
+        crate::output::json(&yardstick_spec::ValidateOutput {
+            valid: all_valid,
+            files,
+        })?;
     } else {
         use std::io::Write;
         let mut err = anstream::stderr().lock();

@@ -84,9 +84,11 @@ pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         // verification that says why, not a crash.
         Err(e @ yardstick_store::StoreError::Integrity(_)) => {
             if g.json {
-                crate::output::json(&serde_json::json!({
-                    "run": args.run, "ok": false, "error": e.to_string()
-                }))?;
+                crate::output::json(&yardstick_store::VerifyOutput::Unreadable {
+                    run: args.run.clone(),
+                    ok: false,
+                    error: e.to_string(),
+                })?;
             } else {
                 crate::output::outln!("run {}: {e}\nFAILED", args.run)?;
             }
@@ -95,10 +97,7 @@ pub fn run(args: VerifyArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         Err(e) => return Err(e.into()),
     };
     if g.json {
-        let mut v = serde_json::to_value(&report)?;
-        v["ok"] = report.ok().into();
-        v["verified"] = report.verified().into();
-        crate::output::json(&v)?;
+        crate::output::json(&yardstick_store::VerifyOutput::checked(report.clone()))?;
     } else {
         crate::output::outln!("{}", report.text().trim_end())?;
     }

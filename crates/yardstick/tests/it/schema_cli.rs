@@ -211,3 +211,82 @@ fn this_machines_capture_conforms_to_the_env_schema() {
             .is_valid(&bad)
     );
 }
+
+#[test]
+fn validate_outputs_conform_to_their_schema_valid_or_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.yaml");
+    std::fs::write(
+        &good,
+        crate::common::command_spec("schema-validate", "[sh, -c, \"true\"]", &[]),
+    )
+    .unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        crate::common::command_spec("schema-validate", "[sh, -c, \"true\"]", &[])
+            .replace("replicates: 3", "replicates: 1"),
+    )
+    .unwrap();
+    let ok = run_json(&["validate", good.to_str().unwrap()], None);
+    assert_eq!(ok["valid"], true);
+    assert_conforms("validate", &ok);
+    let o = yardstick()
+        .args(["--json", "validate"])
+        .arg(&good)
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let v = json(&o);
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["files"][1]["diagnostics"][0]["rule"], "trials-replicates");
+    assert_conforms("validate", &v);
+    let mut broken = v.clone();
+    broken["files"][1]["diagnostics"][0]["severity"] = serde_json::json!("fatal");
+    assert!(
+        !jsonschema::validator_for(&schema("validate"))
+            .unwrap()
+            .is_valid(&broken)
+    );
+}
+
+#[test]
+fn verify_outputs_conform_to_their_schema_in_both_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        crate::common::command_spec("schema-verify", "[sh, -c, \"true\"]", &[]),
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let o = crate::common::run_spec(&spec, &store, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let id = json(&o)["run_id"].as_str().unwrap().to_string();
+    let verify = || {
+        yardstick()
+            .args(["--json", "verify", &id, "--store"])
+            .arg(&store)
+            .output()
+            .unwrap()
+    };
+    let clean = json(&verify());
+    assert_eq!(clean["ok"], true, "{clean}");
+    assert_conforms("verify", &clean);
+    // A modified artifact: exit 1, the problem listed, same schema.
+    let run_dir = store.join("runs").join(&id);
+    std::fs::write(run_dir.join("spec.yaml"), "tampered").unwrap();
+    let o = verify();
+    assert_eq!(o.status.code(), Some(1));
+    let tampered = json(&o);
+    assert_eq!(tampered["problems"][0]["problem"], "modified", "{tampered}");
+    assert_conforms("verify", &tampered);
+    // A manifest that is not one: the run cannot be checked, the other shape.
+    std::fs::write(run_dir.join("manifest.json"), "{\"artifacts\": 7}").unwrap();
+    let o = verify();
+    assert_eq!(o.status.code(), Some(1));
+    let unreadable = json(&o);
+    assert!(unreadable["error"].is_string(), "{unreadable}");
+    assert_conforms("verify", &unreadable);
+}
