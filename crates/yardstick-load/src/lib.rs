@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 use yardstick_spec::scenario::{Scenario, ScenarioError};
 
 pub use client::{Client, ClientConfig, ClientError};
-pub use mlperf::{Mlperf, MlperfResult, MlperfRun};
+pub use mlperf::{Mlperf, MlperfKind, MlperfRequest, MlperfResult, MlperfRun};
 pub use openai::{Api, BodyOptions};
 pub use plan::{PlanError, Planner};
 pub use record::{Clock, ErrorClass, PromptTokenSource, RequestRecord, TokenSource};
@@ -60,6 +60,25 @@ pub enum LoadError {
     /// Some other setting is out of range.
     #[error("{0}")]
     Config(String),
+    /// Settings that do not combine, with how to fix them.
+    #[error("{message}")]
+    Invalid {
+        /// What is wrong.
+        message: String,
+        /// How to fix it.
+        hint: Option<&'static str>,
+    },
+}
+
+impl LoadError {
+    /// How to fix it, when there is more to say than the message.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            LoadError::Scenario(_) => Some(ScenarioError::hint()),
+            LoadError::Invalid { hint, .. } => hint.map(str::to_string),
+            _ => None,
+        }
+    }
 }
 
 /// A `bench serve` run: a sweep over scenarios × load levels.

@@ -64,6 +64,111 @@ pub enum Mlperf {
     Offline,
 }
 
+/// The MLPerf scenario a user named, before it is checked against the other settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MlperfKind {
+    /// `single-stream`.
+    SingleStream,
+    /// `multi-stream`.
+    MultiStream,
+    /// `server`.
+    Server,
+    /// `offline`.
+    Offline,
+}
+
+/// The settings of a `bench serve` run an MLPerf scenario is checked against: the scenario sets
+/// the load itself, so most load settings must be absent, and its bounds apply to `server`
+/// only.
+#[derive(Debug, Clone, Default)]
+pub struct MlperfRequest<'a> {
+    /// The scenario named, if any.
+    pub kind: Option<MlperfKind>,
+    /// The open-loop rates given (`server` takes exactly one: its target QPS).
+    pub rates: &'a [f64],
+    /// Closed-loop concurrency was given.
+    pub concurrency_given: bool,
+    /// The run is one shard of several.
+    pub sharded: bool,
+    /// Requests per query of `multi-stream`.
+    pub samples_per_query: usize,
+    /// Bound on p99 TTFT of `server`, ms (default [`DEFAULT_TTFT_BOUND_MS`]).
+    pub ttft_bound_ms: Option<f64>,
+    /// Bound on p99 TPOT of `server`, ms (default [`DEFAULT_TPOT_BOUND_MS`]).
+    pub tpot_bound_ms: Option<f64>,
+    /// The request budget (`offline` needs one).
+    pub max_requests: Option<u64>,
+}
+
+impl MlperfRequest<'_> {
+    /// The scenario, checked against the other settings; `None` when none was named (and no
+    /// scenario-only setting was given).
+    pub fn resolve(&self) -> Result<Option<Mlperf>, LoadError> {
+        let bounds = self.ttft_bound_ms.is_some() || self.tpot_bound_ms.is_some();
+        let server_only = || LoadError::Invalid {
+            message: "--ttft-bound-ms/--tpot-bound-ms apply to --mlperf server".into(),
+            hint: None,
+        };
+        let Some(kind) = self.kind else {
+            return if bounds { Err(server_only()) } else { Ok(None) };
+        };
+        if self.concurrency_given {
+            return Err(LoadError::Invalid {
+                message: "--mlperf sets the load itself: drop --concurrency".into(),
+                hint: Some("accepted: single-stream, multi-stream, server, offline"),
+            });
+        }
+        if self.sharded {
+            return Err(LoadError::Invalid {
+                message: "--mlperf does not combine with --shard".into(),
+                hint: None,
+            });
+        }
+        let m = match kind {
+            MlperfKind::SingleStream => Mlperf::SingleStream,
+            MlperfKind::MultiStream => Mlperf::MultiStream {
+                samples_per_query: self.samples_per_query,
+            },
+            MlperfKind::Server => {
+                let [qps] = self.rates[..] else {
+                    return Err(LoadError::Invalid {
+                        message:
+                            "--mlperf server needs exactly one --rate (target queries per second)"
+                                .into(),
+                        hint: Some(
+                            "e.g. --mlperf server --rate 10 --ttft-bound-ms 2000 --tpot-bound-ms 200",
+                        ),
+                    });
+                };
+                if !(qps.is_finite() && qps > 0.0) {
+                    return Err(LoadError::Invalid {
+                        message: format!("--rate must be > 0, got {qps}"),
+                        hint: None,
+                    });
+                }
+                Mlperf::Server {
+                    qps,
+                    ttft_bound_ms: self.ttft_bound_ms.unwrap_or(DEFAULT_TTFT_BOUND_MS),
+                    tpot_bound_ms: self.tpot_bound_ms.unwrap_or(DEFAULT_TPOT_BOUND_MS),
+                }
+            }
+            MlperfKind::Offline => Mlperf::Offline,
+        };
+        let server = matches!(m, Mlperf::Server { .. });
+        if !server && !self.rates.is_empty() {
+            return Err(LoadError::Invalid {
+                message: format!("--mlperf {} sets the load itself: drop --rate", m.name()),
+                hint: None,
+            });
+        }
+        if bounds && !server {
+            return Err(server_only());
+        }
+        m.load_model(self.max_requests)?;
+        Ok(Some(m))
+    }
+}
+
 impl Mlperf {
     /// The scenario's name as written on the command line and in JSON.
     pub fn name(&self) -> &'static str {
@@ -611,6 +716,47 @@ async fn multi_stream(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_requested_scenario_is_checked_against_the_other_settings() {
+        let req = |kind, rates: &'static [f64]| MlperfRequest {
+            kind,
+            rates,
+            samples_per_query: 8,
+            max_requests: Some(40),
+            ..MlperfRequest::default()
+        };
+        assert_eq!(req(None, &[]).resolve().unwrap(), None);
+        assert_eq!(
+            req(Some(MlperfKind::Server), &[10.0]).resolve().unwrap(),
+            Some(Mlperf::Server {
+                qps: 10.0,
+                ttft_bound_ms: DEFAULT_TTFT_BOUND_MS,
+                tpot_bound_ms: DEFAULT_TPOT_BOUND_MS
+            })
+        );
+        assert_eq!(
+            req(Some(MlperfKind::MultiStream), &[]).resolve().unwrap(),
+            Some(Mlperf::MultiStream {
+                samples_per_query: 8
+            })
+        );
+        let refused = |r: MlperfRequest<'_>| r.resolve().unwrap_err().to_string();
+        assert!(refused(req(Some(MlperfKind::Server), &[])).contains("exactly one --rate"));
+        assert!(refused(req(Some(MlperfKind::Server), &[-1.0])).contains("> 0"));
+        assert!(refused(req(Some(MlperfKind::Offline), &[5.0])).contains("drop --rate"));
+        let mut bounded = req(Some(MlperfKind::Offline), &[]);
+        bounded.ttft_bound_ms = Some(100.0);
+        assert!(refused(bounded.clone()).contains("apply to --mlperf server"));
+        bounded.kind = None;
+        assert!(refused(bounded).contains("apply to --mlperf server"));
+        let mut sharded = req(Some(MlperfKind::SingleStream), &[]);
+        sharded.sharded = true;
+        assert!(refused(sharded).contains("--shard"));
+        let mut offline = req(Some(MlperfKind::Offline), &[]);
+        offline.max_requests = None;
+        assert!(offline.resolve().is_err());
+    }
 
     #[test]
     fn load_models_and_checks() {

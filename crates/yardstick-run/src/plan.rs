@@ -176,6 +176,27 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The plan as `yardstick run` shows it: the counts, one line per point, and the duration
+    /// estimate.
+    pub fn text(&self) -> String {
+        let mut lines = vec![format!(
+            "plan: {} point(s) x {} replicate(s) = {} step(s)",
+            self.points.len(),
+            self.replicates,
+            self.steps.len()
+        )];
+        for p in &self.points {
+            lines.push(format!("  {}", p.id));
+        }
+        lines.push(match self.estimate_upper_s {
+            Some(s) => format!("estimate: at most {}", fmt_secs(s)),
+            None => "estimate: unknown (a point has no time limit, or an eval point reads its \
+                     items from a file)"
+                .to_string(),
+        });
+        lines.join("\n")
+    }
+
     /// Keeps only the points whose ids are in `ids` (and their steps, in the same order), for
     /// re-running some points of a spec (`yardstick run --only`, `gate --confirm`). The duration
     /// estimate is dropped (it was for the whole plan). An unknown id is an error naming the
@@ -551,6 +572,16 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
     }
 }
 
+fn fmt_secs(s: f64) -> String {
+    if s >= 3600.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else if s >= 60.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.0} s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,6 +628,12 @@ mod tests {
             "component.0.serve_N_480_240_300_150_concurrency_1"
         );
         assert!(p.estimate_upper_s.is_some());
+        let text = p.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "plan: 9 point(s) x 3 replicate(s) = 27 step(s)");
+        assert_eq!(lines[1], "  micro.0.memory");
+        assert_eq!(lines.len(), 11);
+        assert!(lines[10].starts_with("estimate: at most "), "{text}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod rules;
 pub mod scenario;
 mod schema;
 mod templates;
+pub mod units;
 pub mod yaml;
 
 pub use diag::{Diagnostic, FileReport, Severity, ValidateOutput};

@@ -46,6 +46,20 @@ pub struct StoreTrust {
 }
 
 impl StoreTrust {
+    /// Whether the store admits a run signed by `signer` (`None`: unsigned): always, unless it
+    /// requires a signature, and then only by a key it trusts. The error says which of the two
+    /// the run lacks.
+    pub fn admits(&self, signer: Option<&ed25519_dalek::VerifyingKey>) -> Result<(), String> {
+        if !self.require_signature {
+            return Ok(());
+        }
+        match signer {
+            Some(k) if self.keys.keys().iter().any(|t| &t.key == k) => Ok(()),
+            Some(_) => Err("signs with a key the store does not trust".into()),
+            None => Err("does not sign".into()),
+        }
+    }
+
     /// The verify options this store imposes.
     pub fn verify_options(&self) -> VerifyOptions {
         VerifyOptions {
@@ -188,7 +202,15 @@ mod tests {
         std::fs::write(&pubf, hex::encode(ci.verifying_key().as_bytes())).unwrap();
         let k = add_key(s, &pubf).unwrap();
         set_required(s, true).unwrap();
-        assert!(load(s).unwrap().require_signature);
+        let trust = load(s).unwrap();
+        assert!(trust.require_signature);
+        // Before anything runs, `yardstick run` asks whether the spec's key would be admitted.
+        assert_eq!(trust.admits(Some(&ci.verifying_key())), Ok(()));
+        assert_eq!(
+            trust.admits(Some(&other.verifying_key())),
+            Err("signs with a key the store does not trust".into())
+        );
+        assert_eq!(trust.admits(None), Err("does not sign".into()));
         assert!(admit(s, &by_ci).unwrap().verified());
         for r in [&unsigned, &by_other] {
             let e = admit(s, r).unwrap_err();

@@ -132,35 +132,27 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     // now, not after the measurement.
     let trust =
         yardstick_store::trust::load(&args.store).map_err(|e| invalid(e.to_string(), None))?;
-    if trust.require_signature {
-        let signer = key.as_ref().map(|k| k.verifying_key());
-        if !signer.is_some_and(|k| trust.keys.keys().iter().any(|t| t.key == k)) {
-            return Err(invalid(
-                format!(
-                    "the store {} admits only runs signed by a key it trusts, and this spec {}",
-                    args.store.display(),
-                    if signer.is_some() {
-                        "signs with a key the store does not trust"
-                    } else {
-                        "does not sign"
-                    }
-                ),
-                Some(
-                    "set `provenance: {signing: required, key: PATH}` to a key whose .pub `yardstick trust list` shows, or `yardstick trust add PATH.pub`",
-                ),
-            ));
-        }
+    if let Err(why) = trust.admits(key.as_ref().map(|k| k.verifying_key()).as_ref()) {
+        return Err(invalid(
+            format!(
+                "the store {} admits only runs signed by a key it trusts, and this spec {why}",
+                args.store.display(),
+            ),
+            Some(
+                "set `provenance: {signing: required, key: PATH}` to a key whose .pub `yardstick trust list` shows, or `yardstick trust add PATH.pub`",
+            ),
+        ));
     }
     if args.dry_run {
         if g.json {
             output::json(&plan)?;
         } else {
-            print_plan(&plan);
+            output::info(&plan.text());
         }
         return Ok(Status::Ok);
     }
     if verbosity() >= 0 && !g.json {
-        print_plan(&plan);
+        output::info(&plan.text());
     }
     // The warehouse records where the run directory is; a relative path would only resolve from
     // this working directory.
@@ -317,35 +309,6 @@ pub fn execute_spec(
         RunError::Invalid(m) => invalid(m, None),
         other => anyhow::Error::new(other),
     })
-}
-
-fn print_plan(plan: &yardstick_run::Plan) {
-    let mut lines = vec![format!(
-        "plan: {} point(s) x {} replicate(s) = {} step(s)",
-        plan.points.len(),
-        plan.replicates,
-        plan.steps.len()
-    )];
-    for p in &plan.points {
-        lines.push(format!("  {}", p.id));
-    }
-    lines.push(match plan.estimate_upper_s {
-        Some(s) => format!("estimate: at most {}", fmt_secs(s)),
-        None => "estimate: unknown (a point has no time limit, or an eval point reads its items \
-                 from a file)"
-            .to_string(),
-    });
-    output::info(&lines.join("\n"));
-}
-
-fn fmt_secs(s: f64) -> String {
-    if s >= 3600.0 {
-        format!("{:.1} h", s / 3600.0)
-    } else if s >= 60.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.0} s")
-    }
 }
 
 /// The tool's identity for manifests: version and the git commit of the working directory.

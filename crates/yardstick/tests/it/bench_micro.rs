@@ -355,13 +355,16 @@ fn bad_input_exits_2_with_a_hint() {
         (vec!["memory", "--warmup", "lots"], "`lots` is not a count"),
         (
             vec!["memory", "--outliers", "drop"],
-            "unknown policy `drop`",
+            "--outliers: unknown outlier policy `drop`",
         ),
         (vec!["memory", "--threads", "0"], "--threads must be >= 1"),
-        (vec!["gemm", "--gemm-dtype", "int3"], "unknown type `int3`"),
+        (
+            vec!["gemm", "--gemm-dtype", "int3"],
+            "--gemm-dtype: unknown precision `int3`",
+        ),
         (
             vec!["gemm", "--gemm-dtype", "fp32,nope"],
-            "unknown type `nope`",
+            "--gemm-dtype: unknown precision `nope`",
         ),
         (
             vec!["gemm", "--gemm-size", "0"],

@@ -97,42 +97,13 @@ struct MicroOutput<'a> {
 }
 
 fn parse_kind(s: &str) -> anyhow::Result<MicroKind> {
-    match s.to_ascii_lowercase().as_str() {
-        "memory" | "mem" | "stream" => Ok(MicroKind::Memory),
-        "gemm" | "matmul" => Ok(MicroKind::Gemm),
-        "storage" | "disk" | "io" => Ok(MicroKind::Storage),
-        "network" | "net" => Ok(MicroKind::Network),
-        _ => Err(exit::invalid(
-            format!("unknown micro benchmark `{s}`"),
-            Some("choose from memory, gemm, storage, network"),
-        )),
-    }
+    s.parse().map_err(|e: yardstick_spec::units::UnitError| {
+        exit::invalid(e.to_string(), Some(&e.hint()))
+    })
 }
 
-/// Parses `4096`, `64KiB`, `128MiB`, `1GiB`, `1G` (binary), `500MB` (decimal).
 fn parse_size(flag: &str, s: &str) -> anyhow::Result<u64> {
-    let t = s.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-    let (num, unit) = (t[..split].trim(), t[split..].trim());
-    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        _ => 0,
-    };
-    let v: f64 = num.parse().unwrap_or(f64::NAN);
-    let bytes = v * mult as f64;
-    if mult == 0 || !(1.0..=1e15).contains(&bytes) {
-        return Err(exit::invalid(
-            format!("--{flag}: `{s}` is not a size"),
-            Some("write e.g. 4096, 64KiB, 128MiB, 1GiB"),
-        ));
-    }
-    Ok(bytes as u64)
+    yardstick_spec::units::parse_bytes(s).map_err(|e| crate::cmd::flag_error(flag, e))
 }
 
 fn parse_policy(args: &MicroArgs) -> anyhow::Result<TrialPolicy> {
@@ -149,19 +120,10 @@ fn parse_policy(args: &MicroArgs) -> anyhow::Result<TrialPolicy> {
             }
         }
     };
-    let outliers = match args.outliers.as_str() {
-        "report-tukey" => OutlierPolicy::ReportTukey,
-        "trim-tukey" => OutlierPolicy::TrimTukey,
-        "report-mad" => OutlierPolicy::ReportMad,
-        "trim-mad" => OutlierPolicy::TrimMad,
-        "none" => OutlierPolicy::None,
-        other => {
-            return Err(exit::invalid(
-                format!("--outliers: unknown policy `{other}`"),
-                Some("choose report-tukey, trim-tukey, report-mad, trim-mad or none"),
-            ));
-        }
-    };
+    let outliers: OutlierPolicy = args
+        .outliers
+        .parse()
+        .map_err(|e| crate::cmd::flag_error("outliers", e))?;
     let policy = TrialPolicy {
         replicates: args.replicates,
         warmup,
@@ -208,21 +170,12 @@ fn configs(args: &MicroArgs) -> anyhow::Result<Vec<MicroConfig>> {
         .as_deref()
         .map(|d| crate::cmd::parse_duration("duration", d))
         .transpose()?;
-    let mut dtypes = Vec::new();
-    for d in &args.gemm_dtype {
-        dtypes.push(match d.trim().to_ascii_lowercase().as_str() {
-            "fp32" | "f32" | "float32" => Precision::Fp32,
-            "fp64" | "f64" | "float64" => Precision::Fp64,
-            "bf16" | "bfloat16" => Precision::Bf16,
-            "fp16" | "f16" => Precision::Fp16,
-            other => {
-                return Err(exit::invalid(
-                    format!("--gemm-dtype: unknown type `{other}`"),
-                    Some("choose fp32, bf16 or fp64 (comma-separated for several)"),
-                ));
-            }
-        });
-    }
+    let dtypes = args
+        .gemm_dtype
+        .iter()
+        .map(|d| d.parse::<Precision>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| crate::cmd::flag_error("gemm-dtype", e))?;
     if let Some(p) = &args.path
         && !p.is_dir()
     {

@@ -13,9 +13,8 @@ use yardstick_load::{
     Api, Arrival, ClientConfig, LoadError, LoadModel, PointResult, Progress, ServeBench, Slo,
     StopRule,
 };
-use yardstick_load::{Mlperf, MlperfResult};
+use yardstick_load::{Mlperf, MlperfKind, MlperfRequest, MlperfResult};
 use yardstick_run::serve::ParquetRecords;
-use yardstick_spec::scenario::ScenarioError;
 
 use crate::cli::{GlobalOpts, verbosity};
 use crate::exit::{self, Status};
@@ -166,73 +165,23 @@ pub enum MlperfArg {
 
 /// The MLPerf scenario asked for, checked against the other flags.
 fn mlperf_of(args: &ServeArgs) -> anyhow::Result<Option<Mlperf>> {
-    let Some(kind) = args.mlperf else {
-        if args.ttft_bound_ms.is_some() || args.tpot_bound_ms.is_some() {
-            return Err(exit::invalid(
-                "--ttft-bound-ms/--tpot-bound-ms apply to --mlperf server",
-                None,
-            ));
-        }
-        return Ok(None);
-    };
-    let accepted = Some("accepted: single-stream, multi-stream, server, offline");
-    if !args.concurrency.is_empty() {
-        return Err(exit::invalid(
-            "--mlperf sets the load itself: drop --concurrency",
-            accepted,
-        ));
+    MlperfRequest {
+        kind: args.mlperf.map(|k| match k {
+            MlperfArg::SingleStream => MlperfKind::SingleStream,
+            MlperfArg::MultiStream => MlperfKind::MultiStream,
+            MlperfArg::Server => MlperfKind::Server,
+            MlperfArg::Offline => MlperfKind::Offline,
+        }),
+        rates: &args.rate,
+        concurrency_given: !args.concurrency.is_empty(),
+        sharded: args.shard.is_some(),
+        samples_per_query: args.samples_per_query,
+        ttft_bound_ms: args.ttft_bound_ms,
+        tpot_bound_ms: args.tpot_bound_ms,
+        max_requests: args.max_requests,
     }
-    if args.shard.is_some() {
-        return Err(exit::invalid(
-            "--mlperf does not combine with --shard",
-            None,
-        ));
-    }
-    let server_only = args.ttft_bound_ms.is_some() || args.tpot_bound_ms.is_some();
-    let m = match kind {
-        MlperfArg::SingleStream => Mlperf::SingleStream,
-        MlperfArg::MultiStream => Mlperf::MultiStream {
-            samples_per_query: args.samples_per_query,
-        },
-        MlperfArg::Server => {
-            let [qps] = args.rate[..] else {
-                return Err(exit::invalid(
-                    "--mlperf server needs exactly one --rate (target queries per second)",
-                    Some("e.g. --mlperf server --rate 10 --ttft-bound-ms 2000 --tpot-bound-ms 200"),
-                ));
-            };
-            if !(qps.is_finite() && qps > 0.0) {
-                return Err(exit::invalid(
-                    format!("--rate must be > 0, got {qps}"),
-                    None,
-                ));
-            }
-            Mlperf::Server {
-                qps,
-                ttft_bound_ms: args
-                    .ttft_bound_ms
-                    .unwrap_or(yardstick_load::mlperf::DEFAULT_TTFT_BOUND_MS),
-                tpot_bound_ms: args
-                    .tpot_bound_ms
-                    .unwrap_or(yardstick_load::mlperf::DEFAULT_TPOT_BOUND_MS),
-            }
-        }
-        MlperfArg::Offline => Mlperf::Offline,
-    };
-    if !matches!(m, Mlperf::Server { .. }) && !args.rate.is_empty() {
-        return Err(exit::invalid(
-            format!("--mlperf {} sets the load itself: drop --rate", m.name()),
-            None,
-        ));
-    }
-    if server_only && !matches!(m, Mlperf::Server { .. }) {
-        return Err(exit::invalid(
-            "--ttft-bound-ms/--tpot-bound-ms apply to --mlperf server",
-            None,
-        ));
-    }
-    m.load_model(args.max_requests).map_err(to_exit)?;
-    Ok(Some(m))
+    .resolve()
+    .map_err(to_exit)
 }
 
 fn parse_shard(s: &str) -> anyhow::Result<(u64, u64)> {
@@ -261,10 +210,7 @@ fn shard_error(e: ShardFileError) -> anyhow::Error {
 }
 
 fn to_exit(e: LoadError) -> anyhow::Error {
-    match &e {
-        LoadError::Scenario(_) => exit::invalid(e.to_string(), Some(&ScenarioError::hint())),
-        _ => exit::invalid(e.to_string(), None),
-    }
+    exit::invalid(e.to_string(), e.hint().as_deref())
 }
 
 /// Runs the sweep and prints or writes the results.
@@ -530,22 +476,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_and_shards_parse() {
-        assert_eq!(
-            crate::cmd::parse_duration("x", "500ms").unwrap(),
-            Duration::from_millis(500)
-        );
-        assert_eq!(
-            crate::cmd::parse_duration("x", "2m").unwrap(),
-            Duration::from_secs(120)
-        );
-        assert_eq!(
-            crate::cmd::parse_duration("x", "1.5").unwrap(),
-            Duration::from_millis(1500)
-        );
-        assert!(crate::cmd::parse_duration("x", "-1s").is_err());
-        assert!(crate::cmd::parse_duration("x", "10 parsecs").is_err());
+    fn shards_parse() {
         assert_eq!(parse_shard("1/4").unwrap(), (1, 4));
-        assert!(parse_shard("4/4").is_err());
+        assert_eq!(parse_shard(" 0 / 1 ").unwrap(), (0, 1));
+        for bad in ["4/4", "1/0", "x/2", "1", "-1/2"] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
+        }
     }
 }
