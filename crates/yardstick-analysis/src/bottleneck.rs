@@ -17,7 +17,7 @@ use crate::training::TrainingReport;
 
 /// Where one run's wall time went (seconds). `yardstick_exec::timeline::job_timeline` measures
 /// it from when the run's metric lines arrived.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct JobTimeline {
     /// Process launch → exit.
     pub wall_s: f64,
@@ -44,7 +44,7 @@ pub struct JobTimeline {
 }
 
 /// A classification with what it was computed from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TrainingBottleneck {
     /// The bottleneck and its evidence (and the roofline placement when FLOPs and bytes were
     /// known).

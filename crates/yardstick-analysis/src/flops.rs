@@ -73,7 +73,7 @@ pub fn mfu(flops: f64, seconds: f64, devices: u32, peak_flops_per_device: f64) -
 }
 
 /// One row of the peak table: dense (no structured sparsity) vendor datasheet figures.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PeakEntry {
     /// Device name as matched (lower case).
     pub device: &'static str,

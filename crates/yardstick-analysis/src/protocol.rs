@@ -37,7 +37,7 @@ pub const KNOWN_KEYS: [&str; 14] = [
 ];
 
 /// One step (or event) reported by a workload.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default, schemars::JsonSchema)]
 pub struct MetricRecord {
     /// 1-based line number in the metrics file.
     pub line: usize,
@@ -104,7 +104,7 @@ impl MetricRecord {
 /// `{"declare": NAME, "unit": UNIT, "direction": "higher_is_better" | "lower_is_better"}`
 /// (`unit` and `direction` optional). An undeclared custom metric has no unit and an unknown
 /// direction: it is reported, never gated.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Declaration {
     /// 1-based line number of the declaration.
     pub line: usize,
@@ -116,7 +116,7 @@ pub struct Declaration {
 }
 
 /// A line that could not be read as a metric record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MalformedLine {
     /// 1-based line number.
     pub line: usize,
@@ -125,7 +125,7 @@ pub struct MalformedLine {
 }
 
 /// Everything read from a metrics file.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default, schemars::JsonSchema)]
 pub struct ParsedMetrics {
     /// Well-formed records, in file order.
     pub records: Vec<MetricRecord>,

@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The ceilings of one machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Ceilings {
     /// What they describe (a machine profile, or "datasheet H100 SXM").
     pub label: String,
@@ -26,7 +26,7 @@ pub struct Ceilings {
 }
 
 /// Which micro results [`Ceilings::from_micro`] took its figures from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CeilingSources {
     /// The GEMM result of the peak, e.g. `gemm.f32.2048`.
     pub peak: String,
@@ -163,7 +163,7 @@ impl Ceilings {
 }
 
 /// Where a workload sits on a roofline.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Placement {
     /// Arithmetic intensity, FLOP/byte.
     pub intensity: f64,
@@ -206,7 +206,7 @@ pub fn place(c: &Ceilings, flops: f64, bytes: f64, step_s: Option<f64>) -> Optio
 
 /// What one step (or one request) of a workload was observed to do. Every field is optional;
 /// the more is given, the more causes can be told apart.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Observation {
     /// FLOPs per step.
     pub flops: Option<f64>,
@@ -234,7 +234,7 @@ pub struct Observation {
 
 /// The bottleneck classes of docs/methodology.md#bottleneck-taxonomy (memory split out of
 /// compute, as a roofline does).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Bottleneck {
     /// Arithmetic throughput: at or above the ridge point.
@@ -252,7 +252,7 @@ pub enum Bottleneck {
 }
 
 /// A classification with the evidence behind it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Classification {
     /// The bottleneck.
     pub bottleneck: Bottleneck,
@@ -450,7 +450,7 @@ pub fn classify(c: &Ceilings, o: &Observation) -> Classification {
 }
 
 /// Two machines' rooflines at one workload's intensity.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RooflineComparison {
     /// The intensity compared at, FLOP/byte.
     pub intensity: f64,
@@ -496,7 +496,7 @@ pub fn compare(a: &Ceilings, b: &Ceilings, intensity: f64) -> Option<RooflineCom
 /// Two machine profiles' rooflines side by side, over the intensities of the workloads that
 /// matter (which machine wins depends on where the workload sits;
 /// docs/methodology.md#comparing-machines).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ProfileComparison {
     /// Machine A.
     pub a: Ceilings,
@@ -514,7 +514,7 @@ pub struct ProfileComparison {
 }
 
 /// One workload on two rooflines.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WorkloadOnTwo {
     /// Its name.
     pub name: String,

@@ -21,7 +21,7 @@ pub fn amdahl_speedup(serial: f64, n: f64) -> f64 {
 }
 
 /// Amdahl's law fitted to measured speedups.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AmdahlFit {
     /// The serial fraction s in [0, 1] that best explains the speedups.
     pub serial_fraction: f64,
@@ -68,7 +68,7 @@ pub fn fit_amdahl(points: &[(f64, f64)]) -> Option<AmdahlFit> {
 }
 
 /// One world size and the throughput measured there (one value per replicate).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ScalingInput {
     /// Number of devices (ranks).
     pub world_size: u32,
@@ -77,7 +77,7 @@ pub struct ScalingInput {
 }
 
 /// Scaling of one world size against the base.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ScalingPoint {
     /// Number of devices.
     pub world_size: u32,
@@ -93,7 +93,7 @@ pub struct ScalingPoint {
 }
 
 /// Scaling across world sizes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ScalingReport {
     /// What the throughput measures (e.g. `samples_per_s`).
     pub metric: String,

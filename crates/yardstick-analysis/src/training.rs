@@ -20,7 +20,7 @@ use crate::flops;
 use crate::protocol::{MetricRecord, ParsedMetrics};
 
 /// Which steps are warm-up and excluded from the statistics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "policy", content = "steps")]
 pub enum WarmupPolicy {
     /// Keep every step.
@@ -33,7 +33,7 @@ pub enum WarmupPolicy {
 }
 
 /// The model's shape, for FLOP estimates.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default, schemars::JsonSchema)]
 pub struct ModelDims {
     /// Parameters that take part in matrix multiplies (N of 6·N·T).
     pub parameters: f64,
@@ -46,7 +46,7 @@ pub struct ModelDims {
 }
 
 /// How to analyse a replicate.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default, schemars::JsonSchema)]
 pub struct TrainingConfig {
     /// Warm-up policy.
     pub warmup: WarmupPolicy,
@@ -65,7 +65,7 @@ pub struct TrainingConfig {
 }
 
 /// Mean, median and tail of a per-step quantity.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StepStats {
     /// Steps summarised.
     pub n: usize,
@@ -104,7 +104,7 @@ impl StepStats {
 }
 
 /// Throughput per step and over the measured window.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Throughput {
     /// Median of the per-step rates.
     pub p50: f64,
@@ -117,7 +117,7 @@ pub struct Throughput {
 }
 
 /// What the warm-up trim did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WarmupReport {
     /// The policy applied.
     pub policy: WarmupPolicy,
@@ -129,7 +129,7 @@ pub struct WarmupReport {
 }
 
 /// Model FLOPs utilisation by one estimator.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MfuEstimate {
     /// Median over measured steps.
     pub p50: f64,
@@ -142,7 +142,7 @@ pub struct MfuEstimate {
 }
 
 /// MFU by every estimator the inputs allow; the headline uses the most specific one.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MfuReport {
     /// Headline median (from `estimator`).
     pub p50: f64,
@@ -159,7 +159,7 @@ pub struct MfuReport {
 }
 
 /// Loss trend over the training steps (warm-up included: it is training too).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct LossReport {
     /// Loss of the first step that reported one.
     pub first: f64,
@@ -176,7 +176,7 @@ pub struct LossReport {
 }
 
 /// Cost of the measured throughput.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CostReport {
     /// The price given, per device-hour.
     pub per_device_hour: f64,
@@ -189,7 +189,7 @@ pub struct CostReport {
 }
 
 /// One rank's step times.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RankStats {
     /// The rank.
     pub rank: u32,
@@ -200,7 +200,7 @@ pub struct RankStats {
 }
 
 /// The straggler analysis across ranks.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RankReport {
     /// Per-rank distributions, by rank.
     pub ranks: Vec<RankStats>,
@@ -217,7 +217,7 @@ pub struct RankReport {
 }
 
 /// The analysis of one replicate.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TrainingReport {
     /// Training steps seen (distinct step numbers with a step time).
     pub steps: usize,
@@ -277,7 +277,7 @@ pub struct TrainingReport {
 
 /// A workload's own metric (a key the protocol does not define), over the records that reported
 /// it as a number, in file order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CustomMetric {
     /// Declared unit, if any.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -37,7 +37,16 @@ pub fn tokenize_13a(line: &str) -> Vec<String> {
 
 /// Sufficient statistics of one segment: matches and totals per order, hypothesis and
 /// (closest) reference lengths.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 pub struct BleuStats {
     /// Clipped n-gram matches, n = 1..4.
     pub correct: [u64; 4],

@@ -77,7 +77,7 @@ impl Shard {
 }
 
 /// The perplexity result (`"perplexity"` in `eval.json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Perplexity {
     /// `exp(−mean log p)` over the scored tokens; `None` when unsupported.
     pub value: Option<f64>,

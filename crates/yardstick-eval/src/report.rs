@@ -11,7 +11,7 @@ use crate::EvalError;
 use crate::run::Decoding;
 
 /// One request's outcome (a line of `items.jsonl`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ItemRecord {
     /// Task name.
     pub task: String,
@@ -38,7 +38,7 @@ pub struct ItemRecord {
 }
 
 /// Latency per item, milliseconds (successful requests only).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Latency {
     /// Mean.
     pub mean: f64,
@@ -49,7 +49,7 @@ pub struct Latency {
 }
 
 /// One task's summary. Accuracy and CI are over the first repeat's items.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TaskResult {
     /// Task name.
     pub name: String,
@@ -161,7 +161,7 @@ impl TaskResult {
 }
 
 /// A whole eval run (`eval.json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EvalReport {
     /// Model name requested.
     pub model: String,
@@ -206,7 +206,7 @@ impl EvalReport {
 }
 
 /// One task in a comparison of two runs (paired on item ids, first repeat).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TaskComparison {
     /// Task name.
     pub name: String,
@@ -234,7 +234,7 @@ pub struct TaskComparison {
 /// A paired bootstrap comparison of a graded metric: items are resampled with replacement, the
 /// same indices for both runs, and the metric recomputed on each resample (corpus BLEU from
 /// the segments' statistics, as sacreBLEU's paired bootstrap does).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct QualityComparison {
     /// `bleu` (0–100), `rouge_l` or `f1` (0–1).
     pub metric: String,
@@ -256,7 +256,7 @@ pub struct QualityComparison {
 }
 
 /// Which of two runs did better on a task, at the comparison's significance level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Difference {
     /// No significant difference.
@@ -381,7 +381,7 @@ fn paired_bootstrap(
 }
 
 /// A comparison of two runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     /// Significance level used for verdicts.
     pub alpha: f64,

@@ -10,7 +10,7 @@ use crate::report::{EvalReport, ItemRecord, TaskResult};
 use crate::task::{Item, Task};
 
 /// Decoding settings, identical for every item and repeat.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Decoding {
     /// Model name sent in each request.
     pub model: String,

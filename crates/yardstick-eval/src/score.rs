@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 /// Text normalisation applied to output and references before comparing.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(default, deny_unknown_fields)]
 pub struct Normalize {
     /// Compare case-insensitively.
@@ -35,7 +37,7 @@ impl Normalize {
 }
 
 /// A scorer kind and its options.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "scorer", rename_all = "snake_case")]
 pub enum Scorer {
     /// The (trimmed, normalised) output equals a reference.
@@ -97,7 +99,7 @@ fn half() -> f64 {
 }
 
 /// The verdict on one output.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Score {
     /// Whether the output counts as correct.
     pub correct: bool,

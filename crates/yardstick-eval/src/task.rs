@@ -9,7 +9,7 @@ use crate::EvalError;
 use crate::score::{Normalize, Score, Scorer};
 
 /// One chat message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Message {
     /// `system`, `user` or `assistant`.

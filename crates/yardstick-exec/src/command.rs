@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 pub const WORLD_SIZE_PARAM: &str = "worldSize";
 
 /// A parameter scanned over values; `{name}` in the command is replaced by each value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Parameter {
     /// Name used in `{name}` placeholders.
     pub name: String,
@@ -155,7 +155,7 @@ impl ExecConfig {
 }
 
 /// Summary of one measured quantity across runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RunSummary {
     /// Runs summarised.
     pub n: usize,
@@ -203,7 +203,7 @@ fn summarize(values: &[f64], level: f64, seed: u64) -> Option<RunSummary> {
 }
 
 /// What the metric protocol produced in one run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RunMetrics {
     /// The metrics file (`$YARDSTICK_METRICS`).
     pub file: PathBuf,
@@ -216,7 +216,7 @@ pub struct RunMetrics {
 }
 
 /// One run of a benchmark.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RunRecord {
     /// 0-based index among the benchmark's measured (or warm-up) runs.
     pub index: usize,
@@ -279,7 +279,7 @@ impl RunRecord {
 }
 
 /// Training metrics across the runs (replicates) of one benchmark.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TrainingAcrossRuns {
     /// Runs with a training analysis.
     pub replicates: usize,
@@ -294,7 +294,7 @@ pub struct TrainingAcrossRuns {
 }
 
 /// One benchmark: one parameter combination and its runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BenchmarkResult {
     /// The command as run (placeholders substituted), shell-quoted for display.
     pub command: String,
@@ -344,8 +344,46 @@ impl BenchmarkResult {
     }
 }
 
+/// What `yardstick bench exec --json` prints: one command without parameters reads as its one
+/// benchmark (with the report's `logs_dir` and `interrupted`); a parameter scan as the whole
+/// report.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum ExecOutput<'a> {
+    /// One command, no parameters.
+    Single {
+        /// Its benchmark.
+        #[serde(flatten)]
+        benchmark: &'a BenchmarkResult,
+        /// Where the logs are.
+        logs_dir: &'a std::path::Path,
+        /// Cancelled before the end.
+        interrupted: bool,
+        /// Made up by a test build's mock executor (present only then).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        mocked: bool,
+    },
+    /// A parameter scan (or a world-size sweep).
+    Scan(&'a ExecReport),
+}
+
+impl<'a> ExecOutput<'a> {
+    /// The output of `report`.
+    pub fn of(report: &'a ExecReport) -> Self {
+        match &report.benchmarks[..] {
+            [one] if one.parameters.is_empty() => ExecOutput::Single {
+                benchmark: one,
+                logs_dir: &report.logs_dir,
+                interrupted: report.interrupted,
+                mocked: report.mocked,
+            },
+            _ => ExecOutput::Scan(report),
+        }
+    }
+}
+
 /// The result of [`run_command_benchmark`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ExecReport {
     /// One entry per parameter combination, in scan order.
     pub benchmarks: Vec<BenchmarkResult>,

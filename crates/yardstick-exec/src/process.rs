@@ -54,7 +54,7 @@ pub struct ProcessSpec {
 }
 
 /// How one child ended and what it cost.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ProcessOutcome {
     /// Wall-clock time from just before spawning to reaping.
     pub wall_s: f64,

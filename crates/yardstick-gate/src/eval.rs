@@ -31,7 +31,7 @@ impl Default for EvalGateOptions {
 }
 
 /// One task of an eval comparison: the significance evidence and the gate's verdict.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EvalTaskComparison {
     /// McNemar on paired correctness and the paired bootstrap of the graded metric.
     #[serde(flatten)]
@@ -44,7 +44,7 @@ pub struct EvalTaskComparison {
 }
 
 /// Two eval result files compared (A = baseline, B = candidate).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EvalComparison {
     /// Significance level of the McNemar / bootstrap verdicts (`same`, `a_better`, `b_better`).
     pub alpha: f64,

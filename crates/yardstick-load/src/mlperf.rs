@@ -225,7 +225,7 @@ impl Mlperf {
 }
 
 /// A percentile of query latency with its uncertainty.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PercentileReport {
     /// What a query's latency is: `ttft`, `e2e` or `batch_e2e` (MultiStream).
     pub metric: &'static str,
@@ -244,7 +244,7 @@ pub struct PercentileReport {
 }
 
 /// One Server-scenario latency bound.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct BoundCheck {
     /// `ttft` or `tpot`.
     pub metric: &'static str,
@@ -261,7 +261,7 @@ pub struct BoundCheck {
 }
 
 /// What the Server scenario adds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ServerReport {
     /// The target QPS.
     pub target_qps: f64,
@@ -272,7 +272,7 @@ pub struct ServerReport {
 }
 
 /// The result of one MLPerf scenario run on one traffic scenario.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MlperfResult {
     /// `single-stream`, `multi-stream`, `server` or `offline`.
     pub scenario: &'static str,

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 /// Which API a benchmark drives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Api {
     /// `/v1/chat/completions`

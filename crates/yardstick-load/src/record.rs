@@ -6,7 +6,9 @@ use yardstick_spec::metrics::id;
 pub use yardstick_timing::Clock;
 
 /// Why a request failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     /// No connection could be made (refused, unreachable, TLS or handshake failure).
@@ -41,7 +43,7 @@ impl ErrorClass {
 }
 
 /// Where an output token count came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
     /// The server's `usage`.
@@ -53,7 +55,7 @@ pub enum TokenSource {
 }
 
 /// Where a prompt token count came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PromptTokenSource {
     /// The server's `usage.prompt_tokens`.
@@ -83,7 +85,7 @@ impl PromptTokenSource {
 }
 
 /// One request, as it happened. Timestamps are unix-epoch nanoseconds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RequestRecord {
     /// Index in the plan.
     pub index: u64,

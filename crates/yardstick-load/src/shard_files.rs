@@ -178,22 +178,64 @@ pub struct RunFlags<'a> {
     pub slo: &'a Slo,
 }
 
-/// The `summary.json` document of a run; `shard` `(i, N)` is recorded when `N > 1`.
+/// `summary.json` of a `bench serve` run and what `bench serve --json` prints: the run's
+/// settings and one summary per point; a shard's records which shard it is, a merge which
+/// directories it merged, an MLPerf run its scenario's result.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct ServeOutput<'a> {
+    /// Base URL as given.
+    pub url: &'a str,
+    /// Model name.
+    pub model: &'a str,
+    /// API as given.
+    pub api: &'a str,
+    /// Streamed responses.
+    pub stream: bool,
+    /// Seed of plans and arrivals.
+    pub seed: u64,
+    /// SLOs for goodput.
+    pub slo: &'a Slo,
+    /// `--shard i/N` of this run, when N > 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardOf>,
+    /// The shard directories a `--merge` read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<Vec<String>>,
+    /// One summary per point, in plan order.
+    pub points: Vec<&'a PointSummary>,
+    /// The MLPerf scenario's result (`--mlperf`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mlperf: Option<&'a [crate::MlperfResult]>,
+}
+
+/// Which shard of how many.
+#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
+pub struct ShardOf {
+    /// 0-based shard index.
+    pub index: u64,
+    /// Shards in the run.
+    pub count: u64,
+}
+
+/// The `summary.json` document of a run ([`ServeOutput`]); `shard` `(i, N)` is recorded when
+/// `N > 1`.
 pub fn summary_doc(flags: &RunFlags<'_>, shard: (u64, u64), points: &[PointResult]) -> Value {
-    let summaries: Vec<&PointSummary> = points.iter().map(|r| &r.summary).collect();
-    let mut doc = serde_json::json!({
-        "url": flags.url,
-        "model": flags.model,
-        "api": flags.api,
-        "stream": flags.stream,
-        "seed": flags.seed,
-        "slo": flags.slo,
-        "points": summaries,
-    });
-    if shard.1 > 1 {
-        doc["shard"] = serde_json::json!({"index": shard.0, "count": shard.1});
-    }
-    doc
+    serde_json::to_value(ServeOutput {
+        url: flags.url,
+        model: flags.model,
+        api: flags.api,
+        stream: flags.stream,
+        seed: flags.seed,
+        slo: flags.slo,
+        shard: (shard.1 > 1).then_some(ShardOf {
+            index: shard.0,
+            count: shard.1,
+        }),
+        merged_from: None,
+        points: points.iter().map(|r| &r.summary).collect(),
+        mlperf: None,
+    })
+    .expect("a summary serializes")
 }
 
 /// Writes `requests.jsonl`, `requests.parquet` (through `format`), `histograms.json` and

@@ -123,6 +123,22 @@ impl Serialize for StopReason {
     }
 }
 
+impl schemars::JsonSchema for StopReason {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StopReason".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "Why a point stopped: max_requests, max_duration, interrupted, \
+                target_unreachable: MESSAGE, or a merged point's different reasons joined with \
+                ', '.",
+            "pattern": "^(max_requests|max_duration|interrupted|target_unreachable: .*)(, .+)*$"
+        })
+    }
+}
+
 impl<'de> serde::Deserialize<'de> for StopReason {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
@@ -131,7 +147,7 @@ impl<'de> serde::Deserialize<'de> for StopReason {
 }
 
 /// Summary of one latency metric, in milliseconds.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Distribution {
     /// Number of samples.
     pub count: usize,
@@ -175,7 +191,7 @@ impl Distribution {
 }
 
 /// Service-level objectives a request must meet to count toward goodput.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Slo {
     /// Time to first token, ms.
     pub ttft_ms: Option<f64>,
@@ -206,7 +222,7 @@ impl Slo {
 }
 
 /// The load level of a point.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct LoadLevel {
     /// `concurrency` or `rate`.
     pub mode: &'static str,
@@ -228,7 +244,7 @@ fn whole_as_integer<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Err
 }
 
 /// Request counts of a point.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct RequestCounts {
     /// Measured requests that succeeded.
     pub completed: u64,
@@ -241,7 +257,7 @@ pub struct RequestCounts {
 }
 
 /// Everything reported for one (scenario, load level) point.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PointSummary {
     /// The traffic scenario as written.
     pub scenario: String,
@@ -289,7 +305,7 @@ pub struct PointSummary {
 }
 
 /// One shard's part of a point.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct ShardInfo {
     /// `i` of `i/N`.
     pub index: u64,

@@ -56,7 +56,7 @@ pub fn min_passing_queries(t: u64, p: f64, d: f64, c: f64) -> Result<u64, StatsE
 }
 
 /// The verdict for a run with a known latency bound (LoadGen's Server scenario).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EarlyStoppingVerdict {
     /// Queries processed.
     pub queries: u64,
@@ -116,7 +116,7 @@ pub fn max_claimable_percentile(n: u64, t: u64, c: f64) -> Option<f64> {
 }
 
 /// The early-stopping percentile estimate of LoadGen's SingleStream scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EarlyStoppingEstimate {
     /// The target percentile.
     pub percentile: f64,

@@ -77,7 +77,7 @@ fn check_level(level: f64) -> Result<(), StatsError> {
 }
 
 /// A distribution-free confidence interval for a quantile: two order statistics of the sample.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct OrderStatisticCi {
     /// The lower bound, the `lower_rank`-th smallest sample.
     pub lower: f64,

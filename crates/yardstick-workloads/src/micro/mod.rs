@@ -73,7 +73,7 @@ impl MicroError {
 }
 
 /// What is discarded before measuring.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Warmup {
     /// The first N iterations of every replicate.
@@ -85,7 +85,7 @@ pub enum Warmup {
 }
 
 /// The trial policy of the micro layer (docs/methodology.md#trial-policy).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TrialPolicy {
     /// Independent replicates (fresh buffers, files, connections). The methodology floor is 3.
     pub replicates: usize,
@@ -171,7 +171,7 @@ impl TrialPolicy {
 }
 
 /// One micro benchmark to run (one `layers.micro` entry of a spec).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MicroConfig {
     /// Which benchmark.
     pub kind: MicroKind,
@@ -252,7 +252,7 @@ pub fn kind_name(kind: MicroKind) -> &'static str {
 }
 
 /// One measured figure with its confidence interval.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MicroResult {
     /// Result name, e.g. `memory.triad`, `gemm.f32.1024`.
     pub name: String,
@@ -291,7 +291,7 @@ pub struct MicroResult {
 }
 
 /// Outliers found among the measured samples.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct OutlierCounts {
     /// Beyond 1.5 IQR.
     pub tukey_mild: usize,
@@ -304,7 +304,7 @@ pub struct OutlierCounts {
 }
 
 /// Something a benchmark did not measure, and why (e.g. no bf16 GEMM kernel).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     /// What would have been measured, e.g. `gemm.bf16`.
     pub name: String,
@@ -313,7 +313,7 @@ pub struct Skipped {
 }
 
 /// The results of one micro benchmark.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MicroReport {
     /// Figures measured.
     pub results: Vec<MicroResult>,

@@ -56,7 +56,7 @@ fn invalid(message: impl Into<String>, hint: impl Into<String>) -> TrainError {
 }
 
 /// Named model sizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Preset {
     /// V 256, H 64, L 2, 4 heads, S 64, batch 8: about 0.4 GFLOP per step.
@@ -186,7 +186,7 @@ impl TrainConfig {
 }
 
 /// What a training run did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TrainRun {
     /// The model shape.
     pub shape: Shape,
@@ -346,7 +346,7 @@ fn train_in_pool(
 }
 
 /// A measured GEMM peak.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GemmPeak {
     /// Best FLOP/s over the repetitions.
     pub flops: f64,

@@ -24,8 +24,13 @@ pub struct SchemaArgs {
 /// An output with a schema: its name, the command whose `--json` it describes, the schema.
 type Output = (&'static str, &'static str, fn() -> serde_json::Value);
 
-fn value(schema: schemars::Schema) -> serde_json::Value {
-    serde_json::to_value(schema).unwrap_or_default()
+/// The schema of what `T` serializes to (the serialize contract: a field skipped when empty is
+/// optional; an input schema would require it).
+fn output<T: schemars::JsonSchema>() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.contract = schemars::generate::Contract::Serialize)
+        .into_generator();
+    generator.into_root_schema_for::<T>().to_value()
 }
 
 /// Every output with a schema, in the order `--list` shows them.
@@ -37,35 +42,56 @@ pub fn outputs() -> Vec<Output> {
             yardstick_spec::json_schema,
         ),
         ("run", "yardstick run SPEC --json", || {
-            value(schemars::schema_for!(yardstick_run::RunOutcome))
+            output::<yardstick_run::RunOutcome>()
         }),
         ("env", "yardstick env --json", || {
-            value(schemars::schema_for!(yardstick_env::Capture))
+            output::<yardstick_env::Capture>()
         }),
         ("metrics", "yardstick metrics --json", || {
-            value(schemars::schema_for!(
-                Vec<yardstick_spec::metrics::MetricDef>
-            ))
+            output::<Vec<yardstick_spec::metrics::MetricDef>>()
         }),
         (
             "stats-summarize",
             "yardstick stats summarize --json",
-            || value(schemars::schema_for!(super::stats::SummaryOut<'static>)),
+            || output::<super::stats::SummaryOut<'static>>(),
         ),
         ("stats-compare", "yardstick stats compare --json", || {
-            value(schemars::schema_for!(super::stats::ComparisonOut<'static>))
+            output::<super::stats::ComparisonOut<'static>>()
         }),
         ("compare", "yardstick compare A B --json", || {
-            value(schemars::schema_for!(yardstick_gate::Comparison))
+            output::<yardstick_gate::Comparison>()
         }),
         ("validate", "yardstick validate SPEC... --json", || {
-            value(schemars::schema_for!(yardstick_spec::ValidateOutput))
+            output::<yardstick_spec::ValidateOutput>()
         }),
         ("verify", "yardstick verify RUN --json", || {
-            value(schemars::schema_for!(yardstick_store::VerifyOutput))
+            output::<yardstick_store::VerifyOutput>()
         }),
+        (
+            "bench-serve",
+            "yardstick bench serve --json (and its summary.json)",
+            || output::<yardstick_load::shard_files::ServeOutput<'static>>(),
+        ),
+        ("bench-exec", "yardstick bench exec --json", || {
+            output::<yardstick_exec::command::ExecOutput<'static>>()
+        }),
+        #[cfg(feature = "train")]
+        ("bench-train", "yardstick bench train --json", || {
+            output::<super::bench::train::TrainOutput<'static>>()
+        }),
+        ("bench-micro", "yardstick bench micro --json", || {
+            output::<super::bench::micro::MicroOutput<'static>>()
+        }),
+        ("bench-eval", "yardstick bench eval --json", || {
+            output::<yardstick_eval::EvalReport>()
+        }),
+        (
+            "bench-eval-compare",
+            "yardstick bench eval --compare A.json B.json --json",
+            || output::<yardstick_gate::eval::EvalComparison>(),
+        ),
         ("gate", "yardstick gate RUN --json", || {
-            value(schemars::schema_for!(super::gate::GateOut<'static>))
+            output::<super::gate::GateOut<'static>>()
         }),
     ]
 }

@@ -185,6 +185,7 @@ fn accuracy_equals_the_known_fraction_with_its_wilson_ci() {
         out.to_str().unwrap(),
     ]);
     let v = json_out(&o);
+    crate::schema_cli::assert_conforms("bench-eval", &v);
     let t = &v["tasks"][0];
     assert_eq!(t["name"], "ten");
     assert_eq!(t["n"], 10);
@@ -297,6 +298,7 @@ fn compare_two_runs_with_mcnemar() {
     let a = write("a.json", 0);
     let b = write("b.json", 12);
     let v = json_out(&run(&["bench", "eval", "--compare", &a, &b, "--json"]));
+    crate::schema_cli::assert_conforms("bench-eval-compare", &v);
     let t = &v["tasks"][0];
     assert_eq!(t["a_only"], 12);
     assert_eq!(t["b_only"], 0);
@@ -554,6 +556,7 @@ fn bleu_task_reports_corpus_bleu() {
     let f = out.join("eval.json");
     let f = f.to_str().unwrap();
     let c = json_out(&run(&["bench", "eval", "--compare", f, f, "--json"]));
+    crate::schema_cli::assert_conforms("bench-eval-compare", &c);
     let q = &c["tasks"][0]["quality"];
     assert_eq!(q["metric"], "bleu");
     assert_eq!(q["a"].as_f64().unwrap(), b);

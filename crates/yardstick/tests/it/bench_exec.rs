@@ -44,6 +44,7 @@ fn sleep_has_the_documented_json_shape() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v = json(&o);
+    crate::schema_cli::assert_conforms("bench-exec", &v);
     assert_eq!(v["command"], "sleep 0.01");
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3);
@@ -85,6 +86,7 @@ fn params_make_one_benchmark_per_value_and_logs_are_kept() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v = json(&o);
+    crate::schema_cli::assert_conforms("bench-exec", &v);
     let b = v["benchmarks"].as_array().unwrap();
     assert_eq!(b.len(), 2);
     assert_eq!(b[1]["parameters"]["word"], "beta");
@@ -159,6 +161,7 @@ fn failing_run_stops_the_benchmark_and_exits_1() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let v = json(&o);
+    crate::schema_cli::assert_conforms("bench-exec", &v);
     assert_eq!(v["runs"].as_array().unwrap().len(), 2);
     assert_eq!(v["stopped_early"], true);
     assert_eq!(

@@ -26,7 +26,9 @@ fn micro_json(args: &[&str]) -> Value {
         out.status.code(),
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let v = serde_json::from_slice(&out.stdout).unwrap();
+    crate::schema_cli::assert_conforms("bench-micro", &v);
+    v
 }
 
 fn result<'a>(v: &'a Value, name: &str) -> &'a Value {

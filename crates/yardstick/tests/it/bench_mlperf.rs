@@ -34,6 +34,7 @@ fn mlperf(o: &Output) -> Value {
         String::from_utf8_lossy(&o.stderr)
     );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    crate::schema_cli::assert_conforms("bench-serve", &doc);
     assert_eq!(doc["points"].as_array().unwrap().len(), 1);
     doc["mlperf"][0].clone()
 }

@@ -33,7 +33,9 @@ fn json_of(o: &Output) -> Value {
         o.status.code(),
         String::from_utf8_lossy(&o.stderr)
     );
-    serde_json::from_slice(&o.stdout).unwrap()
+    let v = serde_json::from_slice(&o.stdout).unwrap();
+    crate::schema_cli::assert_conforms("bench-serve", &v);
+    v
 }
 
 fn rows(dir: &Path) -> Vec<Value> {

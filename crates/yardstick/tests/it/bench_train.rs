@@ -51,6 +51,7 @@ fn fifty_tiny_steps_report_the_documented_keys_and_the_loss_falls() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    crate::schema_cli::assert_conforms("bench-train", &v);
     assert_eq!(v["steps"], 50);
     assert_eq!(v["measured_steps"], 45);
     assert_eq!(v["flops_per_step"], TINY_FLOPS_PER_STEP);

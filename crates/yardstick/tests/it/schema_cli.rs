@@ -13,7 +13,7 @@ fn schema(name: &str) -> serde_json::Value {
 }
 
 /// Validates `instance` against the schema of `name`, listing every violation.
-fn assert_conforms(name: &str, instance: &serde_json::Value) {
+pub(crate) fn assert_conforms(name: &str, instance: &serde_json::Value) {
     let s = schema(name);
     let validator = jsonschema::validator_for(&s).expect("a valid JSON Schema");
     let errors: Vec<String> = validator

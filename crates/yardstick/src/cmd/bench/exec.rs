@@ -9,7 +9,7 @@ use yardstick_analysis::flops;
 use yardstick_analysis::roofline::Ceilings;
 use yardstick_analysis::training::{ModelDims, TrainingConfig, WarmupPolicy};
 use yardstick_exec::command::{
-    ExecReport, Parameter, Progress, WORLD_SIZE_PARAM, fmt_s, run_command_benchmark_with_progress,
+    Parameter, Progress, WORLD_SIZE_PARAM, fmt_s, run_command_benchmark_with_progress,
 };
 use yardstick_exec::{ExecConfig, ExecError};
 
@@ -296,7 +296,7 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         eprint!("\r\x1b[2K");
     }
     if g.json {
-        output::json(&json_of(&report))?;
+        output::json(&yardstick_exec::command::ExecOutput::of(&report))?;
     } else {
         output::text(&yardstick_exec::text::report(&report))?;
     }
@@ -313,22 +313,4 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     } else {
         Status::Failure
     })
-}
-
-/// One object for a single benchmark (`{"command","runs","wall_s",...}`), or `{"benchmarks":
-/// [...]}` for a parameter scan.
-fn json_of(report: &ExecReport) -> serde_json::Value {
-    if report.benchmarks.len() == 1 && report.benchmarks[0].parameters.is_empty() {
-        let mut v = serde_json::to_value(&report.benchmarks[0]).unwrap_or_default();
-        if let serde_json::Value::Object(m) = &mut v {
-            m.insert("logs_dir".into(), serde_json::json!(report.logs_dir));
-            m.insert("interrupted".into(), report.interrupted.into());
-            if report.mocked {
-                m.insert("mocked".into(), true.into());
-            }
-        }
-        v
-    } else {
-        serde_json::to_value(report).unwrap_or_default()
-    }
 }

@@ -86,14 +86,21 @@ pub struct MicroArgs {
 }
 
 /// The JSON of `yardstick bench micro --json`.
-#[derive(Debug, Serialize)]
-struct MicroOutput<'a> {
-    machine_profile: String,
-    profile_hash: String,
-    policy: &'a TrialPolicy,
-    results: Vec<MicroResult>,
-    skipped: Vec<micro::Skipped>,
-    warnings: Vec<String>,
+/// What `yardstick bench micro --json` prints.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct MicroOutput<'a> {
+    /// This machine's profile key.
+    pub machine_profile: String,
+    /// Its hash.
+    pub profile_hash: String,
+    /// The trial policy every benchmark ran under.
+    pub policy: &'a TrialPolicy,
+    /// Every measured metric.
+    pub results: Vec<MicroResult>,
+    /// What could not be measured here, and why.
+    pub skipped: Vec<micro::Skipped>,
+    /// Things to know before quoting the numbers.
+    pub warnings: Vec<String>,
 }
 
 fn parse_kind(s: &str) -> anyhow::Result<MicroKind> {

@@ -61,7 +61,7 @@ pub fn run(_args: TrainArgs, _g: &crate::cli::GlobalOpts) -> anyhow::Result<crat
 }
 
 #[cfg(feature = "train")]
-pub use imp::run;
+pub use imp::{TrainOutput, run};
 
 #[cfg(feature = "train")]
 mod imp {
@@ -74,6 +74,35 @@ mod imp {
     use yardstick_workloads::train::{self, Preset, TrainConfig, TrainError, TrainRun};
 
     use super::TrainArgs;
+
+    /// What `yardstick bench train --json` prints: the training analysis of the trainer's steps
+    /// with the run's model, peak and bottleneck.
+    #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+    pub struct TrainOutput<'a> {
+        /// The analysis (step time, throughput, MFU, loss...).
+        #[serde(flatten)]
+        pub report: &'a TrainingReport,
+        /// The preset trained.
+        pub preset: Preset,
+        /// What the trainer did (shape, parameters, steps).
+        pub model: &'a TrainRun,
+        /// The peak MFU is measured against.
+        pub peak: Peak<'a>,
+        /// The bottleneck verdict with its evidence.
+        pub bottleneck: &'a yardstick_analysis::bottleneck::TrainingBottleneck,
+        /// Where the metric-protocol lines went (`--metrics`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub metrics_file: Option<&'a std::path::Path>,
+    }
+
+    /// The peak FLOP/s and where it came from.
+    #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+    pub struct Peak<'a> {
+        /// FLOP/s.
+        pub flops: f64,
+        /// `{"source": "given" | "measured" | ...}`, with the GEMM measurement when measured.
+        pub detail: &'a serde_json::Value,
+    }
     use crate::cli::{GlobalOpts, verbosity};
     use crate::exit::{self, Status};
     use crate::output::{self, style};
@@ -206,17 +235,17 @@ mod imp {
                 .into(),
         );
         if g.json {
-            let mut v = serde_json::to_value(&report)?;
-            if let Some(m) = v.as_object_mut() {
-                m.insert("preset".into(), json!(preset));
-                m.insert("model".into(), serde_json::to_value(&run)?);
-                m.insert("peak".into(), json!({"flops": peak, "detail": peak_source}));
-                m.insert("bottleneck".into(), serde_json::to_value(&bottleneck)?);
-                if let Some(p) = &args.metrics {
-                    m.insert("metrics_file".into(), json!(p));
-                }
-            }
-            output::json(&v)?;
+            output::json(&TrainOutput {
+                report: &report,
+                preset,
+                model: &run,
+                peak: Peak {
+                    flops: peak,
+                    detail: &peak_source,
+                },
+                bottleneck: &bottleneck,
+                metrics_file: args.metrics.as_deref(),
+            })?;
         } else {
             print_human(&run, &report, peak, &peak_source);
             let mut out = anstream::stdout().lock();
