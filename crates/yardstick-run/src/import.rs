@@ -26,7 +26,7 @@ use yardstick_workloads::micro::ingest::{self, Format, IngestError};
 use crate::{RunError, facts};
 
 /// The tools whose output can be imported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Tool {
     /// nccl-tests (`all_reduce_perf`, `all_gather_perf`, ...).
@@ -115,7 +115,7 @@ pub struct ImportOptions {
 }
 
 /// One aggregated figure.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ImportedFigure {
     /// Result name, e.g. `nccl.all_reduce.busbw.8589934592`.
     pub name: String,
@@ -134,7 +134,7 @@ pub struct ImportedFigure {
 }
 
 /// What an import produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ImportOutcome {
     /// Run id.
     pub run_id: String,

@@ -34,7 +34,7 @@ pub const FACTS_SCHEMA: &str = "yardstick.facts/v1";
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 
 /// One file written.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ExportedFile {
     /// Path relative to the export root, `/`-separated.
     pub path: String,
@@ -51,7 +51,7 @@ pub struct ExportedFile {
 }
 
 /// What an export wrote.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ExportReport {
     /// The export root.
     pub out_dir: PathBuf,

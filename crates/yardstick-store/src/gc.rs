@@ -61,7 +61,7 @@ pub struct DroppedArtifact {
 }
 
 /// `gc.json`: everything retention dropped from one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GcRecord {
     /// [`GC_SCHEMA`].
     pub schema: String,
@@ -303,7 +303,7 @@ impl GcOptions {
 }
 
 /// What retention did to one run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PrunedRun {
     /// The run.
     pub run_id: String,
@@ -316,7 +316,7 @@ pub struct PrunedRun {
 }
 
 /// A run retention left alone although it is old, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SkippedRun {
     /// The run directory's name.
     pub run: String,
@@ -325,7 +325,7 @@ pub struct SkippedRun {
 }
 
 /// The outcome of a retention pass.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GcReport {
     /// The runs directory.
     pub runs_dir: PathBuf,

@@ -153,6 +153,15 @@ jobs:
           esac
 "#;
 
+/// What `yardstick init --json` prints after writing a file.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct InitOutput {
+    /// The file written.
+    pub written: String,
+    /// The template it came from (`ci-github` for `--ci github`).
+    pub template: &'static str,
+}
+
 pub fn run(args: InitArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let owned;
     let (text, output) = match args.ci {
@@ -192,13 +201,13 @@ pub fn run(args: InitArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             std::fs::write(path, text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
             if g.json {
-                crate::output::json(&serde_json::json!({
-                    "written": path.display().to_string(),
-                    "template": match args.ci {
+                crate::output::json(&InitOutput {
+                    written: path.display().to_string(),
+                    template: match args.ci {
                         Some(_) => "ci-github",
                         None => Template::from(args.template).name(),
                     },
-                }))?;
+                })?;
             } else if args.ci.is_some() {
                 crate::output::info(&format!(
                     "wrote {} (it runs {}, gates against baselines/ and uploads the report)",

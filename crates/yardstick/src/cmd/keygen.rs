@@ -24,9 +24,11 @@ pub fn run(args: KeygenArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         )
     })?;
     if g.json {
-        crate::output::json(
-            &serde_json::json!({"secret_key": path, "public_key": public, "keyid": keyid}),
-        )?;
+        crate::output::json(&KeygenOutput {
+            secret_key: &path,
+            public_key: &public,
+            keyid: &keyid,
+        })?;
     } else {
         crate::output::outln!(
             "secret key: {} (mode 0600)\npublic key: {}\nkey id:     {keyid}",
@@ -35,6 +37,17 @@ pub fn run(args: KeygenArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         )?;
     }
     Ok(Status::Ok)
+}
+
+/// What `yardstick keygen PATH --json` prints (never the key itself).
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct KeygenOutput<'a> {
+    /// Where the secret key was written (mode 0600).
+    pub secret_key: &'a std::path::Path,
+    /// Where its public key was written (`.pub`).
+    pub public_key: &'a std::path::Path,
+    /// The key id manifests and attestations name.
+    pub keyid: &'a str,
 }
 
 /// Loads the secret key a `--key KEY` flag names (`~` expands), or `None` without the flag; an

@@ -90,6 +90,26 @@ pub fn outputs() -> Vec<Output> {
             "yardstick bench eval --compare A.json B.json --json",
             || output::<yardstick_gate::eval::EvalComparison>(),
         ),
+        ("gc", "yardstick gc --json", || {
+            output::<yardstick_store::gc::GcReport>()
+        }),
+        ("export", "yardstick export --json", || {
+            output::<yardstick_store::export::ExportReport>()
+        }),
+        ("import", "yardstick import --json", || {
+            output::<yardstick_run::import::ImportOutcome>()
+        }),
+        (
+            "trust",
+            "yardstick trust add|list|remove|require --json",
+            || output::<super::trust::TrustOutput>(),
+        ),
+        ("keygen", "yardstick keygen PATH --json", || {
+            output::<super::keygen::KeygenOutput<'static>>()
+        }),
+        ("init", "yardstick init --json", || {
+            output::<super::init::InitOutput>()
+        }),
         ("gate", "yardstick gate RUN --json", || {
             output::<super::gate::GateOut<'static>>()
         }),

@@ -58,6 +58,49 @@ pub enum TrustCommand {
     },
 }
 
+/// What `yardstick trust ... --json` prints, by subcommand.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum TrustOutput {
+    /// `list`: the policy and every trusted key.
+    List {
+        /// Runs no trusted key signed are refused.
+        require_signature: bool,
+        /// The trusted keys.
+        keys: Vec<TrustedKeyOut>,
+    },
+    /// `add`: the key now trusted.
+    Added(TrustedKeyOut),
+    /// `remove`: the key id no longer trusted.
+    Removed {
+        /// Its key id.
+        removed: String,
+    },
+    /// `require on|off`: the policy now in force.
+    Policy {
+        /// Runs no trusted key signed are refused.
+        require_signature: bool,
+    },
+}
+
+/// One trusted key.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct TrustedKeyOut {
+    /// Its yardstick key id.
+    pub keyid: String,
+    /// The file it was read from.
+    pub file: String,
+}
+
+impl From<&yardstick_store::sign::TrustedKey> for TrustedKeyOut {
+    fn from(k: &yardstick_store::sign::TrustedKey) -> Self {
+        TrustedKeyOut {
+            keyid: k.keyid.clone(),
+            file: k.source.clone(),
+        }
+    }
+}
+
 /// Runs `yardstick trust`.
 pub fn run(args: TrustArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let store = &args.store;
@@ -77,7 +120,7 @@ pub fn run(args: TrustArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 )
             })?;
             if g.json {
-                output::json(&serde_json::json!({"keyid": k.keyid, "file": k.source}))?;
+                output::json(&TrustOutput::Added((&k).into()))?;
             } else {
                 crate::output::outln!("trusting key {} ({})", k.keyid, k.source)?;
             }
@@ -90,7 +133,7 @@ pub fn run(args: TrustArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 ));
             }
             if g.json {
-                output::json(&serde_json::json!({"removed": keyid}))?;
+                output::json(&TrustOutput::Removed { removed: keyid })?;
             } else {
                 crate::output::outln!("no longer trusting key {keyid}")?;
             }
@@ -108,22 +151,18 @@ pub fn run(args: TrustArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 )?;
             }
             if g.json {
-                output::json(&serde_json::json!({"require_signature": state == "on"}))?;
+                output::json(&TrustOutput::Policy {
+                    require_signature: state == "on",
+                })?;
             }
         }
         TrustCommand::List => {
             let t = trust::load(store).map_err(store_error)?;
             if g.json {
-                let keys: Vec<_> = t
-                    .keys
-                    .keys()
-                    .iter()
-                    .map(|k| serde_json::json!({"keyid": k.keyid, "file": k.source}))
-                    .collect();
-                output::json(&serde_json::json!({
-                    "require_signature": t.require_signature,
-                    "keys": keys,
-                }))?;
+                output::json(&TrustOutput::List {
+                    require_signature: t.require_signature,
+                    keys: t.keys.keys().iter().map(TrustedKeyOut::from).collect(),
+                })?;
             } else {
                 crate::output::outln!(
                     "require signature: {}",

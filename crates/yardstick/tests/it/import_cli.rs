@@ -61,6 +61,7 @@ fn three_nccl_runs_become_replicates_with_an_interval() {
         "--json",
     ]);
     let v = run_json(&args);
+    crate::schema_cli::assert_conforms("import", &v);
     assert_eq!(v["name"], "import-nccl-all_reduce");
     assert_eq!(v["point"], "import.nccl");
     assert_eq!(v["machine_profile"], "H100x8_drv570_cuda12.8");

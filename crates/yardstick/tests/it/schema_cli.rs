@@ -290,3 +290,37 @@ fn verify_outputs_conform_to_their_schema_in_both_shapes() {
     assert!(unreadable["error"].is_string(), "{unreadable}");
     assert_conforms("verify", &unreadable);
 }
+
+#[test]
+fn key_trust_and_init_outputs_conform_to_their_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("ci.key");
+    let k = run_json(&["keygen", key.to_str().unwrap()], None);
+    assert_conforms("keygen", &k);
+    let store = dir.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let store = store.to_str().unwrap();
+    let public = k["public_key"].as_str().unwrap();
+    let added = run_json(&["trust", "add", public, "--store", store], None);
+    assert_eq!(added["keyid"], k["keyid"]);
+    let required = run_json(&["trust", "require", "on", "--store", store], None);
+    assert_eq!(required["require_signature"], true);
+    let listed = run_json(&["trust", "list", "--store", store], None);
+    let removed = run_json(
+        &[
+            "trust",
+            "remove",
+            k["keyid"].as_str().unwrap(),
+            "--store",
+            store,
+        ],
+        None,
+    );
+    for v in [&added, &required, &listed, &removed] {
+        assert_conforms("trust", v);
+    }
+    let spec = dir.path().join("bench.yaml");
+    let init = run_json(&["init", "-o", spec.to_str().unwrap()], None);
+    assert_eq!(init["written"], spec.to_str().unwrap());
+    assert_conforms("init", &init);
+}

@@ -272,6 +272,7 @@ fn export_writes_the_parquet_lake() {
         &store,
         &["export", "--parquet", lake.to_str().unwrap(), "--json"],
     ));
+    crate::schema_cli::assert_conforms("export", &r);
     assert_eq!(r["facts"], 6);
     assert_eq!(r["runs"], 3);
     let files: Vec<&str> = r["files"]
@@ -319,6 +320,8 @@ fn gc_drops_raw_files_of_old_runs_and_refuses_urls_and_bad_ages() {
         &["gc", "--keep-raw", "0s", "--dry-run", "--json"],
     ));
     assert_eq!(dry["bytes_freed"], 1004);
+    crate::schema_cli::assert_conforms("gc", &kept);
+    crate::schema_cli::assert_conforms("gc", &dry);
     assert!(run_dir.join("samples/r0.parquet").exists());
 
     let human = run(&store, &["gc", "--keep-raw", "0s"]);

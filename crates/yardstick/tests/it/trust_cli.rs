@@ -82,6 +82,7 @@ fn a_store_that_requires_signatures_refuses_what_its_keys_did_not_sign() {
     assert!(run(&store, &["trust", "require", "on"]).status.success());
     let listed = json(&run(&store, &["--json", "trust", "list"]));
     assert_eq!(listed["require_signature"], true);
+    crate::schema_cli::assert_conforms("trust", &listed);
     assert_eq!(listed["keys"].as_array().unwrap().len(), 1);
 
     // Imports: unsigned or signed by another key are refused before anything is stored.
