@@ -685,6 +685,44 @@ pub fn comparison_text(
     out
 }
 
+/// One device's ceilings from the text of a `yardstick bench micro --json` (or `yardstick import
+/// --json`) document: the best `gemm.<dtype>.N` of the workload's `precision` and
+/// `memory.triad` ([`Ceilings::from_micro_for`]), with a description of the source that names
+/// `source` (the file). The error says what the document lacks.
+pub fn ceilings_from_micro_json(
+    text: &[u8],
+    precision: &str,
+    source: &str,
+) -> Result<(Ceilings, String), String> {
+    let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    let results = v["results"].as_array().ok_or("no `results` list")?;
+    let triples: Vec<(&str, f64, &str)> = results
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r["name"].as_str()?,
+                r["value"].as_f64()?,
+                r["unit"].as_str()?,
+            ))
+        })
+        .collect();
+    let dtype = gemm_dtype(precision)
+        .ok_or_else(|| format!("no GEMM element type for dtype `{precision}`"))?;
+    let (c, src) = Ceilings::from_micro_for(
+        v["machine_profile"].as_str().unwrap_or("this machine"),
+        precision,
+        triples,
+    )
+    .ok_or_else(|| {
+        format!("needs a gemm.{dtype}.N and a memory.triad result (`bench micro memory gemm`)")
+    })?;
+    let note = src.note.map_or(String::new(), |n| format!("; {n}"));
+    Ok((
+        c,
+        format!("measured ({source}: {}, {}{note})", src.peak, src.memory),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -857,6 +895,28 @@ mod tests {
         assert_eq!(at.attainable_a, at.attainable_b);
         // A machine better in both has no crossover.
         assert_eq!(compare(&a, &a, 10.0).unwrap().crossover_intensity, None);
+    }
+
+    #[test]
+    fn ceilings_from_a_micro_json_document() {
+        let doc = br#"{"machine_profile": "vm", "results": [
+            {"name": "memory.triad", "value": 14.6, "unit": "GB/s"},
+            {"name": "gemm.f32.2048", "value": 131.0, "unit": "GFLOP/s"},
+            {"name": "gemm.f32.512", "value": 98.0}
+        ]}"#;
+        let (c, src) = ceilings_from_micro_json(doc, "fp32", "micro.json").unwrap();
+        assert_eq!((c.peak_flops, c.memory_bw), (131e9, 14.6e9));
+        assert_eq!(c.label, "vm");
+        assert_eq!(src, "measured (micro.json: gemm.f32.2048, memory.triad)");
+        let no_triad =
+            br#"{"results": [{"name": "gemm.f32.64", "value": 1.0, "unit": "GFLOP/s"}]}"#;
+        let e = ceilings_from_micro_json(no_triad, "fp32", "m.json").unwrap_err();
+        assert!(e.contains("needs a gemm.f32.N and a memory.triad"), "{e}");
+        assert_eq!(
+            ceilings_from_micro_json(b"{}", "fp32", "m.json").unwrap_err(),
+            "no `results` list"
+        );
+        assert!(ceilings_from_micro_json(b"not json", "fp32", "m.json").is_err());
     }
 
     #[test]

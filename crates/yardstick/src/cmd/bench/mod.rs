@@ -43,56 +43,25 @@ pub fn run(args: BenchArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
 }
 
 /// One device's ceilings from a `yardstick bench micro --json` file (or a `yardstick import
-/// --json` one): the best `gemm.<dtype>.N` of the workload's `dtype` (bf16 for bf16 and mixed,
-/// falling back to f32, said so, when the file has no bf16 GEMM) and `memory.triad`, with a
-/// description of the source.
-/// `what` names the argument in errors (`--micro`).
+/// --json` one), as `yardstick_analysis::roofline::ceilings_from_micro_json` reads it; `what`
+/// names the argument in errors (`--micro`).
 pub fn ceilings_from_micro_file(
     path: &std::path::Path,
     dtype: &str,
     what: &str,
 ) -> anyhow::Result<(yardstick_analysis::roofline::Ceilings, String)> {
-    let bad = |why: String| {
+    let read = std::fs::read(path).map_err(|e| e.to_string());
+    read.and_then(|bytes| {
+        yardstick_analysis::roofline::ceilings_from_micro_json(
+            &bytes,
+            dtype,
+            &path.display().to_string(),
+        )
+    })
+    .map_err(|why| {
         crate::exit::invalid(
             format!("{what} {}: {why}", path.display()),
             Some("write it with `yardstick bench micro memory gemm --json > micro.json`"),
         )
-    };
-    let bytes = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
-    let results = v["results"]
-        .as_array()
-        .ok_or_else(|| bad("no `results` list".into()))?;
-    let triples: Vec<(&str, f64, &str)> = results
-        .iter()
-        .filter_map(|r| {
-            Some((
-                r["name"].as_str()?,
-                r["value"].as_f64()?,
-                r["unit"].as_str()?,
-            ))
-        })
-        .collect();
-    let gemm_dtype = yardstick_analysis::roofline::gemm_dtype(dtype)
-        .ok_or_else(|| bad(format!("no GEMM element type for dtype `{dtype}`")))?;
-    let (c, src) = yardstick_analysis::roofline::Ceilings::from_micro_for(
-        v["machine_profile"].as_str().unwrap_or("this machine"),
-        dtype,
-        triples,
-    )
-    .ok_or_else(|| {
-        bad(format!(
-            "needs a gemm.{gemm_dtype}.N and a memory.triad result (`bench micro memory gemm`)"
-        ))
-    })?;
-    let note = src.note.map_or(String::new(), |n| format!("; {n}"));
-    Ok((
-        c,
-        format!(
-            "measured ({}: {}, {}{note})",
-            path.display(),
-            src.peak,
-            src.memory
-        ),
-    ))
+    })
 }
