@@ -18,6 +18,8 @@
 //! * [`timeline`]: when each metric line arrived, and the run's wall time split into start-up,
 //!   steps and teardown from it.
 //! * [`spec`]: the command benchmark of a `kind: command` e2e entry of a BenchmarkRun.
+//! * [`startup`]: how long a started process takes to become ready (first output, listen,
+//!   ready, shutdown, peak RSS), cold or warm.
 //!
 //! Unix only: process groups, `wait4` and signals are POSIX.
 #![deny(missing_docs)]
@@ -27,6 +29,7 @@ mod error;
 pub mod process;
 pub mod protocol;
 pub mod spec;
+pub mod startup;
 pub mod text;
 pub mod timeline;
 

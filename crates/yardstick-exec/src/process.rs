@@ -214,7 +214,7 @@ fn group_alive(pid: libc::pid_t) -> bool {
     unsafe { libc::kill(-pid, 0) == 0 }
 }
 
-fn reap(pid: libc::pid_t) -> Result<(libc::c_int, libc::rusage), ExecError> {
+pub(crate) fn reap(pid: libc::pid_t) -> Result<(libc::c_int, libc::rusage), ExecError> {
     let mut status = 0;
     // SAFETY: rusage is plain old data; wait4 fills it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -238,7 +238,7 @@ fn timeval_s(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 * 1e-6
 }
 
-fn max_rss_bytes(ru_maxrss: libc::c_long) -> u64 {
+pub(crate) fn max_rss_bytes(ru_maxrss: libc::c_long) -> u64 {
     // Linux reports kilobytes, macOS bytes.
     let v = ru_maxrss.max(0) as u64;
     if cfg!(target_os = "macos") {
@@ -249,14 +249,14 @@ fn max_rss_bytes(ru_maxrss: libc::c_long) -> u64 {
 }
 
 /// Waits for a child to become reapable without reaping it.
-struct Waiter {
+pub(crate) struct Waiter {
     pid: libc::pid_t,
     /// A pidfd when the kernel has them: readable once the child has exited.
     pidfd: Option<libc::c_int>,
 }
 
 impl Waiter {
-    fn new(pid: libc::pid_t) -> Self {
+    pub(crate) fn new(pid: libc::pid_t) -> Self {
         #[cfg(target_os = "linux")]
         let pidfd = {
             // SAFETY: pidfd_open(pid, 0) has no memory arguments.
@@ -269,7 +269,7 @@ impl Waiter {
     }
 
     /// True once the child has exited; false when `timeout` passed first (or a signal arrived).
-    fn wait_exit(&self, timeout: Duration) -> Result<bool, ExecError> {
+    pub(crate) fn wait_exit(&self, timeout: Duration) -> Result<bool, ExecError> {
         match self.pidfd {
             Some(fd) => {
                 let mut pfd = libc::pollfd {

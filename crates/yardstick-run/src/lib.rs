@@ -18,6 +18,7 @@ pub mod micro;
 pub mod plan;
 pub mod scaling;
 pub mod serve;
+pub mod startup;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -38,7 +39,7 @@ pub fn nothing_to_run(spec: &BenchmarkRun, plan: &Plan) -> Option<String> {
     if !missing.is_empty() {
         return Some(format!(
             "{} would measure nothing: this version of yardstick does not run component layers \
-             of kind dataloader or startup yet",
+             of kind dataloader yet",
             missing.join(", ")
         ));
     }
@@ -394,6 +395,7 @@ pub fn execute(
                     PointWork::Eval { .. } => "eval".into(),
                     PointWork::Train { .. } => "train".into(),
                     PointWork::Command { .. } => "command".into(),
+                    PointWork::Startup { .. } => "startup".into(),
                 },
                 params: serde_json::to_value(&p.work).expect("JSON"),
             })
@@ -442,6 +444,12 @@ pub fn execute(
     }
 
     let scratch = opts.store.join("tmp").join(&run_id);
+    let component_layers: Vec<yardstick_spec::ComponentLayer> = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.layers.as_ref())
+        .and_then(|l| l.component.clone())
+        .unwrap_or_default();
     let e2e_layers: Vec<yardstick_spec::E2eLayer> = spec
         .spec
         .as_ref()
@@ -548,6 +556,11 @@ pub fn execute(
                     cancel: opts.cancel.clone(),
                 })
                 .map(|o| (o.summary, Some(o.samples), o.logs))
+            }
+            PointWork::Startup { layer, argv, cache } => {
+                let entry = component_layers.get(*layer).cloned().unwrap_or_default();
+                startup::run_replicate(&entry, argv, cache, &scratch, opts.cancel.clone())
+                    .map(|o| (o.summary, None, o.logs))
             }
             PointWork::Command { layer, argv, .. } => {
                 let entry = e2e_layers.get(*layer).cloned().unwrap_or_default();

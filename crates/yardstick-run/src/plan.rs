@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::Serialize;
 use yardstick_spec::rules::task_name;
 use yardstick_spec::{
-    Api, BenchmarkRun, ComponentKind, ComponentLayer, E2eKind, LoadMode, MicroKind, MlperfScenario,
-    Order, ScenarioSpec,
+    Api, BenchmarkRun, CacheMode, CacheModes, ComponentKind, ComponentLayer, E2eKind, LoadMode,
+    MicroKind, MlperfScenario, Order, ScenarioSpec,
 };
 
 /// What one point runs.
@@ -125,7 +125,19 @@ pub enum PointWork {
         #[serde(with = "secs_opt")]
         timeout: Option<Duration>,
     },
+    /// Start-up time of a component command, in one page-cache state.
+    Startup {
+        /// Index of the component entry in the spec.
+        layer: usize,
+        /// The command.
+        argv: Vec<String>,
+        /// `cold` or `warm`.
+        cache: String,
+    },
 }
+
+/// How long a startup layer waits for ready when the spec sets no `timeout`.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(300);
 
 mod secs_opt {
     use std::time::Duration;
@@ -327,7 +339,7 @@ fn fmt_value(v: f64) -> String {
 }
 
 /// The layer entries of `run` that the planner turns into no point: component kinds this
-/// version does not execute yet (`dataloader`, `startup`), as `layers.component[i] (kind: K)`.
+/// version does not execute yet (`dataloader`), as `layers.component[i] (kind: K)`.
 /// A run refuses a spec that has any, rather than store a run that silently measured less than
 /// it asked for.
 pub fn unplanned(run: &BenchmarkRun) -> Vec<String> {
@@ -341,9 +353,8 @@ pub fn unplanned(run: &BenchmarkRun) -> Vec<String> {
         .enumerate()
         .filter_map(|(i, c)| {
             let kind = match c.kind? {
-                ComponentKind::Serve | ComponentKind::Eval => return None,
+                ComponentKind::Serve | ComponentKind::Eval | ComponentKind::Startup => return None,
                 ComponentKind::Dataloader => "dataloader",
-                ComponentKind::Startup => "startup",
             };
             Some(format!("layers.component[{i}] (kind: {kind})"))
         })
@@ -399,6 +410,31 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
     for (i, c) in layers.component.iter().flatten().enumerate() {
         if c.kind == Some(ComponentKind::Eval) {
             eval_points(i, c, level, &mut points, &mut estimate);
+            continue;
+        }
+        if c.kind == Some(ComponentKind::Startup) {
+            let modes = c
+                .cache
+                .as_ref()
+                .map_or(vec![CacheMode::Warm], CacheModes::modes);
+            let timeout = c.timeout.map_or(STARTUP_TIMEOUT, |t| t.0);
+            let grace = c.grace.map_or(10.0, |g| g.0.as_secs_f64());
+            for mode in modes {
+                // A warm start is two starts; each may take the timeout and the grace period.
+                let starts = if mode == CacheMode::Warm { 2.0 } else { 1.0 };
+                estimate = estimate.map(|e| e + starts * (timeout.as_secs_f64() + grace));
+                let id = format!("component.{i}.startup/{}", mode.as_str());
+                points.push(Point {
+                    slug: slug(&id),
+                    id,
+                    layer: "component".into(),
+                    work: PointWork::Startup {
+                        layer: i,
+                        argv: c.command.clone().unwrap_or_default(),
+                        cache: mode.as_str().into(),
+                    },
+                });
+            }
             continue;
         }
         if c.kind != Some(ComponentKind::Serve) {

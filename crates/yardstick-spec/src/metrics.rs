@@ -339,6 +339,53 @@ pub const CATALOGUE: &[MetricDef] = &[
         None,
         "An MLPerf scenario's counts and sample rate for a point (its PASS/FAIL and validity are in the run's summary)."
     ),
+    // Start-up (component layers of kind startup).
+    m!(
+        "time_to_ready_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        Some("value"),
+        "From starting the command to its readiness check passing (HTTP status, log line or exit).",
+        &["value"]
+    ),
+    m!(
+        "time_to_first_output_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "From starting the command to its first byte on stdout or stderr."
+    ),
+    m!(
+        "time_to_listen_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "From starting the command to the first TCP connection its port accepts."
+    ),
+    m!(
+        "shutdown_s",
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "From SIGTERM to the ready process's exit (SIGKILL after the grace period counts in full)."
+    ),
+    m!(
+        "startup_peak_rss_bytes",
+        "bytes",
+        LowerIsBetter,
+        Memory,
+        VALUE,
+        Some("value"),
+        "Peak resident set size of the started process (or its largest waited-for descendant) up to its stop after ready."
+    ),
     // A workload's own metrics (metric protocol keys it defines itself).
     m!(
         "custom.<name>",
@@ -1010,6 +1057,7 @@ mod tests {
             ("itl_ms", "p50"),
             ("e2e_ms", "p50"),
             ("e2e_ms", "p99"),
+            ("time_to_ready_s", "value"),
             ("step_time_s", "p50"),
             ("tokens_per_s", "aggregate"),
             ("samples_per_s", "aggregate"),

@@ -538,6 +538,74 @@ pub struct ComponentLayer {
     pub stop_sequences: Option<Vec<String>>,
     /// Requests in flight at once (eval; default 1).
     pub concurrency: Option<u32>,
+    /// When the started command counts as ready: an HTTP probe, a line on its output, or its
+    /// exit (startup).
+    pub ready: Option<Readiness>,
+    /// Page-cache state of each start: `cold` (the page cache dropped before it, where
+    /// permitted), `warm` (after a discarded warm-up start), or both, one point each (startup;
+    /// default warm).
+    pub cache: Option<CacheModes>,
+    /// The TCP port whose first accepted connection is the time to listen (startup; default:
+    /// the port of `ready.http`).
+    pub port: Option<u16>,
+    /// Time between SIGTERM and SIGKILL when the ready process is stopped (startup; default
+    /// 10s).
+    pub grace: Option<DurationSpec>,
+}
+
+/// When a started process is ready. Exactly one of `http`, `log` and `exit`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Readiness {
+    /// An `http://` URL polled until it answers with `expect`.
+    pub http: Option<String>,
+    /// The status code `http` must answer (default 200).
+    pub expect: Option<u16>,
+    /// Text that a line of the process's output (stdout or stderr) contains once it is ready.
+    pub log: Option<String>,
+    /// `true`: the process is ready when it exits with status 0 (a job that prepares something).
+    pub exit: Option<bool>,
+}
+
+/// Page-cache state of a start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheMode {
+    /// The page cache is dropped before the start (needs root; said so when not permitted).
+    Cold,
+    /// A discarded warm-up start comes first.
+    Warm,
+}
+
+impl CacheMode {
+    /// `cold` or `warm`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheMode::Cold => "cold",
+            CacheMode::Warm => "warm",
+        }
+    }
+}
+
+/// One cache mode or several (`cache: cold` or `cache: [cold, warm]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged, expecting = "cold, warm, or a list of them")]
+pub enum CacheModes {
+    /// One mode.
+    One(CacheMode),
+    /// Several, one point each.
+    Many(Vec<CacheMode>),
+}
+
+impl CacheModes {
+    /// The modes as a list, in the order given.
+    pub fn modes(&self) -> Vec<CacheMode> {
+        match self {
+            CacheModes::One(m) => vec![*m],
+            CacheModes::Many(v) => v.clone(),
+        }
+    }
 }
 
 /// Component kinds.

@@ -145,6 +145,10 @@ pub const RULES: &[RuleInfo] = &[
         summary: "command layers have a command; world-size sweeps use {worldSize}",
     },
     RuleInfo {
+        id: "startup-config",
+        summary: "startup layers have a command and exactly one readiness check (an http:// URL, a log line or the exit), a sane expected status, and each cache mode once",
+    },
+    RuleInfo {
         id: "eval-config",
         summary: "eval layers name a model, tasks (bundled or .jsonl) or perplexity, chat or completions, and sane repeat/confidence/maxTokens/concurrency/timeout; no serve or command fields",
     },
@@ -513,6 +517,9 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
         match c.kind {
             Some(ComponentKind::Serve) => serve(c, &base, cx),
             Some(ComponentKind::Eval) => eval(spec, c, &base, cx),
+            Some(ComponentKind::Startup) if c.command.as_ref().is_some_and(|v| !v.is_empty()) => {
+                startup(c, &base, cx)
+            }
             Some(_) if c.command.as_ref().is_none_or(Vec::is_empty) => {
                 cx.error_at_key(
                     "command-config",
@@ -612,6 +619,78 @@ fn target_files(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
                     dir.display()
                 ),
                 &format!("check the path; it names {what}"),
+            );
+        }
+    }
+}
+
+fn startup(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
+    let hint = "add `ready: {http: \"http://127.0.0.1:8000/health\"}`, `ready: {log: \"listening\"}` or `ready: {exit: true}`";
+    let Some(r) = &c.ready else {
+        cx.error_at_key(
+            "startup-config",
+            base,
+            "a startup layer needs `ready`: when the started command counts as ready".into(),
+            hint,
+        );
+        return;
+    };
+    let rb = format!("{base}/ready");
+    let checks = [r.http.is_some(), r.log.is_some(), r.exit == Some(true)];
+    if checks.iter().filter(|&&x| x).count() != 1 {
+        cx.error_at_key(
+            "startup-config",
+            &rb,
+            "`ready` needs exactly one of `http`, `log` and `exit: true`".into(),
+            hint,
+        );
+    }
+    if let Some(url) = &r.http
+        && !url.starts_with("http://")
+    {
+        cx.error(
+            "startup-config",
+            &format!("{rb}/http"),
+            format!("`ready.http` must be an http:// URL, got `{url}`"),
+            "e.g. http://127.0.0.1:8000/health (the probe speaks plain HTTP to a local port)",
+        );
+    }
+    if let Some(code) = r.expect {
+        if r.http.is_none() {
+            cx.error_at_key(
+                "startup-config",
+                &format!("{rb}/expect"),
+                "`ready.expect` applies to `ready.http`".into(),
+                "drop it, or add `http: URL`",
+            );
+        } else if !(100..=599).contains(&code) {
+            cx.error(
+                "startup-config",
+                &format!("{rb}/expect"),
+                format!("`ready.expect` is {code}, not an HTTP status"),
+                "e.g. expect: 200",
+            );
+        }
+    }
+    if let Some(log) = &r.log
+        && log.is_empty()
+    {
+        cx.error(
+            "startup-config",
+            &format!("{rb}/log"),
+            "`ready.log` is empty: every line would match".into(),
+            "give text the process prints once it is ready, e.g. `log: \"server is listening\"`",
+        );
+    }
+    if let Some(modes) = &c.cache {
+        let m = modes.modes();
+        let dup = m.iter().enumerate().any(|(i, x)| m[..i].contains(x));
+        if m.is_empty() || dup {
+            cx.error_at_key(
+                "startup-config",
+                &format!("{base}/cache"),
+                "`cache` lists each of cold and warm at most once, and at least one".into(),
+                "e.g. cache: [cold, warm]",
             );
         }
     }

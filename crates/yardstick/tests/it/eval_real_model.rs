@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const DEFAULT_DIR: &str = "/var/tmp/yardstick-llama";
+pub(crate) const DEFAULT_DIR: &str = "/var/tmp/yardstick-llama";
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Printed past the test harness's capture, so a skip is visible in every run.
@@ -39,7 +39,7 @@ impl Drop for Llama {
     }
 }
 
-fn locate() -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn locate() -> Option<(PathBuf, PathBuf)> {
     let python = std::env::var_os("YARDSTICK_LLAMA_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(DEFAULT_DIR).join("venv/bin/python"));

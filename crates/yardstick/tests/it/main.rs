@@ -32,6 +32,7 @@ mod run_cli;
 mod run_eval;
 mod run_failures;
 mod run_scaling;
+mod run_startup;
 mod schema_cli;
 mod secrets_canary;
 mod sim_cli;

@@ -697,6 +697,7 @@ fn every_component_kind_is_planned_or_refused_by_name() {
         let entry = match kind.as_str() {
             "serve" => "kind: serve\n        target: {url: sim, api: chat, model: sim-llama}\n        scenarios: [\"D(20,10)\"]\n        load: {mode: concurrency, values: [1]}\n        stop: {maxRequests: 4}".to_string(),
             "eval" => "kind: eval\n        target: {url: sim, api: chat, model: sim-llama}\n        tasks: [arith]".to_string(),
+            "startup" => "kind: startup\n        command: [\"true\"]\n        ready: {exit: true}".to_string(),
             other => format!("kind: {other}\n        command: [\"true\"]"),
         };
         let spec_text = serve_spec("", 4).replace(
@@ -710,7 +711,7 @@ fn every_component_kind_is_planned_or_refused_by_name() {
         assert!(v.status.success(), "{kind}: {}", stderr(&v));
         let (o, plan) = run_json(&spec, &store, &["--dry-run"]);
         match kind.as_str() {
-            "serve" | "eval" => {
+            "serve" | "eval" | "startup" => {
                 assert!(o.status.success(), "{kind}: {}", stderr(&o));
                 let points = plan["points"].as_array().unwrap();
                 assert!(!points.is_empty(), "{kind}: {plan}");
