@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 /// How bad a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// The spec is invalid.
@@ -25,7 +25,7 @@ impl Severity {
 }
 
 /// One finding about a spec.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Diagnostic {
     /// Error or warning.
     pub severity: Severity,

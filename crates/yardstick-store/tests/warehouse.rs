@@ -186,6 +186,7 @@ fn sqlite_filters_runs_fills_dimensions_and_guards_baselines() {
         name: Some("serve".into()),
         since: Some("2026-05-01T00:00:00.001Z".into()),
         limit: Some(5),
+        ..Default::default()
     };
     assert_eq!(ids(&mut w, combined), ["01D"]);
     let limited = RunFilter {
@@ -193,6 +194,30 @@ fn sqlite_filters_runs_fills_dimensions_and_guards_baselines() {
         ..Default::default()
     };
     assert_eq!(ids(&mut w, limited), ["01D", "01C"]);
+    // Paging and a time window: `until` is exclusive, `offset` skips the newest first.
+    let paged = RunFilter {
+        limit: Some(2),
+        offset: Some(1),
+        ..Default::default()
+    };
+    assert_eq!(ids(&mut w, paged), ["01C", "01B"]);
+    let skipped = RunFilter {
+        offset: Some(3),
+        ..Default::default()
+    };
+    assert_eq!(ids(&mut w, skipped), ["01A"]);
+    let window = RunFilter {
+        since: Some("2026-05-01T00:00:00.001Z".into()),
+        until: Some("2026-05-15T00:00:00Z".into()),
+        ..Default::default()
+    };
+    assert_eq!(ids(&mut w, window), ["01B"]);
+    let by_status = |status: &str| RunFilter {
+        status: Some(status.into()),
+        ..Default::default()
+    };
+    assert_eq!(ids(&mut w, by_status("complete")).len(), 4);
+    assert!(ids(&mut w, by_status("x' OR '1'='1")).is_empty());
     let bad_since = RunFilter {
         since: Some("yesterday".into()),
         ..Default::default()

@@ -24,7 +24,7 @@ pub use sqlite::SqliteWarehouse;
 pub const SQLITE_FILE: &str = "yardstick.db";
 
 /// One run, as the warehouse knows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRow {
     /// ULID.
     pub run_id: String,
@@ -53,7 +53,7 @@ pub struct RunRow {
 }
 
 /// One point of a run's plan (a cell of the sweep).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointRow {
     /// Run.
     pub run_id: String,
@@ -68,7 +68,7 @@ pub struct PointRow {
 }
 
 /// One replicate of a point.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplicateRow {
     /// Run.
     pub run_id: String,
@@ -87,7 +87,7 @@ pub struct ReplicateRow {
 }
 
 /// One fact: a statistic of a metric at a point (and replicate, or the point as a whole).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FactRow {
     /// Run.
     pub run_id: String,
@@ -116,7 +116,7 @@ pub struct FactRow {
 }
 
 /// A stored baseline: the reference run for a (machine profile, benchmark) pair.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BaselineRow {
     /// Machine profile key.
     pub machine_profile: String,
@@ -163,8 +163,14 @@ pub struct RunFilter {
     pub name: Option<String>,
     /// Only runs started at or after this RFC 3339 time.
     pub since: Option<String>,
+    /// Only runs started before this RFC 3339 time.
+    pub until: Option<String>,
+    /// Only runs in this state (`running`, `incomplete`, `complete`).
+    pub status: Option<String>,
     /// At most this many, newest first.
     pub limit: Option<usize>,
+    /// Skip this many of the matching runs first (paging, with `limit`).
+    pub offset: Option<usize>,
 }
 
 /// The result of a read-only query.

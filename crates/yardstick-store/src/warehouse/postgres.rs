@@ -354,7 +354,12 @@ impl Warehouse for PostgresWarehouse {
             .as_deref()
             .map(super::canonical_time)
             .transpose()?;
-        let (q, args) = sql::select_runs(filter, since);
+        let until = filter
+            .until
+            .as_deref()
+            .map(super::canonical_time)
+            .transpose()?;
+        let (q, args) = sql::select_runs(filter, since, until);
         let params: Vec<&(dyn ToSql + Sync)> =
             args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
         let rows = self.client.query(&pg(&q), &params).map_err(db_err)?;

@@ -125,6 +125,7 @@ pub(crate) const SELECT_CALIBRATIONS: &str = "SELECT machine_profile, benchmark,
 pub(crate) fn select_runs(
     filter: &super::RunFilter,
     since: Option<String>,
+    until: Option<String>,
 ) -> (String, Vec<String>) {
     let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs");
     let mut conds = Vec::new();
@@ -142,13 +143,24 @@ pub(crate) fn select_runs(
     if let Some(s) = since {
         add("started_at", ">=", s);
     }
+    if let Some(u) = until {
+        add("started_at", "<", u);
+    }
+    if let Some(st) = &filter.status {
+        add("status", "=", st.clone());
+    }
     if !conds.is_empty() {
         sql.push_str(" WHERE ");
         sql.push_str(&conds.join(" AND "));
     }
     sql.push_str(" ORDER BY started_at DESC, run_id DESC");
-    if let Some(l) = filter.limit {
-        sql.push_str(&format!(" LIMIT {l}"));
+    // Both numbers are `usize`, written into the statement (never text from a caller).
+    match (filter.limit, filter.offset) {
+        (Some(l), Some(o)) => sql.push_str(&format!(" LIMIT {l} OFFSET {o}")),
+        (Some(l), None) => sql.push_str(&format!(" LIMIT {l}")),
+        // SQLite needs a LIMIT before an OFFSET; -1 is none (PostgreSQL: ALL).
+        (None, Some(o)) => sql.push_str(&format!(" LIMIT {} OFFSET {o}", i64::MAX)),
+        (None, None) => {}
     }
     (sql, args)
 }

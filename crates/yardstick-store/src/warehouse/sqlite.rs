@@ -344,7 +344,12 @@ impl Warehouse for SqliteWarehouse {
             .as_deref()
             .map(super::canonical_time)
             .transpose()?;
-        let (q, args) = sql::select_runs(filter, since);
+        let until = filter
+            .until
+            .as_deref()
+            .map(super::canonical_time)
+            .transpose()?;
+        let (q, args) = sql::select_runs(filter, since, until);
         let mut st = self.conn.prepare(&q).map_err(db_err)?;
         let rows = st
             .query_map(rusqlite::params_from_iter(args.iter()), run_from_row)
