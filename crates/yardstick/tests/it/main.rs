@@ -33,6 +33,7 @@ mod run_failures;
 mod run_scaling;
 mod schema_cli;
 mod secrets_canary;
+mod server;
 mod sim_cli;
 mod sim_flags;
 mod stats_cli;
