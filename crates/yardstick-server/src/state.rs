@@ -149,7 +149,8 @@ impl AppState {
             .run_dir(run)
             .and_then(|dir| yardstick_store::fsutil::read_in(&dir, "spec.yaml").ok())
             .and_then(|bytes| yardstick_spec::check_bytes(&bytes).spec)
-            .map(|spec| spec.metadata.labels.into_iter().collect())
+            .and_then(|spec| spec.metadata)
+            .map(|m| m.labels)
             .unwrap_or_default();
         let labels = Arc::new(labels);
         self.labels

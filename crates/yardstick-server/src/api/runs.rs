@@ -7,7 +7,7 @@ use axum::extract::State;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use yardstick_store::warehouse::{
-    FactRow, PointRow, ReplicateRow, RunFilter, RunRow, find_run, since_to_time,
+    FactRow, PointRow, ReplicateRow, RunFilter, RunRow, Warehouse, find_run, since_to_time,
 };
 use yardstick_store::{Manifest, RunStatus};
 
@@ -79,7 +79,7 @@ fn time_bound(flag: &str, v: Option<&str>) -> Result<Option<String>, ApiError> {
 /// The runs a query selects, and the next page's offset.
 pub fn select(
     state: &AppState,
-    w: &mut dyn yardstick_store::warehouse::Warehouse,
+    w: &mut dyn Warehouse,
     q: &RunsQuery,
 ) -> Result<RunsPage, ApiError> {
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);

@@ -21,7 +21,7 @@ pub struct ValidateQuery {
 }
 
 /// One spec's result, as in `yardstick validate --json`.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct FileReport {
     /// The spec's name.
     pub file: String,
