@@ -142,8 +142,8 @@ async fn not_found() -> ApiError {
     )
 }
 
-/// The whole application: routes, the OpenAPI document, authorization, access log and metrics.
-pub fn router(state: Arc<AppState>) -> axum::Router {
+/// The routes with their OpenAPI document (as JSON), before any state is attached.
+pub fn documented_routes() -> (axum::Router<Arc<AppState>>, String) {
     aide::generate::extract_schemas(true);
     let mut api = OpenApi {
         info: Info {
@@ -243,10 +243,15 @@ pub fn router(state: Arc<AppState>) -> axum::Router {
             })
             .layer(axum::extract::DefaultBodyLimit::max(VALIDATE_BODY_LIMIT)),
         )
-        .fallback(not_found)
-        .with_state(state.clone());
+        .fallback(not_found);
     let app = app.finish_api(&mut api);
-    let doc = Arc::new(openapi_json(api));
+    (app, openapi_json(api))
+}
+
+/// The whole application: routes, the OpenAPI document, authorization, access log and metrics.
+pub fn router(state: Arc<AppState>) -> axum::Router {
+    let (app, doc) = documented_routes();
+    let doc = Arc::new(doc);
     app.route(
         "/api/openapi.json",
         axum::routing::get(move || {
@@ -263,7 +268,8 @@ pub fn router(state: Arc<AppState>) -> axum::Router {
         }),
     )
     .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
-    .layer(middleware::from_fn_with_state(state, crate::access::layer))
+    .layer(middleware::from_fn_with_state(state.clone(), crate::access::layer))
+    .with_state(state)
 }
 
 /// The OpenAPI document as JSON, with axum's catch-all `{*path}` spelled as OpenAPI's `{path}`
@@ -286,4 +292,55 @@ fn openapi_json(mut api: OpenApi) -> String {
         }
     });
     serde_json::to_string(&value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_openapi_document_lists_every_route_and_only_those() {
+        let (_, doc) = documented_routes();
+        let doc: serde_json::Value = serde_json::from_str(&doc).unwrap();
+        assert_eq!(doc["openapi"], "3.1.0");
+        let mut listed = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                listed.push(format!("{} {path}", method.to_uppercase()));
+            }
+        }
+        listed.sort();
+        let mut want: Vec<String> = ROUTES.iter().map(|r| r.to_string()).collect();
+        want.sort();
+        assert_eq!(listed, want);
+        // The catch-all's parameter is named like the template's.
+        let params = &doc["paths"]["/api/v1/runs/{id}/artifacts/{path}"]["get"]["parameters"];
+        let names: Vec<&str> = params
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["id", "path"]);
+        // Errors are documented with their JSON body.
+        let runs = &doc["paths"]["/api/v1/runs"]["get"]["responses"];
+        for code in ["200", "400", "401", "404"] {
+            assert!(runs[code]["content"]["application/json"].is_object(), "{code}: {runs}");
+        }
+    }
+
+    #[test]
+    fn writes_always_need_a_token_reads_only_when_required() {
+        let get = Method::GET;
+        let post = Method::POST;
+        assert_eq!(needed_scope(&get, "/api/v1/runs", false), None);
+        assert_eq!(needed_scope(&get, "/api/v1/runs", true), Some(Scope::Read));
+        assert_eq!(needed_scope(&post, "/api/v1/validate", false), None);
+        assert_eq!(needed_scope(&post, "/api/v1/validate", true), Some(Scope::Read));
+        assert_eq!(needed_scope(&post, "/api/v1/runs", false), Some(Scope::Push));
+        assert_eq!(needed_scope(&Method::DELETE, "/api/v1/runs/{id}", false), Some(Scope::Push));
+        for open in ["/healthz", "/metrics", "/api/openapi.json"] {
+            assert_eq!(needed_scope(&get, open, true), None);
+        }
+    }
 }

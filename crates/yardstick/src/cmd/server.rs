@@ -246,7 +246,7 @@ fn token(args: TokenArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             Ok(Status::Ok)
         }
         TokenCommand::List(a) => {
-            let file = auth::load(&a.store.store).map_err(server_error)?;
+            let file = auth::load(&a.store).map_err(server_error)?;
             if g.json {
                 output::json(&file.tokens)?;
                 return Ok(Status::Ok);
