@@ -268,7 +268,10 @@ pub fn router(state: Arc<AppState>) -> axum::Router {
         }),
     )
     .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
-    .layer(middleware::from_fn_with_state(state.clone(), crate::access::layer))
+    .layer(middleware::from_fn_with_state(
+        state.clone(),
+        crate::access::layer,
+    ))
     .with_state(state)
 }
 
@@ -325,7 +328,10 @@ mod tests {
         // Errors are documented with their JSON body.
         let runs = &doc["paths"]["/api/v1/runs"]["get"]["responses"];
         for code in ["200", "400", "401", "404"] {
-            assert!(runs[code]["content"]["application/json"].is_object(), "{code}: {runs}");
+            assert!(
+                runs[code]["content"]["application/json"].is_object(),
+                "{code}: {runs}"
+            );
         }
     }
 
@@ -336,9 +342,18 @@ mod tests {
         assert_eq!(needed_scope(&get, "/api/v1/runs", false), None);
         assert_eq!(needed_scope(&get, "/api/v1/runs", true), Some(Scope::Read));
         assert_eq!(needed_scope(&post, "/api/v1/validate", false), None);
-        assert_eq!(needed_scope(&post, "/api/v1/validate", true), Some(Scope::Read));
-        assert_eq!(needed_scope(&post, "/api/v1/runs", false), Some(Scope::Push));
-        assert_eq!(needed_scope(&Method::DELETE, "/api/v1/runs/{id}", false), Some(Scope::Push));
+        assert_eq!(
+            needed_scope(&post, "/api/v1/validate", true),
+            Some(Scope::Read)
+        );
+        assert_eq!(
+            needed_scope(&post, "/api/v1/runs", false),
+            Some(Scope::Push)
+        );
+        assert_eq!(
+            needed_scope(&Method::DELETE, "/api/v1/runs/{id}", false),
+            Some(Scope::Push)
+        );
         for open in ["/healthz", "/metrics", "/api/openapi.json"] {
             assert_eq!(needed_scope(&get, open, true), None);
         }

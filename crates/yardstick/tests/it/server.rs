@@ -93,10 +93,10 @@ struct ServerProc {
 
 impl ServerProc {
     fn start(store: &Path, extra: &[&str]) -> ServerProc {
-        let stderr = store
-            .parent()
-            .unwrap()
-            .join(format!("server-{}.stderr", std::process::id() as u64 * 1000 + next()));
+        let stderr = store.parent().unwrap().join(format!(
+            "server-{}.stderr",
+            std::process::id() as u64 * 1000 + next()
+        ));
         let mut child = yardstick()
             .args(["server", "--listen", "127.0.0.1:0", "--store"])
             .arg(store)
@@ -112,7 +112,9 @@ impl ServerProc {
             let _ = BufReader::new(stdout).read_line(&mut line);
             let _ = tx.send(line);
         });
-        let line = rx.recv_timeout(WAIT).expect("the server printed no address");
+        let line = rx
+            .recv_timeout(WAIT)
+            .expect("the server printed no address");
         let addr = line
             .trim()
             .strip_prefix("listening on http://")
@@ -243,8 +245,8 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[
         let mut rest = &body[..];
         loop {
             let nl = rest.windows(2).position(|w| w == b"\r\n").unwrap();
-            let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..nl]).trim(), 16)
-                .unwrap();
+            let size =
+                usize::from_str_radix(String::from_utf8_lossy(&rest[..nl]).trim(), 16).unwrap();
             rest = &rest[nl + 2..];
             if size == 0 {
                 break;
@@ -285,11 +287,17 @@ fn server_lists_filters_and_shows_runs_like_the_cli() {
         .map(|r| r["run_id"].as_str().unwrap())
         .collect();
     let cli = cli_json(&["runs", "list", "--store", store]);
-    assert_eq!(all["runs"], cli["runs"], "the same rows as `runs list --json`");
+    assert_eq!(
+        all["runs"], cli["runs"],
+        "the same rows as `runs list --json`"
+    );
     assert_eq!(ids, [f.runs[1].as_str(), f.runs[0].as_str()]);
     assert_eq!(all["next_offset"], Value::Null);
 
-    let profile = all["runs"][0]["machine_profile"].as_str().unwrap().to_string();
+    let profile = all["runs"][0]["machine_profile"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let count = |q: &str| {
         let r = s.get(&format!("/api/v1/runs?{q}"));
         assert_eq!(r.status, 200, "{q}: {}", String::from_utf8_lossy(&r.body));
@@ -307,7 +315,10 @@ fn server_lists_filters_and_shows_runs_like_the_cli() {
     assert_eq!(count("until=2000-01-01"), 0);
     // SQL in a filter is a plain value: it matches nothing and breaks nothing.
     assert_eq!(count("name=x%27%20OR%20%271%27%3D%271"), 0);
-    assert_eq!(count("name=server-tiny%27%3B%20DROP%20TABLE%20runs%3B--"), 0);
+    assert_eq!(
+        count("name=server-tiny%27%3B%20DROP%20TABLE%20runs%3B--"),
+        0
+    );
     assert_eq!(count(""), 2);
     let page = s.get("/api/v1/runs?limit=1").json();
     assert_eq!(page["runs"][0]["run_id"], f.runs[1].as_str());
@@ -432,7 +443,10 @@ fn server_compare_trend_validate_and_contracts_match_the_cli() {
     let series = t["series"].as_array().unwrap();
     assert_eq!(series.len(), 1, "{t}");
     let points = series[0]["points"].as_array().unwrap();
-    let ids: Vec<&str> = points.iter().map(|p| p["run_id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = points
+        .iter()
+        .map(|p| p["run_id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, [a.as_str(), b.as_str()]);
     let facts = s.get(&format!("/api/v1/runs/{a}/facts")).json();
     let fact = facts["facts"]
@@ -444,17 +458,27 @@ fn server_compare_trend_validate_and_contracts_match_the_cli() {
     assert_eq!(points[0]["value"], fact["value"]);
     assert_eq!(points[0]["ci_lo"], fact["ci_lo"]);
     assert_eq!(t["unit"], "ms");
-    let none = s.get("/api/v1/trend?benchmark=server-tiny&metric=nosuch").json();
+    let none = s
+        .get("/api/v1/trend?benchmark=server-tiny&metric=nosuch")
+        .json();
     assert!(none["series"].as_array().unwrap().is_empty());
     let (status, _) = s.get("/api/v1/trend?metric=ttft_ms").error();
     assert_eq!(status, 400);
 
     // Validation: the same rule ids as `yardstick validate --json`.
-    let bad = spec().replace("replicates: 3", "replicates: 2").replace("outlierPolicy: report-tukey", "outlierPolicy: trim-everything");
+    let bad = spec().replace("replicates: 3", "replicates: 2").replace(
+        "outlierPolicy: report-tukey",
+        "outlierPolicy: trim-everything",
+    );
     let bad_path = f.store.parent().unwrap().join("bad.yaml");
     std::fs::write(&bad_path, &bad).unwrap();
     let cli = cli_json(&["validate", bad_path.to_str().unwrap()]);
-    let r = s.request("POST", "/api/v1/validate", &[("Content-Type", "application/yaml")], bad.as_bytes());
+    let r = s.request(
+        "POST",
+        "/api/v1/validate",
+        &[("Content-Type", "application/yaml")],
+        bad.as_bytes(),
+    );
     assert_eq!(r.status, 200);
     let v = r.json();
     assert_eq!(v["valid"], false);
@@ -469,7 +493,9 @@ fn server_compare_trend_validate_and_contracts_match_the_cli() {
     assert!(rules(&v).contains(&"trials-replicates".to_string()), "{v}");
     assert_eq!(rules(&v), rules(&cli));
     assert_eq!(v["files"][0]["diagnostics"], cli["files"][0]["diagnostics"]);
-    let good = s.request("POST", "/api/v1/validate", &[], spec().as_bytes()).json();
+    let good = s
+        .request("POST", "/api/v1/validate", &[], spec().as_bytes())
+        .json();
     assert_eq!(good["valid"], true, "{good}");
     for body in [&b"\xff\xfe not utf-8"[..], b"{{{{", b"", b"- a\n- b\n"] {
         let r = s.request("POST", "/api/v1/validate", &[], body);
@@ -534,7 +560,11 @@ fn server_openapi_document_lists_every_route_and_metrics_count_requests() {
     let doc = s.get("/api/openapi.json");
     assert_eq!(doc.status, 200);
     let doc = doc.json();
-    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
     let paths = doc["paths"].as_object().unwrap();
     for (method, path) in ROUTES {
         assert!(
@@ -543,18 +573,29 @@ fn server_openapi_document_lists_every_route_and_metrics_count_requests() {
             paths.keys().collect::<Vec<_>>()
         );
     }
-    assert_eq!(paths.len(), ROUTES.len(), "{:?}", paths.keys().collect::<Vec<_>>());
+    assert_eq!(
+        paths.len(),
+        ROUTES.len(),
+        "{:?}",
+        paths.keys().collect::<Vec<_>>()
+    );
     // Response types are schemas, not untyped values.
     let runs_ok = &paths["/api/v1/runs"]["get"]["responses"]["200"];
     assert!(runs_ok["content"]["application/json"]["schema"].is_object());
-    assert!(doc["components"]["schemas"]["RunRow"].is_object(), "{}", doc["components"]);
+    assert!(
+        doc["components"]["schemas"]["RunRow"].is_object(),
+        "{}",
+        doc["components"]
+    );
     let params: Vec<&str> = paths["/api/v1/runs"]["get"]["parameters"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    for p in ["name", "profile", "label", "status", "since", "until", "limit", "offset"] {
+    for p in [
+        "name", "profile", "label", "status", "since", "until", "limit", "offset",
+    ] {
         assert!(params.contains(&p), "{p} in {params:?}");
     }
 
@@ -569,8 +610,16 @@ fn server_openapi_document_lists_every_route_and_metrics_count_requests() {
         ),
         "{text}"
     );
-    assert!(text.contains("route=\"/api/v1/runs/{id}\",status=\"404\"} 1"), "{text}");
-    assert!(text.contains("yardstick_server_request_duration_seconds_bucket{route=\"/healthz\",le=\"+Inf\"} 1"), "{text}");
+    assert!(
+        text.contains("route=\"/api/v1/runs/{id}\",status=\"404\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "yardstick_server_request_duration_seconds_bucket{route=\"/healthz\",le=\"+Inf\"} 1"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -582,11 +631,17 @@ fn server_tokens_are_stored_hashed_and_guard_reads_when_required() {
     copy_dir(&f.store, &store);
     let create = |scope: &str| {
         let out = yardstick()
-            .args(["server", "token", "create", "--scope", scope, "--note", "it", "--store"])
+            .args([
+                "server", "token", "create", "--scope", scope, "--note", "it", "--store",
+            ])
             .arg(&store)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
     let read = create("read");
@@ -594,14 +649,23 @@ fn server_tokens_are_stored_hashed_and_guard_reads_when_required() {
     assert!(read.starts_with("ysk_") && read.len() > 40, "{read}");
     let file_path = store.join("server-tokens.json");
     let file = std::fs::read_to_string(&file_path).unwrap();
-    assert!(!file.contains(&read) && !file.contains(&push), "tokens stored in clear");
+    assert!(
+        !file.contains(&read) && !file.contains(&push),
+        "tokens stored in clear"
+    );
     assert!(file.contains(&sha256_hex(read.as_bytes())));
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&file_path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let listed = cli_json(&["server", "token", "list", "--store", store.to_str().unwrap()]);
+    let listed = cli_json(&[
+        "server",
+        "token",
+        "list",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
     assert_eq!(listed.as_array().unwrap().len(), 2);
     assert!(!listed.to_string().contains(&read));
     let bad = yardstick()
@@ -620,7 +684,12 @@ fn server_tokens_are_stored_hashed_and_guard_reads_when_required() {
     let r = s.get("/api/v1/runs");
     assert_eq!(r.error().0, 401);
     assert_eq!(r.header("www-authenticate"), Some("Bearer"));
-    let wrong = s.request("GET", "/api/v1/runs", &[("Authorization", "Bearer ysk_0000")], b"");
+    let wrong = s.request(
+        "GET",
+        "/api/v1/runs",
+        &[("Authorization", "Bearer ysk_0000")],
+        b"",
+    );
     assert_eq!(wrong.error().0, 401);
     let not_bearer = s.request("GET", "/api/v1/runs", &[("Authorization", &read)], b"");
     assert_eq!(not_bearer.error().0, 401);
@@ -649,15 +718,27 @@ fn server_tokens_are_stored_hashed_and_guard_reads_when_required() {
     // A token created while the server runs works at once; a revoked one stops working.
     let late = create("read");
     let h = format!("Bearer {late}");
-    assert_eq!(s.request("GET", "/api/v1/runs", &[("Authorization", &h)], b"").status, 200);
+    assert_eq!(
+        s.request("GET", "/api/v1/runs", &[("Authorization", &h)], b"")
+            .status,
+        200
+    );
     let id = &sha256_hex(late.as_bytes())[..12];
     let out = yardstick()
         .args(["server", "token", "revoke", id, "--store"])
         .arg(&store)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(s.request("GET", "/api/v1/runs", &[("Authorization", &h)], b"").status, 401);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        s.request("GET", "/api/v1/runs", &[("Authorization", &h)], b"")
+            .status,
+        401
+    );
     let log = s.stderr();
     for t in [&read, &push, &late] {
         assert!(!log.contains(t.as_str()), "a token in the log: {log}");
@@ -684,12 +765,21 @@ fn server_refuses_bad_setups_with_exit_2() {
     let run = |args: &[&str]| {
         let mut c = yardstick();
         c.arg("server").args(args);
-        let mut child = c.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = c
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let start = Instant::now();
         loop {
             if let Some(status) = child.try_wait().unwrap() {
                 let mut err = String::new();
-                child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
                 return (status.code(), err);
             }
             if start.elapsed() > WAIT {
@@ -706,7 +796,14 @@ fn server_refuses_bad_setups_with_exit_2() {
     let (code, err) = run(&["--listen", "[::]:0", "--store", store]);
     assert_eq!(code, Some(2), "{err}");
     let (code, err) = run(&[
-        "--listen", "0.0.0.0:0", "--store", store, "--tls-cert", "c.pem", "--tls-key", "k.pem",
+        "--listen",
+        "0.0.0.0:0",
+        "--store",
+        store,
+        "--tls-cert",
+        "c.pem",
+        "--tls-key",
+        "k.pem",
     ]);
     assert_eq!(code, Some(2), "{err}");
     let (code, err) = run(&["--listen", "127.0.0.1:0", "--store", "/nonexistent/store"]);
