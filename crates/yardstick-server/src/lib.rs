@@ -21,6 +21,7 @@ pub mod auth;
 mod error;
 pub mod metrics;
 pub mod state;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ pub struct ServerConfig {
     pub warehouse: String,
     /// Reads need a token of scope `read` (or higher) too.
     pub require_read_token: bool,
+    /// Serve HTTPS with this certificate and key (`None`: plain HTTP).
+    pub tls: Option<tls::TlsFiles>,
     /// Where each request's access-log record goes (the binary prints it as one JSON line on
     /// standard error).
     pub access_log: Arc<dyn Fn(&access::AccessRecord) + Send + Sync>,
@@ -59,23 +62,31 @@ impl std::fmt::Debug for ServerConfig {
 pub struct Server {
     listener: tokio::net::TcpListener,
     app: axum::Router,
+    tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl Server {
     /// Opens the warehouse (checking it answers), loads the tokens and binds `addr` (port 0: an
     /// ephemeral port, see [`Server::local_addr`]).
     pub async fn bind(addr: SocketAddr, config: ServerConfig) -> Result<Server, ServerError> {
+        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
         let state = AppState::open(config)?;
         let app = api::router(Arc::new(state));
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServerError::Bind { addr, source })?;
-        Ok(Server { listener, app })
+        Ok(Server { listener, app, tls })
     }
 
     /// The address the server listens on.
     pub fn local_addr(&self) -> Result<SocketAddr, ServerError> {
         self.listener.local_addr().map_err(ServerError::Io)
+    }
+
+    /// `https://ADDR` or `http://ADDR`.
+    pub fn url(&self) -> Result<String, ServerError> {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        Ok(format!("{scheme}://{}", self.local_addr()?))
     }
 
     /// Serves until `shutdown` completes, then stops accepting and lets requests in flight
@@ -84,6 +95,9 @@ impl Server {
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
+        if let Some(acceptor) = self.tls {
+            return tls::serve(self.listener, acceptor, self.app, shutdown).await;
+        }
         axum::serve(self.listener, self.app)
             .with_graceful_shutdown(shutdown)
             .await

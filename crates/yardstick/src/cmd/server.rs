@@ -18,17 +18,18 @@ use crate::output;
 /// Serve the store over HTTP: a JSON API of runs, facts, artifacts, comparisons, trends, spec
 /// validation and the methodology contract, with its OpenAPI document at /api/openapi.json.
 ///
-/// Prints `listening on http://ADDR` as the first line on stdout once bound, then serves until
+/// Prints `listening on http://ADDR` (or `https://`) as the first line on stdout once bound, then serves until
 /// Ctrl-C or SIGTERM (requests in flight finish). Each request is logged as one JSON line on
-/// stderr. Loopback by default; another address needs --insecure-http (TLS is not built in yet:
-/// put a TLS-terminating proxy in front). Reads are open unless --require-read-token; writes
-/// always need a token (`yardstick server token create`). See docs/server.md.
+/// stderr. Loopback by default; another address needs TLS (--tls-cert and --tls-key) or an
+/// explicit --insecure-http. Reads are open unless --require-read-token; writes always need a
+/// token (`yardstick server token create`). See docs/server.md.
 #[derive(Debug, clap::Args)]
 #[command(
     args_conflicts_with_subcommands = true,
     after_help = "Examples:\n  yardstick server --store ./yardstick-store\n  \
 yardstick server --store ./yardstick-store --listen 127.0.0.1:0\n  \
 yardstick server --store /srv/ys --warehouse postgres://ys@db:5432/ys --require-read-token\n  \
+yardstick server --store /srv/ys --listen 0.0.0.0:8686 --tls-cert cert.pem --tls-key key.pem\n  \
 yardstick server token create --scope push --store /srv/ys --note ci\n  \
 curl -s http://127.0.0.1:8686/api/v1/runs?limit=5"
 )]
@@ -50,16 +51,17 @@ pub struct ServerArgs {
     /// Address and port to listen on (port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:8686", value_name = "ADDR:PORT")]
     pub listen: SocketAddr,
-    /// Allow plain HTTP on a non-loopback address (tokens then cross the network in clear).
+    /// Allow plain HTTP on a non-loopback address (tokens then cross the network in clear:
+    /// only behind a proxy that terminates TLS).
     #[arg(long)]
     pub insecure_http: bool,
     /// Reads need a token too (scope read, push or admin) as `Authorization: Bearer TOKEN`.
     #[arg(long)]
     pub require_read_token: bool,
-    /// TLS certificate chain (PEM). Not supported yet; see --insecure-http.
+    /// Serve HTTPS with this certificate chain (PEM, leaf first).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
-    /// TLS private key (PEM). Not supported yet; see --insecure-http.
+    /// The certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 }
@@ -150,22 +152,18 @@ pub fn run(args: ServerArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
 }
 
 fn serve(args: ServerArgs) -> anyhow::Result<Status> {
-    if args.tls_cert.is_some() {
-        return Err(exit::invalid(
-            "TLS is not built into `yardstick server` yet",
-            Some(
-                "terminate TLS in a reverse proxy in front of it and pass --insecure-http, or keep it on loopback",
-            ),
-        ));
-    }
-    if !yardstick_server::is_loopback(&args.listen) && !args.insecure_http {
+    let tls = match (args.tls_cert.clone(), args.tls_key.clone()) {
+        (Some(cert), Some(key)) => Some(yardstick_server::tls::TlsFiles { cert, key }),
+        _ => None,
+    };
+    if !yardstick_server::is_loopback(&args.listen) && tls.is_none() && !args.insecure_http {
         return Err(exit::invalid(
             format!(
                 "refusing to listen on {} (not a loopback address) without TLS",
                 args.listen
             ),
             Some(
-                "tokens would cross the network in clear: keep the default 127.0.0.1, or pass --insecure-http behind a TLS-terminating proxy",
+                "tokens would cross the network in clear: pass --tls-cert FILE --tls-key FILE, keep the default 127.0.0.1, or pass --insecure-http behind a TLS-terminating proxy",
             ),
         ));
     }
@@ -191,6 +189,7 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
         store_dir,
         warehouse,
         require_read_token: args.require_read_token,
+        tls,
         access_log: Arc::new(|record| {
             if let Ok(line) = serde_json::to_string(record) {
                 let mut err = std::io::stderr().lock();
@@ -207,9 +206,9 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
         let server = Server::bind(args.listen, config)
             .await
             .map_err(server_error)?;
-        let addr = server.local_addr().map_err(server_error)?;
+        let url = server.url().map_err(server_error)?;
         let mut out = std::io::stdout().lock();
-        writeln!(out, "listening on http://{addr}")?;
+        writeln!(out, "listening on {url}")?;
         out.flush()?;
         drop(out);
         server

@@ -87,18 +87,25 @@ fn fixture() -> &'static Fixture {
 /// A running `yardstick server`, killed on drop.
 struct ServerProc {
     child: Child,
+    /// `HOST:PORT` to connect to (loopback).
     addr: String,
+    /// The URL the server printed.
+    url: String,
     stderr: PathBuf,
 }
 
 impl ServerProc {
     fn start(store: &Path, extra: &[&str]) -> ServerProc {
+        ServerProc::start_on("127.0.0.1:0", store, extra)
+    }
+
+    fn start_on(listen: &str, store: &Path, extra: &[&str]) -> ServerProc {
         let stderr = store.parent().unwrap().join(format!(
             "server-{}.stderr",
             std::process::id() as u64 * 1000 + next()
         ));
         let mut child = yardstick()
-            .args(["server", "--listen", "127.0.0.1:0", "--store"])
+            .args(["server", "--listen", listen, "--store"])
             .arg(store)
             .args(extra)
             .stdout(Stdio::piped())
@@ -115,9 +122,10 @@ impl ServerProc {
         let line = rx
             .recv_timeout(WAIT)
             .expect("the server printed no address");
-        let addr = line
+        let url = line
             .trim()
-            .strip_prefix("listening on http://")
+            .strip_prefix("listening on ")
+            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
             .unwrap_or_else(|| {
                 panic!(
                     "unexpected first line {line:?}; stderr: {}",
@@ -125,9 +133,11 @@ impl ServerProc {
                 )
             })
             .to_string();
+        let port = url.rsplit_once(':').unwrap().1;
         ServerProc {
             child,
-            addr,
+            addr: format!("127.0.0.1:{port}"),
+            url,
             stderr,
         }
     }
@@ -824,4 +834,121 @@ fn server_stops_cleanly_on_sigterm() {
     let status = s.wait();
     assert_eq!(status.code(), Some(0), "stderr: {}", s.stderr());
     assert!(TcpStream::connect(&s.addr).is_err(), "still listening");
+}
+
+#[test]
+fn server_serves_https_with_a_certificate_and_key() {
+    let test = "server::server_serves_https_with_a_certificate_and_key";
+    let tools = [("openssl", "version"), ("curl", "--version")]
+        .iter()
+        .all(|(t, v)| {
+            Command::new(t)
+                .arg(v)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+    if crate::external::require(
+        "openssl and curl",
+        test,
+        "apt-get install openssl curl",
+        tools.then_some(()),
+    )
+    .is_none()
+    {
+        return;
+    }
+    let f = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=yardstick-test"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let (c, k) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    // With TLS, a non-loopback address needs no --insecure-http.
+    let mut s = ServerProc::start_on(
+        "0.0.0.0:0",
+        &f.store,
+        &["--tls-cert", c, "--tls-key", k, "--require-read-token"],
+    );
+    assert!(s.url.starts_with("https://0.0.0.0:"), "{}", s.url);
+    let https = format!("https://{}", s.addr);
+    let curl = |path: &str, extra: &[&str]| {
+        let out = Command::new("curl")
+            .args(["-sS", "--max-time", "30", "--cacert", c])
+            .args(extra)
+            .arg(format!("{https}{path}"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(curl("/healthz", &[])["status"], "ok");
+    assert!(
+        curl("/api/v1/runs", &[])["error"].is_string(),
+        "a token is still needed"
+    );
+    // Plain HTTP to the TLS port gets no HTTP answer.
+    let mut plain = TcpStream::connect(&s.addr).unwrap();
+    plain.set_read_timeout(Some(WAIT)).unwrap();
+    plain
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(!answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+    // A key that is not the certificate's is refused at start, with exit 2.
+    let wrong = yardstick()
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            c,
+            "--tls-key",
+            c,
+            "--store",
+        ])
+        .arg(&f.store)
+        .output()
+        .unwrap();
+    assert_eq!(
+        wrong.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&wrong.stderr)
+    );
+    let pid = s.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert_eq!(s.wait().code(), Some(0), "{}", s.stderr());
 }
