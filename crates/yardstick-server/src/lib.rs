@@ -70,7 +70,10 @@ impl Server {
     /// ephemeral port, see [`Server::local_addr`]).
     pub async fn bind(addr: SocketAddr, config: ServerConfig) -> Result<Server, ServerError> {
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
-        let state = AppState::open(config)?;
+        // Opening the warehouse blocks (the PostgreSQL client runs a runtime of its own).
+        let state = tokio::task::spawn_blocking(move || AppState::open(config))
+            .await
+            .map_err(|e| ServerError::Io(std::io::Error::other(e)))??;
         let app = api::router(Arc::new(state));
         let listener = tokio::net::TcpListener::bind(addr)
             .await

@@ -86,7 +86,7 @@ impl AppState {
     pub async fn blocking<T, F>(self: &Arc<Self>, f: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
-        F: FnOnce(&AppState, &mut Located<'_>) -> Result<T, ApiError> + Send + 'static,
+        F: FnOnce(&AppState, &mut dyn Warehouse) -> Result<T, ApiError> + Send + 'static,
     {
         let state = self.clone();
         tokio::task::spawn_blocking(move || {
@@ -95,13 +95,7 @@ impl AppState {
                 Some(c) => c,
                 None => state.connect()?,
             };
-            let out = {
-                let mut located = Located {
-                    inner: conn.as_mut(),
-                    store: state.config.store_dir.as_deref(),
-                };
-                f(&state, &mut located)
-            };
+            let out = f(&state, conn.as_mut());
             // A connection whose statement failed may be in a bad state; open a fresh one next.
             if out.as_ref().is_ok() {
                 state.give_back(conn);
@@ -181,14 +175,19 @@ pub(crate) fn run_dir(store: Option<&Path>, run: &RunRow) -> Option<PathBuf> {
 
 /// A warehouse connection that reports each run's `location` as the server's store directory
 /// when the run directory is there, so that the libraries which read run directories by their
-/// warehouse row (`yardstick_gate::load_run`) find them wherever the run was written from (a
-/// relative `--store`, another machine's path, a PostgreSQL URL).
+/// warehouse row (`yardstick_gate::load_run`) find them wherever the run was written from
+/// (another machine's path, a PostgreSQL URL). Rows the API returns are the warehouse's own.
 pub struct Located<'a> {
-    inner: &'a mut (dyn Warehouse + Send),
+    inner: &'a mut dyn Warehouse,
     store: Option<&'a Path>,
 }
 
-impl Located<'_> {
+impl<'a> Located<'a> {
+    /// `inner`, with run directories looked for in `store` first.
+    pub fn new(inner: &'a mut dyn Warehouse, store: Option<&'a Path>) -> Located<'a> {
+        Located { inner, store }
+    }
+
     fn relocate(&self, mut run: RunRow) -> RunRow {
         if let Some(store) = self.store
             && !run

@@ -19,6 +19,8 @@ use crate::state::AppState;
 pub const DEFAULT_LIMIT: usize = 50;
 /// The largest page.
 pub const MAX_LIMIT: usize = 1000;
+/// The largest offset (far beyond any store; keeps the SQL's numbers in every backend's range).
+pub const MAX_OFFSET: usize = 1_000_000_000;
 
 /// Filters and paging of `GET /api/v1/runs`. Every value is compared as a plain value, never
 /// read as SQL.
@@ -39,7 +41,7 @@ pub struct RunsQuery {
     pub until: Option<String>,
     /// Runs per page (1 to 1000, default 50).
     pub limit: Option<usize>,
-    /// Runs to skip, for the next pages (default 0).
+    /// Runs to skip, for the next pages (default 0, at most 1,000,000,000).
     pub offset: Option<usize>,
 }
 
@@ -90,6 +92,12 @@ pub fn select(
         ));
     }
     let offset = q.offset.unwrap_or(0);
+    if offset > MAX_OFFSET {
+        return Err(ApiError::bad_request(
+            format!("offset must be at most {MAX_OFFSET}, got {offset}"),
+            Some("follow next_offset from page to page"),
+        ));
+    }
     let mut filter = RunFilter {
         machine_profile: q.profile.clone(),
         name: q.name.clone(),
@@ -249,9 +257,10 @@ pub(super) async fn compare(
     ApiQuery(q): ApiQuery<CompareQuery>,
 ) -> Result<Json<yardstick_gate::Comparison>, ApiError> {
     state
-        .blocking(move |_, w| {
-            let a = yardstick_gate::load_run(w, &q.a)?;
-            let b = yardstick_gate::load_run(w, &q.b)?;
+        .blocking(move |st, w| {
+            let mut w = crate::state::Located::new(w, st.config.store_dir.as_deref());
+            let a = yardstick_gate::load_run(&mut w, &q.a)?;
+            let b = yardstick_gate::load_run(&mut w, &q.b)?;
             Ok(Json(yardstick_gate::compare(&a, &b)?))
         })
         .await

@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{json, yardstick};
+// The throwaway PostgreSQL cluster of the store's tests (it finds `external` here).
+use crate::external;
+#[allow(dead_code)]
+#[path = "../../../yardstick-store/tests/support/pg.rs"]
+mod pg;
 
 /// How long any one wait of these tests may take.
 const WAIT: Duration = Duration::from_secs(60);
@@ -207,7 +212,10 @@ impl Resp {
     /// A JSON error body with a non-empty message, and the status.
     fn error(&self) -> (u16, String) {
         let v = self.json();
-        let msg = v["error"].as_str().expect("an `error` field").to_string();
+        let msg = v["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("status {}: no `error` field in {v}", self.status))
+            .to_string();
         assert!(!msg.is_empty());
         (self.status, msg)
     }
@@ -342,7 +350,11 @@ fn server_lists_filters_and_shows_runs_like_the_cli() {
         "limit=100000",
         "limit=-1",
         "since=last%20week",
+        "since=99999999999999w",
         "nosuch=1",
+        "limit=abc",
+        "offset=18446744073709551615",
+        "offset=18446744073709551616",
     ] {
         let (status, msg) = s.get(&format!("/api/v1/runs?{bad}")).error();
         assert_eq!(status, 400, "{bad}: {msg}");
@@ -365,6 +377,11 @@ fn server_lists_filters_and_shows_runs_like_the_cli() {
     let (status, _) = s.get("/api/v1/runs/01JNOSUCHRUN0000000000000").error();
     assert_eq!(status, 404);
     let (status, _) = s.get("/api/v1/runs/%27%20OR%201%3D1--").error();
+    assert_eq!(status, 404);
+    let (status, _) = s.get("/api/v1/runs/%ff%fe").error();
+    assert_eq!(status, 400);
+    let long = "A".repeat(10_000);
+    let (status, _) = s.get(&format!("/api/v1/runs/{long}")).error();
     assert_eq!(status, 404);
 
     // Facts: the same as `runs show --json`.
@@ -951,4 +968,52 @@ fn server_serves_https_with_a_certificate_and_key() {
             .success()
     );
     assert_eq!(s.wait().code(), Some(0), "{}", s.stderr());
+}
+
+#[test]
+fn server_serves_a_postgresql_warehouse_with_run_directories_from_the_store() {
+    let test = "server::server_serves_a_postgresql_warehouse_with_run_directories_from_the_store";
+    let Some(cluster) = pg::PgCluster::start(test) else {
+        return;
+    };
+    let url = cluster.create_db("ys_server");
+    let dir = tempfile::tempdir().unwrap();
+    let spec_path = dir.path().join("spec.yaml");
+    std::fs::write(&spec_path, spec()).unwrap();
+    let store = dir.path().join("store");
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let out = crate::common::run_spec(&spec_path, &store, &["--warehouse", &url]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        runs.push(json(&out)["run_id"].as_str().unwrap().to_string());
+    }
+    // The store directory has no SQLite warehouse: the runs are only in PostgreSQL.
+    assert!(!store.join("yardstick.db").exists());
+    let s = ServerProc::start(&store, &["--warehouse", &url]);
+    let list = s.get("/api/v1/runs?name=server-tiny").json();
+    let cli = cli_json(&["runs", "list", "--store", &url]);
+    assert_eq!(list["runs"], cli["runs"]);
+    assert_eq!(list["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        s.get("/api/v1/runs?name=x%27%20OR%201%3D1--").json()["runs"],
+        Value::Array(vec![])
+    );
+    let (a, b) = (&runs[0], &runs[1]);
+    // The warehouse row's location is the URL; the run directory comes from --store.
+    let one = s.get(&format!("/api/v1/runs/{a}")).json();
+    assert_eq!(one["manifest"]["run_id"], a.as_str());
+    let cmp = s.get(&format!("/api/v1/compare?a={a}&b={b}"));
+    assert_eq!(cmp.status, 200, "{}", String::from_utf8_lossy(&cmp.body));
+    assert!(!cmp.json()["metrics"].as_array().unwrap().is_empty());
+    let t = s
+        .get("/api/v1/trend?benchmark=server-tiny&metric=ttft_ms&statistic=p50")
+        .json();
+    assert_eq!(t["series"][0]["points"].as_array().unwrap().len(), 2, "{t}");
+    let r = s.get(&format!("/api/v1/runs/{b}/artifacts/spec.yaml"));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, spec().as_bytes());
 }
