@@ -110,6 +110,11 @@ pub struct TokenStoreArgs {
 
 /// Arguments of `server token create`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick server token create --scope push --store /srv/ys --note \"CI runners\"\n  \
+TOKEN=$(yardstick server token create --scope read -q) && curl -H \"Authorization: Bearer $TOKEN\" \
+http://127.0.0.1:8686/api/v1/runs"
+)]
 pub struct TokenCreateArgs {
     /// What the token may do: read (runs, facts, artifacts), push (send runs, and read), admin
     /// (baselines and everything else).
