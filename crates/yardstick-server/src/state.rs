@@ -96,8 +96,12 @@ impl AppState {
                 None => state.connect()?,
             };
             let out = f(&state, conn.as_mut());
-            // A connection whose statement failed may be in a bad state; open a fresh one next.
-            if out.as_ref().is_ok() {
+            // A connection the server itself failed on (a 5xx) may be in a bad state: the next
+            // request opens a fresh one. Answers to bad requests (4xx) keep it.
+            if out
+                .as_ref()
+                .map_or_else(|e| !e.status.is_server_error(), |_| true)
+            {
                 state.give_back(conn);
             }
             out
@@ -234,6 +238,14 @@ impl Warehouse for Located<'_> {
     }
     fn facts(&mut self, run_id: &str) -> Result<Vec<FactRow>, StoreError> {
         self.inner.facts(run_id)
+    }
+    fn metric_facts(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<FactRow>, StoreError> {
+        self.inner.metric_facts(filter, metric, statistic)
     }
     fn set_baseline(&mut self, baseline: &BaselineRow, force: bool) -> Result<(), StoreError> {
         self.inner.set_baseline(baseline, force)

@@ -4,14 +4,14 @@
 //! interval, what `summary.json` holds), one series per machine profile and point of the sweep,
 //! oldest first, with the baseline in force for each profile.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use yardstick_store::warehouse::{BaselineRow, RunFilter, Warehouse};
+use yardstick_store::warehouse::{BaselineRow, FactRow, RunFilter, Warehouse};
 
 use super::extract::ApiQuery;
 use crate::ApiError;
@@ -115,13 +115,21 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
         .as_deref()
         .map(|s| yardstick_store::warehouse::since_to_time(s, time::OffsetDateTime::now_utc()))
         .transpose()?;
-    let runs = w.runs(&RunFilter {
+    let filter = RunFilter {
         name: Some(q.benchmark.clone()),
         machine_profile: q.profile.clone(),
         since,
         limit: Some(limit),
         ..Default::default()
-    })?;
+    };
+    // Two queries whatever the number of runs: the runs, and the one metric's facts of them.
+    let runs = w.runs(&filter)?;
+    let mut facts: HashMap<String, Vec<FactRow>> = HashMap::new();
+    for f in w.metric_facts(&filter, &q.metric, &statistic)? {
+        if q.point.as_ref().is_none_or(|p| *p == f.point_id) {
+            facts.entry(f.run_id.clone()).or_default().push(f);
+        }
+    }
     let baselines: Vec<BaselineRow> = w
         .baselines()?
         .into_iter()
@@ -131,14 +139,7 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
     let mut series: BTreeMap<(Option<String>, String), Vec<TrendPoint>> = BTreeMap::new();
     // Oldest first.
     for run in runs.iter().rev() {
-        for f in w.facts(&run.run_id)? {
-            if f.replicate.is_some()
-                || f.metric != q.metric
-                || f.statistic != statistic
-                || q.point.as_ref().is_some_and(|p| *p != f.point_id)
-            {
-                continue;
-            }
+        for f in facts.get(run.run_id.as_str()).into_iter().flatten() {
             unit.get_or_insert(f.unit.clone());
             series
                 .entry((run.machine_profile.clone(), f.point_id.clone()))

@@ -203,6 +203,16 @@ pub trait Warehouse {
     fn replicates(&mut self, run_id: &str) -> Result<Vec<ReplicateRow>, StoreError>;
     /// Facts of a run, by point, replicate (aggregates first), metric, statistic.
     fn facts(&mut self, run_id: &str) -> Result<Vec<FactRow>, StoreError>;
+    /// The aggregate facts (over replicates) of one metric and statistic, of the runs `filter`
+    /// selects (its limit and offset count runs): one query for a trend over many runs instead
+    /// of every fact of every run. Sorted like [`Warehouse::facts`] (by point; `run_id` says
+    /// which run each belongs to).
+    fn metric_facts(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<FactRow>, StoreError>;
     /// Sets the baseline of a (profile, benchmark) pair; refuses to replace one unless `force`.
     fn set_baseline(&mut self, baseline: &BaselineRow, force: bool) -> Result<(), StoreError>;
     /// All baselines.

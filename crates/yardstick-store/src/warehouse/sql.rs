@@ -127,7 +127,37 @@ pub(crate) fn select_runs(
     since: Option<String>,
     until: Option<String>,
 ) -> (String, Vec<String>) {
-    let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs");
+    select_runs_columns(RUN_COLUMNS, filter, since, until)
+}
+
+/// The condition on `facts` selecting the aggregate facts (replicate -1) of one metric and
+/// statistic of the runs [`select_runs`] would list (a subquery, so paging and the newest-first
+/// limit apply to runs, not to facts). Returns the condition and the values to bind.
+pub(crate) fn metric_facts_condition(
+    filter: &super::RunFilter,
+    since: Option<String>,
+    until: Option<String>,
+    metric: &str,
+    statistic: &str,
+) -> (String, Vec<String>) {
+    let (runs, mut args) = select_runs_columns("run_id", filter, since, until);
+    let cond = format!(
+        "metric = ?{} AND statistic = ?{} AND replicate = -1 AND run_id IN ({runs})",
+        args.len() + 1,
+        args.len() + 2
+    );
+    args.push(metric.to_string());
+    args.push(statistic.to_string());
+    (cond, args)
+}
+
+fn select_runs_columns(
+    columns: &str,
+    filter: &super::RunFilter,
+    since: Option<String>,
+    until: Option<String>,
+) -> (String, Vec<String>) {
+    let mut sql = format!("SELECT {columns} FROM runs");
     let mut conds = Vec::new();
     let mut args = Vec::new();
     let mut add = |col: &str, op: &str, v: String| {
