@@ -227,15 +227,42 @@ pub struct FactsOut {
     pub facts: Vec<FactRow>,
 }
 
+/// Which facts of a run (all of them by default).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FactsQuery {
+    /// Only this metric (e.g. `ttft_ms`).
+    pub metric: Option<String>,
+    /// Only this statistic (e.g. `p50`).
+    pub statistic: Option<String>,
+    /// Only this point of the sweep.
+    pub point: Option<String>,
+    /// Only the aggregates over replicates (`true`) or only per-replicate facts (`false`).
+    pub aggregate: Option<bool>,
+}
+
+impl FactsQuery {
+    /// Whether `f` is selected.
+    pub fn keeps(&self, f: &FactRow) -> bool {
+        self.metric.as_ref().is_none_or(|m| *m == f.metric)
+            && self.statistic.as_ref().is_none_or(|s| *s == f.statistic)
+            && self.point.as_ref().is_none_or(|p| *p == f.point_id)
+            && self.aggregate.is_none_or(|a| a == f.replicate.is_none())
+    }
+}
+
 pub(super) async fn facts(
     State(state): State<Arc<AppState>>,
     ApiPath(p): ApiPath<RunPath>,
+    ApiQuery(q): ApiQuery<FactsQuery>,
 ) -> Result<Json<FactsOut>, ApiError> {
     state
         .blocking(move |_, w| {
             let run = find_run(w, &p.id)?;
+            let mut facts = w.facts(&run.run_id)?;
+            facts.retain(|f| q.keeps(f));
             Ok(Json(FactsOut {
-                facts: w.facts(&run.run_id)?,
+                facts,
                 run_id: run.run_id,
             }))
         })

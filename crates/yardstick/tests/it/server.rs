@@ -389,6 +389,32 @@ fn server_lists_filters_and_shows_runs_like_the_cli() {
     let cli = cli_json(&["runs", "show", id, "--store", store]);
     assert_eq!(facts["facts"], cli["facts"]);
     assert!(!facts["facts"].as_array().unwrap().is_empty());
+    let ttft = s
+        .get(&format!(
+            "/api/v1/runs/{id}/facts?metric=ttft_ms&statistic=p50&aggregate=true"
+        ))
+        .json();
+    let want: Vec<&Value> = cli["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["metric"] == "ttft_ms" && f["statistic"] == "p50" && f["replicate"].is_null())
+        .collect();
+    assert_eq!(want.len(), 1);
+    assert_eq!(
+        ttft["facts"].as_array().unwrap().iter().collect::<Vec<_>>(),
+        want
+    );
+    let per_replicate = s
+        .get(&format!(
+            "/api/v1/runs/{id}/facts?metric=ttft_ms&statistic=p50&aggregate=false"
+        ))
+        .json();
+    assert_eq!(per_replicate["facts"].as_array().unwrap().len(), 3);
+    let (status, _) = s
+        .get(&format!("/api/v1/runs/{id}/facts?aggregate=maybe"))
+        .error();
+    assert_eq!(status, 400);
     let (status, _) = s.get("/api/v1/runs/01JNOSUCH/facts").error();
     assert_eq!(status, 404);
 
