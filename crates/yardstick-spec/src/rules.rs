@@ -6,13 +6,19 @@ use crate::diag::{Diagnostic, Severity};
 use crate::locate::Locator;
 use crate::model::*;
 
-/// A rule's id and what it enforces, for documentation and `--json` consumers.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+/// A rule's id and what it enforces, for documentation and `--json` consumers (the server's
+/// contracts endpoint serves this table as data).
+#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
 pub struct RuleInfo {
     /// Stable id.
     pub id: &'static str,
     /// One line on what it checks.
     pub summary: &'static str,
+    /// Why it exists: the heading anchor of the section of docs/methodology.md behind it (the
+    /// rule index there links the same section; tests/docs.rs checks both agree).
+    pub section: &'static str,
+    /// How to satisfy it, in general (each diagnostic also carries a hint of its own).
+    pub hint: &'static str,
 }
 
 // Where a message sends the reader: the section of docs/methodology.md behind the rule. A test
@@ -31,138 +37,206 @@ pub const RULES: &[RuleInfo] = &[
     RuleInfo {
         id: "input",
         summary: "the file can be read, is UTF-8 text, not empty, at most 8 MiB",
+        section: "specs-are-read-strictly",
+        hint: "pass a readable UTF-8 YAML file of at most 8 MiB; `-` reads standard input",
     },
     RuleInfo {
         id: "yaml-syntax",
         summary: "the file is one well-formed YAML document",
+        section: "specs-are-read-strictly",
+        hint: "fix the YAML at the reported line and column; `yardstick init` writes a valid spec to start from",
     },
     RuleInfo {
         id: "yaml-limits",
         summary: "nesting <= 64 levels, <= 200,000 nodes after alias expansion",
+        section: "specs-are-read-strictly",
+        hint: "flatten the document: deep nesting and alias bombs are refused",
     },
     RuleInfo {
         id: "duplicate-key",
         summary: "a mapping names each key once",
+        section: "specs-are-read-strictly",
+        hint: "keep one of the two keys; a later key would silently replace the earlier one",
     },
     RuleInfo {
         id: "unknown-field",
         summary: "every field is known (with a did-you-mean)",
+        section: "specs-are-read-strictly",
+        hint: "check the spelling against the suggestion, or `yardstick schema` for every field",
     },
     RuleInfo {
         id: "unknown-value",
         summary: "enumerated fields take one of their values (with a did-you-mean)",
+        section: "specs-are-read-strictly",
+        hint: "use one of the listed values (the message suggests the closest)",
     },
     RuleInfo {
         id: "invalid-value",
         summary: "every value has the right type",
+        section: "specs-are-read-strictly",
+        hint: "give the field the type the schema expects (`yardstick schema`)",
     },
     RuleInfo {
         id: "duration-syntax",
         summary: "durations read like 120s, 5m, 1h30m",
+        section: "specs-are-read-strictly",
+        hint: "write a duration such as 500ms, 120s, 5m or 1h30m",
     },
     RuleInfo {
         id: "scenario-syntax",
         summary: "traffic scenarios follow D/N/U/E grammar",
+        section: "specs-are-read-strictly",
+        hint: "write a scenario such as D(100,100), N(480,240)/(300,150), U(10,100)/(5,50) or E(200)",
     },
     RuleInfo {
         id: "api-version",
         summary: "apiVersion is yardstick/v1",
+        section: "specs-are-read-strictly",
+        hint: "set `apiVersion: yardstick/v1`",
     },
     RuleInfo {
         id: "kind",
         summary: "kind is BenchmarkRun",
+        section: "specs-are-read-strictly",
+        hint: "set `kind: BenchmarkRun`",
     },
     RuleInfo {
         id: "metadata-name",
         summary: "metadata.name is present and a lowercase identifier",
+        section: "baselines-and-regression-gates",
+        hint: "set metadata.name to a lowercase identifier such as llama8b-serving; baselines are keyed by it",
     },
     RuleInfo {
         id: "mode-declared",
         summary: "spec.mode is declared (publication, realism or exploratory)",
+        section: "publication-and-realism-modes",
+        hint: "declare spec.mode: publication, realism or exploratory",
     },
     RuleInfo {
         id: "layers-declared",
         summary: "at least one micro, component or e2e layer",
+        section: "the-three-layers",
+        hint: "add at least one entry under spec.layers.micro, component or e2e",
     },
     RuleInfo {
         id: "workload-freeze",
         summary: "serving/training layers pin model, precision, sequence lengths, batching, concurrency, dataset, correctness",
+        section: "workload-freeze",
+        hint: "pin every field of spec.workload (model, precision, sequenceLengths, batching, concurrency, dataset, correctness)",
     },
     RuleInfo {
         id: "workload-consistency",
         summary: "layers sweep what the workload declares (warning)",
+        section: "workload-freeze",
+        hint: "make the layers sweep the concurrency and sequence lengths the workload declares",
     },
     RuleInfo {
         id: "trials-replicates",
         summary: "trials.replicates >= 3",
+        section: "trial-policy",
+        hint: "set spec.trials.replicates to 3 or more",
     },
     RuleInfo {
         id: "trials-confidence",
         summary: "trials.confidenceLevel declared, in (0, 1)",
+        section: "trial-policy",
+        hint: "set spec.trials.confidenceLevel, e.g. 0.95",
     },
     RuleInfo {
         id: "trials-outlier-policy",
         summary: "trials.outlierPolicy declared",
+        section: "trial-policy",
+        hint: "set spec.trials.outlierPolicy, e.g. report-tukey",
     },
     RuleInfo {
         id: "trials-warmup",
         summary: "trials.warmup declared, exactly one way",
+        section: "trial-policy",
+        hint: "set spec.trials.warmup to exactly one of requests, seconds, steps or auto",
     },
     RuleInfo {
         id: "comparison-one-variable",
         summary: "one variable under test, unless mode is exploratory",
+        section: "one-variable-at-a-time",
+        hint: "name one variable in spec.comparison.variable, or use mode: exploratory",
     },
     RuleInfo {
         id: "publication-isolation",
         summary: "publication mode declares dedicated nodes and fixed topology",
+        section: "publication-and-realism-modes",
+        hint: "declare spec.isolation: {nodes: dedicated, topology: fixed}, or use mode: realism",
     },
     RuleInfo {
         id: "realism-background-load",
         summary: "realism mode records background load",
+        section: "publication-and-realism-modes",
+        hint: "declare spec.backgroundLoad: {record: true}",
     },
     RuleInfo {
         id: "provenance-signing-key",
         summary: "signing: required names a key",
+        section: "artifact-contract",
+        hint: "set provenance.key to a key from `yardstick keygen`, or signing: off",
     },
     RuleInfo {
         id: "serve-config",
         summary: "serve layers have a model, scenarios and a load sweep that fit the API",
+        section: "serving-stack-comparisons",
+        hint: "give the serve layer a target model, scenarios and a load sweep its API supports",
     },
     RuleInfo {
         id: "load-values",
         summary: "load values are positive (whole numbers for concurrency); gamma needs burstiness",
+        section: "serving-stack-comparisons",
+        hint: "use positive load values (whole numbers for concurrency); a gamma arrival needs burstiness",
     },
     RuleInfo {
         id: "stop-condition",
         summary: "serve layers are bounded by maxRequests or maxDuration",
+        section: "serving-stack-comparisons",
+        hint: "bound the serve layer with stop.maxRequests or stop.maxDuration",
     },
     RuleInfo {
         id: "slo-values",
         summary: "SLO bounds are positive",
+        section: "serving-stack-comparisons",
+        hint: "use positive SLO bounds (ttftMs, tpotMs, ...)",
     },
     RuleInfo {
         id: "command-config",
         summary: "command layers have a command; world-size sweeps use {worldSize}",
+        section: "the-three-layers",
+        hint: "give the command layer a command; use {worldSize} in it when it sweeps worldSizes",
     },
     RuleInfo {
         id: "startup-config",
         summary: "startup layers have a command and exactly one readiness check (an http:// URL, a log line or the exit), a sane expected status, and each cache mode once",
+        section: "the-three-layers",
+        hint: "add `ready: {http: URL}`, `ready: {log: TEXT}` or `ready: {exit: true}`, and list each cache mode once",
     },
     RuleInfo {
         id: "eval-config",
         summary: "eval layers name a model, tasks (bundled or .jsonl) or perplexity, chat or completions, and sane repeat/confidence/maxTokens/concurrency/timeout; no serve or command fields",
+        section: "accuracy-evals",
+        hint: "give the eval layer a model and tasks (bundled names or .jsonl files) or perplexity, within the documented limits",
     },
     RuleInfo {
         id: "eval-files",
         summary: "eval task and perplexity files exist, relative to the spec's directory (when it is known)",
+        section: "accuracy-evals",
+        hint: "check the task and perplexity paths, relative to the spec's directory",
     },
     RuleInfo {
         id: "target-files",
         summary: "a target's caCert and tokenizer files exist, relative to the spec's directory (when it is known)",
+        section: "workload-freeze",
+        hint: "check the target's caCert and tokenizer paths, relative to the spec's directory",
     },
     RuleInfo {
         id: "gates-tolerance",
         summary: "tolerances are in [0, 100); exploratory runs never gate (warning)",
+        section: "baselines-and-regression-gates",
+        hint: "use tolerances in [0, 100); exploratory runs are never gated",
     },
 ];
 

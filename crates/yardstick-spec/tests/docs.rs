@@ -232,6 +232,11 @@ fn every_rule_has_a_section_in_the_methodology() {
             "the row of `{}` links #{anchor}, which is no heading of docs/methodology.md",
             r.id
         );
+        assert_eq!(
+            r.section, anchor,
+            "RuleInfo::section of `{}` (rules.rs) and its row in the rule index disagree",
+            r.id
+        );
     }
     for (id, _) in &rows {
         assert!(

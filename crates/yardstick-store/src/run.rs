@@ -103,7 +103,7 @@ impl std::str::FromStr for ReplicateStatus {
 pub struct UnknownStatus(pub String);
 
 /// The tool that produced a run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ToolInfo {
     /// `yardstick`.
     pub name: String,
@@ -114,7 +114,7 @@ pub struct ToolInfo {
 }
 
 /// One file of a run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Artifact {
     /// Path relative to the run directory, `/`-separated.
     pub path: String,
@@ -127,7 +127,7 @@ pub struct Artifact {
 }
 
 /// The manifest: identity, provenance and every artifact of a run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Manifest {
     /// [`MANIFEST_SCHEMA`].
     pub schema: String,

@@ -186,6 +186,7 @@ fn sqlite_filters_runs_fills_dimensions_and_guards_baselines() {
         name: Some("serve".into()),
         since: Some("2026-05-01T00:00:00.001Z".into()),
         limit: Some(5),
+        ..Default::default()
     };
     assert_eq!(ids(&mut w, combined), ["01D"]);
     let limited = RunFilter {
@@ -193,6 +194,59 @@ fn sqlite_filters_runs_fills_dimensions_and_guards_baselines() {
         ..Default::default()
     };
     assert_eq!(ids(&mut w, limited), ["01D", "01C"]);
+    // Paging and a time window: `until` is exclusive, `offset` skips the newest first.
+    let paged = RunFilter {
+        limit: Some(2),
+        offset: Some(1),
+        ..Default::default()
+    };
+    assert_eq!(ids(&mut w, paged), ["01C", "01B"]);
+    let skipped = RunFilter {
+        offset: Some(3),
+        ..Default::default()
+    };
+    assert_eq!(ids(&mut w, skipped), ["01A"]);
+    let window = RunFilter {
+        since: Some("2026-05-01T00:00:00.001Z".into()),
+        until: Some("2026-05-15T00:00:00Z".into()),
+        ..Default::default()
+    };
+    assert_eq!(ids(&mut w, window), ["01B"]);
+    let by_status = |status: &str| RunFilter {
+        status: Some(status.into()),
+        ..Default::default()
+    };
+    assert_eq!(ids(&mut w, by_status("complete")).len(), 4);
+    assert!(ids(&mut w, by_status("x' OR '1'='1")).is_empty());
+    // One metric's aggregate facts over the runs a filter selects, in one query.
+    let serve = RunFilter {
+        name: Some("serve".into()),
+        ..Default::default()
+    };
+    let facts = w.metric_facts(&serve, "ttft_ms", "p50").unwrap();
+    let mut runs: Vec<&str> = facts.iter().map(|f| f.run_id.as_str()).collect();
+    runs.dedup();
+    runs.sort();
+    runs.dedup();
+    assert_eq!(runs, ["01A", "01B", "01D"]);
+    assert_eq!(facts.len(), 6, "two points per run");
+    assert!(
+        facts
+            .iter()
+            .all(|f| f.replicate.is_none() && f.metric == "ttft_ms")
+    );
+    let newest = RunFilter {
+        limit: Some(1),
+        ..serve.clone()
+    };
+    let facts = w.metric_facts(&newest, "ttft_ms", "p50").unwrap();
+    assert!(facts.len() == 2 && facts.iter().all(|f| f.run_id == "01D"));
+    assert!(w.metric_facts(&serve, "ttft_ms", "p77").unwrap().is_empty());
+    assert!(
+        w.metric_facts(&serve, "ttft_ms' OR '1'='1", "p50")
+            .unwrap()
+            .is_empty()
+    );
     let bad_since = RunFilter {
         since: Some("yesterday".into()),
         ..Default::default()
@@ -501,6 +555,10 @@ fn the_same_facts_round_trip_through_sqlite_and_postgres_identically() {
         },
     ] {
         assert_eq!(lite.runs(&filter).unwrap(), post.runs(&filter).unwrap());
+        assert_eq!(
+            lite.metric_facts(&filter, "ttft_ms", "p50").unwrap(),
+            post.metric_facts(&filter, "ttft_ms", "p50").unwrap()
+        );
     }
     assert_eq!(lite.baselines().unwrap(), post.baselines().unwrap());
     // The same portable query gives the same answer.

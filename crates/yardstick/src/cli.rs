@@ -121,4 +121,6 @@ pub enum Command {
     Gate(cmd::gate::GateArgs),
     /// Report a run (and a saved gate result): table, HTML with plots, Excel, Markdown, JUnit, CSV.
     Report(cmd::report::ReportArgs),
+    /// Serve the store to a team: JSON API, OpenAPI document, tokens (`server token create`).
+    Server(cmd::server::ServerArgs),
 }

@@ -25,7 +25,7 @@ pub use sqlite::SqliteWarehouse;
 pub const SQLITE_FILE: &str = "yardstick.db";
 
 /// One run, as the warehouse knows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRow {
     /// ULID.
     pub run_id: String,
@@ -54,7 +54,7 @@ pub struct RunRow {
 }
 
 /// One point of a run's plan (a cell of the sweep).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointRow {
     /// Run.
     pub run_id: String,
@@ -69,7 +69,7 @@ pub struct PointRow {
 }
 
 /// One replicate of a point.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplicateRow {
     /// Run.
     pub run_id: String,
@@ -88,7 +88,7 @@ pub struct ReplicateRow {
 }
 
 /// One fact: a statistic of a metric at a point (and replicate, or the point as a whole).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FactRow {
     /// Run.
     pub run_id: String,
@@ -117,7 +117,7 @@ pub struct FactRow {
 }
 
 /// A stored baseline: the reference run for a (machine profile, benchmark) pair.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BaselineRow {
     /// Machine profile key.
     pub machine_profile: String,
@@ -164,8 +164,14 @@ pub struct RunFilter {
     pub name: Option<String>,
     /// Only runs started at or after this RFC 3339 time.
     pub since: Option<String>,
+    /// Only runs started before this RFC 3339 time.
+    pub until: Option<String>,
+    /// Only runs in this state (`running`, `incomplete`, `complete`).
+    pub status: Option<String>,
     /// At most this many, newest first.
     pub limit: Option<usize>,
+    /// Skip this many of the matching runs first (paging, with `limit`).
+    pub offset: Option<usize>,
 }
 
 /// The result of a read-only query.
@@ -198,6 +204,16 @@ pub trait Warehouse {
     fn replicates(&mut self, run_id: &str) -> Result<Vec<ReplicateRow>, StoreError>;
     /// Facts of a run, by point, replicate (aggregates first), metric, statistic.
     fn facts(&mut self, run_id: &str) -> Result<Vec<FactRow>, StoreError>;
+    /// The aggregate facts (over replicates) of one metric and statistic, of the runs `filter`
+    /// selects (its limit and offset count runs): one query for a trend over many runs instead
+    /// of every fact of every run. Sorted like [`Warehouse::facts`] (by point; `run_id` says
+    /// which run each belongs to).
+    fn metric_facts(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<FactRow>, StoreError>;
     /// Sets the baseline of a (profile, benchmark) pair; refuses to replace one unless `force`.
     fn set_baseline(&mut self, baseline: &BaselineRow, force: bool) -> Result<(), StoreError>;
     /// All baselines.

@@ -208,6 +208,53 @@ fn json_value(ty: &Type, text: Option<&str>) -> serde_json::Value {
     }
 }
 
+impl PostgresWarehouse {
+    /// The facts matching a condition on the `facts` table, with its values bound in order.
+    fn facts_where(&mut self, cond: &str, args: &[String]) -> Result<Vec<FactRow>, StoreError> {
+        let params: Vec<&(dyn ToSql + Sync)> =
+            args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+        let rows = self
+            .client
+            .query(
+                &pg(&format!(
+                    "SELECT {} FROM facts WHERE {cond}",
+                    sql::FACT_COLUMNS
+                )),
+                &params,
+            )
+            .map_err(db_err)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let rep: i32 = r.get(2);
+            let n: i64 = r.get(9);
+            let row_group: Option<i32> = r.get(11);
+            let metric: String = r.get(3);
+            out.push(FactRow {
+                run_id: r.get(0),
+                point_id: r.get(1),
+                replicate: super::replicate_from_key(rep.into())?,
+                statistic: r.get(4),
+                value: r.get(5),
+                ci_lo: r.get(6),
+                ci_hi: r.get(7),
+                unit: r.get(8),
+                n: u64::try_from(n)
+                    .map_err(|_| StoreError::Integrity(format!("fact {metric}: n = {n}")))?,
+                artifact: r.get(10),
+                row_group: row_group
+                    .map(|g| {
+                        u32::try_from(g)
+                            .map_err(|_| StoreError::Integrity(format!("row group {g}")))
+                    })
+                    .transpose()?,
+                metric,
+            });
+        }
+        super::sort_facts(&mut out);
+        Ok(out)
+    }
+}
+
 impl Warehouse for PostgresWarehouse {
     fn upsert_run(&mut self, run: &RunRow) -> Result<(), StoreError> {
         let r = super::canonical_run(run)?;
@@ -364,7 +411,12 @@ impl Warehouse for PostgresWarehouse {
             .as_deref()
             .map(super::canonical_time)
             .transpose()?;
-        let (q, args) = sql::select_runs(filter, since);
+        let until = filter
+            .until
+            .as_deref()
+            .map(super::canonical_time)
+            .transpose()?;
+        let (q, args) = sql::select_runs(filter, since, until);
         let params: Vec<&(dyn ToSql + Sync)> =
             args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
         let rows = self.client.query(&pg(&q), &params).map_err(db_err)?;
@@ -429,42 +481,27 @@ impl Warehouse for PostgresWarehouse {
     }
 
     fn facts(&mut self, run_id: &str) -> Result<Vec<FactRow>, StoreError> {
-        let rows = self
-            .client
-            .query(
-                &format!("SELECT {} FROM facts WHERE run_id = $1", sql::FACT_COLUMNS),
-                &[&run_id],
-            )
-            .map_err(db_err)?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in rows {
-            let rep: i32 = r.get(2);
-            let n: i64 = r.get(9);
-            let row_group: Option<i32> = r.get(11);
-            let metric: String = r.get(3);
-            out.push(FactRow {
-                run_id: r.get(0),
-                point_id: r.get(1),
-                replicate: super::replicate_from_key(rep.into())?,
-                statistic: r.get(4),
-                value: r.get(5),
-                ci_lo: r.get(6),
-                ci_hi: r.get(7),
-                unit: r.get(8),
-                n: u64::try_from(n)
-                    .map_err(|_| StoreError::Integrity(format!("fact {metric}: n = {n}")))?,
-                artifact: r.get(10),
-                row_group: row_group
-                    .map(|g| {
-                        u32::try_from(g)
-                            .map_err(|_| StoreError::Integrity(format!("row group {g}")))
-                    })
-                    .transpose()?,
-                metric,
-            });
-        }
-        super::sort_facts(&mut out);
-        Ok(out)
+        self.facts_where("run_id = ?1", &[run_id.to_string()])
+    }
+
+    fn metric_facts(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<FactRow>, StoreError> {
+        let since = filter
+            .since
+            .as_deref()
+            .map(super::canonical_time)
+            .transpose()?;
+        let until = filter
+            .until
+            .as_deref()
+            .map(super::canonical_time)
+            .transpose()?;
+        let (cond, args) = sql::metric_facts_condition(filter, since, until, metric, statistic);
+        self.facts_where(&cond, &args)
     }
 
     fn set_baseline(&mut self, baseline: &BaselineRow, force: bool) -> Result<(), StoreError> {

@@ -125,8 +125,39 @@ pub(crate) const SELECT_CALIBRATIONS: &str = "SELECT machine_profile, benchmark,
 pub(crate) fn select_runs(
     filter: &super::RunFilter,
     since: Option<String>,
+    until: Option<String>,
 ) -> (String, Vec<String>) {
-    let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs");
+    select_runs_columns(RUN_COLUMNS, filter, since, until)
+}
+
+/// The condition on `facts` selecting the aggregate facts (replicate -1) of one metric and
+/// statistic of the runs [`select_runs`] would list (a subquery, so paging and the newest-first
+/// limit apply to runs, not to facts). Returns the condition and the values to bind.
+pub(crate) fn metric_facts_condition(
+    filter: &super::RunFilter,
+    since: Option<String>,
+    until: Option<String>,
+    metric: &str,
+    statistic: &str,
+) -> (String, Vec<String>) {
+    let (runs, mut args) = select_runs_columns("run_id", filter, since, until);
+    let cond = format!(
+        "metric = ?{} AND statistic = ?{} AND replicate = -1 AND run_id IN ({runs})",
+        args.len() + 1,
+        args.len() + 2
+    );
+    args.push(metric.to_string());
+    args.push(statistic.to_string());
+    (cond, args)
+}
+
+fn select_runs_columns(
+    columns: &str,
+    filter: &super::RunFilter,
+    since: Option<String>,
+    until: Option<String>,
+) -> (String, Vec<String>) {
+    let mut sql = format!("SELECT {columns} FROM runs");
     let mut conds = Vec::new();
     let mut args = Vec::new();
     let mut add = |col: &str, op: &str, v: String| {
@@ -142,13 +173,24 @@ pub(crate) fn select_runs(
     if let Some(s) = since {
         add("started_at", ">=", s);
     }
+    if let Some(u) = until {
+        add("started_at", "<", u);
+    }
+    if let Some(st) = &filter.status {
+        add("status", "=", st.clone());
+    }
     if !conds.is_empty() {
         sql.push_str(" WHERE ");
         sql.push_str(&conds.join(" AND "));
     }
     sql.push_str(" ORDER BY started_at DESC, run_id DESC");
-    if let Some(l) = filter.limit {
-        sql.push_str(&format!(" LIMIT {l}"));
+    // Both numbers are `usize`, written into the statement (never text from a caller).
+    match (filter.limit, filter.offset) {
+        (Some(l), Some(o)) => sql.push_str(&format!(" LIMIT {l} OFFSET {o}")),
+        (Some(l), None) => sql.push_str(&format!(" LIMIT {l}")),
+        // SQLite needs a LIMIT before an OFFSET; -1 is none (PostgreSQL: ALL).
+        (None, Some(o)) => sql.push_str(&format!(" LIMIT {} OFFSET {o}", i64::MAX)),
+        (None, None) => {}
     }
     (sql, args)
 }

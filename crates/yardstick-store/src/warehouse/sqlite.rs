@@ -227,6 +227,51 @@ fn json_value(v: ValueRef<'_>) -> serde_json::Value {
     }
 }
 
+impl SqliteWarehouse {
+    /// The facts matching a condition on the `facts` table, with its values bound in order.
+    fn facts_where(&mut self, cond: &str, args: &[String]) -> Result<Vec<FactRow>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM facts WHERE {cond}",
+                sql::FACT_COLUMNS
+            ))
+            .map_err(db_err)?;
+        let rows = st
+            .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+                Ok((
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(9)?,
+                    FactRow {
+                        run_id: r.get(0)?,
+                        point_id: r.get(1)?,
+                        replicate: None,
+                        metric: r.get(3)?,
+                        statistic: r.get(4)?,
+                        value: r.get(5)?,
+                        ci_lo: r.get(6)?,
+                        ci_hi: r.get(7)?,
+                        unit: r.get(8)?,
+                        n: 0,
+                        artifact: r.get(10)?,
+                        row_group: r.get(11)?,
+                    },
+                ))
+            })
+            .map_err(db_err)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (rep, n, mut f) = row.map_err(db_err)?;
+            f.replicate = super::replicate_from_key(rep)?;
+            f.n = u64::try_from(n)
+                .map_err(|_| StoreError::Integrity(format!("fact {}: n = {n}", f.metric)))?;
+            out.push(f);
+        }
+        super::sort_facts(&mut out);
+        Ok(out)
+    }
+}
+
 impl Warehouse for SqliteWarehouse {
     fn upsert_run(&mut self, run: &RunRow) -> Result<(), StoreError> {
         let r = super::canonical_run(run)?;
@@ -355,7 +400,12 @@ impl Warehouse for SqliteWarehouse {
             .as_deref()
             .map(super::canonical_time)
             .transpose()?;
-        let (q, args) = sql::select_runs(filter, since);
+        let until = filter
+            .until
+            .as_deref()
+            .map(super::canonical_time)
+            .transpose()?;
+        let (q, args) = sql::select_runs(filter, since, until);
         let mut st = self.conn.prepare(&q).map_err(db_err)?;
         let rows = st
             .query_map(rusqlite::params_from_iter(args.iter()), run_from_row)
@@ -429,45 +479,27 @@ impl Warehouse for SqliteWarehouse {
     }
 
     fn facts(&mut self, run_id: &str) -> Result<Vec<FactRow>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {} FROM facts WHERE run_id = ?1",
-                sql::FACT_COLUMNS
-            ))
-            .map_err(db_err)?;
-        let rows = st
-            .query_map([run_id], |r| {
-                Ok((
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(9)?,
-                    FactRow {
-                        run_id: r.get(0)?,
-                        point_id: r.get(1)?,
-                        replicate: None,
-                        metric: r.get(3)?,
-                        statistic: r.get(4)?,
-                        value: r.get(5)?,
-                        ci_lo: r.get(6)?,
-                        ci_hi: r.get(7)?,
-                        unit: r.get(8)?,
-                        n: 0,
-                        artifact: r.get(10)?,
-                        row_group: r.get(11)?,
-                    },
-                ))
-            })
-            .map_err(db_err)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (rep, n, mut f) = row.map_err(db_err)?;
-            f.replicate = super::replicate_from_key(rep)?;
-            f.n = u64::try_from(n)
-                .map_err(|_| StoreError::Integrity(format!("fact {}: n = {n}", f.metric)))?;
-            out.push(f);
-        }
-        super::sort_facts(&mut out);
-        Ok(out)
+        self.facts_where("run_id = ?1", &[run_id.to_string()])
+    }
+
+    fn metric_facts(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<FactRow>, StoreError> {
+        let since = filter
+            .since
+            .as_deref()
+            .map(super::canonical_time)
+            .transpose()?;
+        let until = filter
+            .until
+            .as_deref()
+            .map(super::canonical_time)
+            .transpose()?;
+        let (cond, args) = sql::metric_facts_condition(filter, since, until, metric, statistic);
+        self.facts_where(&cond, &args)
     }
 
     fn set_baseline(&mut self, baseline: &BaselineRow, force: bool) -> Result<(), StoreError> {

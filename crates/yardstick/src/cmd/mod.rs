@@ -16,6 +16,7 @@ pub mod report;
 pub mod run;
 pub mod runs;
 pub mod schema;
+pub mod server;
 pub mod sim;
 pub mod stats;
 pub mod trust;
@@ -50,6 +51,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Compare(args) => compare::run(args, g),
         Command::Gate(args) => gate::run(args, g),
         Command::Report(args) => report::run(args, g),
+        Command::Server(args) => server::run(args, g),
     }
 }
 

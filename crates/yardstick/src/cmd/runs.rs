@@ -136,6 +136,7 @@ fn list(args: ListArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             name: args.name,
             since,
             limit: Some(args.limit),
+            ..Default::default()
         })
         .map_err(store_error)?;
     if g.json {

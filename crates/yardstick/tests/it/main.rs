@@ -35,6 +35,7 @@ mod run_scaling;
 mod run_startup;
 mod schema_cli;
 mod secrets_canary;
+mod server;
 mod sim_cli;
 mod sim_flags;
 mod stats_cli;

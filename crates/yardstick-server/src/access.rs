@@ -1,0 +1,67 @@
+//! The access log: one record per request, with the route it matched, its status and how long
+//! it took. Headers are never recorded (the `Authorization` header carries tokens), nor the
+//! query string (it is the client's text; the route and path say what was asked).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use serde::Serialize;
+
+use crate::state::AppState;
+
+/// One request, as logged.
+#[derive(Debug, Clone, Serialize)]
+pub struct AccessRecord {
+    /// RFC 3339 time the request arrived.
+    pub time: String,
+    /// HTTP method.
+    pub method: String,
+    /// The path, without the query string.
+    pub path: String,
+    /// The route template it matched (`/api/v1/runs/{id}`), or `unmatched`.
+    pub route: String,
+    /// Response status.
+    pub status: u16,
+    /// Time to the response head, in milliseconds.
+    pub duration_ms: f64,
+}
+
+/// The route label of a request: the template it matched, so metrics and logs group by route
+/// instead of by every run id.
+pub(crate) fn route_of(req: &Request) -> String {
+    req.extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".to_string())
+}
+
+/// Middleware: times the request, counts it in the metrics and writes the access record.
+pub(crate) async fn layer(
+    State(state): State<Arc<AppState>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let start = Instant::now();
+    let time = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let route = route_of(&req);
+    let response = next.run(req).await;
+    let elapsed = start.elapsed();
+    let status = response.status().as_u16();
+    state.metrics.observe(&method, &route, status, elapsed);
+    (state.config.access_log)(&AccessRecord {
+        time,
+        method,
+        path,
+        route,
+        status,
+        duration_ms: elapsed.as_secs_f64() * 1e3,
+    });
+    response
+}

@@ -1,0 +1,115 @@
+//! Extractors whose rejections are JSON errors ([`ApiError`]) instead of axum's plain text, and
+//! which document themselves in the OpenAPI document like the axum extractors they wrap.
+
+use aide::OperationInput;
+use aide::openapi::{MediaType, Operation, RequestBody, SchemaObject};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use bytes::Bytes;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::ApiError;
+
+/// Query parameters (`axum::extract::Query`); a bad one is a 400 with a JSON body.
+pub struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| ApiQuery(q.0))
+            .map_err(|e| {
+                ApiError::bad_request(
+                    e.body_text(),
+                    Some("see /api/openapi.json for this route's parameters"),
+                )
+            })
+    }
+}
+
+impl<T: JsonSchema> OperationInput for ApiQuery<T> {
+    fn operation_input(ctx: &mut aide::generate::GenContext, operation: &mut Operation) {
+        axum::extract::Query::<T>::operation_input(ctx, operation);
+    }
+}
+
+/// Path parameters (`axum::extract::Path`); a bad one is a 400 with a JSON body.
+pub struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| ApiPath(p.0))
+            .map_err(|e| ApiError::bad_request(e.body_text(), None))
+    }
+}
+
+impl<T: JsonSchema> OperationInput for ApiPath<T> {
+    fn operation_input(ctx: &mut aide::generate::GenContext, operation: &mut Operation) {
+        axum::extract::Path::<T>::operation_input(ctx, operation);
+    }
+}
+
+/// A request body of text (a spec's YAML), bounded by the route's body limit: too large is a
+/// 413 with a JSON body.
+pub struct TextBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for TextBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        Bytes::from_request(req, state)
+            .await
+            .map(TextBody)
+            .map_err(|e| {
+                ApiError::new(
+                    e.status(),
+                    format!("cannot read the request body: {}", e.body_text()),
+                    Some("send the spec's YAML text as the body, at most 1 MiB"),
+                )
+            })
+    }
+}
+
+impl OperationInput for TextBody {
+    fn operation_input(ctx: &mut aide::generate::GenContext, operation: &mut Operation) {
+        let json_schema = ctx.schema.subschema_for::<String>();
+        let media = MediaType {
+            schema: Some(SchemaObject {
+                json_schema,
+                example: None,
+                external_docs: None,
+            }),
+            ..Default::default()
+        };
+        aide::operation::set_body(
+            ctx,
+            operation,
+            RequestBody {
+                description: Some("A BenchmarkRun spec, as YAML text (at most 1 MiB).".into()),
+                content: [
+                    ("application/yaml".to_string(), media.clone()),
+                    ("text/plain".to_string(), media),
+                ]
+                .into_iter()
+                .collect(),
+                required: true,
+                extensions: Default::default(),
+            },
+        );
+    }
+}

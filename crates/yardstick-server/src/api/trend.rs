@@ -1,0 +1,185 @@
+//! `GET /api/v1/trend`: one metric of one benchmark over time.
+//!
+//! The points are the runs' aggregate facts (the mean over replicates with its Student-t
+//! interval, what `summary.json` holds), one series per machine profile and point of the sweep,
+//! oldest first, with the baseline in force for each profile.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use yardstick_store::warehouse::{BaselineRow, FactRow, RunFilter, Warehouse};
+
+use super::extract::ApiQuery;
+use crate::ApiError;
+use crate::state::AppState;
+
+/// Most runs one trend looks at (the newest).
+pub const MAX_RUNS: usize = 5000;
+
+/// What to trend.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrendQuery {
+    /// The benchmark (the spec's `metadata.name`).
+    pub benchmark: String,
+    /// The metric id (`yardstick metrics` lists them), e.g. `ttft_ms`.
+    pub metric: String,
+    /// The statistic (`p50`, `mean`, `value`...); default: the one the gate compares, else the
+    /// metric's first.
+    pub statistic: Option<String>,
+    /// Only this machine profile (default: a series per profile).
+    pub profile: Option<String>,
+    /// Only this point of the sweep (default: a series per point).
+    pub point: Option<String>,
+    /// Only runs started since: an age (`30d`), a date or an RFC 3339 time.
+    pub since: Option<String>,
+    /// At most this many runs, the newest (default and maximum 5000).
+    pub limit: Option<usize>,
+}
+
+/// One run's value.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TrendPoint {
+    /// The run.
+    pub run_id: String,
+    /// When it started (RFC 3339).
+    pub started_at: String,
+    /// The git commit it was run from.
+    pub git_commit: Option<String>,
+    /// The run's state.
+    pub status: yardstick_store::RunStatus,
+    /// The value (mean over replicates).
+    pub value: f64,
+    /// Lower bound of its confidence interval.
+    pub ci_lo: Option<f64>,
+    /// Upper bound of its confidence interval.
+    pub ci_hi: Option<f64>,
+    /// Replicates behind it.
+    pub n: u64,
+}
+
+/// One series: a machine profile and a point, over time.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TrendSeries {
+    /// Machine profile.
+    pub machine_profile: Option<String>,
+    /// Point of the sweep.
+    pub point_id: String,
+    /// The baseline run in force for this profile and benchmark, if one is set.
+    pub baseline_run: Option<String>,
+    /// The runs' values, oldest first.
+    pub points: Vec<TrendPoint>,
+}
+
+/// A trend.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TrendOut {
+    /// Benchmark.
+    pub benchmark: String,
+    /// Metric.
+    pub metric: String,
+    /// Statistic.
+    pub statistic: String,
+    /// Unit of the values.
+    pub unit: Option<String>,
+    /// Which way is better (`higher`, `lower`, `neither`), from the metric catalogue.
+    pub better: Option<String>,
+    /// The series.
+    pub series: Vec<TrendSeries>,
+}
+
+/// The trend a query asks for.
+pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiError> {
+    let def = yardstick_spec::metrics::lookup(&q.metric);
+    let statistic = q
+        .statistic
+        .clone()
+        .or_else(|| {
+            def.and_then(|d| d.gated.or(d.statistics.first().copied()))
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "mean".to_string());
+    let limit = q.limit.unwrap_or(MAX_RUNS);
+    if limit == 0 || limit > MAX_RUNS {
+        return Err(ApiError::bad_request(
+            format!("limit must be 1 to {MAX_RUNS}, got {limit}"),
+            None,
+        ));
+    }
+    let since = q
+        .since
+        .as_deref()
+        .map(|s| yardstick_store::warehouse::since_to_time(s, time::OffsetDateTime::now_utc()))
+        .transpose()?;
+    let filter = RunFilter {
+        name: Some(q.benchmark.clone()),
+        machine_profile: q.profile.clone(),
+        since,
+        limit: Some(limit),
+        ..Default::default()
+    };
+    // Two queries whatever the number of runs: the runs, and the one metric's facts of them.
+    let runs = w.runs(&filter)?;
+    let mut facts: HashMap<String, Vec<FactRow>> = HashMap::new();
+    for f in w.metric_facts(&filter, &q.metric, &statistic)? {
+        if q.point.as_ref().is_none_or(|p| *p == f.point_id) {
+            facts.entry(f.run_id.clone()).or_default().push(f);
+        }
+    }
+    let baselines: Vec<BaselineRow> = w
+        .baselines()?
+        .into_iter()
+        .filter(|b| b.benchmark == q.benchmark)
+        .collect();
+    let mut unit = None;
+    let mut series: BTreeMap<(Option<String>, String), Vec<TrendPoint>> = BTreeMap::new();
+    // Oldest first.
+    for run in runs.iter().rev() {
+        for f in facts.get(run.run_id.as_str()).into_iter().flatten() {
+            unit.get_or_insert(f.unit.clone());
+            series
+                .entry((run.machine_profile.clone(), f.point_id.clone()))
+                .or_default()
+                .push(TrendPoint {
+                    run_id: run.run_id.clone(),
+                    started_at: run.started_at.clone(),
+                    git_commit: run.git_commit.clone(),
+                    status: run.status,
+                    value: f.value,
+                    ci_lo: f.ci_lo,
+                    ci_hi: f.ci_hi,
+                    n: f.n,
+                });
+        }
+    }
+    Ok(TrendOut {
+        benchmark: q.benchmark.clone(),
+        metric: q.metric.clone(),
+        better: def.map(|d| d.direction.as_str().to_string()),
+        statistic,
+        unit,
+        series: series
+            .into_iter()
+            .map(|((profile, point_id), points)| TrendSeries {
+                baseline_run: baselines
+                    .iter()
+                    .find(|b| Some(&b.machine_profile) == profile.as_ref())
+                    .map(|b| b.run_id.clone()),
+                machine_profile: profile,
+                point_id,
+                points,
+            })
+            .collect(),
+    })
+}
+
+pub(super) async fn trend(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<TrendQuery>,
+) -> Result<Json<TrendOut>, ApiError> {
+    state.blocking(move |_, w| compute(w, &q).map(Json)).await
+}

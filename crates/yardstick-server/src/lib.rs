@@ -1,0 +1,114 @@
+//! `yardstick server`: the team's shared place to look at results. A JSON API over the same
+//! store and warehouse the command line uses (SQLite in a store directory, or PostgreSQL), with
+//! bearer tokens by scope, one access-log line per request, its own Prometheus metrics, and an
+//! OpenAPI 3.1 document generated from the handlers' types.
+//!
+//! Every answer is computed by the library the matching command calls: runs and facts from
+//! `yardstick-store`'s warehouse, comparisons from `yardstick-gate`, validation, the schema, the
+//! rules, the templates and the metric catalogue from `yardstick-spec`. The server adds HTTP,
+//! authentication and paging, nothing that would make its numbers differ from the CLI's.
+//!
+//! * [`auth`]: tokens (`server-tokens.json` in the store directory, only SHA-256 hashes), scopes.
+//! * [`api`]: the routes and their handlers; [`api::router`] builds the whole application.
+//! * [`metrics`]: request counts and latency histograms in Prometheus' text format.
+//! * [`access`]: the access-log record written for every request.
+//! * [`state`]: what handlers share (the warehouse connections, the store directory, tokens).
+#![deny(missing_docs)]
+
+pub mod access;
+pub mod api;
+pub mod auth;
+mod error;
+pub mod metrics;
+pub mod state;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use error::{ApiError, ErrorBody, ServerError};
+pub use state::AppState;
+
+/// How the server is set up.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// The store directory: run directories (`runs/<id>/`), the token file, trust keys. `None`
+    /// when the store is only a PostgreSQL warehouse (then runs have no artifacts to serve and
+    /// no token can be checked).
+    pub store_dir: Option<PathBuf>,
+    /// The warehouse: a store directory (its `yardstick.db`) or a `postgres://` URL.
+    pub warehouse: String,
+    /// Reads need a token of scope `read` (or higher) too.
+    pub require_read_token: bool,
+    /// Serve HTTPS with this certificate and key (`None`: plain HTTP).
+    pub tls: Option<tls::TlsFiles>,
+    /// Where each request's access-log record goes (the binary prints it as one JSON line on
+    /// standard error).
+    pub access_log: Arc<dyn Fn(&access::AccessRecord) + Send + Sync>,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("store_dir", &self.store_dir)
+            .field("warehouse", &self.warehouse)
+            .field("require_read_token", &self.require_read_token)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A bound server, ready to serve.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+impl Server {
+    /// Opens the warehouse (checking it answers), loads the tokens and binds `addr` (port 0: an
+    /// ephemeral port, see [`Server::local_addr`]).
+    pub async fn bind(addr: SocketAddr, config: ServerConfig) -> Result<Server, ServerError> {
+        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
+        // Opening the warehouse blocks (the PostgreSQL client runs a runtime of its own).
+        let state = tokio::task::spawn_blocking(move || AppState::open(config))
+            .await
+            .map_err(|e| ServerError::Io(std::io::Error::other(e)))??;
+        let app = api::router(Arc::new(state));
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        Ok(Server { listener, app, tls })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> Result<SocketAddr, ServerError> {
+        self.listener.local_addr().map_err(ServerError::Io)
+    }
+
+    /// `https://ADDR` or `http://ADDR`.
+    pub fn url(&self) -> Result<String, ServerError> {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        Ok(format!("{scheme}://{}", self.local_addr()?))
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting and lets requests in flight
+    /// finish.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        if let Some(acceptor) = self.tls {
+            return tls::serve(self.listener, acceptor, self.app, shutdown).await;
+        }
+        axum::serve(self.listener, self.app)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(ServerError::Io)
+    }
+}
+
+/// Whether listening on `addr` keeps the server on this machine (a loopback address).
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}

@@ -1,0 +1,289 @@
+//! `yardstick server`: the team server (crate `yardstick-server`), and `yardstick server token`
+//! to manage its tokens.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use yardstick_server::auth::{self, Scope};
+use yardstick_server::{Server, ServerConfig, ServerError};
+use yardstick_store::warehouse::WarehouseLocation;
+
+use crate::cli::GlobalOpts;
+use crate::exit::{self, Status};
+use crate::output;
+
+/// Serve the store over HTTP: a JSON API of runs, facts, artifacts, comparisons, trends, spec
+/// validation and the methodology contract, with its OpenAPI document at /api/openapi.json.
+///
+/// Prints `listening on http://ADDR` (or `https://`) as the first line on stdout once bound, then serves until
+/// Ctrl-C or SIGTERM (requests in flight finish). Each request is logged as one JSON line on
+/// stderr. Loopback by default; another address needs TLS (--tls-cert and --tls-key) or an
+/// explicit --insecure-http. Reads are open unless --require-read-token; writes always need a
+/// token (`yardstick server token create`). See docs/server.md.
+#[derive(Debug, clap::Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  yardstick server --store ./yardstick-store\n  \
+yardstick server --store ./yardstick-store --listen 127.0.0.1:0\n  \
+yardstick server --store /srv/ys --warehouse postgres://ys@db:5432/ys --require-read-token\n  \
+yardstick server --store /srv/ys --listen 0.0.0.0:8686 --tls-cert cert.pem --tls-key key.pem\n  \
+yardstick server token create --scope push --store /srv/ys --note ci\n  \
+curl -s http://127.0.0.1:8686/api/v1/runs?limit=5"
+)]
+pub struct ServerArgs {
+    #[command(subcommand)]
+    pub command: Option<ServerCommand>,
+    /// Store directory: run directories, the warehouse (`yardstick.db`) unless --warehouse,
+    /// and the token file. A PostgreSQL URL serves only the warehouse (no artifacts, no tokens).
+    #[arg(
+        long,
+        env = "YARDSTICK_STORE",
+        default_value = "yardstick-store",
+        value_name = "DIR|URL"
+    )]
+    pub store: String,
+    /// The warehouse, when not the store directory's SQLite: `postgres://user@host:port/db`.
+    #[arg(long, value_name = "URL")]
+    pub warehouse: Option<String>,
+    /// Address and port to listen on (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:8686", value_name = "ADDR:PORT")]
+    pub listen: SocketAddr,
+    /// Allow plain HTTP on a non-loopback address (tokens then cross the network in clear:
+    /// only behind a proxy that terminates TLS).
+    #[arg(long)]
+    pub insecure_http: bool,
+    /// Reads need a token too (scope read, push or admin) as `Authorization: Bearer TOKEN`.
+    #[arg(long)]
+    pub require_read_token: bool,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The `server` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum ServerCommand {
+    /// Create, list and revoke the server's tokens.
+    Token(TokenArgs),
+}
+
+/// Manage tokens: only their SHA-256 is stored, in `<store>/server-tokens.json` (mode 0600).
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick server token create --scope push --note \"CI runners\"\n  \
+yardstick server token list --store /srv/ys\n  yardstick server token revoke 3f9a1c0b2d4e"
+)]
+pub struct TokenArgs {
+    #[command(subcommand)]
+    pub command: TokenCommand,
+}
+
+/// The `server token` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it once (it cannot be shown again; only its hash is kept).
+    Create(TokenCreateArgs),
+    /// List the tokens (id, scope, creation time, note; never the tokens).
+    List(TokenStoreArgs),
+    /// Revoke a token by its id (`token list`); the server refuses it at once.
+    Revoke(TokenRevokeArgs),
+}
+
+/// Where the token file is.
+#[derive(Debug, clap::Args)]
+pub struct TokenStoreArgs {
+    /// Store directory the server serves.
+    #[arg(
+        long,
+        env = "YARDSTICK_STORE",
+        default_value = "yardstick-store",
+        value_name = "DIR"
+    )]
+    pub store: PathBuf,
+}
+
+/// Arguments of `server token create`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick server token create --scope push --store /srv/ys --note \"CI runners\"\n  \
+TOKEN=$(yardstick server token create --scope read -q) && curl -H \"Authorization: Bearer $TOKEN\" \
+http://127.0.0.1:8686/api/v1/runs"
+)]
+pub struct TokenCreateArgs {
+    /// What the token may do: read (runs, facts, artifacts), push (send runs, and read), admin
+    /// (baselines and everything else).
+    #[arg(long, value_parser = ["read", "push", "admin"])]
+    pub scope: String,
+    /// Who or what the token is for (shown by `token list`).
+    #[arg(long)]
+    pub note: Option<String>,
+    #[command(flatten)]
+    pub store: TokenStoreArgs,
+}
+
+/// Arguments of `server token revoke`.
+#[derive(Debug, clap::Args)]
+pub struct TokenRevokeArgs {
+    /// The token's id, as `token list` shows it.
+    pub id: String,
+    #[command(flatten)]
+    pub store: TokenStoreArgs,
+}
+
+fn server_error(e: ServerError) -> anyhow::Error {
+    match e {
+        ServerError::Config { message, hint } => exit::invalid(message, hint.as_deref()),
+        ServerError::Bind { .. } => exit::invalid(
+            e.to_string(),
+            Some("pick another --listen port (0 picks a free one)"),
+        ),
+        ServerError::Store(e) => crate::cmd::runs::store_error(e),
+        e => anyhow::Error::new(e),
+    }
+}
+
+/// Runs `yardstick server`.
+pub fn run(args: ServerArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    match args.command {
+        Some(ServerCommand::Token(t)) => token(t, g),
+        None => serve(args),
+    }
+}
+
+fn serve(args: ServerArgs) -> anyhow::Result<Status> {
+    let tls = match (args.tls_cert.clone(), args.tls_key.clone()) {
+        (Some(cert), Some(key)) => Some(yardstick_server::tls::TlsFiles { cert, key }),
+        _ => None,
+    };
+    if !yardstick_server::is_loopback(&args.listen) && tls.is_none() && !args.insecure_http {
+        return Err(exit::invalid(
+            format!(
+                "refusing to listen on {} (not a loopback address) without TLS",
+                args.listen
+            ),
+            Some(
+                "tokens would cross the network in clear: pass --tls-cert FILE --tls-key FILE, keep the default 127.0.0.1, or pass --insecure-http behind a TLS-terminating proxy",
+            ),
+        ));
+    }
+    let store_dir = match WarehouseLocation::parse(&args.store) {
+        WarehouseLocation::Sqlite { store_dir, .. } => Some(store_dir),
+        WarehouseLocation::Postgres(_) => None,
+    };
+    let warehouse = args.warehouse.clone().unwrap_or_else(|| args.store.clone());
+    if let Some(dir) = &store_dir
+        && args.warehouse.is_none()
+        && !dir.join(yardstick_store::warehouse::SQLITE_FILE).is_file()
+    {
+        return Err(exit::invalid(
+            format!(
+                "no warehouse at {} ({} is created by the first `yardstick run`)",
+                dir.join(yardstick_store::warehouse::SQLITE_FILE).display(),
+                yardstick_store::warehouse::SQLITE_FILE
+            ),
+            Some("pass --store DIR, the store `yardstick run --store DIR` wrote"),
+        ));
+    }
+    let config = ServerConfig {
+        store_dir,
+        warehouse,
+        require_read_token: args.require_read_token,
+        tls,
+        access_log: Arc::new(|record| {
+            if let Ok(line) = serde_json::to_string(record) {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{line}");
+            }
+        }),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let shutdown = crate::interrupt::token("shutting down: finishing requests in flight");
+    rt.block_on(async move {
+        let server = Server::bind(args.listen, config)
+            .await
+            .map_err(server_error)?;
+        let url = server.url().map_err(server_error)?;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {url}")?;
+        out.flush()?;
+        drop(out);
+        server
+            .serve(shutdown.cancelled_owned())
+            .await
+            .map_err(server_error)?;
+        output::info("server stopped");
+        Ok(Status::Ok)
+    })
+}
+
+fn token(args: TokenArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+    match args.command {
+        TokenCommand::Create(a) => {
+            let scope = Scope::parse(&a.scope).expect("clap checked the scope");
+            let created = auth::create(&a.store.store, scope, a.note).map_err(server_error)?;
+            if g.json {
+                output::json(&serde_json::json!({
+                    "token": created.token,
+                    "id": created.record.id,
+                    "scope": created.record.scope,
+                    "created_at": created.record.created_at,
+                }))?;
+            } else {
+                crate::output::outln!("{}", created.token)?;
+                output::info(&format!(
+                    "token {} (scope {}) created; it is shown only now, store it as a secret \
+                     (only its hash is kept in {})",
+                    created.record.id,
+                    scope.as_str(),
+                    auth::tokens_path(&a.store.store).display()
+                ));
+            }
+            Ok(Status::Ok)
+        }
+        TokenCommand::List(a) => {
+            let file = auth::load(&a.store).map_err(server_error)?;
+            if g.json {
+                output::json(&file.tokens)?;
+                return Ok(Status::Ok);
+            }
+            if file.tokens.is_empty() {
+                output::info("no tokens; `yardstick server token create --scope read|push|admin`");
+                return Ok(Status::Ok);
+            }
+            let rows: Vec<Vec<String>> = file
+                .tokens
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.id.clone(),
+                        t.scope.as_str().to_string(),
+                        t.created_at.clone(),
+                        t.note.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            crate::cmd::runs::print_table(&["id", "scope", "created", "note"], &rows)?;
+            Ok(Status::Ok)
+        }
+        TokenCommand::Revoke(a) => {
+            if auth::revoke(&a.store.store, &a.id).map_err(server_error)? {
+                output::info(&format!("token {} revoked", a.id));
+                Ok(Status::Ok)
+            } else {
+                Err(exit::invalid(
+                    format!("no token with id {}", a.id),
+                    Some("`yardstick server token list` shows the ids"),
+                ))
+            }
+        }
+    }
+}
