@@ -15,7 +15,7 @@ use crate::{GateError, RunData, load_run};
 pub const SCHEMA: u32 = 1;
 
 /// One `baselines/<profile>.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BaselineFile {
     /// Format version ([`SCHEMA`]).
     pub schema: u32,
@@ -26,7 +26,7 @@ pub struct BaselineFile {
 }
 
 /// The baseline of one benchmark.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BaselineEntry {
     /// Benchmark name.
     pub benchmark: String,
@@ -130,7 +130,7 @@ fn read(path: &Path) -> Result<BaselineFile, GateError> {
 pub const IMPORTED_PREFIX: &str = "baseline-file:";
 
 /// What [`import`] did with one entry.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Imported {
     /// Benchmark.
     pub benchmark: String,

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::ReportError;
 
 /// Which command produced the result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GateKind {
     /// `yardstick gate --json`: verdicts per metric.
@@ -22,7 +22,7 @@ pub enum GateKind {
 }
 
 /// One field that differs between the two runs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FieldDiff {
     /// Dotted path.
     pub path: String,
@@ -33,7 +33,7 @@ pub struct FieldDiff {
 }
 
 /// One point × metric of the result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct GateRow {
     /// Point id.
     pub point: String,
@@ -115,7 +115,7 @@ impl GateRow {
 }
 
 /// A gate or comparison result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct GateView {
     /// Gate or comparison.
     pub kind: GateKind,

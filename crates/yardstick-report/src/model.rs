@@ -13,7 +13,7 @@ use crate::gate::GateView;
 use yardstick_spec::metrics::id;
 
 /// Everything a report shows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// The run.
     pub run: RunReport,
@@ -44,7 +44,7 @@ impl Report {
 }
 
 /// One stored run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RunReport {
     /// The warehouse row (id, name, status, profile, times, tool).
     pub run: RunRow,
@@ -70,7 +70,7 @@ pub struct RunReport {
 }
 
 /// One point of the run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PointReport {
     /// Point id (`component.0.serve/D(16,8)/concurrency=4`).
     pub id: String,
@@ -94,7 +94,7 @@ pub struct PointReport {
 }
 
 /// One (metric, statistic) of a point.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MetricStat {
     /// Metric (`ttft_ms`).
     pub metric: String,
@@ -121,7 +121,7 @@ impl MetricStat {
 }
 
 /// One replicate of a point.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ReplicateInfo {
     /// 0-based replicate.
     pub replicate: u32,
@@ -132,7 +132,7 @@ pub struct ReplicateInfo {
 }
 
 /// Request latencies of a serving point, pooled over replicates (measured requests only).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct LatencySamples {
     /// Time to first token, ms.
     pub ttft_ms: Vec<f64>,
@@ -162,7 +162,7 @@ impl LatencySamples {
 }
 
 /// Step times of one replicate and rank, in reporting order.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StepSeries {
     /// Replicate.
     pub replicate: u32,
@@ -175,7 +175,7 @@ pub struct StepSeries {
 }
 
 /// One telemetry sample.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TelemetryRow {
     /// Seconds since the sampler started.
     pub elapsed_s: f64,

@@ -133,7 +133,7 @@ pub struct BaselineRow {
 
 /// One recorded A/A comparison of a metric (`yardstick gate --calibrate`): two runs of the same
 /// configuration on the same machine profile, whose ratio measures the profile's noise.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CalibrationRow {
     /// Machine profile key.
     pub machine_profile: String,
@@ -175,7 +175,7 @@ pub struct RunFilter {
 }
 
 /// The result of a read-only query.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct QueryResult {
     /// Column names.
     pub columns: Vec<String>,

@@ -63,9 +63,27 @@ pub struct ExportArgs {
     pub store: StoreOpt,
 }
 
-#[derive(Serialize)]
-struct ExportOut {
-    files: Vec<String>,
+/// What `yardstick baseline ... --json` prints, by subcommand.
+#[derive(Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum BaselineOutput<'a> {
+    /// `list`, `show`: the baselines in force.
+    List {
+        /// One per benchmark and machine profile.
+        baselines: &'a [BaselineRow],
+    },
+    /// `save`: the baseline now in force.
+    Saved(&'a BaselineRow),
+    /// `import`: what the file set.
+    Imported {
+        /// One entry per baseline in the file.
+        imported: &'a [yardstick_gate::file::Imported],
+    },
+    /// `export`: the files written.
+    Exported {
+        /// Their paths.
+        files: Vec<String>,
+    },
 }
 
 /// Arguments of `baseline save`.
@@ -147,11 +165,6 @@ fn admit_for_baseline(store: &str, run: &str) -> anyhow::Result<()> {
         .map_err(store_error)
 }
 
-#[derive(Serialize)]
-struct ListOut<'a> {
-    baselines: &'a [BaselineRow],
-}
-
 /// Runs `yardstick baseline`.
 pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     match args.command {
@@ -160,7 +173,7 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             let done = yardstick_gate::file::import(w.as_mut(), &a.file, a.force)
                 .map_err(replace_error)?;
             if g.json {
-                output::json(&serde_json::json!({ "imported": done }))?;
+                output::json(&BaselineOutput::Imported { imported: &done })?;
             } else {
                 for i in &done {
                     crate::output::outln!(
@@ -183,7 +196,7 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             admit_for_baseline(&a.store.store, &a.run)?;
             let row = baseline::save(w.as_mut(), &a.run, a.force, a.note).map_err(replace_error)?;
             if g.json {
-                output::json(&row)?;
+                output::json(&BaselineOutput::Saved(&row))?;
             } else {
                 crate::output::outln!(
                     "baseline of {} on {} is now run {}",
@@ -199,7 +212,7 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             let files = yardstick_gate::file::export(w.as_mut(), &a.dir).map_err(gate_error)?;
             let files: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
             if g.json {
-                output::json(&ExportOut { files })?;
+                output::json(&BaselineOutput::Exported { files })?;
             } else if files.is_empty() {
                 output::info("no baselines stored; nothing written");
             } else {
@@ -237,7 +250,7 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
 
 fn print_rows(rows: &[BaselineRow], g: &GlobalOpts) -> anyhow::Result<Status> {
     if g.json {
-        output::json(&ListOut { baselines: rows })?;
+        output::json(&BaselineOutput::List { baselines: rows })?;
         return Ok(Status::Ok);
     }
     if rows.is_empty() {

@@ -99,17 +99,24 @@ impl clap::Args for Outputs {
     }
 }
 
-#[derive(Serialize)]
-struct Written {
-    format: &'static str,
-    path: String,
-    bytes: u64,
+/// One file `yardstick report` wrote.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Written {
+    /// `html`, `xlsx`, `markdown`, `junit`, `csv`...
+    pub format: &'static str,
+    /// Where.
+    pub path: String,
+    /// Its size.
+    pub bytes: u64,
 }
 
-#[derive(Serialize)]
-struct JsonOut<'a> {
-    written: &'a [Written],
-    report: &'a Report,
+/// What `yardstick report RUN --json` prints: the files written and the report's data.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct JsonOut<'a> {
+    /// The files written.
+    pub written: &'a [Written],
+    /// Everything the report shows.
+    pub report: &'a Report,
 }
 
 /// Runs `yardstick report`.

@@ -117,9 +117,11 @@ pub fn run(args: RunsArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     }
 }
 
-#[derive(Serialize)]
-struct ListOut<'a> {
-    runs: &'a [RunRow],
+/// What `yardstick runs list --json` prints.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ListOut<'a> {
+    /// The runs, newest first.
+    pub runs: &'a [RunRow],
 }
 
 fn list(args: ListArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
@@ -151,12 +153,17 @@ fn list(args: ListArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     Ok(Status::Ok)
 }
 
-#[derive(Serialize)]
-struct ShowOut {
-    run: RunRow,
-    points: Vec<PointRow>,
-    replicates: Vec<ReplicateRow>,
-    facts: Vec<FactRow>,
+/// What `yardstick runs show RUN --json` prints: the run as the warehouse has it.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ShowOut {
+    /// The run.
+    pub run: RunRow,
+    /// Its points.
+    pub points: Vec<PointRow>,
+    /// Every replicate.
+    pub replicates: Vec<ReplicateRow>,
+    /// Every fact, per replicate and aggregated.
+    pub facts: Vec<FactRow>,
 }
 
 fn show(args: ShowArgs, g: &GlobalOpts) -> anyhow::Result<Status> {

@@ -110,6 +110,23 @@ pub fn outputs() -> Vec<Output> {
         ("init", "yardstick init --json", || {
             output::<super::init::InitOutput>()
         }),
+        ("runs-list", "yardstick runs list --json", || {
+            output::<super::runs::ListOut<'static>>()
+        }),
+        ("runs-show", "yardstick runs show RUN --json", || {
+            output::<super::runs::ShowOut>()
+        }),
+        ("query", "yardstick query SQL --json", || {
+            output::<yardstick_store::warehouse::QueryResult>()
+        }),
+        (
+            "baseline",
+            "yardstick baseline list|show|save|import|export --json",
+            || output::<super::baseline::BaselineOutput<'static>>(),
+        ),
+        ("report", "yardstick report RUN --json", || {
+            output::<super::report::JsonOut<'static>>()
+        }),
         ("gate", "yardstick gate RUN --json", || {
             output::<super::gate::GateOut<'static>>()
         }),

@@ -133,6 +133,7 @@ fn aa_runs_do_not_fail_and_baselines_need_force_to_replace() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
     let listed = json(&cmd(&store, &["baseline", "list", "--json"]));
+    crate::schema_cli::assert_conforms("baseline", &listed);
     assert_eq!(listed["baselines"][0]["run_id"], a.as_str());
     let shown = json(&cmd(
         &store,
@@ -519,6 +520,7 @@ fn an_imported_baseline_file_gates_in_another_store() {
     let out = cmd(&s2, &["baseline", "import", &file, "--json"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let imp = json(&out);
+    crate::schema_cli::assert_conforms("baseline", &imp);
     assert_eq!(imp["imported"][0]["run_id"], a.as_str());
     assert_eq!(imp["imported"][0]["run_added"], true);
     let out = cmd(&s2, &["gate", &b, "--json"]);

@@ -141,6 +141,7 @@ fn report_covers_a_run_and_a_gate_result_in_every_format() {
         .collect();
     assert_eq!(&formats[..4], ["html", "xlsx", "markdown", "junit"]);
     assert!(formats[4..].iter().all(|f| *f == "csv") && formats.len() > 8);
+    crate::schema_cli::assert_conforms("report", &listed);
     assert_eq!(listed["report"]["run"]["run"]["run_id"], b.as_str());
     assert_eq!(listed["report"]["gate"]["verdict"], gate_json["verdict"]);
 

@@ -107,6 +107,7 @@ fn runs_list_filters_and_prints_tables_and_json() {
     store_with_runs(&store);
 
     let all = json_ok(&run(&store, &["runs", "list", "--json"]));
+    crate::schema_cli::assert_conforms("runs-list", &all);
     let ids: Vec<&str> = all["runs"]
         .as_array()
         .unwrap()
@@ -193,6 +194,7 @@ fn runs_show_prints_a_run_by_id_or_prefix() {
         &store,
         &["runs", "show", "01JBBBBBBBBBBBBBBBBBBBBBBB", "--json"],
     ));
+    crate::schema_cli::assert_conforms("runs-show", &shown);
     assert_eq!(shown["run"]["name"], "serve");
     assert_eq!(shown["points"][0]["params"]["concurrency"], 8);
     assert_eq!(shown["replicates"].as_array().unwrap().len(), 1);
@@ -235,6 +237,7 @@ fn query_is_read_only_and_prints_rows() {
                  JOIN runs r USING (run_id) WHERE f.metric = 'ttft_ms' AND f.statistic = 'p50' \
                  AND f.replicate = -1 GROUP BY r.name ORDER BY r.name";
     let q = json_ok(&run(&store, &["query", trend, "--json"]));
+    crate::schema_cli::assert_conforms("query", &q);
     assert_eq!(q["columns"], json!(["name", "runs", "p50_ttft_ms"]));
     assert_eq!(q["rows"], json!([["serve", 2, 51.0], ["train", 1, 52.5]]));
 
