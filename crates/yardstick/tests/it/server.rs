@@ -598,6 +598,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/runs/{id}/facts"),
     ("get", "/api/v1/runs/{id}/artifacts"),
     ("get", "/api/v1/runs/{id}/artifacts/{path}"),
+    ("get", "/api/v1/runs/{id}/gate"),
+    ("get", "/api/v1/baselines"),
     ("get", "/api/v1/compare"),
     ("get", "/api/v1/trend"),
     ("post", "/api/v1/validate"),
@@ -1042,4 +1044,63 @@ fn server_serves_a_postgresql_warehouse_with_run_directories_from_the_store() {
     let r = s.get(&format!("/api/v1/runs/{b}/artifacts/spec.yaml"));
     assert_eq!(r.status, 200);
     assert_eq!(r.body, spec().as_bytes());
+}
+
+#[test]
+fn server_gates_a_run_like_the_cli_and_lists_baselines() {
+    let f = fixture();
+    // A store of its own: saving a baseline must not change the other tests' store.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    copy_dir(&f.store, &store);
+    let st = store.to_str().unwrap();
+    let (a, b) = (&f.runs[0], &f.runs[1]);
+    let s = ServerProc::start(&store, &[]);
+    assert_eq!(
+        s.get("/api/v1/baselines").json()["baselines"],
+        Value::Array(vec![])
+    );
+    let (status, msg) = s.get(&format!("/api/v1/runs/{b}/gate")).error();
+    assert_eq!(status, 404, "no baseline yet: {msg}");
+
+    let g = s.get(&format!("/api/v1/runs/{b}/gate?baseline={a}"));
+    assert_eq!(g.status, 200, "{}", String::from_utf8_lossy(&g.body));
+    let cli = yardstick()
+        .args(["--json", "gate", b, "--baseline", a, "--store", st])
+        .output()
+        .unwrap();
+    assert_eq!(g.json(), json(&cli), "the same as `gate --json`");
+
+    let saved = yardstick()
+        .args(["baseline", "save", a, "--store", st])
+        .output()
+        .unwrap();
+    assert!(
+        saved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
+    let list = s.get("/api/v1/baselines?benchmark=server-tiny").json();
+    let cli = cli_json(&["baseline", "list", "--store", st]);
+    assert_eq!(list, cli);
+    assert_eq!(list["baselines"][0]["run_id"], a.as_str());
+    assert!(
+        s.get("/api/v1/baselines?profile=nosuch").json()["baselines"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let auto = s.get(&format!("/api/v1/runs/{b}/gate")).json();
+    assert_eq!(auto["comparison"]["baseline_run"], a.as_str());
+    let t = s
+        .get("/api/v1/trend?benchmark=server-tiny&metric=ttft_ms")
+        .json();
+    assert_eq!(t["series"][0]["baseline_run"], a.as_str());
+    // A baseline is a run, never a file on the server's disk.
+    for bad in ["/etc/passwd", "..%2F..%2Fetc%2Fpasswd", "Cargo.toml"] {
+        let (status, msg) = s
+            .get(&format!("/api/v1/runs/{b}/gate?baseline={bad}"))
+            .error();
+        assert!(status == 404 || status == 400, "{bad}: {status} {msg}");
+    }
 }
