@@ -759,6 +759,27 @@ fn server_tokens_are_stored_hashed_and_guard_reads_when_required() {
     }
     let v = s.request("POST", "/api/v1/validate", &[], spec().as_bytes());
     assert_eq!(v.error().0, 401);
+    // A write without a token is refused before anything else; with one, a method the route
+    // does not answer is a JSON 405.
+    assert_eq!(
+        s.request("DELETE", &format!("/api/v1/runs/{}", f.runs[0]), &[], b"")
+            .error()
+            .0,
+        401
+    );
+    let bearer = format!("Bearer {push}");
+    let del = s.request(
+        "DELETE",
+        &format!("/api/v1/runs/{}", f.runs[0]),
+        &[("Authorization", &bearer)],
+        b"",
+    );
+    assert_eq!(del.error().0, 405);
+    assert_eq!(
+        s.get(&format!("/api/v1/runs/{}", f.runs[0])).error().0,
+        401,
+        "still there, still guarded"
+    );
     let v = s.request(
         "POST",
         "/api/v1/validate",
