@@ -66,9 +66,11 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
+        // Shared by the module's tests for the life of the test process, so it is kept: under
+        // cargo's scratch directory for integration tests, not the system's temp directory.
         let dir = tempfile::Builder::new()
             .prefix("ys-server-it-")
-            .tempdir()
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap()
             .keep();
         let spec_path = dir.join("spec.yaml");
