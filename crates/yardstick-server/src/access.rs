@@ -51,7 +51,7 @@ pub(crate) async fn layer(
     let method = req.method().to_string();
     let path = req.uri().path().to_string();
     let route = route_of(&req);
-    let response = next.run(req).await;
+    let response = json_errors(next.run(req).await);
     let elapsed = start.elapsed();
     let status = response.status().as_u16();
     state.metrics.observe(&method, &route, status, elapsed);
@@ -64,4 +64,39 @@ pub(crate) async fn layer(
         duration_ms: elapsed.as_secs_f64() * 1e3,
     });
     response
+}
+
+/// Gives the errors axum answers by itself (405 method not allowed, an unreadable body) the
+/// JSON body every other error has.
+fn json_errors(response: Response) -> Response {
+    use axum::response::IntoResponse;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (message, hint) = match status.as_u16() {
+        405 => (
+            "this route does not answer this method",
+            "GET /api/openapi.json lists every route and its methods",
+        ),
+        413 => (
+            "the request body is too large",
+            "see the route's limit in docs/server.md",
+        ),
+        _ => (
+            status.canonical_reason().unwrap_or("error"),
+            "GET /api/openapi.json describes every route",
+        ),
+    };
+    let mut out = crate::ApiError::new(status, message, Some(hint)).into_response();
+    if let Some(allow) = response.headers().get(axum::http::header::ALLOW) {
+        out.headers_mut()
+            .insert(axum::http::header::ALLOW, allow.clone());
+    }
+    out
 }

@@ -101,10 +101,24 @@ impl Server {
         if let Some(acceptor) = self.tls {
             return tls::serve(self.listener, acceptor, self.app, shutdown).await;
         }
-        axum::serve(self.listener, self.app)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(ServerError::Io)
+        // Requests in flight get tls::DRAIN_TIMEOUT to finish once shutdown is asked for.
+        let (asked, asked_rx) = tokio::sync::oneshot::channel::<()>();
+        let signal = async move {
+            shutdown.await;
+            let _ = asked.send(());
+        };
+        let serve = axum::serve(self.listener, self.app).with_graceful_shutdown(signal);
+        let deadline = async move {
+            if asked_rx.await.is_ok() {
+                tokio::time::sleep(tls::DRAIN_TIMEOUT).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            served = serve => served.map_err(ServerError::Io),
+            () = deadline => Ok(()),
+        }
     }
 }
 

@@ -25,6 +25,9 @@ pub type Conn = Box<dyn Warehouse + Send>;
 
 /// At most this many idle warehouse connections are kept.
 const MAX_IDLE: usize = 8;
+/// At most this many requests use the warehouse at once (the rest wait their turn), so a burst
+/// of requests cannot open more connections than a PostgreSQL server accepts.
+pub const MAX_CONCURRENT_QUERIES: usize = 16;
 
 /// The state shared by handlers.
 pub struct AppState {
@@ -33,6 +36,7 @@ pub struct AppState {
     /// Request metrics.
     pub metrics: Metrics,
     idle: Mutex<Vec<Conn>>,
+    permits: Arc<tokio::sync::Semaphore>,
     tokens: Mutex<(Option<SystemTime>, Tokens)>,
     labels: Mutex<HashMap<String, Arc<std::collections::BTreeMap<String, String>>>>,
 }
@@ -58,6 +62,7 @@ impl AppState {
         let state = AppState {
             metrics: Metrics::default(),
             idle: Mutex::new(Vec::new()),
+            permits: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_QUERIES)),
             tokens: Mutex::new((None, Tokens::default())),
             labels: Mutex::new(HashMap::new()),
             config,
@@ -89,7 +94,14 @@ impl AppState {
         F: FnOnce(&AppState, &mut dyn Warehouse) -> Result<T, ApiError> + Send + 'static,
     {
         let state = self.clone();
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(ApiError::internal)?;
         tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             let popped = state.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
             let mut conn = match popped {
                 Some(c) => c,

@@ -18,7 +18,7 @@ use crate::ServerError;
 /// How long a client has to finish the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long requests in flight may take to finish after shutdown is asked for.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The certificate chain and private key files.
 #[derive(Debug, Clone)]

@@ -12,6 +12,8 @@
 //! | `GET /api/v1/runs/{id}/facts` | its facts |
 //! | `GET /api/v1/runs/{id}/artifacts` | its artifacts (path, size, sha256) |
 //! | `GET /api/v1/runs/{id}/artifacts/{*path}` | one artifact, streamed, checked against its hash |
+//! | `GET /api/v1/runs/{id}/gate` | `yardstick gate RUN --baseline auto\|RUN --json` |
+//! | `GET /api/v1/baselines` | the stored baselines |
 //! | `GET /api/v1/compare` | `yardstick compare A B --json` |
 //! | `GET /api/v1/trend` | one metric of one benchmark over time |
 //! | `POST /api/v1/validate` | `yardstick validate --json` of a spec in the body |
@@ -33,6 +35,7 @@ use crate::state::AppState;
 mod artifacts;
 mod contracts;
 pub mod extract;
+mod gate;
 mod runs;
 mod trend;
 mod validate;
@@ -56,6 +59,8 @@ pub const ROUTES: &[&str] = &[
     "GET /api/v1/runs/{id}/facts",
     "GET /api/v1/runs/{id}/artifacts",
     "GET /api/v1/runs/{id}/artifacts/{path}",
+    "GET /api/v1/runs/{id}/gate",
+    "GET /api/v1/baselines",
     "GET /api/v1/compare",
     "GET /api/v1/trend",
     "POST /api/v1/validate",
@@ -215,6 +220,23 @@ pub fn documented_routes() -> (axum::Router<Arc<AppState>>, String) {
                 op.id("getRunArtifact").summary(
                     "One artifact, streamed; only paths the manifest lists. The sha256 is in the \
                      X-Yardstick-Sha256 header and checked while streaming",
+                )
+            }),
+        )
+        .api_route(
+            "/api/v1/runs/{id}/gate",
+            get_with(gate::gate, |op| {
+                op.id("gateRun").summary(
+                    "Gate a run against its baseline (auto, or a run): what `yardstick gate RUN \
+                     --json` prints; nothing is re-run or recorded",
+                )
+            }),
+        )
+        .api_route(
+            "/api/v1/baselines",
+            get_with(gate::baselines, |op| {
+                op.id("listBaselines").summary(
+                    "The stored baselines: one reference run per machine profile and benchmark",
                 )
             }),
         )

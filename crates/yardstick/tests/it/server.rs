@@ -66,9 +66,11 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
+        // Shared by the module's tests for the life of the test process, so it is kept: under
+        // cargo's scratch directory for integration tests, not the system's temp directory.
         let dir = tempfile::Builder::new()
             .prefix("ys-server-it-")
-            .tempdir()
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .unwrap()
             .keep();
         let spec_path = dir.join("spec.yaml");
@@ -598,6 +600,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/runs/{id}/facts"),
     ("get", "/api/v1/runs/{id}/artifacts"),
     ("get", "/api/v1/runs/{id}/artifacts/{path}"),
+    ("get", "/api/v1/runs/{id}/gate"),
+    ("get", "/api/v1/baselines"),
     ("get", "/api/v1/compare"),
     ("get", "/api/v1/trend"),
     ("post", "/api/v1/validate"),
@@ -757,6 +761,27 @@ fn server_tokens_are_stored_hashed_and_guard_reads_when_required() {
     }
     let v = s.request("POST", "/api/v1/validate", &[], spec().as_bytes());
     assert_eq!(v.error().0, 401);
+    // A write without a token is refused before anything else; with one, a method the route
+    // does not answer is a JSON 405.
+    assert_eq!(
+        s.request("DELETE", &format!("/api/v1/runs/{}", f.runs[0]), &[], b"")
+            .error()
+            .0,
+        401
+    );
+    let bearer = format!("Bearer {push}");
+    let del = s.request(
+        "DELETE",
+        &format!("/api/v1/runs/{}", f.runs[0]),
+        &[("Authorization", &bearer)],
+        b"",
+    );
+    assert_eq!(del.error().0, 405);
+    assert_eq!(
+        s.get(&format!("/api/v1/runs/{}", f.runs[0])).error().0,
+        401,
+        "still there, still guarded"
+    );
     let v = s.request(
         "POST",
         "/api/v1/validate",
@@ -1042,4 +1067,63 @@ fn server_serves_a_postgresql_warehouse_with_run_directories_from_the_store() {
     let r = s.get(&format!("/api/v1/runs/{b}/artifacts/spec.yaml"));
     assert_eq!(r.status, 200);
     assert_eq!(r.body, spec().as_bytes());
+}
+
+#[test]
+fn server_gates_a_run_like_the_cli_and_lists_baselines() {
+    let f = fixture();
+    // A store of its own: saving a baseline must not change the other tests' store.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    copy_dir(&f.store, &store);
+    let st = store.to_str().unwrap();
+    let (a, b) = (&f.runs[0], &f.runs[1]);
+    let s = ServerProc::start(&store, &[]);
+    assert_eq!(
+        s.get("/api/v1/baselines").json()["baselines"],
+        Value::Array(vec![])
+    );
+    let (status, msg) = s.get(&format!("/api/v1/runs/{b}/gate")).error();
+    assert_eq!(status, 404, "no baseline yet: {msg}");
+
+    let g = s.get(&format!("/api/v1/runs/{b}/gate?baseline={a}"));
+    assert_eq!(g.status, 200, "{}", String::from_utf8_lossy(&g.body));
+    let cli = yardstick()
+        .args(["--json", "gate", b, "--baseline", a, "--store", st])
+        .output()
+        .unwrap();
+    assert_eq!(g.json(), json(&cli), "the same as `gate --json`");
+
+    let saved = yardstick()
+        .args(["baseline", "save", a, "--store", st])
+        .output()
+        .unwrap();
+    assert!(
+        saved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
+    let list = s.get("/api/v1/baselines?benchmark=server-tiny").json();
+    let cli = cli_json(&["baseline", "list", "--store", st]);
+    assert_eq!(list, cli);
+    assert_eq!(list["baselines"][0]["run_id"], a.as_str());
+    assert!(
+        s.get("/api/v1/baselines?profile=nosuch").json()["baselines"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let auto = s.get(&format!("/api/v1/runs/{b}/gate")).json();
+    assert_eq!(auto["comparison"]["baseline_run"], a.as_str());
+    let t = s
+        .get("/api/v1/trend?benchmark=server-tiny&metric=ttft_ms")
+        .json();
+    assert_eq!(t["series"][0]["baseline_run"], a.as_str());
+    // A baseline is a run, never a file on the server's disk.
+    for bad in ["/etc/passwd", "..%2F..%2Fetc%2Fpasswd", "Cargo.toml"] {
+        let (status, msg) = s
+            .get(&format!("/api/v1/runs/{b}/gate?baseline={bad}"))
+            .error();
+        assert!(status == 404 || status == 400, "{bad}: {status} {msg}");
+    }
 }
