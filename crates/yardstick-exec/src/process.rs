@@ -93,33 +93,41 @@ fn open_log(path: &Option<PathBuf>) -> Result<Stdio, ExecError> {
     }
 }
 
+/// `argv` as a command in a process group of its own (so signals reach its whole tree and the
+/// terminal's Ctrl-C does not), with `env` added and no stdin, and its program's name; `hint`
+/// says what to give when `argv` is empty.
+pub(crate) fn group_command(
+    argv: &[String],
+    env: &[(String, String)],
+    hint: &str,
+) -> Result<(Command, String), ExecError> {
+    use std::os::unix::process::CommandExt;
+    let Some((program, args)) = argv.split_first() else {
+        return Err(ExecError::invalid("empty command", hint));
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .process_group(0);
+    Ok((cmd, program.clone()))
+}
+
 /// Runs one child to completion (or until the timeout or cancellation), and measures it.
 pub fn run_process(
     spec: &ProcessSpec,
     cancel: Option<&CancellationToken>,
 ) -> Result<ProcessOutcome, ExecError> {
-    use std::os::unix::process::CommandExt;
-    let Some((program, args)) = spec.argv.split_first() else {
-        return Err(ExecError::invalid(
-            "empty command",
-            "give a program after `--`",
-        ));
-    };
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(open_log(&spec.stdout)?)
-        .stderr(open_log(&spec.stderr)?)
-        .process_group(0);
+    let (mut cmd, program) = group_command(&spec.argv, &spec.env, "give a program after `--`")?;
+    cmd.stdout(open_log(&spec.stdout)?)
+        .stderr(open_log(&spec.stderr)?);
     if let Some(dir) = &spec.cwd {
         cmd.current_dir(dir);
     }
     let start = Instant::now();
-    let child = cmd.spawn().map_err(|source| ExecError::Spawn {
-        program: program.clone(),
-        source,
-    })?;
+    let child = cmd
+        .spawn()
+        .map_err(|source| ExecError::Spawn { program, source })?;
     let pid = child.id() as libc::pid_t;
     // We reap with wait4 ourselves; std's Child never waits on drop.
     drop(child);

@@ -17,7 +17,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::ExecError;
-use crate::process::{Waiter, max_rss_bytes, reap};
+use crate::process::{Waiter, group_command, max_rss_bytes, reap};
 
 /// When the started process counts as ready.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,25 +162,12 @@ fn start_once(
     spec: &StartupSpec,
     cancel: Option<&CancellationToken>,
 ) -> Result<StartupOutcome, ExecError> {
-    use std::os::unix::process::CommandExt;
-    let Some((program, args)) = spec.argv.split_first() else {
-        return Err(ExecError::invalid(
-            "empty command",
-            "give the command to start",
-        ));
-    };
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    let (mut cmd, program) = group_command(&spec.argv, &spec.env, "give the command to start")?;
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| ExecError::Spawn {
-        program: program.clone(),
-        source,
-    })?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|source| ExecError::Spawn { program, source })?;
     let pid = child.id() as libc::pid_t;
     let seen = Arc::new(Mutex::new(Seen::default()));
     let needle = match &spec.ready {

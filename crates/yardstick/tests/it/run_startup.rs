@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{run_spec, yardstick};
+use crate::common::{layered_spec, run_spec, yardstick};
 use crate::external;
 
 fn free_port() -> u16 {
@@ -19,26 +19,9 @@ fn free_port() -> u16 {
 }
 
 fn startup_spec(name: &str, layer: &str) -> String {
-    format!(
-        "apiVersion: yardstick/v1
-kind: BenchmarkRun
-metadata: {{name: {name}}}
-spec:
-  mode: exploratory
-  workload:
-    model: fake
-    precision: fp32
-    sequenceLengths: 16
-    batching: static
-    concurrency: 1
-    dataset: {{kind: synthetic, seed: 1}}
-    correctness: {{policy: none}}
-  trials: {{replicates: 3, warmup: {{steps: 1}}, confidenceLevel: 0.95, outlierPolicy: report-tukey}}
-  layers:
-    component:
-      - kind: startup
-{layer}
-"
+    layered_spec(
+        name,
+        &format!("    component:\n      - kind: startup\n{layer}\n"),
     )
 }
 

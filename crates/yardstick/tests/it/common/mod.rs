@@ -24,6 +24,12 @@ pub fn command_spec(name: &str, command: &str, extra: &[&str]) -> String {
     for e in extra {
         layer.push_str(&format!("        {e}\n"));
     }
+    layered_spec(name, &format!("    e2e:\n{layer}        timeout: 1m\n"))
+}
+
+/// An exploratory BenchmarkRun named `name` whose `spec.layers` is `layers` (YAML indented by 4
+/// spaces, e.g. `"    component:\n      - kind: startup\n..."`): 3 replicates, 1 warm-up step.
+pub fn layered_spec(name: &str, layers: &str) -> String {
     format!(
         "apiVersion: yardstick/v1
 kind: BenchmarkRun
@@ -40,9 +46,7 @@ spec:
     correctness: {{policy: none}}
   trials: {{replicates: 3, warmup: {{steps: 1}}, confidenceLevel: 0.95, outlierPolicy: report-tukey}}
   layers:
-    e2e:
-{layer}        timeout: 1m
-"
+{layers}"
     )
 }
 
