@@ -93,6 +93,16 @@ impl http_body::Body for ChannelBody {
     }
 }
 
+/// Every content type an artifact is served with ([`content_type`]), for the OpenAPI document.
+const CONTENT_TYPES: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/jsonl",
+    "text/plain; charset=utf-8",
+    "text/csv",
+    "application/octet-stream",
+];
+
 fn content_type(path: &str) -> &'static str {
     match path.rsplit_once('.').map(|(_, e)| e) {
         Some("json") => "application/json",
@@ -123,6 +133,12 @@ impl aide::OperationOutput for ArtifactResponse {
     ) -> Option<aide::openapi::Response> {
         let mut r = Vec::<u8>::operation_response(ctx, operation)?;
         r.description = "The artifact's bytes; its sha256 (hex) is in X-Yardstick-Sha256.".into();
+        // The same bytes schema under each type an artifact is served with.
+        let media = r.content.values().next().cloned().unwrap_or_default();
+        r.content = CONTENT_TYPES
+            .iter()
+            .map(|t| (t.to_string(), media.clone()))
+            .collect();
         Some(r)
     }
 
@@ -140,8 +156,11 @@ pub(super) async fn download(
     State(state): State<Arc<AppState>>,
     ApiPath(p): ApiPath<ArtifactPath>,
 ) -> Result<ArtifactResponse, ApiError> {
+    // Not an artifact of any run (a traversal, an absolute path, a control character): the same
+    // answer as any other path the manifest does not list, saying why.
     if let Some(why) = yardstick_store::fsutil::unsafe_relative(&p.path) {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
             format!("artifact path {:?} is refused: {why}", p.path),
             Some("use a path GET /api/v1/runs/{id}/artifacts lists"),
         ));

@@ -87,8 +87,7 @@ impl<S: Send + Sync> FromRequest<S> for TextBody {
 
 impl OperationInput for TextBody {
     fn operation_input(ctx: &mut aide::generate::GenContext, operation: &mut Operation) {
-        let json_schema = ctx.schema.subschema_for::<String>();
-        let media = MediaType {
+        let media = |json_schema| MediaType {
             schema: Some(SchemaObject {
                 json_schema,
                 example: None,
@@ -96,18 +95,23 @@ impl OperationInput for TextBody {
             }),
             ..Default::default()
         };
+        // Any text is answered (an empty or non-mapping document with its diagnostic, as
+        // `yardstick validate` does), so any YAML document and any string is a valid body, and
+        // an absent body is an empty spec.
+        let text = media(ctx.schema.subschema_for::<String>());
+        let yaml = media(schemars::Schema::default());
         aide::operation::set_body(
             ctx,
             operation,
             RequestBody {
                 description: Some("A BenchmarkRun spec, as YAML text (at most 1 MiB).".into()),
                 content: [
-                    ("application/yaml".to_string(), media.clone()),
-                    ("text/plain".to_string(), media),
+                    ("application/yaml".to_string(), yaml),
+                    ("text/plain".to_string(), text),
                 ]
                 .into_iter()
                 .collect(),
-                required: true,
+                required: false,
                 extensions: Default::default(),
             },
         );

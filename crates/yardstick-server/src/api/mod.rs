@@ -66,6 +66,20 @@ pub const ROUTES: &[&str] = &[
     "POST /api/v1/validate",
 ];
 
+/// Whether the API serves `method` on `route` (a matched path, as [`ROUTES`] spells it; HEAD
+/// goes with GET).
+pub fn serves(method: &Method, route: &str) -> bool {
+    let route = route.replace("{*path}", "{path}");
+    let method = if *method == Method::HEAD {
+        "GET"
+    } else {
+        method.as_str()
+    };
+    ROUTES
+        .iter()
+        .any(|r| r.split_once(' ') == Some((method, route.as_str())))
+}
+
 /// The scope a request needs, by method and route template: `None` for the open routes.
 /// Reads (and `POST /api/v1/validate`, which stores nothing) need `read` only when the server
 /// requires read tokens; anything else is a write and needs `push` at least.
@@ -86,6 +100,10 @@ pub fn needed_scope(method: &Method, route: &str, require_read_token: bool) -> O
 
 async fn authorize(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let route = crate::access::route_of(&req);
+    // A method the route does not serve gets its 405 from the router, with or without a token.
+    if !serves(req.method(), &route) {
+        return next.run(req).await;
+    }
     let Some(needed) = needed_scope(req.method(), &route, state.config.require_read_token) else {
         return next.run(req).await;
     };

@@ -40,8 +40,10 @@ pub struct RunsQuery {
     /// Only runs started before: an age, a date or an RFC 3339 time, like `since`.
     pub until: Option<String>,
     /// Runs per page (1 to 1000, default 50).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
     /// Runs to skip, for the next pages (default 0, at most 1,000,000,000).
+    #[schemars(range(max = 1_000_000_000))]
     pub offset: Option<usize>,
 }
 
@@ -67,15 +69,17 @@ pub fn label_matches(filter: &str, labels: &std::collections::BTreeMap<String, S
 }
 
 fn time_bound(flag: &str, v: Option<&str>) -> Result<Option<String>, ApiError> {
-    v.map(|s| {
-        since_to_time(s, time::OffsetDateTime::now_utc()).map_err(|e| {
-            ApiError::bad_request(
-                format!("{flag}: {e}"),
-                Some("an age (7d, 12h), a date (2026-05-01) or an RFC 3339 time"),
-            )
+    // `since=` (empty, as a form leaves it) is no bound.
+    v.filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            since_to_time(s, time::OffsetDateTime::now_utc()).map_err(|e| {
+                ApiError::bad_request(
+                    format!("{flag}: {e}"),
+                    Some("an age (7d, 12h), a date (2026-05-01) or an RFC 3339 time"),
+                )
+            })
         })
-    })
-    .transpose()
+        .transpose()
 }
 
 /// The runs a query selects, and the next page's offset.

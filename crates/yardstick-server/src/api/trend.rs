@@ -38,6 +38,7 @@ pub struct TrendQuery {
     /// Only runs started since: an age (`30d`), a date or an RFC 3339 time.
     pub since: Option<String>,
     /// At most this many runs, the newest (default and maximum 5000).
+    #[schemars(range(min = 1, max = 5000))]
     pub limit: Option<usize>,
 }
 
@@ -113,6 +114,7 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
     let since = q
         .since
         .as_deref()
+        .filter(|s| !s.trim().is_empty())
         .map(|s| yardstick_store::warehouse::since_to_time(s, time::OffsetDateTime::now_utc()))
         .transpose()?;
     let filter = RunFilter {
