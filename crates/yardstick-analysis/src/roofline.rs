@@ -97,7 +97,7 @@ impl Ceilings {
             };
             if size_suffix(&gemm_prefix) && better(&peak, v) {
                 peak = Some((v, name.to_owned()));
-            } else if name == "memory.triad" && better(&mem, v) {
+            } else if name == yardstick_spec::metrics::id::MEMORY_TRIAD && better(&mem, v) {
                 mem = Some((v, name.to_owned()));
             } else if name.starts_with("nccl.")
                 && name

@@ -1049,9 +1049,9 @@ fn scaling_of(results: &[BenchmarkResult]) -> Option<ScalingReport> {
             .collect()
     };
     let (metric, inputs) = if let Some(i) = from_metrics(samples) {
-        ("samples_per_s", i)
+        (yardstick_spec::metrics::id::SAMPLES_PER_S, i)
     } else if let Some(i) = from_metrics(tokens) {
-        ("tokens_per_s", i)
+        (yardstick_spec::metrics::id::TOKENS_PER_S, i)
     } else {
         let inputs = sized
             .iter()

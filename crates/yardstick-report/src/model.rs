@@ -460,7 +460,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
 pub fn metric_rank(metric: &str) -> usize {
     const ORDER: &[&str] = &[
         id::REQUEST_THROUGHPUT,
-        "output_token_throughput",
+        id::OUTPUT_TOKEN_THROUGHPUT,
         "input_token_throughput",
         "goodput",
         id::TTFT_MS,
@@ -468,12 +468,12 @@ pub fn metric_rank(metric: &str) -> usize {
         id::ITL_MS,
         id::E2E_MS,
         id::CLIENT_QUEUE_MS,
-        "step_time_s",
-        "tokens_per_s",
-        "samples_per_s",
-        "mfu",
+        id::STEP_TIME_S,
+        id::TOKENS_PER_S,
+        id::SAMPLES_PER_S,
+        id::MFU,
         "loss",
-        "wall_s",
+        id::WALL_S,
         "user_s",
         "sys_s",
         "max_rss_bytes",
@@ -601,7 +601,7 @@ pub fn parse_steps(text: &str, replicate: u32, warmup_steps: usize) -> Vec<StepS
         if v["phase"].as_str().is_some_and(|p| p != "train") {
             continue;
         }
-        let Some(t) = v["step_time_s"].as_f64() else {
+        let Some(t) = v[id::STEP_TIME_S].as_f64() else {
             continue;
         };
         let rank = v["rank"].as_u64().map(|r| r as u32);

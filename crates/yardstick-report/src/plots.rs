@@ -405,7 +405,10 @@ pub fn throughput_latency(r: &RunReport) -> Result<Section, ReportError> {
             .iter()
             .filter_map(|p| {
                 let x = p
-                    .metric("output_token_throughput", "value")
+                    .metric(
+                        yardstick_spec::metrics::id::OUTPUT_TOKEN_THROUGHPUT,
+                        "value",
+                    )
                     .or_else(|| p.metric(id::REQUEST_THROUGHPUT, "value"))?
                     .mean;
                 let y = |m: &str, s: &str| p.metric(m, s).map(|m| m.mean);
@@ -428,7 +431,10 @@ pub fn throughput_latency(r: &RunReport) -> Result<Section, ReportError> {
             continue;
         }
         let x_unit = if points[0]
-            .metric("output_token_throughput", "value")
+            .metric(
+                yardstick_spec::metrics::id::OUTPUT_TOKEN_THROUGHPUT,
+                "value",
+            )
             .is_some()
         {
             "output tokens/s"

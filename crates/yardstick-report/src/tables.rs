@@ -394,10 +394,10 @@ pub fn latency(r: &RunReport) -> Option<Table> {
 /// measured window).
 pub fn scaling_throughput(p: &PointReport) -> Option<(&'static str, f64)> {
     for (m, s) in [
-        ("tokens_per_s", "aggregate"),
-        ("samples_per_s", "aggregate"),
-        ("tokens_per_s", "p50"),
-        ("samples_per_s", "p50"),
+        (yardstick_spec::metrics::id::TOKENS_PER_S, "aggregate"),
+        (yardstick_spec::metrics::id::SAMPLES_PER_S, "aggregate"),
+        (yardstick_spec::metrics::id::TOKENS_PER_S, "p50"),
+        (yardstick_spec::metrics::id::SAMPLES_PER_S, "p50"),
     ] {
         if let Some(x) = p.metric(m, s) {
             return Some((m, x.mean));

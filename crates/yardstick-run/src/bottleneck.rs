@@ -43,12 +43,17 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
     let mut points = Vec::new();
     for p in plan.points.iter().filter(|p| p.layer == "e2e") {
         let id = p.id.as_str();
-        let Some(step_s) = fact(aggregate, id, "step_time_s", "p50") else {
+        let Some(step_s) = fact(
+            aggregate,
+            id,
+            yardstick_spec::metrics::id::STEP_TIME_S,
+            "p50",
+        ) else {
             continue;
         };
         let startup = fact(aggregate, id, "startup_s", "value");
         let teardown = fact(aggregate, id, "teardown_s", "value");
-        let wall = fact(aggregate, id, "wall_s", "value");
+        let wall = fact(aggregate, id, yardstick_spec::metrics::id::WALL_S, "value");
         let timed = startup.is_some() && teardown.is_some() && wall.is_some();
         let obs = Observation {
             flops: fact(aggregate, id, "flops_per_step", "value"),
@@ -63,7 +68,7 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
                 .flatten(),
             wall_s: timed.then_some(wall).flatten(),
         };
-        let devices = fact(aggregate, id, "mfu", "devices")
+        let devices = fact(aggregate, id, yardstick_spec::metrics::id::MFU, "devices")
             .or_else(|| fact(aggregate, id, "world_size", "value"))
             .map_or(1, |d| d.round().max(1.0) as u32);
         let job = match &ceilings {

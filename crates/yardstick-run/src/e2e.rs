@@ -86,7 +86,10 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         .ok_or_else(|| RunError::Workload("the command did not run".into()))?;
 
     let mut summary = serde_json::Map::new();
-    summary.insert("wall_s".into(), serde_json::json!({"value": run.wall_s}));
+    summary.insert(
+        yardstick_spec::metrics::id::WALL_S.into(),
+        serde_json::json!({"value": run.wall_s}),
+    );
     summary.insert("user_s".into(), serde_json::json!({"value": run.user_s}));
     summary.insert("sys_s".into(), serde_json::json!({"value": run.sys_s}));
     summary.insert(
@@ -173,7 +176,10 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
     let _ = std::fs::remove_dir_all(&log_dir);
 
     let samples = Table::new()
-        .with("wall_s", Column::F64(vec![run.wall_s]))
+        .with(
+            yardstick_spec::metrics::id::WALL_S,
+            Column::F64(vec![run.wall_s]),
+        )
         .with("user_s", Column::F64(vec![run.user_s]))
         .with("sys_s", Column::F64(vec![run.sys_s]))
         .with("max_rss_bytes", Column::I64(vec![run.max_rss_bytes as i64]))

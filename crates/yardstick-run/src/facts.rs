@@ -199,15 +199,15 @@ pub fn headline(summary: &Value) -> String {
             summary["requests"]["failed"].as_u64().unwrap_or(0)
         );
     }
-    if summary.get("step_time_s").is_some() {
+    if summary.get(id::STEP_TIME_S).is_some() {
         let f = |v: &Value, d: usize| v.as_f64().map_or("-".to_string(), |x| format!("{x:.d$}"));
         return format!(
             "step p50 {} s, {} tok/s p50, loss {} -> {}, wall {} s",
-            f(&summary["step_time_s"]["p50"], 4),
-            f(&summary["tokens_per_s"]["p50"], 0),
+            f(&summary[id::STEP_TIME_S]["p50"], 4),
+            f(&summary[id::TOKENS_PER_S]["p50"], 0),
             f(&summary["loss"]["first"], 3),
             f(&summary["loss"]["last"], 3),
-            f(&summary["wall_s"]["value"], 2),
+            f(&summary[id::WALL_S]["value"], 2),
         );
     }
     let mut all = flatten(summary);

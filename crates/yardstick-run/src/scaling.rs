@@ -55,9 +55,12 @@ pub fn scaling(plan: &Plan, per_point: &[(String, Vec<Value>)]) -> Value {
                 })
                 .collect()
         };
-        let Some((metric, inputs)) = pick("samples_per_s")
-            .map(|i| ("samples_per_s", i))
-            .or_else(|| pick("tokens_per_s").map(|i| ("tokens_per_s", i)))
+        let Some((metric, inputs)) = pick(yardstick_spec::metrics::id::SAMPLES_PER_S)
+            .map(|i| (yardstick_spec::metrics::id::SAMPLES_PER_S, i))
+            .or_else(|| {
+                pick(yardstick_spec::metrics::id::TOKENS_PER_S)
+                    .map(|i| (yardstick_spec::metrics::id::TOKENS_PER_S, i))
+            })
         else {
             continue;
         };

@@ -60,7 +60,7 @@ pub fn run_replicate(
     let o = measure_startup(&spec, Some(&cancel)).map_err(|e| RunError::Workload(e.to_string()))?;
     let mut s = serde_json::Map::new();
     for (id, v) in [
-        ("time_to_ready_s", o.ready_s),
+        (yardstick_spec::metrics::id::TIME_TO_READY_S, o.ready_s),
         ("time_to_first_output_s", o.first_output_s),
         ("time_to_listen_s", o.listen_s),
         ("shutdown_s", o.shutdown_s),

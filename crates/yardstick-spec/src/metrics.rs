@@ -164,6 +164,22 @@ pub mod id {
     pub const CLIENT_QUEUE_MS: &str = "client_queue_ms";
     /// `request_throughput`.
     pub const REQUEST_THROUGHPUT: &str = "request_throughput";
+    /// `output_token_throughput`.
+    pub const OUTPUT_TOKEN_THROUGHPUT: &str = "output_token_throughput";
+    /// `step_time_s`.
+    pub const STEP_TIME_S: &str = "step_time_s";
+    /// `tokens_per_s`.
+    pub const TOKENS_PER_S: &str = "tokens_per_s";
+    /// `samples_per_s`.
+    pub const SAMPLES_PER_S: &str = "samples_per_s";
+    /// `mfu`.
+    pub const MFU: &str = "mfu";
+    /// `wall_s`.
+    pub const WALL_S: &str = "wall_s";
+    /// `memory.triad`.
+    pub const MEMORY_TRIAD: &str = "memory.triad";
+    /// `time_to_ready_s`.
+    pub const TIME_TO_READY_S: &str = "time_to_ready_s";
 }
 
 macro_rules! m {
@@ -200,7 +216,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "output_token_throughput",
+        id::OUTPUT_TOKEN_THROUGHPUT,
         "tok/s",
         HigherIsBetter,
         Throughput,
@@ -341,7 +357,7 @@ pub const CATALOGUE: &[MetricDef] = &[
     ),
     // Start-up (component layers of kind startup).
     m!(
-        "time_to_ready_s",
+        id::TIME_TO_READY_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -398,7 +414,7 @@ pub const CATALOGUE: &[MetricDef] = &[
     ),
     // Training (bench train, e2e command layers speaking the metric protocol).
     m!(
-        "step_time_s",
+        id::STEP_TIME_S,
         "s",
         LowerIsBetter,
         StepTime,
@@ -408,7 +424,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["p50"]
     ),
     m!(
-        "tokens_per_s",
+        id::TOKENS_PER_S,
         "tok/s",
         HigherIsBetter,
         Throughput,
@@ -418,7 +434,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["aggregate"]
     ),
     m!(
-        "samples_per_s",
+        id::SAMPLES_PER_S,
         "samples/s",
         HigherIsBetter,
         Throughput,
@@ -428,7 +444,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["aggregate"]
     ),
     m!(
-        "mfu",
+        id::MFU,
         "fraction",
         HigherIsBetter,
         Throughput,
@@ -581,7 +597,7 @@ pub const CATALOGUE: &[MetricDef] = &[
     ),
     // Whole processes (bench exec, command layers).
     m!(
-        "wall_s",
+        id::WALL_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -778,7 +794,7 @@ pub const CATALOGUE: &[MetricDef] = &[
     ),
     // Micro benchmarks (bench micro, micro layers, import).
     m!(
-        "memory.triad",
+        id::MEMORY_TRIAD,
         "GB/s",
         HigherIsBetter,
         Throughput,

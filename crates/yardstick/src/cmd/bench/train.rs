@@ -277,7 +277,7 @@ mod imp {
         report
             .results
             .iter()
-            .find(|r| r.name == "memory.triad")
+            .find(|r| r.name == yardstick_spec::metrics::id::MEMORY_TRIAD)
             .map(|r| r.value * 1e9)
             .ok_or_else(|| {
                 yardstick_workloads::micro::MicroError::InvalidConfig("no triad result".into())
