@@ -406,17 +406,7 @@ impl Warehouse for PostgresWarehouse {
     }
 
     fn runs(&mut self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
-        let since = filter
-            .since
-            .as_deref()
-            .map(super::canonical_time)
-            .transpose()?;
-        let until = filter
-            .until
-            .as_deref()
-            .map(super::canonical_time)
-            .transpose()?;
-        let (q, args) = sql::select_runs(filter, since, until);
+        let (q, args) = sql::select_runs(filter)?;
         let params: Vec<&(dyn ToSql + Sync)> =
             args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
         let rows = self.client.query(&pg(&q), &params).map_err(db_err)?;
@@ -490,17 +480,7 @@ impl Warehouse for PostgresWarehouse {
         metric: &str,
         statistic: &str,
     ) -> Result<Vec<FactRow>, StoreError> {
-        let since = filter
-            .since
-            .as_deref()
-            .map(super::canonical_time)
-            .transpose()?;
-        let until = filter
-            .until
-            .as_deref()
-            .map(super::canonical_time)
-            .transpose()?;
-        let (cond, args) = sql::metric_facts_condition(filter, since, until, metric, statistic);
+        let (cond, args) = sql::metric_facts_condition(filter, metric, statistic)?;
         self.facts_where(&cond, &args)
     }
 

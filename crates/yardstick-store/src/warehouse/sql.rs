@@ -124,10 +124,8 @@ pub(crate) const SELECT_CALIBRATIONS: &str = "SELECT machine_profile, benchmark,
 /// the values to bind, in order.
 pub(crate) fn select_runs(
     filter: &super::RunFilter,
-    since: Option<String>,
-    until: Option<String>,
-) -> (String, Vec<String>) {
-    select_runs_columns(RUN_COLUMNS, filter, since, until)
+) -> Result<(String, Vec<String>), crate::StoreError> {
+    select_runs_columns(RUN_COLUMNS, filter)
 }
 
 /// The condition on `facts` selecting the aggregate facts (replicate -1) of one metric and
@@ -135,12 +133,10 @@ pub(crate) fn select_runs(
 /// limit apply to runs, not to facts). Returns the condition and the values to bind.
 pub(crate) fn metric_facts_condition(
     filter: &super::RunFilter,
-    since: Option<String>,
-    until: Option<String>,
     metric: &str,
     statistic: &str,
-) -> (String, Vec<String>) {
-    let (runs, mut args) = select_runs_columns("run_id", filter, since, until);
+) -> Result<(String, Vec<String>), crate::StoreError> {
+    let (runs, mut args) = select_runs_columns("run_id", filter)?;
     let cond = format!(
         "metric = ?{} AND statistic = ?{} AND replicate = -1 AND run_id IN ({runs})",
         args.len() + 1,
@@ -148,15 +144,17 @@ pub(crate) fn metric_facts_condition(
     );
     args.push(metric.to_string());
     args.push(statistic.to_string());
-    (cond, args)
+    Ok((cond, args))
 }
 
+/// The filter's `since` and `until` are compared in the warehouse's canonical time form
+/// ([`super::canonical_time`]); one that is not an RFC 3339 time is an error.
 fn select_runs_columns(
     columns: &str,
     filter: &super::RunFilter,
-    since: Option<String>,
-    until: Option<String>,
-) -> (String, Vec<String>) {
+) -> Result<(String, Vec<String>), crate::StoreError> {
+    let bound = |t: &Option<String>| t.as_deref().map(super::canonical_time).transpose();
+    let (since, until) = (bound(&filter.since)?, bound(&filter.until)?);
     let mut sql = format!("SELECT {columns} FROM runs");
     let mut conds = Vec::new();
     let mut args = Vec::new();
@@ -192,7 +190,7 @@ fn select_runs_columns(
         (None, Some(o)) => sql.push_str(&format!(" LIMIT {} OFFSET {o}", i64::MAX)),
         (None, None) => {}
     }
-    (sql, args)
+    Ok((sql, args))
 }
 
 #[cfg(test)]

@@ -395,17 +395,7 @@ impl Warehouse for SqliteWarehouse {
     }
 
     fn runs(&mut self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
-        let since = filter
-            .since
-            .as_deref()
-            .map(super::canonical_time)
-            .transpose()?;
-        let until = filter
-            .until
-            .as_deref()
-            .map(super::canonical_time)
-            .transpose()?;
-        let (q, args) = sql::select_runs(filter, since, until);
+        let (q, args) = sql::select_runs(filter)?;
         let mut st = self.conn.prepare(&q).map_err(db_err)?;
         let rows = st
             .query_map(rusqlite::params_from_iter(args.iter()), run_from_row)
@@ -488,17 +478,7 @@ impl Warehouse for SqliteWarehouse {
         metric: &str,
         statistic: &str,
     ) -> Result<Vec<FactRow>, StoreError> {
-        let since = filter
-            .since
-            .as_deref()
-            .map(super::canonical_time)
-            .transpose()?;
-        let until = filter
-            .until
-            .as_deref()
-            .map(super::canonical_time)
-            .transpose()?;
-        let (cond, args) = sql::metric_facts_condition(filter, since, until, metric, statistic);
+        let (cond, args) = sql::metric_facts_condition(filter, metric, statistic)?;
         self.facts_where(&cond, &args)
     }
 
