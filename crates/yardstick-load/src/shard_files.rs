@@ -477,17 +477,20 @@ pub fn merge_dirs(dirs: &[PathBuf], format: &dyn RecordsFormat) -> Result<Merged
             records: m.records,
         });
     }
-    let summaries: Vec<&PointSummary> = results.iter().map(|r| &r.summary).collect();
-    let doc = serde_json::json!({
-        "url": first["url"],
-        "model": first["model"],
-        "api": first["api"],
-        "stream": first["stream"],
-        "seed": first["seed"],
-        "slo": first["slo"],
-        "merged_from": dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>(),
-        "points": summaries,
-    });
+    // The shards agree on these (checked above): the merged run's settings are theirs.
+    let doc = serde_json::to_value(ServeOutput {
+        url: first["url"].as_str().unwrap_or_default(),
+        model: first["model"].as_str().unwrap_or_default(),
+        api: first["api"].as_str().unwrap_or_default(),
+        stream: first["stream"].as_bool().unwrap_or_default(),
+        seed: first["seed"].as_u64().unwrap_or_default(),
+        slo: &slo,
+        shard: None,
+        merged_from: Some(dirs.iter().map(|d| d.display().to_string()).collect()),
+        points: results.iter().map(|r| &r.summary).collect(),
+        mlperf: None,
+    })
+    .expect("a summary serializes");
     Ok(Merged {
         doc,
         results,
