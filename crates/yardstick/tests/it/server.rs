@@ -1163,7 +1163,10 @@ fn server_answers_schemathesis_within_its_openapi_document() {
     };
     let f = fixture();
     let s = ServerProc::start(&f.store, &[]);
+    // schemathesis keeps a `.schemathesis/` cache in its working directory: not in the clone.
+    let scratch = tempfile::tempdir().unwrap();
     let out = Command::new(&st)
+        .current_dir(scratch.path())
         .args([
             "run",
             &format!("{}/api/openapi.json", s.url),
