@@ -280,6 +280,92 @@ impl Classification {
     }
 }
 
+/// A trainer's input demand against a data loader's measured supply (the data-loader layer of
+/// the same run): whether the loader, measured on its own, can feed the trainer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InputBalance {
+    /// Samples per second the trainer would consume if input were free: its achieved rate,
+    /// scaled up by the share of its step spent waiting for input when it reports that.
+    pub demand_samples_per_s: f64,
+    /// Samples per second the loader supplies in its steady state.
+    pub supply_samples_per_s: f64,
+    /// The loader point measured.
+    pub supply_point: String,
+    /// `supply / demand`: below 1 the trainer must wait for input.
+    pub headroom: f64,
+}
+
+impl InputBalance {
+    /// From the trainer's achieved `consumed` samples/s, its step time and input wait per step
+    /// (when reported), and the loader's `supply` at `point`. `None` unless both rates are
+    /// positive and finite.
+    pub fn new(
+        consumed: f64,
+        step_s: Option<f64>,
+        data_wait_s: Option<f64>,
+        supply: f64,
+        point: &str,
+    ) -> Option<InputBalance> {
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        if !(ok(consumed) && ok(supply)) {
+            return None;
+        }
+        let demand = match (step_s, data_wait_s) {
+            (Some(step), Some(wait)) if ok(step) && wait >= 0.0 && wait < step => {
+                consumed * step / (step - wait)
+            }
+            _ => consumed,
+        };
+        Some(InputBalance {
+            demand_samples_per_s: demand,
+            supply_samples_per_s: supply,
+            supply_point: point.to_string(),
+            headroom: supply / demand,
+        })
+    }
+
+    /// Whether the loader supplies less than the trainer consumes.
+    pub fn input_bound(&self) -> bool {
+        self.headroom < 1.0
+    }
+}
+
+impl Classification {
+    /// Weighs a loader's measured supply against the trainer's demand: a loader that cannot keep
+    /// up makes the step input-bound (both figures the evidence, strongest first); one that can
+    /// is cited as evidence that input is not what limits the step.
+    pub fn cite_input_supply(&mut self, b: &InputBalance) {
+        let figures = format!(
+            "the data loader ({}) supplies {:.1} samples/s against the {:.1} samples/s the \
+             trainer consumes with input free",
+            b.supply_point, b.supply_samples_per_s, b.demand_samples_per_s
+        );
+        if b.input_bound() {
+            let sentence = format!(
+                "{figures}: it covers {:.0}% of the demand, so steps wait for input",
+                b.headroom * 100.0
+            );
+            if self.bottleneck == Bottleneck::ControlPlane {
+                self.evidence.push(sentence);
+            } else {
+                self.bottleneck = Bottleneck::Input;
+                self.evidence.insert(0, sentence);
+            }
+        } else if self.bottleneck == Bottleneck::Input {
+            self.evidence.push(format!(
+                "{figures} ({:.1}x): measured on its own the loader keeps up, so the wait comes \
+                 from how the trainer runs it (fewer workers, contention for CPU, another source)",
+                b.headroom
+            ));
+        } else {
+            self.evidence.push(format!(
+                "{figures} ({:.1}x): input is not the bottleneck",
+                b.headroom
+            ));
+        }
+    }
+}
+
 /// Share of step time waiting for input above which a step is input-bound.
 pub const INPUT_SHARE: f64 = 0.2;
 /// Share of step time in exposed collectives above which a step is communication-bound.
@@ -1030,5 +1116,47 @@ mod tests {
         assert_eq!(train.roof, ["compute", "compute"]);
         assert_eq!((train.ratio_b_over_a, train.faster), (0.5, "a"));
         assert!(compare_profiles(&a, &b, &[("bad", -1.0)]).is_none());
+    }
+
+    #[test]
+    fn a_loader_slower_than_the_trainer_makes_the_step_input_bound() {
+        // The trainer achieves 900 samples/s and waits 10% of each step: with input free it
+        // would take 1000 samples/s. A loader at 600 covers 60%.
+        let b = InputBalance::new(
+            900.0,
+            Some(0.1),
+            Some(0.01),
+            600.0,
+            "component.0.dataloader/warm",
+        )
+        .unwrap();
+        assert!((b.demand_samples_per_s - 1000.0).abs() < 1e-9);
+        assert!(b.input_bound());
+        let mut k = Classification {
+            bottleneck: Bottleneck::Compute,
+            evidence: vec!["roofline".into()],
+            placement: None,
+        };
+        k.cite_input_supply(&b);
+        assert_eq!(k.bottleneck, Bottleneck::Input);
+        assert!(
+            k.evidence[0].contains("600.0 samples/s against the 1000.0"),
+            "{:?}",
+            k.evidence
+        );
+        assert!(k.evidence[0].contains("covers 60%"));
+        assert_eq!(k.evidence[1], "roofline");
+        // A fast loader leaves the verdict alone and says why input is ruled out.
+        let fast = InputBalance::new(900.0, None, None, 9000.0, "p").unwrap();
+        assert_eq!(fast.headroom, 10.0);
+        let mut k = Classification {
+            bottleneck: Bottleneck::Compute,
+            evidence: vec![],
+            placement: None,
+        };
+        k.cite_input_supply(&fast);
+        assert_eq!(k.bottleneck, Bottleneck::Compute);
+        assert!(k.evidence[0].ends_with("(10.0x): input is not the bottleneck"));
+        assert!(InputBalance::new(0.0, None, None, 1.0, "p").is_none());
     }
 }

@@ -21,6 +21,7 @@ pub mod capture;
 pub mod cpu;
 mod error;
 pub mod gpu;
+pub mod pagecache;
 pub mod profile;
 pub mod software;
 pub mod system;

@@ -122,7 +122,7 @@ pub fn measure_startup(
                 warnings.push(format!("the discarded warm-up start failed: {e}"));
             }
         }
-        Cache::Cold => match drop_page_cache() {
+        Cache::Cold => match yardstick_env::pagecache::drop_page_cache() {
             Ok(()) => cache_dropped = Some(true),
             Err(why) => {
                 cache_dropped = Some(false);
@@ -138,17 +138,6 @@ pub fn measure_startup(
     warnings.append(&mut out.warnings);
     out.warnings = warnings;
     Ok(out)
-}
-
-/// `sync`, then `3` into `/proc/sys/vm/drop_caches` (page cache, dentries and inodes).
-fn drop_page_cache() -> Result<(), String> {
-    // SAFETY: sync(2) has no arguments.
-    unsafe { libc::sync() };
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open("/proc/sys/vm/drop_caches")
-        .and_then(|mut f| f.write_all(b"3\n"))
-        .map_err(|e| e.to_string())
 }
 
 /// What the output readers saw.

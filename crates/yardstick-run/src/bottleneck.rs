@@ -6,7 +6,8 @@
 //! step (and input wait, exposed collective time and its bus bandwidth when the workload
 //! reports them), the command's timeline its start-up and teardown against its wall time
 //! (control-plane time, mean over replicates), and `yardstick_analysis::roofline` places and
-//! classifies each point with its evidence.
+//! classifies each point with its evidence. A data-loader layer in the same run adds its
+//! measured supply: a loader slower than the trainer's demand makes the step input-bound.
 
 use serde_json::{Value, json};
 use yardstick_analysis::roofline::{self, Ceilings, Observation};
@@ -40,6 +41,22 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
         .map(|f| (f.metric.as_str(), f.value, f.unit.as_str()));
     let precision = precision.map_or("fp32", yardstick_analysis::spec::precision_name);
     let ceilings = Ceilings::from_micro_for("this run's micro layer", precision, triples);
+    // The data loader's steady-state supply, when the run measured one (its warm pass when it
+    // has both: a trainer reads its data more than once).
+    let supply = plan
+        .points
+        .iter()
+        .filter(|p| matches!(p.work, crate::plan::PointWork::Dataloader { .. }))
+        .filter_map(|p| {
+            let rate = fact(
+                aggregate,
+                &p.id,
+                yardstick_spec::metrics::id::LOADER_SAMPLES_PER_S,
+                "value",
+            )?;
+            Some((p.id.clone(), rate))
+        })
+        .min_by_key(|(id, _)| !id.ends_with("/warm"));
     let mut points = Vec::new();
     for p in plan.points.iter().filter(|p| p.layer == "e2e") {
         let id = p.id.as_str();
@@ -73,15 +90,33 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
             .map_or(1, |d| d.round().max(1.0) as u32);
         let job = match &ceilings {
             Some((c, _)) => yardstick_analysis::bottleneck::job_ceilings(c, devices),
-            None if obs.data_wait_s.is_some() || obs.comm_s.is_some() || timed => Ceilings {
-                label: "no micro ceilings".into(),
-                peak_flops: 0.0,
-                memory_bw: 0.0,
-                link_bw: None,
-            },
+            None if obs.data_wait_s.is_some()
+                || obs.comm_s.is_some()
+                || timed
+                || supply.is_some() =>
+            {
+                Ceilings {
+                    label: "no micro ceilings".into(),
+                    peak_flops: 0.0,
+                    memory_bw: 0.0,
+                    link_bw: None,
+                }
+            }
             None => continue,
         };
         let mut k = roofline::classify(&job, &obs);
+        let input = supply.as_ref().and_then(|(point, rate)| {
+            let consumed = fact(
+                aggregate,
+                id,
+                yardstick_spec::metrics::id::SAMPLES_PER_S,
+                "aggregate",
+            )?;
+            roofline::InputBalance::new(consumed, Some(step_s), obs.data_wait_s, *rate, point)
+        });
+        if let Some(b) = &input {
+            k.cite_input_supply(b);
+        }
         let control_plane = match (startup, teardown, obs.wall_s) {
             (Some(s), Some(t), Some(w)) if timed && w > 0.0 => {
                 let split = format!(
@@ -101,6 +136,7 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
             "observation": obs,
             "devices": devices,
             "control_plane": control_plane,
+            "input": input,
         }));
     }
     if points.is_empty() {

@@ -18,14 +18,15 @@ pub fn unit_of(metric: &str) -> &'static str {
 
 /// Flattens a summary's numbers: `{"ttft_ms":{"p50":51}}` → (`ttft_ms`, `p50`, 51);
 /// `{"request_throughput": 238}` → (`request_throughput`, `value`, 238). Strings, nulls and
-/// deeper nesting are skipped; `load` describes the point, not a measurement.
+/// deeper nesting are skipped; `load` (and a data-loader pass's `pass`) describe the point, not
+/// a measurement.
 pub fn flatten(summary: &Value) -> Vec<(String, String, f64)> {
     let mut out = Vec::new();
     let Some(obj) = summary.as_object() else {
         return out;
     };
     for (k, v) in obj {
-        if k == "load" || k == "units" || k == "eval" || k == "custom_metrics" {
+        if k == "load" || k == "units" || k == "eval" || k == "custom_metrics" || k == "pass" {
             continue;
         }
         match v {

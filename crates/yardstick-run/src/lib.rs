@@ -14,6 +14,7 @@ pub mod e2e;
 pub mod eval;
 pub mod facts;
 pub mod import;
+pub mod loader;
 pub mod micro;
 pub mod plan;
 pub mod scaling;
@@ -29,20 +30,11 @@ use yardstick_spec::{BenchmarkRun, Signing};
 use yardstick_store::warehouse::{PointRow, ReplicateRow, RunRow};
 use yardstick_store::{Manifest, ReplicateStatus, RunStatus, RunWriter, StoreError, ToolInfo};
 
-pub use plan::{Plan, Point, PointWork, Step, plan, unplanned};
+pub use plan::{Plan, Point, PointWork, Step, plan};
 
-/// Why `plan` of `spec` must not run, if it must not: a layer entry the planner does not
-/// execute ([`unplanned`]), or no point at all. A run that measured less than its spec asked for
-/// would be stored as complete.
-pub fn nothing_to_run(spec: &BenchmarkRun, plan: &Plan) -> Option<String> {
-    let missing = unplanned(spec);
-    if !missing.is_empty() {
-        return Some(format!(
-            "{} would measure nothing: this version of yardstick does not run component layers \
-             of kind dataloader yet",
-            missing.join(", ")
-        ));
-    }
+/// Why `plan` must not run, if it must not: it has no point at all. A run that
+/// measured nothing would be stored as complete.
+pub fn nothing_to_run(plan: &Plan) -> Option<String> {
     plan.points
         .is_empty()
         .then(|| "the spec plans no points: no layer produced anything to measure".to_string())
@@ -280,7 +272,7 @@ pub fn execute(
 ) -> Result<RunOutcome, RunError> {
     let key = signing_key(spec)?;
     let mut plan = plan::plan(spec);
-    if let Some(why) = nothing_to_run(spec, &plan) {
+    if let Some(why) = nothing_to_run(&plan) {
         return Err(RunError::Invalid(why));
     }
     if let Some(only) = &opts.only_points {
@@ -295,6 +287,7 @@ pub fn execute(
             .map(|id| runs_dir.join(id))
     });
     let eval_inputs = eval::EvalInputs::load(&plan, opts.spec_dir.as_deref(), frozen.as_deref())?;
+    loader::check_sources(&plan, opts.spec_dir.as_deref())?;
     let target_files =
         serve::resolve_target_files(&mut plan, opts.spec_dir.as_deref(), frozen.as_deref())?;
     let mut writer = match resume {
@@ -396,6 +389,7 @@ pub fn execute(
                     PointWork::Train { .. } => "train".into(),
                     PointWork::Command { .. } => "command".into(),
                     PointWork::Startup { .. } => "startup".into(),
+                    PointWork::Dataloader { .. } => "dataloader".into(),
                 },
                 params: serde_json::to_value(&p.work).expect("JSON"),
             })
@@ -562,6 +556,14 @@ pub fn execute(
                 startup::run_replicate(&entry, argv, cache, &scratch, opts.cancel.clone())
                     .map(|o| (o.summary, None, o.logs))
             }
+            PointWork::Dataloader { .. } => loader::run_replicate(
+                &point.work,
+                opts.spec_dir.as_deref(),
+                &scratch,
+                step.replicate,
+                opts.cancel.clone(),
+            )
+            .map(|o| (o.summary, Some(o.samples), o.logs)),
             PointWork::Command { layer, argv, .. } => {
                 let entry = e2e_layers.get(*layer).cloned().unwrap_or_default();
                 e2e::run_replicate(e2e::E2eRequest {

@@ -134,10 +134,27 @@ pub enum PointWork {
         /// `cold` or `warm`.
         cache: String,
     },
+    /// One pass of a data loader (the built-in reader over `source`, or the user's `argv`), in
+    /// one page-cache state.
+    Dataloader {
+        /// Index of the component entry in the spec.
+        layer: usize,
+        /// The built-in reader's files and settings (paths relative to the spec's directory).
+        source: Option<yardstick_spec::LoaderSource>,
+        /// The user's loader, when there is no `source`.
+        argv: Vec<String>,
+        /// `cold` or `warm`.
+        cache: String,
+        /// The pass is stopped (and counts as failed) after this long.
+        #[serde(with = "secs_opt")]
+        timeout: Option<Duration>,
+    },
 }
 
 /// How long a startup layer waits for ready when the spec sets no `timeout`.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a data-loader pass may take when the spec sets no `timeout`.
+pub const DATALOADER_TIMEOUT: Duration = Duration::from_secs(600);
 
 mod secs_opt {
     use std::time::Duration;
@@ -338,29 +355,6 @@ fn fmt_value(v: f64) -> String {
     }
 }
 
-/// The layer entries of `run` that the planner turns into no point: component kinds this
-/// version does not execute yet (`dataloader`), as `layers.component[i] (kind: K)`.
-/// A run refuses a spec that has any, rather than store a run that silently measured less than
-/// it asked for.
-pub fn unplanned(run: &BenchmarkRun) -> Vec<String> {
-    let Some(layers) = run.spec.as_ref().and_then(|s| s.layers.as_ref()) else {
-        return Vec::new();
-    };
-    layers
-        .component
-        .iter()
-        .flatten()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            let kind = match c.kind? {
-                ComponentKind::Serve | ComponentKind::Eval | ComponentKind::Startup => return None,
-                ComponentKind::Dataloader => "dataloader",
-            };
-            Some(format!("layers.component[{i}] (kind: {kind})"))
-        })
-        .collect()
-}
-
 /// Expands a valid spec into its plan. (Validation has already run: missing required pieces
 /// here are programming errors and yield an empty plan section, not a panic.)
 pub fn plan(run: &BenchmarkRun) -> Plan {
@@ -410,6 +404,36 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
     for (i, c) in layers.component.iter().flatten().enumerate() {
         if c.kind == Some(ComponentKind::Eval) {
             eval_points(i, c, level, &mut points, &mut estimate);
+            continue;
+        }
+        if c.kind == Some(ComponentKind::Dataloader) {
+            let modes = c
+                .cache
+                .as_ref()
+                .map_or(vec![CacheMode::Warm], CacheModes::modes);
+            let timeout = c.timeout.map_or(DATALOADER_TIMEOUT, |t| t.0);
+            for mode in modes {
+                // A warm pass comes after a discarded one; each may take the timeout.
+                let passes = if mode == CacheMode::Warm { 2.0 } else { 1.0 };
+                estimate = estimate.map(|e| e + passes * timeout.as_secs_f64());
+                let id = format!("component.{i}.dataloader/{}", mode.as_str());
+                points.push(Point {
+                    slug: slug(&id),
+                    id,
+                    layer: "component".into(),
+                    work: PointWork::Dataloader {
+                        layer: i,
+                        source: c.source.clone(),
+                        argv: if c.source.is_some() {
+                            Vec::new()
+                        } else {
+                            c.command.clone().unwrap_or_default()
+                        },
+                        cache: mode.as_str().into(),
+                        timeout: Some(timeout),
+                    },
+                });
+            }
             continue;
         }
         if c.kind == Some(ComponentKind::Startup) {

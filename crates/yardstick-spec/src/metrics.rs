@@ -180,6 +180,16 @@ pub mod id {
     pub const MEMORY_TRIAD: &str = "memory.triad";
     /// `time_to_ready_s`.
     pub const TIME_TO_READY_S: &str = "time_to_ready_s";
+    /// `loader_samples_per_s`.
+    pub const LOADER_SAMPLES_PER_S: &str = "loader_samples_per_s";
+    /// `loader_mb_per_s`.
+    pub const LOADER_MB_PER_S: &str = "loader_mb_per_s";
+    /// `loader_batch_ms`.
+    pub const LOADER_BATCH_MS: &str = "loader_batch_ms";
+    /// `loader_first_batch_s`.
+    pub const LOADER_FIRST_BATCH_S: &str = "loader_first_batch_s";
+    /// `loader_batches`.
+    pub const LOADER_BATCHES: &str = "loader_batches";
 }
 
 macro_rules! m {
@@ -401,6 +411,53 @@ pub const CATALOGUE: &[MetricDef] = &[
         VALUE,
         Some("value"),
         "Peak resident set size of the started process (or its largest waited-for descendant) up to its stop after ready."
+    ),
+    // Data loaders (component layers of kind dataloader).
+    m!(
+        id::LOADER_SAMPLES_PER_S,
+        "samples/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        Some("value"),
+        "Samples an input pipeline supplies per second in the steady state: the samples of every batch after the first over the time the loop waited for them.",
+        &["value"]
+    ),
+    m!(
+        id::LOADER_MB_PER_S,
+        "MB/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        None,
+        "Megabytes (10^6 bytes) of stored data an input pipeline reads per second, same span as loader_samples_per_s."
+    ),
+    m!(
+        id::LOADER_BATCH_MS,
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        None,
+        "Time the loop waited for each batch after the first."
+    ),
+    m!(
+        id::LOADER_FIRST_BATCH_S,
+        "s",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "From the start of a pass to its first batch: opening files and, cold, reading them from storage."
+    ),
+    m!(
+        id::LOADER_BATCHES,
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Batches a pass delivered."
     ),
     // A workload's own metrics (metric protocol keys it defines itself).
     m!(
@@ -1074,6 +1131,7 @@ mod tests {
             ("e2e_ms", "p50"),
             ("e2e_ms", "p99"),
             ("time_to_ready_s", "value"),
+            ("loader_samples_per_s", "value"),
             ("step_time_s", "p50"),
             ("tokens_per_s", "aggregate"),
             ("samples_per_s", "aggregate"),

@@ -496,7 +496,8 @@ pub enum MicroKind {
 #[schemars(deny_unknown_fields)]
 pub struct ComponentLayer {
     /// `serve` (an OpenAI-compatible endpoint under load), `eval` (accuracy and perplexity of
-    /// an endpoint), `dataloader` or `startup` (commands).
+    /// an endpoint), `dataloader` (an input pipeline: a command or the built-in reader) or
+    /// `startup` (a command's time to ready).
     #[schemars(required)]
     pub kind: Option<ComponentKind>,
     /// A name for reports.
@@ -513,8 +514,12 @@ pub struct ComponentLayer {
     pub slo: Option<Slo>,
     /// MLPerf LoadGen scenario to run instead of a plain sweep (serve).
     pub mlperf: Option<MlperfScenario>,
-    /// The command (dataloader, startup).
+    /// The command (startup; dataloader, when it is the user's loader speaking the metric
+    /// protocol instead of the built-in reader's `source`).
     pub command: Option<Vec<String>>,
+    /// The files the built-in reader reads, as a training loop would (dataloader; instead of
+    /// `command`).
+    pub source: Option<LoaderSource>,
     /// Kill the command after this long (dataloader, startup); the per-request timeout (eval,
     /// default 120s).
     pub timeout: Option<DurationSpec>,
@@ -541,9 +546,9 @@ pub struct ComponentLayer {
     /// When the started command counts as ready: an HTTP probe, a line on its output, or its
     /// exit (startup).
     pub ready: Option<Readiness>,
-    /// Page-cache state of each start: `cold` (the page cache dropped before it, where
-    /// permitted), `warm` (after a discarded warm-up start), or both, one point each (startup;
-    /// default warm).
+    /// Page-cache state of each start or pass: `cold` (the page cache dropped before it, where
+    /// permitted), `warm` (after a discarded warm-up start or pass), or both, one point each
+    /// (startup, dataloader; default warm).
     pub cache: Option<CacheModes>,
     /// The TCP port whose first accepted connection is the time to listen (startup; default:
     /// the port of `ready.http`).
@@ -551,6 +556,51 @@ pub struct ComponentLayer {
     /// Time between SIGTERM and SIGKILL when the ready process is stopped (startup; default
     /// 10s).
     pub grace: Option<DurationSpec>,
+}
+
+/// The files of a `kind: dataloader` layer's built-in reader.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct LoaderSource {
+    /// The directory of the files, relative to the spec's directory (or absolute).
+    #[schemars(required)]
+    pub path: Option<String>,
+    /// Which file names to read: a glob on the name (`*.parquet`, `shard-??.jsonl`; default
+    /// every file with the format's extension: `.parquet`, `.jsonl`, or any for raw).
+    pub pattern: Option<String>,
+    /// How a file holds samples: `parquet` (a row is a sample), `jsonl` (a line is a sample) or
+    /// `raw` (a file is a sample).
+    #[schemars(required)]
+    pub format: Option<LoaderFormat>,
+    /// Samples per batch (default 32).
+    pub batch: Option<u32>,
+    /// Reader threads, each taking every `workers`-th file, as a data loader's workers do
+    /// (default 2).
+    pub workers: Option<u32>,
+}
+
+/// How the built-in reader finds samples in a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LoaderFormat {
+    /// Parquet: every row of every row group is a sample (decoded into values).
+    Parquet,
+    /// JSON Lines: every non-empty line is a sample (parsed as JSON).
+    Jsonl,
+    /// Any file: the whole file is one sample (its bytes read).
+    Raw,
+}
+
+impl LoaderFormat {
+    /// `parquet`, `jsonl` or `raw`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoaderFormat::Parquet => "parquet",
+            LoaderFormat::Jsonl => "jsonl",
+            LoaderFormat::Raw => "raw",
+        }
+    }
 }
 
 /// When a started process is ready. Exactly one of `http`, `log` and `exit`.

@@ -215,6 +215,12 @@ pub const RULES: &[RuleInfo] = &[
         hint: "add `ready: {http: URL}`, `ready: {log: TEXT}` or `ready: {exit: true}`, and list each cache mode once",
     },
     RuleInfo {
+        id: "dataloader-config",
+        summary: "dataloader layers have either a command or a built-in reader `source` (an existing directory, a format, a valid pattern, batch and workers of at least 1), and each cache mode once",
+        section: "the-three-layers",
+        hint: "add `source: {path: data/, format: parquet}` (the built-in reader) or `command: [python, -m, mypkg.bench_loader]`, and list each cache mode once",
+    },
+    RuleInfo {
         id: "eval-config",
         summary: "eval layers name a model, tasks (bundled or .jsonl) or perplexity, chat or completions, and sane repeat/confidence/maxTokens/concurrency/timeout; no serve or command fields",
         section: "accuracy-evals",
@@ -594,6 +600,7 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             Some(ComponentKind::Startup) if c.command.as_ref().is_some_and(|v| !v.is_empty()) => {
                 startup(c, &base, cx)
             }
+            Some(ComponentKind::Dataloader) => dataloader(c, &base, cx),
             Some(_) if c.command.as_ref().is_none_or(Vec::is_empty) => {
                 cx.error_at_key(
                     "command-config",
@@ -698,6 +705,104 @@ fn target_files(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
     }
 }
 
+fn cache_modes(c: &ComponentLayer, base: &str, rule: &'static str, cx: &mut Ctx<'_, '_>) {
+    if let Some(modes) = &c.cache {
+        let m = modes.modes();
+        let dup = m.iter().enumerate().any(|(i, x)| m[..i].contains(x));
+        if m.is_empty() || dup {
+            cx.error_at_key(
+                rule,
+                &format!("{base}/cache"),
+                "`cache` lists each of cold and warm at most once, and at least one".into(),
+                "e.g. cache: [cold, warm]",
+            );
+        }
+    }
+}
+
+fn dataloader(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
+    const RULE: &str = "dataloader-config";
+    cache_modes(c, base, RULE, cx);
+    let command = c.command.as_ref().is_some_and(|v| !v.is_empty());
+    let Some(src) = &c.source else {
+        if !command {
+            cx.error_at_key(
+                RULE,
+                base,
+                "a dataloader layer needs `source` (the built-in reader) or `command` (your \
+                 loader, speaking the metric protocol)"
+                    .into(),
+                "add `source: {path: data/, format: parquet}` or `command: [python, -m, mypkg.bench_loader]`",
+            );
+        }
+        return;
+    };
+    let sb = format!("{base}/source");
+    if command {
+        cx.error_at_key(
+            RULE,
+            &sb,
+            "a dataloader layer has either `source` or `command`, not both".into(),
+            "keep `source` to measure the built-in reader over your files, or `command` to \
+             measure your own loader",
+        );
+    }
+    if src.format.is_none() && !cx.loc.exists(&format!("{sb}/format")) {
+        cx.error_at_key(
+            RULE,
+            &sb,
+            "`source` needs `format`: how a file holds samples".into(),
+            "add `format: parquet` (a row is a sample), `jsonl` (a line) or `raw` (a file)",
+        );
+    }
+    match src.path.as_deref() {
+        None => cx.error_at_key(
+            RULE,
+            &sb,
+            "`source` needs `path`: the directory of the files to read".into(),
+            "add `path: data/train` (relative to the spec's directory)",
+        ),
+        Some(p) => {
+            if let Some(dir) = cx.base
+                && !dir.join(p).is_dir()
+            {
+                cx.error(
+                    RULE,
+                    &format!("{sb}/path"),
+                    format!(
+                        "source.path `{p}` is not a directory (paths are relative to the spec's \
+                         directory, {})",
+                        dir.display()
+                    ),
+                    "check the path; it names the directory holding the files to read",
+                );
+            }
+        }
+    }
+    if let Some(pat) = &src.pattern
+        && let Err(e) = globset::Glob::new(pat)
+    {
+        cx.error(
+            RULE,
+            &format!("{sb}/pattern"),
+            format!("source.pattern `{pat}` is not a glob: {}", e.kind()),
+            "match file names with * and ?, e.g. `shard-*.parquet`",
+        );
+    }
+    for (field, v, max) in [("batch", src.batch, 1 << 20), ("workers", src.workers, 256)] {
+        if let Some(n) = v
+            && !(1..=max).contains(&n)
+        {
+            cx.error(
+                RULE,
+                &format!("{sb}/{field}"),
+                format!("source.{field} is {n}; it must be between 1 and {max}"),
+                "e.g. batch: 32, workers: 2",
+            );
+        }
+    }
+}
+
 fn startup(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
     let hint = "add `ready: {http: \"http://127.0.0.1:8000/health\"}`, `ready: {log: \"listening\"}` or `ready: {exit: true}`";
     let Some(r) = &c.ready else {
@@ -756,18 +861,7 @@ fn startup(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             "give text the process prints once it is ready, e.g. `log: \"server is listening\"`",
         );
     }
-    if let Some(modes) = &c.cache {
-        let m = modes.modes();
-        let dup = m.iter().enumerate().any(|(i, x)| m[..i].contains(x));
-        if m.is_empty() || dup {
-            cx.error_at_key(
-                "startup-config",
-                &format!("{base}/cache"),
-                "`cache` lists each of cold and warm at most once, and at least one".into(),
-                "e.g. cache: [cold, warm]",
-            );
-        }
-    }
+    cache_modes(c, base, "startup-config", cx);
 }
 
 fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
