@@ -98,6 +98,7 @@ pub fn sections(report: &Report) -> Result<Vec<Section>, ReportError> {
     out.push(plots::percentiles(r)?);
     out.push(plots::step_times(r)?);
     out.push(plots::scaling(r)?);
+    out.extend(plots::components(r)?);
     out.push(plots::rank_boxes(r)?);
     out.push(plots::telemetry(r)?);
     Ok(out)

@@ -793,6 +793,100 @@ pub fn scaling(r: &RunReport) -> Result<Section, ReportError> {
     Ok(sec)
 }
 
+/// The component layers measured as one figure per point (start-up times, data-loader
+/// supply): a bar per point at the mean over replicates, its confidence interval as a whisker
+/// and every replicate as a dot. `None` when the run has no such layer.
+pub fn components(r: &RunReport) -> Result<Option<Section>, ReportError> {
+    const FIGURES: &[(&str, &str)] = &[
+        (id::LOADER_SAMPLES_PER_S, "Data loader supply"),
+        (id::LOADER_FIRST_BATCH_S, "Data loader first batch"),
+        (id::TIME_TO_READY_S, "Start-up: time to ready"),
+    ];
+    let mut sec = Section::new(
+        "components",
+        "Component layers",
+        "One bar per point: the mean over replicates, the confidence interval as a whisker, each \
+         replicate as a dot. Cold points started from an empty page cache, warm ones after a \
+         discarded pass or start.",
+    );
+    for (metric, what) in FIGURES {
+        let pts: Vec<(&PointReport, &crate::model::MetricStat)> = r
+            .points
+            .iter()
+            .filter_map(|p| Some((p, p.metric(metric, "value")?)))
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let unit = pts[0].1.unit.clone();
+        let top = pts
+            .iter()
+            .flat_map(|(_, m)| {
+                let hi = m.ci.map_or(m.mean, |c| c.1);
+                m.replicates.iter().map(|r| r.1).chain([hi, m.mean])
+            })
+            .filter(|x| x.is_finite())
+            .fold(0.0, f64::max)
+            * 1.15;
+        let labels: Vec<String> = pts
+            .iter()
+            .map(|(p, _)| p.id.split_once('.').map_or(p.id.as_str(), |x| x.1).to_string())
+            .collect();
+        let title = format!("{what} ({metric}, {unit})");
+        let n = pts.len();
+        let svg = svg(&title, (W, H), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(64)
+                .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top.max(f64::MIN_POSITIVE))?;
+            chart
+                .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_labels(n)
+                .x_label_formatter(&|v| {
+                    let i = v.round();
+                    if (v - i).abs() < 1e-6 && i >= 0.0 {
+                        labels.get(i as usize).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                })
+                .y_desc(unit.as_str())
+                .y_label_formatter(&|v| num(*v))
+                .draw()?;
+            for (i, (_, m)) in pts.iter().enumerate() {
+                let x = i as f64;
+                chart.draw_series([Rectangle::new(
+                    [(x - 0.3, 0.0), (x + 0.3, m.mean)],
+                    color(i).mix(0.6).filled(),
+                )])?;
+                if let Some((lo, hi)) = m.ci {
+                    let w = 0.08;
+                    chart.draw_series(
+                        [
+                            vec![(x, lo), (x, hi)],
+                            vec![(x - w, lo), (x + w, lo)],
+                            vec![(x - w, hi), (x + w, hi)],
+                        ]
+                        .into_iter()
+                        .map(|l| PathElement::new(l, BLACK.stroke_width(1))),
+                    )?;
+                }
+                chart.draw_series(
+                    m.replicates
+                        .iter()
+                        .map(|(_, v)| Circle::new((x, *v), 3, BLACK.filled())),
+                )?;
+            }
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg });
+    }
+    Ok((!sec.figures.is_empty()).then_some(sec))
+}
+
 /// Quartiles and Tukey whiskers (1.5 IQR) of sorted data.
 fn box_stats(s: &[f64]) -> (f64, f64, f64, f64, f64) {
     let (q1, m, q3) = (q(s, 0.25), q(s, 0.5), q(s, 0.75));

@@ -30,6 +30,7 @@ mod report_cli;
 mod run_bottleneck;
 mod run_cli;
 mod run_eval;
+mod run_dataloader;
 mod run_failures;
 mod run_scaling;
 mod run_startup;
