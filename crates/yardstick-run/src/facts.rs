@@ -211,6 +211,20 @@ pub fn headline(summary: &Value) -> String {
             f(&summary[id::WALL_S]["value"], 2),
         );
     }
+    if let Some(rate) = summary[id::LOADER_SAMPLES_PER_S]["value"].as_f64() {
+        let f = |v: &Value, scale: f64, d: usize| {
+            v.as_f64()
+                .map_or("-".to_string(), |x| format!("{:.d$}", x * scale))
+        };
+        return format!(
+            "{rate:.0} samples/s, {} MB/s, first batch {} ms, batch wait p50 {} ms, p99 {} ms ({} cache)",
+            f(&summary[id::LOADER_MB_PER_S]["value"], 1.0, 1),
+            f(&summary[id::LOADER_FIRST_BATCH_S]["value"], 1e3, 2),
+            f(&summary[id::LOADER_BATCH_MS]["p50"], 1.0, 3),
+            f(&summary[id::LOADER_BATCH_MS]["p99"], 1.0, 3),
+            summary["cache"].as_str().unwrap_or("-"),
+        );
+    }
     let mut all = flatten(summary);
     // Headline values first (`value`), then whatever else there is.
     all.sort_by_key(|(_, s, _)| s != "value");
@@ -234,6 +248,21 @@ pub fn headline(summary: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loader_pass_reads_as_rates_and_waits() {
+        let s = serde_json::json!({
+            "loader_samples_per_s": {"value": 12345.6},
+            "loader_mb_per_s": {"value": 3.26},
+            "loader_first_batch_s": {"value": 0.0042},
+            "loader_batch_ms": {"p50": 0.5, "p99": 1.25},
+            "cache": "cold",
+        });
+        assert_eq!(
+            headline(&s),
+            "12346 samples/s, 3.3 MB/s, first batch 4.20 ms, batch wait p50 0.500 ms, p99 1.250 ms (cold cache)"
+        );
+    }
 
     #[test]
     fn flattens_and_aggregates_with_t_intervals() {
