@@ -830,7 +830,11 @@ pub fn components(r: &RunReport) -> Result<Option<Section>, ReportError> {
             * 1.15;
         let labels: Vec<String> = pts
             .iter()
-            .map(|(p, _)| p.id.split_once('.').map_or(p.id.as_str(), |x| x.1).to_string())
+            .map(|(p, _)| {
+                p.id.split_once('.')
+                    .map_or(p.id.as_str(), |x| x.1)
+                    .to_string()
+            })
             .collect();
         let title = format!("{what} ({metric}, {unit})");
         let n = pts.len();

@@ -30,7 +30,9 @@ fn point<'a>(v: &'a Value, point: &str) -> &'a Value {
 fn fact(v: &Value, p: &str, metric: &str) -> (f64, u64, Value) {
     let f = &point(v, p)["metrics"][metric]["value"];
     (
-        f["mean"].as_f64().unwrap_or_else(|| panic!("{p} {metric}: {f}")),
+        f["mean"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{p} {metric}: {f}")),
         f["n"].as_u64().unwrap(),
         f.clone(),
     )
@@ -93,7 +95,9 @@ fn the_built_in_reader_reads_parquet_cold_and_warm() {
         let (batches, _, _) = fact(&v, p, "loader_batches");
         assert!((141.0..=144.0).contains(&batches), "{p}: {batches}");
         let batch_ms = &point(&v, p)["metrics"]["loader_batch_ms"];
-        assert!(batch_ms["p99"]["mean"].as_f64().unwrap() >= batch_ms["p50"]["mean"].as_f64().unwrap());
+        assert!(
+            batch_ms["p99"]["mean"].as_f64().unwrap() >= batch_ms["p50"]["mean"].as_f64().unwrap()
+        );
         for r in 0..3 {
             let rec = result(&v, slug, r);
             let s = &rec["summary"];
@@ -103,7 +107,11 @@ fn the_built_in_reader_reads_parquet_cold_and_warm() {
             assert!(s.get("error").is_none(), "{s}");
             // The per-batch samples are stored with the run.
             let samples = rec["samples"].as_str().expect("per-batch samples");
-            assert!(Path::new(v["dir"].as_str().unwrap()).join(samples).is_file());
+            assert!(
+                Path::new(v["dir"].as_str().unwrap())
+                    .join(samples)
+                    .is_file()
+            );
         }
         let cold = p.ends_with("cold");
         let s = &result(&v, slug, 0)["summary"];
@@ -111,7 +119,10 @@ fn the_built_in_reader_reads_parquet_cold_and_warm() {
         if cold {
             // The reader evicted its files and checked: (almost) nothing stayed resident.
             assert_eq!(s["cache_dropped"], true, "{s}");
-            assert!(s["pass"]["resident_before"].as_f64().unwrap() <= 0.05, "{s}");
+            assert!(
+                s["pass"]["resident_before"].as_f64().unwrap() <= 0.05,
+                "{s}"
+            );
         } else {
             assert!(s.get("cache_dropped").is_none(), "{s}");
         }
@@ -195,7 +206,10 @@ fn a_users_loader_reports_its_batches_through_the_metric_protocol() {
         assert_eq!(cold["cache_dropped"], true, "{cold}");
     } else {
         assert_eq!(cold["cache_dropped"], false, "{cold}");
-        assert!(cold["warnings"][0].as_str().unwrap().contains("not cold"), "{cold}");
+        assert!(
+            cold["warnings"][0].as_str().unwrap().contains("not cold"),
+            "{cold}"
+        );
     }
     // The loader's output is kept.
     let logs = files_under(Path::new(v["dir"].as_str().unwrap()), "log");
@@ -223,7 +237,11 @@ fn a_failing_loader_is_a_measured_failure_not_a_crash() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("measured nothing"), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(Path::new(v["dir"].as_str().unwrap()).join("manifest.json").is_file());
+    assert!(
+        Path::new(v["dir"].as_str().unwrap())
+            .join("manifest.json")
+            .is_file()
+    );
     let failures = v["summary"]["failures"].to_string();
     assert!(failures.contains("exited with code 3"), "{failures}");
     assert!(failures.contains("not a JSON line"), "{failures}");
@@ -282,7 +300,10 @@ done
             );
         } else {
             assert_ne!(b["bottleneck"], "input", "{b}");
-            assert!(evidence.contains("input is not the bottleneck"), "{evidence}");
+            assert!(
+                evidence.contains("input is not the bottleneck"),
+                "{evidence}"
+            );
         }
     }
 }
@@ -392,7 +413,11 @@ fn the_validator_refuses_loaders_it_cannot_run() {
     .unwrap();
     let o = run_spec(&spec, &dir.path().join("store"), &[]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no files match `*.parquet`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no files match `*.parquet`"),
+        "{}",
+        stderr(&o)
+    );
     let runs = dir.path().join("store/runs");
     assert!(
         !runs.exists() || std::fs::read_dir(&runs).unwrap().next().is_none(),
