@@ -110,10 +110,11 @@ pub fn read_run_dir(dir: &Path, location: &str) -> Result<RunRows, RunError> {
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(Value::Null);
-    let (mode, level, mut points) = match &spec {
-        Some(spec) => {
-            let plan = plan(spec);
-            let points: Vec<PointRow> = plan
+    // Points of the spec's plan (a BenchmarkRun), as `yardstick run` stores them.
+    let mut points: Vec<PointRow> = spec
+        .as_ref()
+        .map(|spec| {
+            plan(spec)
                 .points
                 .iter()
                 .filter(|p| by_point.contains_key(&p.id))
@@ -124,51 +125,44 @@ pub fn read_run_dir(dir: &Path, location: &str) -> Result<RunRows, RunError> {
                     kind: point_kind(&p.work),
                     params: serde_json::to_value(&p.work).expect("JSON"),
                 })
-                .collect();
-            let s = spec.spec.as_ref();
-            (
-                s.and_then(|s| s.mode).map(|m| m.to_string()),
-                s.and_then(|s| s.trials.as_ref())
-                    .and_then(|t| t.confidence_level)
-                    .unwrap_or(0.95),
-                points,
-            )
-        }
-        None => {
-            // An import: its summary names the point, its layer and what was imported.
-            let points = summary["points"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|p| {
-                    let id = p["id"].as_str()?;
-                    by_point.contains_key(id).then(|| {
-                        let work = p["work"].clone();
-                        let kind = [
-                            crate::import::Tool::Nccl,
-                            crate::import::Tool::Fio,
-                            crate::import::Tool::Stream,
-                        ]
-                        .into_iter()
-                        .find(|t| work["import"].as_str() == Some(t.display()))
-                        .map_or("import", |t| t.name());
-                        PointRow {
-                            run_id: run_id.clone(),
-                            point_id: id.to_string(),
-                            layer: p["layer"].as_str().unwrap_or("micro").to_string(),
-                            kind: kind.to_string(),
-                            params: work,
-                        }
-                    })
-                })
-                .collect();
-            (
-                None,
-                summary["confidence_level"].as_f64().unwrap_or(0.95),
-                points,
-            )
-        }
+                .collect()
+        })
+        .unwrap_or_default();
+    let planned = !points.is_empty();
+    let (mode, level) = match spec.as_ref().and_then(|s| s.spec.as_ref()) {
+        Some(s) if planned => (
+            s.mode.map(|m| m.to_string()),
+            s.trials
+                .as_ref()
+                .and_then(|t| t.confidence_level)
+                .unwrap_or(0.95),
+        ),
+        _ => (None, summary["confidence_level"].as_f64().unwrap_or(0.95)),
     };
+    // Points the plan does not have (an import): its summary names the point, its layer and
+    // what was imported.
+    for p in summary["points"].as_array().into_iter().flatten() {
+        let Some(id) = p["id"].as_str() else { continue };
+        if !by_point.contains_key(id) || points.iter().any(|q| q.point_id == id) {
+            continue;
+        }
+        let work = p["work"].clone();
+        let kind = [
+            crate::import::Tool::Nccl,
+            crate::import::Tool::Fio,
+            crate::import::Tool::Stream,
+        ]
+        .into_iter()
+        .find(|t| work["import"].as_str() == Some(t.display()))
+        .map_or("import", |t| t.name());
+        points.push(PointRow {
+            run_id: run_id.clone(),
+            point_id: id.to_string(),
+            layer: p["layer"].as_str().unwrap_or("micro").to_string(),
+            kind: kind.to_string(),
+            params: work,
+        });
+    }
     // A point with results that neither the plan nor the summary describes still gets a row,
     // so that its facts have one to belong to.
     for id in by_point.keys() {
