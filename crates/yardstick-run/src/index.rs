@@ -324,13 +324,9 @@ spec:
         let checked = yardstick_spec::check_bytes(spec.as_bytes());
         let plan = plan(checked.spec.as_ref().expect("a valid spec"));
         let point = &plan.points[0];
-        let mut w = yardstick_store::RunWriter::create(
-            &store.path().join("runs"),
-            "idx",
-            spec,
-            tool(),
-        )
-        .unwrap();
+        let mut w =
+            yardstick_store::RunWriter::create(&store.path().join("runs"), "idx", spec, tool())
+                .unwrap();
         for (r, v) in [10.0, 12.0, 11.0].into_iter().enumerate() {
             let record = serde_json::json!({
                 "point": point.id, "replicate": r, "started_at": "2026-01-01T00:00:00Z",
@@ -351,7 +347,11 @@ spec:
         assert_eq!(rows.points.len(), 1);
         assert_eq!(rows.points[0].kind, point_kind(&point.work));
         assert_eq!(rows.replicates.len(), 3);
-        let aggregate: Vec<_> = rows.facts.iter().filter(|f| f.replicate.is_none()).collect();
+        let aggregate: Vec<_> = rows
+            .facts
+            .iter()
+            .filter(|f| f.replicate.is_none())
+            .collect();
         assert!(!aggregate.is_empty(), "{:?}", rows.facts);
         assert!(aggregate.iter().all(|f| f.n == 3));
         let mean = aggregate
@@ -361,13 +361,9 @@ spec:
         assert!((mean.value - 11.0).abs() < 1e-9);
 
         // A record that is not JSON: refused, nothing to write.
-        let mut w = yardstick_store::RunWriter::create(
-            &store.path().join("runs"),
-            "idx",
-            spec,
-            tool(),
-        )
-        .unwrap();
+        let mut w =
+            yardstick_store::RunWriter::create(&store.path().join("runs"), "idx", spec, tool())
+                .unwrap();
         w.add("results/x/r0.json", b"{not json", "result").unwrap();
         let dir = w.dir().to_path_buf();
         w.complete(None).unwrap();

@@ -83,7 +83,9 @@ impl AppState {
                         "--require-signature, but the store {} trusts no key: it could admit no run",
                         store.display()
                     ),
-                    Some("trust the signers' public keys first: `yardstick trust add KEY.pub --store DIR`"),
+                    Some(
+                        "trust the signers' public keys first: `yardstick trust add KEY.pub --store DIR`",
+                    ),
                 ));
             }
         }

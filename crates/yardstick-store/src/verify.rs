@@ -246,10 +246,12 @@ pub fn signature_passes(state: &SignatureState, required: bool) -> bool {
 pub fn signature_line(state: &SignatureState, required: bool) -> String {
     match state {
         SignatureState::Unsigned if required => {
-            "UNSIGNED: no attestation.dsse.json, and a signature by a trusted key is required".into()
+            "UNSIGNED: no attestation.dsse.json, and a signature by a trusted key is required"
+                .into()
         }
         SignatureState::Unsigned => {
-            "unsigned (no attestation.dsse.json): integrity only, nothing vouches for the run".into()
+            "unsigned (no attestation.dsse.json): integrity only, nothing vouches for the run"
+                .into()
         }
         SignatureState::Signed { check } => check.describe(),
     }

@@ -131,9 +131,10 @@ impl Remote {
         let auth = match token {
             None => None,
             Some(t) => {
-                let mut v = HeaderValue::from_str(&format!("Bearer {}", t.trim())).map_err(|_| {
-                    RemoteError::Setup("the token has characters a header cannot carry".into())
-                })?;
+                let mut v =
+                    HeaderValue::from_str(&format!("Bearer {}", t.trim())).map_err(|_| {
+                        RemoteError::Setup("the token has characters a header cannot carry".into())
+                    })?;
                 v.set_sensitive(true);
                 Some(v)
             }

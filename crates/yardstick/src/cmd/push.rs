@@ -23,8 +23,7 @@ use crate::remote::{Remote, RemoteError, token_from_env};
 /// sent. The token (scope push) is read from the variable --token-env names, never from the
 /// command line. See docs/server.md, "Pushing runs".
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  \
+#[command(after_help = "Examples:\n  \
 export YARDSTICK_TOKEN=ysk_…        # from `yardstick server token create --scope push`\n  \
 yardstick push 01JD8Y --to https://yardstick.internal:8686\n  \
 yardstick push yardstick-store/runs/01JD8Y… --to http://127.0.0.1:8686 --json\n  \
@@ -32,8 +31,7 @@ yardstick push 01JD8Y --to https://ys.internal --ca-cert ca.pem --token-env CI_Y
 yardstick run bench.yaml --push https://yardstick.internal:8686   # run, then push\n\n\
 Exit status: 0 stored (or already stored); 2 refused by the server (bad or missing token, a \
 file that no longer matches its hash, an unsigned or untrusted run, too large, another run \
-under the same id) or invalid input; 1 the server could not be reached or failed."
-)]
+under the same id) or invalid input; 1 the server could not be reached or failed.")]
 pub struct PushArgs {
     /// The run: an id (or unique prefix) in --store, or the path of a run directory.
     #[arg(value_name = "RUN")]
@@ -67,8 +65,12 @@ pub struct RemoteOpts {
 impl RemoteOpts {
     /// A client of `url` with the token from the variable (none when it is unset).
     pub fn remote(&self, url: &str) -> anyhow::Result<Remote> {
-        Remote::new(url, token_from_env(&self.token_env), self.ca_cert.as_deref())
-            .map_err(RemoteError::into_cli)
+        Remote::new(
+            url,
+            token_from_env(&self.token_env),
+            self.ca_cert.as_deref(),
+        )
+        .map_err(RemoteError::into_cli)
     }
 }
 

@@ -67,7 +67,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub push: Option<String>,
     /// The variable holding the server's token (scope push) for --push.
-    #[arg(long, default_value = "YARDSTICK_TOKEN", value_name = "VAR", requires = "push")]
+    #[arg(
+        long,
+        default_value = "YARDSTICK_TOKEN",
+        value_name = "VAR",
+        requires = "push"
+    )]
     pub push_token_env: String,
     /// Also trust this CA certificate (PEM) for an https:// --push server.
     #[arg(long, value_name = "FILE", requires = "push")]

@@ -27,11 +27,17 @@ fn scratch() -> tempfile::TempDir {
 fn token(store: &Path, scope: &str) -> String {
     std::fs::create_dir_all(store).unwrap();
     let out = yardstick()
-        .args(["server", "token", "create", "-q", "--scope", scope, "--store"])
+        .args([
+            "server", "token", "create", "-q", "--scope", scope, "--store",
+        ])
         .arg(store)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
@@ -112,8 +118,11 @@ fn push_stores_indexes_and_lists_a_run_once_with_the_facts_the_cli_has() {
     assert_eq!(v["already_stored"], false);
     let manifest = yardstick_store::read_manifest(&f.store.join("runs").join(id)).unwrap();
     assert_eq!(v["artifacts"], manifest.artifacts.len());
-    let distinct: std::collections::HashSet<&str> =
-        manifest.artifacts.iter().map(|a| a.sha256.as_str()).collect();
+    let distinct: std::collections::HashSet<&str> = manifest
+        .artifacts
+        .iter()
+        .map(|a| a.sha256.as_str())
+        .collect();
     assert_eq!(v["uploaded"], distinct.len());
     eprintln!(
         "pushed run {id}: {} artifacts, {} bytes in {:.3} s",
@@ -225,7 +234,10 @@ fn push_refuses_bad_tokens_tampered_files_bad_manifests_and_another_run_under_th
         s.request(
             "POST",
             "/api/v1/pushes",
-            &[("Authorization", &auth(&tok)), ("Content-Type", "application/json")],
+            &[
+                ("Authorization", &auth(&tok)),
+                ("Content-Type", "application/json"),
+            ],
             json!({"manifest": manifest}).to_string().as_bytes(),
         )
     };
@@ -259,7 +271,12 @@ fn push_refuses_bad_tokens_tampered_files_bad_manifests_and_another_run_under_th
 
     // Bytes that do not hash to the digest, or too many of them, are refused and dropped.
     let started = start(&manifest_text);
-    assert_eq!(started.status, 200, "{}", String::from_utf8_lossy(&started.body));
+    assert_eq!(
+        started.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&started.body)
+    );
     let started = started.json();
     let push_id = started["push_id"].as_str().unwrap();
     let sha = started["missing"][0].as_str().unwrap();
@@ -347,7 +364,13 @@ fn push_with_require_signature_admits_only_runs_a_trusted_key_signed() {
     let other = keygen("other.key");
     // No trusted key: --require-signature could admit nothing, so it does not start.
     let o = yardstick()
-        .args(["server", "--listen", "127.0.0.1:0", "--require-signature", "--store"])
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--require-signature",
+            "--store",
+        ])
         .arg(&srv_store)
         .output()
         .unwrap();
@@ -612,11 +635,7 @@ fn gate_server_gates_a_local_run_against_the_servers_baseline() {
         .unwrap();
     assert!(saved.status.success(), "{}", stderr(&saved));
     let o = gate(&["--baseline", "auto"]);
-    assert!(
-        matches!(o.status.code(), Some(0 | 3 | 4)),
-        "{}",
-        stderr(&o)
-    );
+    assert!(matches!(o.status.code(), Some(0 | 3 | 4)), "{}", stderr(&o));
     let remote = out_json(&o);
     crate::schema_cli::assert_conforms("gate", &remote);
     assert_eq!(remote["comparison"]["baseline_run"], a.as_str());

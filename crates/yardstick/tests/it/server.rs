@@ -153,7 +153,13 @@ impl ServerProc {
         self.request("GET", path, &[], b"")
     }
 
-    pub(crate) fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Resp {
         http(&self.addr, method, path, headers, body)
     }
 
@@ -224,7 +230,13 @@ impl Resp {
 }
 
 /// A minimal HTTP/1.1 client (one request per connection), bounded in time.
-pub(crate) fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(WAIT)).unwrap();
     s.set_write_timeout(Some(WAIT)).unwrap();
