@@ -185,7 +185,7 @@ pub fn push_dir(remote: &Remote, dir: &Path) -> anyhow::Result<PushOutput> {
                     .await
                     .map_err(|e| {
                         let what = format!("uploading {}", a.path);
-                        anyhow::Error::from(e.into_cli()).context(what)
+                        e.into_cli().context(what)
                     })?;
                 uploaded += 1;
                 uploaded_bytes += size;

@@ -130,7 +130,7 @@ fn push_stores_indexes_and_lists_a_run_once_with_the_facts_the_cli_has() {
     );
 
     // Listed, with the rows and facts `runs show --json` has in the pushing store.
-    assert_eq!(run_ids(&s), [id.clone()]);
+    assert_eq!(run_ids(&s), [id.as_str()]);
     let local = cli_json(&["runs", "show", id, "--store", f.store.to_str().unwrap()]);
     let shown = s.get(&format!("/api/v1/runs/{id}")).json();
     assert_eq!(shown["points"], local["points"]);
@@ -159,8 +159,8 @@ fn push_stores_indexes_and_lists_a_run_once_with_the_facts_the_cli_has() {
     let v = out_json(&again);
     assert_eq!(v["already_stored"], true);
     assert_eq!(v["uploaded"], 0);
-    assert_eq!(stored(&srv_store), [id.clone()]);
-    assert_eq!(run_ids(&s), [id.clone()]);
+    assert_eq!(stored(&srv_store), [id.as_str()]);
+    assert_eq!(run_ids(&s), [id.as_str()]);
     // A run directory given by path is the same run.
     let by_path = push(
         f.store.join("runs").join(id).to_str().unwrap(),
@@ -333,7 +333,7 @@ fn push_refuses_bad_tokens_tampered_files_bad_manifests_and_another_run_under_th
     let other = serde_json::to_string_pretty(&other).unwrap();
     let (status, msg) = start(&other).error();
     assert_eq!(status, 409, "{msg}");
-    assert_eq!(run_ids(&s), [id.clone()]);
+    assert_eq!(run_ids(&s), [id.as_str()]);
 
     // Too large for the server's limit: 413 before anything is sent.
     let small_store = tmp.path().join("small");
@@ -404,7 +404,7 @@ fn push_with_require_signature_admits_only_runs_a_trusted_key_signed() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v = out_json(&o);
     assert_eq!(v["verified"], true, "{v}");
-    assert_eq!(run_ids(&s), [by_ci.clone()]);
+    assert_eq!(run_ids(&s), [by_ci.as_str()]);
     assert!(
         srv_store
             .join("runs")
@@ -539,7 +539,7 @@ fn a_push_cut_off_midway_leaves_nothing_and_its_retry_sends_only_what_is_missing
     assert!(o.status.success(), "{}\n{}", stderr(&o), s.stderr());
     let v = out_json(&o);
     assert_eq!(v["uploaded"], missing.len() - 1, "{v}");
-    assert_eq!(run_ids(&s), [id.clone()]);
+    assert_eq!(run_ids(&s), [id.as_str()]);
     // The staging area is gone (no half-uploaded file left behind).
     assert!(
         std::fs::read_dir(srv_store.join(".push"))
