@@ -205,7 +205,7 @@ pub fn check_ca_cert(path: &std::path::Path) -> Result<(), ClientError> {
 }
 
 /// rustls (ring) trusting the webpki roots and the certificates of `ca_cert`, if given.
-fn tls_config(ca_cert: Option<&std::path::Path>) -> Result<rustls::ClientConfig, ClientError> {
+pub fn tls_config(ca_cert: Option<&std::path::Path>) -> Result<rustls::ClientConfig, ClientError> {
     use rustls::pki_types::{CertificateDer, pem::PemObject};
     let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),

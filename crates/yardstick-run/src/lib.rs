@@ -14,6 +14,7 @@ pub mod e2e;
 pub mod eval;
 pub mod facts;
 pub mod import;
+pub mod index;
 pub mod loader;
 pub mod micro;
 pub mod plan;
@@ -28,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use serde::{Deserialize, Serialize};
 use yardstick_spec::{BenchmarkRun, Signing};
 use yardstick_store::warehouse::{PointRow, ReplicateRow, RunRow};
-use yardstick_store::{Manifest, ReplicateStatus, RunStatus, RunWriter, StoreError, ToolInfo};
+use yardstick_store::{Manifest, RunStatus, RunWriter, StoreError, ToolInfo};
 
 pub use plan::{Plan, Point, PointWork, Step, plan};
 
@@ -382,15 +383,7 @@ pub fn execute(
                 run_id: run_id.clone(),
                 point_id: p.id.clone(),
                 layer: p.layer.clone(),
-                kind: match &p.work {
-                    PointWork::Micro { micro, .. } => micro.clone(),
-                    PointWork::Serve { .. } => "serve".into(),
-                    PointWork::Eval { .. } => "eval".into(),
-                    PointWork::Train { .. } => "train".into(),
-                    PointWork::Command { .. } => "command".into(),
-                    PointWork::Startup { .. } => "startup".into(),
-                    PointWork::Dataloader { .. } => "dataloader".into(),
-                },
+                kind: index::point_kind(&p.work),
                 params: serde_json::to_value(&p.work).expect("JSON"),
             })
             .collect::<Vec<_>>(),
@@ -801,23 +794,11 @@ fn index_replicate(
     replicate: u32,
     record: &serde_json::Value,
 ) -> Result<(), RunError> {
-    let summary = &record["summary"];
-    let artifact = record["samples"].as_str().map(str::to_string);
-    let rows = facts::replicate_facts(run_id, point_id, replicate, summary, artifact.as_deref());
-    wh.upsert_facts(&rows)?;
-    let time = |k: &str| record[k].as_str().map(str::to_string);
+    let (row, facts) = index::replicate_rows(run_id, point_id, replicate, record, "");
+    wh.upsert_facts(&facts)?;
     wh.upsert_replicate(&ReplicateRow {
-        run_id: run_id.to_string(),
-        point_id: point_id.to_string(),
-        replicate,
-        status: if summary.get("error").is_some() {
-            ReplicateStatus::Failed
-        } else {
-            ReplicateStatus::Complete
-        },
-        started_at: time("started_at").unwrap_or_default(),
-        ended_at: time("ended_at"),
-        artifact,
+        ended_at: record["ended_at"].as_str().map(str::to_string),
+        ..row
     })?;
     Ok(())
 }

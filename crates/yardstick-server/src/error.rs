@@ -144,7 +144,11 @@ const ERROR_STATUSES: &[(u16, &str)] = &[
     ),
     (401, "A token is required, or the token given is unknown."),
     (403, "The token's scope does not allow this."),
-    (404, "No such run, artifact or route."),
+    (404, "No such run, artifact, push or route."),
+    (
+        409,
+        "The request conflicts with what is stored (a different run under the same id).",
+    ),
     (413, "The request body is too large."),
     (
         422,

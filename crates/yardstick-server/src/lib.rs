@@ -30,6 +30,14 @@ use std::sync::Arc;
 pub use error::{ApiError, ErrorBody, ServerError};
 pub use state::AppState;
 
+/// Reads the warehouse rows of the run directory at the path, recorded as stored at the
+/// location (the store directory); the error says why the run cannot be indexed.
+pub type RunIndexer = Arc<
+    dyn Fn(&std::path::Path, &str) -> Result<yardstick_store::warehouse::RunRows, String>
+        + Send
+        + Sync,
+>;
+
 /// How the server is set up.
 #[derive(Clone)]
 pub struct ServerConfig {
@@ -41,6 +49,14 @@ pub struct ServerConfig {
     pub warehouse: String,
     /// Reads need a token of scope `read` (or higher) too.
     pub require_read_token: bool,
+    /// Pushed runs must be signed by a key the store trusts (`--require-signature`), on top of
+    /// the store's own policy (`yardstick trust require on`).
+    pub require_signature: bool,
+    /// The largest run a push may carry, in bytes (the sum of its artifacts).
+    pub max_push_bytes: u64,
+    /// Reads the warehouse rows of a run directory, to index a pushed run (the binary passes
+    /// `yardstick_run::index::read_run_dir`); `None` refuses pushes.
+    pub index: Option<RunIndexer>,
     /// Serve HTTPS with this certificate and key (`None`: plain HTTP).
     pub tls: Option<tls::TlsFiles>,
     /// Where each request's access-log record goes (the binary prints it as one JSON line on
@@ -54,6 +70,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("store_dir", &self.store_dir)
             .field("warehouse", &self.warehouse)
             .field("require_read_token", &self.require_read_token)
+            .field("require_signature", &self.require_signature)
+            .field("max_push_bytes", &self.max_push_bytes)
             .finish_non_exhaustive()
     }
 }

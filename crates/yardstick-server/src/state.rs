@@ -35,6 +35,8 @@ pub struct AppState {
     pub config: ServerConfig,
     /// Request metrics.
     pub metrics: Metrics,
+    /// Held while a push commits: one rename and one index at a time.
+    pub push_lock: tokio::sync::Mutex<()>,
     idle: Mutex<Vec<Conn>>,
     permits: Arc<tokio::sync::Semaphore>,
     tokens: Mutex<(Option<SystemTime>, Tokens)>,
@@ -61,12 +63,32 @@ impl AppState {
         }
         let state = AppState {
             metrics: Metrics::default(),
+            push_lock: tokio::sync::Mutex::new(()),
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_QUERIES)),
             tokens: Mutex::new((None, Tokens::default())),
             labels: Mutex::new(HashMap::new()),
             config,
         };
+        if state.config.require_signature {
+            let Some(store) = &state.config.store_dir else {
+                return Err(ServerError::config(
+                    "--require-signature needs a store directory (its trusted keys)",
+                    Some("pass --store DIR"),
+                ));
+            };
+            if yardstick_store::trust::load(store)?.keys.is_empty() {
+                return Err(ServerError::config(
+                    format!(
+                        "--require-signature, but the store {} trusts no key: it could admit no run",
+                        store.display()
+                    ),
+                    Some(
+                        "trust the signers' public keys first: `yardstick trust add KEY.pub --store DIR`",
+                    ),
+                ));
+            }
+        }
         let conn = state.connect()?;
         state.give_back(conn);
         state.current_tokens()?;

@@ -214,14 +214,7 @@ impl VerifyReport {
 
     /// Whether the signature state passes (see [`VerifyReport::ok`]).
     pub fn signature_ok(&self) -> bool {
-        match &self.signature {
-            SignatureState::Unsigned => !self.signature_required,
-            SignatureState::Signed { check } => match check {
-                SignatureCheck::Verified { .. } => true,
-                SignatureCheck::Untrusted { .. } => !self.signature_required,
-                SignatureCheck::OtherKey { .. } | SignatureCheck::Invalid { .. } => false,
-            },
-        }
+        signature_passes(&self.signature, self.signature_required)
     }
 
     /// Whether a trusted key verified the run's signature.
@@ -231,17 +224,52 @@ impl VerifyReport {
 
     /// One line about the signature, for people.
     pub fn signature_line(&self) -> String {
-        match &self.signature {
-            SignatureState::Unsigned if self.signature_required => {
-                "UNSIGNED: no attestation.dsse.json, and a signature by a trusted key is required"
-                    .into()
-            }
-            SignatureState::Unsigned => {
-                "unsigned (no attestation.dsse.json): integrity only, nothing vouches for the run"
-                    .into()
-            }
-            SignatureState::Signed { check } => check.describe(),
+        signature_line(&self.signature, self.signature_required)
+    }
+}
+
+/// Whether a signature state passes: verified by a trusted key, or — only when no signature is
+/// `required` — absent or by a key nobody vouched for. An invalid signature, or one by a key
+/// other than the trusted ones, never passes.
+pub fn signature_passes(state: &SignatureState, required: bool) -> bool {
+    match state {
+        SignatureState::Unsigned => !required,
+        SignatureState::Signed { check } => match check {
+            SignatureCheck::Verified { .. } => true,
+            SignatureCheck::Untrusted { .. } => !required,
+            SignatureCheck::OtherKey { .. } | SignatureCheck::Invalid { .. } => false,
+        },
+    }
+}
+
+/// One line about a signature state, for people.
+pub fn signature_line(state: &SignatureState, required: bool) -> String {
+    match state {
+        SignatureState::Unsigned if required => {
+            "UNSIGNED: no attestation.dsse.json, and a signature by a trusted key is required"
+                .into()
         }
+        SignatureState::Unsigned => {
+            "unsigned (no attestation.dsse.json): integrity only, nothing vouches for the run"
+                .into()
+        }
+        SignatureState::Signed { check } => check.describe(),
+    }
+}
+
+/// The signature state of a manifest (its exact bytes) and its attestation (`None`: unsigned),
+/// checked against `trust`: what [`verify_run`] finds, without a run directory (a server checks
+/// a pushed run's signature before accepting any of its files).
+pub fn signature_state(
+    manifest_bytes: &[u8],
+    attestation: Option<&[u8]>,
+    trust: &TrustSet,
+) -> SignatureState {
+    match attestation {
+        None => SignatureState::Unsigned,
+        Some(bytes) => SignatureState::Signed {
+            check: crate::sign::check(bytes, manifest_bytes, trust),
+        },
     }
 }
 
@@ -326,9 +354,7 @@ pub fn verify_run(dir: &Path, opts: &VerifyOptions) -> Result<VerifyReport, Stor
         Some(Err(e)) => SignatureState::Signed {
             check: SignatureCheck::Invalid { reason: e.clone() },
         },
-        Some(Ok(bytes)) => SignatureState::Signed {
-            check: crate::sign::check(bytes, &manifest_bytes, &opts.trust),
-        },
+        Some(Ok(bytes)) => signature_state(&manifest_bytes, Some(bytes), &opts.trust),
     };
     let attestation_bytes = attestation.and_then(Result::ok);
     let (retention, dropped) = crate::gc::check_retention(

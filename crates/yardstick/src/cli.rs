@@ -123,4 +123,6 @@ pub enum Command {
     Report(cmd::report::ReportArgs),
     /// Serve the store to a team: JSON API, OpenAPI document, tokens (`server token create`).
     Server(cmd::server::ServerArgs),
+    /// Push a finished run to a team server (`yardstick server`): verified, stored, indexed.
+    Push(cmd::push::PushArgs),
 }

@@ -2,7 +2,8 @@
 //! "Commands").
 //!
 //! `0` success/PASS, `1` runtime failure, `2` invalid input (bad spec, bad flag, unreadable
-//! file), `3` gate FAIL, `4` INCONCLUSIVE.
+//! file), `3` gate FAIL, `4` INCONCLUSIVE, `5` a run completed and stored locally whose
+//! `--push` failed.
 
 use std::fmt;
 use std::process::ExitCode;
@@ -21,6 +22,8 @@ pub enum Status {
     GateFail,
     /// Not enough evidence to decide.
     Inconclusive,
+    /// `run --push`: the run completed and is stored locally, but the push failed.
+    PushFailed,
 }
 
 impl Status {
@@ -32,6 +35,7 @@ impl Status {
             Status::Invalid => 2,
             Status::GateFail => 3,
             Status::Inconclusive => 4,
+            Status::PushFailed => 5,
         }
     }
 }

@@ -9,6 +9,7 @@ mod cmd;
 pub mod exit;
 mod interrupt;
 mod output;
+mod remote;
 
 use std::process::ExitCode;
 

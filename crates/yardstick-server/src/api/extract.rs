@@ -117,3 +117,72 @@ impl OperationInput for TextBody {
         );
     }
 }
+
+/// A JSON request body (`axum::Json`), bounded by the route's body limit; one that does not
+/// read is a 400 (413 when too large) with a JSON body.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            ApiError::new(
+                e.status(),
+                format!("cannot read the request body: {}", e.body_text()),
+                None,
+            )
+        })?;
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
+            ApiError::bad_request(
+                format!("the body is not the JSON this route takes: {e}"),
+                Some("see /api/openapi.json for this route's request body"),
+            )
+        })
+    }
+}
+
+impl<T: JsonSchema> OperationInput for JsonBody<T> {
+    fn operation_input(ctx: &mut aide::generate::GenContext, operation: &mut Operation) {
+        axum::Json::<T>::operation_input(ctx, operation);
+    }
+}
+
+/// A request body of raw bytes, streamed by the handler (which bounds it).
+pub struct RawBody(pub axum::body::Body);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+        Ok(RawBody(req.into_body()))
+    }
+}
+
+impl OperationInput for RawBody {
+    fn operation_input(ctx: &mut aide::generate::GenContext, operation: &mut Operation) {
+        let schema = ctx.schema.subschema_for::<Vec<u8>>();
+        aide::operation::set_body(
+            ctx,
+            operation,
+            RequestBody {
+                description: Some("The bytes of one artifact, exactly as stored.".into()),
+                content: [(
+                    "application/octet-stream".to_string(),
+                    MediaType {
+                        schema: Some(SchemaObject {
+                            json_schema: schema,
+                            example: None,
+                            external_docs: None,
+                        }),
+                        ..Default::default()
+                    },
+                )]
+                .into_iter()
+                .collect(),
+                required: true,
+                extensions: Default::default(),
+            },
+        );
+    }
+}

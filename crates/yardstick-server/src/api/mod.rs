@@ -17,11 +17,14 @@
 //! | `GET /api/v1/compare` | `yardstick compare A B --json` |
 //! | `GET /api/v1/trend` | one metric of one benchmark over time |
 //! | `POST /api/v1/validate` | `yardstick validate --json` of a spec in the body |
+//! | `POST /api/v1/pushes` | start pushing a run: its manifest (and attestation), checked |
+//! | `PUT /api/v1/pushes/{id}/blobs/{sha256}` | one artifact's bytes, checked against its hash |
+//! | `POST /api/v1/pushes/{id}/commit` | verify, store and index the pushed run |
 
 use std::sync::Arc;
 
 use aide::axum::ApiRouter;
-use aide::axum::routing::{get_with, post_with};
+use aide::axum::routing::{get_with, post_with, put_with};
 use aide::openapi::{Info, OpenApi};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -36,6 +39,7 @@ mod artifacts;
 mod contracts;
 pub mod extract;
 mod gate;
+pub mod push;
 mod runs;
 mod trend;
 mod validate;
@@ -64,6 +68,9 @@ pub const ROUTES: &[&str] = &[
     "GET /api/v1/compare",
     "GET /api/v1/trend",
     "POST /api/v1/validate",
+    "POST /api/v1/pushes",
+    "PUT /api/v1/pushes/{id}/blobs/{sha256}",
+    "POST /api/v1/pushes/{id}/commit",
 ];
 
 /// Whether the API serves `method` on `route` (a matched path, as [`ROUTES`] spells it; HEAD
@@ -283,6 +290,35 @@ pub fn documented_routes() -> (axum::Router<Arc<AppState>>, String) {
             })
             .layer(axum::extract::DefaultBodyLimit::max(VALIDATE_BODY_LIMIT)),
         )
+        .api_route(
+            "/api/v1/pushes",
+            post_with(push::start, |op| {
+                op.id("startPush").summary(
+                    "Start pushing a run (token of scope push): its manifest and attestation are \
+                     checked (paths, size, signature, run id) and the sha256 of every content \
+                     still to upload is answered; `stored` when the server has this run already",
+                )
+            })
+            .layer(axum::extract::DefaultBodyLimit::max(push::START_BODY_LIMIT)),
+        )
+        .api_route(
+            "/api/v1/pushes/{id}/blobs/{sha256}",
+            put_with(push::upload, |op| {
+                op.id("uploadPushBlob").summary(
+                    "Upload one content of a push, streamed; refused unless the bytes hash to \
+                     the sha256 and have the size the manifest lists",
+                )
+            }),
+        )
+        .api_route(
+            "/api/v1/pushes/{id}/commit",
+            post_with(push::commit, |op| {
+                op.id("commitPush").summary(
+                    "Commit a push: the run is assembled, verified under the store's trust \
+                     policy, moved into the store and indexed",
+                )
+            }),
+        )
         .fallback(not_found);
     let app = app.finish_api(&mut api);
     (app, openapi_json(api))
@@ -388,6 +424,14 @@ mod tests {
         );
         assert_eq!(
             needed_scope(&post, "/api/v1/runs", false),
+            Some(Scope::Push)
+        );
+        assert_eq!(
+            needed_scope(&post, "/api/v1/pushes", false),
+            Some(Scope::Push)
+        );
+        assert_eq!(
+            needed_scope(&Method::PUT, "/api/v1/pushes/{id}/blobs/{sha256}", false),
             Some(Scope::Push)
         );
         assert_eq!(

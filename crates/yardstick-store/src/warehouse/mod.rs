@@ -183,6 +183,37 @@ pub struct QueryResult {
     pub rows: Vec<Vec<serde_json::Value>>,
 }
 
+/// Every warehouse row of one stored run: what indexing its run directory writes
+/// (`yardstick_run::index`). Writing is idempotent (upserts), so a run indexed twice is one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRows {
+    /// The run.
+    pub run: RunRow,
+    /// Its points.
+    pub points: Vec<PointRow>,
+    /// Its replicates.
+    pub replicates: Vec<ReplicateRow>,
+    /// Its facts: per replicate and the aggregates over replicates.
+    pub facts: Vec<FactRow>,
+}
+
+impl RunRows {
+    /// Writes the rows: the run first (as `running`, so that a reader never sees a complete run
+    /// with half its facts), then points, replicates and facts, then the run's final row.
+    pub fn write(&self, w: &mut dyn Warehouse) -> Result<(), StoreError> {
+        w.upsert_run(&RunRow {
+            status: RunStatus::Running,
+            ..self.run.clone()
+        })?;
+        w.upsert_points(&self.points)?;
+        for r in &self.replicates {
+            w.upsert_replicate(r)?;
+        }
+        w.upsert_facts(&self.facts)?;
+        w.upsert_run(&self.run)
+    }
+}
+
 /// A warehouse backend. Writes are idempotent (upserts keyed by the natural keys), so a resumed
 /// run never duplicates facts.
 pub trait Warehouse {

@@ -11,6 +11,7 @@ pub mod import;
 pub mod init;
 pub mod keygen;
 pub mod metrics;
+pub mod push;
 pub mod query;
 pub mod report;
 pub mod run;
@@ -52,6 +53,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Gate(args) => gate::run(args, g),
         Command::Report(args) => report::run(args, g),
         Command::Server(args) => server::run(args, g),
+        Command::Push(args) => push::run(args, g),
     }
 }
 

@@ -24,9 +24,12 @@ use crate::output;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  yardstick run examples/quickstart.yaml\n  \
 yardstick run bench.yaml --dry-run\n  yardstick run bench.yaml --resume 01JD...\n  \
-yardstick verify 01JD...\n\n\
-Exit status: 0 complete; 1 interrupted (resume it) or a point whose every replicate failed \
-(its failures are stored and listed); 2 invalid spec or input (nothing runs).")]
+yardstick verify 01JD...\n  \
+YARDSTICK_TOKEN=ysk_… yardstick run bench.yaml --push https://yardstick.internal:8686\n\n\
+Exit status: 0 complete (and pushed, with --push); 1 interrupted (resume it) or a point whose \
+every replicate failed (its failures are stored and listed); 2 invalid spec or input (nothing \
+runs); 5 the run completed and is stored locally, but --push failed (push it again with \
+`yardstick push RUN --to URL`).")]
 pub struct RunArgs {
     /// The spec (`-` reads standard input).
     #[arg(value_name = "SPEC")]
@@ -59,6 +62,35 @@ pub struct RunArgs {
     /// between 10ms and 1h.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub telemetry_interval: String,
+    /// After a complete run, push it to this team server (`yardstick push RUN --to URL`). A
+    /// failed push keeps the local run and exits 5.
+    #[arg(long, value_name = "URL")]
+    pub push: Option<String>,
+    /// The variable holding the server's token (scope push) for --push.
+    #[arg(
+        long,
+        default_value = "YARDSTICK_TOKEN",
+        value_name = "VAR",
+        requires = "push"
+    )]
+    pub push_token_env: String,
+    /// Also trust this CA certificate (PEM) for an https:// --push server.
+    #[arg(long, value_name = "FILE", requires = "push")]
+    pub push_ca_cert: Option<PathBuf>,
+}
+
+/// What `yardstick run --json` prints: the run's outcome and, with --push, the push.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct RunOut {
+    /// The run.
+    #[serde(flatten)]
+    pub outcome: yardstick_run::RunOutcome,
+    /// The push to a server (`--push`), when it succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push: Option<super::push::PushOutput>,
+    /// Why the push (`--push`) failed; the run is stored locally all the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push_error: Option<String>,
 }
 
 /// Parses `--telemetry-interval`: a duration (`250ms`, `1s`, `2m`, plain seconds) within
@@ -98,6 +130,17 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         ));
     }
     let telemetry_interval = parse_interval(&args.telemetry_interval)?;
+    // A server to push to is checked (URL, CA file) before anything runs.
+    let remote = match &args.push {
+        Some(url) => Some(
+            super::push::RemoteOpts {
+                token_env: args.push_token_env.clone(),
+                ca_cert: args.push_ca_cert.clone(),
+            }
+            .remote(url)?,
+        ),
+        None => None,
+    };
     let spec = checked.spec.expect("valid specs decode");
     // Valid specs are UTF-8 (check_bytes refuses anything else).
     let text = String::from_utf8(bytes)?;
@@ -175,8 +218,23 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     // stored), but the command fails (exit 1) so that a script or CI job does not take it for a
     // measurement.
     let empty = outcome.points_that_measured_nothing();
+    // A complete run is pushed; a failed push keeps the local run (exit 5).
+    let mut pushed = None;
+    let mut push_error = None;
+    if let Some(remote) = &remote
+        && outcome.status == RunStatus::Complete
+    {
+        match super::push::push_dir(remote, &outcome.dir) {
+            Ok(p) => pushed = Some(p),
+            Err(e) => push_error = Some(format!("{e:#}")),
+        }
+    }
     if g.json {
-        output::json(&outcome)?;
+        output::json(&RunOut {
+            outcome: outcome.clone(),
+            push: pushed.clone(),
+            push_error: push_error.clone(),
+        })?;
     } else {
         use std::io::Write;
         output::text(&outcome.text())?;
@@ -197,6 +255,20 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 args.store.display()
             )?;
         }
+    }
+    if let Some(p) = &pushed
+        && !g.json
+    {
+        crate::output::outln!("  {}", p.text())?;
+    }
+    if let Some(e) = &push_error {
+        crate::output::error(&format!(
+            "the run is complete and stored locally, but pushing it failed: {e}\n  hint: push it again with: yardstick push {} --to {} --store {}",
+            outcome.run_id,
+            args.push.as_deref().unwrap_or_default(),
+            args.store.display()
+        ));
+        return Ok(Status::PushFailed);
     }
     if !empty.is_empty() {
         eprintln!(

@@ -42,7 +42,7 @@ pub fn outputs() -> Vec<Output> {
             yardstick_spec::json_schema,
         ),
         ("run", "yardstick run SPEC --json", || {
-            output::<yardstick_run::RunOutcome>()
+            output::<super::run::RunOut>()
         }),
         ("env", "yardstick env --json", || {
             output::<yardstick_env::Capture>()
@@ -129,6 +129,9 @@ pub fn outputs() -> Vec<Output> {
         }),
         ("gate", "yardstick gate RUN --json", || {
             output::<super::gate::GateOut<'static>>()
+        }),
+        ("push", "yardstick push RUN --to URL --json", || {
+            output::<super::push::PushOutput>()
         }),
     ]
 }

@@ -31,6 +31,7 @@ yardstick server --store ./yardstick-store --listen 127.0.0.1:0\n  \
 yardstick server --store /srv/ys --warehouse postgres://ys@db:5432/ys --require-read-token\n  \
 yardstick server --store /srv/ys --listen 0.0.0.0:8686 --tls-cert cert.pem --tls-key key.pem\n  \
 yardstick server token create --scope push --store /srv/ys --note ci\n  \
+yardstick server --store /srv/ys --require-signature --max-push-bytes 2GiB   # takes `yardstick push`\n  \
 curl -s http://127.0.0.1:8686/api/v1/runs?limit=5"
 )]
 pub struct ServerArgs {
@@ -58,6 +59,13 @@ pub struct ServerArgs {
     /// Reads need a token too (scope read, push or admin) as `Authorization: Bearer TOKEN`.
     #[arg(long)]
     pub require_read_token: bool,
+    /// Pushed runs must be signed by a key the store trusts (`yardstick trust add`); unsigned
+    /// runs and runs signed by other keys are refused. Refuses to start when no key is trusted.
+    #[arg(long)]
+    pub require_signature: bool,
+    /// The largest run a push may carry (the sum of its artifacts), e.g. 1GiB, 200MB.
+    #[arg(long, default_value = "1GiB", value_name = "BYTES")]
+    pub max_push_bytes: String,
     /// Serve HTTPS with this certificate chain (PEM, leaf first).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -177,23 +185,19 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
         WarehouseLocation::Postgres(_) => None,
     };
     let warehouse = args.warehouse.clone().unwrap_or_else(|| args.store.clone());
-    if let Some(dir) = &store_dir
-        && args.warehouse.is_none()
-        && !dir.join(yardstick_store::warehouse::SQLITE_FILE).is_file()
-    {
-        return Err(exit::invalid(
-            format!(
-                "no warehouse at {} ({} is created by the first `yardstick run`)",
-                dir.join(yardstick_store::warehouse::SQLITE_FILE).display(),
-                yardstick_store::warehouse::SQLITE_FILE
-            ),
-            Some("pass --store DIR, the store `yardstick run --store DIR` wrote"),
-        ));
-    }
+    // A store directory without a warehouse yet (a server that only receives pushes) gets an
+    // empty one; a directory that does not exist is refused (exit 2).
+    let max_push_bytes = yardstick_spec::units::parse_bytes(&args.max_push_bytes)
+        .map_err(|e| crate::cmd::flag_error("max-push-bytes", e))?;
     let config = ServerConfig {
         store_dir,
         warehouse,
         require_read_token: args.require_read_token,
+        require_signature: args.require_signature,
+        max_push_bytes,
+        index: Some(Arc::new(|dir, location| {
+            yardstick_run::index::read_run_dir(dir, location).map_err(|e| e.to_string())
+        })),
         tls,
         access_log: Arc::new(|record| {
             if let Ok(line) = serde_json::to_string(record) {

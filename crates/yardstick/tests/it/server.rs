@@ -20,10 +20,10 @@ use crate::external;
 mod pg;
 
 /// How long any one wait of these tests may take.
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// A tiny serving spec against the in-process simulator, labelled `team: inference`.
-fn spec() -> &'static str {
+pub(crate) fn spec() -> &'static str {
     r#"apiVersion: yardstick/v1
 kind: BenchmarkRun
 metadata:
@@ -57,13 +57,13 @@ spec:
 }
 
 /// A store holding two runs of [`spec`], made once for every test of this module.
-struct Fixture {
-    store: PathBuf,
+pub(crate) struct Fixture {
+    pub(crate) store: PathBuf,
     /// Run ids, oldest first.
-    runs: Vec<String>,
+    pub(crate) runs: Vec<String>,
 }
 
-fn fixture() -> &'static Fixture {
+pub(crate) fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         // Shared by the module's tests for the life of the test process, so it is kept: under
@@ -92,17 +92,17 @@ fn fixture() -> &'static Fixture {
 }
 
 /// A running `yardstick server`, killed on drop.
-struct ServerProc {
+pub(crate) struct ServerProc {
     child: Child,
     /// `HOST:PORT` to connect to (loopback).
-    addr: String,
+    pub(crate) addr: String,
     /// The URL the server printed.
-    url: String,
+    pub(crate) url: String,
     stderr: PathBuf,
 }
 
 impl ServerProc {
-    fn start(store: &Path, extra: &[&str]) -> ServerProc {
+    pub(crate) fn start(store: &Path, extra: &[&str]) -> ServerProc {
         ServerProc::start_on("127.0.0.1:0", store, extra)
     }
 
@@ -149,15 +149,21 @@ impl ServerProc {
         }
     }
 
-    fn get(&self, path: &str) -> Resp {
+    pub(crate) fn get(&self, path: &str) -> Resp {
         self.request("GET", path, &[], b"")
     }
 
-    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Resp {
         http(&self.addr, method, path, headers, body)
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
@@ -187,14 +193,14 @@ fn next() -> u64 {
 }
 
 /// One HTTP/1.1 response.
-struct Resp {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub(crate) struct Resp {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Resp {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
             panic!(
                 "status {}: not JSON ({e}): {}",
@@ -204,7 +210,7 @@ impl Resp {
         })
     }
 
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -212,7 +218,7 @@ impl Resp {
     }
 
     /// A JSON error body with a non-empty message, and the status.
-    fn error(&self) -> (u16, String) {
+    pub(crate) fn error(&self) -> (u16, String) {
         let v = self.json();
         let msg = v["error"]
             .as_str()
@@ -224,7 +230,13 @@ impl Resp {
 }
 
 /// A minimal HTTP/1.1 client (one request per connection), bounded in time.
-fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(WAIT)).unwrap();
     s.set_write_timeout(Some(WAIT)).unwrap();
@@ -283,12 +295,12 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[
     }
 }
 
-fn cli_json(args: &[&str]) -> Value {
+pub(crate) fn cli_json(args: &[&str]) -> Value {
     let out = yardstick().arg("--json").args(args).output().unwrap();
     json(&out)
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
 }
@@ -605,6 +617,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/compare"),
     ("get", "/api/v1/trend"),
     ("post", "/api/v1/validate"),
+    ("post", "/api/v1/pushes"),
+    ("put", "/api/v1/pushes/{id}/blobs/{sha256}"),
+    ("post", "/api/v1/pushes/{id}/commit"),
 ];
 
 #[test]
@@ -824,7 +839,7 @@ fn server_tokens_are_stored_hashed_and_guard_reads_when_required() {
     assert!(log.contains("\"status\":401"), "{log}");
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
