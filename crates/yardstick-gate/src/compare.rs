@@ -217,6 +217,44 @@ pub(crate) fn boot(level: f64) -> BootstrapConfig {
     }
 }
 
+/// A warning when the runs executed differently — another engine, node count, tasks or
+/// placement — and the candidate's spec does not name that as the variable under test: an
+/// execution change moves the numbers by itself and must never pass silently as part of another
+/// comparison.
+fn execution_moved(spec_diffs: &[FieldDiff], candidate_spec: &Value) -> Option<String> {
+    let moved: Vec<String> = spec_diffs
+        .iter()
+        .filter(|d| d.path.contains("execution."))
+        .filter(|d| {
+            ["engine", "nodes", "tasksPerNode", "placement"]
+                .iter()
+                .any(|f| d.path.contains(&format!("execution.{f}")))
+        })
+        .map(|d| format!("{} {} -> {}", d.path, d.baseline, d.candidate))
+        .collect();
+    if moved.is_empty() {
+        return None;
+    }
+    let comparison = at(candidate_spec, "spec.comparison");
+    let named = [&comparison["variable"], &comparison["variables"]]
+        .iter()
+        .flat_map(|v| match v {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        })
+        .any(|v| matches!(v, "execution" | "engine" | "placement" | "nodes"));
+    (!named).then(|| {
+        format!(
+            "the runs executed differently ({}): the engine, the node and task counts and the \
+             placement change the numbers by themselves; name it as the comparison's variable \
+             (`comparison: {{variable: execution}}`) or keep them equal (rule \
+             execution-placement, docs/methodology.md#one-variable-at-a-time)",
+            moved.join(", ")
+        )
+    })
+}
+
 /// Compares `candidate` against `baseline`. The CIs are at the candidate spec's confidence level.
 pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, GateError> {
     let level = level_of(candidate);
@@ -244,6 +282,9 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
                 &mut env_diffs,
             );
         }
+    }
+    if let Some(w) = execution_moved(&spec_diffs, &candidate.spec_value) {
+        warnings.push(w);
     }
     let moved = spec_diffs.len() + env_diffs.len();
     if moved > 1 {
@@ -336,6 +377,29 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_execution_change_is_named_unless_it_is_the_variable() {
+        let a = json!({"spec": {"execution": {"engine": "local"}, "mode": "realism"}});
+        let b = json!({"spec": {"execution": {"engine": "slurm", "nodes": 2}, "mode": "realism"}});
+        let mut diffs = Vec::new();
+        diff_values("", &a, &b, &mut diffs);
+        let w = execution_moved(&diffs, &b).expect("named");
+        assert!(
+            w.contains("spec.execution.engine \"local\" -> \"slurm\""),
+            "{w}"
+        );
+        assert!(w.contains("spec.execution.nodes null -> 2"), "{w}");
+        // Named as the variable under test: no warning.
+        let mut named = b.clone();
+        named["spec"]["comparison"] = json!({"variable": "execution"});
+        assert!(execution_moved(&diffs, &named).is_none());
+        // Other fields moving are the general check's business.
+        let c = json!({"spec": {"execution": {"engine": "local", "cpusPerTask": 4}}});
+        let mut diffs = Vec::new();
+        diff_values("", &a, &c, &mut diffs);
+        assert!(execution_moved(&diffs, &c).is_none());
+    }
 
     #[test]
     fn diff_names_every_leaf_that_moved() {

@@ -41,6 +41,21 @@ pub fn nothing_to_run(plan: &Plan) -> Option<String> {
         .then(|| "the spec plans no points: no layer produced anything to measure".to_string())
 }
 
+/// Why `spec` cannot run here, if it cannot: its `execution.engine` is a scheduler
+/// (`slurm`, `kubernetes`) that this version does not submit to yet. Such a run must not
+/// silently execute on this machine instead: its nodes, tasks and placement would not hold.
+pub fn engine_unsupported(spec: &BenchmarkRun) -> Option<String> {
+    let engine = spec.spec.as_ref()?.execution.as_ref()?.engine?;
+    (engine != yardstick_spec::Engine::Local).then(|| {
+        format!(
+            "`execution.engine: {}`: this version of yardstick runs specs on this machine only \
+             (engine local); it does not submit to {} yet",
+            engine.as_str(),
+            engine.as_str()
+        )
+    })
+}
+
 /// Why a run could not proceed.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -273,7 +288,7 @@ pub fn execute(
 ) -> Result<RunOutcome, RunError> {
     let key = signing_key(spec)?;
     let mut plan = plan::plan(spec);
-    if let Some(why) = nothing_to_run(&plan) {
+    if let Some(why) = nothing_to_run(&plan).or_else(|| engine_unsupported(spec)) {
         return Err(RunError::Invalid(why));
     }
     if let Some(only) = &opts.only_points {

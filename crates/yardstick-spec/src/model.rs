@@ -80,6 +80,84 @@ pub struct Spec {
     pub gates: Option<Gates>,
     /// Artifact signing.
     pub provenance: Option<Provenance>,
+    /// Where the run executes: this machine (default), a Slurm allocation, or Kubernetes
+    /// (with Kueue); how many nodes and tasks, and their placement.
+    pub execution: Option<Execution>,
+}
+
+/// Where and how a run executes (docs/spec.md#execution).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Execution {
+    /// `local` (this machine; the default), `slurm` (sbatch/srun) or `kubernetes` (an Indexed
+    /// Job, admitted by Kueue).
+    pub engine: Option<Engine>,
+    /// Nodes of the allocation (default 1).
+    pub nodes: Option<u32>,
+    /// Tasks (ranks, load shards) per node (default 1).
+    pub tasks_per_node: Option<u32>,
+    /// CPUs per task.
+    pub cpus_per_task: Option<u32>,
+    /// GPUs per task (Slurm `--gpus-per-task`, Kubernetes `nvidia.com/gpu`).
+    pub gpus_per_task: Option<u32>,
+    /// Memory per node (`64GiB`, `512MB`).
+    pub memory: Option<String>,
+    /// Wall-clock limit of the allocation (`2h`, `30m`).
+    pub time_limit: Option<DurationSpec>,
+    /// Slurm partition.
+    pub partition: Option<String>,
+    /// Slurm account.
+    pub account: Option<String>,
+    /// Slurm quality of service.
+    pub qos: Option<String>,
+    /// Kueue LocalQueue the Job is submitted to (Kubernetes).
+    pub queue: Option<String>,
+    /// PriorityClass of the pods (Kubernetes).
+    pub priority_class: Option<String>,
+    /// Container image whose entrypoint has `yardstick` (Kubernetes; required there).
+    pub image: Option<String>,
+    /// Placement of the tasks.
+    pub placement: Option<Placement>,
+}
+
+/// Execution engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// This machine.
+    Local,
+    /// A Slurm cluster: the run is a batch job, each step an `srun`.
+    Slurm,
+    /// A Kubernetes cluster with Kueue: the run is an Indexed Job.
+    Kubernetes,
+}
+
+impl Engine {
+    /// `local`, `slurm` or `kubernetes`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Local => "local",
+            Engine::Slurm => "slurm",
+            Engine::Kubernetes => "kubernetes",
+        }
+    }
+}
+
+/// Where the tasks land.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Placement {
+    /// Whole nodes, shared with no other job (Slurm `--exclusive`; Kubernetes: one pod per
+    /// node and the full node's resources).
+    pub exclusive: Option<bool>,
+    /// `fixed`: the same nodes and topology every run (Slurm `--switches=1`; Kueue's required
+    /// topology), or `variable`.
+    pub topology: Option<Topology>,
+    /// The node label whose value must be shared by every pod when the topology is fixed
+    /// (Kubernetes; e.g. a rack or block label of Kueue's topology-aware scheduling).
+    pub topology_key: Option<String>,
 }
 
 /// Test mode (docs/methodology.md#publication-and-realism-modes).

@@ -221,6 +221,24 @@ pub const RULES: &[RuleInfo] = &[
         hint: "add `source: {path: data/, format: parquet}` (the built-in reader) or `command: [python, -m, mypkg.bench_loader]`, and list each cache mode once",
     },
     RuleInfo {
+        id: "execution-config",
+        summary: "the execution section's fields belong to its engine (partition/account/qos: slurm; queue/priorityClass/image/topologyKey: kubernetes), kubernetes names an image, counts are at least 1, memory is a size, local runs on one node",
+        section: "the-three-layers",
+        hint: "keep each engine's fields with its engine; give kubernetes an `image`",
+    },
+    RuleInfo {
+        id: "execution-placement",
+        summary: "publication mode on slurm or kubernetes places tasks exclusively on a fixed topology",
+        section: "publication-and-realism-modes",
+        hint: "add `placement: {exclusive: true, topology: fixed}`, or use `mode: realism`",
+    },
+    RuleInfo {
+        id: "execution-gpus",
+        summary: "GPUs are requested only when a layer can use them (a command or a real serving target)",
+        section: "the-three-layers",
+        hint: "drop `gpusPerTask`, or add the layer that needs them",
+    },
+    RuleInfo {
         id: "eval-config",
         summary: "eval layers name a model, tasks (bundled or .jsonl) or perplexity, chat or completions, and sane repeat/confidence/maxTokens/concurrency/timeout; no serve or command fields",
         section: "accuracy-evals",
@@ -319,6 +337,175 @@ pub(crate) fn check(
     workload(spec, &mut cx);
     provenance(spec, &mut cx);
     gates(spec, &mut cx);
+    execution(spec, &mut cx);
+}
+
+/// The `execution` section: fields of one engine on another, counts, sizes, placement in
+/// publication mode, and GPUs nobody uses.
+fn execution(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    let Some(x) = &spec.execution else {
+        return;
+    };
+    let engine = x.engine.unwrap_or(Engine::Local);
+    let base = "/spec/execution";
+    let foreign: &[(&str, bool, Engine)] = &[
+        ("partition", x.partition.is_some(), Engine::Slurm),
+        ("account", x.account.is_some(), Engine::Slurm),
+        ("qos", x.qos.is_some(), Engine::Slurm),
+        ("queue", x.queue.is_some(), Engine::Kubernetes),
+        (
+            "priorityClass",
+            x.priority_class.is_some(),
+            Engine::Kubernetes,
+        ),
+        ("image", x.image.is_some(), Engine::Kubernetes),
+    ];
+    for (field, set, owner) in foreign {
+        if *set && engine != *owner {
+            cx.error_at_key(
+                "execution-config",
+                &format!("{base}/{field}"),
+                format!(
+                    "`execution.{field}` applies to `engine: {}`, but the engine is `{}`",
+                    owner.as_str(),
+                    engine.as_str()
+                ),
+                &format!("set `engine: {}`, or drop `{field}`", owner.as_str()),
+            );
+        }
+    }
+    if engine == Engine::Kubernetes && x.image.as_deref().is_none_or(str::is_empty) {
+        cx.error_at_key(
+            "execution-config",
+            base,
+            "`engine: kubernetes` needs `image`: the container the pods run `yardstick` in".into(),
+            "add `image: ghcr.io/your-org/yardstick:0.1` (an image with yardstick on its PATH)",
+        );
+    }
+    for (field, v) in [
+        ("nodes", x.nodes),
+        ("tasksPerNode", x.tasks_per_node),
+        ("cpusPerTask", x.cpus_per_task),
+    ] {
+        if v == Some(0) {
+            cx.error(
+                "execution-config",
+                &format!("{base}/{field}"),
+                format!("`execution.{field}` is 0; it is at least 1"),
+                "e.g. nodes: 2, tasksPerNode: 4",
+            );
+        }
+    }
+    if engine == Engine::Local && (x.nodes.unwrap_or(1) > 1) {
+        cx.error(
+            "execution-config",
+            &format!("{base}/nodes"),
+            format!(
+                "`engine: local` runs on this machine, not on {} nodes",
+                x.nodes.unwrap_or(1)
+            ),
+            "use `engine: slurm` or `engine: kubernetes` for several nodes",
+        );
+    }
+    if let Some(m) = &x.memory
+        && let Err(e) = crate::units::parse_bytes(m)
+    {
+        cx.error(
+            "execution-config",
+            &format!("{base}/memory"),
+            format!("`execution.memory`: {e}"),
+            "e.g. memory: 64GiB",
+        );
+    }
+    if x.time_limit.is_some_and(|t| t.0.is_zero()) {
+        cx.error(
+            "execution-config",
+            &format!("{base}/timeLimit"),
+            "`execution.timeLimit` is zero".into(),
+            "e.g. timeLimit: 2h",
+        );
+    }
+    // Publication-grade numbers from a scheduler need whole nodes and the same topology every
+    // time; a laptop's isolation is the `isolation` section's business.
+    if spec.mode == Some(Mode::Publication) && engine != Engine::Local {
+        let p = x.placement.clone().unwrap_or_default();
+        let exclusive = p.exclusive == Some(true);
+        let fixed = p.topology == Some(Topology::Fixed);
+        if !(exclusive && fixed) {
+            let missing: Vec<&str> = [
+                (!exclusive).then_some("`exclusive: true`"),
+                (!fixed).then_some("`topology: fixed`"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let ptr = if x.placement.is_some() {
+                format!("{base}/placement")
+            } else {
+                base.to_string()
+            };
+            cx.error(
+                "execution-placement",
+                &ptr,
+                format!(
+                    "publication mode on {} needs a placement with {}: shared nodes or a \
+                     topology that changes between runs move the numbers {SEE_MODES}",
+                    engine.as_str(),
+                    missing.join(" and ")
+                ),
+                "add `placement: {exclusive: true, topology: fixed}`, or use `mode: realism`",
+            );
+        }
+    }
+    if let Some(p) = &x.placement
+        && p.topology_key.is_some()
+        && engine != Engine::Kubernetes
+    {
+        cx.error_at_key(
+            "execution-config",
+            &format!("{base}/placement/topologyKey"),
+            "`placement.topologyKey` is a Kubernetes node label; the engine is not kubernetes"
+                .into(),
+            "drop it (Slurm keeps a fixed topology with one switch), or set `engine: kubernetes`",
+        );
+    }
+    if x.gpus_per_task.is_some_and(|g| g > 0) && !uses_gpus(spec) {
+        cx.warn(
+            "execution-gpus",
+            &format!("{base}/gpusPerTask"),
+            format!(
+                "{} GPU(s) per task requested, but every layer is a built-in CPU workload \
+                 (micro, the reference trainer, the data-loader reader, the simulator): the \
+                 allocation would hold GPUs nothing uses",
+                x.gpus_per_task.unwrap_or(0)
+            ),
+            "drop `gpusPerTask`, or add the layer that needs them (a command, a real serving target)",
+        );
+    }
+}
+
+/// Whether any layer could use a GPU: a user command or a served endpoint that is not the
+/// bundled simulator.
+fn uses_gpus(spec: &Spec) -> bool {
+    let Some(l) = &spec.layers else {
+        return false;
+    };
+    let component = l.component.iter().flatten().any(|c| match c.kind {
+        Some(ComponentKind::Serve | ComponentKind::Eval) => c
+            .target
+            .as_ref()
+            .and_then(|t| t.url.as_deref())
+            .is_some_and(|u| u != "sim"),
+        Some(ComponentKind::Startup) => true,
+        Some(ComponentKind::Dataloader) => c.source.is_none(),
+        None => false,
+    });
+    let e2e = l
+        .e2e
+        .iter()
+        .flatten()
+        .any(|e| e.kind == Some(E2eKind::Command));
+    component || e2e
 }
 
 fn header(run: &BenchmarkRun, cx: &mut Ctx<'_, '_>) {

@@ -145,6 +145,15 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     // Valid specs are UTF-8 (check_bytes refuses anything else).
     let text = String::from_utf8(bytes)?;
     let mut plan = yardstick_run::plan(&spec);
+    if let Some(why) = yardstick_run::engine_unsupported(&spec) {
+        return Err(invalid(
+            format!("{name}: {why}; nothing was run"),
+            Some(
+                "remove `execution` (or set `engine: local`) to run here; on a cluster, run \
+                 `yardstick run` inside the allocation with `engine: local`",
+            ),
+        ));
+    }
     if let Some(why) = yardstick_run::nothing_to_run(&plan) {
         return Err(invalid(
             format!("{name}: {why}; nothing was run"),

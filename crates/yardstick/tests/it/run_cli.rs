@@ -721,3 +721,37 @@ fn every_component_kind_is_planned() {
         );
     }
 }
+
+/// A spec for a scheduler is refused, not run on this machine as if it were the allocation.
+#[test]
+fn a_scheduler_engine_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    for engine in ["slurm", "kubernetes"] {
+        let extra = if engine == "kubernetes" {
+            "\n    image: example/yardstick:1"
+        } else {
+            ""
+        };
+        let text = serve_spec("", 4).replace(
+            "  layers:",
+            &format!("  execution:\n    engine: {engine}{extra}\n  layers:"),
+        );
+        assert!(text.contains(&format!("engine: {engine}")), "{text}");
+        let spec = dir.path().join(format!("{engine}.yaml"));
+        std::fs::write(&spec, &text).unwrap();
+        let v = yardstick().arg("validate").arg(&spec).output().unwrap();
+        assert!(v.status.success(), "{engine}: {}", stderr(&v));
+        for extra in [&["--dry-run"][..], &[][..]] {
+            let (o, _) = run_json(&spec, &store, extra);
+            assert_eq!(o.status.code(), Some(2), "{engine} {extra:?}");
+            let e = stderr(&o);
+            assert!(
+                e.contains(&format!("`execution.engine: {engine}`"))
+                    && e.contains("runs specs on this machine only"),
+                "{engine}: {e}"
+            );
+        }
+        assert!(!store.join("runs").exists(), "{engine}: nothing is stored");
+    }
+}
