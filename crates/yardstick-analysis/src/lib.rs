@@ -20,12 +20,14 @@
 //!   two machines.
 //! * [`bottleneck`]: a training replicate (and its run's [`bottleneck::JobTimeline`]) on the
 //!   roofline of the job's devices, classified with the evidence.
+//! * [`nodes`]: node-to-node consistency of micro figures across a fleet, slow nodes flagged.
 //! * [`spec`]: the training analysis settings of an e2e entry of a BenchmarkRun.
 #![deny(missing_docs)]
 
 pub mod bottleneck;
 mod error;
 pub mod flops;
+pub mod nodes;
 pub mod protocol;
 pub mod roofline;
 pub mod scaling;

@@ -123,6 +123,8 @@ pub enum Command {
     Report(cmd::report::ReportArgs),
     /// Serve the store to a team: JSON API, OpenAPI document, tokens (`server token create`).
     Server(cmd::server::ServerArgs),
+    /// Check that the nodes of a fleet measure alike (`nodes check FILE...`): slow nodes flagged.
+    Nodes(cmd::nodes::NodesArgs),
     /// Push a finished run to a team server (`yardstick server`): verified, stored, indexed.
     Push(cmd::push::PushArgs),
 }

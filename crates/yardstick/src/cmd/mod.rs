@@ -11,6 +11,7 @@ pub mod import;
 pub mod init;
 pub mod keygen;
 pub mod metrics;
+pub mod nodes;
 pub mod push;
 pub mod query;
 pub mod report;
@@ -54,6 +55,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Report(args) => report::run(args, g),
         Command::Server(args) => server::run(args, g),
         Command::Push(args) => push::run(args, g),
+        Command::Nodes(args) => nodes::run(args, g),
     }
 }
 

@@ -51,6 +51,11 @@ pub fn outputs() -> Vec<Output> {
             output::<Vec<yardstick_spec::metrics::MetricDef>>()
         }),
         (
+            "nodes-check",
+            "yardstick nodes check FILE... --json",
+            || output::<yardstick_analysis::nodes::NodesReport>(),
+        ),
+        (
             "stats-summarize",
             "yardstick stats summarize --json",
             || output::<super::stats::SummaryOut<'static>>(),

@@ -26,6 +26,7 @@ mod human_snapshots;
 mod import_cli;
 mod interrupt;
 mod metrics_cli;
+mod nodes_cli;
 mod push;
 mod report_cli;
 mod run_bottleneck;
