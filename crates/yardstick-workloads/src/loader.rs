@@ -345,10 +345,18 @@ pub fn read_pass(cfg: &ReaderConfig, files: &[PathBuf], cancelled: &dyn Fn() -> 
     drop(tx);
     let mut batches = Vec::new();
     let mut error = None;
+    let mut stopped = false;
     let mut last = start;
-    for msg in rx.iter() {
+    loop {
+        // Polled at least every 100 ms, so a worker stuck in one huge file cannot hold the loop
+        // past a cancellation or the caller's timeout.
+        let msg = match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(m) => Some(m),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         match msg {
-            Msg::Batch { samples, bytes } => {
+            Some(Msg::Batch { samples, bytes }) => {
                 let now = Instant::now();
                 batches.push(Batch {
                     wait_s: now.duration_since(last).as_secs_f64(),
@@ -357,21 +365,26 @@ pub fn read_pass(cfg: &ReaderConfig, files: &[PathBuf], cancelled: &dyn Fn() -> 
                 });
                 last = now;
             }
-            Msg::Failed(e) => {
+            Some(Msg::Failed(e)) => {
                 error = Some(e);
                 break;
             }
+            None => {}
         }
         if cancelled() {
             error = Some("cancelled before the pass finished".into());
+            stopped = true;
             break;
         }
     }
     let elapsed_s = last.duration_since(start).as_secs_f64();
-    // Dropping the receiver makes every worker's next send fail: they stop.
+    // Dropping the receiver makes every worker's next send fail: they stop there. A worker
+    // still inside one file is not waited for after a cancellation (it ends with that file).
     drop(rx);
     for h in handles {
-        let _ = h.join();
+        if !stopped || h.is_finished() {
+            let _ = h.join();
+        }
     }
     Pass {
         batches,
@@ -637,6 +650,20 @@ mod tests {
         );
         assert_eq!(w.resident_before, None);
         assert_eq!(resident(&files), Some(1.0));
+    }
+
+    #[test]
+    fn a_cancelled_pass_stops_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        generate(dir.path(), LoaderFormat::Jsonl, 2, 2000).unwrap();
+        let c = cfg(dir.path(), LoaderFormat::Jsonl, CacheMode::Warm);
+        let files = list_files(&c).unwrap();
+        let p = read_pass(&c, &files, &|| true);
+        assert_eq!(
+            p.error.as_deref(),
+            Some("cancelled before the pass finished")
+        );
+        assert!(p.batches.len() <= 1, "{}", p.batches.len());
     }
 
     #[test]
