@@ -20,6 +20,7 @@ pub mod micro;
 pub mod plan;
 pub mod scaling;
 pub mod serve;
+pub mod slurm;
 pub mod startup;
 
 use std::net::SocketAddr;
@@ -42,10 +43,15 @@ pub fn nothing_to_run(plan: &Plan) -> Option<String> {
 }
 
 /// Why `spec` cannot run here, if it cannot: its `execution.engine` is a scheduler
-/// (`slurm`, `kubernetes`) that this version does not submit to yet. Such a run must not
+/// that this process does not run it on: `kubernetes` (not submitted yet), and `slurm` outside
+/// the allocation `yardstick run` submitted (that one is submitted by the binary, and runs here
+/// inside the job). Such a run must not
 /// silently execute on this machine instead: its nodes, tasks and placement would not hold.
 pub fn engine_unsupported(spec: &BenchmarkRun) -> Option<String> {
     let engine = spec.spec.as_ref()?.execution.as_ref()?.engine?;
+    if engine == yardstick_spec::Engine::Slurm && slurm::Allocation::from_env().is_some() {
+        return None;
+    }
     (engine != yardstick_spec::Engine::Local).then(|| {
         format!(
             "`execution.engine: {}`: this version of yardstick runs specs on this machine only \
@@ -54,6 +60,90 @@ pub fn engine_unsupported(spec: &BenchmarkRun) -> Option<String> {
             engine.as_str()
         )
     })
+}
+
+/// The start of an inner run on Slurm: the batch script, and one `srun` step that captures the
+/// environment of every node of the allocation (`slurm/env/<node>.json`).
+fn slurm_start(
+    a: &slurm::Allocation,
+    writer: &mut RunWriter,
+    exe: &Path,
+    steps: &mut Vec<slurm::StepRecord>,
+    on_event: &mut Box<dyn FnMut(Event) + Send>,
+) -> Result<(), RunError> {
+    let script = format!("slurm/{}/job.sh", a.job_id);
+    if !writer.has(&script)
+        && let Ok(bytes) = std::fs::read(a.job_dir.join("job.sh"))
+    {
+        writer.add(&script, &bytes, "slurm")?;
+    }
+    let env_dir = a.job_dir.join("env");
+    let _ = std::fs::create_dir_all(&env_dir);
+    let status = std::process::Command::new("srun")
+        .arg(format!("--nodes={}", a.nodes))
+        .arg(format!("--ntasks={}", a.nodes))
+        .arg("--ntasks-per-node=1")
+        .arg("--job-name=env")
+        .args(["sh", "-c", "exec \"$0\" env --json > \"$1/$SLURMD_NODENAME.json\""])
+        .arg(exe)
+        .arg(&env_dir)
+        .status();
+    let exit = status.as_ref().ok().and_then(std::process::ExitStatus::code);
+    steps.push(slurm::StepRecord {
+        step: format!("{}.{}", a.job_id, steps.len()),
+        what: "environment capture on every node".into(),
+        state: slurm::StepRecord::state_of(exit, false, false).into(),
+        exit_code: exit,
+    });
+    if exit != Some(0) {
+        on_event(Event::Warning(format!(
+            "the per-node environment capture (srun) failed: {}",
+            match status {
+                Ok(s) => s.to_string(),
+                Err(e) => e.to_string(),
+            }
+        )));
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&env_dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    for f in files {
+        let Some(node) = f.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        let rel = format!("slurm/{}/env/{}.json", a.job_id, store_slug(&node));
+        if let Ok(bytes) = std::fs::read(&f)
+            && !bytes.is_empty()
+            && !writer.has(&rel)
+        {
+            writer.add(&rel, &bytes, "env")?;
+        }
+    }
+    Ok(())
+}
+
+fn store_slug(s: &str) -> String {
+    yardstick_store::run::slug(s)
+}
+
+/// The record of the job and of every step the inner run started (`slurm/<job>/job.json`).
+fn slurm_record(
+    a: &slurm::Allocation,
+    writer: &mut RunWriter,
+    steps: &[slurm::StepRecord],
+) -> Result<(), RunError> {
+    let info = slurm::job_info(&a.job_id).ok().flatten();
+    let record = serde_json::json!({
+        "allocation": a,
+        "job": info,
+        "steps": steps,
+    });
+    let rel = format!("slurm/{}/job.json", a.job_id);
+    if !writer.has(&rel) {
+        writer.add(&rel, &serde_json::to_vec_pretty(&record).expect("JSON"), "slurm")?;
+    }
+    Ok(())
 }
 
 /// Why a run could not proceed.
@@ -140,6 +230,11 @@ pub struct RunOptions {
     /// Time between telemetry samples (CPU, memory, GPUs) during the run; 1 s is the default
     /// of `yardstick run`, 10 ms the least the sampler accepts.
     pub telemetry_interval: std::time::Duration,
+    /// The Slurm allocation this run executes in (the inner run of `engine: slurm`): every
+    /// node's environment is captured with `srun`, command points run as `srun` steps over all
+    /// the tasks, and the batch script and a record of the job and its steps are stored under
+    /// `slurm/`.
+    pub slurm: Option<slurm::Allocation>,
 }
 
 /// What a run produced (`yardstick run --json`).
@@ -470,6 +565,11 @@ pub fn execute(
                 None
             }
         };
+    // Inside a Slurm allocation: the batch script and every node's environment, once per job.
+    let mut steps: Vec<slurm::StepRecord> = Vec::new();
+    if let Some(a) = &opts.slurm {
+        slurm_start(a, &mut writer, &opts.self_exe, &mut steps, &mut opts.on_event)?;
+    }
     let mut interrupted = false;
     for (n, step) in plan.steps.iter().enumerate() {
         if opts.cancel.is_cancelled() {
@@ -574,8 +674,18 @@ pub fn execute(
             .map(|o| (o.summary, Some(o.samples), o.logs)),
             PointWork::Command { layer, argv, .. } => {
                 let entry = e2e_layers.get(*layer).cloned().unwrap_or_default();
+                // On Slurm, one step over every task of the allocation (ranks from
+                // SLURM_PROCID and SLURM_NTASKS).
+                let argv = match &opts.slurm {
+                    Some(a) => {
+                        let mut v = a.srun_all(&point.slug);
+                        v.extend(argv.iter().cloned());
+                        v
+                    }
+                    None => argv.clone(),
+                };
                 e2e::run_replicate(e2e::E2eRequest {
-                    argv: argv.clone(),
+                    argv,
                     layer: &entry,
                     trials: &trials,
                     expect_metrics: false,
@@ -588,7 +698,16 @@ pub fn execute(
             }
         };
         if opts.cancel.is_cancelled() {
-            // A replicate cut short by Ctrl-C is not a finished measurement: keep nothing of it.
+            // A replicate cut short by Ctrl-C is not a finished measurement: keep nothing of it
+            // (on Slurm, its step is recorded as cancelled).
+            if let (Some(a), PointWork::Command { .. }) = (&opts.slurm, &point.work) {
+                steps.push(slurm::StepRecord {
+                    step: format!("{}.{}", a.job_id, steps.len()),
+                    what: format!("{} r{}", point.id, step.replicate),
+                    state: "CANCELLED".into(),
+                    exit_code: None,
+                });
+            }
             interrupted = true;
             break;
         }
@@ -603,6 +722,19 @@ pub fn execute(
                 "{} r{}: {e}",
                 point.id, step.replicate
             )));
+        }
+        if let (Some(a), PointWork::Command { .. }) = (&opts.slurm, &point.work) {
+            let exit = summary["exit_code"].as_i64().map(|c| c as i32);
+            let timed_out = summary["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("timed out") || e.contains("timeout"));
+            steps.push(slurm::StepRecord {
+                step: format!("{}.{}", a.job_id, steps.len()),
+                what: format!("{} r{}", point.id, step.replicate),
+                state: slurm::StepRecord::state_of(exit, timed_out, opts.cancel.is_cancelled())
+                    .into(),
+                exit_code: exit,
+            });
         }
         if let Some(why) = summary.get("unsupported").and_then(|e| e.as_str()) {
             (opts.on_event)(Event::Warning(format!(
@@ -678,6 +810,9 @@ pub fn execute(
     let _ = std::fs::remove_dir(opts.store.join("tmp"));
 
     if interrupted {
+        if let Some(a) = &opts.slurm {
+            slurm_record(a, &mut writer, &steps)?;
+        }
         let m = writer.interrupt("interrupted before every replicate finished")?;
         wh.upsert_run(&run_row(&m))?;
         return Ok(RunOutcome {
@@ -762,6 +897,9 @@ pub fn execute(
         "env",
     )?;
     let signed = key.is_some();
+    if let Some(a) = &opts.slurm {
+        slurm_record(a, &mut writer, &steps)?;
+    }
     let m = writer.complete(key.as_ref())?;
     wh.upsert_run(&run_row(&m))?;
     Ok(RunOutcome {

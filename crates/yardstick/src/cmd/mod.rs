@@ -20,6 +20,7 @@ pub mod runs;
 pub mod schema;
 pub mod server;
 pub mod sim;
+pub mod slurm;
 pub mod stats;
 pub mod trust;
 pub mod validate;

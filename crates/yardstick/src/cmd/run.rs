@@ -1,6 +1,6 @@
 //! `yardstick run SPEC`: execute a BenchmarkRun into the store.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use yardstick_run::{Event, RunError, RunOptions};
@@ -91,6 +91,23 @@ pub struct RunOut {
     /// Why the push (`--push`) failed; the run is stored locally all the same.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub push_error: Option<String>,
+    /// The Slurm job the run executed in (`execution.engine: slurm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmJobOut>,
+}
+
+/// The Slurm job of a run submitted with `execution.engine: slurm`.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct SlurmJobOut {
+    /// Job id.
+    pub job_id: String,
+    /// Its final state (`COMPLETED`, `CANCELLED`, `FAILED`, `TIMEOUT`, `NODE_FAIL`, ...), or
+    /// `UNKNOWN` when Slurm had already forgotten it.
+    pub state: String,
+    /// Nodes it ran on.
+    pub nodes: Option<String>,
+    /// The job directory: the batch script, Slurm's output, the inner run's output.
+    pub job_dir: PathBuf,
 }
 
 /// Parses `--telemetry-interval`: a duration (`250ms`, `1s`, `2m`, plain seconds) within
@@ -145,7 +162,15 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     // Valid specs are UTF-8 (check_bytes refuses anything else).
     let text = String::from_utf8(bytes)?;
     let mut plan = yardstick_run::plan(&spec);
-    if let Some(why) = yardstick_run::engine_unsupported(&spec) {
+    // `engine: slurm` outside an allocation: this process submits the run as a batch job.
+    let submit = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.execution.as_ref())
+        .filter(|x| x.engine == Some(yardstick_spec::Engine::Slurm))
+        .filter(|_| yardstick_run::slurm::Allocation::from_env().is_none())
+        .cloned();
+    if let Some(why) = yardstick_run::engine_unsupported(&spec).filter(|_| submit.is_none()) {
         return Err(invalid(
             format!("{name}: {why}; nothing was run"),
             Some(
@@ -200,8 +225,15 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             output::json(&plan)?;
         } else {
             output::info(&plan.text());
+            if let Some(x) = &submit {
+                let job = super::slurm::Job::new(&args, x, &plan.name, Path::new("<job dir>"))?;
+                output::info(&format!("batch script (engine slurm):\n{}", job.script));
+            }
         }
         return Ok(Status::Ok);
+    }
+    if let Some(x) = &submit {
+        return super::slurm::submit(&args, g, x, &plan.name);
     }
     if verbosity() >= 0 && !g.json {
         output::info(&plan.text());
@@ -243,6 +275,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             outcome: outcome.clone(),
             push: pushed.clone(),
             push_error: push_error.clone(),
+            slurm: None,
         })?;
     } else {
         use std::io::Write;
@@ -353,6 +386,7 @@ pub fn execute_spec(
             spec_dir: how.spec_dir.clone(),
             inputs_from: how.inputs_from.clone(),
             telemetry_interval: how.telemetry_interval,
+            slurm: yardstick_run::slurm::Allocation::from_env(),
             on_event: Box::new(move |e| {
                 if !show {
                     return;

@@ -1,0 +1,371 @@
+//! Running a spec on Slurm (`execution.engine: slurm`).
+//!
+//! `yardstick run SPEC` submits a batch job whose script runs `yardstick run SPEC` again inside
+//! the allocation (the *inner* run, with `YARDSTICK_SLURM_INNER=1`), then follows the job:
+//! Ctrl-C cancels it (`scancel`), and its final state is reported with the run. The inner run
+//! is the orchestrator on the allocation's first node: it captures the environment of every node
+//! with one `srun` step, runs every command point as an `srun` step over all the allocation's
+//! tasks (ranks from `SLURM_PROCID`/`SLURM_NTASKS`), and stores the batch script, the per-node
+//! environments and a record of the job and of every step it ran (`slurm/`) with the run, hashed
+//! in its manifest.
+//!
+//! The store must be on a file system every node sees (as `$HOME` or a project directory is on
+//! a cluster): the inner run writes the run directory and the job directory where the outer
+//! one reads them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+use yardstick_spec::{Execution, Topology};
+
+use crate::RunError;
+
+/// Set in the batch script for the inner run.
+pub const ENV_INNER: &str = "YARDSTICK_SLURM_INNER";
+/// The job directory (script, inner output, per-node environments), set for the inner run.
+pub const ENV_JOB_DIR: &str = "YARDSTICK_SLURM_JOB_DIR";
+
+/// The allocation an inner run executes in, from Slurm's environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Allocation {
+    /// `SLURM_JOB_ID`.
+    pub job_id: String,
+    /// `SLURM_JOB_NODELIST` (compressed, as Slurm writes it).
+    pub nodelist: String,
+    /// `SLURM_JOB_NUM_NODES`.
+    pub nodes: u32,
+    /// `SLURM_NTASKS`.
+    pub ntasks: u32,
+    /// The job directory the outer run made.
+    pub job_dir: PathBuf,
+}
+
+impl Allocation {
+    /// The allocation of an inner run: `None` unless [`ENV_INNER`] and `SLURM_JOB_ID` are set.
+    pub fn from_env() -> Option<Allocation> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        var(ENV_INNER)?;
+        let n = |k: &str| var(k).and_then(|v| v.parse().ok()).unwrap_or(1);
+        Some(Allocation {
+            job_id: var("SLURM_JOB_ID")?,
+            nodelist: var("SLURM_JOB_NODELIST").unwrap_or_default(),
+            nodes: n("SLURM_JOB_NUM_NODES"),
+            ntasks: n("SLURM_NTASKS"),
+            job_dir: PathBuf::from(var(ENV_JOB_DIR)?),
+        })
+    }
+
+    /// The `srun` prefix of a step over every task of the allocation.
+    pub fn srun_all(&self, name: &str) -> Vec<String> {
+        vec![
+            "srun".into(),
+            format!("--ntasks={}", self.ntasks),
+            "--kill-on-bad-exit=1".into(),
+            format!("--job-name={name}"),
+        ]
+    }
+}
+
+/// One `srun` step the inner run launched, and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StepRecord {
+    /// `JOBID.N`: Slurm numbers a job's steps from 0 in the order they start, and the inner run
+    /// is the only one that starts steps.
+    pub step: String,
+    /// What it ran (a point and replicate, or the environment capture).
+    pub what: String,
+    /// `COMPLETED`, `FAILED` (non-zero exit), `TIMEOUT` or `CANCELLED`, from how `srun` ended.
+    pub state: String,
+    /// `srun`'s exit code.
+    pub exit_code: Option<i32>,
+}
+
+impl StepRecord {
+    /// The state of a step from how its `srun` ended.
+    pub fn state_of(exit_code: Option<i32>, timed_out: bool, cancelled: bool) -> &'static str {
+        if cancelled {
+            "CANCELLED"
+        } else if timed_out {
+            "TIMEOUT"
+        } else if exit_code == Some(0) {
+            "COMPLETED"
+        } else {
+            "FAILED"
+        }
+    }
+}
+
+/// The batch script of a run of `spec_path` (absolute) into `store` (absolute), for `x`.
+/// `inner` is the inner run's extra arguments (`--resume ID`, `--seed N`, ...).
+pub fn batch_script(
+    x: &Execution,
+    name: &str,
+    exe: &Path,
+    spec_path: &Path,
+    store: &Path,
+    job_dir: &Path,
+    inner: &[String],
+) -> String {
+    let q = |s: &str| shell_quote(s);
+    let mut opts = vec![
+        format!("--job-name={}", q(&format!("yardstick-{name}"))),
+        format!("--nodes={}", x.nodes.unwrap_or(1)),
+        format!("--ntasks-per-node={}", x.tasks_per_node.unwrap_or(1)),
+        format!("--output={}", q(&job_dir.join("slurm-%j.out").display().to_string())),
+    ];
+    if let Some(c) = x.cpus_per_task {
+        opts.push(format!("--cpus-per-task={c}"));
+    }
+    if let Some(g) = x.gpus_per_task.filter(|g| *g > 0) {
+        opts.push(format!("--gpus-per-task={g}"));
+    }
+    if let Some(m) = x
+        .memory
+        .as_deref()
+        .and_then(|m| yardstick_spec::units::parse_bytes(m).ok())
+    {
+        // Slurm's --mem takes megabytes by default.
+        opts.push(format!("--mem={}M", m.div_ceil(1 << 20).max(1)));
+    }
+    if let Some(t) = x.time_limit {
+        opts.push(format!("--time={}", t.0.as_secs().div_ceil(60).max(1)));
+    }
+    for (flag, v) in [
+        ("partition", &x.partition),
+        ("account", &x.account),
+        ("qos", &x.qos),
+    ] {
+        if let Some(v) = v {
+            opts.push(format!("--{flag}={}", q(v)));
+        }
+    }
+    if let Some(p) = &x.placement {
+        if p.exclusive == Some(true) {
+            opts.push("--exclusive".into());
+        }
+        if p.topology == Some(Topology::Fixed) {
+            opts.push("--switches=1".into());
+        }
+    }
+    let mut s = String::from("#!/bin/sh\n# Written by `yardstick run`: the run executes inside this allocation.\n");
+    for o in &opts {
+        s.push_str(&format!("#SBATCH {o}\n"));
+    }
+    s.push_str(&format!(
+        "export {ENV_INNER}=1\nexport {ENV_JOB_DIR}={}\n",
+        q(&job_dir.display().to_string())
+    ));
+    let mut argv = vec![
+        exe.display().to_string(),
+        "run".into(),
+        spec_path.display().to_string(),
+        "--store".into(),
+        store.display().to_string(),
+        "--json".into(),
+        "-q".into(),
+    ];
+    argv.extend(inner.iter().cloned());
+    let cmd: Vec<String> = argv.iter().map(|a| q(a)).collect();
+    // `exec`: yardstick is the batch step's process, so `scancel`'s SIGTERM reaches it (it
+    // stops after the current replicate and stores the run as incomplete) and its exit status is
+    // the job's `ExitCode`.
+    s.push_str(&format!(
+        "exec {} > {}\n",
+        cmd.join(" "),
+        q(&job_dir.join("run.json").display().to_string()),
+    ));
+    s
+}
+
+/// Single-quotes `s` for `sh` when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,%@+".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn run_tool(program: &str, args: &[&str]) -> Result<String, RunError> {
+    let o = Command::new(program).args(args).output().map_err(|e| {
+        RunError::Invalid(format!(
+            "{program}: {e} (engine slurm needs Slurm's commands on the PATH: sbatch, scontrol, scancel, srun)"
+        ))
+    })?;
+    if !o.status.success() {
+        return Err(RunError::Workload(format!(
+            "{program} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// Submits `script`; returns the job id.
+pub fn sbatch(script: &Path) -> Result<String, RunError> {
+    let out = run_tool("sbatch", &["--parsable", &script.display().to_string()])?;
+    // `--parsable` prints `jobid[;cluster]`.
+    let id = out.trim().split(';').next().unwrap_or_default().to_string();
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
+        return Err(RunError::Workload(format!(
+            "sbatch answered {out:?}, not a job id"
+        )));
+    }
+    Ok(id)
+}
+
+/// Cancels a job (its steps get SIGTERM, then SIGKILL after the cluster's KillWait).
+pub fn scancel(job: &str) -> Result<(), RunError> {
+    run_tool("scancel", &[job]).map(|_| ())
+}
+
+/// A job as `scontrol show job -o` describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JobInfo {
+    /// Job id.
+    pub job_id: String,
+    /// `PENDING`, `RUNNING`, `COMPLETED`, `FAILED`, `CANCELLED`, `TIMEOUT`, `NODE_FAIL`, ...
+    pub state: String,
+    /// Why it is pending, or how it ended (`None` when Slurm says so).
+    pub reason: Option<String>,
+    /// Nodes it ran on.
+    pub nodes: Option<String>,
+    /// `ExitCode`, as `code:signal`.
+    pub exit_code: Option<String>,
+}
+
+impl JobInfo {
+    /// The batch script's exit code (the part of `ExitCode` before the colon).
+    pub fn exit(&self) -> Option<i32> {
+        self.exit_code.as_deref()?.split(':').next()?.parse().ok()
+    }
+
+    /// Whether the job has ended.
+    pub fn finished(&self) -> bool {
+        !matches!(
+            self.state.as_str(),
+            "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING" | "SUSPENDED" | "REQUEUED"
+                | "RESIZING" | "SIGNALING" | "STAGE_OUT"
+        )
+    }
+}
+
+/// The `Key=Value` fields of one `scontrol -o` line.
+pub fn parse_scontrol(line: &str) -> BTreeMap<String, String> {
+    line.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The job `job` now; `None` once Slurm no longer knows it (ended longer ago than MinJobAge).
+pub fn job_info(job: &str) -> Result<Option<JobInfo>, RunError> {
+    let o = Command::new("scontrol")
+        .args(["show", "job", "-o", job])
+        .output()
+        .map_err(|e| RunError::Invalid(format!("scontrol: {e}")))?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    if !o.status.success() || text.trim().is_empty() {
+        return Ok(None);
+    }
+    let f = parse_scontrol(text.lines().next().unwrap_or_default());
+    let get = |k: &str| f.get(k).filter(|v| v.as_str() != "(null)").cloned();
+    Ok(Some(JobInfo {
+        job_id: get("JobId").unwrap_or_else(|| job.to_string()),
+        state: get("JobState").unwrap_or_else(|| "UNKNOWN".into()),
+        reason: get("Reason").filter(|r| r != "None"),
+        nodes: get("NodeList"),
+        exit_code: get("ExitCode"),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use yardstick_spec::{DurationSpec, Placement};
+
+    #[test]
+    fn the_batch_script_carries_the_allocation_and_runs_yardstick_inside_it() {
+        let x = Execution {
+            nodes: Some(2),
+            tasks_per_node: Some(4),
+            cpus_per_task: Some(8),
+            gpus_per_task: Some(1),
+            memory: Some("64GiB".into()),
+            time_limit: Some(DurationSpec(std::time::Duration::from_secs(5400))),
+            partition: Some("gpu".into()),
+            account: Some("perf team".into()),
+            placement: Some(Placement {
+                exclusive: Some(true),
+                topology: Some(Topology::Fixed),
+                topology_key: None,
+            }),
+            ..Default::default()
+        };
+        let s = batch_script(
+            &x,
+            "llama",
+            Path::new("/opt/yardstick"),
+            Path::new("/home/me/bench.yaml"),
+            Path::new("/home/me/store"),
+            Path::new("/home/me/store/slurm/1"),
+            &["--resume".into(), "01ABC".into()],
+        );
+        for line in [
+            "#SBATCH --job-name=yardstick-llama",
+            "#SBATCH --nodes=2",
+            "#SBATCH --ntasks-per-node=4",
+            "#SBATCH --cpus-per-task=8",
+            "#SBATCH --gpus-per-task=1",
+            "#SBATCH --mem=65536M",
+            "#SBATCH --time=90",
+            "#SBATCH --partition=gpu",
+            "#SBATCH --account='perf team'",
+            "#SBATCH --exclusive",
+            "#SBATCH --switches=1",
+            "#SBATCH --output=/home/me/store/slurm/1/slurm-%j.out",
+            "export YARDSTICK_SLURM_INNER=1",
+            "exec /opt/yardstick run /home/me/bench.yaml --store /home/me/store --json -q --resume 01ABC > /home/me/store/slurm/1/run.json",
+        ] {
+            assert!(s.lines().any(|l| l == line), "missing {line:?} in\n{s}");
+        }
+        assert!(s.starts_with("#!/bin/sh\n"));
+    }
+
+    #[test]
+    fn scontrol_lines_and_step_states_read_as_slurm_writes_them() {
+        let f = parse_scontrol(
+            "JobId=42 JobName=yardstick-x UserId=root(0) JobState=CANCELLED Reason=None \
+             ExitCode=0:15 NodeList=vm BatchHost=vm",
+        );
+        assert_eq!(f["JobState"], "CANCELLED");
+        assert_eq!(f["ExitCode"], "0:15");
+        assert_eq!(f["NodeList"], "vm");
+        let pending = JobInfo {
+            job_id: "1".into(),
+            state: "PENDING".into(),
+            reason: None,
+            nodes: None,
+            exit_code: None,
+        };
+        assert!(!pending.finished());
+        assert!(
+            JobInfo {
+                state: "NODE_FAIL".into(),
+                ..pending
+            }
+            .finished()
+        );
+        assert_eq!(StepRecord::state_of(Some(0), false, false), "COMPLETED");
+        assert_eq!(StepRecord::state_of(Some(3), false, false), "FAILED");
+        assert_eq!(StepRecord::state_of(None, true, false), "TIMEOUT");
+        assert_eq!(StepRecord::state_of(None, false, true), "CANCELLED");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+}
