@@ -54,8 +54,8 @@ pub fn engine_unsupported(spec: &BenchmarkRun) -> Option<String> {
     }
     (engine != yardstick_spec::Engine::Local).then(|| {
         format!(
-            "`execution.engine: {}`: this version of yardstick runs specs on this machine only \
-             (engine local); it does not submit to {} yet",
+            "`execution.engine: {}`: this version of yardstick runs specs on this machine \
+             (engine local) or submits them to Slurm; it does not submit to {} yet",
             engine.as_str(),
             engine.as_str()
         )
@@ -84,11 +84,18 @@ fn slurm_start(
         .arg(format!("--ntasks={}", a.nodes))
         .arg("--ntasks-per-node=1")
         .arg("--job-name=env")
-        .args(["sh", "-c", "exec \"$0\" env --json > \"$1/$SLURMD_NODENAME.json\""])
+        .args([
+            "sh",
+            "-c",
+            "exec \"$0\" env --json > \"$1/$SLURMD_NODENAME.json\"",
+        ])
         .arg(exe)
         .arg(&env_dir)
         .status();
-    let exit = status.as_ref().ok().and_then(std::process::ExitStatus::code);
+    let exit = status
+        .as_ref()
+        .ok()
+        .and_then(std::process::ExitStatus::code);
     steps.push(slurm::StepRecord {
         step: format!("{}.{}", a.job_id, steps.len()),
         what: "environment capture on every node".into(),
@@ -141,7 +148,11 @@ fn slurm_record(
     });
     let rel = format!("slurm/{}/job.json", a.job_id);
     if !writer.has(&rel) {
-        writer.add(&rel, &serde_json::to_vec_pretty(&record).expect("JSON"), "slurm")?;
+        writer.add(
+            &rel,
+            &serde_json::to_vec_pretty(&record).expect("JSON"),
+            "slurm",
+        )?;
     }
     Ok(())
 }
@@ -568,7 +579,13 @@ pub fn execute(
     // Inside a Slurm allocation: the batch script and every node's environment, once per job.
     let mut steps: Vec<slurm::StepRecord> = Vec::new();
     if let Some(a) = &opts.slurm {
-        slurm_start(a, &mut writer, &opts.self_exe, &mut steps, &mut opts.on_event)?;
+        slurm_start(
+            a,
+            &mut writer,
+            &opts.self_exe,
+            &mut steps,
+            &mut opts.on_event,
+        )?;
     }
     let mut interrupted = false;
     for (n, step) in plan.steps.iter().enumerate() {

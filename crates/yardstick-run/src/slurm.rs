@@ -113,7 +113,10 @@ pub fn batch_script(
         format!("--job-name={}", q(&format!("yardstick-{name}"))),
         format!("--nodes={}", x.nodes.unwrap_or(1)),
         format!("--ntasks-per-node={}", x.tasks_per_node.unwrap_or(1)),
-        format!("--output={}", q(&job_dir.join("slurm-%j.out").display().to_string())),
+        format!(
+            "--output={}",
+            q(&job_dir.join("slurm-%j.out").display().to_string())
+        ),
     ];
     if let Some(c) = x.cpus_per_task {
         opts.push(format!("--cpus-per-task={c}"));
@@ -149,7 +152,9 @@ pub fn batch_script(
             opts.push("--switches=1".into());
         }
     }
-    let mut s = String::from("#!/bin/sh\n# Written by `yardstick run`: the run executes inside this allocation.\n");
+    let mut s = String::from(
+        "#!/bin/sh\n# Written by `yardstick run`: the run executes inside this allocation.\n",
+    );
     for o in &opts {
         s.push_str(&format!("#SBATCH {o}\n"));
     }
@@ -250,8 +255,15 @@ impl JobInfo {
     pub fn finished(&self) -> bool {
         !matches!(
             self.state.as_str(),
-            "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING" | "SUSPENDED" | "REQUEUED"
-                | "RESIZING" | "SIGNALING" | "STAGE_OUT"
+            "PENDING"
+                | "RUNNING"
+                | "CONFIGURING"
+                | "COMPLETING"
+                | "SUSPENDED"
+                | "REQUEUED"
+                | "RESIZING"
+                | "SIGNALING"
+                | "STAGE_OUT"
         )
     }
 }

@@ -90,8 +90,9 @@ pub struct Spec {
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
 pub struct Execution {
-    /// `local` (this machine; the default), `slurm` (sbatch/srun) or `kubernetes` (an Indexed
-    /// Job, admitted by Kueue).
+    /// `local` (this machine; the default), `slurm` (a batch job: `sbatch`, one `srun` step per
+    /// command point) or `kubernetes` (an Indexed Job admitted by Kueue; validated, not yet
+    /// submitted).
     pub engine: Option<Engine>,
     /// Nodes of the allocation (default 1).
     pub nodes: Option<u32>,

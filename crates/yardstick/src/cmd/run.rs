@@ -174,8 +174,8 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         return Err(invalid(
             format!("{name}: {why}; nothing was run"),
             Some(
-                "remove `execution` (or set `engine: local`) to run here; on a cluster, run \
-                 `yardstick run` inside the allocation with `engine: local`",
+                "set `engine: local` to run here or `engine: slurm` to submit to Slurm; on a \
+                 Kubernetes cluster, run `yardstick run` in a pod with `engine: local` for now",
             ),
         ));
     }

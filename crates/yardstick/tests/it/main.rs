@@ -35,6 +35,7 @@ mod run_dataloader;
 mod run_eval;
 mod run_failures;
 mod run_scaling;
+mod run_slurm;
 mod run_startup;
 mod schema_cli;
 mod secrets_canary;

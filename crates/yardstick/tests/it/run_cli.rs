@@ -722,12 +722,12 @@ fn every_component_kind_is_planned() {
     }
 }
 
-/// A spec for a scheduler is refused, not run on this machine as if it were the allocation.
+/// A spec for Kubernetes is refused, not run on this machine as if it were the cluster.
 #[test]
 fn a_scheduler_engine_is_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
-    for engine in ["slurm", "kubernetes"] {
+    for engine in ["kubernetes"] {
         let extra = if engine == "kubernetes" {
             "\n    image: example/yardstick:1"
         } else {
@@ -748,7 +748,7 @@ fn a_scheduler_engine_is_refused_before_anything_runs() {
             let e = stderr(&o);
             assert!(
                 e.contains(&format!("`execution.engine: {engine}`"))
-                    && e.contains("runs specs on this machine only"),
+                    && e.contains("does not submit to kubernetes yet"),
                 "{engine}: {e}"
             );
         }

@@ -1,0 +1,227 @@
+//! `execution.engine: slurm` through real `sbatch`, `srun`, `scontrol` and `scancel`: a
+//! one-node cluster on this machine (`scripts/slurm-up.sh`, which `.ci/run` runs under CI).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{json, layered_spec, yardstick};
+use crate::external;
+
+/// Slurm answering on this machine: `sinfo` lists an idle (or mixed) node.
+fn slurm() -> Option<()> {
+    let ok = Command::new("sinfo")
+        .args(["-h", "-o", "%T"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+        .is_some_and(|s| s.contains("idle") || s.contains("mixed") || s.contains("alloc"));
+    external::require(
+        "slurm",
+        "run_slurm",
+        "scripts/slurm-up.sh starts a one-node cluster (slurm-wlm and munge, as root)",
+        ok.then_some(()),
+    )
+}
+
+/// A rank-aware "trainer": 20 steps of 8 samples, 10 ms each, tagged with Slurm's rank and world
+/// size; it waits for `gate` to exist first, when given.
+fn trainer(dir: &Path, gate: Option<&Path>) -> String {
+    let p = dir.join("train.sh");
+    let wait = gate.map_or_else(String::new, |g| {
+        format!("while [ ! -f {} ]; do sleep 0.2; done\n", g.display())
+    });
+    std::fs::write(
+        &p,
+        format!(
+            "{wait}i=0
+while [ $i -lt 20 ]; do
+  echo \"{{\\\"step\\\":$i,\\\"samples\\\":8,\\\"step_time_s\\\":0.01,\\\"rank\\\":$SLURM_PROCID,\\\"world_size\\\":$SLURM_NTASKS}}\" >> \"$YARDSTICK_METRICS\"
+  i=$((i+1))
+done
+"
+        ),
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+fn spec(dir: &Path, name: &str, script: &str) -> std::path::PathBuf {
+    let text = layered_spec(
+        name,
+        &format!("    e2e:\n      - kind: command\n        command: [sh, {script}]\n"),
+    )
+    .replace(
+        "  layers:",
+        "  execution: {engine: slurm, nodes: 1, tasksPerNode: 2, timeLimit: 10m}\n  layers:",
+    );
+    let p = dir.join(format!("{name}.yaml"));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn read(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+#[test]
+fn a_run_on_slurm_submits_runs_every_step_with_srun_and_stores_the_job() {
+    if slurm().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let script = trainer(dir.path(), None);
+    let spec = spec(dir.path(), "slurm-train", &script);
+    // The dry run shows the batch script.
+    let o = yardstick()
+        .arg("run")
+        .arg(&spec)
+        .arg("--dry-run")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("#SBATCH --ntasks-per-node=2"));
+
+    let started = Instant::now();
+    let o = yardstick()
+        .args(["--json", "run"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    eprintln!("slurm run: {:.1} s wall", started.elapsed().as_secs_f64());
+    let v = json(&o);
+    crate::schema_cli::assert_conforms("run", &v);
+    assert_eq!(v["status"], "complete", "{v}");
+    assert_eq!(v["slurm"]["state"], "COMPLETED", "{v}");
+    let job = v["slurm"]["job_id"].as_str().unwrap().to_string();
+    // Two ranks, one srun step over both tasks per replicate: the analysis sees world size 2.
+    let p = &v["summary"]["points"][0];
+    assert_eq!(p["id"], "e2e.0.command");
+    assert_eq!(p["metrics"]["world_size"]["value"]["mean"], 2.0, "{p}");
+    // The script, every node's environment and the job's steps are stored with the run, hashed.
+    let run = Path::new(v["dir"].as_str().unwrap());
+    let script = std::fs::read_to_string(run.join(format!("slurm/{job}/job.sh"))).unwrap();
+    assert!(
+        script.contains("#SBATCH --nodes=1") && script.contains("exec "),
+        "{script}"
+    );
+    let node =
+        String::from_utf8(Command::new("hostname").arg("-s").output().unwrap().stdout).unwrap();
+    let env = read(&run.join(format!("slurm/{job}/env/{}.json", node.trim())));
+    assert!(env["machine_profile"].is_string(), "{env}");
+    let record = read(&run.join(format!("slurm/{job}/job.json")));
+    assert_eq!(record["allocation"]["ntasks"], 2);
+    let steps: Vec<(String, String)> = record["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["step"].as_str().unwrap().to_string(),
+                s["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(steps.len(), 4, "{steps:?}");
+    for (i, (id, state)) in steps.iter().enumerate() {
+        assert_eq!(id, &format!("{job}.{i}"));
+        assert_eq!(state, "COMPLETED");
+    }
+    let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
+    assert!(manifest.contains(&format!("slurm/{job}/job.json")));
+    let o = yardstick()
+        .args(["verify", v["run_id"].as_str().unwrap(), "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn ctrl_c_cancels_the_job_and_the_run_resumes_in_another() {
+    if slurm().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let gate = dir.path().join("go");
+    let script = trainer(dir.path(), Some(&gate));
+    let spec = spec(dir.path(), "slurm-cancel", &script);
+    let child = Command::new(env!("CARGO_BIN_EXE_yardstick"))
+        .args(["--json", "run"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the job runs its first step (the trainer is waiting for the gate file).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let q = Command::new("squeue")
+            .args(["-h", "-o", "%j %T"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&q.stdout).contains("yardstick-slurm-cancel RUNNING")
+            && std::fs::read_dir(store.join("runs")).is_ok_and(|mut d| d.next().is_some())
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the job never ran");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // Ctrl-C, as a user at the terminal.
+    sigint(child.id());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = json(&o);
+    assert_eq!(v["status"], "incomplete", "{v}");
+    assert_eq!(v["slurm"]["state"], "CANCELLED", "{v}");
+    let first = v["slurm"]["job_id"].as_str().unwrap().to_string();
+    let run_id = v["run_id"].as_str().unwrap().to_string();
+    let run = Path::new(v["dir"].as_str().unwrap()).to_path_buf();
+    let record = read(&run.join(format!("slurm/{first}/job.json")));
+    let last = record["steps"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["state"], "CANCELLED", "{record}");
+
+    // Resumed in a second job, the run completes with both jobs' records.
+    std::fs::write(&gate, "").unwrap();
+    let o = yardstick()
+        .args(["--json", "run"])
+        .arg(&spec)
+        .args(["--store"])
+        .arg(&store)
+        .args(["--resume", &run_id])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["status"], "complete");
+    let second = v["slurm"]["job_id"].as_str().unwrap();
+    assert_ne!(second, first);
+    assert!(run.join(format!("slurm/{second}/job.json")).is_file());
+    assert!(run.join(format!("slurm/{first}/job.sh")).is_file());
+}
+
+fn sigint(pid: u32) {
+    let ok = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
