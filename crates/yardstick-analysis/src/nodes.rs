@@ -113,6 +113,32 @@ impl NodesReport {
     }
 }
 
+/// A node's figures from its `yardstick bench micro --json` output (`results[]`: name, value,
+/// ci, unit, higher_is_better).
+pub fn figures_from_micro_json(v: &serde_json::Value) -> Result<Vec<NodeFigure>, String> {
+    let results = v["results"]
+        .as_array()
+        .ok_or("no micro results (`results`)")?;
+    let mut figures = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        let (Some(metric), Some(value)) = (r["name"].as_str(), r["value"].as_f64()) else {
+            return Err(format!("results[{i}] has no `name` and `value`"));
+        };
+        let ci = match (r["ci"][0].as_f64(), r["ci"][1].as_f64()) {
+            (Some(a), Some(b)) => Some([a, b]),
+            _ => None,
+        };
+        figures.push(NodeFigure {
+            metric: metric.to_string(),
+            value,
+            ci,
+            unit: r["unit"].as_str().unwrap_or_default().to_string(),
+            higher_is_better: r["higher_is_better"].as_bool().unwrap_or(true),
+        });
+    }
+    Ok(figures)
+}
+
 /// Checks `fleet` (node name → its figures) against `tol`. Needs at least two nodes.
 pub fn check(fleet: &[(String, Vec<NodeFigure>)], tol: Tolerances) -> NodesReport {
     let nodes: Vec<String> = fleet.iter().map(|(n, _)| n.clone()).collect();

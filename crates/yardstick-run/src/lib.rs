@@ -134,6 +134,131 @@ fn store_slug(s: &str) -> String {
     yardstick_store::run::slug(s)
 }
 
+/// The micro layer on every node of the allocation: one `srun` step runs `yardstick bench micro`
+/// (the plan's memory, GEMM and storage kinds, with its sizes) once per node; each node's output
+/// (`slurm/<job>/micro/<node>.json`) and their consistency check (`slurm/<job>/nodes.json`,
+/// `yardstick_analysis::nodes`) are stored. `Null` when the plan has no such micro point.
+fn slurm_micro_per_node(
+    a: &slurm::Allocation,
+    writer: &mut RunWriter,
+    exe: &Path,
+    plan: &Plan,
+    trials: &yardstick_spec::Trials,
+    steps: &mut Vec<slurm::StepRecord>,
+    on_event: &mut Box<dyn FnMut(Event) + Send>,
+) -> Result<serde_json::Value, RunError> {
+    let mut args: Vec<String> = vec!["--json".into(), "bench".into(), "micro".into()];
+    let mut kinds = 0;
+    for p in &plan.points {
+        let PointWork::Micro { micro, sizes } = &p.work else {
+            continue;
+        };
+        let flag = match micro.as_str() {
+            "memory" => "--memory-size",
+            "gemm" => "--gemm-size",
+            "storage" => "--storage-size",
+            _ => continue,
+        };
+        args.push(micro.clone());
+        kinds += 1;
+        for s in sizes.iter().flatten() {
+            args.extend([flag.to_string(), s.to_string()]);
+        }
+    }
+    let rel_report = format!("slurm/{}/nodes.json", a.job_id);
+    if kinds == 0 {
+        return Ok(serde_json::Value::Null);
+    }
+    if writer.has(&rel_report) {
+        let path = writer.dir().join(&rel_report);
+        return Ok(std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default());
+    }
+    args.extend([
+        "--replicates".into(),
+        trials.replicates.unwrap_or(3).max(3).to_string(),
+    ]);
+    let dir = a.job_dir.join("micro");
+    let _ = std::fs::create_dir_all(&dir);
+    let status = std::process::Command::new("srun")
+        .arg(format!("--nodes={}", a.nodes))
+        .arg(format!("--ntasks={}", a.nodes))
+        .arg("--ntasks-per-node=1")
+        .arg("--job-name=micro")
+        .args([
+            "sh",
+            "-c",
+            "d=\"$1\"; shift; exec \"$@\" > \"$d/$SLURMD_NODENAME.json\"",
+            "micro",
+        ])
+        .arg(&dir)
+        .arg(exe)
+        .args(&args)
+        .stderr(std::process::Stdio::null())
+        .status();
+    let exit = status
+        .as_ref()
+        .ok()
+        .and_then(std::process::ExitStatus::code);
+    steps.push(slurm::StepRecord {
+        step: format!("{}.{}", a.job_id, steps.len()),
+        what: "micro layer on every node".into(),
+        state: slurm::StepRecord::state_of(exit, false, false).into(),
+        exit_code: exit,
+    });
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    let mut fleet = Vec::new();
+    for f in files {
+        let Some(node) = f.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(&f) else {
+            continue;
+        };
+        let parsed = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .map_err(|e| e.to_string())
+            .and_then(|v| yardstick_analysis::nodes::figures_from_micro_json(&v));
+        match parsed {
+            Ok(figures) => {
+                writer.add(
+                    &format!("slurm/{}/micro/{}.json", a.job_id, store_slug(&node)),
+                    &bytes,
+                    "micro",
+                )?;
+                fleet.push((node, figures));
+            }
+            Err(e) => on_event(Event::Warning(format!(
+                "the micro layer on node {node} gave no figures: {e}"
+            ))),
+        }
+    }
+    let mut report = yardstick_analysis::nodes::check(&fleet, Default::default());
+    if fleet.len() < 2 {
+        report.warnings.push(format!(
+            "{} node(s) measured: node-to-node consistency needs two or more",
+            fleet.len()
+        ));
+    }
+    for (node, evidence) in &report.flagged {
+        on_event(Event::Warning(format!(
+            "node {node} stands out from the allocation: {}",
+            evidence.join("; ")
+        )));
+    }
+    let v = serde_json::to_value(&report).expect("JSON");
+    writer.add(
+        &rel_report,
+        &serde_json::to_vec_pretty(&v).expect("JSON"),
+        "slurm",
+    )?;
+    Ok(v)
+}
+
 /// The record of the job and of every step the inner run started (`slurm/<job>/job.json`).
 fn slurm_record(
     a: &slurm::Allocation,
@@ -578,11 +703,21 @@ pub fn execute(
         };
     // Inside a Slurm allocation: the batch script and every node's environment, once per job.
     let mut steps: Vec<slurm::StepRecord> = Vec::new();
+    let mut nodes_report = serde_json::Value::Null;
     if let Some(a) = &opts.slurm {
         slurm_start(
             a,
             &mut writer,
             &opts.self_exe,
+            &mut steps,
+            &mut opts.on_event,
+        )?;
+        nodes_report = slurm_micro_per_node(
+            a,
+            &mut writer,
+            &opts.self_exe,
+            &plan,
+            &trials,
             &mut steps,
             &mut opts.on_event,
         )?;
@@ -868,6 +1003,9 @@ pub fn execute(
     let scaling = scaling::scaling(&plan, &per_point);
     if !scaling.is_null() {
         summary["scaling"] = scaling;
+    }
+    if !nodes_report.is_null() {
+        summary["nodes"] = nodes_report.clone();
     }
     let evals = eval::eval_summary(&plan, &per_point);
     if !evals.is_null() {

@@ -63,32 +63,8 @@ fn read_node(arg: &str) -> anyhow::Result<(String, Vec<NodeFigure>)> {
         .map_err(|e| invalid(format!("{}: {e}", path.display()), Some(hint)))?;
     let v: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| invalid(format!("{}: not JSON: {e}", path.display()), Some(hint)))?;
-    let results = v["results"].as_array().ok_or_else(|| {
-        invalid(
-            format!("{}: no micro results (`results`)", path.display()),
-            Some(hint),
-        )
-    })?;
-    let mut figures = Vec::new();
-    for (i, r) in results.iter().enumerate() {
-        let (Some(metric), Some(value)) = (r["name"].as_str(), r["value"].as_f64()) else {
-            return Err(invalid(
-                format!("{}: results[{i}] has no `name` and `value`", path.display()),
-                Some(hint),
-            ));
-        };
-        let ci = match (r["ci"][0].as_f64(), r["ci"][1].as_f64()) {
-            (Some(a), Some(b)) => Some([a, b]),
-            _ => None,
-        };
-        figures.push(NodeFigure {
-            metric: metric.to_string(),
-            value,
-            ci,
-            unit: r["unit"].as_str().unwrap_or_default().to_string(),
-            higher_is_better: r["higher_is_better"].as_bool().unwrap_or(true),
-        });
-    }
+    let figures = yardstick_analysis::nodes::figures_from_micro_json(&v)
+        .map_err(|e| invalid(format!("{}: {e}", path.display()), Some(hint)))?;
     Ok((name, figures))
 }
 

@@ -49,10 +49,15 @@ done
     p.display().to_string()
 }
 
-fn spec(dir: &Path, name: &str, script: &str) -> std::path::PathBuf {
+fn spec(dir: &Path, name: &str, script: &str, micro: bool) -> std::path::PathBuf {
+    let micro = if micro {
+        "    micro:\n      - kind: memory\n        sizes: [8388608]\n"
+    } else {
+        ""
+    };
     let text = layered_spec(
         name,
-        &format!("    e2e:\n      - kind: command\n        command: [sh, {script}]\n"),
+        &format!("{micro}    e2e:\n      - kind: command\n        command: [sh, {script}]\n"),
     )
     .replace(
         "  layers:",
@@ -75,7 +80,7 @@ fn a_run_on_slurm_submits_runs_every_step_with_srun_and_stores_the_job() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let script = trainer(dir.path(), None);
-    let spec = spec(dir.path(), "slurm-train", &script);
+    let spec = spec(dir.path(), "slurm-train", &script, true);
     // The dry run shows the batch script.
     let o = yardstick()
         .arg("run")
@@ -102,8 +107,12 @@ fn a_run_on_slurm_submits_runs_every_step_with_srun_and_stores_the_job() {
     assert_eq!(v["slurm"]["state"], "COMPLETED", "{v}");
     let job = v["slurm"]["job_id"].as_str().unwrap().to_string();
     // Two ranks, one srun step over both tasks per replicate: the analysis sees world size 2.
-    let p = &v["summary"]["points"][0];
-    assert_eq!(p["id"], "e2e.0.command");
+    let p = v["summary"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "e2e.0.command")
+        .unwrap();
     assert_eq!(p["metrics"]["world_size"]["value"]["mean"], 2.0, "{p}");
     // The script, every node's environment and the job's steps are stored with the run, hashed.
     let run = Path::new(v["dir"].as_str().unwrap());
@@ -129,7 +138,26 @@ fn a_run_on_slurm_submits_runs_every_step_with_srun_and_stores_the_job() {
             )
         })
         .collect();
-    assert_eq!(steps.len(), 4, "{steps:?}");
+    // The environment capture, the micro layer on every node, three replicates of the command.
+    assert_eq!(steps.len(), 5, "{steps:?}");
+    assert_eq!(record["steps"][1]["what"], "micro layer on every node");
+    let micro = read(&run.join(format!("slurm/{job}/micro/{}.json", node.trim())));
+    assert!(
+        micro["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "memory.triad"),
+        "{micro}"
+    );
+    // One node: the consistency check has nothing to compare, and says so.
+    let nodes = read(&run.join(format!("slurm/{job}/nodes.json")));
+    assert_eq!(nodes["nodes"], serde_json::json!([node.trim()]));
+    assert_eq!(v["summary"]["nodes"], nodes);
+    assert!(
+        nodes["warnings"].to_string().contains("needs two or more"),
+        "{nodes}"
+    );
     for (i, (id, state)) in steps.iter().enumerate() {
         assert_eq!(id, &format!("{job}.{i}"));
         assert_eq!(state, "COMPLETED");
@@ -153,7 +181,7 @@ fn ctrl_c_cancels_the_job_and_the_run_resumes_in_another() {
     let store = dir.path().join("store");
     let gate = dir.path().join("go");
     let script = trainer(dir.path(), Some(&gate));
-    let spec = spec(dir.path(), "slurm-cancel", &script);
+    let spec = spec(dir.path(), "slurm-cancel", &script, false);
     let child = Command::new(env!("CARGO_BIN_EXE_yardstick"))
         .args(["--json", "run"])
         .arg(&spec)
