@@ -764,8 +764,40 @@ pub fn execute(
                     (None, Some(s)) => format!("http://{}", s.addr),
                     (None, None) => unreachable!("the simulator starts when a target needs it"),
                 };
-                serve::run_replicate(&rt, &point.work, &url, seed, opts.cancel.clone())
-                    .map(|o| (o.summary, Some(o.samples), Vec::new()))
+                match &opts.slurm {
+                    // Split across every task of the allocation, merged exactly (MLPerf
+                    // scenarios are not sharded).
+                    Some(a)
+                        if a.ntasks > 1
+                            && matches!(&point.work, PointWork::Serve { mlperf: None, .. }) =>
+                    {
+                        let dir = a
+                            .job_dir
+                            .join("serve")
+                            .join(format!("{}-r{}", point.slug, step.replicate));
+                        let out = serve::run_replicate_sharded(
+                            &point.work,
+                            &url,
+                            seed,
+                            a,
+                            &opts.self_exe,
+                            &dir,
+                        );
+                        let (exit, state) = match &out {
+                            Ok((_, s)) => (s.exit_code, s.state.clone()),
+                            Err(_) => (None, "FAILED".to_string()),
+                        };
+                        steps.push(slurm::StepRecord {
+                            step: format!("{}.{}", a.job_id, steps.len()),
+                            what: format!("{} r{} ({} shards)", point.id, step.replicate, a.ntasks),
+                            state,
+                            exit_code: exit,
+                        });
+                        out.map(|(o, _)| (o.summary, Some(o.samples), Vec::new()))
+                    }
+                    _ => serve::run_replicate(&rt, &point.work, &url, seed, opts.cancel.clone())
+                        .map(|o| (o.summary, Some(o.samples), Vec::new())),
+                }
             }
             PointWork::Eval { url, .. } => {
                 let url = match (url, &sim) {

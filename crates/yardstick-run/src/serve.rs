@@ -154,6 +154,167 @@ pub fn run_replicate(
     })
 }
 
+/// One replicate of a serve point split across every task of a Slurm allocation: one `srun`
+/// step runs `yardstick bench serve --shard $SLURM_PROCID/N --start-at T` in each task (the
+/// same plan, seed and start time, each task its share of the arrivals or streams), and the
+/// shards' records are merged exactly into one point (`yardstick_load::shard_files`), the same
+/// summary and samples as one process would give. MLPerf scenarios are not sharded: they run in
+/// this process.
+pub fn run_replicate_sharded(
+    work: &PointWork,
+    url: &str,
+    seed: u64,
+    alloc: &crate::slurm::Allocation,
+    exe: &std::path::Path,
+    dir: &std::path::Path,
+) -> Result<(ServeOutcome, crate::slurm::StepRecord), RunError> {
+    let PointWork::Serve {
+        api,
+        model,
+        scenario,
+        load_mode,
+        load_value,
+        arrival,
+        burstiness,
+        max_requests,
+        max_duration,
+        warmup_requests,
+        slo_ttft_ms,
+        slo_tpot_ms,
+        slo_e2e_ms,
+        api_key_env,
+        ca_cert,
+        tokenizer,
+        ..
+    } = work
+    else {
+        return Err(RunError::Internal("not a serve point".into()));
+    };
+    let n = alloc.ntasks.max(1);
+    let mut args: Vec<String> = vec![
+        "--quiet".into(),
+        "bench".into(),
+        "serve".into(),
+        "--url".into(),
+        url.into(),
+        "--model".into(),
+        model.clone(),
+        "--api".into(),
+        api.clone(),
+        "--scenario".into(),
+        scenario.clone(),
+        "--request-timeout".into(),
+        "120s".into(),
+        "--seed".into(),
+        seed.to_string(),
+        "--warmup-requests".into(),
+        warmup_requests.to_string(),
+    ];
+    if load_mode == "rate" {
+        args.extend(["--rate".into(), load_value.to_string()]);
+        if let Some(a) = arrival {
+            args.extend(["--arrival".into(), a.clone()]);
+        }
+        if let Some(b) = burstiness {
+            args.extend(["--burstiness".into(), b.to_string()]);
+        }
+    } else {
+        args.extend([
+            "--concurrency".into(),
+            (load_value.round().max(1.0) as u64).to_string(),
+        ]);
+    }
+    if let Some(m) = max_requests {
+        args.extend(["--max-requests".into(), m.to_string()]);
+    }
+    if let Some(d) = max_duration {
+        args.extend(["--max-duration".into(), format!("{}ms", d.as_millis())]);
+    }
+    for (flag, v) in [
+        ("--slo-ttft-ms", slo_ttft_ms),
+        ("--slo-tpot-ms", slo_tpot_ms),
+        ("--slo-e2e-ms", slo_e2e_ms),
+    ] {
+        if let Some(v) = v {
+            args.extend([flag.into(), v.to_string()]);
+        }
+    }
+    if let Some(e) = api_key_env {
+        args.extend(["--bearer-env".into(), e.clone()]);
+    }
+    if let Some(c) = ca_cert {
+        args.extend(["--ca-cert".into(), c.clone()]);
+    }
+    if let Some(t) = tokenizer {
+        args.extend(["--tokenizer".into(), t.clone()]);
+    }
+    // A common start a moment ahead, so every task's schedule has the same origin.
+    let start_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+        + 2.0;
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)
+        .map_err(|e| RunError::Internal(format!("{}: {e}", dir.display())))?;
+    let status = std::process::Command::new("srun")
+        .arg(format!("--ntasks={n}"))
+        .arg("--kill-on-bad-exit=1")
+        .arg("--job-name=serve")
+        .args([
+            "sh",
+            "-c",
+            "d=\"$1\"; n=\"$2\"; t=\"$3\"; shift 3; exec \"$@\" --shard \"$SLURM_PROCID/$n\" \
+             --start-at \"$t\" --output \"$d/shard-$SLURM_PROCID\" > /dev/null",
+            "serve",
+        ])
+        .arg(dir)
+        .arg(n.to_string())
+        .arg(format!("{start_at:.3}"))
+        .arg(exe)
+        .args(&args)
+        .status();
+    let exit = status
+        .as_ref()
+        .ok()
+        .and_then(std::process::ExitStatus::code);
+    let step = crate::slurm::StepRecord {
+        step: String::new(),
+        what: String::new(),
+        state: crate::slurm::StepRecord::state_of(exit, false, false).into(),
+        exit_code: exit,
+    };
+    if exit != Some(0) {
+        return Err(RunError::Workload(format!(
+            "the sharded serve step failed ({})",
+            match status {
+                Ok(s) => s.to_string(),
+                Err(e) => e.to_string(),
+            }
+        )));
+    }
+    let dirs: Vec<std::path::PathBuf> = (0..n).map(|i| dir.join(format!("shard-{i}"))).collect();
+    let merged = yardstick_load::shard_files::merge_dirs(&dirs, &ParquetRecords)
+        .map_err(|e| RunError::Workload(format!("merging the {n} shards: {e}")))?;
+    let result = merged
+        .results
+        .into_iter()
+        .next()
+        .ok_or_else(|| RunError::Workload("the shards hold no point".into()))?;
+    let mut summary = serde_json::to_value(&result.summary).expect("summary is JSON");
+    drop_timestamps(&mut summary);
+    if let Some(load) = summary.get_mut("load").and_then(|l| l.as_object_mut()) {
+        load.insert("shards".into(), n.into());
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    Ok((
+        ServeOutcome {
+            summary,
+            samples: records_table(&result.records),
+        },
+        step,
+    ))
+}
+
 /// A point's schedule origin is a wall-clock timestamp, not a measurement: it stays in the raw
 /// samples (`scheduled_ns`) and out of the facts.
 fn drop_timestamps(summary: &mut serde_json::Value) {

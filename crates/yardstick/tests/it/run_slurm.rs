@@ -253,3 +253,59 @@ fn sigint(pid: u32) {
         .success();
     assert!(ok);
 }
+
+#[test]
+fn serving_load_is_split_across_the_tasks_and_merged_exactly() {
+    if slurm().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let text = layered_spec(
+        "slurm-serve",
+        "    component:
+      - kind: serve
+        target: {url: sim, api: chat, model: sim-llama}
+        scenarios: [\"D(20,10)\"]
+        load: {mode: concurrency, values: [4]}
+        stop: {maxRequests: 40, maxDuration: 60s}
+",
+    )
+    .replace(
+        "  layers:",
+        "  execution: {engine: slurm, nodes: 1, tasksPerNode: 2, timeLimit: 10m}\n  layers:",
+    );
+    let spec = dir.path().join("serve.yaml");
+    std::fs::write(&spec, text).unwrap();
+    let o = yardstick()
+        .args(["--json", "run"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["slurm"]["state"], "COMPLETED", "{v}");
+    let job = v["slurm"]["job_id"].as_str().unwrap();
+    let run = Path::new(v["dir"].as_str().unwrap());
+    for r in 0..3 {
+        let rec = read(&run.join(format!(
+            "results/component.0.serve_D_20_10_concurrency_4/r{r}.json"
+        )));
+        let s = &rec["summary"];
+        // Two shards of 20 requests each, merged into the point's 40, as one client would.
+        assert_eq!(s["load"]["shards"], 2, "{s}");
+        assert_eq!(s["requests"]["completed"], 40, "{s}");
+        assert!(s["ttft_ms"]["p50"].as_f64().unwrap() > 0.0);
+    }
+    let record = read(&run.join(format!("slurm/{job}/job.json")));
+    let serve_steps: Vec<&Value> = record["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["what"].as_str().unwrap().contains("(2 shards)"))
+        .collect();
+    assert_eq!(serve_steps.len(), 3, "{record}");
+    assert!(serve_steps.iter().all(|s| s["state"] == "COMPLETED"));
+}
