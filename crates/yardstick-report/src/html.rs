@@ -99,6 +99,7 @@ pub fn sections(report: &Report) -> Result<Vec<Section>, ReportError> {
     out.push(plots::step_times(r)?);
     out.push(plots::scaling(r)?);
     out.extend(plots::components(r)?);
+    out.extend(plots::nodes(r)?);
     out.push(plots::rank_boxes(r)?);
     out.push(plots::telemetry(r)?);
     Ok(out)

@@ -63,6 +63,10 @@ pub struct RunReport {
     pub telemetry: Vec<TelemetryRow>,
     /// The telemetry summary of `summary.json`.
     pub telemetry_summary: Value,
+    /// The node-to-node consistency check of a run on several nodes (`summary.json`'s `nodes`,
+    /// the shape of `yardstick nodes check --json`); `Null` otherwise.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub nodes: Value,
     /// Manifest notes (resumes, machine-profile changes).
     pub notes: Vec<String>,
     /// Artifacts that could not be read, and similar.
@@ -451,6 +455,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
         points: out_points,
         telemetry,
         telemetry_summary: summary["telemetry"].clone(),
+        nodes: summary["nodes"].clone(),
         notes: manifest.map(|m| m.notes).unwrap_or_default(),
         warnings,
     }

@@ -891,6 +891,101 @@ pub fn components(r: &RunReport) -> Result<Option<Section>, ReportError> {
     Ok((!sec.figures.is_empty()).then_some(sec))
 }
 
+/// Node-to-node consistency of a run on several nodes (`RunReport::nodes`): per metric, each
+/// node's deviation from the fleet reference as a bar, the tolerance band dashed, flagged nodes
+/// in red; the evidence of every flagged node as notes. `None` when the run has no check.
+pub fn nodes(r: &RunReport) -> Result<Option<Section>, ReportError> {
+    let Some(metrics) = r.nodes["metrics"].as_array() else {
+        return Ok(None);
+    };
+    let mut sec = Section::new(
+        "nodes",
+        "Nodes",
+        "Each node's figure against the fleet reference (median; the better of two), in percent; \
+         the dashed lines are the tolerance band. Red: flagged (the node's whole interval is \
+         outside the band). The slowest node sets the speed of every synchronised job on it.",
+    );
+    for (node, evidence) in r.nodes["flagged"].as_object().into_iter().flatten() {
+        for e in evidence.as_array().into_iter().flatten() {
+            sec.notes
+                .push(format!("{node}: {}", e.as_str().unwrap_or_default()));
+        }
+    }
+    for w in r.nodes["warnings"].as_array().into_iter().flatten() {
+        sec.notes.push(w.as_str().unwrap_or_default().to_string());
+    }
+    for m in metrics.iter().take(8) {
+        let metric = m["metric"].as_str().unwrap_or_default().to_string();
+        let tol = m["tolerance_pct"].as_f64().unwrap_or(5.0);
+        let cells: Vec<(String, f64, bool)> = m["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    c["node"].as_str().unwrap_or_default().to_string(),
+                    c["deviation_pct"].as_f64().unwrap_or(0.0),
+                    c["flagged"].as_bool().unwrap_or(false),
+                )
+            })
+            .collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let span = cells.iter().map(|c| c.1.abs()).fold(tol, f64::max) * 1.2;
+        let n = cells.len();
+        let title = format!("{metric}: deviation from the fleet, %");
+        let svg = svg(&title, (W, H), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(56)
+                .build_cartesian_2d(-0.5..(n as f64 - 0.5), -span..span)?;
+            chart
+                .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_labels(n)
+                .x_label_formatter(&|v| {
+                    let i = v.round();
+                    if (v - i).abs() < 1e-6 && i >= 0.0 {
+                        cells
+                            .get(i as usize)
+                            .map(|c| c.0.clone())
+                            .unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                })
+                .y_desc("%")
+                .draw()?;
+            for y in [-tol, tol] {
+                chart.draw_series(DashedLineSeries::new(
+                    vec![(-0.5, y), (n as f64 - 0.5, y)],
+                    6,
+                    4,
+                    GREY.stroke_width(1),
+                ))?;
+            }
+            for (i, (_, d, flagged)) in cells.iter().enumerate() {
+                let x = i as f64;
+                let c = if *flagged {
+                    RGBColor(214, 39, 40)
+                } else {
+                    color(0)
+                };
+                chart.draw_series([Rectangle::new(
+                    [(x - 0.3, 0.0), (x + 0.3, *d)],
+                    c.mix(0.7).filled(),
+                )])?;
+            }
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg });
+    }
+    Ok(Some(sec))
+}
+
 /// Quartiles and Tukey whiskers (1.5 IQR) of sorted data.
 fn box_stats(s: &[f64]) -> (f64, f64, f64, f64, f64) {
     let (q1, m, q3) = (q(s, 0.25), q(s, 0.5), q(s, 0.75));

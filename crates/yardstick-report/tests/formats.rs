@@ -355,3 +355,34 @@ fn exporters_are_one_registry_in_writing_order() {
     assert!(err.to_string().contains("standard output"), "{err}");
     assert!(sink.is_empty());
 }
+
+#[test]
+fn a_run_on_several_nodes_has_a_nodes_section_naming_the_flagged_node() {
+    let mut r = fixture::report(false);
+    r.run.nodes = serde_json::json!({
+        "nodes": ["a", "b", "c"],
+        "metrics": [{
+            "metric": "gemm.f32.peak", "unit": "GFLOP/s", "reference": 100.0,
+            "reference_kind": "median", "tolerance_pct": 5.0,
+            "nodes": [
+                {"node": "a", "value": 100.0, "deviation_pct": 0.0, "flagged": false, "uncertain": false},
+                {"node": "b", "value": 101.0, "deviation_pct": 1.0, "flagged": false, "uncertain": false},
+                {"node": "c", "value": 80.0, "deviation_pct": -20.0, "flagged": true, "uncertain": false}
+            ]
+        }],
+        "flagged": {"c": ["gemm.f32.peak 80.000 GFLOP/s is 20.0% below the fleet median 100"]},
+        "warnings": []
+    });
+    let html = yardstick_report::html::render(&r).unwrap();
+    assert!(
+        html.contains("gemm.f32.peak: deviation from the fleet, %"),
+        "no plot"
+    );
+    assert!(
+        html.contains("c: gemm.f32.peak 80.000 GFLOP/s is 20.0% below"),
+        "no evidence"
+    );
+    // A run without a check has no such section.
+    let plain = yardstick_report::html::render(&fixture::report(false)).unwrap();
+    assert!(!plain.contains("deviation from the fleet"));
+}

@@ -162,6 +162,23 @@ fn a_run_on_slurm_submits_runs_every_step_with_srun_and_stores_the_job() {
         assert_eq!(id, &format!("{job}.{i}"));
         assert_eq!(state, "COMPLETED");
     }
+    // The report has a Nodes section from the check.
+    let html = dir.path().join("report.html");
+    let o = yardstick()
+        .args(["report", v["run_id"].as_str().unwrap(), "--html"])
+        .arg(&html)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("id=\"nodes\"") || page.contains(">Nodes<"),
+        "no nodes section"
+    );
+    // One node: nothing to plot, and the section says why.
+    assert!(page.contains("needs two or more"), "no nodes note");
     let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
     assert!(manifest.contains(&format!("slurm/{job}/job.json")));
     let o = yardstick()
