@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::common::{json, layered_spec, yardstick};
 use crate::external;
 
-/// Slurm answering on this machine: `sinfo` lists an idle (or mixed) node.
+/// Slurm answering on this machine: `sinfo` lists a node that is up.
 fn slurm() -> Option<()> {
     let ok = Command::new("sinfo")
         .args(["-h", "-o", "%T"])
@@ -18,7 +18,14 @@ fn slurm() -> Option<()> {
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-        .is_some_and(|s| s.contains("idle") || s.contains("mixed") || s.contains("alloc"));
+        .is_some_and(|s| {
+            // Up, whatever it is busy with (idle, mixed, allocated, completing).
+            let s = s.trim();
+            !s.is_empty()
+                && !["down", "drain", "fail", "not_responding", "unknown"]
+                    .iter()
+                    .any(|bad| s.contains(bad))
+        });
     external::require(
         "slurm",
         "run_slurm",
