@@ -1230,3 +1230,120 @@ pub fn gate_ratios(g: &GateView) -> Result<Section, ReportError> {
     sec.figures.push(Figure { title, svg });
     Ok(sec)
 }
+
+/// One series of a trend plot ([`trend`]): a value per run, oldest first.
+#[derive(Debug, Clone, Default)]
+pub struct TrendLine {
+    /// Where each run sits on the time axis (seconds since the Unix epoch).
+    pub x: Vec<f64>,
+    /// Each run's value.
+    pub y: Vec<f64>,
+    /// Each run's confidence interval, when it has one.
+    pub ci: Vec<Option<(f64, f64)>>,
+    /// The baseline's value, drawn as a dashed horizontal line.
+    pub baseline: Option<f64>,
+}
+
+/// A metric over time: the runs' values joined by a line, their confidence intervals as a
+/// shaded band and the baseline's value as a dashed line. Returns the SVG and the position (in
+/// the SVG's own pixels) of every value, so that the caller can draw a marker per run (a link,
+/// a verdict colour) on top. `x_label` formats a time-axis tick. `None` without values.
+pub fn trend(
+    y_label: &str,
+    line: &TrendLine,
+    x_label: &dyn Fn(f64) -> String,
+) -> Result<Option<(String, Vec<(i32, i32)>)>, ReportError> {
+    let pts: Vec<(f64, f64)> = line
+        .x
+        .iter()
+        .zip(&line.y)
+        .map(|(x, y)| (*x, *y))
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    if pts.is_empty() {
+        return Ok(None);
+    }
+    let fold = |it: &mut dyn Iterator<Item = f64>| {
+        it.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        })
+    };
+    let (x0, x1) = fold(&mut pts.iter().map(|p| p.0));
+    let (x0, x1) = padded(x0, x1, 0.03);
+    let cis = line.ci.iter().flatten().flat_map(|(a, b)| [*a, *b]);
+    let (y0, y1) = fold(
+        &mut pts
+            .iter()
+            .map(|p| p.1)
+            .chain(cis)
+            .chain(line.baseline)
+            .filter(|v| v.is_finite()),
+    );
+    let (y0, y1) = padded(y0, y1, 0.08);
+    // The band: each value's CI (the value itself where it has none), along x and back.
+    let lo_hi: Vec<(f64, f64, f64)> = line
+        .x
+        .iter()
+        .zip(&line.y)
+        .enumerate()
+        .filter(|(_, (x, y))| x.is_finite() && y.is_finite())
+        .map(|(i, (x, y))| {
+            let (lo, hi) = line.ci.get(i).copied().flatten().unwrap_or((*y, *y));
+            (*x, lo, hi)
+        })
+        .collect();
+    let mut positions = Vec::new();
+    let out = svg("trend", (W, H), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        chart
+            .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_labels(6)
+            .y_desc(y_label)
+            .x_label_formatter(&|v| x_label(*v))
+            .y_label_formatter(&|v| num(*v))
+            .label_style((FONT, 12))
+            .draw()?;
+        let c = color(0);
+        if line.ci.iter().any(Option::is_some) {
+            let band: Vec<(f64, f64)> = lo_hi
+                .iter()
+                .map(|(x, _, hi)| (*x, *hi))
+                .chain(lo_hi.iter().rev().map(|(x, lo, _)| (*x, *lo)))
+                .collect();
+            chart
+                .draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))?
+                .label("confidence interval")
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.mix(0.18).filled()));
+        }
+        chart
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(1)))?
+            .label("mean over replicates")
+            .legend(legend_line(c));
+        if let Some(b) = line.baseline.filter(|b| b.is_finite()) {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x0, b), (x1, b)],
+                    6,
+                    4,
+                    GREY.stroke_width(2),
+                ))?
+                .label("baseline")
+                .legend(legend_line(GREY));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 12))
+            .draw()?;
+        positions = pts.iter().map(|p| chart.backend_coord(p)).collect();
+        Ok(())
+    })?;
+    Ok(Some((out, positions)))
+}
