@@ -230,13 +230,24 @@ fn stat_card(
     card(o, class, key, &esc(&human_with_ci(m.mean, m.ci, &m.unit)), &sub);
 }
 
-/// The gate of a run against its stored baseline: `None` without one (or for the baseline
-/// itself); an error message when it cannot be computed.
-fn gate_of(st: &AppState, w: &mut dyn Warehouse, run: &RunRow) -> Option<Result<Value, String>> {
+/// A run against its stored baseline.
+enum GateOf {
+    /// No baseline stored for its benchmark and machine profile.
+    NoBaseline,
+    /// The run is the baseline.
+    IsBaseline,
+    /// `gate --json`'s output, or why it cannot be computed.
+    Done(Result<Value, String>),
+}
+
+/// The gate of a run against its stored baseline.
+fn gate_of(st: &AppState, w: &mut dyn Warehouse, run: &RunRow) -> GateOf {
     let mut w = Located::new(w, st.config.store_dir.as_deref());
-    let base = baseline::resolve_auto(&mut w, run).ok()?;
+    let Ok(base) = baseline::resolve_auto(&mut w, run) else {
+        return GateOf::NoBaseline;
+    };
     if base.run_id == run.run_id {
-        return None;
+        return GateOf::IsBaseline;
     }
     let mut go = || -> Result<Value, String> {
         let cand = yardstick_gate::load_run(&mut w, &run.run_id).map_err(|e| e.to_string())?;
@@ -252,7 +263,7 @@ fn gate_of(st: &AppState, w: &mut dyn Warehouse, run: &RunRow) -> Option<Result<
         let report = yardstick_gate::gate(&base, &cand, &opts).map_err(|e| e.to_string())?;
         serde_json::to_value(&report).map_err(|e| e.to_string())
     };
-    Some(go())
+    GateOf::Done(go())
 }
 
 fn load_report(st: &AppState, w: &mut dyn Warehouse, id: &str) -> Result<RunReport, PageError> {
@@ -312,7 +323,7 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
         .unwrap_or(Value::Null);
     let gate = gate_of(st, w, &run);
     let view = match &gate {
-        Some(Ok(v)) => GateView::from_json(v).ok(),
+        GateOf::Done(Ok(v)) => GateView::from_json(v).ok(),
         _ => None,
     };
     let slo = slo(r.spec_yaml.as_deref());
@@ -331,7 +342,7 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
         let _ = writeln!(o, "<p class=\"warn\">{}</p>", esc(w));
     }
     match (&gate, &view) {
-        (Some(_), Some(g)) => {
+        (_, Some(g)) => {
             let v = g.verdict.clone().unwrap_or_else(|| "-".into());
             let _ = writeln!(
                 o,
@@ -349,8 +360,11 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
                 g.count("FAIL"),
             );
         }
-        (Some(Err(e)), _) => {
+        (GateOf::Done(Err(e)), _) => {
             let _ = writeln!(o, "<p class=\"warn\">gate against the baseline: {}</p>", esc(e));
+        }
+        (GateOf::IsBaseline, _) => {
+            o.push_str("<p class=\"note\">This run is the stored baseline of its benchmark and machine profile.</p>\n");
         }
         _ => {
             o.push_str("<p class=\"note\">No baseline is stored for this benchmark and machine profile (<code>yardstick baseline save RUN</code>).</p>\n");
