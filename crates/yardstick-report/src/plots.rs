@@ -1245,7 +1245,8 @@ pub struct TrendLine {
 }
 
 /// A metric over time: the runs' values joined by a line, their confidence intervals as a
-/// shaded band and the baseline's value as a dashed line. Returns the SVG and the position (in
+/// shaded band and the baseline's value as a dashed line (no legend: the caller says so next
+/// to the plot, where it covers no value). Returns the SVG and the position (in
 /// the SVG's own pixels) of every value, so that the caller can draw a marker per run (a link,
 /// a verdict colour) on top. `x_label` formats a time-axis tick. `None` without values.
 pub fn trend(
@@ -1315,33 +1316,17 @@ pub fn trend(
                 .map(|(x, _, hi)| (*x, *hi))
                 .chain(lo_hi.iter().rev().map(|(x, lo, _)| (*x, *lo)))
                 .collect();
-            chart
-                .draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))?
-                .label("confidence interval")
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], c.mix(0.18).filled()));
+            chart.draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))?;
         }
-        chart
-            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(1)))?
-            .label("mean over replicates")
-            .legend(legend_line(c));
+        chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(1)))?;
         if let Some(b) = line.baseline.filter(|b| b.is_finite()) {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(x0, b), (x1, b)],
-                    6,
-                    4,
-                    GREY.stroke_width(2),
-                ))?
-                .label("baseline")
-                .legend(legend_line(GREY));
+            chart.draw_series(DashedLineSeries::new(
+                vec![(x0, b), (x1, b)],
+                6,
+                4,
+                GREY.stroke_width(2),
+            ))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 12))
-            .draw()?;
         positions = pts.iter().map(|p| chart.backend_coord(p)).collect();
         Ok(())
     })?;

@@ -6,8 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
 use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use serde_json::Value;
 use yardstick_gate::{GateOptions, baseline, calibrate};
@@ -129,7 +129,11 @@ pub(super) async fn runs(State(state): State<Arc<AppState>>, q: Params) -> PageR
                         r.status,
                         esc(r.machine_profile.as_deref().unwrap_or("-")),
                         esc(&r.started_at),
-                        esc(r.git_commit.as_deref().map(|c| c.get(..12).unwrap_or(c)).unwrap_or("-")),
+                        esc(r
+                            .git_commit
+                            .as_deref()
+                            .map(|c| c.get(..12).unwrap_or(c))
+                            .unwrap_or("-")),
                         esc(&r.tool_version),
                         enc(&r.name),
                     );
@@ -227,7 +231,13 @@ fn stat_card(
         }
         None => ("", format!("{} · n={}", m.statistic, m.n)),
     };
-    card(o, class, key, &esc(&human_with_ci(m.mean, m.ci, &m.unit)), &sub);
+    card(
+        o,
+        class,
+        key,
+        &esc(&human_with_ci(m.mean, m.ci, &m.unit)),
+        &sub,
+    );
 }
 
 /// A run against its stored baseline.
@@ -253,8 +263,8 @@ fn gate_of(st: &AppState, w: &mut dyn Warehouse, run: &RunRow) -> GateOf {
         let cand = yardstick_gate::load_run(&mut w, &run.run_id).map_err(|e| e.to_string())?;
         let base = yardstick_gate::load_run(&mut w, &base.run_id).map_err(|e| e.to_string())?;
         let profile = cand.run.machine_profile.clone().unwrap_or_default();
-        let noise_floors = calibrate::noise_floors(&mut w, &profile, &cand.run.name)
-            .map_err(|e| e.to_string())?;
+        let noise_floors =
+            calibrate::noise_floors(&mut w, &profile, &cand.run.name).map_err(|e| e.to_string())?;
         let opts = GateOptions {
             cross_profile: false,
             tolerances: None,
@@ -313,20 +323,77 @@ pub(super) async fn run(State(state): State<Arc<AppState>>, Path(id): Path<Strin
         .map_err(PageError::from)?
 }
 
+/// The run's `summary.json` (`Null` when its run directory is not here).
+fn summary_of(st: &AppState, run: &RunRow) -> Value {
+    st.run_dir(run)
+        .and_then(|d| yardstick_store::fsutil::read_in(&d, "summary.json").ok())
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The headline cards of the first `max` points: throughput, TTFT and TPOT p99 against the
+/// spec's SLO, MFU (or the wall or step time of a point without latencies), the bottleneck
+/// verdict and the failed replicates.
+fn point_cards(o: &mut String, r: &RunReport, summary: &Value, max: usize, rest: &str) {
+    let slo = slo(r.spec_yaml.as_deref());
+    let bottlenecks = summary["bottlenecks"]["points"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for p in r.points.iter().take(max) {
+        let _ = writeln!(o, "<h3>{}</h3><div class=\"cards\">", esc(&p.id));
+        let thr = first_metric(
+            p,
+            &[
+                id::OUTPUT_TOKEN_THROUGHPUT,
+                id::REQUEST_THROUGHPUT,
+                id::TOKENS_PER_S,
+                id::SAMPLES_PER_S,
+                id::LOADER_SAMPLES_PER_S,
+            ],
+        );
+        let key = format!(
+            "throughput ({})",
+            thr.map(|m| m.metric.as_str()).unwrap_or("")
+        );
+        stat_card(o, &key, thr, None);
+        stat_card(o, "TTFT p99", p.metric(id::TTFT_MS, "p99"), slo.ttft_ms);
+        stat_card(o, "TPOT p99", p.metric(id::TPOT_MS, "p99"), slo.tpot_ms);
+        stat_card(o, "MFU", first_metric(p, &[id::MFU]), None);
+        if p.metric(id::TTFT_MS, "p99").is_none() && p.metric(id::TPOT_MS, "p99").is_none() {
+            let t = first_metric(p, &[id::STEP_TIME_S, id::WALL_S]);
+            stat_card(o, "time", t, None);
+        }
+        if let Some(b) = bottlenecks.iter().find(|b| b["point"] == p.id.as_str()) {
+            let verdict = b["bottleneck"].as_str().unwrap_or("-");
+            let evidence = b["evidence"].as_str().unwrap_or("");
+            card(o, "", "bottleneck", &esc(verdict), evidence);
+        }
+        let failed = p.failed_replicates().count();
+        if failed > 0 {
+            card(o, "bad", "failed replicates", &failed.to_string(), rest);
+        }
+        o.push_str("</div>\n");
+    }
+    if r.points.len() > max {
+        let _ = writeln!(
+            o,
+            "<p class=\"note\">{} more points {}.</p>",
+            r.points.len() - max,
+            esc(rest)
+        );
+    }
+}
+
 fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
     let r = load_report(st, w, id)?;
     let run = r.run.clone();
-    let summary: Value = st
-        .run_dir(&run)
-        .and_then(|d| yardstick_store::fsutil::read_in(&d, "summary.json").ok())
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
+    let summary = summary_of(st, &run);
     let gate = gate_of(st, w, &run);
     let view = match &gate {
         GateOf::Done(Ok(v)) => GateView::from_json(v).ok(),
         _ => None,
     };
-    let slo = slo(r.spec_yaml.as_deref());
     let mut o = String::new();
     let _ = writeln!(o, "<h1>{}</h1>", esc(&run.name));
     run_header(&mut o, &run);
@@ -361,7 +428,11 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
             );
         }
         (GateOf::Done(Err(e)), _) => {
-            let _ = writeln!(o, "<p class=\"warn\">gate against the baseline: {}</p>", esc(e));
+            let _ = writeln!(
+                o,
+                "<p class=\"warn\">gate against the baseline: {}</p>",
+                esc(e)
+            );
         }
         (GateOf::IsBaseline, _) => {
             o.push_str("<p class=\"note\">This run is the stored baseline of its benchmark and machine profile.</p>\n");
@@ -370,41 +441,7 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
             o.push_str("<p class=\"note\">No baseline is stored for this benchmark and machine profile (<code>yardstick baseline save RUN</code>).</p>\n");
         }
     }
-    let bottlenecks = summary["bottlenecks"]["points"].as_array().cloned().unwrap_or_default();
-    for (i, p) in r.points.iter().enumerate().take(12) {
-        let _ = writeln!(o, "<h3>{}</h3><div class=\"cards\">", esc(&p.id));
-        let thr = first_metric(
-            p,
-            &[
-                id::OUTPUT_TOKEN_THROUGHPUT,
-                id::REQUEST_THROUGHPUT,
-                id::TOKENS_PER_S,
-                id::SAMPLES_PER_S,
-                id::LOADER_SAMPLES_PER_S,
-            ],
-        );
-        stat_card(&mut o, &format!("throughput ({})", thr.map(|m| m.metric.as_str()).unwrap_or("")), thr, None);
-        stat_card(&mut o, "TTFT p99", p.metric(id::TTFT_MS, "p99"), slo.ttft_ms);
-        stat_card(&mut o, "TPOT p99", p.metric(id::TPOT_MS, "p99"), slo.tpot_ms);
-        stat_card(&mut o, "MFU", first_metric(p, &[id::MFU]), None);
-        if p.metric(id::TTFT_MS, "p99").is_none() && p.metric(id::TPOT_MS, "p99").is_none() {
-            stat_card(&mut o, "wall time", first_metric(p, &[id::STEP_TIME_S, id::WALL_S]), None);
-        }
-        if let Some(b) = bottlenecks.iter().find(|b| b["point"] == p.id.as_str()) {
-            let verdict = b["bottleneck"].as_str().unwrap_or("-");
-            let evidence = b["evidence"].as_str().unwrap_or("");
-            card(&mut o, "", "bottleneck", &esc(verdict), evidence);
-        }
-        let failed = p.failed_replicates().count();
-        if failed > 0 {
-            card(&mut o, "bad", "failed replicates", &failed.to_string(), "see the tables below");
-        }
-        o.push_str("</div>\n");
-        let _ = i;
-    }
-    if r.points.len() > 12 {
-        let _ = writeln!(o, "<p class=\"note\">{} more points in the tables below.</p>", r.points.len() - 12);
-    }
+    point_cards(&mut o, &r, &summary, 12, "in the tables below");
     let report = Report::new(r, view);
     sections_html(&mut o, &report)?;
     let r = &report.run;
@@ -429,7 +466,12 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
     }
     for (i, p) in r.points.iter().enumerate() {
         let t = tables::point(i, p, r.level);
-        fold(&mut o, &format!("{} — {} statistics", t.title, t.rows.len()), &t, false);
+        fold(
+            &mut o,
+            &format!("{} — {} statistics", t.title, t.rows.len()),
+            &t,
+            false,
+        );
     }
     fold(&mut o, "Environment", &tables::environment(&r.env), false);
     if let Some(spec) = &r.spec_yaml {
@@ -439,7 +481,11 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
             esc(spec)
         );
     }
-    Ok(html_page(&format!("{} {}", run.name, short(&run.run_id)), "/runs", &o))
+    Ok(html_page(
+        &format!("{} {}", run.name, short(&run.run_id)),
+        "/runs",
+        &o,
+    ))
 }
 
 fn fmt_time(secs: f64) -> String {
@@ -529,13 +575,22 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
         esc(&t.statistic)
     );
     if t.series.is_empty() {
-        let _ = writeln!(o, "<p class=\"note\">No run of this benchmark has {} {}.</p>", esc(&t.metric), esc(&t.statistic));
+        let _ = writeln!(
+            o,
+            "<p class=\"note\">No run of this benchmark has {} {}.</p>",
+            esc(&t.metric),
+            esc(&t.statistic)
+        );
     }
     for s in &t.series {
         let pts: Vec<(&crate::api::TrendPoint, f64)> = s
             .points
             .iter()
-            .filter_map(|p| parse_time(&p.started_at).filter(|_| p.value.is_finite()).map(|x| (p, x)))
+            .filter_map(|p| {
+                parse_time(&p.started_at)
+                    .filter(|_| p.value.is_finite())
+                    .map(|x| (p, x))
+            })
             .collect();
         let base = s
             .baseline_run
@@ -545,10 +600,7 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
         let line = yardstick_report::plots::TrendLine {
             x: pts.iter().map(|(_, x)| *x).collect(),
             y: pts.iter().map(|(p, _)| p.value).collect(),
-            ci: pts
-                .iter()
-                .map(|(p, _)| p.ci_lo.zip(p.ci_hi))
-                .collect(),
+            ci: pts.iter().map(|(p, _)| p.ci_lo.zip(p.ci_hi)).collect(),
             baseline: base,
         };
         let title = format!(
@@ -558,7 +610,11 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
             s.machine_profile.as_deref().unwrap_or("-"),
             s.point_id
         );
-        let y_label = if unit.is_empty() { t.metric.clone() } else { unit.clone() };
+        let y_label = if unit.is_empty() {
+            t.metric.clone()
+        } else {
+            unit.clone()
+        };
         let plotted = yardstick_report::plots::trend(&y_label, &line, &fmt_time)?;
         let Some((svg, pos)) = plotted else { continue };
         // Each run: a circle linking to its page, coloured by its standing against the
@@ -596,7 +652,11 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
         };
         let _ = writeln!(
             o,
-            "<figure><figcaption>{} — {} runs{}{}</figcaption>\n{svg}\n</figure>",
+            "<figure><figcaption>{} — {} runs{}{}</figcaption>\n{svg}\n<p class=\"note\">line: each \
+             run's mean over replicates; band: its confidence interval; dashed: the baseline's \
+             value; points: <span style=\"color:#d62728\">●</span> FAIL \
+             <span style=\"color:#e69100\">●</span> WARN <span style=\"color:#2c9f2c\">●</span> \
+             PASS against the baseline, ● the baseline run</p></figure>",
             esc(&title),
             pts.len(),
             match &s.baseline_run {
@@ -620,7 +680,11 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
                 "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
                 run_link(&p.run_id),
                 esc(&p.started_at),
-                esc(p.git_commit.as_deref().map(|c| c.get(..12).unwrap_or(c)).unwrap_or("-")),
+                esc(p
+                    .git_commit
+                    .as_deref()
+                    .map(|c| c.get(..12).unwrap_or(c))
+                    .unwrap_or("-")),
                 esc(&human_with_ci(p.value, p.ci_lo.zip(p.ci_hi), &unit)),
                 p.n
             );
@@ -666,7 +730,12 @@ fn trend_page(w: &mut dyn Warehouse, p: &HashMap<String, String>) -> PageResult 
         let names: BTreeSet<&str> = runs.iter().map(|r| r.name.as_str()).collect();
         o.push_str("<p>Pick a benchmark:</p><ul>");
         for n in names {
-            let _ = write!(o, "<li><a href=\"/trend?name={}\">{}</a></li>", enc(n), esc(n));
+            let _ = write!(
+                o,
+                "<li><a href=\"/trend?name={}\">{}</a></li>",
+                enc(n),
+                esc(n)
+            );
         }
         o.push_str("</ul>");
         return Ok(html_page("Trends", "/trend", &o));
@@ -743,7 +812,9 @@ pub(super) async fn compare(State(state): State<Arc<AppState>>, q: Params) -> Pa
 
 fn compare_page(st: &AppState, w: &mut dyn Warehouse, p: &HashMap<String, String>) -> PageResult {
     let mut o = String::new();
-    o.push_str("<h1>Compare two runs</h1>\n<form class=\"filters\" method=\"get\" action=\"/compare\">");
+    o.push_str(
+        "<h1>Compare two runs</h1>\n<form class=\"filters\" method=\"get\" action=\"/compare\">",
+    );
     for (k, label) in [("a", "A (baseline run)"), ("b", "B (candidate run)")] {
         let _ = write!(
             o,
@@ -760,8 +831,10 @@ fn compare_page(st: &AppState, w: &mut dyn Warehouse, p: &HashMap<String, String
     let rb = load_report(st, w, b)?;
     let cmp = {
         let mut lw = Located::new(w, st.config.store_dir.as_deref());
-        let la = yardstick_gate::load_run(&mut lw, &ra.run.run_id).map_err(crate::ApiError::from)?;
-        let lb = yardstick_gate::load_run(&mut lw, &rb.run.run_id).map_err(crate::ApiError::from)?;
+        let la =
+            yardstick_gate::load_run(&mut lw, &ra.run.run_id).map_err(crate::ApiError::from)?;
+        let lb =
+            yardstick_gate::load_run(&mut lw, &rb.run.run_id).map_err(crate::ApiError::from)?;
         yardstick_gate::compare(&la, &lb).map_err(crate::ApiError::from)?
     };
     let view = serde_json::to_value(&cmp)
@@ -776,7 +849,7 @@ fn compare_page(st: &AppState, w: &mut dyn Warehouse, p: &HashMap<String, String
             run_link(&r.run.run_id)
         );
         run_header(&mut o, &r.run);
-        table_html(&mut o, &tables::summary(r), 200);
+        point_cards(&mut o, r, &summary_of(st, &r.run), 6, "on the run's page");
         o.push_str("</div>");
     }
     o.push_str("</div>\n");
@@ -802,7 +875,12 @@ fn compare_page(st: &AppState, w: &mut dyn Warehouse, p: &HashMap<String, String
     if let Some(g) = &report.gate {
         let s = yardstick_report::plots::gate_ratios(g)?;
         for f in &s.figures {
-            let _ = writeln!(o, "<figure><figcaption>{}</figcaption>\n{}\n</figure>", esc(&f.title), f.svg);
+            let _ = writeln!(
+                o,
+                "<figure><figcaption>{}</figcaption>\n{}\n</figure>",
+                esc(&f.title),
+                f.svg
+            );
         }
     }
     Ok(html_page("Compare", "/compare", &o))
@@ -880,7 +958,10 @@ pub(super) async fn contracts() -> Html<String> {
         let _ = writeln!(
             o,
             "<tr><td>{}</td><td class=\"n\">{} {unit}</td></tr>",
-            esc(&serde_json::to_value(c).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| format!("{c:?}"))),
+            esc(&serde_json::to_value(c)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| format!("{c:?}"))),
             yardstick_gate::tolerance_pct(c, None)
         );
     }
@@ -911,13 +992,29 @@ mod tests {
     #[test]
     fn trend_verdicts_follow_the_tolerance_and_the_interval() {
         // Throughput (higher is better, 5 % drop tolerated).
-        let v = |value, ci| verdict(id::OUTPUT_TOKEN_THROUGHPUT, "value", Some("higher"), Some(100.0), value, ci);
+        let v = |value, ci| {
+            verdict(
+                id::OUTPUT_TOKEN_THROUGHPUT,
+                "value",
+                Some("higher"),
+                Some(100.0),
+                value,
+                ci,
+            )
+        };
         assert_eq!(v(99.0, Some((97.0, 101.0))), Some("PASS"));
         assert_eq!(v(90.0, Some((80.0, 97.0))), Some("WARN"));
         assert_eq!(v(90.0, Some((88.0, 92.0))), Some("FAIL"));
         assert_eq!(v(120.0, None), Some("PASS"));
         assert_eq!(
-            verdict(id::OUTPUT_TOKEN_THROUGHPUT, "value", Some("higher"), None, 1.0, None),
+            verdict(
+                id::OUTPUT_TOKEN_THROUGHPUT,
+                "value",
+                Some("higher"),
+                None,
+                1.0,
+                None
+            ),
             None
         );
     }

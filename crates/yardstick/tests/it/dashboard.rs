@@ -204,7 +204,9 @@ fn dashboard_pages_show_the_runs_and_escape_what_users_wrote() {
     assert!(runs.contains("server-tiny"));
     let hostile = page(s, &format!("/runs?name={}", enc(HOSTILE)));
     assert_eq!(hostile.matches("<tr><td><a href=\"/runs/").count(), 3);
-    assert!(hostile.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;quoted&quot;"));
+    assert!(
+        hostile.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;quoted&quot;")
+    );
     assert!(hostile.contains("&lt;b&gt;profile&lt;/b&gt;"));
     assert!(!hostile.contains("<b>profile") && !hostile.contains("\"quoted\""));
     // Filters and paging.
@@ -218,7 +220,14 @@ fn dashboard_pages_show_the_runs_and_escape_what_users_wrote() {
 
     let run = page(s, &format!("/runs/{b}"));
     assert!(run.contains(b.as_str()) && run.contains("server-tiny"));
-    for want in ["throughput", "TTFT p99", "TPOT p99", "gate against baseline", "<svg", "<details"] {
+    for want in [
+        "throughput",
+        "TTFT p99",
+        "TPOT p99",
+        "gate against baseline",
+        "<svg",
+        "<details",
+    ] {
         assert!(run.contains(want), "run page shows {want:?}");
     }
     assert!(run.contains(&format!("/compare?a={a}&amp;b={b}")));
@@ -229,7 +238,10 @@ fn dashboard_pages_show_the_runs_and_escape_what_users_wrote() {
     assert_eq!(missing.status, 404);
     assert!(String::from_utf8_lossy(&missing.body).contains("<!DOCTYPE html>"));
 
-    let trend = page(s, "/trend?name=server-tiny&metric=ttft_ms,output_token_throughput");
+    let trend = page(
+        s,
+        "/trend?name=server-tiny&metric=ttft_ms,output_token_throughput",
+    );
     assert!(trend.contains("ttft_ms") && trend.contains("output_token_throughput"));
     assert_eq!(
         trend.matches("<a class=\"pt\"").count(),
@@ -243,7 +255,10 @@ fn dashboard_pages_show_the_runs_and_escape_what_users_wrote() {
     // The hostile benchmark's trend.
     let ht = page(
         s,
-        &format!("/trend?name={}&metric=output_token_throughput", enc(HOSTILE)),
+        &format!(
+            "/trend?name={}&metric=output_token_throughput",
+            enc(HOSTILE)
+        ),
     );
     assert_eq!(ht.matches("<a class=\"pt\"").count(), 3);
     assert!(!ht.contains("<script>alert") && !ht.contains("<b>profile"));
@@ -297,7 +312,12 @@ fn dashboard_pages_need_the_read_token_when_reads_do() {
     let token = String::from_utf8(out.stdout).unwrap();
     let token = token.split_whitespace().next().unwrap().to_string();
     let s = ServerProc::start(&store, &["--require-read-token"]);
-    for path in ["/runs", "/trend?name=server-tiny", "/baselines", "/contracts"] {
+    for path in [
+        "/runs",
+        "/trend?name=server-tiny",
+        "/baselines",
+        "/contracts",
+    ] {
         let r = s.get(path);
         assert_eq!(r.status, 401, "{path}");
         assert_eq!(r.header("www-authenticate"), Some("Bearer"));
@@ -382,12 +402,21 @@ fn dashboard_pages_render_in_headless_chromium_and_trend_points_link_to_runs() {
     let shots = screenshot_dir();
     for (i, (name, path)) in pages(&site).into_iter().enumerate() {
         let url = format!("{base}{path}");
-        let out = run_chromium(&bin, &prof.path().join(format!("d{i}")), &url, &["--dump-dom"]);
+        let out = run_chromium(
+            &bin,
+            &prof.path().join(format!("d{i}")),
+            &url,
+            &["--dump-dom"],
+        );
         assert!(out.status.success(), "{name}: {out:?}");
         let console = console_lines(&out.stderr);
         assert!(console.is_empty(), "{name}: console messages: {console:#?}");
         let dom = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(dom.contains("<main>"), "{name}: {}", &dom[..dom.len().min(300)]);
+        assert!(
+            dom.contains("<main>"),
+            "{name}: {}",
+            &dom[..dom.len().min(300)]
+        );
         match name {
             "trend" => assert_eq!(dom.matches("class=\"pt\"").count(), 4, "{name}"),
             "trend-bulk" => assert_eq!(dom.matches("class=\"pt\"").count(), BULK_RUNS),
@@ -425,9 +454,14 @@ fn dashboard_pages_render_in_headless_chromium_and_trend_points_link_to_runs() {
                 "--hide-scrollbars",
             ],
         );
-        let bytes = std::fs::read(&png).unwrap_or_else(|e| panic!("{name}: no screenshot ({e}): {out:?}"));
+        let bytes =
+            std::fs::read(&png).unwrap_or_else(|e| panic!("{name}: no screenshot ({e}): {out:?}"));
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{name}");
-        assert!(bytes.len() > 20_000, "{name}: screenshot is {} bytes", bytes.len());
+        assert!(
+            bytes.len() > 20_000,
+            "{name}: screenshot is {} bytes",
+            bytes.len()
+        );
     }
     eprintln!("dashboard screenshots: {}", shots.display());
 }
