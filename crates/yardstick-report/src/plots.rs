@@ -1244,6 +1244,9 @@ pub struct TrendLine {
     pub baseline: Option<f64>,
 }
 
+/// A trend plot: the SVG, and the position (in the SVG's pixels) of each value.
+pub type TrendSvg = (String, Vec<(i32, i32)>);
+
 /// A metric over time: the runs' values joined by a line, their confidence intervals as a
 /// shaded band and the baseline's value as a dashed line (no legend: the caller says so next
 /// to the plot, where it covers no value). Returns the SVG and the position (in
@@ -1253,7 +1256,7 @@ pub fn trend(
     y_label: &str,
     line: &TrendLine,
     x_label: &dyn Fn(f64) -> String,
-) -> Result<Option<(String, Vec<(i32, i32)>)>, ReportError> {
+) -> Result<Option<TrendSvg>, ReportError> {
     let pts: Vec<(f64, f64)> = line
         .x
         .iter()

@@ -489,16 +489,22 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
 }
 
 fn fmt_time(secs: f64) -> String {
+    fmt_tick(secs, f64::INFINITY)
+}
+
+/// A time (seconds since the epoch, UTC) as precisely as an axis spanning `span` seconds needs:
+/// seconds under an hour, minutes under a few days, else the date.
+fn fmt_tick(secs: f64, span: f64) -> String {
     time::OffsetDateTime::from_unix_timestamp(secs as i64)
         .map(|t| {
-            format!(
-                "{:04}-{:02}-{:02} {:02}:{:02}",
-                t.year(),
-                u8::from(t.month()),
-                t.day(),
-                t.hour(),
-                t.minute()
-            )
+            let date = format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day());
+            if span < 3600.0 {
+                format!("{date} {:02}:{:02}:{:02}", t.hour(), t.minute(), t.second())
+            } else if span < 5.0 * 86400.0 || span.is_infinite() {
+                format!("{date} {:02}:{:02}", t.hour(), t.minute())
+            } else {
+                date
+            }
         })
         .unwrap_or_default()
 }
@@ -615,7 +621,10 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
         } else {
             unit.clone()
         };
-        let plotted = yardstick_report::plots::trend(&y_label, &line, &fmt_time)?;
+        let span = line.x.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            - line.x.iter().copied().fold(f64::INFINITY, f64::min);
+        let tick = |x: f64| fmt_tick(x, span);
+        let plotted = yardstick_report::plots::trend(&y_label, &line, &tick)?;
         let Some((svg, pos)) = plotted else { continue };
         // Each run: a circle linking to its page, coloured by its standing against the
         // baseline, its value in the tooltip.

@@ -436,7 +436,7 @@ fn dashboard_pages_render_in_headless_chromium_and_trend_points_link_to_runs() {
             let id = href.trim_start_matches("/runs/");
             assert!(site.runs.iter().any(|r| r == id), "{id} is a stored run");
             assert!(
-                run_dom.contains(&format!("<h1>server-tiny</h1>"))
+                run_dom.contains("<h1>server-tiny</h1>")
                     && run_dom.contains(&format!("run <code>{id}</code>")),
                 "the run page of {id}"
             );
