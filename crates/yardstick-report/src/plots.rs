@@ -1335,3 +1335,46 @@ pub fn trend(
     })?;
     Ok(Some((out, positions)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trend_places_every_finite_value_inside_its_svg() {
+        let line = TrendLine {
+            x: vec![0.0, 3600.0, 7200.0, f64::NAN, 10800.0],
+            y: vec![10.0, 11.0, 9.5, 12.0, 10.5],
+            ci: vec![
+                Some((9.0, 11.0)),
+                None,
+                Some((9.0, 10.0)),
+                None,
+                Some((10.0, 11.0)),
+            ],
+            baseline: Some(10.0),
+        };
+        let (svg, pos) = trend("ms", &line, &|x| format!("t{x}")).unwrap().unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(pos.len(), 4, "the NaN time is left out");
+        assert!(
+            pos.iter()
+                .all(|(x, y)| (0..W as i32).contains(x) && (0..H as i32).contains(y))
+        );
+        // Later runs are further right; a higher value is higher up (smaller y).
+        assert!(pos.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(pos[1].1 < pos[0].1 && pos[2].1 > pos[0].1);
+        assert!(
+            svg.lines().any(|l| l
+                .trim()
+                .strip_prefix('t')
+                .is_some_and(|n| n.parse::<f64>().is_ok())),
+            "the time axis uses the caller's labels"
+        );
+        assert!(
+            trend("ms", &TrendLine::default(), &|_| String::new())
+                .unwrap()
+                .is_none()
+        );
+    }
+}
