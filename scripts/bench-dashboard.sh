@@ -68,7 +68,7 @@ PY
 "$ys" server --store "$dir/store" --listen 127.0.0.1:0 > "$dir/server.out" 2> "$dir/server.err" &
 pid=$!
 trap 'kill $pid' EXIT
-for _ in $(seq 100); do grep -q listening "$dir/server.out" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -qs listening "$dir/server.out" && break; sleep 0.1; done
 url=$(sed -n 's/^listening on //p' "$dir/server.out")
 echo "machine: $(nproc) cores, $(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for page in "/trend?name=dash-bench&metric=ttft_ms" "/trend?name=dash-bench" "/runs" "/contracts"; do

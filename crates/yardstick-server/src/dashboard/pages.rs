@@ -34,11 +34,7 @@ fn params(q: Params) -> Result<HashMap<String, String>, PageError> {
 }
 
 fn run_link(id: &str) -> String {
-    format!(
-        "<a href=\"/runs/{}\"><code>{}</code></a>",
-        enc(id),
-        esc(short(id))
-    )
+    format!("<a href=\"/runs/{}\"><code>{}</code></a>", enc(id), esc(id))
 }
 
 /// The first 10 characters of a run id (a ULID's time part; unique in practice in a store).
@@ -650,7 +646,7 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
                 if is_base { "#000" } else { verdict_color(v) },
                 esc(&human_with_ci(p.value, p.ci_lo.zip(p.ci_hi), &unit)),
                 esc(&fmt_time(*x)),
-                esc(short(&p.run_id)),
+                esc(&p.run_id),
                 if is_base { " · baseline" } else { "" },
                 v.map(|v| format!(" · {v}")).unwrap_or_default(),
             );
