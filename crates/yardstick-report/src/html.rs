@@ -11,7 +11,8 @@ use crate::model::Report;
 use crate::plots::{self, Section};
 use crate::tables::{self, Table};
 
-const CSS: &str = "
+/// The report's style sheet (the server's dashboard pages use it too).
+pub const CSS: &str = "
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
 main{max-width:1100px;margin:0 auto;padding:24px}
 h1{font-size:1.6em;margin:0 0 4px}h2{margin-top:36px;border-bottom:1px solid #ddd;padding-bottom:4px}
@@ -32,7 +33,8 @@ nav a{margin-right:12px}
 .warn{background:#fff6e0;border-left:4px solid #e69100;padding:6px 10px;margin:6px 0}
 ";
 
-fn table_html(out: &mut String, t: &Table, max_rows: usize) {
+/// Writes a table as HTML (every cell escaped), at most `max_rows` rows with a note on the rest.
+pub fn table_html(out: &mut String, t: &Table, max_rows: usize) {
     let _ = writeln!(out, "<div class=\"scroll\"><table><thead><tr>");
     for h in &t.headers {
         let _ = write!(out, "<th>{}</th>", esc(h));

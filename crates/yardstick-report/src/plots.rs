@@ -1325,3 +1325,151 @@ pub fn gate_ratios(g: &GateView) -> Result<Section, ReportError> {
     sec.figures.push(Figure { title, svg });
     Ok(sec)
 }
+
+/// One series of a trend plot ([`trend`]): a value per run, oldest first.
+#[derive(Debug, Clone, Default)]
+pub struct TrendLine {
+    /// Where each run sits on the time axis (seconds since the Unix epoch).
+    pub x: Vec<f64>,
+    /// Each run's value.
+    pub y: Vec<f64>,
+    /// Each run's confidence interval, when it has one.
+    pub ci: Vec<Option<(f64, f64)>>,
+    /// The baseline's value, drawn as a dashed horizontal line.
+    pub baseline: Option<f64>,
+}
+
+/// A trend plot: the SVG, and the position (in the SVG's pixels) of each value.
+pub type TrendSvg = (String, Vec<(i32, i32)>);
+
+/// A metric over time: the runs' values joined by a line, their confidence intervals as a
+/// shaded band and the baseline's value as a dashed line (no legend: the caller says so next
+/// to the plot, where it covers no value). Returns the SVG and the position (in
+/// the SVG's own pixels) of every value, so that the caller can draw a marker per run (a link,
+/// a verdict colour) on top. `x_label` formats a time-axis tick. `None` without values.
+pub fn trend(
+    y_label: &str,
+    line: &TrendLine,
+    x_label: &dyn Fn(f64) -> String,
+) -> Result<Option<TrendSvg>, ReportError> {
+    let pts: Vec<(f64, f64)> = line
+        .x
+        .iter()
+        .zip(&line.y)
+        .map(|(x, y)| (*x, *y))
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    if pts.is_empty() {
+        return Ok(None);
+    }
+    let fold = |it: &mut dyn Iterator<Item = f64>| {
+        it.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        })
+    };
+    let (x0, x1) = fold(&mut pts.iter().map(|p| p.0));
+    let (x0, x1) = padded(x0, x1, 0.03);
+    let cis = line.ci.iter().flatten().flat_map(|(a, b)| [*a, *b]);
+    let (y0, y1) = fold(
+        &mut pts
+            .iter()
+            .map(|p| p.1)
+            .chain(cis)
+            .chain(line.baseline)
+            .filter(|v| v.is_finite()),
+    );
+    let (y0, y1) = padded(y0, y1, 0.08);
+    // The band: each value's CI (the value itself where it has none), along x and back.
+    let lo_hi: Vec<(f64, f64, f64)> = line
+        .x
+        .iter()
+        .zip(&line.y)
+        .enumerate()
+        .filter(|(_, (x, y))| x.is_finite() && y.is_finite())
+        .map(|(i, (x, y))| {
+            let (lo, hi) = line.ci.get(i).copied().flatten().unwrap_or((*y, *y));
+            (*x, lo, hi)
+        })
+        .collect();
+    let mut positions = Vec::new();
+    let out = svg("trend", (W, H), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        chart
+            .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_labels(6)
+            .y_desc(y_label)
+            .x_label_formatter(&|v| x_label(*v))
+            .y_label_formatter(&|v| num(*v))
+            .label_style((FONT, 12))
+            .draw()?;
+        let c = color(0);
+        if line.ci.iter().any(Option::is_some) {
+            let band: Vec<(f64, f64)> = lo_hi
+                .iter()
+                .map(|(x, _, hi)| (*x, *hi))
+                .chain(lo_hi.iter().rev().map(|(x, lo, _)| (*x, *lo)))
+                .collect();
+            chart.draw_series(std::iter::once(Polygon::new(band, c.mix(0.18).filled())))?;
+        }
+        chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(1)))?;
+        if let Some(b) = line.baseline.filter(|b| b.is_finite()) {
+            chart.draw_series(DashedLineSeries::new(
+                vec![(x0, b), (x1, b)],
+                6,
+                4,
+                GREY.stroke_width(2),
+            ))?;
+        }
+        positions = pts.iter().map(|p| chart.backend_coord(p)).collect();
+        Ok(())
+    })?;
+    Ok(Some((out, positions)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trend_places_every_finite_value_inside_its_svg() {
+        let line = TrendLine {
+            x: vec![0.0, 3600.0, 7200.0, f64::NAN, 10800.0],
+            y: vec![10.0, 11.0, 9.5, 12.0, 10.5],
+            ci: vec![
+                Some((9.0, 11.0)),
+                None,
+                Some((9.0, 10.0)),
+                None,
+                Some((10.0, 11.0)),
+            ],
+            baseline: Some(10.0),
+        };
+        let (svg, pos) = trend("ms", &line, &|x| format!("t{x}")).unwrap().unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(pos.len(), 4, "the NaN time is left out");
+        assert!(
+            pos.iter()
+                .all(|(x, y)| (0..W as i32).contains(x) && (0..H as i32).contains(y))
+        );
+        // Later runs are further right; a higher value is higher up (smaller y).
+        assert!(pos.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(pos[1].1 < pos[0].1 && pos[2].1 > pos[0].1);
+        assert!(
+            svg.lines().any(|l| l
+                .trim()
+                .strip_prefix('t')
+                .is_some_and(|n| n.parse::<f64>().is_ok())),
+            "the time axis uses the caller's labels"
+        );
+        assert!(
+            trend("ms", &TrendLine::default(), &|_| String::new())
+                .unwrap()
+                .is_none()
+        );
+    }
+}

@@ -67,7 +67,7 @@ pub(crate) async fn layer(
 }
 
 /// Gives the errors axum answers by itself (405 method not allowed, an unreadable body) the
-/// JSON body every other error has.
+/// JSON body every other error has (the dashboard's HTML error pages stay HTML).
 fn json_errors(response: Response) -> Response {
     use axum::response::IntoResponse;
     let status = response.status();
@@ -75,7 +75,7 @@ fn json_errors(response: Response) -> Response {
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return response;
     }

@@ -10,6 +10,7 @@
 //!
 //! * [`auth`]: tokens (`server-tokens.json` in the store directory, only SHA-256 hashes), scopes.
 //! * [`api`]: the routes and their handlers; [`api::router`] builds the whole application.
+//! * [`dashboard`]: the HTML pages (`/runs`, `/runs/{id}`, `/trend`, `/compare`, ...).
 //! * [`metrics`]: request counts and latency histograms in Prometheus' text format.
 //! * [`access`]: the access-log record written for every request.
 //! * [`state`]: what handlers share (the warehouse connections, the store directory, tokens).
@@ -18,6 +19,7 @@
 pub mod access;
 pub mod api;
 pub mod auth;
+pub mod dashboard;
 mod error;
 pub mod metrics;
 pub mod state;

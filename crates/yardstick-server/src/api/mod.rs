@@ -40,8 +40,8 @@ mod contracts;
 pub mod extract;
 mod gate;
 pub mod push;
-mod runs;
-mod trend;
+pub(crate) mod runs;
+pub(crate) mod trend;
 mod validate;
 
 pub use contracts::{Contracts, GatePolicy};
@@ -324,7 +324,8 @@ pub fn documented_routes() -> (axum::Router<Arc<AppState>>, String) {
     (app, openapi_json(api))
 }
 
-/// The whole application: routes, the OpenAPI document, authorization, access log and metrics.
+/// The whole application: routes, the OpenAPI document, the dashboard's pages, authorization,
+/// access log and metrics.
 pub fn router(state: Arc<AppState>) -> axum::Router {
     let (app, doc) = documented_routes();
     let doc = Arc::new(doc);
@@ -343,6 +344,7 @@ pub fn router(state: Arc<AppState>) -> axum::Router {
             }
         }),
     )
+    .merge(crate::dashboard::routes(state.clone()))
     .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
     .layer(middleware::from_fn_with_state(
         state.clone(),

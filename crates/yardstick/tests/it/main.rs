@@ -17,6 +17,7 @@ mod bench_shard;
 mod bench_train;
 mod cli_spec;
 mod custom_metrics;
+mod dashboard;
 mod dsse_interop;
 mod env_cli;
 mod eval_perplexity;
