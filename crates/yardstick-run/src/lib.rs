@@ -77,48 +77,21 @@ fn slurm_start(
     {
         writer.add(&script, &bytes, "slurm")?;
     }
-    let env_dir = a.job_dir.join("env");
-    let _ = std::fs::create_dir_all(&env_dir);
-    let status = std::process::Command::new("srun")
-        .arg(format!("--nodes={}", a.nodes))
-        .arg(format!("--ntasks={}", a.nodes))
-        .arg("--ntasks-per-node=1")
-        .arg("--job-name=env")
-        .args([
-            "sh",
-            "-c",
-            "exec \"$0\" env --json > \"$1/$SLURMD_NODENAME.json\"",
-        ])
-        .arg(exe)
-        .arg(&env_dir)
-        .status();
-    let exit = status
-        .as_ref()
-        .ok()
-        .and_then(std::process::ExitStatus::code);
-    steps.push(slurm::StepRecord {
-        step: format!("{}.{}", a.job_id, steps.len()),
-        what: "environment capture on every node".into(),
-        state: slurm::StepRecord::state_of(exit, false, false).into(),
-        exit_code: exit,
-    });
-    if exit != Some(0) {
+    let (record, files, failure) = slurm::per_node(
+        a,
+        "env",
+        "environment capture on every node",
+        steps.len(),
+        &a.job_dir.join("env"),
+        &[exe.into(), "env".into(), "--json".into()],
+    );
+    steps.push(record);
+    if let Some(why) = failure {
         on_event(Event::Warning(format!(
-            "the per-node environment capture (srun) failed: {}",
-            match status {
-                Ok(s) => s.to_string(),
-                Err(e) => e.to_string(),
-            }
+            "the per-node environment capture (srun) failed: {why}"
         )));
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&env_dir)
-        .map(|rd| rd.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    files.sort();
-    for f in files {
-        let Some(node) = f.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
-            continue;
-        };
+    for (node, f) in files {
         let rel = format!("slurm/{}/env/{}.json", a.job_id, store_slug(&node));
         if let Ok(bytes) = std::fs::read(&f)
             && !bytes.is_empty()
@@ -180,43 +153,24 @@ fn slurm_micro_per_node(
         "--replicates".into(),
         trials.replicates.unwrap_or(3).max(3).to_string(),
     ]);
-    let dir = a.job_dir.join("micro");
-    let _ = std::fs::create_dir_all(&dir);
-    let status = std::process::Command::new("srun")
-        .arg(format!("--nodes={}", a.nodes))
-        .arg(format!("--ntasks={}", a.nodes))
-        .arg("--ntasks-per-node=1")
-        .arg("--job-name=micro")
-        .args([
-            "sh",
-            "-c",
-            "d=\"$1\"; shift; exec \"$@\" > \"$d/$SLURMD_NODENAME.json\"",
-            "micro",
-        ])
-        .arg(&dir)
-        .arg(exe)
-        .args(&args)
-        .stderr(std::process::Stdio::null())
-        .status();
-    let exit = status
-        .as_ref()
-        .ok()
-        .and_then(std::process::ExitStatus::code);
-    steps.push(slurm::StepRecord {
-        step: format!("{}.{}", a.job_id, steps.len()),
-        what: "micro layer on every node".into(),
-        state: slurm::StepRecord::state_of(exit, false, false).into(),
-        exit_code: exit,
-    });
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|rd| rd.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    files.sort();
+    let mut argv: Vec<std::ffi::OsString> = vec![exe.into()];
+    argv.extend(args.iter().map(Into::into));
+    let (record, files, failure) = slurm::per_node(
+        a,
+        "micro",
+        "micro layer on every node",
+        steps.len(),
+        &a.job_dir.join("micro"),
+        &argv,
+    );
+    steps.push(record);
+    if let Some(why) = failure {
+        on_event(Event::Warning(format!(
+            "the micro layer on every node (srun) failed: {why}"
+        )));
+    }
     let mut fleet = Vec::new();
-    for f in files {
-        let Some(node) = f.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
-            continue;
-        };
+    for (node, f) in files {
         let Ok(bytes) = std::fs::read(&f) else {
             continue;
         };

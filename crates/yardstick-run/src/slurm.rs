@@ -68,6 +68,59 @@ impl Allocation {
     }
 }
 
+/// Runs `argv` once on every node of `a` as one `srun` step named `name`, each node's standard
+/// output written to `<dir>/<node>.json`; returns the step's record (numbered `step`) and the
+/// files written, by node, in node order.
+pub fn per_node(
+    a: &Allocation,
+    name: &str,
+    what: &str,
+    step: usize,
+    dir: &Path,
+    argv: &[std::ffi::OsString],
+) -> (StepRecord, Vec<(String, PathBuf)>, Option<String>) {
+    let _ = std::fs::create_dir_all(dir);
+    let status = Command::new("srun")
+        .arg(format!("--nodes={}", a.nodes))
+        .arg(format!("--ntasks={}", a.nodes))
+        .arg("--ntasks-per-node=1")
+        .arg(format!("--job-name={name}"))
+        .args([
+            "sh",
+            "-c",
+            "d=\"$1\"; shift; exec \"$@\" > \"$d/$SLURMD_NODENAME.json\"",
+            name,
+        ])
+        .arg(dir)
+        .args(argv)
+        .stderr(std::process::Stdio::null())
+        .status();
+    let exit = status
+        .as_ref()
+        .ok()
+        .and_then(std::process::ExitStatus::code);
+    let failure = (exit != Some(0)).then(|| match &status {
+        Ok(s) => s.to_string(),
+        Err(e) => e.to_string(),
+    });
+    let mut files: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter_map(|p| Some((p.file_stem()?.to_string_lossy().into_owned(), p)))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let record = StepRecord {
+        step: format!("{}.{step}", a.job_id),
+        what: what.into(),
+        state: StepRecord::state_of(exit, false, false).into(),
+        exit_code: exit,
+    };
+    (record, files, failure)
+}
+
 /// One `srun` step the inner run launched, and how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepRecord {
