@@ -10,6 +10,7 @@ pub mod gc;
 pub mod import;
 pub mod init;
 pub mod keygen;
+pub mod mcp;
 pub mod metrics;
 pub mod push;
 pub mod query;
@@ -54,6 +55,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Report(args) => report::run(args, g),
         Command::Server(args) => server::run(args, g),
         Command::Push(args) => push::run(args, g),
+        Command::Mcp(args) => mcp::run(args, g),
     }
 }
 

@@ -25,6 +25,7 @@ mod gate_cli;
 mod human_snapshots;
 mod import_cli;
 mod interrupt;
+mod mcp;
 mod metrics_cli;
 mod push;
 mod report_cli;
