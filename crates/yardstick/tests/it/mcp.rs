@@ -15,6 +15,9 @@ use crate::common::yardstick;
 use crate::external;
 use crate::server::{ServerProc, fixture, spec};
 
+/// The tool calls `mcp_client.py` makes and checks (besides `initialize` and `tools/list`).
+const CALLS: u64 = 23;
+
 const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/mcp_client.py");
 
 /// A Python that imports the official MCP SDK: `$YARDSTICK_PYTHON`, the venv `.ci/run` makes,
@@ -95,7 +98,7 @@ fn run_client(py: &PathBuf, cfg: &Value, server_log: impl Fn() -> String) -> u64
             "{tool} unchecked:\n{stdout}"
         );
     }
-    assert!(calls >= 30, "too few calls checked: {calls}\n{stdout}");
+    assert_eq!(calls, CALLS, "tool calls checked:\n{stdout}");
     eprintln!("MCP over {transport}: {calls} tool calls checked by the Python SDK client");
     calls
 }
