@@ -26,7 +26,7 @@ command -v curl >/dev/null || { echo "curl not found" >&2; exit 1; }
 
 cargo build --release --locked -q -p yardstick-server --example bench_server
 BIN=${CARGO_TARGET_DIR:-target}/release/examples/bench_server
-echo "cores: $(nproc)   load: $(cut -d' ' -f1-3 /proc/loadavg)   runs: $RUNS   metrics/run: $METRICS   wrk: -t$THREADS -c$CONNS -d$DURATION"
+echo "cores: $(nproc)   load before: $(cut -d' ' -f1-3 /proc/loadavg)   runs: $RUNS   metrics/run: $METRICS   wrk: -t$THREADS -c$CONNS -d$DURATION"
 
 tmp=$(mktemp -d /tmp/ys-bench-XXXXXX)
 server_pid=""
@@ -57,20 +57,22 @@ stop() {
   server_pid=""
 }
 
-# One wrk run: prints `NAME  req/s  p50  p90  p99`.
+# One wrk run: prints `NAME  req/s  p50  p90  p99` (CONNECTIONS: default $CONNS).
 bench() {
-  local name=$1 path=$2
+  local name=$1 path=$2 conns=${3:-$CONNS}
   local code
   code=$(curl -s -o "$tmp/body" -w '%{http_code}' "$url$path")
   [ "$code" = 200 ] || { echo "$path: HTTP $code: $(head -c 300 "$tmp/body")" >&2; exit 1; }
-  wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency "$url$path" > "$tmp/wrk.txt"
+  local threads=$THREADS
+  [ "$conns" -ge "$threads" ] || threads=$conns
+  wrk -t"$threads" -c"$conns" -d"$DURATION" --latency "$url$path" > "$tmp/wrk.txt"
   if grep -q "Non-2xx" "$tmp/wrk.txt"; then
     echo "$path: errors under load:" >&2; cat "$tmp/wrk.txt" >&2; exit 1
   fi
   awk -v name="$name" -v bytes="$(wc -c < "$tmp/body")" '
     /Requests\/sec/ {rps=$2}
     /^ +50%/ {p50=$2} /^ +90%/ {p90=$2} /^ +99%/ {p99=$2}
-    END {printf "  %-10s %9.0f req/s   p50 %-9s p90 %-9s p99 %-9s (%d-byte answer)\n", name, rps, p50, p90, p99, bytes}
+    END {printf "  %-14s %9.0f req/s   p50 %-9s p90 %-9s p99 %-9s (%d-byte answer)\n", name, rps, p50, p90, p99, bytes}
   ' "$tmp/wrk.txt"
 }
 
@@ -90,6 +92,8 @@ run_all() {
   bench "runs list" "/api/v1/runs"
   bench "run" "/api/v1/runs/$mid"
   bench "trend" "/api/v1/trend?benchmark=bench-serve&metric=ttft_ms&statistic=p50"
+  # One request at a time: the latency of a trend itself, without queueing behind the others.
+  bench "trend, 1 conn" "/api/v1/trend?benchmark=bench-serve&metric=ttft_ms&statistic=p50" 1
   stop
 }
 

@@ -150,6 +150,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             arg(3).unwrap_or("100").parse()?,
         ),
         (Some("serve"), Some(location)) => serve(location, arg(2).unwrap_or("127.0.0.1:0")),
-        _ => Err("usage: bench_server fill LOCATION [RUNS] [METRICS] | serve LOCATION [ADDR]".into()),
+        _ => {
+            Err("usage: bench_server fill LOCATION [RUNS] [METRICS] | serve LOCATION [ADDR]".into())
+        }
     }
 }

@@ -370,10 +370,7 @@ impl YardstickMcp {
         &self,
         Parameters(q): Parameters<TrendQuery>,
     ) -> Result<CallToolResult, ErrorData> {
-        let out = self
-            .state
-            .blocking(move |_, w| trend::compute(w, &q))
-            .await;
+        let out = self.state.blocking(move |_, w| trend::compute(w, &q)).await;
         reply(out, |t| {
             let points: usize = t.series.iter().map(|s| s.points.len()).sum();
             format!(
@@ -406,10 +403,7 @@ impl YardstickMcp {
                 Some("e.g. SELECT * FROM runs LIMIT 5"),
             )));
         };
-        let out = self
-            .state
-            .blocking(move |_, w| Ok(w.query(&sql)?))
-            .await;
+        let out = self.state.blocking(move |_, w| Ok(w.query(&sql)?)).await;
         reply(out, |r| {
             format!(
                 "{}; columns: {}",
@@ -455,7 +449,9 @@ pub fn http_service(
     YardstickMcp,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
-    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
     let mut config = StreamableHttpServerConfig::default()
         .with_max_request_body_bytes(crate::api::VALIDATE_BODY_LIMIT + 64 * 1024);
     if !loopback {
@@ -471,6 +467,21 @@ pub fn http_service(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_tool_is_listed_with_input_and_output_schemas() {
+        let tools = YardstickMcp::tool_router().list_all();
+        let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+        names.sort();
+        let mut want: Vec<&str> = TOOLS.to_vec();
+        want.sort();
+        assert_eq!(names, want);
+        for t in &tools {
+            assert_eq!(t.input_schema.get("type"), Some(&"object".into()), "{t:?}");
+            let out = t.output_schema.as_ref().expect("an output schema");
+            assert_eq!(out.get("type"), Some(&"object".into()), "{t:?}");
+        }
+    }
 
     #[test]
     fn statements_are_trimmed_and_empty_ones_refused() {

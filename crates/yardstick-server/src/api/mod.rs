@@ -459,10 +459,7 @@ mod tests {
         );
         for m in [Method::GET, Method::POST, Method::DELETE] {
             assert_eq!(needed_scope(&m, crate::mcp::PATH, false), None);
-            assert_eq!(
-                needed_scope(&m, crate::mcp::PATH, true),
-                Some(Scope::Read)
-            );
+            assert_eq!(needed_scope(&m, crate::mcp::PATH, true), Some(Scope::Read));
         }
         for open in ["/healthz", "/metrics", "/api/openapi.json"] {
             assert_eq!(needed_scope(&get, open, true), None);

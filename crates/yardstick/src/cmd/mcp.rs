@@ -14,10 +14,12 @@ use crate::exit::{self, Status};
 /// compare_runs, gate_run, trend and query_facts (read-only SQL). Everything is read-only. The
 /// same tools are served over HTTP at /mcp by `yardstick server`. See docs/server.md.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  yardstick mcp --store ./yardstick-store\n  \
+#[command(
+    after_help = "Examples:\n  yardstick mcp --store ./yardstick-store\n  \
 yardstick mcp --store ./yardstick-store --warehouse postgres://ys@db:5432/ys\n\n\
 A desktop MCP client's configuration (e.g. Claude Desktop's claude_desktop_config.json):\n  \
-{\"mcpServers\": {\"yardstick\": {\"command\": \"yardstick\", \"args\": [\"mcp\", \"--store\", \"/path/to/yardstick-store\"]}}}")]
+{\"mcpServers\": {\"yardstick\": {\"command\": \"yardstick\", \"args\": [\"mcp\", \"--store\", \"/path/to/yardstick-store\"]}}}"
+)]
 pub struct McpArgs {
     /// Store directory: run directories and the warehouse (`yardstick.db`) unless --warehouse.
     /// A PostgreSQL URL serves only the warehouse (no run directories).

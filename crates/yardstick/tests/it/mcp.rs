@@ -202,13 +202,18 @@ fn mcp_stdio_lists_the_tools_to_a_raw_json_rpc_client() {
         let line = lines.next().expect("an answer").unwrap();
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON-RPC: {line:?}: {e}"))
     };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}}));
+        "clientInfo": {"name": "raw", "version": "0"}}}),
+    );
     let init = recv();
     assert_eq!(init["id"], 1);
     assert_eq!(init["result"]["serverInfo"]["name"], "yardstick", "{init}");
-    assert!(init["result"]["capabilities"]["tools"].is_object(), "{init}");
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     let list = recv();
