@@ -253,7 +253,6 @@ fn mcp_stdio_lists_the_tools_to_a_raw_json_rpc_client() {
         "params": {"name": "query_facts", "arguments": {"sql": "UPDATE runs SET name = 'x'"}}}));
     let call = recv();
     assert_eq!(call["result"]["isError"], true, "{call}");
-    drop(send);
     drop(stdin);
     // Closing stdin ends the server, cleanly.
     let status = child.wait().unwrap();
