@@ -8,6 +8,7 @@
 //! rules, the templates and the metric catalogue from `yardstick-spec`. The server adds HTTP,
 //! authentication and paging, nothing that would make its numbers differ from the CLI's.
 //!
+//! * [`mcp`]: the same answers as Model Context Protocol tools (`/mcp`, and `yardstick mcp`).
 //! * [`auth`]: tokens (`server-tokens.json` in the store directory, only SHA-256 hashes), scopes.
 //! * [`api`]: the routes and their handlers; [`api::router`] builds the whole application.
 //! * [`dashboard`]: the HTML pages (`/runs`, `/runs/{id}`, `/trend`, `/compare`, ...).
@@ -21,6 +22,7 @@ pub mod api;
 pub mod auth;
 pub mod dashboard;
 mod error;
+pub mod mcp;
 pub mod metrics;
 pub mod state;
 pub mod tls;
@@ -94,7 +96,7 @@ impl Server {
         let state = tokio::task::spawn_blocking(move || AppState::open(config))
             .await
             .map_err(|e| ServerError::Io(std::io::Error::other(e)))??;
-        let app = api::router(Arc::new(state));
+        let app = api::router_on(Arc::new(state), is_loopback(&addr));
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServerError::Bind { addr, source })?;

@@ -127,4 +127,6 @@ pub enum Command {
     Nodes(cmd::nodes::NodesArgs),
     /// Push a finished run to a team server (`yardstick server`): verified, stored, indexed.
     Push(cmd::push::PushArgs),
+    /// Serve the store's runs as Model Context Protocol tools over stdio, for an AI assistant.
+    Mcp(cmd::mcp::McpArgs),
 }

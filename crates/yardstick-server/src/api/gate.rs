@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use yardstick_gate::{GateError, GateOptions, GateReport, baseline, calibrate};
-use yardstick_store::warehouse::BaselineRow;
+use yardstick_store::warehouse::{BaselineRow, Warehouse};
 
 use super::extract::{ApiPath, ApiQuery};
 use super::runs::RunPath;
@@ -65,38 +65,46 @@ pub(super) async fn gate(
     ApiQuery(q): ApiQuery<GateQuery>,
 ) -> Result<Json<GateOut>, ApiError> {
     state
-        .blocking(move |st, w| {
-            let mut w = Located::new(w, st.config.store_dir.as_deref());
-            let cand = yardstick_gate::load_run(&mut w, &p.id).map_err(gate_error)?;
-            // `auto` or a run: never a path (`gate --baseline FILE` reads files the client
-            // would name on the server's disk).
-            let base_id = match q.baseline.as_deref().unwrap_or("auto") {
-                "auto" => {
-                    baseline::resolve_auto(&mut w, &cand.run)
-                        .map_err(gate_error)?
-                        .run_id
-                }
-                id => id.to_string(),
-            };
-            let base = yardstick_gate::load_run(&mut w, &base_id).map_err(gate_error)?;
-            let noise_floors = if q.no_noise_floor {
-                Default::default()
-            } else {
-                let profile = cand.run.machine_profile.clone().unwrap_or_default();
-                calibrate::noise_floors(&mut w, &profile, &cand.run.name).map_err(gate_error)?
-            };
-            let opts = GateOptions {
-                cross_profile: q.cross_profile,
-                tolerances: None,
-                noise_floors,
-            };
-            let report = yardstick_gate::gate(&base, &cand, &opts).map_err(gate_error)?;
-            Ok(Json(GateOut {
-                report,
-                confirm_run: None,
-            }))
-        })
+        .blocking(move |st, w| gate_run(st, w, &p.id, &q).map(Json))
         .await
+}
+
+/// Gates run `id` against its baseline: what `GET /api/v1/runs/{id}/gate` answers.
+pub fn gate_run(
+    state: &AppState,
+    w: &mut dyn Warehouse,
+    id: &str,
+    q: &GateQuery,
+) -> Result<GateOut, ApiError> {
+    let mut w = Located::new(w, state.config.store_dir.as_deref());
+    let cand = yardstick_gate::load_run(&mut w, id).map_err(gate_error)?;
+    // `auto` or a run: never a path (`gate --baseline FILE` reads files the client
+    // would name on the server's disk).
+    let base_id = match q.baseline.as_deref().unwrap_or("auto") {
+        "auto" => {
+            baseline::resolve_auto(&mut w, &cand.run)
+                .map_err(gate_error)?
+                .run_id
+        }
+        id => id.to_string(),
+    };
+    let base = yardstick_gate::load_run(&mut w, &base_id).map_err(gate_error)?;
+    let noise_floors = if q.no_noise_floor {
+        Default::default()
+    } else {
+        let profile = cand.run.machine_profile.clone().unwrap_or_default();
+        calibrate::noise_floors(&mut w, &profile, &cand.run.name).map_err(gate_error)?
+    };
+    let opts = GateOptions {
+        cross_profile: q.cross_profile,
+        tolerances: None,
+        noise_floors,
+    };
+    let report = yardstick_gate::gate(&base, &cand, &opts).map_err(gate_error)?;
+    Ok(GateOut {
+        report,
+        confirm_run: None,
+    })
 }
 
 /// Which baselines to list.

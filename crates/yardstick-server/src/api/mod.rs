@@ -36,13 +36,13 @@ use crate::auth::{Denied, Scope};
 use crate::state::AppState;
 
 mod artifacts;
-mod contracts;
+pub mod contracts;
 pub mod extract;
-mod gate;
+pub mod gate;
 pub mod push;
-pub(crate) mod runs;
-pub(crate) mod trend;
-mod validate;
+pub mod runs;
+pub mod trend;
+pub mod validate;
 
 pub use contracts::{Contracts, GatePolicy};
 pub use runs::{RunDetail, RunsPage};
@@ -76,6 +76,10 @@ pub const ROUTES: &[&str] = &[
 /// Whether the API serves `method` on `route` (a matched path, as [`ROUTES`] spells it; HEAD
 /// goes with GET).
 pub fn serves(method: &Method, route: &str) -> bool {
+    // The MCP endpoint answers its own methods (POST, GET, DELETE; others are its 405).
+    if route == crate::mcp::PATH {
+        return true;
+    }
     let route = route.replace("{*path}", "{path}");
     let method = if *method == Method::HEAD {
         "GET"
@@ -93,6 +97,10 @@ pub fn serves(method: &Method, route: &str) -> bool {
 pub fn needed_scope(method: &Method, route: &str, require_read_token: bool) -> Option<Scope> {
     if matches!(route, "/healthz" | "/metrics" | "/api/openapi.json") {
         return None;
+    }
+    // Every MCP tool reads (or, for validate_spec, stores nothing): the reads' rule.
+    if route == crate::mcp::PATH {
+        return require_read_token.then_some(Scope::Read);
     }
     let read = *method == Method::GET
         || *method == Method::HEAD
@@ -327,9 +335,19 @@ pub fn documented_routes() -> (axum::Router<Arc<AppState>>, String) {
 /// The whole application: routes, the OpenAPI document, the dashboard's pages, authorization,
 /// access log and metrics.
 pub fn router(state: Arc<AppState>) -> axum::Router {
+    router_on(state, true)
+}
+
+/// The whole application, with the MCP endpoint ([`crate::mcp::PATH`]) checking request hosts
+/// when the server listens on a `loopback` address.
+pub fn router_on(state: Arc<AppState>, loopback: bool) -> axum::Router {
     let (app, doc) = documented_routes();
     let doc = Arc::new(doc);
-    app.route(
+    app.route_service(
+        crate::mcp::PATH,
+        crate::mcp::http_service(state.clone(), loopback),
+    )
+    .route(
         "/api/openapi.json",
         axum::routing::get(move || {
             let doc = doc.clone();
@@ -440,6 +458,10 @@ mod tests {
             needed_scope(&Method::DELETE, "/api/v1/runs/{id}", false),
             Some(Scope::Push)
         );
+        for m in [Method::GET, Method::POST, Method::DELETE] {
+            assert_eq!(needed_scope(&m, crate::mcp::PATH, false), None);
+            assert_eq!(needed_scope(&m, crate::mcp::PATH, true), Some(Scope::Read));
+        }
         for open in ["/healthz", "/metrics", "/api/openapi.json"] {
             assert_eq!(needed_scope(&get, open, true), None);
         }

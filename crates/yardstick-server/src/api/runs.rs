@@ -180,45 +180,48 @@ fn read_json(dir: &std::path::Path, rel: &str) -> Option<serde_json::Value> {
         .and_then(|b| serde_json::from_slice(&b).ok())
 }
 
+/// Everything stored about one run (id or unique prefix): what `GET /api/v1/runs/{id}` answers.
+pub fn detail(state: &AppState, w: &mut dyn Warehouse, id: &str) -> Result<RunDetail, ApiError> {
+    let run = find_run(w, id)?;
+    let points = w.points(&run.run_id)?;
+    let replicates = w.replicates(&run.run_id)?;
+    let dir = state.run_dir(&run);
+    let manifest = dir
+        .as_deref()
+        .and_then(|d| yardstick_store::read_manifest(d).ok());
+    let summary = dir.as_deref().and_then(|d| read_json(d, "summary.json"));
+    let env = dir.as_deref().and_then(|d| read_json(d, "env.json"));
+    let spec = dir.as_deref().and_then(|d| {
+        yardstick_store::fsutil::read_in(d, "spec.yaml")
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    });
+    let field = |k: &str| {
+        summary
+            .as_ref()
+            .and_then(|s| s.get(k))
+            .filter(|v| !v.is_null())
+            .cloned()
+    };
+    Ok(RunDetail {
+        failures: field("failures"),
+        bottlenecks: field("bottlenecks"),
+        run,
+        points,
+        replicates,
+        manifest,
+        summary,
+        env,
+        spec,
+    })
+}
+
 pub(super) async fn show(
     State(state): State<Arc<AppState>>,
     ApiPath(p): ApiPath<RunPath>,
 ) -> Result<Json<RunDetail>, ApiError> {
     state
-        .blocking(move |st, w| {
-            let run = find_run(w, &p.id)?;
-            let points = w.points(&run.run_id)?;
-            let replicates = w.replicates(&run.run_id)?;
-            let dir = st.run_dir(&run);
-            let manifest = dir
-                .as_deref()
-                .and_then(|d| yardstick_store::read_manifest(d).ok());
-            let summary = dir.as_deref().and_then(|d| read_json(d, "summary.json"));
-            let env = dir.as_deref().and_then(|d| read_json(d, "env.json"));
-            let spec = dir.as_deref().and_then(|d| {
-                yardstick_store::fsutil::read_in(d, "spec.yaml")
-                    .ok()
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-            });
-            let field = |k: &str| {
-                summary
-                    .as_ref()
-                    .and_then(|s| s.get(k))
-                    .filter(|v| !v.is_null())
-                    .cloned()
-            };
-            Ok(Json(RunDetail {
-                failures: field("failures"),
-                bottlenecks: field("bottlenecks"),
-                run,
-                points,
-                replicates,
-                manifest,
-                summary,
-                env,
-                spec,
-            }))
-        })
+        .blocking(move |st, w| detail(st, w, &p.id).map(Json))
         .await
 }
 
@@ -288,13 +291,21 @@ pub(super) async fn compare(
     ApiQuery(q): ApiQuery<CompareQuery>,
 ) -> Result<Json<yardstick_gate::Comparison>, ApiError> {
     state
-        .blocking(move |st, w| {
-            let mut w = crate::state::Located::new(w, st.config.store_dir.as_deref());
-            let a = yardstick_gate::load_run(&mut w, &q.a)?;
-            let b = yardstick_gate::load_run(&mut w, &q.b)?;
-            Ok(Json(yardstick_gate::compare(&a, &b)?))
-        })
+        .blocking(move |st, w| compare_runs(st, w, &q).map(Json))
         .await
+}
+
+/// The comparison of two runs: what `GET /api/v1/compare` (and `yardstick compare A B --json`)
+/// answers.
+pub fn compare_runs(
+    state: &AppState,
+    w: &mut dyn Warehouse,
+    q: &CompareQuery,
+) -> Result<yardstick_gate::Comparison, ApiError> {
+    let mut w = crate::state::Located::new(w, state.config.store_dir.as_deref());
+    let a = yardstick_gate::load_run(&mut w, &q.a)?;
+    let b = yardstick_gate::load_run(&mut w, &q.b)?;
+    Ok(yardstick_gate::compare(&a, &b)?)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod gc;
 pub mod import;
 pub mod init;
 pub mod keygen;
+pub mod mcp;
 pub mod metrics;
 pub mod nodes;
 pub mod push;
@@ -57,6 +58,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Server(args) => server::run(args, g),
         Command::Push(args) => push::run(args, g),
         Command::Nodes(args) => nodes::run(args, g),
+        Command::Mcp(args) => mcp::run(args, g),
     }
 }
 

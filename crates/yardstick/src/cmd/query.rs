@@ -33,13 +33,13 @@ pub fn run(args: QueryArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     } else {
         args.sql.clone()
     };
-    let sql = sql.trim().trim_end_matches(';').trim();
-    if sql.is_empty() {
+    // The same statement the MCP tool `query_facts` runs (yardstick_server::mcp::statement).
+    let Some(sql) = yardstick_server::mcp::statement(&sql) else {
         return Err(exit::invalid(
             "the query is empty",
             Some("e.g. yardstick query \"SELECT * FROM runs LIMIT 5\""),
         ));
-    }
+    };
     let mut w = args.store.open()?;
     let result = w.query(sql).map_err(store_error)?;
     if g.json {

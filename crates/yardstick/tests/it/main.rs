@@ -26,6 +26,7 @@ mod gate_cli;
 mod human_snapshots;
 mod import_cli;
 mod interrupt;
+mod mcp;
 mod metrics_cli;
 mod nodes_cli;
 mod push;

@@ -1,0 +1,492 @@
+//! The Model Context Protocol face of the server, with the official Rust SDK (`rmcp`): the same
+//! answers as the JSON API, as MCP tools an assistant can call. `yardstick mcp` serves them over
+//! stdio ([`serve_stdio`]); `yardstick server` at `/mcp` over streamable HTTP ([`http_service`]),
+//! behind the same authorization as its reads.
+//!
+//! Every tool calls the function the matching JSON API handler calls (`api::runs::select`,
+//! `api::runs::detail`, `api::runs::compare_runs`, `api::gate::gate_run`, `api::trend::compute`,
+//! `api::validate::check`, `api::contracts::build`) and `query_facts` runs the warehouse's
+//! read-only query, as `yardstick query` does. Input schemas come from the argument types
+//! (schemars), output schemas from the answer types; each answer carries the value as structured
+//! content, a short text summary, and the value as JSON text for clients that read only text.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::common::schema_for_output;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig as McpInfo,
+};
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use yardstick_store::warehouse::QueryResult;
+
+use crate::ApiError;
+use crate::api::contracts::{self, Contracts};
+use crate::api::gate::{self, GateOut, GateQuery};
+use crate::api::runs::{self, CompareQuery, RunDetail, RunsPage, RunsQuery};
+use crate::api::trend::{self, TrendOut, TrendQuery};
+use crate::api::validate::{self, ValidateOut, ValidateQuery};
+use crate::state::AppState;
+
+/// The path of the MCP endpoint on `yardstick server`.
+pub const PATH: &str = "/mcp";
+
+/// The names of the tools, in the order they are listed.
+pub const TOOLS: &[&str] = &[
+    "benchmark_contracts",
+    "validate_spec",
+    "list_runs",
+    "get_run",
+    "compare_runs",
+    "gate_run",
+    "trend",
+    "query_facts",
+];
+
+/// The SQL statement of a query, trimmed of blanks and a trailing `;`; `None` when nothing is
+/// left. `yardstick query` and the `query_facts` tool both pass it to
+/// [`yardstick_store::warehouse::Warehouse::query`], which runs it read-only.
+pub fn statement(sql: &str) -> Option<&str> {
+    let sql = sql.trim().trim_end_matches(';').trim();
+    (!sql.is_empty()).then_some(sql)
+}
+
+/// Arguments of `get_run`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetRunArgs {
+    /// Run id (ULID), or a unique prefix of one.
+    pub id: String,
+}
+
+/// Arguments of `gate_run`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateRunArgs {
+    /// The candidate run: id (ULID) or a unique prefix of one.
+    pub id: String,
+    /// `auto` (the stored baseline of the run's machine profile and benchmark; the default) or
+    /// a run id (or unique prefix).
+    pub baseline: Option<String>,
+    /// Compare runs of different machine profiles anyway (reported, not enforced).
+    #[serde(default)]
+    pub cross_profile: bool,
+    /// Ignore the machine profile's recorded noise floors (tolerances only).
+    #[serde(default)]
+    pub no_noise_floor: bool,
+}
+
+/// Arguments of `validate_spec`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateSpecArgs {
+    /// The spec: a BenchmarkRun document as YAML text (at most 1 MiB).
+    pub spec: String,
+    /// Treat warnings as errors (`yardstick validate --deny-warnings`).
+    #[serde(default)]
+    pub deny_warnings: bool,
+    /// The name the diagnostics give the spec (default `<request>`).
+    pub name: Option<String>,
+}
+
+/// Arguments of `query_facts`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryArgs {
+    /// One SQL statement that returns rows (SELECT, WITH, VALUES, EXPLAIN) over the warehouse's
+    /// tables (runs, points, replicates, facts, baselines...; docs/warehouse.md). The database
+    /// refuses writes.
+    pub sql: String,
+}
+
+/// The MCP server: the tools over one [`AppState`] (its warehouse connections and store).
+#[derive(Clone)]
+pub struct YardstickMcp {
+    state: Arc<AppState>,
+    tool_router: ToolRouter<YardstickMcp>,
+}
+
+/// A tool's answer: the value as structured content, then a summary and the value as JSON text.
+fn answer<T: Serialize>(value: &T, summary: String) -> Result<CallToolResult, ErrorData> {
+    let value = serde_json::to_value(value)
+        .map_err(|e| ErrorData::internal_error(format!("serializing the answer: {e}"), None))?;
+    let mut result = CallToolResult::structured(value);
+    result.content.insert(0, ContentBlock::text(summary));
+    Ok(result)
+}
+
+/// A tool error the caller sees (`isError: true`): the API's message and hint.
+fn refusal(e: ApiError) -> CallToolResult {
+    let text = match &e.body.hint {
+        Some(h) => format!("{} (hint: {h})", e.body.error),
+        None => e.body.error.clone(),
+    };
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// `Ok` answers and tool errors both reach the caller; only a failure to serialize is a
+/// protocol error.
+fn reply<T: Serialize>(
+    out: Result<T, ApiError>,
+    summary: impl FnOnce(&T) -> String,
+) -> Result<CallToolResult, ErrorData> {
+    match out {
+        Ok(v) => answer(&v, summary(&v)),
+        Err(e) => Ok(refusal(e)),
+    }
+}
+
+fn plural(n: usize, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+fn verdict_text<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_string(),
+    }
+}
+
+#[tool_router]
+impl YardstickMcp {
+    /// The tools over `state`.
+    pub fn new(state: Arc<AppState>) -> YardstickMcp {
+        YardstickMcp {
+            state,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        description = "The methodology contract as data: the BenchmarkRun JSON Schema, every \
+                       validation rule, the init templates, the metric catalogue and the gate \
+                       policy (what GET /api/benchmark/contracts answers).",
+        output_schema = schema_for_output::<Contracts>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn benchmark_contracts(&self) -> Result<CallToolResult, ErrorData> {
+        let c = contracts::build();
+        let summary = format!(
+            "{} validation rules, {} init templates, {} metrics in the catalogue; gate verdicts {}",
+            c.rules.len(),
+            c.templates.len(),
+            c.metrics.len(),
+            c.gate.verdicts.join(", ")
+        );
+        answer(&c, summary)
+    }
+
+    #[tool(
+        description = "Validate a BenchmarkRun spec (YAML text): every diagnostic with its \
+                       severity, rule id, message, hint, field path, line and column, as \
+                       `yardstick validate --json` prints them. Nothing is stored.",
+        output_schema = schema_for_output::<ValidateOut>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn validate_spec(
+        &self,
+        Parameters(args): Parameters<ValidateSpecArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if args.spec.len() > crate::api::VALIDATE_BODY_LIMIT {
+            return Ok(refusal(ApiError::bad_request(
+                format!(
+                    "the spec is {} bytes; at most {} are validated",
+                    args.spec.len(),
+                    crate::api::VALIDATE_BODY_LIMIT
+                ),
+                None,
+            )));
+        }
+        let q = ValidateQuery {
+            deny_warnings: args.deny_warnings,
+            name: args.name,
+        };
+        let out = tokio::task::spawn_blocking(move || validate::check(args.spec.as_bytes(), &q))
+            .await
+            .map_err(ApiError::internal);
+        reply(out, |v| {
+            let f = &v.files[0];
+            let mut s = format!(
+                "{}: {}, {} error(s), {} warning(s)",
+                f.file,
+                if v.valid { "valid" } else { "INVALID" },
+                f.errors,
+                f.warnings
+            );
+            for d in f.diagnostics.iter().take(10) {
+                let d = serde_json::to_value(d).unwrap_or_default();
+                s.push_str(&format!(
+                    "\n{} [{}] {}",
+                    d["severity"].as_str().unwrap_or(""),
+                    d["rule"].as_str().unwrap_or(""),
+                    d["message"].as_str().unwrap_or("")
+                ));
+            }
+            s
+        })
+    }
+
+    #[tool(
+        description = "Stored runs, newest first: filter by benchmark name, machine profile, \
+                       label, status and time, page with limit and offset (what GET /api/v1/runs \
+                       answers).",
+        output_schema = schema_for_output::<RunsPage>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_runs(
+        &self,
+        Parameters(q): Parameters<RunsQuery>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let out = self
+            .state
+            .blocking(move |st, w| runs::select(st, w, &q))
+            .await;
+        reply(out, |p| {
+            let mut s = format!("{} (offset {})", plural(p.runs.len(), "run"), p.offset);
+            if let Some(n) = p.next_offset {
+                s.push_str(&format!("; more from offset {n}"));
+            }
+            for r in p.runs.iter().take(20) {
+                s.push_str(&format!(
+                    "\n{} {} {} {}",
+                    r.run_id,
+                    r.name,
+                    r.status.as_str(),
+                    r.started_at
+                ));
+            }
+            s
+        })
+    }
+
+    #[tool(
+        description = "One run (id or unique prefix): its warehouse row, points, replicates, \
+                       manifest, summary (aggregate facts), environment, spec text, failures and \
+                       bottlenecks (what GET /api/v1/runs/{id} answers).",
+        output_schema = schema_for_output::<RunDetail>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_run(
+        &self,
+        Parameters(args): Parameters<GetRunArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let out = self
+            .state
+            .blocking(move |st, w| runs::detail(st, w, &args.id))
+            .await;
+        reply(out, |d| {
+            format!(
+                "run {} of {}: {}, started {}, {}, {}",
+                d.run.run_id,
+                d.run.name,
+                d.run.status.as_str(),
+                d.run.started_at,
+                plural(d.points.len(), "point"),
+                plural(d.replicates.len(), "replicate")
+            )
+        })
+    }
+
+    #[tool(
+        description = "Compare two runs, baseline `a` and candidate `b` (ids or unique \
+                       prefixes): spec and environment differences, and each headline metric \
+                       with its confidence interval, as `yardstick compare A B --json` prints.",
+        output_schema = schema_for_output::<yardstick_gate::Comparison>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn compare_runs(
+        &self,
+        Parameters(q): Parameters<CompareQuery>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let out = self
+            .state
+            .blocking(move |st, w| runs::compare_runs(st, w, &q))
+            .await;
+        reply(out, |c| {
+            format!(
+                "{} vs {}: {} compared, {} spec and {} environment difference(s), {}",
+                c.baseline_run,
+                c.candidate_run,
+                plural(c.metrics.len(), "metric"),
+                c.spec_diffs.len(),
+                c.env_diffs.len(),
+                plural(c.warnings.len(), "warning")
+            )
+        })
+    }
+
+    #[tool(
+        description = "Gate a run against its baseline (`auto`: the stored baseline of its \
+                       machine profile and benchmark, or a run id): the verdict and each metric's, \
+                       as `yardstick gate RUN --json` prints. Nothing is re-run or recorded.",
+        output_schema = schema_for_output::<GateOut>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn gate_run(
+        &self,
+        Parameters(args): Parameters<GateRunArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let q = GateQuery {
+            baseline: args.baseline,
+            cross_profile: args.cross_profile,
+            no_noise_floor: args.no_noise_floor,
+        };
+        let out = self
+            .state
+            .blocking(move |st, w| gate::gate_run(st, w, &args.id, &q))
+            .await;
+        reply(out, |g| {
+            format!(
+                "verdict {} for {} against baseline {}{} ({} gated)",
+                verdict_text(&g.report.verdict),
+                g.report.comparison.candidate_run,
+                g.report.comparison.baseline_run,
+                if g.report.exploratory {
+                    ", exploratory: not enforced"
+                } else {
+                    ""
+                },
+                plural(g.report.metrics.len(), "metric")
+            )
+        })
+    }
+
+    #[tool(
+        description = "One metric of one benchmark over time: a series per machine profile and \
+                       point of the sweep, each point a run with its value (mean over replicates) \
+                       and confidence interval, oldest first (what GET /api/v1/trend answers).",
+        output_schema = schema_for_output::<TrendOut>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn trend(
+        &self,
+        Parameters(q): Parameters<TrendQuery>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let out = self.state.blocking(move |_, w| trend::compute(w, &q)).await;
+        reply(out, |t| {
+            let points: usize = t.series.iter().map(|s| s.points.len()).sum();
+            format!(
+                "{} {} of {}: {}, {} in all",
+                t.metric,
+                t.statistic,
+                t.benchmark,
+                plural(t.series.len(), "series"),
+                plural(points, "point")
+            )
+            .replace("seriess", "series")
+        })
+    }
+
+    #[tool(
+        description = "One read-only SQL statement (SELECT, WITH, VALUES, EXPLAIN) against the \
+                       warehouse, as `yardstick query` runs it: writes are refused by the \
+                       database. Tables: runs, points, replicates, facts, baselines \
+                       (docs/warehouse.md). Aggregate facts have replicate = -1.",
+        output_schema = schema_for_output::<QueryResult>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn query_facts(
+        &self,
+        Parameters(args): Parameters<QueryArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some(sql) = statement(&args.sql).map(str::to_owned) else {
+            return Ok(refusal(ApiError::bad_request(
+                "the query is empty",
+                Some("e.g. SELECT * FROM runs LIMIT 5"),
+            )));
+        };
+        let out = self.state.blocking(move |_, w| Ok(w.query(&sql)?)).await;
+        reply(out, |r| {
+            format!(
+                "{}; columns: {}",
+                plural(r.rows.len(), "row"),
+                r.columns.join(", ")
+            )
+        })
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for YardstickMcp {
+    fn get_info(&self) -> McpInfo {
+        let mut server = Implementation::new("yardstick", env!("CARGO_PKG_VERSION"));
+        server.title = Some("yardstick benchmark store".into());
+        McpInfo::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(server)
+            .with_instructions(
+                "Read-only access to a yardstick store of benchmark runs: list and inspect runs, \
+                 compare and gate them, trend a metric, query the warehouse with SQL, validate a \
+                 spec and read the methodology contract.",
+            )
+    }
+}
+
+/// Serves the tools over standard input and output until the client closes them.
+pub async fn serve_stdio(state: Arc<AppState>) -> Result<(), std::io::Error> {
+    let service = YardstickMcp::new(state)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(std::io::Error::other)?;
+    service.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
+}
+
+/// The streamable HTTP service mounted at [`PATH`]. `loopback`: the server listens on a loopback
+/// address, so requests must name a loopback host (against DNS rebinding); on another address
+/// (TLS, or `--insecure-http` behind a proxy) any host is accepted.
+pub fn http_service(
+    state: Arc<AppState>,
+    loopback: bool,
+) -> rmcp::transport::streamable_http_server::StreamableHttpService<
+    YardstickMcp,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let mut config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(crate::api::VALIDATE_BODY_LIMIT + 64 * 1024);
+    if !loopback {
+        config = config.disable_allowed_hosts();
+    }
+    StreamableHttpService::new(
+        move || Ok(YardstickMcp::new(state.clone())),
+        Default::default(),
+        config,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_is_listed_with_input_and_output_schemas() {
+        let tools = YardstickMcp::tool_router().list_all();
+        let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+        names.sort();
+        let mut want: Vec<&str> = TOOLS.to_vec();
+        want.sort();
+        assert_eq!(names, want);
+        for t in &tools {
+            assert_eq!(t.input_schema.get("type"), Some(&"object".into()), "{t:?}");
+            let out = t.output_schema.as_ref().expect("an output schema");
+            assert_eq!(out.get("type"), Some(&"object".into()), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn statements_are_trimmed_and_empty_ones_refused() {
+        assert_eq!(statement("  SELECT 1 ;  "), Some("SELECT 1"));
+        assert_eq!(statement(";;"), None);
+        assert_eq!(statement("   "), None);
+    }
+}
