@@ -8,54 +8,15 @@ mod fixture;
 #[path = "../../../testsupport/external.rs"]
 mod external;
 
+#[path = "../../../testsupport/chromium.rs"]
+mod chromium;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-/// `$YARDSTICK_CHROMIUM` when set (and only it: setting it to a missing path hides Chromium),
-/// else `chromium` or `chromium-browser` in /usr/bin or on `PATH`.
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("YARDSTICK_CHROMIUM") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    let dirs = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    std::iter::once(PathBuf::from("/usr/bin"))
-        .chain(dirs)
-        .flat_map(|d| ["chromium", "chromium-browser"].map(|n| d.join(n)))
-        .find(|p| p.is_file())
-}
-
-/// Runs Chromium headless on `page` with the isolation flags (no network services, a fresh
-/// profile) plus `extra`.
+/// Runs Chromium headless on the file `page` (`chromium::run`).
 fn run_chromium(bin: &Path, profile: &Path, page: &Path, extra: &[&str]) -> Output {
-    Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium")
-}
-
-/// Console messages Chromium logged (`…:INFO:CONSOLE:LINE] "message", source: …`).
-fn console_lines(stderr: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(str::to_owned)
-        .collect()
+    chromium::run(bin, profile, &format!("file://{}", page.display()), extra)
 }
 
 fn write_report(dir: &Path) -> (PathBuf, String) {
@@ -131,7 +92,7 @@ fn html_renders_in_headless_chromium_without_console_errors() {
         "html_renders_in_headless_chromium_without_console_errors",
         "looked at $YARDSTICK_CHROMIUM, else chromium/chromium-browser in /usr/bin and PATH; \
          install it with `apt-get install -y chromium fonts-liberation` (.ci/run does on CI)",
-        chromium(),
+        chromium::find(),
     ) else {
         return;
     };
@@ -148,7 +109,7 @@ fn html_renders_in_headless_chromium_without_console_errors() {
     .unwrap();
     let out = run_chromium(&bin, &dir.path().join("p0"), &control, &["--dump-dom"]);
     assert!(
-        console_lines(&out.stderr)
+        chromium::console_lines(&out.stderr)
             .iter()
             .any(|l| l.contains("yardstick-control")),
         "this Chromium does not log console messages to stderr; the check cannot work:\n{}",
@@ -159,7 +120,7 @@ fn html_renders_in_headless_chromium_without_console_errors() {
     // DOM holds every SVG with its size.
     let out = run_chromium(&bin, &dir.path().join("p1"), &page, &["--dump-dom"]);
     assert!(out.status.success(), "{out:?}");
-    let console = console_lines(&out.stderr);
+    let console = chromium::console_lines(&out.stderr);
     assert!(console.is_empty(), "console messages: {console:#?}");
     let dom = String::from_utf8_lossy(&out.stdout);
     let svgs: Vec<&str> = dom.split("<svg").skip(1).collect();

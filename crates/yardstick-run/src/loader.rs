@@ -171,7 +171,10 @@ fn builtin(cfg: &ReaderConfig, timeout: Duration, cancel: &CancellationToken) ->
         // The reader evicts its own files (no privilege needed) and checks how many pages stayed.
         s.insert(
             "cache_dropped".into(),
-            json!(pass.resident_before.is_some_and(|r| r <= 0.05)),
+            json!(
+                pass.resident_before
+                    .is_some_and(|r| r <= yardstick_workloads::loader::COLD_RESIDENT_MAX)
+            ),
         );
     }
     finish(s, pass.warnings, pass.error, &pass.batches, Vec::new())

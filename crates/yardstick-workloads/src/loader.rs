@@ -295,7 +295,7 @@ fn resident(files: &[PathBuf]) -> Option<f64> {
 }
 
 /// Residency above which a cold pass is reported as not cold.
-const COLD_RESIDENT_MAX: f64 = 0.05;
+pub const COLD_RESIDENT_MAX: f64 = 0.05;
 
 /// One measured pass over `files` in `cfg.cache` state. `cancelled` is polled between batches:
 /// a cancelled pass returns what it received so far with an error saying so.

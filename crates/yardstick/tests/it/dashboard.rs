@@ -7,7 +7,6 @@
 //! `<target>/dashboard-screenshots/` for people to look at.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::Instant;
 
 use yardstick_store::RunStatus;
@@ -331,50 +330,6 @@ fn dashboard_pages_need_the_read_token_when_reads_do() {
     }
 }
 
-/// `$YARDSTICK_CHROMIUM` when set (and only it), else `chromium` or `chromium-browser` in
-/// /usr/bin or on `PATH` (as the report's Chromium test finds it).
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("YARDSTICK_CHROMIUM") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    let dirs = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    std::iter::once(PathBuf::from("/usr/bin"))
-        .chain(dirs)
-        .flat_map(|d| ["chromium", "chromium-browser"].map(|n| d.join(n)))
-        .find(|p| p.is_file())
-}
-
-fn run_chromium(bin: &Path, profile: &Path, url: &str, extra: &[&str]) -> Output {
-    Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(url)
-        .output()
-        .expect("run chromium")
-}
-
-fn console_lines(stderr: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Where the screenshots go: `<target>/dashboard-screenshots/`.
 fn screenshot_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -392,7 +347,7 @@ fn dashboard_pages_render_in_headless_chromium_and_trend_points_link_to_runs() {
         "dashboard_pages_render_in_headless_chromium_and_trend_points_link_to_runs",
         "looked at $YARDSTICK_CHROMIUM, else chromium/chromium-browser in /usr/bin and PATH; \
          install it with `apt-get install -y chromium fonts-liberation` (.ci/run does on CI)",
-        chromium(),
+        crate::chromium::find(),
     ) else {
         return;
     };
@@ -402,14 +357,14 @@ fn dashboard_pages_render_in_headless_chromium_and_trend_points_link_to_runs() {
     let shots = screenshot_dir();
     for (i, (name, path)) in pages(&site).into_iter().enumerate() {
         let url = format!("{base}{path}");
-        let out = run_chromium(
+        let out = crate::chromium::run(
             &bin,
             &prof.path().join(format!("d{i}")),
             &url,
             &["--dump-dom"],
         );
         assert!(out.status.success(), "{name}: {out:?}");
-        let console = console_lines(&out.stderr);
+        let console = crate::chromium::console_lines(&out.stderr);
         assert!(console.is_empty(), "{name}: console messages: {console:#?}");
         let dom = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(
@@ -431,7 +386,8 @@ fn dashboard_pages_render_in_headless_chromium_and_trend_points_link_to_runs() {
                 .expect("a point with a link");
             assert!(href.starts_with("/runs/"), "{href}");
             let run_url = format!("{base}{href}");
-            let out = run_chromium(&bin, &prof.path().join("follow"), &run_url, &["--dump-dom"]);
+            let out =
+                crate::chromium::run(&bin, &prof.path().join("follow"), &run_url, &["--dump-dom"]);
             let run_dom = String::from_utf8_lossy(&out.stdout);
             let id = href.trim_start_matches("/runs/");
             assert!(site.runs.iter().any(|r| r == id), "{id} is a stored run");
@@ -440,11 +396,11 @@ fn dashboard_pages_render_in_headless_chromium_and_trend_points_link_to_runs() {
                     && run_dom.contains(&format!("run <code>{id}</code>")),
                 "the run page of {id}"
             );
-            assert!(console_lines(&out.stderr).is_empty());
+            assert!(crate::chromium::console_lines(&out.stderr).is_empty());
         }
         let png = shots.join(format!("{name}.png"));
         let _ = std::fs::remove_file(&png);
-        let out = run_chromium(
+        let out = crate::chromium::run(
             &bin,
             &prof.path().join(format!("s{i}")),
             &url,
