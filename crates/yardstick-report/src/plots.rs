@@ -96,6 +96,13 @@ fn q(s: &[f64], p: f64) -> f64 {
     yardstick_stats::percentile::percentile_sorted(s, p)
 }
 
+/// The category index at axis value `v` when `v` is on a category's tick (a whole, non-negative
+/// number): bars and boxes of a categorical axis sit at 0, 1, 2, …
+fn tick(v: f64) -> Option<usize> {
+    let i = v.round();
+    ((v - i).abs() < 1e-6 && i >= 0.0).then_some(i as usize)
+}
+
 /// A range that is never empty.
 fn padded(lo: f64, hi: f64, frac: f64) -> (f64, f64) {
     if hi > lo {
@@ -569,12 +576,9 @@ pub fn percentiles(r: &RunReport) -> Result<Section, ReportError> {
                 .disable_x_mesh()
                 .x_labels(serve.len().clamp(2, 12))
                 .x_label_formatter(&|v| {
-                    let i = v.round();
-                    if (v - i).abs() < 1e-6 && i >= 0.0 {
-                        labels.get(i as usize).cloned().unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
+                    tick(*v)
+                        .and_then(|i| labels.get(i).cloned())
+                        .unwrap_or_default()
                 })
                 .y_desc("ms")
                 .draw()?;
@@ -850,12 +854,9 @@ pub fn components(r: &RunReport) -> Result<Option<Section>, ReportError> {
                 .light_line_style(TRANSPARENT)
                 .x_labels(n)
                 .x_label_formatter(&|v| {
-                    let i = v.round();
-                    if (v - i).abs() < 1e-6 && i >= 0.0 {
-                        labels.get(i as usize).cloned().unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
+                    tick(*v)
+                        .and_then(|i| labels.get(i).cloned())
+                        .unwrap_or_default()
                 })
                 .y_desc(unit.as_str())
                 .y_label_formatter(&|v| num(*v))
@@ -947,15 +948,9 @@ pub fn nodes(r: &RunReport) -> Result<Option<Section>, ReportError> {
                 .light_line_style(TRANSPARENT)
                 .x_labels(n)
                 .x_label_formatter(&|v| {
-                    let i = v.round();
-                    if (v - i).abs() < 1e-6 && i >= 0.0 {
-                        cells
-                            .get(i as usize)
-                            .map(|c| c.0.clone())
-                            .unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
+                    tick(*v)
+                        .and_then(|i| cells.get(i).map(|c| c.0.clone()))
+                        .unwrap_or_default()
                 })
                 .y_desc("%")
                 .draw()?;
@@ -1055,14 +1050,9 @@ pub fn rank_boxes(r: &RunReport) -> Result<Section, ReportError> {
                 .disable_x_mesh()
                 .x_labels(data.len().clamp(2, 16))
                 .x_label_formatter(&|v| {
-                    let i = v.round();
-                    if (v - i).abs() < 1e-6 && i >= 0.0 {
-                        data.get(i as usize)
-                            .map(|d| format!("rank {}", d.0))
-                            .unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
+                    tick(*v)
+                        .and_then(|i| data.get(i).map(|d| format!("rank {}", d.0)))
+                        .unwrap_or_default()
                 })
                 .y_desc("step time (s)")
                 .y_label_formatter(&|v| num(*v))
@@ -1273,12 +1263,10 @@ pub fn gate_ratios(g: &GateView) -> Result<Section, ReportError> {
             .disable_y_mesh()
             .y_labels(n.max(2))
             .y_label_formatter(&|v| {
-                let i = v.round();
-                if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                    labels[n - 1 - i as usize].clone()
-                } else {
-                    String::new()
-                }
+                tick(*v)
+                    .filter(|i| *i < n)
+                    .map(|i| labels[n - 1 - i].clone())
+                    .unwrap_or_default()
             })
             .x_desc("candidate / baseline")
             .x_label_formatter(&|v| format!("{v:.3}"))
