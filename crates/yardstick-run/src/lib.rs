@@ -737,17 +737,18 @@ pub fn execute(
                             &opts.self_exe,
                             &dir,
                         );
+                        // The step either merged (srun exited 0) or failed.
                         let (exit, state) = match &out {
-                            Ok((_, s)) => (s.exit_code, s.state.clone()),
-                            Err(_) => (None, "FAILED".to_string()),
+                            Ok(_) => (Some(0), "COMPLETED"),
+                            Err(_) => (None, "FAILED"),
                         };
                         steps.push(slurm::StepRecord {
                             step: format!("{}.{}", a.job_id, steps.len()),
                             what: format!("{} r{} ({} shards)", point.id, step.replicate, a.ntasks),
-                            state,
+                            state: state.into(),
                             exit_code: exit,
                         });
-                        out.map(|(o, _)| (o.summary, Some(o.samples), Vec::new()))
+                        out.map(|o| (o.summary, Some(o.samples), Vec::new()))
                     }
                     _ => serve::run_replicate(&rt, &point.work, &url, seed, opts.cancel.clone())
                         .map(|o| (o.summary, Some(o.samples), Vec::new())),

@@ -167,7 +167,7 @@ pub fn run_replicate_sharded(
     alloc: &crate::slurm::Allocation,
     exe: &std::path::Path,
     dir: &std::path::Path,
-) -> Result<(ServeOutcome, crate::slurm::StepRecord), RunError> {
+) -> Result<ServeOutcome, RunError> {
     let PointWork::Serve {
         api,
         model,
@@ -277,12 +277,6 @@ pub fn run_replicate_sharded(
         .as_ref()
         .ok()
         .and_then(std::process::ExitStatus::code);
-    let step = crate::slurm::StepRecord {
-        step: String::new(),
-        what: String::new(),
-        state: crate::slurm::StepRecord::state_of(exit, false, false).into(),
-        exit_code: exit,
-    };
     if exit != Some(0) {
         return Err(RunError::Workload(format!(
             "the sharded serve step failed ({})",
@@ -306,13 +300,10 @@ pub fn run_replicate_sharded(
         load.insert("shards".into(), n.into());
     }
     let _ = std::fs::remove_dir_all(dir);
-    Ok((
-        ServeOutcome {
-            summary,
-            samples: records_table(&result.records),
-        },
-        step,
-    ))
+    Ok(ServeOutcome {
+        summary,
+        samples: records_table(&result.records),
+    })
 }
 
 /// A point's schedule origin is a wall-clock timestamp, not a measurement: it stays in the raw
