@@ -615,3 +615,86 @@ fn calibrations_round_trip_through_sqlite_and_postgres() {
     let mut post = open_warehouse(&pg.create_db("calibrations")).unwrap();
     assert_eq!(calibrations_round_trip(post.as_mut()), from_sqlite);
 }
+
+/// Gate verdicts (migration 4): a gating replaces the run's earlier verdicts, trends read one
+/// metric and statistic of the runs a filter selects, bad rows are refused with nothing written,
+/// and a verdict of a run not in the warehouse is refused by the database.
+fn verdicts_round_trip(w: &mut dyn Warehouse) -> Vec<yardstick_store::warehouse::VerdictRow> {
+    use yardstick_store::warehouse::VerdictRow;
+    for (id, at) in [
+        ("01A", "2026-05-20T10:00:00Z"),
+        ("01B", "2026-05-21T10:00:00Z"),
+    ] {
+        write(w, &fixture(id, "serve", Some("cpu-EPYC"), at));
+    }
+    let row = |run: &str, metric: &str, verdict: &str, ratio: Option<f64>| VerdictRow {
+        run_id: run.into(),
+        point_id: "p0".into(),
+        metric: metric.into(),
+        statistic: "p50".into(),
+        baseline_run: "01A".into(),
+        verdict: verdict.into(),
+        ratio,
+        recorded_at: "2026-05-22T10:00:00+02:00".into(),
+    };
+    w.record_verdicts(&[
+        row("01B", "ttft_ms", "FAIL", Some(1.3)),
+        row("01B", "e2e_ms", "PASS", None),
+    ])
+    .unwrap();
+    // Gating again replaces every verdict of the run: e2e_ms is gone.
+    w.record_verdicts(&[row("01B", "ttft_ms", "PASS", Some(1.01))])
+        .unwrap();
+    assert_eq!(count(w, "gate_verdicts"), 1);
+    // Refused, nothing changed: an unknown verdict, rows of two runs, an unknown run.
+    for bad in [
+        vec![row("01B", "ttft_ms", "MAYBE", None)],
+        vec![
+            row("01B", "ttft_ms", "PASS", None),
+            row("01A", "ttft_ms", "PASS", None),
+        ],
+        vec![row("01NOPE", "ttft_ms", "PASS", None)],
+    ] {
+        assert!(w.record_verdicts(&bad).is_err(), "{bad:?}");
+    }
+    w.record_verdicts(&[]).unwrap();
+    assert_eq!(count(w, "gate_verdicts"), 1);
+    let all = RunFilter {
+        name: Some("serve".into()),
+        ..Default::default()
+    };
+    let got = w.metric_verdicts(&all, "ttft_ms", "p50").unwrap();
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_eq!(
+        (got[0].verdict.as_str(), got[0].ratio),
+        ("PASS", Some(1.01))
+    );
+    assert_eq!(got[0].recorded_at, "2026-05-22T08:00:00.000Z");
+    assert!(
+        w.metric_verdicts(&all, "ttft_ms", "p99")
+            .unwrap()
+            .is_empty()
+    );
+    let old = RunFilter {
+        until: Some("2026-05-20T12:00:00Z".into()),
+        ..all.clone()
+    };
+    assert!(
+        w.metric_verdicts(&old, "ttft_ms", "p50")
+            .unwrap()
+            .is_empty()
+    );
+    got
+}
+
+#[test]
+fn verdicts_round_trip_through_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lite = open_warehouse(dir.path().to_str().unwrap()).unwrap();
+    let from_sqlite = verdicts_round_trip(lite.as_mut());
+    let Some(pg) = PgCluster::start("verdicts_round_trip_through_sqlite_and_postgres") else {
+        return;
+    };
+    let mut post = open_warehouse(&pg.create_db("verdicts")).unwrap();
+    assert_eq!(verdicts_round_trip(post.as_mut()), from_sqlite);
+}

@@ -155,6 +155,28 @@ pub struct CalibrationRow {
     pub recorded_at: String,
 }
 
+/// What the gate said of one metric of a run, the last time the run was gated: what a trend
+/// colours its points by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct VerdictRow {
+    /// The gated run.
+    pub run_id: String,
+    /// Point.
+    pub point_id: String,
+    /// Metric.
+    pub metric: String,
+    /// Statistic.
+    pub statistic: String,
+    /// The run it was gated against.
+    pub baseline_run: String,
+    /// `PASS`, `WARN`, `FAIL` or `INCONCLUSIVE`.
+    pub verdict: String,
+    /// Candidate / baseline.
+    pub ratio: Option<f64>,
+    /// RFC 3339.
+    pub recorded_at: String,
+}
+
 /// Which runs to list.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
@@ -257,6 +279,17 @@ pub trait Warehouse {
         machine_profile: &str,
         benchmark: &str,
     ) -> Result<Vec<CalibrationRow>, StoreError>;
+    /// Records what the gate said of a run: replaces the verdicts of an earlier gating of the
+    /// same runs (`rows` share one `run_id`; an empty slice records nothing).
+    fn record_verdicts(&mut self, rows: &[VerdictRow]) -> Result<(), StoreError>;
+    /// The recorded verdicts of one metric and statistic of the runs `filter` selects (as
+    /// [`Warehouse::metric_facts`] reads their facts).
+    fn metric_verdicts(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<VerdictRow>, StoreError>;
     /// Runs a read-only SQL query (writes are refused by the database, not by parsing).
     fn query(&mut self, sql: &str) -> Result<QueryResult, StoreError>;
     /// The schema version the database is at.
@@ -537,12 +570,32 @@ pub(crate) fn check_baseline_replace(
     force: bool,
 ) -> Result<(), StoreError> {
     match existing {
-        Some(old) if old != new.run_id && !force => Err(StoreError::Invalid(format!(
+        Some(old) if old != new.run_id && !force => Err(StoreError::Conflict(format!(
             "the baseline of {} on {} is already run {old}; replacing it with {} needs force",
             new.benchmark, new.machine_profile, new.run_id
         ))),
         _ => Ok(()),
     }
+}
+
+/// A verdict row is one of the run being recorded, with a verdict the gate gives.
+pub(crate) fn check_verdict(v: &VerdictRow, run_id: &str) -> Result<(), StoreError> {
+    if v.run_id != run_id {
+        return Err(StoreError::Invalid(format!(
+            "verdicts of one gating belong to one run: {} and {run_id}",
+            v.run_id
+        )));
+    }
+    if !matches!(
+        v.verdict.as_str(),
+        "PASS" | "WARN" | "FAIL" | "INCONCLUSIVE"
+    ) {
+        return Err(StoreError::Invalid(format!(
+            "verdict `{}` of {} {}: expected PASS, WARN, FAIL or INCONCLUSIVE",
+            v.verdict, v.metric, v.statistic
+        )));
+    }
+    Ok(())
 }
 
 /// A run with its canonical times.

@@ -17,7 +17,7 @@ use super::schema::{self, Dialect, MIGRATIONS, MIGRATIONS_TABLE};
 use super::sql::{self, render};
 use super::{
     BaselineRow, CalibrationRow, FactRow, PointRow, QueryResult, ReplicateRow, RunFilter, RunRow,
-    Warehouse,
+    VerdictRow, Warehouse,
 };
 use crate::StoreError;
 
@@ -586,6 +586,70 @@ impl Warehouse for PostgresWarehouse {
                 candidate_run: r.get(6),
                 ratio: r.get(7),
                 recorded_at: r.get(8),
+            })
+            .collect())
+    }
+
+    fn record_verdicts(&mut self, rows: &[VerdictRow]) -> Result<(), StoreError> {
+        let Some(first) = rows.first() else {
+            return Ok(());
+        };
+        let mut tx = self.client.transaction().map_err(db_err)?;
+        tx.execute(&pg(sql::DELETE_VERDICTS), &[&first.run_id])
+            .map_err(db_err)?;
+        let st = tx.prepare(&pg(sql::INSERT_VERDICT)).map_err(db_err)?;
+        for v in rows {
+            super::check_verdict(v, &first.run_id)?;
+            let at = super::canonical_time(&v.recorded_at)?;
+            let ratio = v.ratio.map(super::stored_f64);
+            tx.execute(
+                &st,
+                &[
+                    &v.run_id,
+                    &v.point_id,
+                    &v.metric,
+                    &v.statistic,
+                    &v.baseline_run,
+                    &v.verdict,
+                    &ratio,
+                    &at,
+                ],
+            )
+            .map_err(|e| StoreError::Warehouse(format!("verdicts of {}: {e}", v.run_id)))?;
+        }
+        tx.commit().map_err(db_err)
+    }
+
+    fn metric_verdicts(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<VerdictRow>, StoreError> {
+        let (cond, args) = sql::metric_verdicts_condition(filter, metric, statistic)?;
+        let params: Vec<&(dyn ToSql + Sync)> =
+            args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+        let rows = self
+            .client
+            .query(
+                &pg(&format!(
+                    "SELECT {} FROM gate_verdicts WHERE {cond} ORDER BY run_id, point_id",
+                    sql::VERDICT_COLUMNS
+                )),
+                &params,
+            )
+            .map_err(db_err)?;
+        Ok(rows
+            .iter()
+            .map(|r| VerdictRow {
+                run_id: r.get(0),
+                point_id: r.get(1),
+                metric: r.get(2),
+                statistic: r.get(3),
+                baseline_run: r.get(4),
+                verdict: r.get(5),
+                ratio: r.get(6),
+                recorded_at: r.get(7),
             })
             .collect())
     }

@@ -120,6 +120,37 @@ pub(crate) const SELECT_CALIBRATIONS: &str = "SELECT machine_profile, benchmark,
      WHERE machine_profile = ?1 AND benchmark = ?2 \
      ORDER BY point_id, metric, statistic, recorded_at, candidate_run";
 
+pub(crate) const DELETE_VERDICTS: &str = "DELETE FROM gate_verdicts WHERE run_id = ?1";
+
+pub(crate) const INSERT_VERDICT: &str = "
+INSERT INTO gate_verdicts (run_id, point_id, metric, statistic, baseline_run, verdict, ratio,
+    recorded_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+ON CONFLICT (run_id, metric, statistic, point_id) DO UPDATE SET
+    baseline_run = excluded.baseline_run, verdict = excluded.verdict, ratio = excluded.ratio,
+    recorded_at = excluded.recorded_at";
+
+pub(crate) const VERDICT_COLUMNS: &str =
+    "run_id, point_id, metric, statistic, baseline_run, verdict, ratio, recorded_at";
+
+/// The condition on `gate_verdicts` selecting one metric and statistic of the runs
+/// [`select_runs`] would list. Returns the condition and the values to bind.
+pub(crate) fn metric_verdicts_condition(
+    filter: &super::RunFilter,
+    metric: &str,
+    statistic: &str,
+) -> Result<(String, Vec<String>), crate::StoreError> {
+    let (runs, mut args) = select_runs_columns("run_id", filter)?;
+    let cond = format!(
+        "metric = ?{} AND statistic = ?{} AND run_id IN ({runs})",
+        args.len() + 1,
+        args.len() + 2
+    );
+    args.push(metric.to_string());
+    args.push(statistic.to_string());
+    Ok((cond, args))
+}
+
 /// `SELECT … FROM runs` with the filter's conditions, newest first. Returns the statement and
 /// the values to bind, in order.
 pub(crate) fn select_runs(

@@ -11,7 +11,7 @@ use super::schema::{self, Dialect, MIGRATIONS, MIGRATIONS_TABLE};
 use super::sql::{self, render};
 use super::{
     BaselineRow, CalibrationRow, FactRow, PointRow, QueryResult, ReplicateRow, RunFilter, RunRow,
-    Warehouse,
+    VerdictRow, Warehouse,
 };
 use crate::StoreError;
 
@@ -578,6 +578,68 @@ impl Warehouse for SqliteWarehouse {
                     candidate_run: r.get(6)?,
                     ratio: r.get(7)?,
                     recorded_at: r.get(8)?,
+                })
+            })
+            .map_err(db_err)?;
+        rows.collect::<Result<_, _>>().map_err(db_err)
+    }
+
+    fn record_verdicts(&mut self, rows: &[VerdictRow]) -> Result<(), StoreError> {
+        let Some(first) = rows.first() else {
+            return Ok(());
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(db_err)?;
+        tx.execute(sql::DELETE_VERDICTS, params![first.run_id])
+            .map_err(db_err)?;
+        {
+            let mut st = tx.prepare(sql::INSERT_VERDICT).map_err(db_err)?;
+            for v in rows {
+                super::check_verdict(v, &first.run_id)?;
+                let at = super::canonical_time(&v.recorded_at)?;
+                st.execute(params![
+                    v.run_id,
+                    v.point_id,
+                    v.metric,
+                    v.statistic,
+                    v.baseline_run,
+                    v.verdict,
+                    v.ratio.map(super::stored_f64),
+                    at
+                ])
+                .map_err(|e| StoreError::Warehouse(format!("verdicts of {}: {e}", v.run_id)))?;
+            }
+        }
+        tx.commit().map_err(db_err)
+    }
+
+    fn metric_verdicts(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<VerdictRow>, StoreError> {
+        let (cond, args) = sql::metric_verdicts_condition(filter, metric, statistic)?;
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM gate_verdicts WHERE {cond} ORDER BY run_id, point_id",
+                sql::VERDICT_COLUMNS
+            ))
+            .map_err(db_err)?;
+        let rows = st
+            .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+                Ok(VerdictRow {
+                    run_id: r.get(0)?,
+                    point_id: r.get(1)?,
+                    metric: r.get(2)?,
+                    statistic: r.get(3)?,
+                    baseline_run: r.get(4)?,
+                    verdict: r.get(5)?,
+                    ratio: r.get(6)?,
+                    recorded_at: r.get(7)?,
                 })
             })
             .map_err(db_err)?;
