@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use yardstick_store::StoreError;
 use yardstick_store::warehouse::{
     BaselineRow, CalibrationRow, FactRow, PointRow, PostgresWarehouse, QueryResult, ReplicateRow,
-    RunFilter, RunRow, SqliteWarehouse, VerdictRow, Warehouse, WarehouseLocation,
+    RunFilter, RunRow, SqliteWarehouse, TrendRow, VerdictRow, Warehouse, WarehouseLocation,
 };
 
 use crate::ServerConfig;
@@ -300,13 +300,13 @@ impl Warehouse for Located<'_> {
     fn record_verdicts(&mut self, rows: &[VerdictRow]) -> Result<(), StoreError> {
         self.inner.record_verdicts(rows)
     }
-    fn metric_verdicts(
+    fn trend_rows(
         &mut self,
         filter: &RunFilter,
         metric: &str,
         statistic: &str,
-    ) -> Result<Vec<VerdictRow>, StoreError> {
-        self.inner.metric_verdicts(filter, metric, statistic)
+    ) -> Result<Vec<TrendRow>, StoreError> {
+        self.inner.trend_rows(filter, metric, statistic)
     }
     fn query(&mut self, sql: &str) -> Result<QueryResult, StoreError> {
         self.inner.query(sql)

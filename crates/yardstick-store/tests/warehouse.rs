@@ -629,7 +629,7 @@ fn verdicts_round_trip(w: &mut dyn Warehouse) -> Vec<yardstick_store::warehouse:
     }
     let row = |run: &str, metric: &str, verdict: &str, ratio: Option<f64>| VerdictRow {
         run_id: run.into(),
-        point_id: "p0".into(),
+        point_id: "component.0/D(100,100)/c=1".into(),
         metric: metric.into(),
         statistic: "p50".into(),
         baseline_run: "01A".into(),
@@ -663,7 +663,41 @@ fn verdicts_round_trip(w: &mut dyn Warehouse) -> Vec<yardstick_store::warehouse:
         name: Some("serve".into()),
         ..Default::default()
     };
-    let got = w.metric_verdicts(&all, "ttft_ms", "p50").unwrap();
+    // The trend joins each run's aggregate fact to its verdict: 01A was never gated.
+    let got: Vec<VerdictRow> = {
+        let rows = w.trend_rows(&all, "ttft_ms", "p50").unwrap();
+        let runs: Vec<&str> = rows.iter().map(|r| r.run_id.as_str()).collect();
+        assert!(
+            runs.windows(2).all(|p| p[0] <= p[1]),
+            "oldest first: {runs:?}"
+        );
+        assert!(
+            rows.iter()
+                .any(|r| r.run_id == "01A" && r.verdict.is_none())
+        );
+        let b: Vec<_> = rows.iter().filter(|r| r.run_id == "01B").collect();
+        assert!(!b.is_empty());
+        for r in &b {
+            let gated = r.point_id == "component.0/D(100,100)/c=1";
+            assert_eq!(r.verdict.as_deref(), gated.then_some("PASS"), "{r:?}");
+            assert_eq!(r.gated_against.as_deref(), gated.then_some("01A"), "{r:?}");
+        }
+        w.query("SELECT run_id, point_id, metric, statistic, baseline_run, verdict, ratio, recorded_at FROM gate_verdicts")
+            .unwrap()
+            .rows
+            .iter()
+            .map(|r| VerdictRow {
+                run_id: r[0].as_str().unwrap().into(),
+                point_id: r[1].as_str().unwrap().into(),
+                metric: r[2].as_str().unwrap().into(),
+                statistic: r[3].as_str().unwrap().into(),
+                baseline_run: r[4].as_str().unwrap().into(),
+                verdict: r[5].as_str().unwrap().into(),
+                ratio: r[6].as_f64(),
+                recorded_at: r[7].as_str().unwrap().into(),
+            })
+            .collect()
+    };
     assert_eq!(got.len(), 1, "{got:#?}");
     assert_eq!(
         (got[0].verdict.as_str(), got[0].ratio),
@@ -671,18 +705,20 @@ fn verdicts_round_trip(w: &mut dyn Warehouse) -> Vec<yardstick_store::warehouse:
     );
     assert_eq!(got[0].recorded_at, "2026-05-22T08:00:00.000Z");
     assert!(
-        w.metric_verdicts(&all, "ttft_ms", "p99")
+        w.trend_rows(&all, "ttft_ms", "p99")
             .unwrap()
-            .is_empty()
+            .iter()
+            .all(|r| r.verdict.is_none())
     );
     let old = RunFilter {
         until: Some("2026-05-20T12:00:00Z".into()),
         ..all.clone()
     };
     assert!(
-        w.metric_verdicts(&old, "ttft_ms", "p50")
+        w.trend_rows(&old, "ttft_ms", "p50")
             .unwrap()
-            .is_empty()
+            .iter()
+            .all(|r| r.run_id == "01A")
     );
     got
 }

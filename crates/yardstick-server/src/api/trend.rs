@@ -4,14 +4,14 @@
 //! interval, what `summary.json` holds), one series per machine profile and point of the sweep,
 //! oldest first, with the baseline in force for each profile.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use yardstick_store::warehouse::{BaselineRow, FactRow, RunFilter, VerdictRow, Warehouse};
+use yardstick_store::warehouse::{BaselineRow, RunFilter, Warehouse};
 
 use super::extract::ApiQuery;
 use crate::ApiError;
@@ -130,19 +130,9 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
         limit: Some(limit),
         ..Default::default()
     };
-    // Three queries whatever the number of runs: the runs, and the one metric's facts and
-    // recorded verdicts of them.
-    let runs = w.runs(&filter)?;
-    let mut verdicts: HashMap<(String, String), VerdictRow> = HashMap::new();
-    for v in w.metric_verdicts(&filter, &q.metric, &statistic)? {
-        verdicts.insert((v.run_id.clone(), v.point_id.clone()), v);
-    }
-    let mut facts: HashMap<String, Vec<FactRow>> = HashMap::new();
-    for f in w.metric_facts(&filter, &q.metric, &statistic)? {
-        if q.point.as_ref().is_none_or(|p| *p == f.point_id) {
-            facts.entry(f.run_id.clone()).or_default().push(f);
-        }
-    }
+    // One query whatever the number of runs: the runs joined to the metric's facts and
+    // recorded verdicts (oldest first), and the baselines.
+    let rows = w.trend_rows(&filter, &q.metric, &statistic)?;
     let baselines: Vec<BaselineRow> = w
         .baselines()?
         .into_iter()
@@ -150,27 +140,28 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
         .collect();
     let mut unit = None;
     let mut series: BTreeMap<(Option<String>, String), Vec<TrendPoint>> = BTreeMap::new();
-    // Oldest first.
-    for run in runs.iter().rev() {
-        for f in facts.get(run.run_id.as_str()).into_iter().flatten() {
-            unit.get_or_insert(f.unit.clone());
-            let v = verdicts.remove(&(f.run_id.clone(), f.point_id.clone()));
-            series
-                .entry((run.machine_profile.clone(), f.point_id.clone()))
-                .or_default()
-                .push(TrendPoint {
-                    run_id: run.run_id.clone(),
-                    started_at: run.started_at.clone(),
-                    git_commit: run.git_commit.clone(),
-                    status: run.status,
-                    value: f.value,
-                    ci_lo: f.ci_lo,
-                    ci_hi: f.ci_hi,
-                    n: f.n,
-                    gated_against: v.as_ref().map(|v| v.baseline_run.clone()),
-                    verdict: v.map(|v| v.verdict),
-                });
+    for r in rows {
+        if q.point.as_ref().is_some_and(|p| *p != r.point_id) {
+            continue;
         }
+        if unit.is_none() {
+            unit = Some(r.unit);
+        }
+        series
+            .entry((r.machine_profile, r.point_id))
+            .or_default()
+            .push(TrendPoint {
+                run_id: r.run_id,
+                started_at: r.started_at,
+                git_commit: r.git_commit,
+                status: r.status,
+                value: r.value,
+                ci_lo: r.ci_lo,
+                ci_hi: r.ci_hi,
+                n: r.n,
+                verdict: r.verdict,
+                gated_against: r.gated_against,
+            });
     }
     Ok(TrendOut {
         benchmark: q.benchmark.clone(),

@@ -177,6 +177,38 @@ pub struct VerdictRow {
     pub recorded_at: String,
 }
 
+/// One point of a trend: a run, one aggregate fact of it (the mean over replicates of one
+/// metric and statistic at one point of the sweep), and what the gate last said of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrendRow {
+    /// The run.
+    pub run_id: String,
+    /// When it started (canonical RFC 3339).
+    pub started_at: String,
+    /// The commit it ran from.
+    pub git_commit: Option<String>,
+    /// Its state.
+    pub status: RunStatus,
+    /// Its machine profile.
+    pub machine_profile: Option<String>,
+    /// The point of the sweep.
+    pub point_id: String,
+    /// The value.
+    pub value: f64,
+    /// Lower bound of its interval.
+    pub ci_lo: Option<f64>,
+    /// Upper bound of its interval.
+    pub ci_hi: Option<f64>,
+    /// Unit of the value.
+    pub unit: String,
+    /// Replicates behind it.
+    pub n: u64,
+    /// The recorded gate verdict of this metric of the run, if it was gated.
+    pub verdict: Option<String>,
+    /// The baseline run that gating compared against.
+    pub gated_against: Option<String>,
+}
+
 /// Which runs to list.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
@@ -282,14 +314,15 @@ pub trait Warehouse {
     /// Records what the gate said of a run: replaces the verdicts of an earlier gating of the
     /// same runs (`rows` share one `run_id`; an empty slice records nothing).
     fn record_verdicts(&mut self, rows: &[VerdictRow]) -> Result<(), StoreError>;
-    /// The recorded verdicts of one metric and statistic of the runs `filter` selects (as
-    /// [`Warehouse::metric_facts`] reads their facts).
-    fn metric_verdicts(
+    /// A trend in one query: the aggregate facts of one metric and statistic of the runs
+    /// `filter` selects (its limit counts runs, the newest), each with its run's columns and
+    /// recorded gate verdict; oldest run first, then by point.
+    fn trend_rows(
         &mut self,
         filter: &RunFilter,
         metric: &str,
         statistic: &str,
-    ) -> Result<Vec<VerdictRow>, StoreError>;
+    ) -> Result<Vec<TrendRow>, StoreError>;
     /// Runs a read-only SQL query (writes are refused by the database, not by parsing).
     fn query(&mut self, sql: &str) -> Result<QueryResult, StoreError>;
     /// The schema version the database is at.

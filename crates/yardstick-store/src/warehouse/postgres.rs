@@ -17,7 +17,7 @@ use super::schema::{self, Dialect, MIGRATIONS, MIGRATIONS_TABLE};
 use super::sql::{self, render};
 use super::{
     BaselineRow, CalibrationRow, FactRow, PointRow, QueryResult, ReplicateRow, RunFilter, RunRow,
-    VerdictRow, Warehouse,
+    TrendRow, VerdictRow, Warehouse,
 };
 use crate::StoreError;
 
@@ -620,38 +620,37 @@ impl Warehouse for PostgresWarehouse {
         tx.commit().map_err(db_err)
     }
 
-    fn metric_verdicts(
+    fn trend_rows(
         &mut self,
         filter: &RunFilter,
         metric: &str,
         statistic: &str,
-    ) -> Result<Vec<VerdictRow>, StoreError> {
-        let (cond, args) = sql::metric_verdicts_condition(filter, metric, statistic)?;
+    ) -> Result<Vec<TrendRow>, StoreError> {
+        let (q, args) = sql::trend_query(filter, metric, statistic)?;
         let params: Vec<&(dyn ToSql + Sync)> =
             args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
-        let rows = self
-            .client
-            .query(
-                &pg(&format!(
-                    "SELECT {} FROM gate_verdicts WHERE {cond} ORDER BY run_id, point_id",
-                    sql::VERDICT_COLUMNS
-                )),
-                &params,
-            )
-            .map_err(db_err)?;
-        Ok(rows
-            .iter()
-            .map(|r| VerdictRow {
+        let rows = self.client.query(&pg(&q), &params).map_err(db_err)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let n: i64 = r.get(10);
+            out.push(TrendRow {
                 run_id: r.get(0),
-                point_id: r.get(1),
-                metric: r.get(2),
-                statistic: r.get(3),
-                baseline_run: r.get(4),
-                verdict: r.get(5),
-                ratio: r.get(6),
-                recorded_at: r.get(7),
-            })
-            .collect())
+                started_at: r.get(1),
+                git_commit: r.get(2),
+                status: parse_status(r, 3)?,
+                machine_profile: r.get(4),
+                point_id: r.get(5),
+                value: r.get(6),
+                ci_lo: r.get(7),
+                ci_hi: r.get(8),
+                unit: r.get(9),
+                n: u64::try_from(n)
+                    .map_err(|_| StoreError::Integrity(format!("fact {metric}: n = {n}")))?,
+                verdict: r.get(11),
+                gated_against: r.get(12),
+            });
+        }
+        Ok(out)
     }
 
     fn query(&mut self, q: &str) -> Result<QueryResult, StoreError> {

@@ -11,7 +11,7 @@ use super::schema::{self, Dialect, MIGRATIONS, MIGRATIONS_TABLE};
 use super::sql::{self, render};
 use super::{
     BaselineRow, CalibrationRow, FactRow, PointRow, QueryResult, ReplicateRow, RunFilter, RunRow,
-    VerdictRow, Warehouse,
+    TrendRow, VerdictRow, Warehouse,
 };
 use crate::StoreError;
 
@@ -615,35 +615,44 @@ impl Warehouse for SqliteWarehouse {
         tx.commit().map_err(db_err)
     }
 
-    fn metric_verdicts(
+    fn trend_rows(
         &mut self,
         filter: &RunFilter,
         metric: &str,
         statistic: &str,
-    ) -> Result<Vec<VerdictRow>, StoreError> {
-        let (cond, args) = sql::metric_verdicts_condition(filter, metric, statistic)?;
-        let mut st = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {} FROM gate_verdicts WHERE {cond} ORDER BY run_id, point_id",
-                sql::VERDICT_COLUMNS
-            ))
-            .map_err(db_err)?;
+    ) -> Result<Vec<TrendRow>, StoreError> {
+        let (q, args) = sql::trend_query(filter, metric, statistic)?;
+        let mut st = self.conn.prepare_cached(&q).map_err(db_err)?;
         let rows = st
             .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                Ok(VerdictRow {
-                    run_id: r.get(0)?,
-                    point_id: r.get(1)?,
-                    metric: r.get(2)?,
-                    statistic: r.get(3)?,
-                    baseline_run: r.get(4)?,
-                    verdict: r.get(5)?,
-                    ratio: r.get(6)?,
-                    recorded_at: r.get(7)?,
-                })
+                Ok((
+                    r.get::<_, i64>(10)?,
+                    TrendRow {
+                        run_id: r.get(0)?,
+                        started_at: r.get(1)?,
+                        git_commit: r.get(2)?,
+                        status: parse_status(r, 3)?,
+                        machine_profile: r.get(4)?,
+                        point_id: r.get(5)?,
+                        value: r.get(6)?,
+                        ci_lo: r.get(7)?,
+                        ci_hi: r.get(8)?,
+                        unit: r.get(9)?,
+                        n: 0,
+                        verdict: r.get(11)?,
+                        gated_against: r.get(12)?,
+                    },
+                ))
             })
             .map_err(db_err)?;
-        rows.collect::<Result<_, _>>().map_err(db_err)
+        let mut out = Vec::new();
+        for row in rows {
+            let (n, mut t) = row.map_err(db_err)?;
+            t.n = u64::try_from(n)
+                .map_err(|_| StoreError::Integrity(format!("fact {metric}: n = {n}")))?;
+            out.push(t);
+        }
+        Ok(out)
     }
 
     fn query(&mut self, q: &str) -> Result<QueryResult, StoreError> {
