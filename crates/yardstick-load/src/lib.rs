@@ -15,6 +15,7 @@
 
 #![deny(missing_docs)]
 
+pub mod capacity;
 pub mod client;
 pub mod merge;
 pub mod mlperf;

@@ -17,6 +17,7 @@ mod bench_mlperf;
 mod bench_serve;
 mod bench_shard;
 mod bench_train;
+mod capacity;
 mod cli_spec;
 mod custom_metrics;
 mod dashboard;
