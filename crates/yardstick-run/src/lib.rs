@@ -737,10 +737,17 @@ pub fn execute(
                 };
                 match &opts.slurm {
                     // Split across every task of the allocation, merged exactly (MLPerf
-                    // scenarios are not sharded).
+                    // scenarios and capacity searches are not sharded).
                     Some(a)
                         if a.ntasks > 1
-                            && matches!(&point.work, PointWork::Serve { mlperf: None, .. }) =>
+                            && matches!(
+                                &point.work,
+                                PointWork::Serve {
+                                    mlperf: None,
+                                    capacity: None,
+                                    ..
+                                }
+                            ) =>
                     {
                         let dir = a
                             .job_dir

@@ -255,6 +255,44 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
+        "capacity_rps",
+        "req/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        Some("value"),
+        "Capacity under the SLO (`load: {mode: capacity}` over rates): the highest open-loop request rate at which every objective was shown to hold.",
+        &["value"]
+    ),
+    m!(
+        "capacity_concurrency",
+        "streams",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        Some("value"),
+        "Capacity under the SLO over concurrency: the most concurrent streams at which every objective was shown to hold.",
+        &["value"]
+    ),
+    m!(
+        "capacity_output_token_throughput",
+        "tok/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        None,
+        "Output tokens per second measured at the capacity's probe."
+    ),
+    m!(
+        "capacity_probes",
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Probes the capacity search measured."
+    ),
+    m!(
         id::TTFT_MS,
         "ms",
         LowerIsBetter,
@@ -1124,6 +1162,8 @@ mod tests {
             ("request_throughput", "value"),
             ("output_token_throughput", "value"),
             ("goodput", "value"),
+            ("capacity_rps", "value"),
+            ("capacity_concurrency", "value"),
             ("ttft_ms", "p50"),
             ("ttft_ms", "p99"),
             ("tpot_ms", "p50"),

@@ -165,3 +165,152 @@ fn the_concurrency_search_finds_the_simulators_slots_and_bad_settings_exit_2() {
         );
     }
 }
+
+fn capacity_spec(
+    dir: &std::path::Path,
+    name: &str,
+    url: &str,
+    load: &str,
+    slo: &str,
+) -> std::path::PathBuf {
+    let text = crate::common::layered_spec(
+        name,
+        &format!(
+            "    component:
+      - kind: serve
+        target: {{url: \"{url}\", api: chat, model: m}}
+        scenarios: [\"D(16,8)\"]
+        load: {load}
+{slo}        stop: {{maxDuration: 20s}}
+"
+        ),
+    );
+    let p = dir.join(format!("{name}.yaml"));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn a_spec_with_load_mode_capacity_stores_the_capacity_as_a_gated_fact() {
+    let sim = Sim::start(&["--ttft-ms", "10", "--itl-ms", "5", "--max-running", "6"]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let load = "{mode: capacity, capacity: {axis: concurrency, percentile: 90, probeRequests: 100, start: 4}}";
+    let slo = "        slo: {ttftMs: 25}\n";
+    let spec = capacity_spec(dir.path(), "cap", &sim.url, load, slo);
+    let o = crate::common::run_spec(&spec, &store, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["status"], "complete", "{v}");
+    let p = v["summary"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "component.0.serve/D(16,8)/capacity")
+        .unwrap_or_else(|| panic!("no capacity point: {v}"));
+    // Three replicates, each a whole search, each finding the simulator's 6 slots.
+    let c = &p["metrics"]["capacity_concurrency"]["value"];
+    assert_eq!(c["mean"], 6.0, "{p}");
+    assert_eq!(c["n"], 3, "{p}");
+    assert!(
+        p["metrics"]["capacity_probes"]["value"]["mean"]
+            .as_f64()
+            .unwrap()
+            >= 3.0
+    );
+    // The search itself is in each replicate's result.
+    let run = std::path::Path::new(v["dir"].as_str().unwrap());
+    let slug = std::fs::read_dir(run.join("results"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let r0: Value = serde_json::from_slice(&std::fs::read(slug.join("r0.json")).unwrap()).unwrap();
+    let search = &r0["summary"]["capacity"];
+    assert_eq!(search["capacity"], 6.0, "{search}");
+    assert!(
+        search["statement"]
+            .as_str()
+            .unwrap()
+            .contains("sustains 6–7"),
+        "{search}"
+    );
+    // Gated like throughput: the same run against itself passes on capacity_concurrency.
+    let id = v["run_id"].as_str().unwrap();
+    let g = yardstick()
+        .args(["--json", "gate", id, "--baseline", id, "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let g = json(&g);
+    let m = g["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "capacity_concurrency")
+        .unwrap_or_else(|| panic!("the gate compares capacity: {g}"));
+    assert_eq!(m["class"], "throughput", "{m}");
+}
+
+#[test]
+fn capacity_specs_need_an_slo_and_sane_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("no-slo", "{mode: capacity}", "", "needs an SLO"),
+        (
+            "no-mode",
+            "{mode: rate, values: [5], capacity: {percentile: 99}}",
+            "        slo: {ttftMs: 25}\n",
+            "without `mode: capacity`",
+        ),
+        (
+            "bad-percentile",
+            "{mode: capacity, capacity: {percentile: 100}}",
+            "        slo: {ttftMs: 25}\n",
+            "not between 0 and 100",
+        ),
+        (
+            "both",
+            "{mode: capacity, capacity: {percentile: 99, attainment: 0.9}}",
+            "        slo: {ttftMs: 25}\n",
+            "give one",
+        ),
+        (
+            "probes",
+            "{mode: capacity, capacity: {probeRequests: 100, maxProbeRequests: 50}}",
+            "        slo: {ttftMs: 25}\n",
+            "below probeRequests",
+        ),
+    ];
+    for (name, load, slo, want) in cases {
+        let spec = capacity_spec(dir.path(), name, "http://127.0.0.1:9", load, slo);
+        let o = yardstick().arg("validate").arg(&spec).output().unwrap();
+        let err =
+            String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains("load-capacity") && err.contains(want),
+            "{name}: {err}"
+        );
+    }
+    // A valid one validates (with values ignored, a warning).
+    let spec = capacity_spec(
+        dir.path(),
+        "fine",
+        "http://127.0.0.1:9",
+        "{mode: capacity, values: [1]}",
+        "        slo: {ttftMs: 25}\n",
+    );
+    let o = yardstick().arg("validate").arg(&spec).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("values` are ignored")
+            || String::from_utf8_lossy(&o.stdout).contains("values` are ignored")
+    );
+}
