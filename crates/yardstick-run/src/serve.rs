@@ -107,7 +107,15 @@ pub fn run_replicate(
         cancel,
         dataset: None,
         tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
+        server_metrics: None,
     };
+    // The server's own metrics, when its base URL serves them (`/metrics`).
+    let mut bench = bench;
+    bench.server_metrics = rt.block_on(yardstick_load::scrape::resolve(
+        "auto",
+        url,
+        yardstick_load::scrape::DEFAULT_INTERVAL,
+    ));
     let progress = Arc::new(Progress::default());
     if let Some(c) = capacity {
         return run_capacity(rt, &bench, c, progress);

@@ -45,6 +45,7 @@ mod run_startup;
 mod schema_cli;
 mod secrets_canary;
 mod server;
+mod server_metrics;
 mod sim_cli;
 mod sim_flags;
 mod stats_cli;

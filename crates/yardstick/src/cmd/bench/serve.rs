@@ -177,6 +177,15 @@ pub struct ServeArgs {
     /// --find-capacity: most probes in all.
     #[arg(long, default_value_t = 30, value_name = "N")]
     pub max_probes: usize,
+    /// Scrape the server's Prometheus metrics during every point: `auto` (the URL's
+    /// `/metrics` when it answers), `off`, or a URL. Running and waiting requests, KV-cache
+    /// usage, preemptions, prefix-cache hit rate and the server's own TTFT go in each point's
+    /// summary (`server_*`), with the client's TTFT minus the server's.
+    #[arg(long, default_value = "auto", value_name = "URL|auto|off")]
+    pub server_metrics: String,
+    /// Time between two scrapes of --server-metrics, e.g. 500ms, 1s.
+    #[arg(long, default_value = "500ms", value_name = "DURATION")]
+    pub scrape_interval: String,
 }
 
 /// `--capacity-axis`.
@@ -359,6 +368,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         cancel,
         dataset: args.dataset.clone(),
         tokenizer: args.tokenizer.clone(),
+        server_metrics: None,
     };
     let scenarios = bench.validate().map_err(to_exit)?;
     if let Some(dir) = &args.output {
@@ -372,6 +382,33 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         rt.worker_threads(n.max(1));
     }
     let rt = rt.build().context("starting the async runtime")?;
+    let interval = crate::cmd::parse_duration("scrape-interval", &args.scrape_interval)?;
+    if interval.is_zero() {
+        return Err(exit::invalid(
+            "--scrape-interval must be more than 0",
+            Some("e.g. --scrape-interval 500ms"),
+        ));
+    }
+    let mut bench = bench;
+    if args.server_metrics != "auto" && args.server_metrics != "off" {
+        yardstick_load::scrape::metrics_url_of(&args.server_metrics).ok_or_else(|| {
+            exit::invalid(
+                format!("--server-metrics: `{}` is not a URL", args.server_metrics),
+                Some("auto, off, or e.g. http://127.0.0.1:8000/metrics"),
+            )
+        })?;
+    }
+    bench.server_metrics = rt.block_on(yardstick_load::scrape::resolve(
+        &args.server_metrics,
+        &url,
+        interval,
+    ));
+    if let Some(s) = &bench.server_metrics {
+        output::info(&format!(
+            "scraping the server's metrics at {} every {:?}",
+            s.url, s.interval
+        ));
+    }
     if args.find_capacity {
         return super::capacity::find_capacity(&args, g, &bench, arrival, &rt);
     }
