@@ -339,6 +339,17 @@ impl ServeBench {
                 .await;
                 let mut summary =
                     summary::summarize(text, level, &run.records, &self.slo, run.stop.clone());
+                let capped = matches!(
+                    load,
+                    LoadModel::Rate {
+                        max_in_flight: Some(_),
+                        ..
+                    }
+                );
+                summary.client_bottleneck = summary
+                    .client_queue_ms
+                    .as_ref()
+                    .and_then(|d| summary::client_lag_warning(d.p99, capped));
                 if let Some((stop, task)) = scraper {
                     stop.cancel();
                     if let Ok((readings, failures)) = task.await {

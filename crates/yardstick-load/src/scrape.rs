@@ -149,6 +149,7 @@ const PREFIX_QUERIES: &[&str] = &[
     "vllm:gpu_prefix_cache_queries_total",
     "vllm:prefix_cache_queries_total",
 ];
+const QUEUE_HIST: &[&str] = &["vllm:request_queue_time_seconds"];
 const TTFT_HIST: &[&str] = &[
     "vllm:time_to_first_token_seconds",
     "sglang:time_to_first_token_seconds",
@@ -187,6 +188,10 @@ pub struct Reading {
     pub ttft_sum_s: Option<f64>,
     /// Server TTFT histogram count so far.
     pub ttft_count: Option<f64>,
+    /// Server queue-time histogram sum so far, seconds.
+    pub queue_sum_s: Option<f64>,
+    /// Server queue-time histogram count so far.
+    pub queue_count: Option<f64>,
 }
 
 impl Reading {
@@ -219,6 +224,8 @@ impl Reading {
             prefix_queries: total(lines, PREFIX_QUERIES),
             ttft_sum_s: suffixed(TTFT_HIST, "_sum"),
             ttft_count: suffixed(TTFT_HIST, "_count"),
+            queue_sum_s: suffixed(QUEUE_HIST, "_sum"),
+            queue_count: suffixed(QUEUE_HIST, "_count"),
         }
     }
 }
@@ -271,6 +278,11 @@ pub struct ServerMetrics {
     /// over count, first scrape to last).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_ttft_ms: Option<f64>,
+    /// The server's mean time requests waited in its queue before running, ms
+    /// (`vllm:request_queue_time_seconds`): beside the client's own queue (`client_queue_ms`),
+    /// where a request's wait happened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_queue_ms: Option<f64>,
     /// The client's mean TTFT minus the server's, ms: time outside the server (network, the
     /// client's own delays) and the difference in where the clocks start (the client counts
     /// from the scheduled send, the server from when it received the request).
@@ -297,7 +309,12 @@ impl ServerMetrics {
             (Some(s), Some(n)) if n > 0.0 => Some(s / n * 1000.0),
             _ => None,
         };
+        let server_queue_ms = match (growth(|r| r.queue_sum_s), growth(|r| r.queue_count)) {
+            (Some(s), Some(n)) if n > 0.0 => Some(s / n * 1000.0),
+            _ => None,
+        };
         ServerMetrics {
+            server_queue_ms,
             server_scrapes: readings.len() as u64,
             server_scrape_failures: failures,
             server_running: gauge(&col(|r| r.running)),

@@ -221,6 +221,24 @@ impl Slo {
     }
 }
 
+/// Beyond this p99 of the time requests waited in the client before being sent (ms), with
+/// nothing capping the requests in flight, the client is the bottleneck.
+pub const CLIENT_LAG_MS: f64 = 10.0;
+
+/// The warning for a point whose requests waited `p99_ms` (p99) in the client before being sent,
+/// when nothing capped the requests in flight (`capped`: a `max_in_flight` makes the wait part
+/// of the load model).
+pub fn client_lag_warning(p99_ms: f64, capped: bool) -> Option<String> {
+    (!capped && p99_ms > CLIENT_LAG_MS).then(|| {
+        format!(
+            "the client fell behind its schedule: p99 of the time requests waited in the \
+             client before being sent is {p99_ms:.1} ms (over {CLIENT_LAG_MS} ms), so the \
+             latencies include the load generator's own delay; give it more cores \
+             (--workers), or split the load over several clients (--shard)"
+        )
+    })
+}
+
 /// The load level of a point.
 #[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct LoadLevel {
@@ -300,6 +318,11 @@ pub struct PointSummary {
     /// merged ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
+    /// Set when the client itself fell behind its schedule: requests waited in the client
+    /// before being sent (`client_queue_ms` p99 beyond [`CLIENT_LAG_MS`]) though nothing capped
+    /// the requests in flight, so the latencies include the load generator's own delay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_bottleneck: Option<String>,
     /// What the server's Prometheus endpoint said during the point (`--server-metrics`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::scrape::ServerMetrics>,
@@ -415,6 +438,7 @@ pub fn summarize(
         stop_reason,
         schedule_origin_ns: None,
         shard: None,
+        client_bottleneck: None,
         server: None,
         first_error: measured
             .iter()
@@ -426,6 +450,15 @@ pub fn summarize(
 
 #[cfg(test)]
 pub(crate) mod tests {
+
+    #[test]
+    fn the_client_is_called_the_bottleneck_only_when_it_lags_uncapped() {
+        assert!(super::client_lag_warning(3.0, false).is_none());
+        let w = super::client_lag_warning(25.0, false).unwrap();
+        assert!(w.contains("25.0 ms") && w.contains("--shard"), "{w}");
+        // A cap on requests in flight makes the wait part of the load model.
+        assert!(super::client_lag_warning(250.0, true).is_none());
+    }
     use super::*;
     use crate::record::ErrorClass;
 

@@ -211,6 +211,26 @@ fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
                 BOLD, RESET, s.token_count_disagreements, s.requests.completed,
             )?;
         }
+        if let Some(w) = &s.client_bottleneck {
+            writeln!(out, "  {BOLD}warning{RESET}: {w}")?;
+        }
+        if let Some(m) = &s.server {
+            let g = |x: &Option<crate::scrape::GaugeStat>| {
+                x.map_or("-".to_string(), |g| {
+                    format!("{:.0} (max {:.0})", g.p50, g.max)
+                })
+            };
+            let ms = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2} ms"));
+            writeln!(
+                out,
+                "  server: running {}, waiting {}, queue {}, TTFT {} (client − server {})",
+                g(&m.server_running),
+                g(&m.server_waiting),
+                ms(m.server_queue_ms),
+                ms(m.server_ttft_ms),
+                ms(m.ttft_client_minus_server_ms)
+            )?;
+        }
     }
     Ok(())
 }

@@ -443,6 +443,9 @@ async fn handle(
     rec.admitted_ns = shared.clock.ns(admitted);
     shared
         .metrics
+        .observe_queue(admitted.saturating_duration_since(received).as_nanos() as u64);
+    shared
+        .metrics
         .prompt_tokens
         .fetch_add(parsed.prompt_tokens, Ordering::Relaxed);
     let ttft =

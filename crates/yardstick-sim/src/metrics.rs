@@ -27,6 +27,10 @@ pub struct Metrics {
     pub ttft_sum_ns: AtomicU64,
     /// Running slots (`--max-running`), for the KV-cache usage gauge; 0 = unlimited.
     pub slots: AtomicU64,
+    /// Requests admitted to a running slot, and their summed time waiting for it, ns.
+    pub queued: AtomicU64,
+    /// Sum of the times requests waited for a running slot, ns.
+    pub queue_sum_ns: AtomicU64,
 }
 
 /// Upper bounds (seconds) of the time-to-first-token histogram: vLLM's buckets.
@@ -59,6 +63,12 @@ impl Metrics {
             .unwrap_or(TTFT_BUCKETS.len());
         self.ttft_buckets[i].fetch_add(1, Ordering::Relaxed);
         self.ttft_sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Observes one request's wait for a running slot.
+    pub fn observe_queue(&self, ns: u64) {
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        self.queue_sum_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// Counts one finished request.
@@ -170,6 +180,19 @@ impl Metrics {
              vllm:time_to_first_token_seconds_sum{{{l}}} {}\n\
              vllm:time_to_first_token_seconds_count{{{l}}} {cumulative}",
             r(&self.ttft_sum_ns) as f64 / 1e9
+        );
+        // The queue time as a histogram with no finite bucket: its sum and count are what is
+        // read.
+        let _ = writeln!(
+            s,
+            "# HELP vllm:request_queue_time_seconds Histogram of time spent in WAITING phase for request.\n\
+             # TYPE vllm:request_queue_time_seconds histogram\n\
+             vllm:request_queue_time_seconds_bucket{{{l},le=\"+Inf\"}} {}\n\
+             vllm:request_queue_time_seconds_sum{{{l}}} {}\n\
+             vllm:request_queue_time_seconds_count{{{l}}} {}",
+            r(&self.queued),
+            r(&self.queue_sum_ns) as f64 / 1e9,
+            r(&self.queued)
         );
     }
 }

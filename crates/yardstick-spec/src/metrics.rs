@@ -327,6 +327,15 @@ pub const CATALOGUE: &[MetricDef] = &[
         "The server's own mean time to first token during the point (its histogram's sum over count), from when it received each request."
     ),
     m!(
+        "server_queue_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "The server's mean time requests waited in its queue before running (vllm:request_queue_time_seconds), beside the client's own queue."
+    ),
+    m!(
         "ttft_client_minus_server_ms",
         "ms",
         Neither,

@@ -55,6 +55,15 @@ fn the_servers_own_metrics_explain_the_queue_and_agree_on_ttft() {
         server > 10.0,
         "queueing for a slot shows in the server's TTFT too: {server}"
     );
+    // Where the wait happened: in the server's queue (half the requests wait a whole slot
+    // hold of 45 ms), not in the client.
+    let queue = p["server_queue_ms"].as_f64().unwrap();
+    assert!(
+        queue > 10.0 && queue < server,
+        "server queue {queue} ms, TTFT {server} ms"
+    );
+    assert!(p["client_queue_ms"]["p99"].as_f64().unwrap() < queue);
+    assert!(p.get("client_bottleneck").is_none(), "{p}");
 
     // Off: nothing scraped. A bad URL: exit 2.
     let off = json(&serve(&sim, &["--server-metrics", "off"]));
