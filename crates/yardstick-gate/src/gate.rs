@@ -35,6 +35,8 @@ pub enum MetricClass {
     Quality,
     /// The training loss slope: a positive slope (loss rising) FAILs, whatever the baseline.
     LossSlope,
+    /// Money per unit of work; an increase beyond the tolerance FAILs.
+    Cost,
 }
 
 /// Which way is a regression.
@@ -80,6 +82,7 @@ pub fn headline(metric: &str, statistic: &str) -> Option<MetricClass> {
         GateClass::Perplexity => MetricClass::Perplexity,
         GateClass::Quality => MetricClass::Quality,
         GateClass::LossSlope => MetricClass::LossSlope,
+        GateClass::Cost => MetricClass::Cost,
         GateClass::Descriptive => return None,
     })
 }
@@ -126,6 +129,7 @@ pub fn tolerance_pct(class: MetricClass, t: Option<&Tolerances>) -> f64 {
         MetricClass::Perplexity => t.perplexity_increase_pct.unwrap_or(1.5),
         MetricClass::Quality => t.quality_drop_points.unwrap_or(2.0),
         MetricClass::LossSlope => 0.0,
+        MetricClass::Cost => t.cost_increase_pct.unwrap_or(5.0),
     }
 }
 

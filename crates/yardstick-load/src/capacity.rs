@@ -240,6 +240,8 @@ pub struct CapacityResult {
     pub output_token_throughput: Option<f64>,
     /// Requests per second completed at the capacity.
     pub request_throughput: Option<f64>,
+    /// Dollars per million output tokens at the capacity (with a cost model).
+    pub cost_per_1m_output_tokens: Option<f64>,
     /// Why the search ended.
     pub end: SearchEnd,
     /// Probes whose test stayed undecided (counted as breaking).
@@ -499,6 +501,7 @@ pub async fn find_capacity(
         breaks_at: broke,
         output_token_throughput: at.map(|p| p.summary.output_token_throughput),
         request_throughput: at.map(|p| p.summary.request_throughput),
+        cost_per_1m_output_tokens: at.and_then(|p| p.summary.cost_per_1m_output_tokens),
         end,
         undecided_probes: undecided,
         probes,

@@ -23,6 +23,7 @@ pub mod openai;
 pub mod plan;
 pub mod record;
 use yardstick_timing::rng;
+pub mod power;
 pub mod runner;
 pub mod scrape;
 pub mod shard_files;
@@ -118,6 +119,12 @@ pub struct ServeBench {
     pub tokenizer: Option<std::path::PathBuf>,
     /// Scrape the server's Prometheus endpoint during every point ([`scrape`]).
     pub server_metrics: Option<scrape::ScrapeConfig>,
+    /// The deployment's price: dollars per million output tokens and per thousand requests
+    /// in every point's summary.
+    pub cost: Option<summary::CostModel>,
+    /// Measure energy per output token from the CPU's RAPL counters under this powercap root
+    /// ([`power`]); unavailable is said, not estimated.
+    pub energy: Option<std::path::PathBuf>,
 }
 
 /// One finished point.
@@ -314,6 +321,12 @@ impl ServeBench {
                     Some(t) => planner.with_tokenizer(t.clone()),
                     None => planner,
                 };
+                // Energy counters at the start of the point, when asked for and readable.
+                let rapl = self.energy.as_deref().map(power::Rapl::open);
+                let energy_start = match &rapl {
+                    Some(Ok(r)) => r.read(),
+                    _ => None,
+                };
                 // The server's metrics, scraped beside the point on the same runtime.
                 let scraper = self.server_metrics.clone().map(|cfg| {
                     let stop = CancellationToken::new();
@@ -339,6 +352,33 @@ impl ServeBench {
                 .await;
                 let mut summary =
                     summary::summarize(text, level, &run.records, &self.slo, run.stop.clone());
+                if let Some(c) = &self.cost {
+                    let (tok, req) =
+                        c.of(summary.output_token_throughput, summary.request_throughput);
+                    summary.cost_per_1m_output_tokens = tok;
+                    summary.cost_per_1k_requests = req;
+                }
+                match (&rapl, energy_start) {
+                    (Some(Ok(r)), Some(start)) => {
+                        let out_tokens = summary.output_token_throughput * summary.duration_s;
+                        match r.read() {
+                            Some(end) if out_tokens > 0.0 => {
+                                summary.energy_j_per_output_token =
+                                    Some(r.joules(&start, &end) / out_tokens);
+                            }
+                            _ => {
+                                summary.energy_unavailable =
+                                    Some("the RAPL counters could not be read again, or no output tokens".into());
+                            }
+                        }
+                    }
+                    (Some(Err(why)), _) => summary.energy_unavailable = Some(why.clone()),
+                    (Some(Ok(_)), None) => {
+                        summary.energy_unavailable =
+                            Some("the RAPL counters could not be read".into())
+                    }
+                    (None, _) => {}
+                }
                 let capped = matches!(
                     load,
                     LoadModel::Rate {

@@ -221,6 +221,29 @@ impl Slo {
     }
 }
 
+/// A serving deployment's price.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CostModel {
+    /// Dollars per accelerator-hour.
+    pub per_accelerator_hour: f64,
+    /// Accelerators the deployment uses.
+    pub accelerators: u32,
+}
+
+impl CostModel {
+    /// Dollars per second of the whole deployment.
+    pub fn dollars_per_s(&self) -> f64 {
+        self.per_accelerator_hour * f64::from(self.accelerators) / 3600.0
+    }
+
+    /// Dollars per million output tokens at `tokens_per_s`, and per thousand requests at
+    /// `requests_per_s` (none at a zero rate).
+    pub fn of(&self, tokens_per_s: f64, requests_per_s: f64) -> (Option<f64>, Option<f64>) {
+        let per = |rate: f64, unit: f64| (rate > 0.0).then(|| self.dollars_per_s() / rate * unit);
+        (per(tokens_per_s, 1e6), per(requests_per_s, 1e3))
+    }
+}
+
 /// Beyond this p99 of the time requests waited in the client before being sent (ms), with
 /// nothing capping the requests in flight, the client is the bottleneck.
 pub const CLIENT_LAG_MS: f64 = 10.0;
@@ -323,6 +346,18 @@ pub struct PointSummary {
     /// the requests in flight, so the latencies include the load generator's own delay.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_bottleneck: Option<String>,
+    /// Dollars per million output tokens at this point's throughput (with a cost model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_per_1m_output_tokens: Option<f64>,
+    /// Dollars per thousand completed requests (with a cost model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_per_1k_requests: Option<f64>,
+    /// Joules per output token from the CPU's RAPL counters over the point.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_j_per_output_token: Option<f64>,
+    /// Why there is no energy figure, when one was asked for and there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_unavailable: Option<String>,
     /// What the server's Prometheus endpoint said during the point (`--server-metrics`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::scrape::ServerMetrics>,
@@ -439,6 +474,10 @@ pub fn summarize(
         schedule_origin_ns: None,
         shard: None,
         client_bottleneck: None,
+        cost_per_1m_output_tokens: None,
+        cost_per_1k_requests: None,
+        energy_j_per_output_token: None,
+        energy_unavailable: None,
         server: None,
         first_error: measured
             .iter()
@@ -450,6 +489,19 @@ pub fn summarize(
 
 #[cfg(test)]
 pub(crate) mod tests {
+
+    #[test]
+    fn cost_is_the_deployments_price_over_its_rates() {
+        let c = super::CostModel {
+            per_accelerator_hour: 2.48,
+            accelerators: 8,
+        };
+        // 8 × $2.48 / 3600 s = $0.005511/s; at 1,000 tok/s: $5.51 per million tokens.
+        let (tok, req) = c.of(1000.0, 4.0);
+        assert!((tok.unwrap() - 2.48 * 8.0 / 3600.0 / 1000.0 * 1e6).abs() < 1e-9);
+        assert!((req.unwrap() - 2.48 * 8.0 / 3600.0 / 4.0 * 1e3).abs() < 1e-9);
+        assert_eq!(c.of(0.0, 0.0), (None, None));
+    }
 
     #[test]
     fn the_client_is_called_the_bottleneck_only_when_it_lags_uncapped() {

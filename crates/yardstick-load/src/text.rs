@@ -62,7 +62,10 @@ fn write_capacity(out: &mut String, r: &crate::capacity::CapacityResult) -> std:
     if let (Some(o), Some(q)) = (r.output_token_throughput, r.request_throughput) {
         writeln!(
             out,
-            "  at the capacity: {q:.2} requests/s completed, {o:.1} output tokens/s"
+            "  at the capacity: {q:.2} requests/s completed, {o:.1} output tokens/s{}",
+            r.cost_per_1m_output_tokens
+                .map(|c| format!(", ${c:.3} per million output tokens"))
+                .unwrap_or_default()
         )?;
     }
     if r.undecided_probes > 0 {
@@ -210,6 +213,17 @@ fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
                 "  {}warning{}: {} of {} completed request(s) report output tokens (server usage) more than 10 % away from {local}; TPOT and token throughput use the server's count",
                 BOLD, RESET, s.token_count_disagreements, s.requests.completed,
             )?;
+        }
+        if let (Some(t), Some(r)) = (s.cost_per_1m_output_tokens, s.cost_per_1k_requests) {
+            writeln!(
+                out,
+                "  cost: ${t:.3} per million output tokens, ${r:.3} per thousand requests"
+            )?;
+        }
+        match (s.energy_j_per_output_token, &s.energy_unavailable) {
+            (Some(j), _) => writeln!(out, "  energy: {j:.3} J per output token (RAPL)")?,
+            (None, Some(why)) => writeln!(out, "  energy: unavailable ({why})")?,
+            _ => {}
         }
         if let Some(w) = &s.client_bottleneck {
             writeln!(out, "  {BOLD}warning{RESET}: {w}")?;

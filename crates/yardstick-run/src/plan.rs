@@ -115,6 +115,8 @@ pub enum PointWork {
         mlperf: Option<String>,
         /// A capacity search (`load_mode` `capacity`) instead of one load level.
         capacity: Option<CapacityPlan>,
+        /// Dollars per accelerator-hour and accelerators (`cost`).
+        cost: Option<(f64, u32)>,
     },
     /// One task (or the perplexity shard) of an eval layer: every item runs `repeat` times per
     /// replicate.
@@ -588,6 +590,9 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                         tokenizer: target.tokenizer.clone(),
                         mlperf: mlperf.map(str::to_owned),
                         capacity: capacity.clone(),
+                        cost: c.cost.as_ref().and_then(|k| {
+                            Some((k.per_accelerator_hour?, k.accelerators.unwrap_or(1)))
+                        }),
                     },
                 });
             }

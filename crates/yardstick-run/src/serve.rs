@@ -50,6 +50,7 @@ pub fn run_replicate(
         tokenizer,
         mlperf,
         capacity,
+        cost,
         ..
     } = work
     else {
@@ -108,6 +109,11 @@ pub fn run_replicate(
         dataset: None,
         tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
         server_metrics: None,
+        cost: cost.map(|(p, n)| yardstick_load::summary::CostModel {
+            per_accelerator_hour: p,
+            accelerators: n,
+        }),
+        energy: Some(std::path::PathBuf::from(yardstick_load::power::POWERCAP)),
     };
     // The server's own metrics, when its base URL serves them (`/metrics`).
     let mut bench = bench;
@@ -223,6 +229,11 @@ fn run_capacity(
     });
     if let Some(t) = summary["capacity"]["output_token_throughput"].as_f64() {
         summary["capacity_output_token_throughput"] = t.into();
+        if let Some(c) = &bench.cost
+            && let (Some(per_m), _) = c.of(t, 0.0)
+        {
+            summary["capacity_cost_per_1m_output_tokens"] = per_m.into();
+        }
     }
     if let Some(probes) = summary["capacity"]["probes"].as_array_mut() {
         for p in probes {

@@ -60,6 +60,8 @@ pub enum GateClass {
     Quality,
     /// The slope of the training loss.
     LossSlope,
+    /// Money per unit of work (dollars per million tokens, per thousand requests).
+    Cost,
     /// Describes the run; never gated.
     Descriptive,
 }
@@ -76,6 +78,7 @@ impl GateClass {
             GateClass::Perplexity => "perplexity",
             GateClass::Quality => "quality",
             GateClass::LossSlope => "loss_slope",
+            GateClass::Cost => "cost",
             GateClass::Descriptive => "descriptive",
         }
     }
@@ -343,6 +346,43 @@ pub const CATALOGUE: &[MetricDef] = &[
         VALUE,
         None,
         "The client's mean TTFT minus the server's: the measurement path outside the server (network, client delays, and the gap between the scheduled send and the server's receipt)."
+    ),
+    m!(
+        "cost_per_1m_output_tokens",
+        "$",
+        LowerIsBetter,
+        Cost,
+        VALUE,
+        Some("value"),
+        "Dollars per million output tokens: the deployment's price per second (cost.perAcceleratorHour × accelerators / 3600) over its output token throughput.",
+        &["value"]
+    ),
+    m!(
+        "cost_per_1k_requests",
+        "$",
+        LowerIsBetter,
+        Cost,
+        VALUE,
+        None,
+        "Dollars per thousand completed requests at the point's request throughput."
+    ),
+    m!(
+        "capacity_cost_per_1m_output_tokens",
+        "$",
+        LowerIsBetter,
+        Cost,
+        VALUE,
+        Some("value"),
+        "Dollars per million output tokens at the capacity found under the SLO."
+    ),
+    m!(
+        "energy_j_per_output_token",
+        "J",
+        LowerIsBetter,
+        Cost,
+        VALUE,
+        None,
+        "Energy per output token from the CPU's RAPL counters (/sys/class/powercap) over the point; absent where the kernel exposes none."
     ),
     m!(
         "capacity_rps",
@@ -1252,6 +1292,7 @@ mod tests {
             ("request_throughput", "value"),
             ("output_token_throughput", "value"),
             ("goodput", "value"),
+            ("cost_per_1m_output_tokens", "value"),
             ("capacity_rps", "value"),
             ("capacity_concurrency", "value"),
             ("ttft_ms", "p50"),

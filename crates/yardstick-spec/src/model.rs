@@ -591,6 +591,9 @@ pub struct ComponentLayer {
     pub stop: Option<Stop>,
     /// Service-level objectives for goodput (serve).
     pub slo: Option<Slo>,
+    /// What the deployment costs, for dollars per million output tokens and per thousand
+    /// requests (serve).
+    pub cost: Option<ServingCost>,
     /// MLPerf LoadGen scenario to run instead of a plain sweep (serve).
     pub mlperf: Option<MlperfScenario>,
     /// The command (startup; dataloader, when it is the user's loader speaking the metric
@@ -869,6 +872,17 @@ pub struct Stop {
     pub max_duration: Option<DurationSpec>,
 }
 
+/// The price of a serving deployment.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ServingCost {
+    /// Dollars per accelerator-hour (e.g. 2.48).
+    pub per_accelerator_hour: Option<f64>,
+    /// Accelerators the deployment uses (default 1).
+    pub accelerators: Option<u32>,
+}
+
 /// Service-level objectives; a request meeting all of them counts toward goodput.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -1028,6 +1042,9 @@ pub struct Tolerances {
     pub quality_drop_points: Option<f64>,
     /// Tail latency (the `gates.tails` percentiles) increase that fails, % (default 10).
     pub tail_increase_pct: Option<f64>,
+    /// Cost (dollars per million tokens, per thousand requests) increase that fails, %
+    /// (default 5).
+    pub cost_increase_pct: Option<f64>,
     /// Per-metric overrides, by `metric/statistic` (e.g. `ttft_ms/p50: 3`) or `metric` (every
     /// statistic of it); in the unit of the metric's class (points for accuracy and quality
     /// scores).

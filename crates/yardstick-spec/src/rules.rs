@@ -1289,6 +1289,25 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             "add `stop: {maxRequests: 500, maxDuration: 120s}`",
         );
     }
+    if let Some(cost) = &c.cost {
+        match cost.per_accelerator_hour {
+            Some(p) if p > 0.0 && p.is_finite() => {}
+            _ => cx.error_at_key(
+                "serve-config",
+                &format!("{base}/cost/perAcceleratorHour"),
+                "cost needs a positive `perAcceleratorHour` (dollars per accelerator-hour)".into(),
+                "e.g. `cost: {perAcceleratorHour: 2.48, accelerators: 8}`",
+            ),
+        }
+        if cost.accelerators == Some(0) {
+            cx.error(
+                "serve-config",
+                &format!("{base}/cost/accelerators"),
+                "cost.accelerators is 0".into(),
+                "the accelerators the deployment uses: 1 or more",
+            );
+        }
+    }
     if let Some(slo) = &c.slo {
         for (name, v) in [
             ("ttftMs", slo.ttft_ms),
@@ -1603,6 +1622,7 @@ fn gates(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             ("accuracyDropPoints", t.accuracy_drop_points),
             ("qualityDropPoints", t.quality_drop_points),
             ("tailIncreasePct", t.tail_increase_pct),
+            ("costIncreasePct", t.cost_increase_pct),
         ];
         // (name shown, JSON pointer below /spec/gates/tolerances, value)
         let per_metric = t.metrics.iter().flatten().map(|(k, v)| {

@@ -196,7 +196,8 @@ fn a_spec_with_load_mode_capacity_stores_the_capacity_as_a_gated_fact() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let load = "{mode: capacity, capacity: {axis: concurrency, percentile: 90, probeRequests: 100, start: 4}}";
-    let slo = "        slo: {ttftMs: 25}\n";
+    let slo =
+        "        slo: {ttftMs: 25}\n        cost: {perAcceleratorHour: 2.48, accelerators: 8}\n";
     let spec = capacity_spec(dir.path(), "cap", &sim.url, load, slo);
     let o = crate::common::run_spec(&spec, &store, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -251,6 +252,21 @@ fn a_spec_with_load_mode_capacity_stores_the_capacity_as_a_gated_fact() {
         .find(|m| m["metric"] == "capacity_concurrency")
         .unwrap_or_else(|| panic!("the gate compares capacity: {g}"));
     assert_eq!(m["class"], "throughput", "{m}");
+    // The price at the capacity is a cost fact, gated in the cost class.
+    let cost = p["metrics"]["capacity_cost_per_1m_output_tokens"]["value"]["mean"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no cost at the capacity: {p}"));
+    let tput = p["metrics"]["capacity_output_token_throughput"]["value"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!(cost > 0.0 && tput > 0.0);
+    let c = g["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "capacity_cost_per_1m_output_tokens")
+        .unwrap_or_else(|| panic!("the gate compares the cost: {g}"));
+    assert_eq!(c["class"], "cost", "{c}");
 }
 
 #[test]

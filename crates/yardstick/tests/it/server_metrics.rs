@@ -78,3 +78,65 @@ fn the_servers_own_metrics_explain_the_queue_and_agree_on_ttft() {
     let bad = serve(&sim, &["--scrape-interval", "0s"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn cost_per_token_follows_the_price_and_energy_is_measured_or_said_unavailable() {
+    let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "2"]);
+    let o = serve(
+        &sim,
+        &[
+            "--cost-per-accelerator-hour",
+            "2.48",
+            "--accelerators",
+            "8",
+            "--energy",
+            "--server-metrics",
+            "off",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p: Value = json(&o)["points"][0].clone();
+    let per_s = 2.48 * 8.0 / 3600.0;
+    let tput = p["output_token_throughput"].as_f64().unwrap();
+    let rps = p["request_throughput"].as_f64().unwrap();
+    let per_m = p["cost_per_1m_output_tokens"].as_f64().unwrap();
+    assert!(
+        (per_m - per_s / tput * 1e6).abs() < 1e-9 * per_m.max(1.0),
+        "{p}"
+    );
+    let per_k = p["cost_per_1k_requests"].as_f64().unwrap();
+    assert!(
+        (per_k - per_s / rps * 1e3).abs() < 1e-9 * per_k.max(1.0),
+        "{p}"
+    );
+    // Exactly one of a figure and a reason.
+    let rapl = std::path::Path::new("/sys/class/powercap/intel-rapl:0/energy_uj");
+    match (
+        p.get("energy_j_per_output_token"),
+        p.get("energy_unavailable"),
+    ) {
+        (Some(j), None) => {
+            assert!(std::fs::read_to_string(rapl).is_ok());
+            assert!(j.as_f64().unwrap() > 0.0, "{p}");
+        }
+        (None, Some(why)) => {
+            assert!(
+                std::fs::read_to_string(rapl).is_err(),
+                "RAPL readable, yet: {why}"
+            );
+            assert!(why.as_str().unwrap().contains("RAPL"), "{why}");
+        }
+        other => panic!("energy: {other:?}"),
+    }
+    // Without a price, no cost; a bad price is exit 2.
+    let plain = json(&serve(&sim, &["--server-metrics", "off"]));
+    assert!(
+        plain["points"][0]
+            .get("cost_per_1m_output_tokens")
+            .is_none()
+    );
+    let bad = serve(&sim, &["--cost-per-accelerator-hour", "-1"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let bad = serve(&sim, &["--accelerators", "4"]);
+    assert_eq!(bad.status.code(), Some(2), "--accelerators needs a price");
+}

@@ -183,6 +183,22 @@ pub struct ServeArgs {
     /// summary (`server_*`), with the client's TTFT minus the server's.
     #[arg(long, default_value = "auto", value_name = "URL|auto|off")]
     pub server_metrics: String,
+    /// Dollars per accelerator-hour of the deployment: each point then reports dollars per
+    /// million output tokens and per thousand requests (and --find-capacity at the capacity).
+    #[arg(long, value_name = "DOLLARS")]
+    pub cost_per_accelerator_hour: Option<f64>,
+    /// Accelerators the deployment uses, for --cost-per-accelerator-hour.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        requires = "cost_per_accelerator_hour"
+    )]
+    pub accelerators: u32,
+    /// Measure energy per output token from the CPU's RAPL counters (/sys/class/powercap,
+    /// readable by root); where there are none, each point says why.
+    #[arg(long)]
+    pub energy: bool,
     /// Time between two scrapes of --server-metrics, e.g. 500ms, 1s.
     #[arg(long, default_value = "500ms", value_name = "DURATION")]
     pub scrape_interval: String,
@@ -369,6 +385,24 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         dataset: args.dataset.clone(),
         tokenizer: args.tokenizer.clone(),
         server_metrics: None,
+        cost: match args.cost_per_accelerator_hour {
+            Some(p) if p > 0.0 && p.is_finite() && args.accelerators > 0 => {
+                Some(yardstick_load::summary::CostModel {
+                    per_accelerator_hour: p,
+                    accelerators: args.accelerators,
+                })
+            }
+            Some(_) => {
+                return Err(exit::invalid(
+                    "--cost-per-accelerator-hour must be positive and --accelerators at least 1",
+                    Some("e.g. --cost-per-accelerator-hour 2.48 --accelerators 8"),
+                ));
+            }
+            None => None,
+        },
+        energy: args
+            .energy
+            .then(|| std::path::PathBuf::from(yardstick_load::power::POWERCAP)),
     };
     let scenarios = bench.validate().map_err(to_exit)?;
     if let Some(dir) = &args.output {
