@@ -138,6 +138,14 @@ pub fn outputs() -> Vec<Output> {
         ("push", "yardstick push RUN --to URL --json", || {
             output::<super::push::PushOutput>()
         }),
+        (
+            "run-member",
+            "yardstick run SPEC --shard I/N --json, process I > 0",
+            || output::<yardstick_run::pods::MemberOutcome>(),
+        ),
+        ("k8s-render", "yardstick k8s render SPEC --json", || {
+            output::<super::k8s::RenderOut>()
+        }),
     ]
 }
 
