@@ -4,5 +4,7 @@
 //! is `yardstick_run::slurm`; what the pods run is `yardstick_run::pods`.
 #![deny(missing_docs)]
 
+#[cfg(feature = "client")]
+pub mod client;
 pub mod kubernetes;
 pub mod yaml;
