@@ -306,9 +306,14 @@ fn pod_command(job: &Value, env: &[(&str, String)], spec: &Path, results: &Path)
 
 /// The variables the Job gives pod `i` of `n` (the downward API's, resolved as the kubelet would).
 fn pod_env(i: u32, n: u32) -> Vec<(&'static str, String)> {
+    job_pod_env("yardstick-pods-local-x7k2p", i, n)
+}
+
+/// [`pod_env`] of the Job `job`.
+fn job_pod_env(job: &str, i: u32, n: u32) -> Vec<(&'static str, String)> {
     vec![
         ("JOB_COMPLETION_INDEX", i.to_string()),
-        ("YARDSTICK_JOB_NAME", "yardstick-pods-local-x7k2p".into()),
+        ("YARDSTICK_JOB_NAME", job.into()),
         ("YARDSTICK_NODE_NAME", format!("node-{i}")),
         ("RANK", i.to_string()),
         ("WORLD_SIZE", n.to_string()),
@@ -431,6 +436,85 @@ fn the_pods_command_lines_run_here_merge_their_shards_into_one_run() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// Runs the rendered Job `job` here as `n` pods of the Job named `name`; their outputs.
+fn run_pods(
+    job: &Value,
+    name: &str,
+    n: u32,
+    spec: &Path,
+    results: &Path,
+) -> Vec<std::process::Output> {
+    let pods: Vec<_> = (0..n)
+        .map(|i| {
+            pod_command(job, &job_pod_env(name, i, n), spec, results)
+                .arg("--json")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    pods.into_iter()
+        .map(|p| p.wait_with_output().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_command_point_runs_once_per_pod_as_a_rank_and_a_failed_rank_fails_the_replicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let marks = dir.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    // Each rank notes what it was told; rank 1 fails once `fail` exists.
+    let script = format!(
+        "echo \"$RANK/$WORLD_SIZE $MASTER_ADDR:$MASTER_PORT\" >> {m}/rank-$RANK; \
+         [ \"$RANK\" = 0 ] || [ ! -f {m}/fail ]",
+        m = marks.display()
+    );
+    let layers = format!(
+        "    e2e:\n      - kind: command\n        command: [sh, -c, {}]\n        timeout: 1m\n",
+        serde_json::to_string(&script).unwrap()
+    );
+    let spec = spec(dir.path(), "ranks", "nodes: 2", &layers);
+    let out = dir.path().join("k8s");
+    render(&spec, &out, &["--pvc", "results"]);
+    let job = read_yaml(&out.join("02-job.yaml"));
+    let results = dir.path().join("claim");
+    let outs = run_pods(&job, "yardstick-ranks-a1", 2, &spec, &results);
+    for (i, o) in outs.iter().enumerate() {
+        assert!(
+            o.status.success(),
+            "pod {i}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert_eq!(json(&outs[0])["status"], "complete");
+    // Three replicates, each run once by each pod with its rank and pod 0 as the master.
+    for rank in 0..2 {
+        let lines = std::fs::read_to_string(marks.join(format!("rank-{rank}"))).unwrap();
+        assert_eq!(
+            lines.lines().collect::<Vec<_>>(),
+            vec![format!("{rank}/2 127.0.0.1:29500"); 3],
+            "{lines}"
+        );
+    }
+    // A rank that fails fails the replicate, named; pod 0 still stores the (complete) run, and
+    // both exit 1: every replicate of the point failed.
+    std::fs::write(marks.join("fail"), "").unwrap();
+    let outs = run_pods(&job, "yardstick-ranks-b2", 2, &spec, &results);
+    assert_eq!(
+        outs[0].status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&outs[0].stderr)
+    );
+    assert_eq!(outs[1].status.code(), Some(1));
+    let v = json(&outs[0]);
+    assert_eq!(v["status"], "complete", "{v}");
+    let failures = v["summary"]["failures"].to_string();
+    assert!(failures.contains("rank 1 failed"), "{failures}");
+    assert_eq!(runs(&results.join("store")).len(), 2);
 }
 
 #[test]
