@@ -283,7 +283,7 @@ fn the_manifests_carry_kueue_resources_placement_and_the_pods_command() {
 
 /// The pod's command line with the Job's substitutions: `$(VAR)` from `env`, `/spec/spec.yaml`
 /// and `/results` mapped to local paths, `yardstick` the built binary.
-fn pod_command(job: &Value, env: &[(&str, String)], spec: &Path, results: &Path) -> Command {
+fn pod_command(job: &Value, env: &[(String, String)], spec: &Path, results: &Path) -> Command {
     let c = &job["spec"]["template"]["spec"]["containers"][0];
     let subst = |s: &str| -> String {
         let mut s = s.to_string();
@@ -304,22 +304,40 @@ fn pod_command(job: &Value, env: &[(&str, String)], spec: &Path, results: &Path)
     cmd
 }
 
-/// The variables the Job gives pod `i` of `n` (the downward API's, resolved as the kubelet would).
-fn pod_env(i: u32, n: u32) -> Vec<(&'static str, String)> {
-    job_pod_env("yardstick-pods-local-x7k2p", i, n)
+/// The variables the rendered Job gives pod `i` of the Job named `yardstick-pods-local-x7k2p`.
+fn pod_env(job: &Value, i: u32) -> Vec<(String, String)> {
+    job_pod_env(job, "yardstick-pods-local-x7k2p", i)
 }
 
-/// [`pod_env`] of the Job `job`.
-fn job_pod_env(job: &str, i: u32, n: u32) -> Vec<(&'static str, String)> {
-    vec![
-        ("JOB_COMPLETION_INDEX", i.to_string()),
-        ("YARDSTICK_JOB_NAME", job.into()),
-        ("YARDSTICK_NODE_NAME", format!("node-{i}")),
-        ("RANK", i.to_string()),
-        ("WORLD_SIZE", n.to_string()),
-        ("MASTER_ADDR", "127.0.0.1".into()),
-        ("MASTER_PORT", "29500".into()),
-    ]
+/// The variables the rendered Job `job` gives pod `i` when the Job is named `name`, resolved as
+/// the kubelet would: the downward API's fields (the completion index, the Job's name, the node)
+/// and `$(VAR)` references to variables defined before.
+fn job_pod_env(job: &Value, name: &str, i: u32) -> Vec<(String, String)> {
+    let c = &job["spec"]["template"]["spec"]["containers"][0];
+    let mut out: Vec<(String, String)> = Vec::new();
+    for e in c["env"].as_array().unwrap() {
+        let key = e["name"].as_str().unwrap().to_string();
+        let value = if let Some(v) = e["value"].as_str() {
+            let mut v = v.to_string();
+            for (k, val) in &out {
+                v = v.replace(&format!("$({k})"), val);
+            }
+            v
+        } else if let Some(f) = e["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
+            match f {
+                "metadata.annotations['batch.kubernetes.io/job-completion-index']" => i.to_string(),
+                "metadata.labels['batch.kubernetes.io/job-name']" => name.to_string(),
+                "spec.nodeName" => format!("node-{i}"),
+                other => panic!("a field the test does not resolve: {other}"),
+            }
+        } else if e["valueFrom"]["secretKeyRef"].is_object() {
+            "a-token".into()
+        } else {
+            panic!("an env entry the test does not resolve: {e}")
+        };
+        out.push((key, value));
+    }
+    out
 }
 
 fn runs(store: &Path) -> Vec<PathBuf> {
@@ -361,7 +379,7 @@ fn the_pods_command_lines_run_here_merge_their_shards_into_one_run() {
     // `--json` (a global flag) for the outputs' schemas; the Job's pods log the text form.
     let pods: Vec<_> = (0..2)
         .map(|i| {
-            pod_command(&job, &pod_env(i, 2), &mounted, &results)
+            pod_command(&job, &pod_env(&job, i), &mounted, &results)
                 .arg("--json")
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
@@ -448,7 +466,7 @@ fn run_pods(
 ) -> Vec<std::process::Output> {
     let pods: Vec<_> = (0..n)
         .map(|i| {
-            pod_command(job, &job_pod_env(name, i, n), spec, results)
+            pod_command(job, &job_pod_env(job, name, i), spec, results)
                 .arg("--json")
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
@@ -495,7 +513,7 @@ fn a_command_point_runs_once_per_pod_as_a_rank_and_a_failed_rank_fails_the_repli
         let lines = std::fs::read_to_string(marks.join(format!("rank-{rank}"))).unwrap();
         assert_eq!(
             lines.lines().collect::<Vec<_>>(),
-            vec![format!("{rank}/2 127.0.0.1:29500"); 3],
+            vec![format!("{rank}/2 yardstick-ranks-a1-0.yardstick-ranks:29500"); 3],
             "{lines}"
         );
     }
@@ -537,7 +555,7 @@ fn a_pod_that_never_comes_leaves_the_run_incomplete_instead_of_hanging() {
     let job = read_yaml(&out.join("02-job.yaml"));
     let results = dir.path().join("claim");
     let started = std::time::Instant::now();
-    let o = pod_command(&job, &pod_env(0, 2), &spec, &results)
+    let o = pod_command(&job, &pod_env(&job, 0), &spec, &results)
         .args(["--json", "--shard-timeout", "2s"])
         .output()
         .unwrap();
@@ -558,7 +576,7 @@ fn a_pod_that_never_comes_leaves_the_run_incomplete_instead_of_hanging() {
         "{manifest}"
     );
     // The pod that comes late finds the run given up and stops at once.
-    let o = pod_command(&job, &pod_env(1, 2), &spec, &results)
+    let o = pod_command(&job, &pod_env(&job, 1), &spec, &results)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
