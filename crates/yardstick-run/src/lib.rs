@@ -179,7 +179,10 @@ fn nodes_check(
         };
         let parsed = serde_json::from_slice::<serde_json::Value>(&bytes)
             .map_err(|e| e.to_string())
-            .and_then(|v| yardstick_analysis::nodes::figures_from_micro_json(&v));
+            .and_then(|v| match v["error"].as_str() {
+                Some(e) => Err(e.to_string()),
+                None => yardstick_analysis::nodes::figures_from_micro_json(&v),
+            });
         match parsed {
             Ok(figures) => {
                 writer.add(
@@ -307,7 +310,12 @@ fn pod_serve(
     let dirs: Vec<PathBuf> = (0..g.count)
         .map(|i| g.step_dir(key).join(format!("shard-{i}")))
         .collect();
-    serve::merge_shards(&dirs)
+    let merged = serve::merge_shards(&dirs);
+    // Every member is past this step (each wrote its `done`): the shards are in the run now.
+    if merged.is_ok() {
+        let _ = std::fs::remove_dir_all(g.step_dir(key));
+    }
+    merged
 }
 
 /// The record of a pod group's run (`pods/group.json`): the group, its Job, the steps that
@@ -1073,6 +1081,10 @@ pub fn execute(
                             abort = Some(e.clone());
                             RunError::Workload(e)
                         });
+                        if ranks.is_ok() {
+                            // Every rank is past this step.
+                            let _ = std::fs::remove_dir_all(g.step_dir(&key));
+                        }
                         let failed = ranks.as_ref().ok().and_then(|d| {
                             d.iter()
                                 .find(|d| d.index != 0 && d.exit_code != Some(0))

@@ -435,15 +435,25 @@ pub fn capture_member(
         &serde_json::to_vec_pretty(&v).expect("JSON"),
     );
     if let Some(args) = micro_args(plan, trials) {
-        let out = std::process::Command::new(exe)
-            .args(&args)
-            .stderr(std::process::Stdio::null())
-            .output();
-        if let Ok(o) = out
-            && o.status.success()
-        {
-            let _ = write_atomic(&group.member_file("micro", group.index), &o.stdout);
-        }
+        let out = std::process::Command::new(exe).args(&args).output();
+        // Written whatever happened, so member 0 does not wait out its timeout for a file that
+        // will never come: a failure is a document that gives no figures, and says why.
+        let bytes = match out {
+            Ok(o) if o.status.success() => o.stdout,
+            Ok(o) => serde_json::to_vec(&serde_json::json!({
+                "error": format!(
+                    "bench micro: {}: {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )
+            }))
+            .expect("JSON"),
+            Err(e) => {
+                serde_json::to_vec(&serde_json::json!({"error": format!("bench micro: {e}")}))
+                    .expect("JSON")
+            }
+        };
+        let _ = write_atomic(&group.member_file("micro", group.index), &bytes);
     }
 }
 

@@ -410,6 +410,13 @@ fn the_pods_command_lines_run_here_merge_their_shards_into_one_run() {
     let store = results.join("store");
     let stored = runs(&store);
     assert_eq!(stored.len(), 1, "{stored:?}");
+    // The shards are in the run; the shared directory keeps none of them.
+    let steps = results.join("shards/yardstick-pods-local-x7k2p/steps");
+    assert!(
+        std::fs::read_dir(&steps).map_or(true, |mut d| d.next().is_none()),
+        "{}",
+        steps.display()
+    );
     let run = &stored[0];
     assert_eq!(run, Path::new(v0["dir"].as_str().unwrap()));
     for r in 0..3 {
