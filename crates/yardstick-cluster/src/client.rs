@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use kube::api::{Api, ListParams, LogParams, Patch, PatchParams};
 use kube::{Client, Config};
 use serde::Serialize;
 
@@ -28,6 +28,36 @@ pub struct SubmitOut {
     pub succeeded: i32,
     /// Pods that failed.
     pub failed: i32,
+    /// The end of pod 0's output (the run it stored, and where it pushed it), when the Job ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod0_log: Option<String>,
+}
+
+/// The last lines of pod 0's output: the run it stored and where it went.
+async fn pod0_log(client: &Client, ns: &str, job: &str) -> Option<String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let list = pods
+        .list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
+        .await
+        .ok()?;
+    let pod0 = list.items.into_iter().find(|p| {
+        p.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("batch.kubernetes.io/job-completion-index"))
+            .is_some_and(|i| i == "0")
+    })?;
+    let name = pod0.metadata.name?;
+    pods.logs(
+        &name,
+        &LogParams {
+            container: Some("yardstick".into()),
+            tail_lines: Some(40),
+            ..Default::default()
+        },
+    )
+    .await
+    .ok()
 }
 
 async fn apply<K>(
@@ -87,9 +117,10 @@ pub fn submit(
                 state: "Scheduled".into(),
                 succeeded: 0,
                 failed: 0,
+                pod0_log: None,
             });
         }
-        let jobs: Api<Job> = Api::namespaced(client, &ns);
+        let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
         let mut last = String::new();
         loop {
             let job = jobs
@@ -122,6 +153,7 @@ pub fn submit(
                 last = state.clone();
             }
             if state == "Complete" || state == "Failed" {
+                let pod0_log = pod0_log(&client, &ns, &r.name).await;
                 return Ok(SubmitOut {
                     kind: "Job".into(),
                     name: r.name.clone(),
@@ -129,6 +161,7 @@ pub fn submit(
                     state,
                     succeeded,
                     failed,
+                    pod0_log,
                 });
             }
             tokio::time::sleep(Duration::from_secs(2)).await;

@@ -41,7 +41,9 @@ has the cluster side (Kueue, queues, collecting results).")]
     Render(RenderArgs),
     /// Apply the manifests with the Kubernetes API and follow the Job to its end.
     ///
-    /// Needs a kubeconfig (KUBECONFIG, ~/.kube/config) or to run inside a pod, and a yardstick
+    /// The objects are those of `k8s render` (server-side apply, field manager `yardstick`);
+    /// the Job is followed until it completes or fails, and pod 0's output (the run it stored,
+    /// and where it pushed it) is printed. Needs a kubeconfig (KUBECONFIG, ~/.kube/config) or to run inside a pod, and a yardstick
     /// built with the `kubernetes-client` feature (kube-rs). Without them it says so (exit 2):
     /// `yardstick k8s render` and `kubectl apply -f DIR` do the same.
     #[command(after_help = "Examples:\n  \
@@ -305,6 +307,12 @@ fn submit_with(
         output::json(&out)?;
     } else {
         crate::output::outln!("{} {}/{}: {}", out.kind, out.namespace, out.name, out.state)?;
+        if let Some(log) = &out.pod0_log {
+            crate::output::outln!("pod 0's output (its run; with --push, where it went):")?;
+            for line in log.lines() {
+                crate::output::outln!("  {line}")?;
+            }
+        }
     }
     Ok(if out.state == "Failed" {
         Status::Failure

@@ -146,6 +146,10 @@ pub fn outputs() -> Vec<Output> {
         ("k8s-render", "yardstick k8s render SPEC --json", || {
             output::<super::k8s::RenderOut>()
         }),
+        #[cfg(feature = "kubernetes-client")]
+        ("k8s-submit", "yardstick k8s submit SPEC --json", || {
+            output::<yardstick_cluster::client::SubmitOut>()
+        }),
     ]
 }
 

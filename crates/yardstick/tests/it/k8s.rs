@@ -702,3 +702,145 @@ fn submit_with_a_kubeconfig_but_without_the_client_explains_how_to_get_it() {
     assert!(e.contains("--features kubernetes-client"), "{e}");
     assert!(e.contains("kubectl apply -f DIR"), "{e}");
 }
+
+/// A fake Kubernetes API server on 127.0.0.1: it answers server-side apply with the object sent,
+/// a Job that is suspended once and then complete, pod 0 of the Job and its log; it records
+/// every request as `METHOD PATH`.
+#[cfg(feature = "kubernetes-client")]
+struct FakeApi {
+    url: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[cfg(feature = "kubernetes-client")]
+impl FakeApi {
+    fn start() -> FakeApi {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let seen = requests.clone();
+        let job: std::sync::Arc<std::sync::Mutex<Option<Value>>> = Default::default();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let seen = seen.clone();
+                let job = job.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut stream = stream;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let mut len = 0;
+                        loop {
+                            let mut h = String::new();
+                            reader.read_line(&mut h).unwrap();
+                            if h.trim().is_empty() {
+                                break;
+                            }
+                            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:")
+                            {
+                                len = v.trim().parse().unwrap();
+                            }
+                        }
+                        let mut body = vec![0; len];
+                        reader.read_exact(&mut body).unwrap();
+                        let mut parts = line.split_whitespace();
+                        let (method, target) = (parts.next().unwrap(), parts.next().unwrap());
+                        let path = target.split('?').next().unwrap().to_string();
+                        let n = {
+                            let mut s = seen.lock().unwrap();
+                            s.push(format!("{method} {path}"));
+                            s.iter()
+                                .filter(|r| r.starts_with("GET /apis/batch"))
+                                .count()
+                        };
+                        let (ctype, answer) = if method == "PATCH" {
+                            let v: Value = serde_json::from_slice(&body).unwrap();
+                            if v["kind"] == "Job" {
+                                *job.lock().unwrap() = Some(v.clone());
+                            }
+                            ("application/json", v.to_string())
+                        } else if path.ends_with("/log") {
+                            (
+                                "text/plain",
+                                "run 01FAKERUN: complete\n  pushed to the server\n".to_string(),
+                            )
+                        } else if path.ends_with("/pods") {
+                            let list = serde_json::json!({
+                                "apiVersion": "v1", "kind": "PodList", "metadata": {},
+                                "items": [{"metadata": {"name": "j-0-abcde", "annotations": {
+                                    "batch.kubernetes.io/job-completion-index": "0"}}}]
+                            });
+                            ("application/json", list.to_string())
+                        } else {
+                            let mut j = job.lock().unwrap().clone().unwrap();
+                            if n >= 2 {
+                                j["spec"]["suspend"] = false.into();
+                                j["status"] = serde_json::json!({"succeeded": 1, "conditions": [
+                                    {"type": "Complete", "status": "True"}]});
+                            }
+                            ("application/json", j.to_string())
+                        };
+                        let _ = write!(
+                            stream,
+                            "HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\r\n{answer}",
+                            answer.len()
+                        );
+                    }
+                });
+            }
+        });
+        FakeApi { url, requests }
+    }
+}
+
+#[cfg(feature = "kubernetes-client")]
+#[test]
+fn submit_applies_every_object_follows_the_job_and_prints_pod_0s_output() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster: {{server: '{}'}}\n\
+             users:\n- name: u\n  user: {{}}\ncontexts:\n- name: c\n  context: {{cluster: fake, \
+             user: u, namespace: perf}}\ncurrent-context: c\n",
+            api.url
+        ),
+    )
+    .unwrap();
+    let one = spec(dir.path(), "one", "nodes: 1, queue: team-a", MICRO);
+    let o = yardstick()
+        .args(["--json", "k8s", "submit"])
+        .arg(&one)
+        .args(["--push", "http://yardstick.perf.svc:8686"])
+        .env("KUBECONFIG", &kc)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    crate::schema_cli::assert_conforms("k8s-submit", &v);
+    assert_eq!(v["state"], "Complete", "{v}");
+    assert_eq!(v["namespace"], "perf");
+    assert!(v["pod0_log"].as_str().unwrap().contains("01FAKERUN"), "{v}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("Suspended (waiting for Kueue to admit it)"),
+        "{e}"
+    );
+    let requests = api.requests.lock().unwrap().clone();
+    for want in [
+        "PATCH /api/v1/namespaces/perf/configmaps/yardstick-one-spec",
+        "PATCH /api/v1/namespaces/perf/services/yardstick-one",
+        "PATCH /apis/batch/v1/namespaces/perf/jobs/yardstick-one",
+        "GET /apis/batch/v1/namespaces/perf/jobs/yardstick-one",
+        "GET /api/v1/namespaces/perf/pods",
+        "GET /api/v1/namespaces/perf/pods/j-0-abcde/log",
+    ] {
+        assert!(requests.iter().any(|r| r == want), "{want}: {requests:#?}");
+    }
+}
