@@ -1241,10 +1241,14 @@ pub fn execute(
         }
         let why = abort.unwrap_or_else(|| "interrupted before every replicate finished".into());
         if let Some(g) = &opts.pods {
-            g.abort(&why);
             pods_record(g, &mut writer, &pod_steps)?;
         }
         let m = writer.interrupt(&why)?;
+        // Only once the run is stored: the other members stop when they read it, and the Job
+        // controller may then end this pod too.
+        if let Some(g) = &opts.pods {
+            g.abort(&why);
+        }
         wh.upsert_run(&run_row(&m))?;
         return Ok(RunOutcome {
             run_id,

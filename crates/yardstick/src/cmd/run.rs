@@ -415,7 +415,9 @@ pub struct Execution {
 }
 
 /// A process of a group other than 0 (`--shard I/N`, I > 0): its part of every step that spans
-/// the group; exit 0 once every part it ran succeeded.
+/// the group; exit 0 once every part was run and reported, failed or not — process 0 records a
+/// failed part in the run (a Job's pods ending early or failing would take process 0 down with
+/// them). Exit 1 when it could not take part (process 0 gave up, a wait timed out).
 fn run_member(
     args: &RunArgs,
     group: &yardstick_run::pods::PodGroup,
@@ -452,7 +454,7 @@ fn run_member(
         output::json(&out)?;
     } else {
         crate::output::outln!(
-            "process {} of {}: {} step(s) shared with process 0, {} failed; process 0 stores the run",
+            "process {} of {}: {} step(s) shared with process 0, {} failed; process 0 stores the run (and records the failures)",
             out.index,
             out.count,
             out.steps.len(),
@@ -467,11 +469,7 @@ fn run_member(
             )?;
         }
     }
-    Ok(if failed.is_empty() {
-        Status::Ok
-    } else {
-        Status::Failure
-    })
+    Ok(Status::Ok)
 }
 
 /// The directory files named in a spec are relative to: the spec's own (the working directory
