@@ -5,8 +5,9 @@
 //! Every member captures its environment (`DIR/env/pod-I.json`) and, when the plan has a micro
 //! layer, runs it (`DIR/micro/pod-I.json`). Member 0 is the run's orchestrator: it runs the
 //! plan as `yardstick run` does and stores ONE run, with every member's environment and micro
-//! figures (`kubernetes/`). The other members walk the same plan and take part only in the
-//! steps that span the group:
+//! figures (`pods/`). The other members walk the same plan and take part only in the steps that
+//! span the group, and exit 0 once their parts ran and were reported (member 0 records a part
+//! that failed):
 //!
 //! * a serve point (MLPerf scenarios aside): every member runs its shard of the load
 //!   (`bench serve --shard I/N --start-at T --output DIR/steps/<step>/shard-I`), and member 0
@@ -22,9 +23,10 @@
 //! `ready-I` when it reaches the step; member 0, once all N are ready, writes `start` (a unix
 //! time two seconds ahead, the common origin of every shard's schedule); each member writes
 //! `done-I` (its exit status) when its part ended. Files are written to a temporary name and
-//! renamed, so a reader never sees half a file. Every wait is bounded (`timeout`): member 0
-//! stores the run as `incomplete` with the missing member named, writes `DIR/abort` with the
-//! reason, and the others stop at their next wait — nothing hangs.
+//! renamed, so a reader never sees half a file. After a step's merge member 0 removes its
+//! directory (every member is past it). Every wait is bounded (`timeout`): member 0 stores the
+//! run as `incomplete` with the missing member named, then writes `DIR/abort` with the reason,
+//! and the others stop at their next wait — nothing hangs.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -237,7 +239,7 @@ impl PodGroup {
     }
 
     /// This member's shard of a serve step: `exe ARGS --shard I/N --start-at T --output
-    /// DIR/steps/<key>/shard-I`. Returns its directory.
+    /// DIR/steps/<key>/shard-I`, and how it ended.
     pub fn run_serve_shard(&self, exe: &Path, args: &[String], key: &str, start_at: f64) -> Done {
         let out = self.step_dir(key).join(format!("shard-{}", self.index));
         let status = std::process::Command::new(exe)
