@@ -39,6 +39,46 @@ pub fn save(
     Ok(row)
 }
 
+/// Whether `run_id` may become a baseline under the trust policy of the store directory
+/// `store` (`None`: a database without run directories, which has no trust policy). A store
+/// that requires signatures (`yardstick trust require on`) makes only runs a trusted key
+/// signed, and that verify intact, baselines: a baseline is what every later run is judged
+/// against.
+pub fn admit(store: Option<&Path>, run_id: &str) -> Result<(), GateError> {
+    let Some(dir) = store.filter(|d| d.is_dir()) else {
+        return Ok(());
+    };
+    if !yardstick_store::trust::load(dir)?.require_signature {
+        return Ok(());
+    }
+    let one = yardstick_store::run::resolve_dir(dir, run_id).map_err(|e| match e {
+        yardstick_store::warehouse::FindRunError::Store(e) => GateError::Store(e),
+        e @ yardstick_store::warehouse::FindRunError::NoDirectory { .. } => {
+            GateError::Invalid(format!(
+                "{e}: this store requires signed runs, so a baseline needs the run's directory \
+                 to verify"
+            ))
+        }
+        e => GateError::Invalid(e.with_hint()),
+    })?;
+    yardstick_store::trust::admit(dir, &one)?;
+    Ok(())
+}
+
+/// [`admit`], then [`save`]: what `yardstick baseline save` and the server's
+/// `PUT /api/v1/baselines` do.
+pub fn save_admitted(
+    w: &mut dyn Warehouse,
+    store: Option<&Path>,
+    run_id: &str,
+    force: bool,
+    note: Option<String>,
+) -> Result<BaselineRow, GateError> {
+    let run = find_run(w, run_id)?;
+    admit(store, &run.run_id)?;
+    save(w, &run.run_id, force, note)
+}
+
 /// Every stored baseline.
 pub fn list(w: &mut dyn Warehouse) -> Result<Vec<BaselineRow>, GateError> {
     Ok(w.baselines()?)

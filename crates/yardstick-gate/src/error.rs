@@ -96,7 +96,12 @@ impl GateError {
             GateError::Invalid(_)
                 | GateError::NoBaseline { .. }
                 | GateError::ProfileMismatch { .. }
-                | GateError::Store(StoreError::Invalid(_) | StoreError::NotFound(_))
+                | GateError::Store(
+                    StoreError::Invalid(_)
+                        | StoreError::NotFound(_)
+                        | StoreError::Conflict(_)
+                        | StoreError::Refused(_)
+                )
                 | GateError::Eval(yardstick_eval::EvalError::BadResult { .. })
                 | GateError::NoBaselineFile { .. }
                 | GateError::ConfirmSpecUnreadable { .. }

@@ -255,6 +255,38 @@ impl GateReport {
         v
     }
 
+    /// What to record of this gating in the warehouse (a row per point × metric, for trends);
+    /// nothing for a cross-profile comparison, whose baseline is not of the candidate's
+    /// machine profile (an exploratory spec's verdicts are recorded: they are what the gate
+    /// said, though it did not enforce them).
+    pub fn verdict_rows(&self, recorded_at: &str) -> Vec<yardstick_store::warehouse::VerdictRow> {
+        if self.comparison.baseline_profile != self.comparison.candidate_profile {
+            return Vec::new();
+        }
+        self.metrics
+            .iter()
+            .map(|m| yardstick_store::warehouse::VerdictRow {
+                run_id: self.comparison.candidate_run.clone(),
+                point_id: m.point.clone(),
+                metric: m.metric.clone(),
+                statistic: m.statistic.clone(),
+                baseline_run: self.comparison.baseline_run.clone(),
+                verdict: m.verdict.to_string(),
+                ratio: m.ratio.filter(|r| r.is_finite()),
+                recorded_at: recorded_at.to_string(),
+            })
+            .collect()
+    }
+
+    /// Records this gating's verdicts in `w` (replacing an earlier gating's of the same run),
+    /// so trends show what the gate said of each run.
+    pub fn record(
+        &self,
+        w: &mut dyn yardstick_store::warehouse::Warehouse,
+    ) -> Result<(), GateError> {
+        Ok(w.record_verdicts(&self.verdict_rows(&yardstick_env::now_rfc3339()))?)
+    }
+
     /// Recomputes the overall verdict from the per-metric ones.
     pub fn recompute_verdict(&mut self) {
         self.verdict = overall(&self.metrics);

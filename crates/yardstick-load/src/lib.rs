@@ -15,6 +15,7 @@
 
 #![deny(missing_docs)]
 
+pub mod capacity;
 pub mod client;
 pub mod merge;
 pub mod mlperf;
@@ -23,6 +24,7 @@ pub mod plan;
 pub mod record;
 use yardstick_timing::rng;
 pub mod runner;
+pub mod scrape;
 pub mod shard_files;
 pub mod sse;
 pub mod summary;
@@ -114,6 +116,8 @@ pub struct ServeBench {
     /// A `tokenizer.json` for exact prompt lengths and local output counts (feature
     /// `tokenizer`).
     pub tokenizer: Option<std::path::PathBuf>,
+    /// Scrape the server's Prometheus endpoint during every point ([`scrape`]).
+    pub server_metrics: Option<scrape::ScrapeConfig>,
 }
 
 /// One finished point.
@@ -310,6 +314,15 @@ impl ServeBench {
                     Some(t) => planner.with_tokenizer(t.clone()),
                     None => planner,
                 };
+                // The server's metrics, scraped beside the point on the same runtime.
+                let scraper = self.server_metrics.clone().map(|cfg| {
+                    let stop = CancellationToken::new();
+                    let task = tokio::spawn({
+                        let stop = stop.clone();
+                        async move { scrape::scrape_until(&cfg, stop).await }
+                    });
+                    (stop, task)
+                });
                 let run = runner::run_point(
                     client,
                     planner,
@@ -326,6 +339,16 @@ impl ServeBench {
                 .await;
                 let mut summary =
                     summary::summarize(text, level, &run.records, &self.slo, run.stop.clone());
+                if let Some((stop, task)) = scraper {
+                    stop.cancel();
+                    if let Ok((readings, failures)) = task.await {
+                        summary.server = Some(scrape::ServerMetrics::of(
+                            &readings,
+                            failures,
+                            summary.ttft_ms.as_ref().map(|d| d.mean),
+                        ));
+                    }
+                }
                 summary.schedule_origin_ns = Some(run.origin_ns);
                 if sharded {
                     summary.shard = Some(ShardInfo {

@@ -300,6 +300,9 @@ pub struct PointSummary {
     /// merged ones.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
+    /// What the server's Prometheus endpoint said during the point (`--server-metrics`).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::scrape::ServerMetrics>,
     /// The first error message seen, if any.
     pub first_error: Option<String>,
 }
@@ -412,6 +415,7 @@ pub fn summarize(
         stop_reason,
         schedule_origin_ns: None,
         shard: None,
+        server: None,
         first_error: measured
             .iter()
             .filter(|r| !r.ok())

@@ -16,6 +16,66 @@ pub fn mlperf(results: &[MlperfResult]) -> String {
     out
 }
 
+/// A capacity search: one line per probe, then the answer.
+pub fn capacity(r: &crate::capacity::CapacityResult) -> String {
+    let mut out = String::new();
+    write_capacity(&mut out, r).expect("writing to a String");
+    out
+}
+
+fn write_capacity(out: &mut String, r: &crate::capacity::CapacityResult) -> std::fmt::Result {
+    writeln!(
+        out,
+        "{BOLD}{:>10}  {:>8}  {:>5}  {:>10}  {:>10}  {:>10}  {:<10}  missed{RESET}",
+        r.axis, "requests", "parts", "p50 TTFT", "p99 TTFT", "p99 TPOT", "SLO"
+    )?;
+    let ms = |d: &Option<crate::Distribution>, p99: bool| {
+        d.as_ref()
+            .map(|d| format!("{:.1} ms", if p99 { d.p99 } else { d.p50 }))
+            .unwrap_or_else(|| "-".into())
+    };
+    for p in &r.probes {
+        let missed: Vec<String> = p
+            .objectives
+            .iter()
+            .map(|o| format!("{} {}", o.objective, o.missed))
+            .collect();
+        writeln!(
+            out,
+            "{:>10}  {:>8}  {:>5}  {:>10}  {:>10}  {:>10}  {:<10}  {}",
+            format!("{}", (p.load * 100.0).round() / 100.0),
+            p.requests,
+            p.parts,
+            ms(&p.summary.ttft_ms, false),
+            ms(&p.summary.ttft_ms, true),
+            ms(&p.summary.tpot_ms, true),
+            match p.outcome {
+                yardstick_stats::early_stopping::ShareTest::Holds => "holds",
+                yardstick_stats::early_stopping::ShareTest::Breaks => "breaks",
+                yardstick_stats::early_stopping::ShareTest::Undecided => "undecided",
+            },
+            missed.join(", ")
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "{BOLD}capacity{RESET}: {}", r.statement)?;
+    if let (Some(o), Some(q)) = (r.output_token_throughput, r.request_throughput) {
+        writeln!(
+            out,
+            "  at the capacity: {q:.2} requests/s completed, {o:.1} output tokens/s"
+        )?;
+    }
+    if r.undecided_probes > 0 {
+        writeln!(
+            out,
+            "  {} probe(s) stayed undecided after the most requests allowed and count as breaking \
+             (--max-probe-requests measures longer)",
+            r.undecided_probes
+        )?;
+    }
+    Ok(())
+}
+
 /// One block per point: counts and throughputs, then mean/p50/p99 of every latency, errors and
 /// token-count warnings.
 pub fn points(points: &[PointResult]) -> String {

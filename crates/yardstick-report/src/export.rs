@@ -154,7 +154,7 @@ impl std::fmt::Debug for dyn Exporter {
 
 /// Every exporter, in the order `yardstick report` writes them (and lists them in `--help`).
 pub fn exporters() -> &'static [&'static dyn Exporter] {
-    &[&Html, &Xlsx, &Markdown, &Junit, &Csv]
+    &[&Html, &Xlsx, &Markdown, &Junit, &Csv, &Svg]
 }
 
 /// The exporter called `name`.
@@ -254,5 +254,33 @@ impl Exporter for Csv {
                 .map(|t| (csv::file_name(t), csv::table_csv(t).into_bytes()))
                 .collect(),
         ))
+    }
+}
+
+/// Every plot of the HTML report as its own SVG file (`<section>-<n>.svg`), for slides and
+/// documents ([`crate::html::sections`]).
+pub struct Svg;
+
+impl Exporter for Svg {
+    fn name(&self) -> &'static str {
+        "svg"
+    }
+    fn help(&self) -> &'static str {
+        "Write every plot as an SVG file into DIR (created if missing): frontier-1.svg, …"
+    }
+    fn shape(&self) -> Shape {
+        Shape::Directory
+    }
+    fn render(&self, report: &Report) -> Result<Artifact, ReportError> {
+        let mut files = Vec::new();
+        for s in crate::html::sections(report)? {
+            for (k, f) in s.figures.iter().enumerate() {
+                files.push((
+                    format!("{}-{}.svg", s.id, k + 1),
+                    f.svg.clone().into_bytes(),
+                ));
+            }
+        }
+        Ok(Artifact::Files(files))
     }
 }

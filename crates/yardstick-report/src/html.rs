@@ -82,6 +82,21 @@ fn section_html(out: &mut String, s: &Section) {
             f.svg
         );
     }
+    if let Some((head, rows)) = &s.table {
+        let _ = write!(out, "<table><thead><tr>");
+        for h in head {
+            let _ = write!(out, "<th>{}</th>", esc(h));
+        }
+        let _ = writeln!(out, "</tr></thead><tbody>");
+        for r in rows {
+            let _ = write!(out, "<tr>");
+            for c in r {
+                let _ = write!(out, "<td>{}</td>", esc(c));
+            }
+            let _ = writeln!(out, "</tr>");
+        }
+        let _ = writeln!(out, "</tbody></table>");
+    }
     for n in &s.notes {
         let _ = writeln!(out, "<p class=\"note\">Not plotted: {}.</p>", esc(n));
     }
@@ -97,6 +112,8 @@ pub fn sections(report: &Report) -> Result<Vec<Section>, ReportError> {
     out.push(plots::latency_histograms(r)?);
     out.push(plots::latency_cdf(r)?);
     out.push(plots::throughput_latency(r)?);
+    let runs: Vec<&crate::model::RunReport> = std::iter::once(r).chain(&report.others).collect();
+    out.extend(plots::frontier(&runs)?);
     out.push(plots::percentiles(r)?);
     out.push(plots::step_times(r)?);
     out.push(plots::scaling(r)?);

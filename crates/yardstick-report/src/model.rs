@@ -19,6 +19,9 @@ pub struct Report {
     pub run: RunReport,
     /// A gate or comparison result the report covers, when given.
     pub gate: Option<GateView>,
+    /// Other runs overlaid on the serving frontier (`report RUN --compare OTHER...`).
+    #[serde(skip)]
+    pub others: Vec<RunReport>,
     /// Things the reader should know (a gate file for another run, unreadable artifacts).
     pub warnings: Vec<String>,
 }
@@ -38,6 +41,7 @@ impl Report {
         Report {
             run,
             gate,
+            others: Vec::new(),
             warnings,
         }
     }

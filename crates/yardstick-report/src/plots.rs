@@ -32,6 +32,8 @@ pub struct Section {
     pub figures: Vec<Figure>,
     /// Why something is not plotted.
     pub notes: Vec<String>,
+    /// A table under the figures (headers, rows), e.g. the frontier's Pareto points.
+    pub table: Option<(Vec<String>, Vec<Vec<String>>)>,
 }
 
 impl Section {
@@ -42,6 +44,7 @@ impl Section {
             caption: caption.into(),
             figures: Vec::new(),
             notes: Vec::new(),
+            table: None,
         }
     }
 }
@@ -1460,4 +1463,306 @@ mod tests {
                 .is_none()
         );
     }
+}
+
+/// One point of a serving frontier: a load level of one configuration (a run and a scenario).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrontierPoint {
+    /// The curve: the run (when several are overlaid) and the scenario.
+    pub curve: String,
+    /// The run.
+    pub run_id: String,
+    /// The load level (`concurrency=16`, `rate=40`).
+    pub load: String,
+    /// Offered load: concurrency, or requests per second.
+    pub offered: Option<f64>,
+    /// Output tokens per second per accelerator (per replica when the run saw none).
+    pub throughput: f64,
+    /// Output tokens per second of one stream: 1000 / TPOT p50.
+    pub per_user: f64,
+    /// TTFT p50 and p99, ms.
+    pub ttft: (Option<f64>, Option<f64>),
+    /// Requests per second meeting every SLO.
+    pub goodput: Option<f64>,
+    /// On the Pareto frontier of all the points: no other point has both more throughput and
+    /// more per-user speed.
+    pub pareto: bool,
+}
+
+/// Accelerators a run's machine had (`env.json`'s GPUs), or none.
+fn accelerators(r: &RunReport) -> usize {
+    r.env["gpus"].as_array().map_or(0, Vec::len)
+}
+
+/// The frontier points of `runs` (their serving points with throughput and TPOT), the Pareto
+/// ones marked.
+pub fn frontier_points(runs: &[&RunReport]) -> Vec<FrontierPoint> {
+    let mut out = Vec::new();
+    for r in runs {
+        let per = accelerators(r).max(1) as f64;
+        for p in &r.points {
+            let Some(scenario) = p.scenario() else {
+                continue;
+            };
+            let (Some(tput), Some(tpot)) = (
+                p.metric(id::OUTPUT_TOKEN_THROUGHPUT, "value"),
+                p.metric(id::TPOT_MS, "p50"),
+            ) else {
+                continue;
+            };
+            if !(tpot.mean > 0.0 && tput.mean.is_finite()) {
+                continue;
+            }
+            let curve = if runs.len() > 1 {
+                format!(
+                    "{} {} · {scenario}",
+                    r.run.name,
+                    r.run.run_id.get(..10).unwrap_or(&r.run.run_id)
+                )
+            } else {
+                scenario.to_string()
+            };
+            out.push(FrontierPoint {
+                curve,
+                run_id: r.run.run_id.clone(),
+                load: p.load_label(),
+                offered: p.work["load_value"].as_f64(),
+                throughput: tput.mean / per,
+                per_user: 1000.0 / tpot.mean,
+                ttft: (
+                    p.metric(id::TTFT_MS, "p50").map(|m| m.mean),
+                    p.metric(id::TTFT_MS, "p99").map(|m| m.mean),
+                ),
+                goodput: p.metric("goodput", "value").map(|m| m.mean),
+                pareto: false,
+            });
+        }
+    }
+    let dominated: Vec<bool> = out
+        .iter()
+        .map(|a| {
+            out.iter().any(|b| {
+                b.throughput >= a.throughput
+                    && b.per_user >= a.per_user
+                    && (b.throughput > a.throughput || b.per_user > a.per_user)
+            })
+        })
+        .collect();
+    for (p, d) in out.iter_mut().zip(dominated) {
+        p.pareto = !d;
+    }
+    out
+}
+
+/// The serving frontier: per-user output speed against output throughput per accelerator, one
+/// curve per configuration across its load sweep, the Pareto-optimal points ringed; TTFT
+/// against the same throughput; goodput against offered load. `None` without serving points
+/// that have both throughput and TPOT.
+pub fn frontier(runs: &[&RunReport]) -> Result<Option<Section>, ReportError> {
+    let pts = frontier_points(runs);
+    if pts.is_empty() {
+        return Ok(None);
+    }
+    let per = if runs.iter().all(|r| accelerators(r) > 0) {
+        "per GPU"
+    } else {
+        "per replica"
+    };
+    let mut sec = Section::new(
+        "frontier",
+        "Throughput–interactivity frontier",
+        "Each curve is one configuration across its load sweep (labelled by load). Up is faster \
+         for each user (output tokens/s of one stream, 1000 / TPOT p50); right is more total \
+         output per accelerator. Ringed points are Pareto-optimal: no other point is better on \
+         both. Below: TTFT at the same throughput, and goodput against the offered load.",
+    );
+    let mut curves: Vec<&str> = Vec::new();
+    for p in &pts {
+        if !curves.contains(&p.curve.as_str()) {
+            curves.push(&p.curve);
+        }
+    }
+    let of = |c: &str| -> Vec<&FrontierPoint> {
+        let mut v: Vec<&FrontierPoint> = pts.iter().filter(|p| p.curve == c).collect();
+        v.sort_by(|a, b| a.throughput.total_cmp(&b.throughput));
+        v
+    };
+    let xmax = pts.iter().map(|p| p.throughput).fold(0.0, f64::max);
+    let x_desc = format!("output tokens/s {per}");
+    // Panel 1: the frontier.
+    let ymax = pts.iter().map(|p| p.per_user).fold(0.0, f64::max);
+    let title = format!("Per-user speed vs throughput {per}");
+    let svg1 = svg(&title, (W, H + 60), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&title, (FONT, 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..xmax * 1.12 + 1e-9, 0.0..ymax * 1.15 + 1e-9)?;
+        chart
+            .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_desc(x_desc.as_str())
+            .y_desc("output tokens/s per user")
+            .x_label_formatter(&|v| num(*v))
+            .draw()?;
+        for (k, c) in curves.iter().enumerate() {
+            let line: Vec<(f64, f64)> = of(c).iter().map(|p| (p.throughput, p.per_user)).collect();
+            let col = color(k);
+            chart
+                .draw_series(LineSeries::new(line.clone(), col.stroke_width(2)))?
+                .label(*c)
+                .legend(legend_line(col));
+            chart.draw_series(line.iter().map(|p| Circle::new(*p, 4, col.filled())))?;
+        }
+        chart.draw_series(
+            pts.iter()
+                .filter(|p| p.pareto)
+                .map(|p| Circle::new((p.throughput, p.per_user), 8, BLACK.stroke_width(2))),
+        )?;
+        chart.draw_series(pts.iter().map(|p| {
+            Text::new(
+                p.load.clone(),
+                (p.throughput, p.per_user),
+                (FONT, 11).into_font(),
+            )
+        }))?;
+        chart
+            .configure_series_labels()
+            // A frontier falls from the top left to the bottom right: the corner below it is
+            // empty.
+            .position(SeriesLabelPosition::LowerLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font((FONT, 12))
+            .draw()?;
+        Ok(())
+    })?;
+    sec.figures.push(Figure { title, svg: svg1 });
+    // Panel 2: TTFT at the same throughput.
+    let tmax = pts
+        .iter()
+        .filter_map(|p| p.ttft.1.or(p.ttft.0))
+        .fold(0.0, f64::max);
+    if tmax > 0.0 {
+        let title = format!("TTFT vs throughput {per}");
+        let svg2 = svg(&title, (W, H), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(56)
+                .build_cartesian_2d(0.0..xmax * 1.12 + 1e-9, 0.0..tmax * 1.15)?;
+            chart
+                .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_desc(x_desc.as_str())
+                .y_desc("TTFT ms (solid p50, dashed p99)")
+                .x_label_formatter(&|v| num(*v))
+                .draw()?;
+            for (k, c) in curves.iter().enumerate() {
+                let col = color(k);
+                let p50: Vec<(f64, f64)> = of(c)
+                    .iter()
+                    .filter_map(|p| p.ttft.0.map(|t| (p.throughput, t)))
+                    .collect();
+                let p99: Vec<(f64, f64)> = of(c)
+                    .iter()
+                    .filter_map(|p| p.ttft.1.map(|t| (p.throughput, t)))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(p50.clone(), col.stroke_width(2)))?
+                    .label(*c)
+                    .legend(legend_line(col));
+                chart.draw_series(DashedLineSeries::new(p99, 6, 4, col.stroke_width(1)))?;
+                chart.draw_series(p50.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT, 12))
+                .draw()?;
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg: svg2 });
+    }
+    // Panel 3: goodput against offered load, per curve with both.
+    let good: Vec<&FrontierPoint> = pts
+        .iter()
+        .filter(|p| p.goodput.is_some() && p.offered.is_some())
+        .collect();
+    if good.len() >= 2 {
+        let omax = good.iter().filter_map(|p| p.offered).fold(0.0, f64::max);
+        let gmax = good.iter().filter_map(|p| p.goodput).fold(0.0, f64::max);
+        let title = "Goodput vs offered load".to_string();
+        let svg3 = svg(&title, (W, H), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(56)
+                .build_cartesian_2d(0.0..omax * 1.12 + 1e-9, 0.0..gmax * 1.15 + 1e-9)?;
+            chart
+                .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_desc("offered load (concurrency, or requests/s)")
+                .y_desc("goodput, requests/s meeting the SLO")
+                .x_label_formatter(&|v| num(*v))
+                .draw()?;
+            for (k, c) in curves.iter().enumerate() {
+                let mut line: Vec<(f64, f64)> = good
+                    .iter()
+                    .filter(|p| p.curve == *c)
+                    .filter_map(|p| Some((p.offered?, p.goodput?)))
+                    .collect();
+                if line.is_empty() {
+                    continue;
+                }
+                line.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let col = color(k);
+                chart
+                    .draw_series(LineSeries::new(line.clone(), col.stroke_width(2)))?
+                    .label(*c)
+                    .legend(legend_line(col));
+                chart.draw_series(line.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .label_font((FONT, 12))
+                .draw()?;
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg: svg3 });
+    } else {
+        sec.notes
+            .push("goodput against offered load needs an SLO (`slo:`) and two load points".into());
+    }
+    let mut rows = Vec::new();
+    for p in pts.iter().filter(|p| p.pareto) {
+        rows.push(vec![
+            p.curve.clone(),
+            p.load.clone(),
+            num(p.throughput),
+            num(p.per_user),
+            p.ttft.0.map(num).unwrap_or_else(|| "-".into()),
+            p.ttft.1.map(num).unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    sec.table = Some((
+        vec![
+            "configuration".into(),
+            "load".into(),
+            format!("output tok/s {per}"),
+            "tok/s per user".into(),
+            "TTFT p50 ms".into(),
+            "TTFT p99 ms".into(),
+        ],
+        rows,
+    ));
+    Ok(Some(sec))
 }

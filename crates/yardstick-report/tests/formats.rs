@@ -284,7 +284,7 @@ fn html_structure_of_a_gate_result() {
     assert!(outline.contains("8.10 req/s"), "{outline}");
     assert!(outline.contains("10.0k tok/s | 100 %"), "{outline}");
     assert!(outline.contains("step_time_s | p50 | 410 ms"), "{outline}");
-    assert_eq!(outline.matches("\n  table: ").count(), 11, "{outline}");
+    assert_eq!(outline.matches("\n  table: ").count(), 12, "{outline}");
     insta::assert_snapshot!(outline);
 }
 
@@ -295,7 +295,7 @@ fn exporters_are_one_registry_in_writing_order() {
         .iter()
         .map(|e| e.name())
         .collect();
-    assert_eq!(names, ["html", "xlsx", "markdown", "junit", "csv"]);
+    assert_eq!(names, ["html", "xlsx", "markdown", "junit", "csv", "svg"]);
     let report = fixture::report(true);
     let dir = tempfile::tempdir().unwrap();
     for e in yardstick_report::exporters() {
@@ -317,6 +317,23 @@ fn exporters_are_one_registry_in_writing_order() {
             (Shape::File { stdout: false }, Artifact::Binary(b)) => {
                 assert_eq!(std::fs::read(&dest).unwrap(), b);
                 assert_eq!(&b[..2], b"PK");
+            }
+            (Shape::Directory, Artifact::Files(files)) if e.name() == "svg" => {
+                // Every figure of the HTML report, one file each, named by its section.
+                let figures: usize = yardstick_report::html::sections(&report)
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.figures.len())
+                    .sum();
+                assert_eq!(written.len(), figures);
+                assert!(
+                    files.iter().any(|(n, _)| n == "frontier-1.svg"),
+                    "{files:?}"
+                );
+                for (name, bytes) in &files {
+                    assert!(name.ends_with(".svg"));
+                    assert!(String::from_utf8_lossy(bytes).starts_with("<svg"), "{name}");
+                }
             }
             (Shape::Directory, Artifact::Files(files)) => {
                 assert_eq!(e.value_name(), "DIR");
@@ -385,4 +402,68 @@ fn a_run_on_several_nodes_has_a_nodes_section_naming_the_flagged_node() {
     // A run without a check has no such section.
     let plain = yardstick_report::html::render(&fixture::report(false)).unwrap();
     assert!(!plain.contains("deviation from the fleet"));
+}
+
+#[test]
+fn the_frontier_overlays_runs_and_rings_exactly_the_pareto_points() {
+    let mut report = fixture::report(false);
+    // A second configuration: faster per user at low load, less throughput at high load.
+    let mut other = fixture::run();
+    other.run.run_id = "01JREPORTFIXTURE000000000C".into();
+    other.run.name = "other-engine".into();
+    for p in &mut other.points {
+        for m in &mut p.metrics {
+            match (m.metric.as_str(), m.statistic.as_str()) {
+                ("tpot_ms", "p50") => m.mean = 6.0,
+                ("output_token_throughput", _) => m.mean *= 0.6,
+                _ => {}
+            }
+        }
+    }
+    report.others.push(other);
+    let runs: Vec<&yardstick_report::model::RunReport> =
+        std::iter::once(&report.run).chain(&report.others).collect();
+    let pts = yardstick_report::plots::frontier_points(&runs);
+    assert_eq!(pts.len(), 4, "two load points of each run");
+    for a in &pts {
+        let dominated = pts.iter().any(|b| {
+            b.throughput >= a.throughput
+                && b.per_user >= a.per_user
+                && (b.throughput > a.throughput || b.per_user > a.per_user)
+        });
+        assert_eq!(a.pareto, !dominated, "{a:?}");
+        assert!(
+            (a.per_user - 1000.0 / if a.run_id.ends_with('C') { 6.0 } else { 9.6 }).abs() < 1e-9
+        );
+    }
+    // The top of each end is on the frontier: the most throughput and the fastest stream.
+    let best_tput = pts
+        .iter()
+        .max_by(|a, b| a.throughput.total_cmp(&b.throughput))
+        .unwrap();
+    let best_user = pts
+        .iter()
+        .max_by(|a, b| a.per_user.total_cmp(&b.per_user))
+        .unwrap();
+    assert!(best_tput.pareto && best_user.pareto);
+    let sec = yardstick_report::plots::frontier(&runs)
+        .unwrap()
+        .expect("a frontier");
+    assert_eq!(
+        sec.figures.len(),
+        2,
+        "no SLO in the fixture: no goodput panel"
+    );
+    let (_, rows) = sec.table.as_ref().unwrap();
+    assert_eq!(rows.len(), pts.iter().filter(|p| p.pareto).count());
+    let html = yardstick_report::html::render(&report).unwrap();
+    assert!(html.contains("id=\"frontier\"") && html.contains("other-engine"));
+    // A run without serving points has no frontier.
+    let mut train_only = fixture::run();
+    train_only.points.retain(|p| p.kind != "serve");
+    assert!(
+        yardstick_report::plots::frontier(&[&train_only])
+            .unwrap()
+            .is_none()
+    );
 }

@@ -26,7 +26,13 @@ pub fn flatten(summary: &Value) -> Vec<(String, String, f64)> {
         return out;
     };
     for (k, v) in obj {
-        if k == "load" || k == "units" || k == "eval" || k == "custom_metrics" || k == "pass" {
+        if k == "load"
+            || k == "units"
+            || k == "eval"
+            || k == "custom_metrics"
+            || k == "pass"
+            || k == "capacity"
+        {
             continue;
         }
         match v {

@@ -401,9 +401,26 @@ fn slurm_record(
     steps: &[slurm::StepRecord],
 ) -> Result<(), RunError> {
     let info = slurm::job_info(&a.job_id).ok().flatten();
+    // Slurm's accounting has the final state of every step when it is configured; otherwise
+    // the states are how each `srun` ended.
+    let mut steps = steps.to_vec();
+    let accounting = match slurm::sacct_steps(&a.job_id) {
+        Ok(acct) => {
+            for s in &mut steps {
+                if let Some((state, exit)) = acct.get(&s.step) {
+                    s.state = state.clone();
+                    s.exit_code = exit.or(s.exit_code);
+                    s.source = "sacct".into();
+                }
+            }
+            "sacct".to_string()
+        }
+        Err(why) => format!("unavailable: {why}"),
+    };
     let record = serde_json::json!({
         "allocation": a,
         "job": info,
+        "accounting": accounting,
         "steps": steps,
     });
     let rel = format!("slurm/{}/job.json", a.job_id);
@@ -948,10 +965,17 @@ pub fn execute(
                         out.map(|o| (o.summary, Some(o.samples), Vec::new()))
                     }
                     // Split across every task of the allocation, merged exactly (MLPerf
-                    // scenarios are not sharded).
+                    // scenarios and capacity searches are not sharded).
                     (_, Some(a))
                         if a.ntasks > 1
-                            && matches!(&point.work, PointWork::Serve { mlperf: None, .. }) =>
+                            && matches!(
+                                &point.work,
+                                PointWork::Serve {
+                                    mlperf: None,
+                                    capacity: None,
+                                    ..
+                                }
+                            ) =>
                     {
                         let dir = a
                             .job_dir
@@ -975,6 +999,7 @@ pub fn execute(
                             what: format!("{} r{} ({} shards)", point.id, step.replicate, a.ntasks),
                             state: state.into(),
                             exit_code: exit,
+                            source: "srun".into(),
                         });
                         out.map(|o| (o.summary, Some(o.samples), Vec::new()))
                     }
@@ -1003,13 +1028,20 @@ pub fn execute(
                 steps,
                 ..
             } => {
-                let mut argv = vec![
+                // On Slurm, one rank per task: `bench train` takes its rank and world size
+                // from SLURM_PROCID and SLURM_NTASKS.
+                let mut argv = opts
+                    .slurm
+                    .as_ref()
+                    .map(|a| a.srun_all(&point.slug))
+                    .unwrap_or_default();
+                argv.extend([
                     opts.self_exe.display().to_string(),
                     "bench".into(),
                     "train".into(),
                     "--preset".into(),
                     preset.clone(),
-                ];
+                ]);
                 if let Some(n) = steps {
                     argv.extend(["--steps".into(), n.to_string()]);
                 }
@@ -1118,12 +1150,15 @@ pub fn execute(
         if opts.cancel.is_cancelled() {
             // A replicate cut short by Ctrl-C is not a finished measurement: keep nothing of it
             // (on Slurm, its step is recorded as cancelled).
-            if let (Some(a), PointWork::Command { .. }) = (&opts.slurm, &point.work) {
+            if let (Some(a), PointWork::Command { .. } | PointWork::Train { .. }) =
+                (&opts.slurm, &point.work)
+            {
                 steps.push(slurm::StepRecord {
                     step: format!("{}.{}", a.job_id, steps.len()),
                     what: format!("{} r{}", point.id, step.replicate),
                     state: "CANCELLED".into(),
                     exit_code: None,
+                    source: "srun".into(),
                 });
             }
             interrupted = true;
@@ -1149,7 +1184,9 @@ pub fn execute(
                 point.id, step.replicate
             )));
         }
-        if let (Some(a), PointWork::Command { .. }) = (&opts.slurm, &point.work) {
+        if let (Some(a), PointWork::Command { .. } | PointWork::Train { .. }) =
+            (&opts.slurm, &point.work)
+        {
             let exit = summary["exit_code"].as_i64().map(|c| c as i32);
             let timed_out = summary["error"]
                 .as_str()
@@ -1160,6 +1197,7 @@ pub fn execute(
                 state: slurm::StepRecord::state_of(exit, timed_out, opts.cancel.is_cancelled())
                     .into(),
                 exit_code: exit,
+                source: "srun".into(),
             });
         }
         if let Some(why) = summary.get("unsupported").and_then(|e| e.as_str()) {

@@ -10,6 +10,55 @@ use yardstick_spec::{
     MicroKind, MlperfScenario, Order, ScenarioSpec,
 };
 
+/// A capacity search's settings, with the defaults filled in (`load: {mode: capacity}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityPlan {
+    /// `rate` or `concurrency`.
+    pub axis: String,
+    /// The first load probed.
+    pub start: f64,
+    /// The highest load probed.
+    pub max: f64,
+    /// Relative width of the final bracket (rates).
+    pub precision: f64,
+    /// Each objective at this percentile (0–100), unless `attainment`.
+    pub percentile: f64,
+    /// This share of requests meets every objective at once.
+    pub attainment: Option<f64>,
+    /// Confidence of each probe's test.
+    pub confidence: f64,
+    /// Measured requests per probe.
+    pub probe_requests: u64,
+    /// Most requests a probe pools.
+    pub max_probe_requests: u64,
+    /// Most probes.
+    pub max_probes: u32,
+}
+
+impl CapacityPlan {
+    fn of(s: &yardstick_spec::CapacitySearch) -> CapacityPlan {
+        let axis = match s.axis {
+            Some(yardstick_spec::CapacityAxis::Concurrency) => "concurrency",
+            _ => "rate",
+        };
+        let probe_requests = s.probe_requests.unwrap_or(300);
+        CapacityPlan {
+            axis: axis.into(),
+            start: s.start.unwrap_or(if axis == "rate" { 10.0 } else { 4.0 }),
+            max: s.max.unwrap_or(4096.0),
+            precision: s.precision.unwrap_or(0.05),
+            percentile: s.percentile.unwrap_or(99.0),
+            attainment: s.attainment,
+            confidence: s.confidence.unwrap_or(0.95),
+            probe_requests,
+            max_probe_requests: s
+                .max_probe_requests
+                .unwrap_or(probe_requests.saturating_mul(4)),
+            max_probes: s.max_probes.unwrap_or(30),
+        }
+    }
+}
+
 /// What one point runs.
 // A plan holds tens of points; boxing the serve variant would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -64,6 +113,8 @@ pub enum PointWork {
         /// instead of a plain load point; `load_value` is then the samples per query
         /// (multi-stream) or the target QPS (server).
         mlperf: Option<String>,
+        /// A capacity search (`load_mode` `capacity`) instead of one load level.
+        capacity: Option<CapacityPlan>,
     },
     /// One task (or the perplexity shard) of an eval layer: every item runs `repeat` times per
     /// replicate.
@@ -474,8 +525,11 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
         let load = c.load.clone().unwrap_or_default();
         let mode = match load.mode {
             Some(LoadMode::Rate) => "rate",
+            Some(LoadMode::Capacity) => "capacity",
             _ => "concurrency",
         };
+        let capacity = (load.mode == Some(LoadMode::Capacity))
+            .then(|| CapacityPlan::of(&load.capacity.clone().unwrap_or_default()));
         let arrival = load.arrival.map(|a| format!("{a:?}").to_lowercase());
         let stop = c.stop.clone().unwrap_or_default();
         let slo = c.slo.clone().unwrap_or_default();
@@ -488,6 +542,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
         // Single-stream and offline take no load value: one point per scenario.
         let values: Vec<f64> = match mlperf {
             Some("single-stream") | Some("offline") => vec![1.0],
+            _ if capacity.is_some() => vec![0.0],
             _ => load.values.clone().unwrap_or_default(),
         };
         let mode = match mlperf {
@@ -501,6 +556,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                     Some("single-stream") | Some("offline") => {
                         format!("component.{i}.serve/{scenario}/{mode}")
                     }
+                    _ if capacity.is_some() => format!("component.{i}.serve/{scenario}/capacity"),
                     _ => format!("component.{i}.serve/{scenario}/{mode}={}", fmt_value(*v)),
                 };
                 let max_duration = stop.max_duration.map(|d| d.0);
@@ -531,6 +587,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                         ca_cert: target.ca_cert.clone(),
                         tokenizer: target.tokenizer.clone(),
                         mlperf: mlperf.map(str::to_owned),
+                        capacity: capacity.clone(),
                     },
                 });
             }

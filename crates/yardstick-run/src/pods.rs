@@ -9,9 +9,9 @@
 //! span the group, and exit 0 once their parts ran and were reported (member 0 records a part
 //! that failed):
 //!
-//! * a serve point (MLPerf scenarios aside): every member runs its shard of the load
-//!   (`bench serve --shard I/N --start-at T --output DIR/steps/<step>/shard-I`), and member 0
-//!   merges the N shards exactly (`yardstick_load::shard_files`) into one point;
+//! * a serve point (MLPerf scenarios and capacity searches aside): every member runs its shard
+//!   of the load (`bench serve --shard I/N --start-at T --output DIR/steps/<step>/shard-I`), and
+//!   member 0 merges the N shards exactly (`yardstick_load::shard_files`) into one point;
 //! * a command point: every member runs the command once, as one rank (`RANK`, `WORLD_SIZE`,
 //!   `MASTER_ADDR` come from the pod's environment); member 0's is the measured one, and a rank
 //!   that fails fails the replicate.
@@ -323,11 +323,16 @@ pub struct MemberStep {
     pub done: Done,
 }
 
-/// Whether a point spans the group: serve points (not MLPerf) and command points.
+/// Whether a point spans the group: serve points (not MLPerf scenarios or capacity searches,
+/// which run on member 0) and command points.
 pub fn spans_group(work: &crate::PointWork) -> bool {
     matches!(
         work,
-        crate::PointWork::Serve { mlperf: None, .. } | crate::PointWork::Command { .. }
+        crate::PointWork::Serve {
+            mlperf: None,
+            capacity: None,
+            ..
+        } | crate::PointWork::Command { .. }
     )
 }
 

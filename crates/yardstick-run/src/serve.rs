@@ -49,6 +49,7 @@ pub fn run_replicate(
         ca_cert,
         tokenizer,
         mlperf,
+        capacity,
         ..
     } = work
     else {
@@ -106,8 +107,19 @@ pub fn run_replicate(
         cancel,
         dataset: None,
         tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
+        server_metrics: None,
     };
+    // The server's own metrics, when its base URL serves them (`/metrics`).
+    let mut bench = bench;
+    bench.server_metrics = rt.block_on(yardstick_load::scrape::resolve(
+        "auto",
+        url,
+        yardstick_load::scrape::DEFAULT_INTERVAL,
+    ));
     let progress = Arc::new(Progress::default());
+    if let Some(c) = capacity {
+        return run_capacity(rt, &bench, c, progress);
+    }
     if let Some(m) = mlperf {
         let scenario = match m.as_str() {
             "single-stream" => Mlperf::SingleStream,
@@ -151,6 +163,75 @@ pub fn run_replicate(
     Ok(ServeOutcome {
         summary,
         samples: records_table(&result.records),
+    })
+}
+
+/// One replicate of a capacity point: the whole search (`yardstick_load::capacity`), its answer
+/// as facts (`capacity_rps` or `capacity_concurrency`, 0 when the SLO held at no load probed;
+/// the throughput at the capacity; the probes) and the search itself under `capacity`.
+fn run_capacity(
+    rt: &tokio::runtime::Runtime,
+    bench: &ServeBench,
+    c: &crate::plan::CapacityPlan,
+    progress: Arc<Progress>,
+) -> Result<ServeOutcome, RunError> {
+    use yardstick_load::capacity::{self, Axis, CapacityConfig, Criterion};
+    let axis = if c.axis == "concurrency" {
+        Axis::Concurrency
+    } else {
+        let arrival = match bench.loads.first() {
+            Some(LoadModel::Rate { arrival, .. }) => *arrival,
+            _ => Arrival::Poisson,
+        };
+        Axis::Rate {
+            arrival,
+            max_in_flight: None,
+        }
+    };
+    let cfg = CapacityConfig {
+        axis,
+        slo: bench.slo,
+        criterion: match c.attainment {
+            Some(a) => Criterion::Attainment(a),
+            None => Criterion::Percentile(c.percentile / 100.0),
+        },
+        confidence: c.confidence,
+        start: c.start,
+        max: c.max,
+        min: (c.start / 1024.0).min(0.01),
+        precision: c.precision,
+        probe_requests: c.probe_requests,
+        max_probe_requests: c.max_probe_requests,
+        probe_duration: bench.stop.max_duration,
+        max_probes: c.max_probes as usize,
+    };
+    let result = rt
+        .block_on(capacity::find_capacity(bench, &cfg, progress, |_, _| {}))
+        .map_err(|e| RunError::Workload(e.to_string()))?;
+    let metric = if c.axis == "concurrency" {
+        "capacity_concurrency"
+    } else {
+        "capacity_rps"
+    };
+    let requests: u64 = result.probes.iter().map(|p| p.requests).sum();
+    let mut summary = serde_json::json!({
+        metric: result.capacity.unwrap_or(0.0),
+        "capacity_probes": result.probes.len(),
+        "requests": {"completed": requests},
+        "load": {"mode": "capacity", "axis": c.axis},
+        "capacity": result,
+    });
+    if let Some(t) = summary["capacity"]["output_token_throughput"].as_f64() {
+        summary["capacity_output_token_throughput"] = t.into();
+    }
+    if let Some(probes) = summary["capacity"]["probes"].as_array_mut() {
+        for p in probes {
+            drop_timestamps(&mut p["summary"]);
+        }
+    }
+    Ok(ServeOutcome {
+        summary,
+        samples: records_table(&[]),
     })
 }
 

@@ -117,6 +117,7 @@ pub fn per_node(
         what: what.into(),
         state: StepRecord::state_of(exit, false, false).into(),
         exit_code: exit,
+        source: "srun".into(),
     };
     (record, files, failure)
 }
@@ -133,6 +134,14 @@ pub struct StepRecord {
     pub state: String,
     /// `srun`'s exit code.
     pub exit_code: Option<i32>,
+    /// Where `state` comes from: `sacct` (Slurm's accounting, when it is configured) or `srun`
+    /// (how the step's `srun` ended).
+    #[serde(default = "from_srun")]
+    pub source: String,
+}
+
+fn from_srun() -> String {
+    "srun".into()
 }
 
 impl StepRecord {
@@ -148,6 +157,40 @@ impl StepRecord {
             "FAILED"
         }
     }
+}
+
+/// How Slurm's accounting (`sacct`) recorded each step of a job: state and exit code by step id
+/// (`JOB.N`). `sacct -P` lines are `JobID|State|ExitCode`, the exit code `code:signal`; a state
+/// like `CANCELLED by 0` keeps its first word.
+pub fn parse_sacct(text: &str) -> BTreeMap<String, (String, Option<i32>)> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.trim().split('|');
+            let (id, state, exit) = (f.next()?, f.next()?, f.next()?);
+            let state = state.split_whitespace().next()?.trim_end_matches('+');
+            let code = exit.split(':').next().and_then(|c| c.parse().ok());
+            (!id.is_empty() && !state.is_empty())
+                .then(|| (id.to_string(), (state.to_string(), code)))
+        })
+        .collect()
+}
+
+/// The steps of `job` as Slurm's accounting recorded them, or why they cannot be read (no
+/// accounting storage configured: `sacct` says so and exits non-zero).
+pub fn sacct_steps(job: &str) -> Result<BTreeMap<String, (String, Option<i32>)>, String> {
+    let o = Command::new("sacct")
+        .args(["-j", job, "-P", "-n", "--format=JobID,State,ExitCode"])
+        .output()
+        .map_err(|e| format!("sacct: {e}"))?;
+    if !o.status.success() {
+        let why = String::from_utf8_lossy(&o.stderr).trim().to_string();
+        return Err(if why.is_empty() {
+            format!("sacct exited with {}", o.status)
+        } else {
+            why
+        });
+    }
+    Ok(parse_sacct(&String::from_utf8_lossy(&o.stdout)))
 }
 
 /// The batch script of a run of `spec_path` (absolute) into `store` (absolute), for `x`.
@@ -401,6 +444,20 @@ mod tests {
             assert!(s.lines().any(|l| l == line), "missing {line:?} in\n{s}");
         }
         assert!(s.starts_with("#!/bin/sh\n"));
+    }
+
+    #[test]
+    fn sacct_lines_read_as_slurm_writes_them() {
+        let got = parse_sacct(
+            "61|COMPLETED|0:0\n61.batch|COMPLETED|0:0\n61.0|COMPLETED|0:0\n\
+             61.1|FAILED|1:0\n61.2|CANCELLED by 0|0:15\n61.3|TIMEOUT|0:0\n61.4|RUNNING+|0:0\n\n|x|y\n",
+        );
+        assert_eq!(got["61.0"], ("COMPLETED".to_string(), Some(0)));
+        assert_eq!(got["61.1"], ("FAILED".to_string(), Some(1)));
+        assert_eq!(got["61.2"], ("CANCELLED".to_string(), Some(0)));
+        assert_eq!(got["61.3"].0, "TIMEOUT");
+        assert_eq!(got["61.4"].0, "RUNNING");
+        assert_eq!(got.len(), 7);
     }
 
     #[test]

@@ -140,6 +140,54 @@ fn serve(location: &str, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
     })
 }
 
+/// Where one trend's time goes, in-process: each warehouse read, the assembly and the JSON.
+fn phases(location: &str, rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
+    use std::time::Instant;
+    use yardstick_store::warehouse::{RunFilter, open_existing_warehouse};
+    let mut w = open_existing_warehouse(location)?;
+    let filter = RunFilter {
+        name: Some("bench-serve".into()),
+        limit: Some(5000),
+        ..Default::default()
+    };
+    let q = yardstick_server::api::trend::TrendQuery {
+        benchmark: "bench-serve".into(),
+        metric: "ttft_ms".into(),
+        statistic: Some("p50".into()),
+        profile: None,
+        point: None,
+        since: None,
+        limit: None,
+    };
+    let mut t = [0f64; 5];
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        let runs = w.runs(&filter)?;
+        let t1 = Instant::now();
+        let facts = w.metric_facts(&filter, "ttft_ms", "p50")?;
+        let t2 = Instant::now();
+        let verdicts = w.trend_rows(&filter, "ttft_ms", "p50")?;
+        let t3 = Instant::now();
+        let out =
+            yardstick_server::api::trend::compute(w.as_mut(), &q).map_err(|e| format!("{e:?}"))?;
+        let t4 = Instant::now();
+        let json = serde_json::to_vec(&out)?;
+        let t5 = Instant::now();
+        assert!(runs.len() + facts.len() + verdicts.len() + json.len() > 0);
+        for (i, d) in [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4]
+            .iter()
+            .enumerate()
+        {
+            t[i] += d.as_secs_f64() * 1e3 / rounds as f64;
+        }
+    }
+    println!(
+        "mean of {rounds}: runs {:.2} ms, facts {:.2} ms, trend rows (one joined query) {:.2} ms, whole compute {:.2} ms, JSON {:.2} ms",
+        t[0], t[1], t[2], t[3], t[4]
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| args.get(i).map(String::as_str);
@@ -150,6 +198,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             arg(3).unwrap_or("100").parse()?,
         ),
         (Some("serve"), Some(location)) => serve(location, arg(2).unwrap_or("127.0.0.1:0")),
+        (Some("phases"), Some(location)) => phases(location, arg(2).unwrap_or("50").parse()?),
         _ => {
             Err("usage: bench_server fill LOCATION [RUNS] [METRICS] | serve LOCATION [ADDR]".into())
         }

@@ -99,6 +99,11 @@ impl From<StoreError> for ApiError {
             StoreError::Invalid(_) => ApiError::bad_request(e.to_string(), None),
             StoreError::NotFound(_) => ApiError::not_found(e.to_string(), None),
             StoreError::Refused(_) => ApiError::new(StatusCode::FORBIDDEN, e.to_string(), None),
+            StoreError::Conflict(_) => ApiError::new(
+                StatusCode::CONFLICT,
+                e.to_string(),
+                Some("set `force: true` to replace it"),
+            ),
             e => ApiError::internal(e),
         }
     }

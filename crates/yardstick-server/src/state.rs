@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use yardstick_store::StoreError;
 use yardstick_store::warehouse::{
     BaselineRow, CalibrationRow, FactRow, PointRow, PostgresWarehouse, QueryResult, ReplicateRow,
-    RunFilter, RunRow, SqliteWarehouse, Warehouse, WarehouseLocation,
+    RunFilter, RunRow, SqliteWarehouse, TrendRow, VerdictRow, Warehouse, WarehouseLocation,
 };
 
 use crate::ServerConfig;
@@ -296,6 +296,17 @@ impl Warehouse for Located<'_> {
         benchmark: &str,
     ) -> Result<Vec<CalibrationRow>, StoreError> {
         self.inner.calibrations(machine_profile, benchmark)
+    }
+    fn record_verdicts(&mut self, rows: &[VerdictRow]) -> Result<(), StoreError> {
+        self.inner.record_verdicts(rows)
+    }
+    fn trend_rows(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<TrendRow>, StoreError> {
+        self.inner.trend_rows(filter, metric, statistic)
     }
     fn query(&mut self, sql: &str) -> Result<QueryResult, StoreError> {
         self.inner.query(sql)

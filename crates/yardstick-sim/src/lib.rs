@@ -211,13 +211,17 @@ impl Sim {
             None => (LogSink::disabled(), None),
         };
         let slots = cfg.max_running.map(|n| Arc::new(Semaphore::new(n)));
+        let metrics = Metrics::default();
+        metrics
+            .slots
+            .store(cfg.max_running.unwrap_or(0) as u64, Ordering::Relaxed);
         Ok(Sim {
             listener,
             shared: Arc::new(Shared {
                 cfg,
                 clock: Clock::new(),
                 log,
-                metrics: Metrics::default(),
+                metrics,
                 seq: AtomicU64::new(0),
                 slots,
             }),
@@ -458,6 +462,9 @@ async fn handle(
         let now = Instant::now();
         rec.first_token_ns = Some(shared.clock.ns(now));
         rec.last_token_ns = rec.first_token_ns;
+        shared
+            .metrics
+            .observe_ttft((now - received).as_nanos() as u64);
         rec.ttft_ms = Some(ms(now - received));
         rec.e2e_ms = rec.ttft_ms;
         shared.metrics.finish(Outcome::Ok);
@@ -538,6 +545,9 @@ async fn handle(
     let now = Instant::now();
     rec.first_token_ns = Some(shared.clock.ns(now));
     rec.last_token_ns = rec.first_token_ns;
+    shared
+        .metrics
+        .observe_ttft((now - received).as_nanos() as u64);
     rec.ttft_ms = Some(ms(now - received));
     rec.e2e_ms = rec.ttft_ms;
     shared

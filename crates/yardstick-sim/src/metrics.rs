@@ -20,7 +20,20 @@ pub struct Metrics {
     pub prompt_tokens: AtomicU64,
     /// Output tokens written.
     pub generation_tokens: AtomicU64,
+    /// Time to first token, received to first token: counts per bucket of [`TTFT_BUCKETS`]
+    /// (the last is +Inf), and the sum in nanoseconds.
+    pub ttft_buckets: [AtomicU64; TTFT_BUCKETS.len() + 1],
+    /// Sum of the observed times to first token, ns.
+    pub ttft_sum_ns: AtomicU64,
+    /// Running slots (`--max-running`), for the KV-cache usage gauge; 0 = unlimited.
+    pub slots: AtomicU64,
 }
+
+/// Upper bounds (seconds) of the time-to-first-token histogram: vLLM's buckets.
+pub const TTFT_BUCKETS: [f64; 18] = [
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0,
+];
 
 const OUTCOMES: [(Outcome, &str); 6] = [
     (Outcome::Ok, "ok"),
@@ -37,6 +50,17 @@ pub fn outcome_index(o: Outcome) -> usize {
 }
 
 impl Metrics {
+    /// Observes one time to first token.
+    pub fn observe_ttft(&self, ns: u64) {
+        let s = ns as f64 / 1e9;
+        let i = TTFT_BUCKETS
+            .iter()
+            .position(|b| s <= *b)
+            .unwrap_or(TTFT_BUCKETS.len());
+        self.ttft_buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.ttft_sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
     /// Counts one finished request.
     pub fn finish(&self, o: Outcome) {
         self.outcomes[outcome_index(o)].fetch_add(1, Ordering::Relaxed);
@@ -87,6 +111,65 @@ impl Metrics {
             r(&self.prompt_tokens),
             r(&self.generation_tokens)
         );
+        self.render_vllm(&mut s, model);
         s
+    }
+
+    /// The same state under vLLM's metric names (`vllm:*`), so that tools reading a vLLM
+    /// server's `/metrics` read the simulator's: requests running and waiting, token counters,
+    /// KV-cache usage (running sequences over slots), preemptions (none), and the time to
+    /// first token histogram.
+    fn render_vllm(&self, s: &mut String, model: &str) {
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let l = format!("model_name=\"{model}\"");
+        let running = self.running.load(Ordering::Relaxed).max(0);
+        let slots = r(&self.slots);
+        let usage = if slots > 0 {
+            (running as f64 / slots as f64).min(1.0)
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.\n\
+             # TYPE vllm:num_requests_running gauge\n\
+             vllm:num_requests_running{{{l}}} {running}\n\
+             # HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n\
+             # TYPE vllm:num_requests_waiting gauge\n\
+             vllm:num_requests_waiting{{{l}}} {}\n\
+             # HELP vllm:gpu_cache_usage_perc KV-cache usage. 1 means 100 percent usage.\n\
+             # TYPE vllm:gpu_cache_usage_perc gauge\n\
+             vllm:gpu_cache_usage_perc{{{l}}} {usage}\n\
+             # HELP vllm:num_preemptions_total Cumulative number of preemptions.\n\
+             # TYPE vllm:num_preemptions_total counter\n\
+             vllm:num_preemptions_total{{{l}}} 0\n\
+             # HELP vllm:prompt_tokens_total Number of prefill tokens processed.\n\
+             # TYPE vllm:prompt_tokens_total counter\n\
+             vllm:prompt_tokens_total{{{l}}} {}\n\
+             # HELP vllm:generation_tokens_total Number of generation tokens processed.\n\
+             # TYPE vllm:generation_tokens_total counter\n\
+             vllm:generation_tokens_total{{{l}}} {}\n\
+             # HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n\
+             # TYPE vllm:time_to_first_token_seconds histogram",
+            self.waiting.load(Ordering::Relaxed).max(0),
+            r(&self.prompt_tokens),
+            r(&self.generation_tokens),
+        );
+        let mut cumulative = 0;
+        for (i, b) in TTFT_BUCKETS.iter().enumerate() {
+            cumulative += r(&self.ttft_buckets[i]);
+            let _ = writeln!(
+                s,
+                "vllm:time_to_first_token_seconds_bucket{{{l},le=\"{b}\"}} {cumulative}"
+            );
+        }
+        cumulative += r(&self.ttft_buckets[TTFT_BUCKETS.len()]);
+        let _ = writeln!(
+            s,
+            "vllm:time_to_first_token_seconds_bucket{{{l},le=\"+Inf\"}} {cumulative}\n\
+             vllm:time_to_first_token_seconds_sum{{{l}}} {}\n\
+             vllm:time_to_first_token_seconds_count{{{l}}} {cumulative}",
+            r(&self.ttft_sum_ns) as f64 / 1e9
+        );
     }
 }

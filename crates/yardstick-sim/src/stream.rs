@@ -201,6 +201,9 @@ impl TokenStream {
         let now_ns = self.shared.clock.ns(now);
         if k == 0 {
             self.rec.first_token_ns = Some(now_ns);
+            self.shared
+                .metrics
+                .observe_ttft(now_ns.saturating_sub(self.rec.received_ns));
         }
         self.rec.last_token_ns = Some(now_ns);
         self.next += 1;

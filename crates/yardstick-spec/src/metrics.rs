@@ -255,6 +255,125 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
+        "server_scrapes",
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Scrapes of the server's Prometheus endpoint that answered during a point."
+    ),
+    m!(
+        "server_scrape_failures",
+        "count",
+        LowerIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Scrapes of the server's Prometheus endpoint that failed during a point."
+    ),
+    m!(
+        "server_running",
+        "requests",
+        Neither,
+        Descriptive,
+        &["p50", "max"],
+        None,
+        "Requests the server was running (vllm:num_requests_running and its peers), over the point's scrapes."
+    ),
+    m!(
+        "server_waiting",
+        "requests",
+        Neither,
+        Descriptive,
+        &["p50", "max"],
+        None,
+        "Requests waiting in the server's queue (vllm:num_requests_waiting and its peers), over the point's scrapes."
+    ),
+    m!(
+        "server_kv_cache_usage",
+        "fraction",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "The server's largest KV-cache usage during the point (0-1)."
+    ),
+    m!(
+        "server_preemptions",
+        "count",
+        LowerIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Sequences the server preempted during the point."
+    ),
+    m!(
+        "server_prefix_cache_hit_rate",
+        "fraction",
+        HigherIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Prefix-cache hits over queries during the point, as the server counts them."
+    ),
+    m!(
+        "server_ttft_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        VALUE,
+        None,
+        "The server's own mean time to first token during the point (its histogram's sum over count), from when it received each request."
+    ),
+    m!(
+        "ttft_client_minus_server_ms",
+        "ms",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "The client's mean TTFT minus the server's: the measurement path outside the server (network, client delays, and the gap between the scheduled send and the server's receipt)."
+    ),
+    m!(
+        "capacity_rps",
+        "req/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        Some("value"),
+        "Capacity under the SLO (`load: {mode: capacity}` over rates): the highest open-loop request rate at which every objective was shown to hold.",
+        &["value"]
+    ),
+    m!(
+        "capacity_concurrency",
+        "streams",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        Some("value"),
+        "Capacity under the SLO over concurrency: the most concurrent streams at which every objective was shown to hold.",
+        &["value"]
+    ),
+    m!(
+        "capacity_output_token_throughput",
+        "tok/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        None,
+        "Output tokens per second measured at the capacity's probe."
+    ),
+    m!(
+        "capacity_probes",
+        "count",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Probes the capacity search measured."
+    ),
+    m!(
         id::TTFT_MS,
         "ms",
         LowerIsBetter,
@@ -1124,6 +1243,8 @@ mod tests {
             ("request_throughput", "value"),
             ("output_token_throughput", "value"),
             ("goodput", "value"),
+            ("capacity_rps", "value"),
+            ("capacity_concurrency", "value"),
             ("ttft_ms", "p50"),
             ("ttft_ms", "p99"),
             ("tpot_ms", "p50"),

@@ -786,16 +786,19 @@ pub enum Api {
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
 pub struct Load {
-    /// `concurrency` (closed loop) or `rate` (open loop, requests per second).
+    /// `concurrency` (closed loop), `rate` (open loop, requests per second) or `capacity` (the
+    /// highest load at which the layer's `slo` holds, searched).
     #[schemars(required)]
     pub mode: Option<LoadMode>,
-    /// Sweep points: concurrency levels or rates.
-    #[schemars(required)]
+    /// Sweep points: concurrency levels or rates (not for `capacity`).
     pub values: Option<Vec<f64>>,
-    /// Arrival process for `rate`: `constant`, `poisson` or `gamma`.
+    /// Arrival process for `rate` (and a `capacity` search over rates): `constant`, `poisson`
+    /// or `gamma`.
     pub arrival: Option<Arrival>,
     /// Gamma shape for `arrival: gamma` (< 1 is burstier than Poisson).
     pub burstiness: Option<f64>,
+    /// The search of `mode: capacity`.
+    pub capacity: Option<CapacitySearch>,
 }
 
 /// Load modes.
@@ -805,6 +808,44 @@ pub struct Load {
 pub enum LoadMode {
     Concurrency,
     Rate,
+    Capacity,
+}
+
+/// A capacity search (`load: {mode: capacity}`): bracketing then bisection of the load, each
+/// probe's SLO a test at `confidence` (docs/metrics.md, "Capacity under an SLO").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct CapacitySearch {
+    /// What is varied: `rate` (open loop, with `arrival`) or `concurrency`.
+    pub axis: Option<CapacityAxis>,
+    /// The first load probed (default 10 req/s, or 4 streams).
+    pub start: Option<f64>,
+    /// The highest load probed (default 4096).
+    pub max: Option<f64>,
+    /// Rates: stop when the bracket is narrower than this share of its top (default 0.05).
+    pub precision: Option<f64>,
+    /// Every objective at this percentile (default 99).
+    pub percentile: Option<f64>,
+    /// Instead: this share of requests meets every objective at once, e.g. 0.99.
+    pub attainment: Option<f64>,
+    /// Confidence of each probe's test (default 0.95).
+    pub confidence: Option<f64>,
+    /// Measured requests per probe (default 300).
+    pub probe_requests: Option<u64>,
+    /// Most requests a probe pools while its test is undecided (default 4 × probeRequests).
+    pub max_probe_requests: Option<u64>,
+    /// Most probes in all (default 30).
+    pub max_probes: Option<u32>,
+}
+
+/// What a capacity search varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum CapacityAxis {
+    Rate,
+    Concurrency,
 }
 
 /// Arrival processes.

@@ -191,6 +191,12 @@ pub const RULES: &[RuleInfo] = &[
         hint: "use positive load values (whole numbers for concurrency); a gamma arrival needs burstiness",
     },
     RuleInfo {
+        id: "load-capacity",
+        summary: "a capacity search has an SLO to hold, no sweep values, and settings in range",
+        section: "serving-stack-comparisons",
+        hint: "give the layer `slo: {ttftMs: 200}` and settings like `capacity: {percentile: 99, confidence: 0.95}`",
+    },
+    RuleInfo {
         id: "stop-condition",
         summary: "serve layers are bounded by maxRequests or maxDuration",
         section: "serving-stack-comparisons",
@@ -1051,6 +1057,122 @@ fn startup(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
     cache_modes(c, base, "startup-config", cx);
 }
 
+/// `load: {mode: capacity, capacity: {...}}`: the search needs an objective to hold, and its
+/// settings must leave it something to decide.
+fn capacity_rules(cx: &mut Ctx<'_, '_>, c: &ComponentLayer, load: &Load, lptr: &str) {
+    let cptr = format!("{lptr}/capacity");
+    if load.mode != Some(LoadMode::Capacity) {
+        cx.error_at_key(
+            "load-capacity",
+            &cptr,
+            "`capacity` settings without `mode: capacity`".into(),
+            "set `mode: capacity`, or remove the `capacity` section",
+        );
+        return;
+    }
+    let slo = c.slo.clone().unwrap_or_default();
+    if slo.ttft_ms.is_none() && slo.tpot_ms.is_none() && slo.e2e_ms.is_none() {
+        cx.error_at_key(
+            "load-capacity",
+            lptr,
+            "`mode: capacity` needs an SLO to hold, and the layer has none".into(),
+            "add `slo: {ttftMs: 200, tpotMs: 50}` to the serve layer",
+        );
+    }
+    if c.mlperf.is_some() {
+        cx.error_at_key(
+            "load-capacity",
+            lptr,
+            "`mode: capacity` and `mlperf` are two different questions".into(),
+            "run the MLPerf scenario in one layer and the capacity search in another",
+        );
+    }
+    let Some(s) = &load.capacity else { return };
+    let mut bad = |field: &str, ok: bool, message: String, hint: &str| {
+        if !ok {
+            cx.error("load-capacity", &format!("{cptr}/{field}"), message, hint);
+        }
+    };
+    if let Some(p) = s.percentile {
+        bad(
+            "percentile",
+            p > 0.0 && p < 100.0,
+            format!("percentile {p} is not between 0 and 100"),
+            "e.g. `percentile: 99`",
+        );
+    }
+    if let Some(a) = s.attainment {
+        bad(
+            "attainment",
+            a > 0.0 && a < 1.0,
+            format!("attainment {a} is not a share between 0 and 1"),
+            "e.g. `attainment: 0.99`",
+        );
+        bad(
+            "attainment",
+            s.percentile.is_none(),
+            "`percentile` and `attainment` are two ways to judge the SLO; give one".into(),
+            "keep `percentile` (each objective on its own) or `attainment` (all at once)",
+        );
+    }
+    if let Some(c) = s.confidence {
+        bad(
+            "confidence",
+            c > 0.5 && c < 1.0,
+            format!("confidence {c} is not between 0.5 and 1"),
+            "e.g. `confidence: 0.95`",
+        );
+    }
+    if let Some(p) = s.precision {
+        bad(
+            "precision",
+            p > 0.0 && p < 1.0,
+            format!("precision {p} is not a share between 0 and 1"),
+            "e.g. `precision: 0.05` (5 % of the capacity)",
+        );
+    }
+    if let Some(x) = s.start {
+        bad(
+            "start",
+            x.is_finite() && x > 0.0,
+            format!("start {x} must be positive"),
+            "e.g. `start: 10`",
+        );
+    }
+    if let (Some(x), Some(m)) = (s.start.or(Some(1.0)), s.max) {
+        bad(
+            "max",
+            m.is_finite() && m >= x,
+            format!("max {m} is below the start {x}"),
+            "raise `max`, or lower `start`",
+        );
+    }
+    if let Some(n) = s.probe_requests {
+        bad(
+            "probeRequests",
+            n >= 1,
+            "probeRequests must be at least 1".into(),
+            "e.g. `probeRequests: 300`",
+        );
+        if let Some(m) = s.max_probe_requests {
+            bad(
+                "maxProbeRequests",
+                m >= n,
+                format!("maxProbeRequests {m} is below probeRequests {n}"),
+                "pool at least one probe's worth",
+            );
+        }
+    }
+    if let Some(n) = s.max_probes {
+        bad(
+            "maxProbes",
+            n >= 2,
+            format!("maxProbes {n}: a search needs at least 2"),
+            "e.g. `maxProbes: 30`",
+        );
+    }
+}
+
 fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
     target_files(c, base, cx);
     let api = c.target.as_ref().and_then(|t| t.api).unwrap_or(Api::Chat);
@@ -1097,7 +1219,18 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
                     "add `mode: concurrency` (closed loop) or `mode: rate` (open loop)",
                 );
             }
+            let capacity = load.mode == Some(LoadMode::Capacity);
+            if capacity || load.capacity.is_some() {
+                capacity_rules(cx, c, load, &lptr);
+            }
             match &load.values {
+                Some(_) if capacity => cx.warn(
+                    "load-capacity",
+                    &format!("{lptr}/values"),
+                    "`mode: capacity` searches the load: `values` are ignored".into(),
+                    "remove `values`, or use `mode: rate` / `mode: concurrency` for a sweep",
+                ),
+                None if capacity => {}
                 Some(v) if v.is_empty() => cx.error(
                     "load-values",
                     &format!("{lptr}/values"),

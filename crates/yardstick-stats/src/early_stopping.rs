@@ -92,6 +92,49 @@ pub fn early_stopping(n: u64, t: u64, p: f64, c: f64) -> Result<EarlyStoppingVer
     })
 }
 
+/// What `n` requests, `t` of which missed an objective, say of whether at least a share `p` of
+/// all requests meets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ShareTest {
+    /// Shown at the confidence: so few missed that a true share below `p` would rarely give
+    /// them (LoadGen's early-stopping claim).
+    Holds,
+    /// Shown at the confidence: so many missed that a true share of `p` or more would rarely
+    /// give them.
+    Breaks,
+    /// Too few requests to tell either way: measure longer.
+    Undecided,
+}
+
+/// Tests whether at least a share `p` of requests meets an objective, from `n` requests of
+/// which `t` missed it, at confidence `c`: [`ShareTest::Holds`] when `P(Binom(n, 1 − p) ≤ t)
+/// < 1 − c` (early stopping's claim), [`ShareTest::Breaks`] when `P(Binom(n, 1 − p) ≥ t) <
+/// 1 − c`, else [`ShareTest::Undecided`]. Requests are taken as independent, which load tests
+/// only approximate (latencies of neighbouring requests are correlated), so the confidence is
+/// nominal.
+pub fn share_test(n: u64, t: u64, p: f64, c: f64) -> Result<ShareTest, StatsError> {
+    check(p, 0.0, c)?;
+    if t > n {
+        return Err(StatsError::InvalidParameter(format!(
+            "{t} missed out of {n} requests"
+        )));
+    }
+    if n == 0 {
+        return Ok(ShareTest::Undecided);
+    }
+    if odds(n - t, t, p, 0.0) < 1.0 - c {
+        return Ok(ShareTest::Holds);
+    }
+    // P(X ≥ t) for X ~ Binom(n, q) is I_q(t, n − t + 1).
+    let breaks = t > 0 && beta_reg(t as f64, (n - t) as f64 + 1.0, 1.0 - p) < 1.0 - c;
+    Ok(if breaks {
+        ShareTest::Breaks
+    } else {
+        ShareTest::Undecided
+    })
+}
+
 /// The supremum of the percentiles `p` a run with `n` queries and `t` over the bound may claim
 /// at confidence `c`: the root of `I_p(n − t, t + 1) = 1 − c` (found by bisection; `I_p` rises
 /// with `p`). `None` when `t == n`.
@@ -157,4 +200,28 @@ pub fn early_stopping_estimate(
         t: lo,
         estimate: s[(n - lo) as usize],
     })
+}
+
+#[test]
+fn share_tests_decide_only_with_enough_requests() {
+    // p90 at 95 %: nothing missed among 10 is not enough, among 30 it is (0.9^29 < 0.05).
+    assert_eq!(share_test(10, 0, 0.9, 0.95).unwrap(), ShareTest::Undecided);
+    assert_eq!(share_test(30, 0, 0.9, 0.95).unwrap(), ShareTest::Holds);
+    // Half missing breaks a 90 % objective quickly; 12 of 100 is within chance of 10 %.
+    assert_eq!(share_test(20, 10, 0.9, 0.95).unwrap(), ShareTest::Breaks);
+    assert_eq!(
+        share_test(100, 12, 0.9, 0.95).unwrap(),
+        ShareTest::Undecided
+    );
+    assert_eq!(share_test(1000, 150, 0.9, 0.95).unwrap(), ShareTest::Breaks);
+    assert_eq!(share_test(1000, 80, 0.9, 0.95).unwrap(), ShareTest::Holds);
+    // The claim agrees with LoadGen's early stopping.
+    for (n, t) in [(459u64, 0u64), (458, 0), (700, 2), (2000, 10)] {
+        let es = early_stopping(n, t, 0.99, 0.99).unwrap();
+        let st = share_test(n, t, 0.99, 0.99).unwrap();
+        assert_eq!(es.passed, st == ShareTest::Holds, "{n} {t}");
+    }
+    assert_eq!(share_test(0, 0, 0.9, 0.95).unwrap(), ShareTest::Undecided);
+    assert!(share_test(3, 4, 0.9, 0.95).is_err());
+    assert!(share_test(3, 1, 1.0, 0.95).is_err());
 }

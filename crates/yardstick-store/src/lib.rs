@@ -40,4 +40,8 @@ pub enum StoreError {
     /// A warehouse (database) error.
     #[error("warehouse: {0}")]
     Warehouse(String),
+    /// The write would replace something another caller set, and was not forced (another
+    /// run's baseline).
+    #[error("{0}")]
+    Conflict(String),
 }

@@ -615,3 +615,122 @@ fn calibrations_round_trip_through_sqlite_and_postgres() {
     let mut post = open_warehouse(&pg.create_db("calibrations")).unwrap();
     assert_eq!(calibrations_round_trip(post.as_mut()), from_sqlite);
 }
+
+/// Gate verdicts (migration 4): a gating replaces the run's earlier verdicts, trends read one
+/// metric and statistic of the runs a filter selects, bad rows are refused with nothing written,
+/// and a verdict of a run not in the warehouse is refused by the database.
+fn verdicts_round_trip(w: &mut dyn Warehouse) -> Vec<yardstick_store::warehouse::VerdictRow> {
+    use yardstick_store::warehouse::VerdictRow;
+    for (id, at) in [
+        ("01A", "2026-05-20T10:00:00Z"),
+        ("01B", "2026-05-21T10:00:00Z"),
+    ] {
+        write(w, &fixture(id, "serve", Some("cpu-EPYC"), at));
+    }
+    let row = |run: &str, metric: &str, verdict: &str, ratio: Option<f64>| VerdictRow {
+        run_id: run.into(),
+        point_id: "component.0/D(100,100)/c=1".into(),
+        metric: metric.into(),
+        statistic: "p50".into(),
+        baseline_run: "01A".into(),
+        verdict: verdict.into(),
+        ratio,
+        recorded_at: "2026-05-22T10:00:00+02:00".into(),
+    };
+    w.record_verdicts(&[
+        row("01B", "ttft_ms", "FAIL", Some(1.3)),
+        row("01B", "e2e_ms", "PASS", None),
+    ])
+    .unwrap();
+    // Gating again replaces every verdict of the run: e2e_ms is gone.
+    w.record_verdicts(&[row("01B", "ttft_ms", "PASS", Some(1.01))])
+        .unwrap();
+    assert_eq!(count(w, "gate_verdicts"), 1);
+    // Refused, nothing changed: an unknown verdict, rows of two runs, an unknown run.
+    for bad in [
+        vec![row("01B", "ttft_ms", "MAYBE", None)],
+        vec![
+            row("01B", "ttft_ms", "PASS", None),
+            row("01A", "ttft_ms", "PASS", None),
+        ],
+        vec![row("01NOPE", "ttft_ms", "PASS", None)],
+    ] {
+        assert!(w.record_verdicts(&bad).is_err(), "{bad:?}");
+    }
+    w.record_verdicts(&[]).unwrap();
+    assert_eq!(count(w, "gate_verdicts"), 1);
+    let all = RunFilter {
+        name: Some("serve".into()),
+        ..Default::default()
+    };
+    // The trend joins each run's aggregate fact to its verdict: 01A was never gated.
+    let got: Vec<VerdictRow> = {
+        let rows = w.trend_rows(&all, "ttft_ms", "p50").unwrap();
+        let runs: Vec<&str> = rows.iter().map(|r| r.run_id.as_str()).collect();
+        assert!(
+            runs.windows(2).all(|p| p[0] <= p[1]),
+            "oldest first: {runs:?}"
+        );
+        assert!(
+            rows.iter()
+                .any(|r| r.run_id == "01A" && r.verdict.is_none())
+        );
+        let b: Vec<_> = rows.iter().filter(|r| r.run_id == "01B").collect();
+        assert!(!b.is_empty());
+        for r in &b {
+            let gated = r.point_id == "component.0/D(100,100)/c=1";
+            assert_eq!(r.verdict.as_deref(), gated.then_some("PASS"), "{r:?}");
+            assert_eq!(r.gated_against.as_deref(), gated.then_some("01A"), "{r:?}");
+        }
+        w.query("SELECT run_id, point_id, metric, statistic, baseline_run, verdict, ratio, recorded_at FROM gate_verdicts")
+            .unwrap()
+            .rows
+            .iter()
+            .map(|r| VerdictRow {
+                run_id: r[0].as_str().unwrap().into(),
+                point_id: r[1].as_str().unwrap().into(),
+                metric: r[2].as_str().unwrap().into(),
+                statistic: r[3].as_str().unwrap().into(),
+                baseline_run: r[4].as_str().unwrap().into(),
+                verdict: r[5].as_str().unwrap().into(),
+                ratio: r[6].as_f64(),
+                recorded_at: r[7].as_str().unwrap().into(),
+            })
+            .collect()
+    };
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_eq!(
+        (got[0].verdict.as_str(), got[0].ratio),
+        ("PASS", Some(1.01))
+    );
+    assert_eq!(got[0].recorded_at, "2026-05-22T08:00:00.000Z");
+    assert!(
+        w.trend_rows(&all, "ttft_ms", "p99")
+            .unwrap()
+            .iter()
+            .all(|r| r.verdict.is_none())
+    );
+    let old = RunFilter {
+        until: Some("2026-05-20T12:00:00Z".into()),
+        ..all.clone()
+    };
+    assert!(
+        w.trend_rows(&old, "ttft_ms", "p50")
+            .unwrap()
+            .iter()
+            .all(|r| r.run_id == "01A")
+    );
+    got
+}
+
+#[test]
+fn verdicts_round_trip_through_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lite = open_warehouse(dir.path().to_str().unwrap()).unwrap();
+    let from_sqlite = verdicts_round_trip(lite.as_mut());
+    let Some(pg) = PgCluster::start("verdicts_round_trip_through_sqlite_and_postgres") else {
+        return;
+    };
+    let mut post = open_warehouse(&pg.create_db("verdicts")).unwrap();
+    assert_eq!(verdicts_round_trip(post.as_mut()), from_sqlite);
+}

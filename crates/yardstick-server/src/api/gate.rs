@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use yardstick_gate::{GateError, GateOptions, GateReport, baseline, calibrate};
 use yardstick_store::warehouse::{BaselineRow, Warehouse};
 
-use super::extract::{ApiPath, ApiQuery};
+use super::extract::{ApiPath, ApiQuery, JsonBody};
+use super::push::PushGate;
 use super::runs::RunPath;
 use crate::ApiError;
 use crate::state::{AppState, Located};
@@ -107,6 +108,28 @@ pub fn gate_run(
     })
 }
 
+/// Gates a run the server has just stored against the baseline in force for its machine
+/// profile and benchmark, and records the verdicts (what trends show). `None` when no
+/// baseline is set, the run is the baseline, or the gate cannot decide (the push stands
+/// either way: gating is the server's courtesy, not a condition of storing).
+pub fn gate_stored(state: &AppState, w: &mut dyn Warehouse, run_id: &str) -> Option<PushGate> {
+    let run = w.run(run_id).ok()??;
+    let base = baseline::find(w, run.machine_profile.as_deref()?, &run.name).ok()??;
+    if base.run_id == run.run_id {
+        return None;
+    }
+    let q = GateQuery {
+        baseline: Some(base.run_id.clone()),
+        ..Default::default()
+    };
+    let out = gate_run(state, w, run_id, &q).ok()?;
+    out.report.record(w).ok()?;
+    Some(PushGate {
+        verdict: out.report.verdict.to_string(),
+        baseline_run: base.run_id,
+    })
+}
+
 /// Which baselines to list.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -122,6 +145,52 @@ pub struct BaselinesQuery {
 pub struct BaselinesOut {
     /// One per (machine profile, benchmark), as `yardstick baseline list --json` lists them.
     pub baselines: Vec<BaselineRow>,
+}
+
+/// What `PUT /api/v1/baselines` sets.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetBaseline {
+    /// The run (id or unique prefix) to make the baseline of its machine profile and
+    /// benchmark. It must be complete, have a machine profile, and pass the store's trust
+    /// policy.
+    pub run: String,
+    /// Replace the baseline of another run (without it, that is a 409).
+    #[serde(default)]
+    pub force: bool,
+    /// Why this run is the baseline.
+    pub note: Option<String>,
+}
+
+/// Longest note a baseline keeps.
+pub const MAX_NOTE: usize = 4096;
+
+/// `PUT /api/v1/baselines` (scope admin): what `yardstick baseline save RUN` does on the
+/// server's warehouse, with the same checks.
+pub(super) async fn set_baseline(
+    State(state): State<Arc<AppState>>,
+    JsonBody(body): JsonBody<SetBaseline>,
+) -> Result<Json<BaselineRow>, ApiError> {
+    if body.note.as_ref().is_some_and(|n| n.len() > MAX_NOTE) {
+        return Err(ApiError::bad_request(
+            format!("the note is longer than {MAX_NOTE} bytes"),
+            None,
+        ));
+    }
+    if let Some(why) = yardstick_store::run::unsafe_run_id(&body.run) {
+        return Err(ApiError::bad_request(
+            format!("`{}` is not a run id: {why}", body.run),
+            Some("GET /api/v1/runs lists the stored runs"),
+        ));
+    }
+    state
+        .blocking(move |st, w| {
+            let store = st.config.store_dir.as_deref();
+            baseline::save_admitted(w, store, &body.run, body.force, body.note)
+                .map(Json)
+                .map_err(gate_error)
+        })
+        .await
 }
 
 pub(super) async fn baselines(

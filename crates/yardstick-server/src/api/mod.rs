@@ -14,8 +14,10 @@
 //! | `GET /api/v1/runs/{id}/artifacts/{*path}` | one artifact, streamed, checked against its hash |
 //! | `GET /api/v1/runs/{id}/gate` | `yardstick gate RUN --baseline auto\|RUN --json` |
 //! | `GET /api/v1/baselines` | the stored baselines |
+//! | `PUT /api/v1/baselines` | set a baseline (scope admin) |
 //! | `GET /api/v1/compare` | `yardstick compare A B --json` |
 //! | `GET /api/v1/trend` | one metric of one benchmark over time |
+//! | `GET /api/v1/trends` | several metrics (and profiles) of one benchmark over time |
 //! | `POST /api/v1/validate` | `yardstick validate --json` of a spec in the body |
 //! | `POST /api/v1/pushes` | start pushing a run: its manifest (and attestation), checked |
 //! | `PUT /api/v1/pushes/{id}/blobs/{sha256}` | one artifact's bytes, checked against its hash |
@@ -46,7 +48,7 @@ pub mod validate;
 
 pub use contracts::{Contracts, GatePolicy};
 pub use runs::{RunDetail, RunsPage};
-pub use trend::{TrendOut, TrendPoint, TrendSeries};
+pub use trend::{TrendOut, TrendPoint, TrendSeries, TrendsOut};
 pub use validate::ValidateOut;
 
 /// Largest request body of `POST /api/v1/validate`.
@@ -65,8 +67,10 @@ pub const ROUTES: &[&str] = &[
     "GET /api/v1/runs/{id}/artifacts/{path}",
     "GET /api/v1/runs/{id}/gate",
     "GET /api/v1/baselines",
+    "PUT /api/v1/baselines",
     "GET /api/v1/compare",
     "GET /api/v1/trend",
+    "GET /api/v1/trends",
     "POST /api/v1/validate",
     "POST /api/v1/pushes",
     "PUT /api/v1/pushes/{id}/blobs/{sha256}",
@@ -108,6 +112,9 @@ pub fn needed_scope(method: &Method, route: &str, require_read_token: bool) -> O
         || (*method == Method::POST && route == "/api/v1/validate");
     if read {
         require_read_token.then_some(Scope::Read)
+    } else if route == "/api/v1/baselines" {
+        // What every later run is judged against.
+        Some(Scope::Admin)
     } else {
         Some(Scope::Push)
     }
@@ -271,6 +278,13 @@ pub fn documented_routes() -> (axum::Router<Arc<AppState>>, String) {
                 op.id("listBaselines").summary(
                     "The stored baselines: one reference run per machine profile and benchmark",
                 )
+            })
+            .put_with(gate::set_baseline, |op| {
+                op.id("setBaseline").summary(
+                    "Make a complete run the baseline of its machine profile and benchmark \
+                     (token of scope admin): what `yardstick baseline save RUN` does; replacing \
+                     another run's baseline needs `force`",
+                )
             }),
         )
         .api_route(
@@ -286,6 +300,15 @@ pub fn documented_routes() -> (axum::Router<Arc<AppState>>, String) {
                 op.id("trend").summary(
                     "One metric of one benchmark over time: a series per machine profile and \
                      point, each point a run with its value and confidence interval",
+                )
+            }),
+        )
+        .api_route(
+            "/api/v1/trends",
+            get_with(trend::trends, |op| {
+                op.id("trends").summary(
+                    "Several metrics (and machine profiles) of one benchmark over time: a trend \
+                     per metric, each point with its recorded gate verdict",
                 )
             }),
         )
@@ -453,6 +476,14 @@ mod tests {
         assert_eq!(
             needed_scope(&Method::PUT, "/api/v1/pushes/{id}/blobs/{sha256}", false),
             Some(Scope::Push)
+        );
+        assert_eq!(
+            needed_scope(&Method::DELETE, "/api/v1/runs/{id}", false),
+            Some(Scope::Push)
+        );
+        assert_eq!(
+            needed_scope(&Method::PUT, "/api/v1/baselines", false),
+            Some(Scope::Admin)
         );
         assert_eq!(
             needed_scope(&Method::DELETE, "/api/v1/runs/{id}", false),

@@ -95,6 +95,19 @@ pub struct PushStatus {
     pub signature: String,
     /// Whether a key the server trusts signed the run.
     pub verified: bool,
+    /// What the gate said when the server gated the stored run against the baseline of its
+    /// machine profile and benchmark (null when none is set, or before the commit).
+    #[serde(default)]
+    pub gate: Option<PushGate>,
+}
+
+/// The server's gating of a pushed run, recorded for trends.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PushGate {
+    /// `PASS`, `WARN`, `FAIL` or `INCONCLUSIVE`.
+    pub verdict: String,
+    /// The baseline run it was gated against.
+    pub baseline_run: String,
 }
 
 /// The answer to one upload.
@@ -467,6 +480,7 @@ fn status(
         missing_bytes: missing.1,
         signature: signature.0,
         verified: signature.1,
+        gate: None,
     }
 }
 
@@ -762,13 +776,9 @@ pub(super) async fn commit(
             let _ = yardstick_store::fsutil::sync_dir(&runs);
             rows.write(w)?;
             let _ = std::fs::remove_dir_all(&dir);
-            Ok(Json(status(
-                &p,
-                PushState::Stored,
-                false,
-                (Vec::new(), 0),
-                sig,
-            )))
+            let mut out = status(&p, PushState::Stored, false, (Vec::new(), 0), sig);
+            out.gate = super::gate::gate_stored(st, w, &p.manifest.run_id);
+            Ok(Json(out))
         })
         .await
 }

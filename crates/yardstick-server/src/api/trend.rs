@@ -4,14 +4,14 @@
 //! interval, what `summary.json` holds), one series per machine profile and point of the sweep,
 //! oldest first, with the baseline in force for each profile.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use yardstick_store::warehouse::{BaselineRow, FactRow, RunFilter, Warehouse};
+use yardstick_store::warehouse::{BaselineRow, RunFilter, Warehouse};
 
 use super::extract::ApiQuery;
 use crate::ApiError;
@@ -61,6 +61,12 @@ pub struct TrendPoint {
     pub ci_hi: Option<f64>,
     /// Replicates behind it.
     pub n: u64,
+    /// What the gate said of this metric of the run, the last time it was gated (by
+    /// `yardstick gate` on the store, or by the server when the run was pushed): `PASS`,
+    /// `WARN`, `FAIL`, `INCONCLUSIVE`; null when it never was.
+    pub verdict: Option<String>,
+    /// The baseline that gating compared against (the baseline in force then).
+    pub gated_against: Option<String>,
 }
 
 /// One series: a machine profile and a point, over time.
@@ -124,14 +130,9 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
         limit: Some(limit),
         ..Default::default()
     };
-    // Two queries whatever the number of runs: the runs, and the one metric's facts of them.
-    let runs = w.runs(&filter)?;
-    let mut facts: HashMap<String, Vec<FactRow>> = HashMap::new();
-    for f in w.metric_facts(&filter, &q.metric, &statistic)? {
-        if q.point.as_ref().is_none_or(|p| *p == f.point_id) {
-            facts.entry(f.run_id.clone()).or_default().push(f);
-        }
-    }
+    // One query whatever the number of runs: the runs joined to the metric's facts and
+    // recorded verdicts (oldest first), and the baselines.
+    let rows = w.trend_rows(&filter, &q.metric, &statistic)?;
     let baselines: Vec<BaselineRow> = w
         .baselines()?
         .into_iter()
@@ -139,24 +140,28 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
         .collect();
     let mut unit = None;
     let mut series: BTreeMap<(Option<String>, String), Vec<TrendPoint>> = BTreeMap::new();
-    // Oldest first.
-    for run in runs.iter().rev() {
-        for f in facts.get(run.run_id.as_str()).into_iter().flatten() {
-            unit.get_or_insert(f.unit.clone());
-            series
-                .entry((run.machine_profile.clone(), f.point_id.clone()))
-                .or_default()
-                .push(TrendPoint {
-                    run_id: run.run_id.clone(),
-                    started_at: run.started_at.clone(),
-                    git_commit: run.git_commit.clone(),
-                    status: run.status,
-                    value: f.value,
-                    ci_lo: f.ci_lo,
-                    ci_hi: f.ci_hi,
-                    n: f.n,
-                });
+    for r in rows {
+        if q.point.as_ref().is_some_and(|p| *p != r.point_id) {
+            continue;
         }
+        if unit.is_none() {
+            unit = Some(r.unit);
+        }
+        series
+            .entry((r.machine_profile, r.point_id))
+            .or_default()
+            .push(TrendPoint {
+                run_id: r.run_id,
+                started_at: r.started_at,
+                git_commit: r.git_commit,
+                status: r.status,
+                value: r.value,
+                ci_lo: r.ci_lo,
+                ci_hi: r.ci_hi,
+                n: r.n,
+                verdict: r.verdict,
+                gated_against: r.gated_against,
+            });
     }
     Ok(TrendOut {
         benchmark: q.benchmark.clone(),
@@ -177,6 +182,106 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
             })
             .collect(),
     })
+}
+
+/// Several trends of one benchmark at once.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrendsQuery {
+    /// The benchmark (the spec's `metadata.name`).
+    pub benchmark: String,
+    /// Metric ids, comma separated (`ttft_ms,tpot_ms`); each with its gated statistic unless
+    /// named as `metric:statistic` (`ttft_ms:p50`). At most 16.
+    pub metrics: String,
+    /// Machine profiles, comma separated (default: every profile, a series each).
+    pub profiles: Option<String>,
+    /// Only this point of the sweep (default: a series per point).
+    pub point: Option<String>,
+    /// Only runs started since: an age (`30d`), a date or an RFC 3339 time.
+    pub since: Option<String>,
+    /// At most this many runs per trend, the newest (default and maximum 5000).
+    #[schemars(range(min = 1, max = 5000))]
+    pub limit: Option<usize>,
+}
+
+/// Several trends.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TrendsOut {
+    /// Benchmark.
+    pub benchmark: String,
+    /// One per metric asked for, in the order asked; each with a series per profile and point.
+    pub trends: Vec<TrendOut>,
+}
+
+/// Most metrics one `GET /api/v1/trends` asks for.
+pub const MAX_METRICS: usize = 16;
+
+/// The trends a query asks for: one [`compute`] per metric, with the profiles' series merged.
+pub fn compute_many(w: &mut dyn Warehouse, q: &TrendsQuery) -> Result<TrendsOut, ApiError> {
+    let list = |s: &str| -> Vec<String> {
+        s.split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let metrics = list(&q.metrics);
+    if metrics.is_empty() || metrics.len() > MAX_METRICS {
+        return Err(ApiError::bad_request(
+            format!(
+                "metrics must name 1 to {MAX_METRICS} metric ids, got {}",
+                metrics.len()
+            ),
+            Some("`yardstick metrics` lists the ids, e.g. metrics=ttft_ms,tpot_ms"),
+        ));
+    }
+    let profiles: Vec<Option<String>> = match q.profiles.as_deref().map(list) {
+        Some(p) if !p.is_empty() => p.into_iter().map(Some).collect(),
+        _ => vec![None],
+    };
+    let mut trends = Vec::with_capacity(metrics.len());
+    for m in metrics {
+        let (metric, statistic) = match m.split_once(':') {
+            Some((m, s)) => (m.to_string(), Some(s.to_string())),
+            None => (m, None),
+        };
+        let mut merged: Option<TrendOut> = None;
+        for profile in &profiles {
+            let one = compute(
+                w,
+                &TrendQuery {
+                    benchmark: q.benchmark.clone(),
+                    metric: metric.clone(),
+                    statistic: statistic.clone(),
+                    profile: profile.clone(),
+                    point: q.point.clone(),
+                    since: q.since.clone(),
+                    limit: q.limit,
+                },
+            )?;
+            match &mut merged {
+                Some(t) => {
+                    t.unit = t.unit.take().or(one.unit);
+                    t.series.extend(one.series);
+                }
+                None => merged = Some(one),
+            }
+        }
+        trends.extend(merged);
+    }
+    Ok(TrendsOut {
+        benchmark: q.benchmark.clone(),
+        trends,
+    })
+}
+
+pub(super) async fn trends(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<TrendsQuery>,
+) -> Result<Json<TrendsOut>, ApiError> {
+    state
+        .blocking(move |_, w| compute_many(w, &q).map(Json))
+        .await
 }
 
 pub(super) async fn trend(

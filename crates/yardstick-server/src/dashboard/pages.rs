@@ -627,28 +627,42 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
         let mut marks = String::with_capacity(pos.len() * 200);
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for ((p, x), (cx, cy)) in pts.iter().zip(&pos) {
-            let v = verdict(
-                &t.metric,
-                &t.statistic,
-                t.better.as_deref(),
-                base,
-                p.value,
-                p.ci_lo.zip(p.ci_hi),
-            );
+            // The gate's recorded verdict; else an indication from the interval and the
+            // tolerance, drawn hollow.
+            let (v, gated) = match p.verdict.as_deref() {
+                Some(v) => (Some(v), true),
+                None => (
+                    verdict(
+                        &t.metric,
+                        &t.statistic,
+                        t.better.as_deref(),
+                        base,
+                        p.value,
+                        p.ci_lo.zip(p.ci_hi),
+                    ),
+                    false,
+                ),
+            };
             *counts.entry(v.unwrap_or("-")).or_default() += 1;
             let is_base = s.baseline_run.as_deref() == Some(p.run_id.as_str());
+            let color = if is_base { "#000" } else { verdict_color(v) };
             let _ = write!(
                 marks,
-                "<a class=\"pt\" href=\"/runs/{}\" data-verdict=\"{}\"><circle cx=\"{cx}\" cy=\"{cy}\" r=\"{}\" fill=\"{}\"/><title>{} · {} · {}{}{}</title></a>",
+                "<a class=\"pt\" href=\"/runs/{}\" data-verdict=\"{}\" data-source=\"{}\"><circle cx=\"{cx}\" cy=\"{cy}\" r=\"{}\" fill=\"{}\" stroke=\"{color}\" stroke-width=\"2\"/><title>{} · {} · {}{}{}</title></a>",
                 enc(&p.run_id),
                 v.unwrap_or("none"),
+                if gated { "gate" } else { "indication" },
                 if is_base { 7 } else { 4 },
-                if is_base { "#000" } else { verdict_color(v) },
+                if gated || is_base { color } else { "#fff" },
                 esc(&human_with_ci(p.value, p.ci_lo.zip(p.ci_hi), &unit)),
                 esc(&fmt_time(*x)),
                 esc(&p.run_id),
                 if is_base { " · baseline" } else { "" },
-                v.map(|v| format!(" · {v}")).unwrap_or_default(),
+                match (v, &p.gated_against) {
+                    (Some(v), Some(b)) if gated => format!(" · gate {v} against {b}"),
+                    (Some(v), _) => format!(" · {v} (indication, not gated)"),
+                    _ => String::new(),
+                },
             );
         }
         let svg = match svg.rfind("</svg>") {
@@ -661,7 +675,9 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
              run's mean over replicates; band: its confidence interval; dashed: the baseline's \
              value; points: <span style=\"color:#d62728\">●</span> FAIL \
              <span style=\"color:#e69100\">●</span> WARN <span style=\"color:#2c9f2c\">●</span> \
-             PASS against the baseline, ● the baseline run</p></figure>",
+             PASS as the gate recorded it, hollow ○ where the run was never gated (an \
+             indication from its interval and the default tolerance), ● the baseline \
+             run</p></figure>",
             esc(&title),
             pts.len(),
             match &s.baseline_run {
@@ -780,10 +796,11 @@ fn trend_page(w: &mut dyn Warehouse, p: &HashMap<String, String>) -> PageResult 
         o,
         "<p class=\"sub\">benchmark <b>{}</b> · <a href=\"/runs?name={}\">its runs</a> · each \
          point is a run (click to open it); the band is the confidence interval of each run's \
-         mean over replicates, the dashed line the baseline's value. Points are red when their \
-         whole interval is worse than the baseline by more than the metric's default gate \
-         tolerance, orange when their mean is (an indication: a run's page has its gate \
-         verdict).</p>",
+         mean over replicates, the dashed line the baseline's value. Points are coloured by the \
+         verdict the gate recorded for the run (when it was gated by `yardstick gate` or on \
+         push); runs never gated are drawn hollow, red when their whole interval is worse than \
+         the baseline by more than the metric's default tolerance, orange when their mean is \
+         (an indication).</p>",
         esc(name),
         enc(name)
     );

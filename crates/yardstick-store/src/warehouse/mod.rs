@@ -155,6 +155,60 @@ pub struct CalibrationRow {
     pub recorded_at: String,
 }
 
+/// What the gate said of one metric of a run, the last time the run was gated: what a trend
+/// colours its points by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct VerdictRow {
+    /// The gated run.
+    pub run_id: String,
+    /// Point.
+    pub point_id: String,
+    /// Metric.
+    pub metric: String,
+    /// Statistic.
+    pub statistic: String,
+    /// The run it was gated against.
+    pub baseline_run: String,
+    /// `PASS`, `WARN`, `FAIL` or `INCONCLUSIVE`.
+    pub verdict: String,
+    /// Candidate / baseline.
+    pub ratio: Option<f64>,
+    /// RFC 3339.
+    pub recorded_at: String,
+}
+
+/// One point of a trend: a run, one aggregate fact of it (the mean over replicates of one
+/// metric and statistic at one point of the sweep), and what the gate last said of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrendRow {
+    /// The run.
+    pub run_id: String,
+    /// When it started (canonical RFC 3339).
+    pub started_at: String,
+    /// The commit it ran from.
+    pub git_commit: Option<String>,
+    /// Its state.
+    pub status: RunStatus,
+    /// Its machine profile.
+    pub machine_profile: Option<String>,
+    /// The point of the sweep.
+    pub point_id: String,
+    /// The value.
+    pub value: f64,
+    /// Lower bound of its interval.
+    pub ci_lo: Option<f64>,
+    /// Upper bound of its interval.
+    pub ci_hi: Option<f64>,
+    /// Unit of the value.
+    pub unit: String,
+    /// Replicates behind it.
+    pub n: u64,
+    /// The recorded gate verdict of this metric of the run, if it was gated.
+    pub verdict: Option<String>,
+    /// The baseline run that gating compared against.
+    pub gated_against: Option<String>,
+}
+
 /// Which runs to list.
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
@@ -257,6 +311,18 @@ pub trait Warehouse {
         machine_profile: &str,
         benchmark: &str,
     ) -> Result<Vec<CalibrationRow>, StoreError>;
+    /// Records what the gate said of a run: replaces the verdicts of an earlier gating of the
+    /// same runs (`rows` share one `run_id`; an empty slice records nothing).
+    fn record_verdicts(&mut self, rows: &[VerdictRow]) -> Result<(), StoreError>;
+    /// A trend in one query: the aggregate facts of one metric and statistic of the runs
+    /// `filter` selects (its limit counts runs, the newest), each with its run's columns and
+    /// recorded gate verdict; oldest run first, then by point.
+    fn trend_rows(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<TrendRow>, StoreError>;
     /// Runs a read-only SQL query (writes are refused by the database, not by parsing).
     fn query(&mut self, sql: &str) -> Result<QueryResult, StoreError>;
     /// The schema version the database is at.
@@ -537,12 +603,32 @@ pub(crate) fn check_baseline_replace(
     force: bool,
 ) -> Result<(), StoreError> {
     match existing {
-        Some(old) if old != new.run_id && !force => Err(StoreError::Invalid(format!(
+        Some(old) if old != new.run_id && !force => Err(StoreError::Conflict(format!(
             "the baseline of {} on {} is already run {old}; replacing it with {} needs force",
             new.benchmark, new.machine_profile, new.run_id
         ))),
         _ => Ok(()),
     }
+}
+
+/// A verdict row is one of the run being recorded, with a verdict the gate gives.
+pub(crate) fn check_verdict(v: &VerdictRow, run_id: &str) -> Result<(), StoreError> {
+    if v.run_id != run_id {
+        return Err(StoreError::Invalid(format!(
+            "verdicts of one gating belong to one run: {} and {run_id}",
+            v.run_id
+        )));
+    }
+    if !matches!(
+        v.verdict.as_str(),
+        "PASS" | "WARN" | "FAIL" | "INCONCLUSIVE"
+    ) {
+        return Err(StoreError::Invalid(format!(
+            "verdict `{}` of {} {}: expected PASS, WARN, FAIL or INCONCLUSIVE",
+            v.verdict, v.metric, v.statistic
+        )));
+    }
+    Ok(())
 }
 
 /// A run with its canonical times.

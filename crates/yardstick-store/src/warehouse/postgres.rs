@@ -17,7 +17,7 @@ use super::schema::{self, Dialect, MIGRATIONS, MIGRATIONS_TABLE};
 use super::sql::{self, render};
 use super::{
     BaselineRow, CalibrationRow, FactRow, PointRow, QueryResult, ReplicateRow, RunFilter, RunRow,
-    Warehouse,
+    TrendRow, VerdictRow, Warehouse,
 };
 use crate::StoreError;
 
@@ -588,6 +588,69 @@ impl Warehouse for PostgresWarehouse {
                 recorded_at: r.get(8),
             })
             .collect())
+    }
+
+    fn record_verdicts(&mut self, rows: &[VerdictRow]) -> Result<(), StoreError> {
+        let Some(first) = rows.first() else {
+            return Ok(());
+        };
+        let mut tx = self.client.transaction().map_err(db_err)?;
+        tx.execute(&pg(sql::DELETE_VERDICTS), &[&first.run_id])
+            .map_err(db_err)?;
+        let st = tx.prepare(&pg(sql::INSERT_VERDICT)).map_err(db_err)?;
+        for v in rows {
+            super::check_verdict(v, &first.run_id)?;
+            let at = super::canonical_time(&v.recorded_at)?;
+            let ratio = v.ratio.map(super::stored_f64);
+            tx.execute(
+                &st,
+                &[
+                    &v.run_id,
+                    &v.point_id,
+                    &v.metric,
+                    &v.statistic,
+                    &v.baseline_run,
+                    &v.verdict,
+                    &ratio,
+                    &at,
+                ],
+            )
+            .map_err(|e| StoreError::Warehouse(format!("verdicts of {}: {e}", v.run_id)))?;
+        }
+        tx.commit().map_err(db_err)
+    }
+
+    fn trend_rows(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<TrendRow>, StoreError> {
+        let (q, args) = sql::trend_query(filter, metric, statistic)?;
+        let params: Vec<&(dyn ToSql + Sync)> =
+            args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+        let rows = self.client.query(&pg(&q), &params).map_err(db_err)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let n: i64 = r.get(10);
+            out.push(TrendRow {
+                run_id: r.get(0),
+                started_at: r.get(1),
+                git_commit: r.get(2),
+                status: parse_status(r, 3)?,
+                machine_profile: r.get(4),
+                point_id: r.get(5),
+                value: r.get(6),
+                ci_lo: r.get(7),
+                ci_hi: r.get(8),
+                unit: r.get(9),
+                n: u64::try_from(n)
+                    .map_err(|_| StoreError::Integrity(format!("fact {metric}: n = {n}")))?,
+                verdict: r.get(11),
+                gated_against: r.get(12),
+            });
+        }
+        Ok(out)
     }
 
     fn query(&mut self, q: &str) -> Result<QueryResult, StoreError> {

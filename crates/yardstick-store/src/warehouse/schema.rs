@@ -166,6 +166,23 @@ CREATE TABLE gate_calibrations (
 );
 ",
     },
+    Migration {
+        version: 4,
+        name: "gate verdicts (what the gate said of each run, for trends)",
+        sql: "
+CREATE TABLE gate_verdicts (
+    run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    point_id TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    statistic TEXT NOT NULL,
+    baseline_run TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    ratio {double},
+    recorded_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, metric, statistic, point_id)
+) {without_rowid};
+",
+    },
 ];
 
 /// The version a fully migrated database is at.

@@ -120,6 +120,46 @@ pub(crate) const SELECT_CALIBRATIONS: &str = "SELECT machine_profile, benchmark,
      WHERE machine_profile = ?1 AND benchmark = ?2 \
      ORDER BY point_id, metric, statistic, recorded_at, candidate_run";
 
+pub(crate) const DELETE_VERDICTS: &str = "DELETE FROM gate_verdicts WHERE run_id = ?1";
+
+pub(crate) const INSERT_VERDICT: &str = "
+INSERT INTO gate_verdicts (run_id, point_id, metric, statistic, baseline_run, verdict, ratio,
+    recorded_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+ON CONFLICT (run_id, metric, statistic, point_id) DO UPDATE SET
+    baseline_run = excluded.baseline_run, verdict = excluded.verdict, ratio = excluded.ratio,
+    recorded_at = excluded.recorded_at";
+
+/// The statement of [`super::Warehouse::trend_rows`] and the values to bind: the runs the
+/// filter selects (newest first, limited) joined to their one aggregate fact by the facts' key,
+/// and to their recorded verdict by the verdicts' key.
+pub(crate) fn trend_query(
+    filter: &super::RunFilter,
+    metric: &str,
+    statistic: &str,
+) -> Result<(String, Vec<String>), crate::StoreError> {
+    let (runs, mut args) = select_runs_columns(
+        "run_id, started_at, git_commit, status, machine_profile",
+        filter,
+    )?;
+    let (m, s) = (args.len() + 1, args.len() + 2);
+    args.push(metric.to_string());
+    args.push(statistic.to_string());
+    Ok((
+        format!(
+            "SELECT r.run_id, r.started_at, r.git_commit, r.status, r.machine_profile, \
+             f.point_id, f.value, f.ci_lo, f.ci_hi, f.unit, f.n, v.verdict, v.baseline_run \
+             FROM ({runs}) r \
+             JOIN facts f ON f.run_id = r.run_id AND f.metric = ?{m} AND f.statistic = ?{s} \
+                 AND f.replicate = -1 \
+             LEFT JOIN gate_verdicts v ON v.run_id = f.run_id AND v.metric = f.metric \
+                 AND v.statistic = f.statistic AND v.point_id = f.point_id \
+             ORDER BY r.started_at, r.run_id, f.point_id"
+        ),
+        args,
+    ))
+}
+
 /// `SELECT … FROM runs` with the filter's conditions, newest first. Returns the statement and
 /// the values to bind, in order.
 pub(crate) fn select_runs(

@@ -11,7 +11,7 @@ use super::schema::{self, Dialect, MIGRATIONS, MIGRATIONS_TABLE};
 use super::sql::{self, render};
 use super::{
     BaselineRow, CalibrationRow, FactRow, PointRow, QueryResult, ReplicateRow, RunFilter, RunRow,
-    Warehouse,
+    TrendRow, VerdictRow, Warehouse,
 };
 use crate::StoreError;
 
@@ -582,6 +582,77 @@ impl Warehouse for SqliteWarehouse {
             })
             .map_err(db_err)?;
         rows.collect::<Result<_, _>>().map_err(db_err)
+    }
+
+    fn record_verdicts(&mut self, rows: &[VerdictRow]) -> Result<(), StoreError> {
+        let Some(first) = rows.first() else {
+            return Ok(());
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(db_err)?;
+        tx.execute(sql::DELETE_VERDICTS, params![first.run_id])
+            .map_err(db_err)?;
+        {
+            let mut st = tx.prepare(sql::INSERT_VERDICT).map_err(db_err)?;
+            for v in rows {
+                super::check_verdict(v, &first.run_id)?;
+                let at = super::canonical_time(&v.recorded_at)?;
+                st.execute(params![
+                    v.run_id,
+                    v.point_id,
+                    v.metric,
+                    v.statistic,
+                    v.baseline_run,
+                    v.verdict,
+                    v.ratio.map(super::stored_f64),
+                    at
+                ])
+                .map_err(|e| StoreError::Warehouse(format!("verdicts of {}: {e}", v.run_id)))?;
+            }
+        }
+        tx.commit().map_err(db_err)
+    }
+
+    fn trend_rows(
+        &mut self,
+        filter: &RunFilter,
+        metric: &str,
+        statistic: &str,
+    ) -> Result<Vec<TrendRow>, StoreError> {
+        let (q, args) = sql::trend_query(filter, metric, statistic)?;
+        let mut st = self.conn.prepare_cached(&q).map_err(db_err)?;
+        let rows = st
+            .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+                Ok((
+                    r.get::<_, i64>(10)?,
+                    TrendRow {
+                        run_id: r.get(0)?,
+                        started_at: r.get(1)?,
+                        git_commit: r.get(2)?,
+                        status: parse_status(r, 3)?,
+                        machine_profile: r.get(4)?,
+                        point_id: r.get(5)?,
+                        value: r.get(6)?,
+                        ci_lo: r.get(7)?,
+                        ci_hi: r.get(8)?,
+                        unit: r.get(9)?,
+                        n: 0,
+                        verdict: r.get(11)?,
+                        gated_against: r.get(12)?,
+                    },
+                ))
+            })
+            .map_err(db_err)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (n, mut t) = row.map_err(db_err)?;
+            t.n = u64::try_from(n)
+                .map_err(|_| StoreError::Integrity(format!("fact {metric}: n = {n}")))?;
+            out.push(t);
+        }
+        Ok(out)
     }
 
     fn query(&mut self, q: &str) -> Result<QueryResult, StoreError> {

@@ -124,6 +124,13 @@ pub struct TrainConfig {
     pub learning_rate: f64,
     /// Append metric-protocol lines to this file as training goes.
     pub metrics_file: Option<PathBuf>,
+    /// This process's rank and the number of ranks, when several processes train at once (one
+    /// per task of a Slurm job or pod of a Job). Each rank trains its own replica of the
+    /// model (the same initial weights) on its own slice of the data, and tags its
+    /// metric-protocol lines with `rank` and `world_size` so the analysis finds the slowest
+    /// rank. There is no gradient exchange between ranks: it measures each rank's compute and
+    /// the spread across ranks and nodes, not communication.
+    pub rank: Option<(u32, u32)>,
 }
 
 impl Default for TrainConfig {
@@ -137,6 +144,7 @@ impl Default for TrainConfig {
             seed: 0,
             learning_rate: 3e-3,
             metrics_file: None,
+            rank: None,
         }
     }
 }
@@ -176,6 +184,14 @@ impl TrainConfig {
             return Err(invalid(
                 "--threads must be at least 1",
                 "omit it for one per core",
+            ));
+        }
+        if let Some((rank, world)) = self.rank
+            && (world == 0 || rank >= world)
+        {
+            return Err(invalid(
+                format!("rank {rank} of a world of {world}: the rank must be below the world size"),
+                "ranks count from 0: --rank 0 --world-size 2 and --rank 1 --world-size 2",
             ));
         }
         if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
@@ -270,7 +286,10 @@ fn train_in_pool(
             ..ParamsAdamW::default()
         },
     )?;
-    let mut data = data::Synthetic::new(shape.vocab, cfg.seed);
+    // Each rank its own slice of the data (as data parallelism gives), the same weights.
+    let (rank, world) = cfg.rank.unwrap_or((0, 1));
+    let data_seed = cfg.seed ^ u64::from(rank).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut data = data::Synthetic::new(shape.vocab, data_seed);
     let mut file = cfg.metrics_file.as_deref().map(open_metrics).transpose()?;
     let flops = shape.flops_per_step(batch);
     let tokens = batch * shape.seq_len;
@@ -303,7 +322,8 @@ fn train_in_pool(
             step_time_s: Some(step_time),
             tokens: Some(tokens as f64),
             samples: Some(batch as f64),
-            world_size: Some(1),
+            rank: cfg.rank.map(|_| rank),
+            world_size: Some(world),
             mem_bytes: peak_rss_bytes(),
             phase: Some("train".into()),
             flops: Some(flops),

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use yardstick_gate::{GateError, baseline};
-use yardstick_store::warehouse::{BaselineRow, FindRunError};
+use yardstick_store::warehouse::BaselineRow;
 
 use crate::cli::GlobalOpts;
 use crate::cmd::runs::{StoreOpt, print_table, store_error};
@@ -131,38 +131,16 @@ pub fn gate_error(e: GateError) -> anyhow::Error {
     }
 }
 
-/// Like [`gate_error`], with the `--force` hint when a different baseline would be replaced.
+/// Like [`gate_error`], with the `--force` hint when a different baseline would be replaced,
+/// and the trust hint when the store's policy refuses the run.
 fn replace_error(e: GateError) -> anyhow::Error {
-    let replacing = matches!(&e, GateError::Store(yardstick_store::StoreError::Invalid(m)) if m.contains("needs force"));
-    if replacing {
-        exit::invalid(e.to_string(), Some("pass --force to replace it"))
-    } else {
-        gate_error(e)
+    match e {
+        GateError::Store(e @ yardstick_store::StoreError::Conflict(_)) => {
+            exit::invalid(e.to_string(), Some("pass --force to replace it"))
+        }
+        GateError::Store(e @ yardstick_store::StoreError::Refused(_)) => store_error(e),
+        e => gate_error(e),
     }
-}
-
-/// A store that requires signatures (`yardstick trust require on`) makes only runs a trusted
-/// key signed, and that verify intact, baselines: a baseline is what every later run is judged
-/// against.
-fn admit_for_baseline(store: &str, run: &str) -> anyhow::Result<()> {
-    let dir = std::path::Path::new(store);
-    if !dir.is_dir() {
-        return Ok(()); // a database URL: no run directories or trust policy here
-    }
-    let trust = yardstick_store::trust::load(dir).map_err(store_error)?;
-    if !trust.require_signature {
-        return Ok(());
-    }
-    let one = yardstick_store::run::resolve_dir(dir, run).map_err(|e| match e {
-        e @ FindRunError::NoDirectory { .. } => exit::invalid(
-            e.to_string(),
-            Some("this store requires signed runs, so a baseline needs the run's directory to verify"),
-        ),
-        e => crate::cmd::runs::find_error(e),
-    })?;
-    yardstick_store::trust::admit(dir, &one)
-        .map(drop)
-        .map_err(store_error)
 }
 
 /// Runs `yardstick baseline`.
@@ -193,8 +171,9 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         }
         BaselineCommand::Save(a) => {
             let mut w = a.store.open()?;
-            admit_for_baseline(&a.store.store, &a.run)?;
-            let row = baseline::save(w.as_mut(), &a.run, a.force, a.note).map_err(replace_error)?;
+            let store = std::path::Path::new(&a.store.store);
+            let row = baseline::save_admitted(w.as_mut(), Some(store), &a.run, a.force, a.note)
+                .map_err(replace_error)?;
             if g.json {
                 output::json(&BaselineOutput::Saved(&row))?;
             } else {

@@ -152,6 +152,13 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         let id = confirm_failures(&mut report, &base, &cand, &args.store, &opts, w.as_mut())?;
         confirm_run = Some(id);
     }
+    // What the gate said, for trends (`yardstick server`'s plots colour points by it). The
+    // verdict stands whether or not it could be recorded.
+    if let Err(e) = report.record(w.as_mut()) {
+        output::warn(&format!(
+            "the verdicts could not be recorded in the warehouse: {e}"
+        ));
+    }
 
     if g.json {
         output::json(&GateOut {

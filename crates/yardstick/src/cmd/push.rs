@@ -101,12 +101,14 @@ pub struct PushOutput {
     pub signature: String,
     /// Whether a key the server trusts signed the run.
     pub verified: bool,
+    /// The server's gating of the run against its baseline (null when none is set there).
+    pub gate: Option<yardstick_server::api::push::PushGate>,
 }
 
 impl PushOutput {
     /// One line for people.
     pub fn text(&self) -> String {
-        if self.already_stored {
+        let line = if self.already_stored {
             format!(
                 "run {}: already stored on {} (nothing to send)",
                 self.run_id, self.url
@@ -122,6 +124,13 @@ impl PushOutput {
                 self.seconds,
                 self.signature
             )
+        };
+        match &self.gate {
+            Some(g) => format!(
+                "{line}\nthe server gated it against baseline {}: {}",
+                g.baseline_run, g.verdict
+            ),
+            None => line,
         }
     }
 }
@@ -211,6 +220,7 @@ pub fn push_dir(remote: &Remote, dir: &Path) -> anyhow::Result<PushOutput> {
             seconds: t0.elapsed().as_secs_f64(),
             signature: last.signature,
             verified: last.verified,
+            gate: last.gate,
         })
     })
 }

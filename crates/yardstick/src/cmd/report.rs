@@ -22,7 +22,8 @@ yardstick report 01JD8Y… --store DIR\n  \
 yardstick report 01JD8Y… --html report.html --xlsx report.xlsx --csv report-csv/\n  \
 yardstick gate 01JD8Y… --baseline auto --json > gate.json; \
 yardstick report 01JD8Y… --gate gate.json --junit junit.xml --markdown - >> \"$GITHUB_STEP_SUMMARY\"\n  \
-yardstick compare 01JD7X… 01JD8Y… --json > cmp.json; yardstick report 01JD8Y… --gate cmp.json --html cmp.html"
+yardstick compare 01JD7X… 01JD8Y… --json > cmp.json; yardstick report 01JD8Y… --gate cmp.json --html cmp.html\n  \
+yardstick report 01JDVLLM… --compare 01JDSGLANG… 01JDTGI… --html engines.html --svg plots/"
 )]
 pub struct ReportArgs {
     /// The run (id or unique prefix).
@@ -32,6 +33,11 @@ pub struct ReportArgs {
     /// `yardstick compare A B --json`.
     #[arg(long, value_name = "FILE.json")]
     pub gate: Option<PathBuf>,
+    /// Overlay these runs' serving points on RUN's throughput–interactivity frontier (N
+    /// engines, N settings): one curve per run and scenario, the Pareto points of them all
+    /// marked and listed.
+    #[arg(long, value_name = "RUN", num_args = 1..)]
+    pub compare: Vec<String>,
     /// The outputs: one `--NAME FILE|DIR` per exporter of `yardstick_report::exporters()`
     /// (`--html --xlsx --markdown --junit --csv`).
     #[command(flatten)]
@@ -141,6 +147,11 @@ pub fn run(args: ReportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         None => None,
     };
     let mut report = Report::new(run, gate);
+    for other in &args.compare {
+        report
+            .others
+            .push(yardstick_report::load_run(w.as_mut(), other, store_dir).map_err(report_error)?);
+    }
     report.warnings.extend(empty_gate);
     for warning in &report.warnings {
         output::warn(warning);

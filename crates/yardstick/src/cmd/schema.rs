@@ -77,6 +77,11 @@ pub fn outputs() -> Vec<Output> {
             "yardstick bench serve --json (and its summary.json)",
             || output::<yardstick_load::shard_files::ServeOutput<'static>>(),
         ),
+        (
+            "bench-serve-capacity",
+            "yardstick bench serve --find-capacity --json (and its capacity.json)",
+            || output::<yardstick_load::capacity::CapacityOutput>(),
+        ),
         ("bench-exec", "yardstick bench exec --json", || {
             output::<yardstick_exec::command::ExecOutput<'static>>()
         }),

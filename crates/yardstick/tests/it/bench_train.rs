@@ -170,9 +170,98 @@ fn bad_settings_exit_2() {
         &["bench", "train", "--steps", "0", "--peak-flops", "1e9"],
         &["bench", "train", "--peak-flops", "0"],
         &["bench", "train", "--threads", "0", "--peak-flops", "1e9"],
+        &[
+            "bench",
+            "train",
+            "--rank",
+            "2",
+            "--world-size",
+            "2",
+            "--peak-flops",
+            "1e9",
+        ],
     ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("hint:"), "{args:?}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn ranks_come_from_the_launchers_variables_and_tag_every_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = |rank: &str, env: &[(&str, &str)], flags: &[&str]| -> Vec<Value> {
+        let file = dir.path().join(format!("metrics-{rank}.jsonl"));
+        let mut c = yardstick();
+        c.args([
+            "bench",
+            "train",
+            "--json",
+            "--steps",
+            "3",
+            "--threads",
+            "1",
+            "--peak-flops",
+            "1e11",
+            "--memory-bw",
+            "1e10",
+            "--metrics",
+        ])
+        .arg(&file)
+        .args(flags)
+        .stdin(Stdio::null());
+        for k in ["RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"] {
+            c.env_remove(k);
+        }
+        c.envs(env.iter().copied());
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    // torchrun's variables, Slurm's, the flags; and none: no rank at all.
+    for (rank, env, flags) in [
+        ("1", &[("RANK", "1"), ("WORLD_SIZE", "2")][..], &[][..]),
+        ("0", &[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2")], &[]),
+        (
+            "3",
+            &[("RANK", "0"), ("WORLD_SIZE", "1")],
+            &["--rank", "3", "--world-size", "4"],
+        ),
+    ] {
+        let got = lines(rank, env, flags);
+        assert_eq!(got.len(), 3);
+        for l in &got {
+            assert_eq!(l["rank"].to_string(), rank, "{l}");
+            assert!(l["world_size"].as_u64().unwrap() >= 2, "{l}");
+        }
+    }
+    let alone = lines("none", &[], &[]);
+    assert!(
+        alone
+            .iter()
+            .all(|l| l.get("rank").is_none_or(Value::is_null) && l["world_size"] == 1)
+    );
+    // A rank variable that is not a number is bad input.
+    let o = yardstick()
+        .args([
+            "bench",
+            "train",
+            "--steps",
+            "2",
+            "--peak-flops",
+            "1e9",
+            "--memory-bw",
+            "1e9",
+        ])
+        .env("RANK", "zero")
+        .env("WORLD_SIZE", "2")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("$RANK"), "{}", stderr(&o));
 }

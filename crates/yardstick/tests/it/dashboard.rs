@@ -107,6 +107,17 @@ fn site() -> Site {
         "{}",
         String::from_utf8_lossy(&saved.stderr)
     );
+    // The second run gated against it: its verdicts are recorded for the trend.
+    let gated = yardstick()
+        .args(["gate", &f.runs[1], "--baseline", "auto", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(gated.status.code(), Some(0 | 3 | 4)),
+        "{}",
+        String::from_utf8_lossy(&gated.stderr)
+    );
     let hostile = insert_runs(&store, HOSTILE, "01HOSTILE", 3, "<b>profile</b>");
     let bulk = insert_runs(&store, BULK, "01BULK", BULK_RUNS, "bulk-profile");
     SqliteWarehouse::open(&store.join("yardstick.db"))
@@ -248,6 +259,14 @@ fn dashboard_pages_show_the_runs_and_escape_what_users_wrote() {
         "a point per run and metric"
     );
     assert!(trend.contains("baseline"));
+    // The gated run's points carry the gate's recorded verdict; the baseline's do not.
+    assert_eq!(
+        trend.matches("data-source=\"gate\"").count(),
+        2,
+        "the gated run's two points: {}",
+        trend
+    );
+    assert!(trend.contains(&format!("against {a}")));
     // Without a metric: the newest run's gated metrics.
     let default = page(s, "/trend?name=server-tiny");
     assert!(default.matches("<svg").count() >= 2);
@@ -273,6 +292,10 @@ fn dashboard_pages_show_the_runs_and_escape_what_users_wrote() {
     let took = t0.elapsed();
     assert_eq!(bulk.matches("<a class=\"pt\"").count(), BULK_RUNS);
     assert!(bulk.contains("data-verdict=\"FAIL\""));
+    assert!(
+        !bulk.contains("data-source=\"gate\""),
+        "never gated: indications only"
+    );
     eprintln!(
         "trend page of {BULK_RUNS} runs: {} ms, {} bytes",
         took.as_millis(),

@@ -655,3 +655,144 @@ fn gate_server_gates_a_local_run_against_the_servers_baseline() {
     let o = gate(&["--baseline", "01NOSUCHRUN"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// The verdict a trend gives run `id`'s point, and the baseline it was gated against.
+fn trend_verdict(t: &Value, id: &str) -> (Value, Value) {
+    let p = t["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["points"].as_array().unwrap())
+        .find(|p| p["run_id"] == id)
+        .unwrap_or_else(|| panic!("no point of {id} in {t}"));
+    (p["verdict"].clone(), p["gated_against"].clone())
+}
+
+#[test]
+fn baselines_are_set_over_http_by_admins_and_pushed_runs_are_gated_for_trends() {
+    let f = fixture();
+    let tmp = scratch();
+    let srv_store = tmp.path().join("server");
+    let pusher = token(&srv_store, "push");
+    let admin = token(&srv_store, "admin");
+    let s = ServerProc::start(&srv_store, &[]);
+    let (a, b) = (&f.runs[0], &f.runs[1]);
+    let o = push(a, &s.url, &f.store, Some(&pusher));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        out_json(&o)["gate"],
+        Value::Null,
+        "no baseline yet: not gated"
+    );
+
+    let put = |tok: Option<&str>, body: Value| {
+        let h = tok.map(auth);
+        let mut headers = vec![("Content-Type", "application/json")];
+        if let Some(h) = &h {
+            headers.push(("Authorization", h.as_str()));
+        }
+        s.request(
+            "PUT",
+            "/api/v1/baselines",
+            &headers,
+            body.to_string().as_bytes(),
+        )
+    };
+    // Only an admin token sets a baseline; bad bodies are 400; nothing is set meanwhile.
+    assert_eq!(put(None, json!({"run": a})).error().0, 401);
+    assert_eq!(put(Some(&pusher), json!({"run": a})).error().0, 403);
+    for bad in [
+        json!({"run": "../../etc/passwd"}),
+        json!({"run": a, "bogus": 1}),
+        json!({"force": true}),
+        json!({"run": a, "note": "x".repeat(5000)}),
+    ] {
+        let (status, msg) = put(Some(&admin), bad.clone()).error();
+        assert_eq!(status, 400, "{bad}: {msg}");
+    }
+    let (status, msg) = put(Some(&admin), json!({"run": "01NOSUCHRUN"})).error();
+    assert_eq!(status, 404, "{msg}");
+    assert!(
+        s.get("/api/v1/baselines").json()["baselines"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let set = put(Some(&admin), json!({"run": a, "note": "first"}));
+    assert_eq!(set.status, 200, "{}", String::from_utf8_lossy(&set.body));
+    assert_eq!(set.json()["run_id"], a.as_str());
+    assert_eq!(set.json()["note"], "first");
+    let cli =
+        crate::server::cli_json(&["baseline", "list", "--store", srv_store.to_str().unwrap()]);
+    assert_eq!(cli["baselines"][0]["run_id"], a.as_str(), "the CLI sees it");
+
+    // A pushed run is gated against it, and the verdicts are recorded for the trend.
+    let o = push(b, &s.url, &f.store, Some(&pusher));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pushed = out_json(&o);
+    crate::schema_cli::assert_conforms("push", &pushed);
+    assert_eq!(pushed["gate"]["baseline_run"], a.as_str());
+    let gate = s.get(&format!("/api/v1/runs/{b}/gate")).json();
+    assert_eq!(pushed["gate"]["verdict"], gate["verdict"]);
+    let human = yardstick()
+        .args(["push", b, "--to", &s.url, "--store"])
+        .arg(&f.store)
+        .env("YARDSTICK_TOKEN", &pusher)
+        .output()
+        .unwrap();
+    assert!(human.status.success(), "{}", stderr(&human));
+    assert!(
+        String::from_utf8_lossy(&human.stdout).contains("already stored"),
+        "{}",
+        String::from_utf8_lossy(&human.stdout)
+    );
+    let t = s
+        .get("/api/v1/trend?benchmark=server-tiny&metric=ttft_ms")
+        .json();
+    let statistic = t["statistic"].as_str().unwrap().to_string();
+    let metric_verdict = gate["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "ttft_ms" && m["statistic"] == statistic.as_str())
+        .unwrap_or_else(|| panic!("the gate has ttft_ms {statistic}: {gate}"))["verdict"]
+        .clone();
+    assert_eq!(
+        trend_verdict(&t, b),
+        (metric_verdict, json!(a)),
+        "the trend shows what the gate said of b"
+    );
+    assert_eq!(
+        trend_verdict(&t, a),
+        (Value::Null, Value::Null),
+        "a was never gated"
+    );
+
+    // Several metrics at once, one with its statistic named.
+    let many = s
+        .get("/api/v1/trends?benchmark=server-tiny&metrics=ttft_ms,tpot_ms:p50")
+        .json();
+    let trends = many["trends"].as_array().unwrap();
+    assert_eq!(trends.len(), 2, "{many}");
+    assert_eq!(trends[0], t, "the first is the single trend");
+    assert_eq!(trends[1]["metric"], "tpot_ms");
+    assert_eq!(trends[1]["statistic"], "p50");
+    let (status, _) = s
+        .get("/api/v1/trends?benchmark=server-tiny&metrics=")
+        .error();
+    assert_eq!(status, 400);
+
+    // Replacing another run's baseline needs force: 409, then 200.
+    let (status, msg) = put(Some(&admin), json!({"run": b})).error();
+    assert_eq!(status, 409, "{msg}");
+    assert_eq!(
+        s.get("/api/v1/baselines").json()["baselines"][0]["run_id"],
+        a.as_str()
+    );
+    let set = put(Some(&admin), json!({"run": b, "force": true}));
+    assert_eq!(set.status, 200, "{}", String::from_utf8_lossy(&set.body));
+    assert_eq!(
+        s.get("/api/v1/baselines").json()["baselines"][0]["run_id"],
+        b.as_str()
+    );
+}

@@ -323,3 +323,55 @@ spec:
     let eff: f64 = rows[1].rsplit(',').next().unwrap().parse().unwrap();
     assert!(eff > 0.5 && eff < 1.0, "{scaling}");
 }
+
+#[test]
+fn report_compare_overlays_two_engines_on_one_frontier_in_html_and_svg_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    // Two "engines": one with 2 sequence slots, one with 8 and faster tokens.
+    let slow = Sim::start(&["--ttft-ms", "5", "--itl-ms", "4", "--max-running", "2"]);
+    let fast = Sim::start(&["--ttft-ms", "5", "--itl-ms", "2", "--max-running", "8"]);
+    let mut ids = Vec::new();
+    for (name, sim) in [("engine-a", &slow), ("engine-b", &fast)] {
+        let text = spec(&sim.url)
+            .replace("name: report-tiny", &format!("name: {name}"))
+            .replace("concurrency: [1, 4]", "concurrency: [1, 4, 8]")
+            .replace(
+                "values: [1, 4]}",
+                "values: [1, 4, 8]}\n        slo: {ttftMs: 30}",
+            );
+        let p = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&p, text).unwrap();
+        ids.push(run(&store, &p));
+    }
+    let html = dir.path().join("engines.html");
+    let plots = dir.path().join("plots");
+    let out = cmd(
+        &store,
+        &[
+            "report",
+            &ids[0],
+            "--compare",
+            &ids[1],
+            "--html",
+            html.to_str().unwrap(),
+            "--svg",
+            plots.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("id=\"frontier\""), "no frontier section");
+    for name in ["engine-a", "engine-b"] {
+        assert!(page.contains(name), "{name} is not on the frontier");
+    }
+    assert!(page.contains("Goodput vs offered load"));
+    assert!(page.contains("tok/s per user"));
+    for f in ["frontier-1.svg", "frontier-2.svg", "frontier-3.svg"] {
+        let svg = std::fs::read_to_string(plots.join(f)).unwrap();
+        assert!(svg.starts_with("<svg"), "{f}");
+    }
+    // A run that is not there is bad input.
+    let out = cmd(&store, &["report", &ids[0], "--compare", "01NOSUCHRUN"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

@@ -134,6 +134,22 @@ fn a_run_on_slurm_submits_runs_every_step_with_srun_and_stores_the_job() {
     assert!(env["machine_profile"].is_string(), "{env}");
     let record = read(&run.join(format!("slurm/{job}/job.json")));
     assert_eq!(record["allocation"]["ntasks"], 2);
+    // No accounting storage on this one-node cluster: the states are how each srun ended, and
+    // the record says why sacct was not used.
+    assert!(
+        record["accounting"]
+            .as_str()
+            .unwrap()
+            .starts_with("unavailable: "),
+        "{record}"
+    );
+    assert!(
+        record["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["source"] == "srun")
+    );
     let steps: Vec<(String, String)> = record["steps"]
         .as_array()
         .unwrap()
@@ -332,4 +348,70 @@ fn serving_load_is_split_across_the_tasks_and_merged_exactly() {
         .collect();
     assert_eq!(serve_steps.len(), 3, "{record}");
     assert!(serve_steps.iter().all(|s| s["state"] == "COMPLETED"));
+}
+
+#[test]
+fn the_reference_trainer_trains_one_rank_per_task_and_the_slowest_rank_is_analysed() {
+    if slurm().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let text = layered_spec(
+        "slurm-reference",
+        "    e2e:\n      - kind: train\n        preset: tiny\n        steps: 12\n",
+    )
+    .replace(
+        "  layers:",
+        "  execution: {engine: slurm, nodes: 1, tasksPerNode: 2, cpusPerTask: 1, timeLimit: 10m}\n  layers:",
+    );
+    let spec = dir.path().join("reference.yaml");
+    std::fs::write(&spec, text).unwrap();
+    let started = Instant::now();
+    let o = yardstick()
+        .args(["--json", "run"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    eprintln!(
+        "slurm reference trainer, 2 ranks: {:.1} s wall",
+        started.elapsed().as_secs_f64()
+    );
+    let v = json(&o);
+    assert_eq!(v["status"], "complete", "{v}");
+    assert_eq!(v["slurm"]["state"], "COMPLETED", "{v}");
+    let p = v["summary"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"].as_str().unwrap().starts_with("e2e.0.train"))
+        .unwrap_or_else(|| panic!("no training point: {v}"));
+    assert_eq!(p["metrics"]["world_size"]["value"]["mean"], 2.0, "{p}");
+    // Every replicate's analysis saw both ranks, each with its 12 steps, and named the slowest.
+    let run = Path::new(v["dir"].as_str().unwrap());
+    let job = v["slurm"]["job_id"].as_str().unwrap();
+    let record = read(&run.join(format!("slurm/{job}/job.json")));
+    let steps = record["steps"].as_array().unwrap();
+    let train_steps: Vec<&Value> = steps
+        .iter()
+        .filter(|s| s["what"].as_str().unwrap().starts_with("e2e.0.train"))
+        .collect();
+    assert_eq!(train_steps.len(), 3, "a step per replicate: {steps:?}");
+    assert!(train_steps.iter().all(|s| s["state"] == "COMPLETED"));
+    for r in 0..3 {
+        let rec = read(&run.join(format!("results/e2e.0.train_tiny/r{r}.json")));
+        let ranks = &rec["summary"]["ranks"];
+        let per_rank = ranks["ranks"].as_array().unwrap();
+        assert_eq!(per_rank.len(), 2, "{rec}");
+        for (i, one) in per_rank.iter().enumerate() {
+            assert_eq!(one["rank"], i);
+            // 12 steps, the first dropped as warm-up.
+            assert_eq!(one["step_time_s"]["n"], 11, "{one}");
+        }
+        assert!(ranks["slowest_rank"].as_u64().unwrap() < 2, "{ranks}");
+        assert!(ranks["median_spread"].as_f64().unwrap() >= 0.0);
+    }
 }

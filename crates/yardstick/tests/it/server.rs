@@ -614,8 +614,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/runs/{id}/artifacts/{path}"),
     ("get", "/api/v1/runs/{id}/gate"),
     ("get", "/api/v1/baselines"),
+    ("put", "/api/v1/baselines"),
     ("get", "/api/v1/compare"),
     ("get", "/api/v1/trend"),
+    ("get", "/api/v1/trends"),
     ("post", "/api/v1/validate"),
     ("post", "/api/v1/pushes"),
     ("put", "/api/v1/pushes/{id}/blobs/{sha256}"),
@@ -645,9 +647,10 @@ fn server_openapi_document_lists_every_route_and_metrics_count_requests() {
             paths.keys().collect::<Vec<_>>()
         );
     }
+    let unique: std::collections::BTreeSet<&str> = ROUTES.iter().map(|(_, p)| *p).collect();
     assert_eq!(
         paths.len(),
-        ROUTES.len(),
+        unique.len(),
         "{:?}",
         paths.keys().collect::<Vec<_>>()
     );
@@ -1108,6 +1111,7 @@ fn server_gates_a_run_like_the_cli_and_lists_baselines() {
         .output()
         .unwrap();
     assert_eq!(g.json(), json(&cli), "the same as `gate --json`");
+    let cli_gate = json(&cli);
 
     let saved = yardstick()
         .args(["baseline", "save", a, "--store", st])
@@ -1134,6 +1138,26 @@ fn server_gates_a_run_like_the_cli_and_lists_baselines() {
         .get("/api/v1/trend?benchmark=server-tiny&metric=ttft_ms")
         .json();
     assert_eq!(t["series"][0]["baseline_run"], a.as_str());
+    // `yardstick gate` recorded its verdicts in the warehouse: the trend shows them.
+    let point = |id: &str| {
+        t["series"][0]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["run_id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let gated = cli_gate["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "ttft_ms" && m["statistic"] == t["statistic"])
+        .unwrap()["verdict"]
+        .clone();
+    assert_eq!(point(b)["verdict"], gated);
+    assert_eq!(point(b)["gated_against"], a.as_str());
+    assert_eq!(point(a)["verdict"], Value::Null);
     // A baseline is a run, never a file on the server's disk.
     for bad in ["/etc/passwd", "..%2F..%2Fetc%2Fpasswd", "Cargo.toml"] {
         let (status, msg) = s

@@ -1,5 +1,6 @@
 //! `yardstick bench`: measure one layer directly, without a spec.
 
+pub mod capacity;
 pub mod eval;
 pub mod exec;
 pub mod micro;

@@ -142,6 +142,57 @@ pub struct ServeArgs {
     /// Bound on p99 TPOT of --mlperf server, ms (default 200).
     #[arg(long)]
     pub tpot_bound_ms: Option<f64>,
+    /// Find the highest load at which the SLO (--slo-ttft-ms, --slo-tpot-ms, --slo-e2e-ms)
+    /// holds, instead of a sweep: probes bracket it and bisect the bracket; each probe's SLO is
+    /// a test at --confidence, measured longer when too few requests decide it.
+    #[arg(long, conflicts_with_all = ["mlperf", "shard", "rate", "concurrency"])]
+    pub find_capacity: bool,
+    /// What --find-capacity varies: rate (open loop, with --arrival) or concurrency.
+    #[arg(long, value_enum, default_value_t = CapacityAxisArg::Rate, value_name = "AXIS")]
+    pub capacity_axis: CapacityAxisArg,
+    /// --find-capacity: every objective at this percentile (default 99).
+    #[arg(long, value_name = "P", conflicts_with = "slo_attainment")]
+    pub slo_percentile: Option<f64>,
+    /// --find-capacity: this share of requests meets every objective at once, e.g. 0.99.
+    #[arg(long, value_name = "SHARE")]
+    pub slo_attainment: Option<f64>,
+    /// --find-capacity: confidence of each probe's test.
+    #[arg(long, default_value_t = 0.95, value_name = "C")]
+    pub confidence: f64,
+    /// --find-capacity: the first load probed (default 10 req/s, or 4 streams).
+    #[arg(long, value_name = "LOAD")]
+    pub capacity_start: Option<f64>,
+    /// --find-capacity: the highest load probed.
+    #[arg(long, default_value_t = 4096.0, value_name = "LOAD")]
+    pub capacity_max: f64,
+    /// --find-capacity (rates): stop when the bracket is narrower than this share of its top.
+    #[arg(long, default_value_t = 0.05, value_name = "SHARE")]
+    pub capacity_precision: f64,
+    /// --find-capacity: measured requests per probe (after --warmup-requests).
+    #[arg(long, default_value_t = 300, value_name = "N")]
+    pub probe_requests: u64,
+    /// --find-capacity: most requests a probe pools while its test is undecided (default 4×).
+    #[arg(long, value_name = "N")]
+    pub max_probe_requests: Option<u64>,
+    /// --find-capacity: most probes in all.
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub max_probes: usize,
+    /// Scrape the server's Prometheus metrics during every point: `auto` (the URL's
+    /// `/metrics` when it answers), `off`, or a URL. Running and waiting requests, KV-cache
+    /// usage, preemptions, prefix-cache hit rate and the server's own TTFT go in each point's
+    /// summary (`server_*`), with the client's TTFT minus the server's.
+    #[arg(long, default_value = "auto", value_name = "URL|auto|off")]
+    pub server_metrics: String,
+    /// Time between two scrapes of --server-metrics, e.g. 500ms, 1s.
+    #[arg(long, default_value = "500ms", value_name = "DURATION")]
+    pub scrape_interval: String,
+}
+
+/// `--capacity-axis`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CapacityAxisArg {
+    Rate,
+    Concurrency,
 }
 
 /// `--arrival`: the arrival process of an open loop.
@@ -209,7 +260,7 @@ fn shard_error(e: ShardFileError) -> anyhow::Error {
     }
 }
 
-fn to_exit(e: LoadError) -> anyhow::Error {
+pub(super) fn to_exit(e: LoadError) -> anyhow::Error {
     exit::invalid(e.to_string(), e.hint().as_deref())
 }
 
@@ -317,6 +368,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         cancel,
         dataset: args.dataset.clone(),
         tokenizer: args.tokenizer.clone(),
+        server_metrics: None,
     };
     let scenarios = bench.validate().map_err(to_exit)?;
     if let Some(dir) = &args.output {
@@ -330,6 +382,36 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         rt.worker_threads(n.max(1));
     }
     let rt = rt.build().context("starting the async runtime")?;
+    let interval = crate::cmd::parse_duration("scrape-interval", &args.scrape_interval)?;
+    if interval.is_zero() {
+        return Err(exit::invalid(
+            "--scrape-interval must be more than 0",
+            Some("e.g. --scrape-interval 500ms"),
+        ));
+    }
+    let mut bench = bench;
+    if args.server_metrics != "auto" && args.server_metrics != "off" {
+        yardstick_load::scrape::metrics_url_of(&args.server_metrics).ok_or_else(|| {
+            exit::invalid(
+                format!("--server-metrics: `{}` is not a URL", args.server_metrics),
+                Some("auto, off, or e.g. http://127.0.0.1:8000/metrics"),
+            )
+        })?;
+    }
+    bench.server_metrics = rt.block_on(yardstick_load::scrape::resolve(
+        &args.server_metrics,
+        &url,
+        interval,
+    ));
+    if let Some(s) = &bench.server_metrics {
+        output::info(&format!(
+            "scraping the server's metrics at {} every {:?}",
+            s.url, s.interval
+        ));
+    }
+    if args.find_capacity {
+        return super::capacity::find_capacity(&args, g, &bench, arrival, &rt);
+    }
     let total_points = scenarios.len() * bench.loads.len();
     let progress = Arc::new(Progress::default());
     let results = rt.block_on(async {
@@ -440,7 +522,7 @@ fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     Ok(Status::Ok)
 }
 
-async fn progress_ticker(p: Arc<Progress>) {
+pub(super) async fn progress_ticker(p: Arc<Progress>) {
     let tty = std::io::stderr().is_terminal();
     let every = if tty {
         Duration::from_millis(500)

@@ -23,9 +23,17 @@ pub struct TrainArgs {
     /// Sequence length (default: the preset's).
     #[arg(long)]
     pub seq_len: Option<usize>,
-    /// Worker threads (default: one per core).
+    /// Worker threads (default: $SLURM_CPUS_PER_TASK inside a Slurm task, else one per core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// This process's rank, when several train at once (default: $RANK, else $SLURM_PROCID).
+    /// Each rank trains its own replica on its own slice of the synthetic data and tags its
+    /// metric lines with `rank` and `world_size`; there is no gradient exchange.
+    #[arg(long, value_name = "R", requires = "world_size")]
+    pub rank: Option<u32>,
+    /// The number of ranks (default: $WORLD_SIZE, else $SLURM_NTASKS).
+    #[arg(long, value_name = "N", requires = "rank")]
+    pub world_size: Option<u32>,
     /// Seed of the weights and the synthetic data.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -74,6 +82,29 @@ mod imp {
     use yardstick_workloads::train::{self, Preset, TrainConfig, TrainError, TrainRun};
 
     use super::TrainArgs;
+
+    /// The rank and world size: the flags, else the launcher's variables (`RANK`/`WORLD_SIZE`
+    /// as torchrun sets them, `SLURM_PROCID`/`SLURM_NTASKS` in a Slurm task); none outside.
+    fn rank_of(args: &TrainArgs) -> anyhow::Result<Option<(u32, u32)>> {
+        if let (Some(r), Some(w)) = (args.rank, args.world_size) {
+            return Ok(Some((r, w)));
+        }
+        for (rank, world) in [("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS")] {
+            let (Ok(r), Ok(w)) = (std::env::var(rank), std::env::var(world)) else {
+                continue;
+            };
+            let parse = |name: &str, v: &str| {
+                v.trim().parse::<u32>().map_err(|_| {
+                    exit::invalid(
+                        format!("${name} is `{v}`, not a rank number"),
+                        Some("unset it, or pass --rank R --world-size N"),
+                    )
+                })
+            };
+            return Ok(Some((parse(rank, &r)?, parse(world, &w)?)));
+        }
+        Ok(None)
+    }
 
     /// What `yardstick bench train --json` prints: the training analysis of the trainer's steps
     /// with the run's model, peak and bottleneck.
@@ -138,15 +169,22 @@ mod imp {
             .as_deref()
             .map(|p| super::super::ceilings_from_micro_file(p, "fp32", "--micro"))
             .transpose()?;
+        let threads = args.threads.or_else(|| {
+            std::env::var("SLURM_CPUS_PER_TASK")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|&n: &usize| n > 0)
+        });
         let cfg = TrainConfig {
             preset,
             steps: args.steps,
             batch: args.batch,
             seq_len: args.seq_len,
-            threads: args.threads,
+            threads,
             seed: args.seed,
             learning_rate: args.lr,
             metrics_file: args.metrics.clone(),
+            rank: rank_of(&args)?,
         };
         cfg.validate().map_err(to_exit)?;
         let quiet = g.json || verbosity() < 0;
