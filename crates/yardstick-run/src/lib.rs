@@ -18,6 +18,7 @@ pub mod index;
 pub mod loader;
 pub mod micro;
 pub mod plan;
+pub mod pods;
 pub mod scaling;
 pub mod serve;
 pub mod slurm;
@@ -43,23 +44,27 @@ pub fn nothing_to_run(plan: &Plan) -> Option<String> {
 }
 
 /// Why `spec` cannot run here, if it cannot: its `execution.engine` is a scheduler
-/// that this process does not run it on: `kubernetes` (not submitted yet), and `slurm` outside
-/// the allocation `yardstick run` submitted (that one is submitted by the binary, and runs here
-/// inside the job). Such a run must not
-/// silently execute on this machine instead: its nodes, tasks and placement would not hold.
+/// that this process does not run it on: `kubernetes` outside a pod group (the pods of the
+/// Indexed Job `yardstick k8s render` writes run `yardstick run --shard I/N`), and `slurm`
+/// outside the allocation `yardstick run` submitted (that one is submitted by the binary, and
+/// runs here inside the job). Such a run must not silently execute on this machine instead: its
+/// nodes, tasks and placement would not hold.
 pub fn engine_unsupported(spec: &BenchmarkRun) -> Option<String> {
     let engine = spec.spec.as_ref()?.execution.as_ref()?.engine?;
-    if engine == yardstick_spec::Engine::Slurm && slurm::Allocation::from_env().is_some() {
-        return None;
+    match engine {
+        yardstick_spec::Engine::Local => None,
+        yardstick_spec::Engine::Slurm if slurm::Allocation::from_env().is_some() => None,
+        yardstick_spec::Engine::Slurm => Some(
+            "`execution.engine: slurm`: this process runs specs on this machine; `yardstick \
+             run` submits them to Slurm"
+                .into(),
+        ),
+        yardstick_spec::Engine::Kubernetes => Some(
+            "`execution.engine: kubernetes` runs as an Indexed Job on a cluster, not on this \
+             machine: its pods run `yardstick run SPEC --shard I/N --shard-dir DIR`"
+                .into(),
+        ),
     }
-    (engine != yardstick_spec::Engine::Local).then(|| {
-        format!(
-            "`execution.engine: {}`: this version of yardstick runs specs on this machine \
-             (engine local) or submits them to Slurm; it does not submit to {} yet",
-            engine.as_str(),
-            engine.as_str()
-        )
-    })
 }
 
 /// The start of an inner run on Slurm: the batch script, and one `srun` step that captures the
@@ -120,28 +125,10 @@ fn slurm_micro_per_node(
     steps: &mut Vec<slurm::StepRecord>,
     on_event: &mut Box<dyn FnMut(Event) + Send>,
 ) -> Result<serde_json::Value, RunError> {
-    let mut args: Vec<String> = vec!["--json".into(), "bench".into(), "micro".into()];
-    let mut kinds = 0;
-    for p in &plan.points {
-        let PointWork::Micro { micro, sizes } = &p.work else {
-            continue;
-        };
-        let flag = match micro.as_str() {
-            "memory" => "--memory-size",
-            "gemm" => "--gemm-size",
-            "storage" => "--storage-size",
-            _ => continue,
-        };
-        args.push(micro.clone());
-        kinds += 1;
-        for s in sizes.iter().flatten() {
-            args.extend([flag.to_string(), s.to_string()]);
-        }
-    }
     let rel_report = format!("slurm/{}/nodes.json", a.job_id);
-    if kinds == 0 {
+    let Some(args) = pods::micro_args(plan, trials) else {
         return Ok(serde_json::Value::Null);
-    }
+    };
     if writer.has(&rel_report) {
         let path = writer.dir().join(&rel_report);
         return Ok(std::fs::read(path)
@@ -149,10 +136,6 @@ fn slurm_micro_per_node(
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default());
     }
-    args.extend([
-        "--replicates".into(),
-        trials.replicates.unwrap_or(3).max(3).to_string(),
-    ]);
     let mut argv: Vec<std::ffi::OsString> = vec![exe.into()];
     argv.extend(args.iter().map(Into::into));
     let (record, files, failure) = slurm::per_node(
@@ -169,6 +152,26 @@ fn slurm_micro_per_node(
             "the micro layer on every node (srun) failed: {why}"
         )));
     }
+    nodes_check(
+        writer,
+        files,
+        &format!("slurm/{}/micro", a.job_id),
+        &rel_report,
+        on_event,
+    )
+}
+
+/// The micro figures of every node (`files`: node name and `bench micro --json` output), each
+/// stored as `<prefix>/<node>.json`, and their consistency check (`yardstick_analysis::nodes`)
+/// stored as `rel_report` and returned.
+fn nodes_check(
+    writer: &mut RunWriter,
+    files: Vec<(String, PathBuf)>,
+    prefix: &str,
+    rel_report: &str,
+    on_event: &mut Box<dyn FnMut(Event) + Send>,
+) -> Result<serde_json::Value, RunError> {
+    let kind = rel_report.split('/').next().unwrap_or("nodes");
     let mut fleet = Vec::new();
     for (node, f) in files {
         let Ok(bytes) = std::fs::read(&f) else {
@@ -176,11 +179,14 @@ fn slurm_micro_per_node(
         };
         let parsed = serde_json::from_slice::<serde_json::Value>(&bytes)
             .map_err(|e| e.to_string())
-            .and_then(|v| yardstick_analysis::nodes::figures_from_micro_json(&v));
+            .and_then(|v| match v["error"].as_str() {
+                Some(e) => Err(e.to_string()),
+                None => yardstick_analysis::nodes::figures_from_micro_json(&v),
+            });
         match parsed {
             Ok(figures) => {
                 writer.add(
-                    &format!("slurm/{}/micro/{}.json", a.job_id, store_slug(&node)),
+                    &format!("{prefix}/{}.json", store_slug(&node)),
                     &bytes,
                     "micro",
                 )?;
@@ -206,11 +212,186 @@ fn slurm_micro_per_node(
     }
     let v = serde_json::to_value(&report).expect("JSON");
     writer.add(
-        &rel_report,
+        rel_report,
         &serde_json::to_vec_pretty(&v).expect("JSON"),
-        "slurm",
+        kind,
     )?;
     Ok(v)
+}
+
+/// The start of member 0 of a pod group: its own environment and micro figures, then every
+/// member's, stored as `pods/env/pod-I.json` and `pods/micro/pod-I.json` with the nodes check
+/// of the micro figures (`pods/nodes.json`, returned; `Null` without a micro layer). A member
+/// whose files never come is a warning here; the first step that spans the group then finds it
+/// missing and stores the run as incomplete.
+#[allow(clippy::too_many_arguments)]
+fn pods_start(
+    g: &pods::PodGroup,
+    writer: &mut RunWriter,
+    exe: &Path,
+    plan: &Plan,
+    trials: &yardstick_spec::Trials,
+    tool_version: &str,
+    secret_env: Vec<String>,
+    on_event: &mut Box<dyn FnMut(Event) + Send>,
+) -> Result<serde_json::Value, RunError> {
+    if !writer.has(&format!("pods/env/pod-{}.json", g.index)) {
+        pods::capture_member(g, exe, plan, trials, tool_version, secret_env);
+    }
+    let missing = g.wait_members("env");
+    if !missing.is_empty() {
+        on_event(Event::Warning(format!(
+            "no environment from pod(s) {:?} of {}",
+            missing, g.count
+        )));
+    }
+    for i in 0..g.count {
+        let rel = format!("pods/env/pod-{i}.json");
+        if let Ok(bytes) = std::fs::read(g.member_file("env", i))
+            && !writer.has(&rel)
+        {
+            writer.add(&rel, &bytes, "env")?;
+        }
+    }
+    if pods::micro_args(plan, trials).is_none() {
+        return Ok(serde_json::Value::Null);
+    }
+    if writer.has("pods/nodes.json") {
+        return Ok(std::fs::read(writer.dir().join("pods/nodes.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default());
+    }
+    let missing = g.wait_members("micro");
+    if !missing.is_empty() {
+        on_event(Event::Warning(format!(
+            "no micro figures from pod(s) {:?} of {}",
+            missing, g.count
+        )));
+    }
+    let files = (0..g.count)
+        .map(|i| (format!("pod-{i}"), g.member_file("micro", i)))
+        .filter(|(_, f)| f.is_file())
+        .collect();
+    nodes_check(writer, files, "pods/micro", "pods/nodes.json", on_event)
+}
+
+/// Member 0's part of a serve step that spans the group: the barrier, its own shard, every
+/// member's, and their exact merge. A member that never reached the step or whose shard never
+/// arrived sets `abort` (the run is then stored as incomplete); a shard that failed fails the
+/// replicate.
+fn pod_serve(
+    g: &pods::PodGroup,
+    work: &PointWork,
+    url: &str,
+    seed: u64,
+    exe: &Path,
+    key: &str,
+    abort: &mut Option<String>,
+) -> Result<serve::ServeOutcome, RunError> {
+    let args = serve::shard_args(work, url, seed)?;
+    let start_at = g.start(key).map_err(|e| {
+        *abort = Some(e.clone());
+        RunError::Workload(e)
+    })?;
+    let own = g.run_serve_shard(exe, &args, key, start_at);
+    g.done(key, own.exit_code, own.error.clone());
+    let done = g.wait_done(key).map_err(|e| {
+        *abort = Some(e.clone());
+        RunError::Workload(e)
+    })?;
+    if let Some(bad) = done.iter().find(|d| d.exit_code != Some(0)) {
+        return Err(RunError::Workload(format!(
+            "the serve shard of pod {} failed: {}",
+            bad.index,
+            bad.error.as_deref().unwrap_or("no exit code")
+        )));
+    }
+    let dirs: Vec<PathBuf> = (0..g.count)
+        .map(|i| g.step_dir(key).join(format!("shard-{i}")))
+        .collect();
+    let merged = serve::merge_shards(&dirs);
+    // Every member is past this step (each wrote its `done`): the shards are in the run now.
+    if merged.is_ok() {
+        let _ = std::fs::remove_dir_all(g.step_dir(key));
+    }
+    merged
+}
+
+/// The record of a pod group's run (`pods/group.json`): the group, its Job, the steps that
+/// spanned it.
+fn pods_record(
+    g: &pods::PodGroup,
+    writer: &mut RunWriter,
+    steps: &[serde_json::Value],
+) -> Result<(), RunError> {
+    let record = serde_json::json!({
+        "group": g,
+        "job": std::env::var("YARDSTICK_JOB_NAME").ok(),
+        "steps": steps,
+    });
+    if !writer.has("pods/group.json") {
+        writer.add(
+            "pods/group.json",
+            &serde_json::to_vec_pretty(&record).expect("JSON"),
+            "pods",
+        )?;
+    }
+    Ok(())
+}
+
+/// The targets of a pod group's serve points: with more than one member every shard loads the
+/// same server, so the bundled simulator (which would start inside one pod) is refused.
+pub fn check_group_targets(plan: &Plan, g: &pods::PodGroup) -> Result<(), RunError> {
+    if g.count < 2 {
+        return Ok(());
+    }
+    match plan.points.iter().find(|p| {
+        pods::spans_group(&p.work) && matches!(&p.work, PointWork::Serve { url: None, .. })
+    }) {
+        Some(p) => Err(RunError::Invalid(format!(
+            "{}: the serve target is the bundled simulator (`url: sim`), which would run inside \
+             each pod; {} pods split the load of one server every pod reaches (a URL)",
+            p.id, g.count
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A member other than 0 of a pod group (`yardstick run SPEC --shard I/N --shard-dir DIR`,
+/// I > 0): the same plan as member 0, its part of every step that spans the group. Stores
+/// nothing in the store.
+pub fn execute_member(
+    spec: &BenchmarkRun,
+    opts: &RunOptions,
+) -> Result<pods::MemberOutcome, RunError> {
+    let g = opts
+        .pods
+        .as_ref()
+        .ok_or_else(|| RunError::Internal("not a member of a pod group".into()))?;
+    let mut plan = plan::plan(spec);
+    if let Some(why) = nothing_to_run(&plan) {
+        return Err(RunError::Invalid(why));
+    }
+    if let Some(only) = &opts.only_points {
+        plan.restrict(only).map_err(RunError::Invalid)?;
+    }
+    check_group_targets(&plan, g)?;
+    serve::resolve_target_files(&mut plan, opts.spec_dir.as_deref(), None)?;
+    let trials = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.trials.clone())
+        .unwrap_or_default();
+    pods::run_member(
+        &plan,
+        g,
+        &opts.self_exe,
+        opts.seed,
+        &trials,
+        &opts.tool.version,
+        secret_env_names(spec),
+    )
 }
 
 /// The record of the job and of every step the inner run started (`slurm/<job>/job.json`).
@@ -342,6 +523,12 @@ pub struct RunOptions {
     /// the tasks, and the batch script and a record of the job and its steps are stored under
     /// `slurm/`.
     pub slurm: Option<slurm::Allocation>,
+    /// This process's place in a pod group (`yardstick run --shard I/N --shard-dir DIR`, the
+    /// pods of `yardstick k8s render`'s Indexed Job): member 0 runs and stores the run, with
+    /// every member's environment and micro figures under `pods/`, serve points split across
+    /// the members and merged, command points one rank per member ([`pods`]). Other members go
+    /// through [`execute_member`].
+    pub pods: Option<pods::PodGroup>,
 }
 
 /// What a run produced (`yardstick run --json`).
@@ -490,11 +677,21 @@ pub fn execute(
 ) -> Result<RunOutcome, RunError> {
     let key = signing_key(spec)?;
     let mut plan = plan::plan(spec);
-    if let Some(why) = nothing_to_run(&plan).or_else(|| engine_unsupported(spec)) {
+    if let Some(why) =
+        nothing_to_run(&plan).or_else(|| engine_unsupported(spec).filter(|_| opts.pods.is_none()))
+    {
         return Err(RunError::Invalid(why));
     }
     if let Some(only) = &opts.only_points {
         plan.restrict(only).map_err(RunError::Invalid)?;
+    }
+    if let Some(g) = &opts.pods {
+        if !g.leader() {
+            return Err(RunError::Internal(
+                "a pod group's member other than 0 stores no run (execute_member)".into(),
+            ));
+        }
+        check_group_targets(&plan, g)?;
     }
     let runs_dir = opts.store.join("runs");
     // Input files are read before anything is created: a bad one is invalid input. A resumed run
@@ -693,6 +890,23 @@ pub fn execute(
             &mut opts.on_event,
         )?;
     }
+    // In a pod group: every member's environment and micro figures.
+    let mut pod_steps: Vec<serde_json::Value> = Vec::new();
+    if let Some(g) = &opts.pods {
+        nodes_report = pods_start(
+            g,
+            &mut writer,
+            &opts.self_exe,
+            &plan,
+            &trials,
+            &opts.tool.version,
+            secret_env_names(spec),
+            &mut opts.on_event,
+        )?;
+    }
+    // Why a pod group cannot go on (a member that never came): the run stops as incomplete.
+    let mut abort: Option<String> = None;
+    let group = opts.pods.clone().filter(|g| g.count > 1);
     let mut interrupted = false;
     for (n, step) in plan.steps.iter().enumerate() {
         if opts.cancel.is_cancelled() {
@@ -735,10 +949,24 @@ pub fn execute(
                     (None, Some(s)) => format!("http://{}", s.addr),
                     (None, None) => unreachable!("the simulator starts when a target needs it"),
                 };
-                match &opts.slurm {
+                match (&group, &opts.slurm) {
+                    // Split across the pods of the group, merged exactly by member 0.
+                    (Some(g), _) if pods::spans_group(&point.work) => {
+                        let key = pods::step_key(&point.slug, step.replicate);
+                        let out =
+                            pod_serve(g, &point.work, &url, seed, &opts.self_exe, &key, &mut abort);
+                        pod_steps.push(serde_json::json!({
+                            "step": key,
+                            "part": "serve shards",
+                            "pods": g.count,
+                            "state": if out.is_ok() { "COMPLETED" } else { "FAILED" },
+                            "error": out.as_ref().err().map(ToString::to_string),
+                        }));
+                        out.map(|o| (o.summary, Some(o.samples), Vec::new()))
+                    }
                     // Split across every task of the allocation, merged exactly (MLPerf
                     // scenarios and capacity searches are not sharded).
-                    Some(a)
+                    (_, Some(a))
                         if a.ntasks > 1
                             && matches!(
                                 &point.work,
@@ -855,17 +1083,68 @@ pub fn execute(
                     }
                     None => argv.clone(),
                 };
-                e2e::run_replicate(e2e::E2eRequest {
-                    argv,
-                    layer: &entry,
-                    trials: &trials,
-                    expect_metrics: false,
-                    scratch: &scratch,
-                    run_id: &run_id,
-                    seed,
-                    cancel: opts.cancel.clone(),
-                })
-                .map(|o| (o.summary, Some(o.samples), o.logs))
+                // In a pod group: every member runs it as one rank, from a common barrier.
+                let key = pods::step_key(&point.slug, step.replicate);
+                let started = match &group {
+                    Some(g) => g.start(&key).map(|_| ()).map_err(|e| {
+                        abort = Some(e.clone());
+                        RunError::Workload(e)
+                    }),
+                    None => Ok(()),
+                };
+                let out = started.and_then(|()| {
+                    e2e::run_replicate(e2e::E2eRequest {
+                        argv,
+                        layer: &entry,
+                        trials: &trials,
+                        expect_metrics: false,
+                        scratch: &scratch,
+                        run_id: &run_id,
+                        seed,
+                        cancel: opts.cancel.clone(),
+                    })
+                    .map(|o| (o.summary, Some(o.samples), o.logs))
+                });
+                match &group {
+                    Some(g) if abort.is_none() => {
+                        let own = out.as_ref().ok().and_then(|o| o.0["exit_code"].as_i64());
+                        g.done(&key, own.map(|c| c as i32), None);
+                        let ranks = g.wait_done(&key).map_err(|e| {
+                            abort = Some(e.clone());
+                            RunError::Workload(e)
+                        });
+                        if ranks.is_ok() {
+                            // Every rank is past this step.
+                            let _ = std::fs::remove_dir_all(g.step_dir(&key));
+                        }
+                        let failed = ranks.as_ref().ok().and_then(|d| {
+                            d.iter()
+                                .find(|d| d.index != 0 && d.exit_code != Some(0))
+                                .cloned()
+                        });
+                        pod_steps.push(serde_json::json!({
+                            "step": key,
+                            "part": "command ranks",
+                            "pods": g.count,
+                            "state": if ranks.is_ok() && failed.is_none() { "COMPLETED" } else { "FAILED" },
+                        }));
+                        match (ranks, failed, out) {
+                            (Err(e), _, _) => Err(e),
+                            (Ok(_), Some(bad), Ok(mut o)) => {
+                                if o.0.get("error").is_none() {
+                                    o.0["error"] = serde_json::json!(format!(
+                                        "rank {} failed: {}",
+                                        bad.index,
+                                        bad.error.as_deref().unwrap_or("no exit code")
+                                    ));
+                                }
+                                Ok(o)
+                            }
+                            (Ok(_), _, out) => out,
+                        }
+                    }
+                    _ => out,
+                }
             }
         };
         if opts.cancel.is_cancelled() {
@@ -882,6 +1161,14 @@ pub fn execute(
                     source: "srun".into(),
                 });
             }
+            interrupted = true;
+            break;
+        }
+        if let Some(why) = &abort {
+            (opts.on_event)(Event::Warning(format!(
+                "{} r{}: {why}; the run stops here",
+                point.id, step.replicate
+            )));
             interrupted = true;
             break;
         }
@@ -990,7 +1277,16 @@ pub fn execute(
         if let Some(a) = &opts.slurm {
             slurm_record(a, &mut writer, &steps)?;
         }
-        let m = writer.interrupt("interrupted before every replicate finished")?;
+        let why = abort.unwrap_or_else(|| "interrupted before every replicate finished".into());
+        if let Some(g) = &opts.pods {
+            pods_record(g, &mut writer, &pod_steps)?;
+        }
+        let m = writer.interrupt(&why)?;
+        // Only once the run is stored: the other members stop when they read it, and the Job
+        // controller may then end this pod too.
+        if let Some(g) = &opts.pods {
+            g.abort(&why);
+        }
         wh.upsert_run(&run_row(&m))?;
         return Ok(RunOutcome {
             run_id,
@@ -1079,6 +1375,9 @@ pub fn execute(
     let signed = key.is_some();
     if let Some(a) = &opts.slurm {
         slurm_record(a, &mut writer, &steps)?;
+    }
+    if let Some(g) = &opts.pods {
+        pods_record(g, &mut writer, &pod_steps)?;
     }
     let m = writer.complete(key.as_ref())?;
     wh.upsert_run(&run_row(&m))?;

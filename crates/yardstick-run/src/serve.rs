@@ -246,20 +246,10 @@ fn run_capacity(
     })
 }
 
-/// One replicate of a serve point split across every task of a Slurm allocation: one `srun`
-/// step runs `yardstick bench serve --shard $SLURM_PROCID/N --start-at T` in each task (the
-/// same plan, seed and start time, each task its share of the arrivals or streams), and the
-/// shards' records are merged exactly into one point (`yardstick_load::shard_files`), the same
-/// summary and samples as one process would give. MLPerf scenarios are not sharded: they run in
-/// this process.
-pub fn run_replicate_sharded(
-    work: &PointWork,
-    url: &str,
-    seed: u64,
-    alloc: &crate::slurm::Allocation,
-    exe: &std::path::Path,
-    dir: &std::path::Path,
-) -> Result<ServeOutcome, RunError> {
+/// The `yardstick bench serve` arguments of one shard of a serve point against `url` (before
+/// `--shard I/N --start-at T --output DIR`): the same plan and seed in every shard, each its
+/// share of the arrivals or streams.
+pub fn shard_args(work: &PointWork, url: &str, seed: u64) -> Result<Vec<String>, RunError> {
     let PointWork::Serve {
         api,
         model,
@@ -282,7 +272,6 @@ pub fn run_replicate_sharded(
     else {
         return Err(RunError::Internal("not a serve point".into()));
     };
-    let n = alloc.ntasks.max(1);
     let mut args: Vec<String> = vec![
         "--quiet".into(),
         "bench".into(),
@@ -340,11 +329,56 @@ pub fn run_replicate_sharded(
     if let Some(t) = tokenizer {
         args.extend(["--tokenizer".into(), t.clone()]);
     }
-    // A common start a moment ahead, so every task's schedule has the same origin.
-    let start_at = std::time::SystemTime::now()
+    Ok(args)
+}
+
+/// A common start a moment ahead (unix seconds), so every shard's schedule has the same origin.
+pub fn start_ahead() -> f64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
-        + 2.0;
+        + 2.0
+}
+
+/// Merges the shard directories `dirs` (each `bench serve --output` of one shard) exactly into
+/// one point: the same summary and samples as one process would give, `load.shards` set.
+pub fn merge_shards(dirs: &[std::path::PathBuf]) -> Result<ServeOutcome, RunError> {
+    let n = dirs.len();
+    let merged = yardstick_load::shard_files::merge_dirs(dirs, &ParquetRecords)
+        .map_err(|e| RunError::Workload(format!("merging the {n} shards: {e}")))?;
+    let result = merged
+        .results
+        .into_iter()
+        .next()
+        .ok_or_else(|| RunError::Workload("the shards hold no point".into()))?;
+    let mut summary = serde_json::to_value(&result.summary).expect("summary is JSON");
+    drop_timestamps(&mut summary);
+    if let Some(load) = summary.get_mut("load").and_then(|l| l.as_object_mut()) {
+        load.insert("shards".into(), n.into());
+    }
+    Ok(ServeOutcome {
+        summary,
+        samples: records_table(&result.records),
+    })
+}
+
+/// One replicate of a serve point split across every task of a Slurm allocation: one `srun`
+/// step runs `yardstick bench serve --shard $SLURM_PROCID/N --start-at T` in each task (the
+/// same plan, seed and start time, each task its share of the arrivals or streams), and the
+/// shards' records are merged exactly into one point (`yardstick_load::shard_files`), the same
+/// summary and samples as one process would give. MLPerf scenarios are not sharded: they run in
+/// this process.
+pub fn run_replicate_sharded(
+    work: &PointWork,
+    url: &str,
+    seed: u64,
+    alloc: &crate::slurm::Allocation,
+    exe: &std::path::Path,
+    dir: &std::path::Path,
+) -> Result<ServeOutcome, RunError> {
+    let n = alloc.ntasks.max(1);
+    let args = shard_args(work, url, seed)?;
+    let start_at = start_ahead();
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)
         .map_err(|e| RunError::Internal(format!("{}: {e}", dir.display())))?;
@@ -379,23 +413,9 @@ pub fn run_replicate_sharded(
         )));
     }
     let dirs: Vec<std::path::PathBuf> = (0..n).map(|i| dir.join(format!("shard-{i}"))).collect();
-    let merged = yardstick_load::shard_files::merge_dirs(&dirs, &ParquetRecords)
-        .map_err(|e| RunError::Workload(format!("merging the {n} shards: {e}")))?;
-    let result = merged
-        .results
-        .into_iter()
-        .next()
-        .ok_or_else(|| RunError::Workload("the shards hold no point".into()))?;
-    let mut summary = serde_json::to_value(&result.summary).expect("summary is JSON");
-    drop_timestamps(&mut summary);
-    if let Some(load) = summary.get_mut("load").and_then(|l| l.as_object_mut()) {
-        load.insert("shards".into(), n.into());
-    }
+    let out = merge_shards(&dirs)?;
     let _ = std::fs::remove_dir_all(dir);
-    Ok(ServeOutcome {
-        summary,
-        samples: records_table(&result.records),
-    })
+    Ok(out)
 }
 
 /// A point's schedule origin is a wall-clock timestamp, not a measurement: it stays in the raw

@@ -91,8 +91,8 @@ pub struct Spec {
 #[schemars(deny_unknown_fields)]
 pub struct Execution {
     /// `local` (this machine; the default), `slurm` (a batch job: `sbatch`, one `srun` step per
-    /// command point) or `kubernetes` (an Indexed Job admitted by Kueue; validated, not yet
-    /// submitted).
+    /// command point) or `kubernetes` (an Indexed Job admitted by Kueue, whose pods run
+    /// `yardstick run --shard I/N`: `yardstick k8s render` and `k8s submit`).
     pub engine: Option<Engine>,
     /// Nodes of the allocation (default 1).
     pub nodes: Option<u32>,

@@ -125,6 +125,9 @@ pub enum Command {
     Server(cmd::server::ServerArgs),
     /// Check that the nodes of a fleet measure alike (`nodes check FILE...`): slow nodes flagged.
     Nodes(cmd::nodes::NodesArgs),
+    /// Run a spec on Kubernetes with Kueue: `k8s render` writes an Indexed Job (or CronJob) and
+    /// its ConfigMap and Service; `k8s submit` applies them and follows the Job.
+    K8s(cmd::k8s::K8sArgs),
     /// Push a finished run to a team server (`yardstick server`): verified, stored, indexed.
     Push(cmd::push::PushArgs),
     /// Serve the store's runs as Model Context Protocol tools over stdio, for an AI assistant.

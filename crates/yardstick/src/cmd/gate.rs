@@ -345,6 +345,7 @@ fn confirm_failures(
             spec_dir: None,
             inputs_from: Some(cand.dir.clone()),
             telemetry_interval: std::time::Duration::from_secs(1),
+            pods: None,
         },
     )?;
     let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(gate_error)?;

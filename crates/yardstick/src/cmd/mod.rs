@@ -9,6 +9,7 @@ pub mod gate;
 pub mod gc;
 pub mod import;
 pub mod init;
+pub mod k8s;
 pub mod keygen;
 pub mod mcp;
 pub mod metrics;
@@ -58,6 +59,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Server(args) => server::run(args, g),
         Command::Push(args) => push::run(args, g),
         Command::Nodes(args) => nodes::run(args, g),
+        Command::K8s(args) => k8s::run(args, g),
         Command::Mcp(args) => mcp::run(args, g),
     }
 }

@@ -25,7 +25,14 @@ use crate::output;
 #[command(after_help = "Examples:\n  yardstick run examples/quickstart.yaml\n  \
 yardstick run bench.yaml --dry-run\n  yardstick run bench.yaml --resume 01JD...\n  \
 yardstick verify 01JD...\n  \
-YARDSTICK_TOKEN=ysk_… yardstick run bench.yaml --push https://yardstick.internal:8686\n\n\
+YARDSTICK_TOKEN=ysk_… yardstick run bench.yaml --push https://yardstick.internal:8686\n  \
+yardstick run /spec/spec.yaml --shard \"$JOB_COMPLETION_INDEX/2\" --shard-dir /results/shards/job-1\n\n\
+With --shard I/N (what the pods of `yardstick k8s render`'s Indexed Job run), N processes that \
+share --shard-dir run the spec together: each captures its environment (and micro layer); serve \
+points are split into N shards with a common start time, command points run once per process as \
+one rank; process 0 merges the shards and stores (and pushes) ONE run, the others store nothing \
+and exit 0 once their parts are written. A process that never shows up within --shard-timeout \
+makes the run incomplete, with the missing one named.\n\n\
 Exit status: 0 complete (and pushed, with --push); 1 interrupted (resume it) or a point whose \
 every replicate failed (its failures are stored and listed); 2 invalid spec or input (nothing \
 runs); 5 the run completed and is stored locally, but --push failed (push it again with \
@@ -77,6 +84,22 @@ pub struct RunArgs {
     /// Also trust this CA certificate (PEM) for an https:// --push server.
     #[arg(long, value_name = "FILE", requires = "push")]
     pub push_ca_cert: Option<PathBuf>,
+    /// Run as process I of N sharing --shard-dir (the pods of an Indexed Job:
+    /// `$(JOB_COMPLETION_INDEX)/N`); process 0 stores the run.
+    #[arg(long, value_name = "I/N", requires = "shard_dir")]
+    pub shard: Option<String>,
+    /// The directory the N processes of --shard share (a volume every pod mounts; one per run).
+    #[arg(long, value_name = "DIR", requires = "shard")]
+    pub shard_dir: Option<PathBuf>,
+    /// With --shard: the longest wait for another process (a barrier, a shard) before the run
+    /// is stored as incomplete.
+    #[arg(
+        long,
+        default_value = "10m",
+        value_name = "DURATION",
+        env = "YARDSTICK_SHARD_TIMEOUT"
+    )]
+    pub shard_timeout: String,
 }
 
 /// What `yardstick run --json` prints: the run's outcome and, with --push, the push.
@@ -147,6 +170,24 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         ));
     }
     let telemetry_interval = parse_interval(&args.telemetry_interval)?;
+    let pods = match (&args.shard, &args.shard_dir) {
+        (Some(s), Some(dir)) => {
+            let (index, count) = yardstick_run::pods::parse_shard(s).map_err(|e| {
+                invalid(
+                    format!("--shard: {e}"),
+                    Some("write the process's index and the count, e.g. --shard 0/2"),
+                )
+            })?;
+            let timeout = super::parse_duration("shard-timeout", &args.shard_timeout)?;
+            Some(yardstick_run::pods::PodGroup {
+                index,
+                count,
+                dir: std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+                timeout,
+            })
+        }
+        _ => None,
+    };
     // A server to push to is checked (URL, CA file) before anything runs.
     let remote = match &args.push {
         Some(url) => Some(
@@ -170,13 +211,29 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         .filter(|x| x.engine == Some(yardstick_spec::Engine::Slurm))
         .filter(|_| yardstick_run::slurm::Allocation::from_env().is_none())
         .cloned();
-    if let Some(why) = yardstick_run::engine_unsupported(&spec).filter(|_| submit.is_none()) {
+    if let Some(why) =
+        yardstick_run::engine_unsupported(&spec).filter(|_| submit.is_none() && pods.is_none())
+    {
+        let k8s = format!(
+            "render its manifests with `yardstick k8s render {} --push URL` (then `kubectl apply \
+             -f` them) or submit them with `yardstick k8s submit {}` (docs/kubernetes.md); \
+             `engine: local` runs here",
+            args.spec.display(),
+            args.spec.display()
+        );
+        let is_k8s = spec
+            .spec
+            .as_ref()
+            .and_then(|s| s.execution.as_ref())
+            .and_then(|x| x.engine)
+            == Some(yardstick_spec::Engine::Kubernetes);
         return Err(invalid(
             format!("{name}: {why}; nothing was run"),
-            Some(
-                "set `engine: local` to run here or `engine: slurm` to submit to Slurm; on a \
-                 Kubernetes cluster, run `yardstick run` in a pod with `engine: local` for now",
-            ),
+            Some(if is_k8s {
+                &k8s
+            } else {
+                "set `engine: local` to run here or `engine: slurm` to submit to Slurm"
+            }),
         ));
     }
     if let Some(why) = yardstick_run::nothing_to_run(&plan) {
@@ -220,6 +277,13 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             ),
         ));
     }
+    // Processes of a group other than 0 take their part in the steps that span the group and
+    // store nothing.
+    if let Some(group) = pods.as_ref().filter(|p| !p.leader())
+        && !args.dry_run
+    {
+        return run_member(&args, group, &spec, spec_dir, telemetry_interval, g.json);
+    }
     if args.dry_run {
         if g.json {
             output::json(&plan)?;
@@ -253,6 +317,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             spec_dir: Some(spec_dir),
             inputs_from: None,
             telemetry_interval,
+            pods,
         },
     )?;
     // Points whose every replicate failed measured nothing: the run is complete (each failure is
@@ -345,6 +410,66 @@ pub struct Execution {
     pub inputs_from: Option<PathBuf>,
     /// Time between telemetry samples.
     pub telemetry_interval: Duration,
+    /// This process's place in a group of processes sharing a directory (`--shard`).
+    pub pods: Option<yardstick_run::pods::PodGroup>,
+}
+
+/// A process of a group other than 0 (`--shard I/N`, I > 0): its part of every step that spans
+/// the group; exit 0 once every part was run and reported, failed or not — process 0 records a
+/// failed part in the run (a Job's pods ending early or failing would take process 0 down with
+/// them). Exit 1 when it could not take part (process 0 gave up, a wait timed out).
+fn run_member(
+    args: &RunArgs,
+    group: &yardstick_run::pods::PodGroup,
+    spec: &yardstick_spec::BenchmarkRun,
+    spec_dir: PathBuf,
+    telemetry_interval: Duration,
+    json: bool,
+) -> anyhow::Result<Status> {
+    let how = Execution {
+        store: args.store.clone(),
+        warehouse: None,
+        resume: None,
+        seed: args.seed,
+        only: (!args.only.is_empty()).then(|| args.only.clone()),
+        spec_dir: Some(spec_dir),
+        inputs_from: None,
+        telemetry_interval,
+        pods: Some(group.clone()),
+    };
+    let out = yardstick_run::execute_member(spec, &options(&how)).map_err(|e| match e {
+        RunError::Invalid(m) => invalid(m, None),
+        other => anyhow::anyhow!(
+            "process {} of {}: {other} (process 0 records the run)",
+            group.index,
+            group.count
+        ),
+    })?;
+    let failed: Vec<&yardstick_run::pods::MemberStep> = out
+        .steps
+        .iter()
+        .filter(|s| s.done.exit_code != Some(0))
+        .collect();
+    if json {
+        output::json(&out)?;
+    } else {
+        crate::output::outln!(
+            "process {} of {}: {} step(s) shared with process 0, {} failed; process 0 stores the run (and records the failures)",
+            out.index,
+            out.count,
+            out.steps.len(),
+            failed.len()
+        )?;
+        for f in &failed {
+            crate::output::outln!(
+                "  {} ({}): {}",
+                f.step,
+                f.part,
+                f.done.error.as_deref().unwrap_or("failed")
+            )?;
+        }
+    }
+    Ok(Status::Ok)
 }
 
 /// The directory files named in a spec are relative to: the spec's own (the working directory
@@ -367,63 +492,62 @@ pub fn execute_spec(
     spec: &yardstick_spec::BenchmarkRun,
     how: &Execution,
 ) -> anyhow::Result<yardstick_run::RunOutcome> {
+    yardstick_run::execute(text, spec, how.resume.as_deref(), options(how)).map_err(|e| match e {
+        RunError::Invalid(m) => invalid(m, None),
+        other => anyhow::Error::new(other),
+    })
+}
+
+/// The options of a run of `how`: progress on standard error (unless `-q`), Ctrl-C stopping
+/// after the current replicate.
+fn options(how: &Execution) -> RunOptions {
     let cancel = crate::interrupt::token(
         "interrupted: finishing the current replicate, then stopping (Ctrl-C again to abort)",
     );
     let show = verbosity() >= 0;
-    yardstick_run::execute(
-        text,
-        spec,
-        how.resume.as_deref(),
-        RunOptions {
-            store: how.store.clone(),
-            warehouse: how.warehouse.clone(),
-            tool: tool_info(),
-            cancel,
-            seed: how.seed,
-            self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("yardstick")),
-            only_points: how.only.clone(),
-            spec_dir: how.spec_dir.clone(),
-            inputs_from: how.inputs_from.clone(),
-            telemetry_interval: how.telemetry_interval,
-            slurm: yardstick_run::slurm::Allocation::from_env(),
-            on_event: Box::new(move |e| {
-                if !show {
-                    return;
-                }
-                match e {
-                    Event::Started {
-                        run_id,
-                        dir,
-                        steps,
-                        done,
-                    } => output::info(&format!(
-                        "run {run_id} ({steps} steps{}) -> {}",
-                        if done > 0 {
-                            format!(", {done} already done")
-                        } else {
-                            String::new()
-                        },
-                        dir.display()
-                    )),
-                    Event::Step {
-                        n,
-                        of,
-                        point,
-                        replicate,
-                    } => output::info(&format!("[{n}/{of}] {point} r{replicate}")),
-                    Event::StepDone { headline, .. } => {
-                        output::info(&format!("        {headline}"))
-                    }
-                    Event::Warning(w) => output::warn(&w),
-                }
-            }),
-        },
-    )
-    .map_err(|e| match e {
-        RunError::Invalid(m) => invalid(m, None),
-        other => anyhow::Error::new(other),
-    })
+    RunOptions {
+        store: how.store.clone(),
+        warehouse: how.warehouse.clone(),
+        tool: tool_info(),
+        cancel,
+        seed: how.seed,
+        self_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("yardstick")),
+        only_points: how.only.clone(),
+        spec_dir: how.spec_dir.clone(),
+        inputs_from: how.inputs_from.clone(),
+        telemetry_interval: how.telemetry_interval,
+        slurm: yardstick_run::slurm::Allocation::from_env(),
+        pods: how.pods.clone(),
+        on_event: Box::new(move |e| {
+            if !show {
+                return;
+            }
+            match e {
+                Event::Started {
+                    run_id,
+                    dir,
+                    steps,
+                    done,
+                } => output::info(&format!(
+                    "run {run_id} ({steps} steps{}) -> {}",
+                    if done > 0 {
+                        format!(", {done} already done")
+                    } else {
+                        String::new()
+                    },
+                    dir.display()
+                )),
+                Event::Step {
+                    n,
+                    of,
+                    point,
+                    replicate,
+                } => output::info(&format!("[{n}/{of}] {point} r{replicate}")),
+                Event::StepDone { headline, .. } => output::info(&format!("        {headline}")),
+                Event::Warning(w) => output::warn(&w),
+            }
+        }),
+    }
 }
 
 /// The tool's identity for manifests: version and the git commit of the working directory.

@@ -143,6 +143,18 @@ pub fn outputs() -> Vec<Output> {
         ("push", "yardstick push RUN --to URL --json", || {
             output::<super::push::PushOutput>()
         }),
+        (
+            "run-member",
+            "yardstick run SPEC --shard I/N --json, process I > 0",
+            || output::<yardstick_run::pods::MemberOutcome>(),
+        ),
+        ("k8s-render", "yardstick k8s render SPEC --json", || {
+            output::<super::k8s::RenderOut>()
+        }),
+        #[cfg(feature = "kubernetes-client")]
+        ("k8s-submit", "yardstick k8s submit SPEC --json", || {
+            output::<yardstick_cluster::client::SubmitOut>()
+        }),
     ]
 }
 

@@ -29,6 +29,7 @@ mod gate_cli;
 mod human_snapshots;
 mod import_cli;
 mod interrupt;
+mod k8s;
 mod mcp;
 mod metrics_cli;
 mod nodes_cli;

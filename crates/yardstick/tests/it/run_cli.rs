@@ -748,7 +748,7 @@ fn a_scheduler_engine_is_refused_before_anything_runs() {
             let e = stderr(&o);
             assert!(
                 e.contains(&format!("`execution.engine: {engine}`"))
-                    && e.contains("does not submit to kubernetes yet"),
+                    && e.contains("yardstick k8s render"),
                 "{engine}: {e}"
             );
         }

@@ -1,0 +1,522 @@
+//! A run split across a group of processes that share a directory: the pods of an Indexed Job
+//! (`yardstick run SPEC --shard I/N --shard-dir DIR`, what `yardstick k8s render`'s Job runs),
+//! or any N processes started alike.
+//!
+//! Every member captures its environment (`DIR/env/pod-I.json`) and, when the plan has a micro
+//! layer, runs it (`DIR/micro/pod-I.json`). Member 0 is the run's orchestrator: it runs the
+//! plan as `yardstick run` does and stores ONE run, with every member's environment and micro
+//! figures (`pods/`). The other members walk the same plan and take part only in the steps that
+//! span the group, and exit 0 once their parts ran and were reported (member 0 records a part
+//! that failed):
+//!
+//! * a serve point (MLPerf scenarios and capacity searches aside): every member runs its shard
+//!   of the load (`bench serve --shard I/N --start-at T --output DIR/steps/<step>/shard-I`), and
+//!   member 0 merges the N shards exactly (`yardstick_load::shard_files`) into one point;
+//! * a command point: every member runs the command once, as one rank (`RANK`, `WORLD_SIZE`,
+//!   `MASTER_ADDR` come from the pod's environment); member 0's is the measured one, and a rank
+//!   that fails fails the replicate.
+//!
+//! Every other point (micro, the reference trainer, evals, start-up, data loading) runs on
+//! member 0 only.
+//!
+//! The barrier of a step is files in `DIR/steps/<point>-r<replicate>/`: each member writes
+//! `ready-I` when it reaches the step; member 0, once all N are ready, writes `start` (a unix
+//! time two seconds ahead, the common origin of every shard's schedule); each member writes
+//! `done-I` (its exit status) when its part ended. Files are written to a temporary name and
+//! renamed, so a reader never sees half a file. After a step's merge member 0 removes its
+//! directory (every member is past it). Every wait is bounded (`timeout`): member 0 stores the
+//! run as `incomplete` with the missing member named, then writes `DIR/abort` with the reason,
+//! and the others stop at their next wait — nothing hangs.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::RunError;
+
+/// One member of a group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PodGroup {
+    /// This member's index, 0-based (`JOB_COMPLETION_INDEX`).
+    pub index: u32,
+    /// Members in all.
+    pub count: u32,
+    /// The directory every member shares.
+    pub dir: PathBuf,
+    /// The longest wait for another member.
+    #[serde(with = "secs")]
+    #[schemars(with = "f64")]
+    pub timeout: Duration,
+}
+
+mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_secs_f64(f64::deserialize(d)?.max(0.0)))
+    }
+}
+
+/// How a member's part of a step ended (`done-I`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Done {
+    /// The member.
+    pub index: u32,
+    /// Exit code of what it ran (`None`: it could not run, or was killed).
+    pub exit_code: Option<i32>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// Parses `I/N` (`--shard`).
+pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}` is not I/N"))?;
+    let i: u32 = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}`: the index is not a number"))?;
+    let n: u32 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}`: the count is not a number"))?;
+    if n == 0 || i >= n {
+        return Err(format!("`{s}`: the index is 0 to N-1, N at least 1"));
+    }
+    Ok((i, n))
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp-{}",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+impl PodGroup {
+    /// Whether this member orchestrates and stores the run.
+    pub fn leader(&self) -> bool {
+        self.index == 0
+    }
+
+    /// The directory of one step's barrier and shards.
+    pub fn step_dir(&self, key: &str) -> PathBuf {
+        self.dir.join("steps").join(key)
+    }
+
+    /// The file of member `i` in `sub` (`env`, `micro`).
+    pub fn member_file(&self, sub: &str, i: u32) -> PathBuf {
+        self.dir.join(sub).join(format!("pod-{i}.json"))
+    }
+
+    fn abort_file(&self) -> PathBuf {
+        self.dir.join("abort")
+    }
+
+    /// Member 0 gives up: every other member stops at its next wait.
+    pub fn abort(&self, why: &str) {
+        let _ = write_atomic(&self.abort_file(), why.as_bytes());
+    }
+
+    fn aborted(&self) -> Option<String> {
+        std::fs::read_to_string(self.abort_file()).ok()
+    }
+
+    /// Waits until `ready` holds, polling; the error says what was missing.
+    fn wait(&self, what: &str, mut ready: impl FnMut() -> bool) -> Result<(), String> {
+        let end = Instant::now() + self.timeout;
+        loop {
+            if ready() {
+                return Ok(());
+            }
+            if !self.leader()
+                && let Some(why) = self.aborted()
+            {
+                return Err(format!("member 0 gave up: {why}"));
+            }
+            if Instant::now() >= end {
+                return Err(format!(
+                    "{what} within {}",
+                    humantime::format_duration(self.timeout)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for `sub/pod-I.json` of every member; returns the members whose file never came.
+    pub fn wait_members(&self, sub: &str) -> Vec<u32> {
+        let missing = |g: &PodGroup| -> Vec<u32> {
+            (0..g.count)
+                .filter(|i| !g.member_file(sub, *i).is_file())
+                .collect()
+        };
+        let _ = self.wait(sub, || missing(self).is_empty());
+        missing(self)
+    }
+
+    /// This member reached step `key`; waits for its start time (unix seconds). Member 0
+    /// writes it once every member is ready.
+    pub fn start(&self, key: &str) -> Result<f64, String> {
+        let d = self.step_dir(key);
+        write_atomic(&d.join(format!("ready-{}", self.index)), b"")
+            .map_err(|e| format!("{}: {e}", d.display()))?;
+        let start = d.join("start");
+        if self.leader() {
+            let missing = |g: &PodGroup| -> Vec<u32> {
+                (0..g.count)
+                    .filter(|i| !d.join(format!("ready-{i}")).exists())
+                    .collect()
+            };
+            self.wait("every pod ready", || missing(self).is_empty())
+                .map_err(|e| {
+                    format!(
+                        "pod(s) {} never reached step {key}: not {e}",
+                        join(&missing(self))
+                    )
+                })?;
+            let t = crate::serve::start_ahead();
+            write_atomic(&start, format!("{t:.3}").as_bytes())
+                .map_err(|e| format!("{}: {e}", start.display()))?;
+            return Ok(t);
+        }
+        self.wait("the start time of step", || start.is_file())
+            .map_err(|e| format!("step {key}: {e}"))?;
+        std::fs::read_to_string(&start)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| format!("{}: not a time", start.display()))
+    }
+
+    /// This member's part of step `key` ended.
+    pub fn done(&self, key: &str, exit_code: Option<i32>, error: Option<String>) {
+        let d = Done {
+            index: self.index,
+            exit_code,
+            error,
+        };
+        let _ = write_atomic(
+            &self.step_dir(key).join(format!("done-{}", self.index)),
+            &serde_json::to_vec(&d).expect("JSON"),
+        );
+    }
+
+    /// Member 0: waits for every other member's part of step `key`; an error names the members
+    /// that never reported.
+    pub fn wait_done(&self, key: &str) -> Result<Vec<Done>, String> {
+        let d = self.step_dir(key);
+        let missing = |g: &PodGroup| -> Vec<u32> {
+            (0..g.count)
+                .filter(|i| !d.join(format!("done-{i}")).is_file())
+                .collect()
+        };
+        self.wait("every pod's part", || missing(self).is_empty())
+            .map_err(|e| {
+                format!(
+                    "the shard of pod(s) {} of step {key} never arrived: not {e}",
+                    join(&missing(self))
+                )
+            })?;
+        Ok((0..self.count)
+            .filter_map(|i| {
+                serde_json::from_slice(&std::fs::read(d.join(format!("done-{i}"))).ok()?).ok()
+            })
+            .collect())
+    }
+
+    /// This member's shard of a serve step: `exe ARGS --shard I/N --start-at T --output
+    /// DIR/steps/<key>/shard-I`, and how it ended.
+    pub fn run_serve_shard(&self, exe: &Path, args: &[String], key: &str, start_at: f64) -> Done {
+        let out = self.step_dir(key).join(format!("shard-{}", self.index));
+        let status = std::process::Command::new(exe)
+            .args(args)
+            .arg("--shard")
+            .arg(format!("{}/{}", self.index, self.count))
+            .arg("--start-at")
+            .arg(format!("{start_at:.3}"))
+            .arg("--output")
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .status();
+        done_of(self.index, status)
+    }
+
+    /// This member's rank of a command step (a member other than 0; member 0's is measured).
+    pub fn run_command_rank(&self, argv: &[String], key: &str) -> Done {
+        let Some((program, rest)) = argv.split_first() else {
+            return Done {
+                index: self.index,
+                exit_code: None,
+                error: Some("empty command".into()),
+            };
+        };
+        let status = std::process::Command::new(program)
+            .args(rest)
+            .env(
+                "YARDSTICK_METRICS",
+                self.step_dir(key)
+                    .join(format!("metrics-{}.jsonl", self.index)),
+            )
+            .stdout(std::process::Stdio::null())
+            .status();
+        done_of(self.index, status)
+    }
+}
+
+fn done_of(index: u32, status: std::io::Result<std::process::ExitStatus>) -> Done {
+    match status {
+        Ok(s) => Done {
+            index,
+            exit_code: s.code(),
+            error: (!s.success()).then(|| s.to_string()),
+        },
+        Err(e) => Done {
+            index,
+            exit_code: None,
+            error: Some(e.to_string()),
+        },
+    }
+}
+
+fn join(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// The key of a step's barrier directory.
+pub fn step_key(point_slug: &str, replicate: u32) -> String {
+    format!("{point_slug}-r{replicate}")
+}
+
+/// What a member other than 0 did (`yardstick run --shard I/N` with I > 0 prints it).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemberOutcome {
+    /// The member.
+    pub index: u32,
+    /// Members in all.
+    pub count: u32,
+    /// The steps it took part in, with how its part ended.
+    pub steps: Vec<MemberStep>,
+}
+
+/// One step a member took part in.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemberStep {
+    /// The step (`<point>-r<replicate>`).
+    pub step: String,
+    /// `serve-shard` or `command-rank`.
+    pub part: String,
+    /// How it ended.
+    pub done: Done,
+}
+
+/// Whether a point spans the group: serve points (not MLPerf scenarios or capacity searches,
+/// which run on member 0) and command points.
+pub fn spans_group(work: &crate::PointWork) -> bool {
+    matches!(
+        work,
+        crate::PointWork::Serve {
+            mlperf: None,
+            capacity: None,
+            ..
+        } | crate::PointWork::Command { .. }
+    )
+}
+
+/// A member other than 0: captures its environment (and micro layer), then takes its part in
+/// every step of `plan` that spans the group, in the plan's order. Stores no run.
+pub fn run_member(
+    plan: &crate::Plan,
+    group: &PodGroup,
+    exe: &Path,
+    seed: u64,
+    trials: &yardstick_spec::Trials,
+    tool_version: &str,
+    secret_env: Vec<String>,
+) -> Result<MemberOutcome, RunError> {
+    capture_member(group, exe, plan, trials, tool_version, secret_env);
+    let mut steps = Vec::new();
+    for step in &plan.steps {
+        let point = &plan.points[step.point];
+        if !spans_group(&point.work) {
+            continue;
+        }
+        let key = step_key(&point.slug, step.replicate);
+        let start_at = group.start(&key).map_err(RunError::Workload)?;
+        let seed = seed ^ (u64::from(step.replicate) << 32);
+        let (part, done) = match &point.work {
+            crate::PointWork::Serve { url, .. } => {
+                let url = url.clone().unwrap_or_default();
+                let args = crate::serve::shard_args(&point.work, &url, seed)?;
+                (
+                    "serve-shard",
+                    group.run_serve_shard(exe, &args, &key, start_at),
+                )
+            }
+            crate::PointWork::Command { argv, .. } => {
+                ("command-rank", group.run_command_rank(argv, &key))
+            }
+            _ => unreachable!("only steps that span the group"),
+        };
+        group.done(&key, done.exit_code, done.error.clone());
+        steps.push(MemberStep {
+            step: key,
+            part: part.into(),
+            done,
+        });
+    }
+    Ok(MemberOutcome {
+        index: group.index,
+        count: group.count,
+        steps,
+    })
+}
+
+/// The `bench micro` arguments of the plan's micro kinds that run on every node (memory, GEMM,
+/// storage, with the plan's sizes); `None` when the plan has none.
+pub fn micro_args(plan: &crate::Plan, trials: &yardstick_spec::Trials) -> Option<Vec<String>> {
+    let mut args: Vec<String> = vec!["--json".into(), "bench".into(), "micro".into()];
+    let mut kinds = 0;
+    for p in &plan.points {
+        let crate::PointWork::Micro { micro, sizes } = &p.work else {
+            continue;
+        };
+        let flag = match micro.as_str() {
+            "memory" => "--memory-size",
+            "gemm" => "--gemm-size",
+            "storage" => "--storage-size",
+            _ => continue,
+        };
+        args.push(micro.clone());
+        kinds += 1;
+        for s in sizes.iter().flatten() {
+            args.extend([flag.to_string(), s.to_string()]);
+        }
+    }
+    if kinds == 0 {
+        return None;
+    }
+    args.extend([
+        "--replicates".into(),
+        trials.replicates.unwrap_or(3).max(3).to_string(),
+    ]);
+    Some(args)
+}
+
+/// This member's environment (`env/pod-I.json`) and, when the plan has a micro layer, its micro
+/// figures (`micro/pod-I.json`, `bench micro --json`) in the shared directory.
+pub fn capture_member(
+    group: &PodGroup,
+    exe: &Path,
+    plan: &crate::Plan,
+    trials: &yardstick_spec::Trials,
+    tool_version: &str,
+    secret_env: Vec<String>,
+) {
+    let env = yardstick_env::capture(&yardstick_env::CaptureOptions {
+        tool_version: Some(tool_version.to_string()),
+        secret_env,
+        ..Default::default()
+    });
+    let mut v = serde_json::to_value(&env).expect("JSON");
+    v["pod"] = serde_json::json!({
+        "index": group.index,
+        "node": std::env::var("YARDSTICK_NODE_NAME").ok(),
+        "job": std::env::var("YARDSTICK_JOB_NAME").ok(),
+    });
+    let _ = write_atomic(
+        &group.member_file("env", group.index),
+        &serde_json::to_vec_pretty(&v).expect("JSON"),
+    );
+    if let Some(args) = micro_args(plan, trials) {
+        let out = std::process::Command::new(exe).args(&args).output();
+        // Written whatever happened, so member 0 does not wait out its timeout for a file that
+        // will never come: a failure is a document that gives no figures, and says why.
+        let bytes = match out {
+            Ok(o) if o.status.success() => o.stdout,
+            Ok(o) => serde_json::to_vec(&serde_json::json!({
+                "error": format!(
+                    "bench micro: {}: {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )
+            }))
+            .expect("JSON"),
+            Err(e) => {
+                serde_json::to_vec(&serde_json::json!({"error": format!("bench micro: {e}")}))
+                    .expect("JSON")
+            }
+        };
+        let _ = write_atomic(&group.member_file("micro", group.index), &bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(dir: &Path, index: u32, count: u32, ms: u64) -> PodGroup {
+        PodGroup {
+            index,
+            count,
+            dir: dir.to_path_buf(),
+            timeout: Duration::from_millis(ms),
+        }
+    }
+
+    #[test]
+    fn shards_parse_as_index_over_count() {
+        assert_eq!(parse_shard("1/4"), Ok((1, 4)));
+        assert!(parse_shard("4/4").is_err());
+        assert!(parse_shard("0/0").is_err());
+        assert!(parse_shard("x/2").is_err());
+        assert!(parse_shard("3").is_err());
+    }
+
+    #[test]
+    fn every_member_starts_at_the_time_member_0_wrote_once_all_were_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_path_buf();
+        let members: Vec<_> = (1..3)
+            .map(|i| {
+                let g = group(&d, i, 3, 10_000);
+                std::thread::spawn(move || g.start("p-r0"))
+            })
+            .collect();
+        let t0 = group(&d, 0, 3, 10_000).start("p-r0").unwrap();
+        for m in members {
+            assert_eq!(m.join().unwrap().unwrap(), (t0 * 1000.0).round() / 1000.0);
+        }
+    }
+
+    #[test]
+    fn a_member_that_never_comes_is_named_and_nothing_hangs() {
+        let dir = tempfile::tempdir().unwrap();
+        let leader = group(dir.path(), 0, 2, 200);
+        let e = leader.start("p-r0").unwrap_err();
+        assert!(e.contains("pod(s) 1 never reached step p-r0"), "{e}");
+        leader.done("p-r1", Some(0), None);
+        let e = leader.wait_done("p-r1").unwrap_err();
+        assert!(e.contains("pod(s) 1 of step p-r1 never arrived"), "{e}");
+        // A member waiting for a start stops when member 0 gives up.
+        leader.abort("gave up");
+        let member = group(dir.path(), 1, 2, 60_000);
+        let t = Instant::now();
+        let e = member.start("p-r2").unwrap_err();
+        assert!(e.contains("member 0 gave up"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+}
