@@ -99,6 +99,62 @@ pub struct PointReport {
     /// Per-step times of a training or command point that reported steps.
     #[serde(skip_serializing)]
     pub steps: Vec<StepSeries>,
+    /// The probes of a capacity point's searches (`load: {mode: capacity}`), every replicate's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<CapacityProbe>,
+}
+
+/// One probe of a capacity search, as its replicate's result records it.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CapacityProbe {
+    /// The replicate (search) it belongs to.
+    pub replicate: u32,
+    /// The load probed (req/s, or concurrent requests).
+    pub load: f64,
+    /// `holds`, `breaks` or `undecided`.
+    pub outcome: String,
+    /// Measured requests.
+    pub requests: u64,
+    /// p99 TTFT, TPOT and E2E of the probe's last part, ms.
+    pub p99_ms: [Option<f64>; 3],
+    /// The SLO's bounds on TTFT, TPOT and E2E, ms.
+    pub slo_ms: [Option<f64>; 3],
+    /// `req/s` or `concurrent requests`.
+    pub unit: String,
+}
+
+/// The probes a replicate's result records (`summary.capacity.probes`).
+fn probes_of(k: u32, v: &Value) -> Vec<CapacityProbe> {
+    let c = &v["summary"]["capacity"];
+    let slo = [
+        c["slo"]["ttft_ms"].as_f64(),
+        c["slo"]["tpot_ms"].as_f64(),
+        c["slo"]["e2e_ms"].as_f64(),
+    ];
+    let unit = c["unit"].as_str().unwrap_or("").to_string();
+    c["probes"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .filter_map(|p| {
+                    let s = &p["summary"];
+                    Some(CapacityProbe {
+                        replicate: k,
+                        load: p["load"].as_f64()?,
+                        outcome: p["outcome"].as_str()?.to_string(),
+                        requests: p["requests"].as_u64().unwrap_or(0),
+                        p99_ms: [
+                            s["ttft_ms"]["p99"].as_f64(),
+                            s["tpot_ms"]["p99"].as_f64(),
+                            s["e2e_ms"]["p99"].as_f64(),
+                        ],
+                        slo_ms: slo,
+                        unit: unit.clone(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// One (metric, statistic) of a point.
@@ -431,7 +487,9 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
                 }
             }
         }
+        let probes = recs.iter().flat_map(|(k, _, v)| probes_of(*k, v)).collect();
         out_points.push(PointReport {
+            probes,
             metrics: point_metrics(facts, &id),
             id,
             layer,

@@ -1766,3 +1766,84 @@ pub fn frontier(runs: &[&RunReport]) -> Result<Option<Section>, ReportError> {
     ));
     Ok(Some(sec))
 }
+
+/// The probes of every capacity point: each probe's p99 latency of the first objective against
+/// its load, green where the SLO held, red where it broke, orange where the test stayed
+/// undecided, the SLO's bound dashed; one marker shape per replicate (search).
+pub fn capacity(r: &RunReport) -> Result<Option<Section>, ReportError> {
+    let points: Vec<&PointReport> = r.points.iter().filter(|p| !p.probes.is_empty()).collect();
+    if points.is_empty() {
+        return Ok(None);
+    }
+    let mut sec = Section::new(
+        "capacity",
+        "Capacity searches",
+        "Every probe of each search (a replicate): its p99 latency against the load it offered, \
+         green where the SLO held at the test's confidence, red where it broke, orange where too \
+         few requests decided it (counted as breaking). The dashed line is the SLO's bound; the \
+         capacity is the highest green load below the lowest red.",
+    );
+    for p in points {
+        // The first objective the SLO bounds: TTFT, else TPOT, else E2E.
+        let Some(k) = (0..3).find(|&k| p.probes[0].slo_ms[k].is_some()) else {
+            sec.notes
+                .push(format!("{}: the search had no SLO bound", p.id));
+            continue;
+        };
+        let name = ["TTFT", "TPOT", "E2E"][k];
+        let bound = p.probes[0].slo_ms[k].unwrap_or(0.0);
+        let pts: Vec<(f64, f64, &str, u32)> = p
+            .probes
+            .iter()
+            .filter_map(|q| Some((q.load, q.p99_ms[k]?, q.outcome.as_str(), q.replicate)))
+            .collect();
+        if pts.is_empty() {
+            sec.notes
+                .push(format!("{}: no probe measured {name}", p.id));
+            continue;
+        }
+        let xmax = pts.iter().map(|p| p.0).fold(0.0, f64::max) * 1.1 + 1e-9;
+        // Latencies past a broken SLO grow without bound: show up to 4× the bound.
+        let ymax = pts
+            .iter()
+            .map(|p| p.1)
+            .fold(bound * 1.5, f64::max)
+            .min(bound.max(1e-9) * 4.0);
+        let unit = p.probes[0].unit.clone();
+        let title = format!("{} · p99 {name} per probe", p.id);
+        let svg = svg(&title, (W, H), |root| {
+            let mut chart = ChartBuilder::on(root)
+                .caption(&title, (FONT, 16))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(56)
+                .build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
+            chart
+                .configure_mesh()
+                .light_line_style(TRANSPARENT)
+                .x_desc(format!("load ({unit})"))
+                .y_desc(format!("p99 {name} ms"))
+                .x_label_formatter(&|v| num(*v))
+                .draw()?;
+            chart.draw_series(DashedLineSeries::new(
+                vec![(0.0, bound), (xmax, bound)],
+                6,
+                4,
+                GREY.stroke_width(2),
+            ))?;
+            chart.draw_series(pts.iter().map(|(x, y, outcome, rep)| {
+                let c = match *outcome {
+                    "holds" => RGBColor(44, 160, 44),
+                    "breaks" => RGBColor(214, 39, 40),
+                    _ => RGBColor(230, 145, 0),
+                };
+                let y = y.min(ymax * 0.98);
+                let size = 4 + (*rep % 3) as i32;
+                Circle::new((*x, y), size, c.filled())
+            }))?;
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg });
+    }
+    Ok(Some(sec))
+}

@@ -267,6 +267,35 @@ fn a_spec_with_load_mode_capacity_stores_the_capacity_as_a_gated_fact() {
         .find(|m| m["metric"] == "capacity_cost_per_1m_output_tokens")
         .unwrap_or_else(|| panic!("the gate compares the cost: {g}"));
     assert_eq!(c["class"], "cost", "{c}");
+    // The report plots every probe of the three searches.
+    let html = dir.path().join("capacity.html");
+    let r = yardstick()
+        .args(["--json", "report", id, "--html"])
+        .arg(&html)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let rep = json(&r);
+    let point = rep["report"]["run"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "component.0.serve/D(16,8)/capacity")
+        .unwrap()
+        .clone();
+    let probes = point["probes"].as_array().unwrap();
+    let counted = &p["metrics"]["capacity_probes"]["value"];
+    let total = counted["mean"].as_f64().unwrap() * counted["n"].as_f64().unwrap();
+    assert_eq!(probes.len() as f64, total, "every probe of every search");
+    assert!(
+        probes
+            .iter()
+            .any(|q| q["outcome"] == "holds" && q["load"] == 6.0)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("id=\"capacity\"") && page.contains("p99 TTFT per probe"));
 }
 
 #[test]
