@@ -398,6 +398,7 @@ impl ServeBench {
                             failures,
                             summary.ttft_ms.as_ref().map(|d| d.mean),
                         ));
+                        summary.server_series = readings;
                     }
                 }
                 summary.schedule_origin_ns = Some(run.origin_ns);

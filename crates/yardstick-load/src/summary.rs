@@ -361,6 +361,10 @@ pub struct PointSummary {
     /// What the server's Prometheus endpoint said during the point (`--server-metrics`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub server: Option<crate::scrape::ServerMetrics>,
+    /// Every scrape of the point, for storing as a series (not part of the summary's JSON).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub server_series: Vec<crate::scrape::Reading>,
     /// The first error message seen, if any.
     pub first_error: Option<String>,
 }
@@ -478,6 +482,7 @@ pub fn summarize(
         cost_per_1k_requests: None,
         energy_j_per_output_token: None,
         energy_unavailable: None,
+        server_series: Vec::new(),
         server: None,
         first_error: measured
             .iter()

@@ -1004,7 +1004,10 @@ pub fn execute(
                         out.map(|o| (o.summary, Some(o.samples), Vec::new()))
                     }
                     _ => serve::run_replicate(&rt, &point.work, &url, seed, opts.cancel.clone())
-                        .map(|o| (o.summary, Some(o.samples), Vec::new())),
+                        .map(|o| {
+                            let files = o.files();
+                            (o.summary, Some(o.samples), files)
+                        }),
                 }
             }
             PointWork::Eval { url, .. } => {

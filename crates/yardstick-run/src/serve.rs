@@ -21,6 +21,47 @@ pub struct ServeOutcome {
     pub summary: serde_json::Value,
     /// Raw records, one row per request.
     pub samples: Table,
+    /// The server's metrics, one row per scrape (`server-metrics.parquet` beside the logs).
+    pub server_series: Option<Table>,
+}
+
+impl ServeOutcome {
+    /// The files to keep beside the replicate's logs: the scrapes of the server's metrics.
+    pub fn files(&self) -> Vec<(String, Vec<u8>)> {
+        self.server_series
+            .as_ref()
+            .and_then(|t| t.to_parquet(&[]).ok())
+            .map(|b| vec![("server-metrics.parquet".to_string(), b)])
+            .unwrap_or_default()
+    }
+}
+
+/// One row per scrape of the server's metrics: seconds since the first scrape and each
+/// reading (empty cells where the server does not export it).
+pub fn server_series_table(rows: &[yardstick_load::scrape::Reading]) -> Option<Table> {
+    if rows.is_empty() {
+        return None;
+    }
+    let col = |f: fn(&yardstick_load::scrape::Reading) -> Option<f64>| {
+        Column::OptF64(rows.iter().map(f).collect())
+    };
+    Some(
+        Table::new()
+            .with(
+                "t_s",
+                Column::OptF64(rows.iter().map(|r| Some(r.t_s)).collect()),
+            )
+            .with("running", col(|r| r.running))
+            .with("waiting", col(|r| r.waiting))
+            .with("kv_cache_usage", col(|r| r.kv_usage))
+            .with("preemptions_total", col(|r| r.preemptions))
+            .with("prefix_cache_hits_total", col(|r| r.prefix_hits))
+            .with("prefix_cache_queries_total", col(|r| r.prefix_queries))
+            .with("ttft_seconds_sum", col(|r| r.ttft_sum_s))
+            .with("ttft_seconds_count", col(|r| r.ttft_count))
+            .with("queue_seconds_sum", col(|r| r.queue_sum_s))
+            .with("queue_seconds_count", col(|r| r.queue_count)),
+    )
 }
 
 /// Runs one replicate of a serve point against `url`.
@@ -156,6 +197,7 @@ pub fn run_replicate(
         return Ok(ServeOutcome {
             summary,
             samples: records_table(&run.point.records),
+            server_series: server_series_table(&run.point.summary.server_series),
         });
     }
     let mut results = rt
@@ -169,6 +211,7 @@ pub fn run_replicate(
     Ok(ServeOutcome {
         summary,
         samples: records_table(&result.records),
+        server_series: server_series_table(&result.summary.server_series),
     })
 }
 
@@ -243,6 +286,7 @@ fn run_capacity(
     Ok(ServeOutcome {
         summary,
         samples: records_table(&[]),
+        server_series: None,
     })
 }
 
@@ -359,6 +403,7 @@ pub fn merge_shards(dirs: &[std::path::PathBuf]) -> Result<ServeOutcome, RunErro
     Ok(ServeOutcome {
         summary,
         samples: records_table(&result.records),
+        server_series: server_series_table(&result.summary.server_series),
     })
 }
 

@@ -65,6 +65,28 @@ fn the_servers_own_metrics_explain_the_queue_and_agree_on_ttft() {
     assert!(p["client_queue_ms"]["p99"].as_f64().unwrap() < queue);
     assert!(p.get("client_bottleneck").is_none(), "{p}");
 
+    // The scrapes themselves, stored as a series with --output.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = serve(&sim, &["--output", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let scrapes = json(&o)["points"][0]["server_scrapes"].as_u64().unwrap();
+    let rows = yardstick_store::samples::read_rows(
+        std::fs::read(out.join("server-metrics-p0.parquet")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rows.len() as u64, scrapes, "a row per scrape");
+    assert!(
+        rows.iter()
+            .any(|r| r["waiting"].as_f64().unwrap_or(0.0) >= 1.0)
+    );
+    assert_eq!(
+        rows.iter()
+            .filter_map(|r| r["running"].as_f64())
+            .fold(0.0, f64::max),
+        4.0
+    );
+
     // Off: nothing scraped. A bad URL: exit 2.
     let off = json(&serve(&sim, &["--server-metrics", "off"]));
     assert!(off["points"][0].get("server_scrapes").is_none(), "{off}");
@@ -139,4 +161,53 @@ fn cost_per_token_follows_the_price_and_energy_is_measured_or_said_unavailable()
     assert_eq!(bad.status.code(), Some(2));
     let bad = serve(&sim, &["--accelerators", "4"]);
     assert_eq!(bad.status.code(), Some(2), "--accelerators needs a price");
+}
+
+#[test]
+fn a_runs_serve_points_keep_the_servers_series_and_facts() {
+    let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "2", "--max-running", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let spec = dir.path().join("s.yaml");
+    std::fs::write(
+        &spec,
+        crate::common::layered_spec(
+            "scraped",
+            &format!(
+                "    component:
+      - kind: serve
+        target: {{url: \"{}\", api: chat, model: m}}
+        scenarios: [\"D(16,8)\"]
+        load: {{mode: concurrency, values: [4]}}
+        stop: {{maxRequests: 40, maxDuration: 10s}}
+",
+                sim.url
+            ),
+        )
+        .replace("concurrency: 1\n", "concurrency: 4\n"),
+    )
+    .unwrap();
+    let o = crate::common::run_spec(&spec, &store, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    let p = &v["summary"]["points"][0];
+    assert_eq!(p["metrics"]["server_running"]["max"]["mean"], 2.0, "{p}");
+    assert!(
+        p["metrics"]["server_ttft_ms"]["value"]["mean"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let run = std::path::Path::new(v["dir"].as_str().unwrap());
+    let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
+    let series: Vec<&str> = manifest
+        .split('"')
+        .filter(|s| s.ends_with("/server-metrics.parquet"))
+        .collect();
+    assert_eq!(series.len(), 3, "one series per replicate: {series:?}");
+    for s in series {
+        let rows =
+            yardstick_store::samples::read_rows(std::fs::read(run.join(s)).unwrap()).unwrap();
+        assert!(!rows.is_empty());
+    }
 }

@@ -502,6 +502,14 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             .map(|r| PointHistograms::of(&r.records))
             .collect();
         shard_files::write_dir(dir, &doc, &results, &hist, &ParquetRecords).map_err(shard_error)?;
+        // The server's metrics, one file per point that scraped them.
+        for (k, r) in results.iter().enumerate() {
+            if let Some(t) = yardstick_run::serve::server_series_table(&r.summary.server_series) {
+                let path = dir.join(format!("server-metrics-p{k}.parquet"));
+                std::fs::write(&path, t.to_parquet(&[])?)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
     }
     if g.json {
         output::json(&doc)?;
