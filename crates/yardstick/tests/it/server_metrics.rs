@@ -179,7 +179,7 @@ fn a_runs_serve_points_keep_the_servers_series_and_facts() {
         target: {{url: \"{}\", api: chat, model: m}}
         scenarios: [\"D(16,8)\"]
         load: {{mode: concurrency, values: [4]}}
-        stop: {{maxRequests: 40, maxDuration: 10s}}
+        stop: {{maxRequests: 200, maxDuration: 20s}}
 ",
                 sim.url
             ),
@@ -191,6 +191,15 @@ fn a_runs_serve_points_keep_the_servers_series_and_facts() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = json(&o);
     let p = &v["summary"]["points"][0];
+    // 200 requests of 19 ms through 2 slots take about 2 s: scraped every 500 ms, every
+    // replicate has scrapes in the middle of its point, when both slots are busy.
+    assert!(
+        p["metrics"]["server_scrapes"]["value"]["mean"]
+            .as_f64()
+            .unwrap()
+            >= 3.0,
+        "{p}"
+    );
     assert_eq!(p["metrics"]["server_running"]["max"]["mean"], 2.0, "{p}");
     assert!(
         p["metrics"]["server_ttft_ms"]["value"]["mean"]
