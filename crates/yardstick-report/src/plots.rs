@@ -117,6 +117,21 @@ fn padded(lo: f64, hi: f64, frac: f64) -> (f64, f64) {
     }
 }
 
+/// The legend of a chart's labelled series at `pos`, on a translucent white box.
+fn legend<'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    pos: SeriesLabelPosition,
+) -> DrawResult {
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, 12))
+        .draw()?;
+    Ok(())
+}
+
 fn legend_line(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
     move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
 }
@@ -235,13 +250,7 @@ pub fn histogram(title: &str, data: &[f64], log: bool) -> Result<Option<String>,
                     .legend(legend_line(c));
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 12))
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())
     })
     .map(Some)
@@ -357,13 +366,7 @@ pub fn latency_cdf(r: &RunReport) -> Result<Section, ReportError> {
                     .label(name.as_str())
                     .legend(legend_line(c));
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT, 12))
-                .draw()?;
+            legend(&mut chart, SeriesLabelPosition::LowerRight)?;
             Ok(())
         })?;
         sec.figures.push(Figure { title, svg });
@@ -501,13 +504,7 @@ pub fn throughput_latency(r: &RunReport) -> Result<Section, ReportError> {
             chart.draw_series(rows.iter().filter_map(|r| {
                 r.2[0].map(|y| Text::new(r.0.clone(), (r.1, y), (FONT, 11).into_font()))
             }))?;
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT, 12))
-                .draw()?;
+            legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
             Ok(())
         })?;
         sec.figures.push(Figure { title, svg });
@@ -601,13 +598,7 @@ pub fn percentiles(r: &RunReport) -> Result<Section, ReportError> {
                     })
                 }))?;
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT, 12))
-                .draw()?;
+            legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
             Ok(())
         })?;
         sec.figures.push(Figure { title, svg });
@@ -725,13 +716,7 @@ pub fn step_times(r: &RunReport) -> Result<Section, ReportError> {
                     .label(name)
                     .legend(legend_line(c));
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT, 12))
-                .draw()?;
+            legend(&mut chart, SeriesLabelPosition::UpperRight)?;
             Ok(())
         })?;
         sec.figures.push(Figure { title, svg });
@@ -787,13 +772,7 @@ pub fn scaling(r: &RunReport) -> Result<Section, ReportError> {
             .label("measured")
             .legend(legend_line(color(0)));
         chart.draw_series(line.iter().map(|p| Circle::new(*p, 4, color(0).filled())))?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 12))
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::LowerLeft)?;
         Ok(())
     })?;
     sec.figures.push(Figure { title, svg });
@@ -1170,13 +1149,7 @@ pub fn telemetry(r: &RunReport) -> Result<Section, ReportError> {
                     .label(*d)
                     .legend(legend_line(c));
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT, 12))
-                .draw()?;
+            legend(&mut chart, SeriesLabelPosition::LowerRight)?;
             Ok(())
         })?;
         sec.figures.push(Figure { title, svg });
@@ -1627,15 +1600,9 @@ pub fn frontier(runs: &[&RunReport]) -> Result<Option<Section>, ReportError> {
                 (FONT, 11).into_font(),
             )
         }))?;
-        chart
-            .configure_series_labels()
-            // A frontier falls from the top left to the bottom right: the corner below it is
-            // empty.
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 12))
-            .draw()?;
+        // A frontier falls from the top left to the bottom right: the corner below it is
+        // empty.
+        legend(&mut chart, SeriesLabelPosition::LowerLeft)?;
         Ok(())
     })?;
     sec.figures.push(Figure { title, svg: svg1 });
@@ -1677,13 +1644,7 @@ pub fn frontier(runs: &[&RunReport]) -> Result<Option<Section>, ReportError> {
                 chart.draw_series(DashedLineSeries::new(p99, 6, 4, col.stroke_width(1)))?;
                 chart.draw_series(p50.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT, 12))
-                .draw()?;
+            legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
             Ok(())
         })?;
         sec.figures.push(Figure { title, svg: svg2 });
@@ -1728,13 +1689,7 @@ pub fn frontier(runs: &[&RunReport]) -> Result<Option<Section>, ReportError> {
                     .legend(legend_line(col));
                 chart.draw_series(line.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font((FONT, 12))
-                .draw()?;
+            legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
             Ok(())
         })?;
         sec.figures.push(Figure { title, svg: svg3 });
