@@ -117,9 +117,39 @@ fn padded(lo: f64, hi: f64, frac: f64) -> (f64, f64) {
     }
 }
 
+/// A chart's coordinates: two linear f64 axes.
+type XY =
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>;
+
+/// A chart of two linear axes starting at `x` and `y`, captioned `title`, its mesh drawn with
+/// the axes' descriptions and no minor grid lines, x labels as [`num`].
+fn xy_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<ChartContext<'a, SVGBackend<'b>, XY>, Box<dyn std::error::Error>> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(x, y)?;
+    chart
+        .configure_mesh()
+        .light_line_style(TRANSPARENT)
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&|v| num(*v))
+        .draw()?;
+    Ok(chart)
+}
+
 /// The legend of a chart's labelled series at `pos`, on a translucent white box.
-fn legend<'a, CT: plotters::coord::CoordTranslate>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+fn legend<'a, 'b: 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
     pos: SeriesLabelPosition,
 ) -> DrawResult {
     chart
@@ -346,19 +376,7 @@ pub fn latency_cdf(r: &RunReport) -> Result<Section, ReportError> {
         let (x0, x1) = padded(lo, hi, 0.02);
         let title = format!("{label} CDF");
         let svg = svg(&title, (W, H), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(56)
-                .build_cartesian_2d(x0..x1, 0.0..1.0)?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_desc("ms")
-                .y_desc("fraction of requests")
-                .x_label_formatter(&|v| num(*v))
-                .draw()?;
+            let mut chart = xy_chart(root, &title, x0..x1, 0.0..1.0, "ms", "fraction of requests")?;
             for (i, (name, pts)) in lines.iter().enumerate() {
                 let c = color(i);
                 chart
@@ -473,19 +491,7 @@ pub fn throughput_latency(r: &RunReport) -> Result<Section, ReportError> {
         let y1 = ys.iter().copied().fold(0.0, f64::max) * 1.15;
         let title = format!("Throughput vs latency · {scenario}");
         let svg = svg(&title, (W, H), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(56)
-                .build_cartesian_2d(x0..x1, 0.0..y1)?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_desc(x_unit)
-                .y_desc("ms")
-                .x_label_formatter(&|v| num(*v))
-                .draw()?;
+            let mut chart = xy_chart(root, &title, x0..x1, 0.0..y1, x_unit, "ms")?;
             for (k, name) in ["TTFT p50", "TTFT p99", "E2E p50"].iter().enumerate() {
                 let pts: Vec<(f64, f64)> = rows
                     .iter()
@@ -744,19 +750,7 @@ pub fn scaling(r: &RunReport) -> Result<Section, ReportError> {
     let y1 = pts.iter().map(|p| p.2).fold(1.0, f64::max) * 1.15;
     let title = format!("Scaling efficiency ({})", pts[0].3);
     let svg = svg(&title, (W, H), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&title, (FONT, 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(x0..x1, 0.0..y1)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc("world size")
-            .y_desc("efficiency")
-            .x_label_formatter(&|v| num(*v))
-            .draw()?;
+        let mut chart = xy_chart(root, &title, x0..x1, 0.0..y1, "world size", "efficiency")?;
         chart
             .draw_series(DashedLineSeries::new(
                 vec![(x0, 1.0), (x1, 1.0)],
@@ -1566,19 +1560,14 @@ pub fn frontier(runs: &[&RunReport]) -> Result<Option<Section>, ReportError> {
     let ymax = pts.iter().map(|p| p.per_user).fold(0.0, f64::max);
     let title = format!("Per-user speed vs throughput {per}");
     let svg1 = svg(&title, (W, H + 60), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&title, (FONT, 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..xmax * 1.12 + 1e-9, 0.0..ymax * 1.15 + 1e-9)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc(x_desc.as_str())
-            .y_desc("output tokens/s per user")
-            .x_label_formatter(&|v| num(*v))
-            .draw()?;
+        let mut chart = xy_chart(
+            root,
+            &title,
+            0.0..xmax * 1.12 + 1e-9,
+            0.0..ymax * 1.15 + 1e-9,
+            x_desc.as_str(),
+            "output tokens/s per user",
+        )?;
         for (k, c) in curves.iter().enumerate() {
             let line: Vec<(f64, f64)> = of(c).iter().map(|p| (p.throughput, p.per_user)).collect();
             let col = color(k);
@@ -1614,19 +1603,14 @@ pub fn frontier(runs: &[&RunReport]) -> Result<Option<Section>, ReportError> {
     if tmax > 0.0 {
         let title = format!("TTFT vs throughput {per}");
         let svg2 = svg(&title, (W, H), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(56)
-                .build_cartesian_2d(0.0..xmax * 1.12 + 1e-9, 0.0..tmax * 1.15)?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_desc(x_desc.as_str())
-                .y_desc("TTFT ms (solid p50, dashed p99)")
-                .x_label_formatter(&|v| num(*v))
-                .draw()?;
+            let mut chart = xy_chart(
+                root,
+                &title,
+                0.0..xmax * 1.12 + 1e-9,
+                0.0..tmax * 1.15,
+                x_desc.as_str(),
+                "TTFT ms (solid p50, dashed p99)",
+            )?;
             for (k, c) in curves.iter().enumerate() {
                 let col = color(k);
                 let p50: Vec<(f64, f64)> = of(c)
@@ -1659,19 +1643,14 @@ pub fn frontier(runs: &[&RunReport]) -> Result<Option<Section>, ReportError> {
         let gmax = good.iter().filter_map(|p| p.goodput).fold(0.0, f64::max);
         let title = "Goodput vs offered load".to_string();
         let svg3 = svg(&title, (W, H), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(56)
-                .build_cartesian_2d(0.0..omax * 1.12 + 1e-9, 0.0..gmax * 1.15 + 1e-9)?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_desc("offered load (concurrency, or requests/s)")
-                .y_desc("goodput, requests/s meeting the SLO")
-                .x_label_formatter(&|v| num(*v))
-                .draw()?;
+            let mut chart = xy_chart(
+                root,
+                &title,
+                0.0..omax * 1.12 + 1e-9,
+                0.0..gmax * 1.15 + 1e-9,
+                "offered load (concurrency, or requests/s)",
+                "goodput, requests/s meeting the SLO",
+            )?;
             for (k, c) in curves.iter().enumerate() {
                 let mut line: Vec<(f64, f64)> = good
                     .iter()
@@ -1767,19 +1746,14 @@ pub fn capacity(r: &RunReport) -> Result<Option<Section>, ReportError> {
         let unit = p.probes[0].unit.clone();
         let title = format!("{} · p99 {name} per probe", p.id);
         let svg = svg(&title, (W, H), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(56)
-                .build_cartesian_2d(0.0..xmax, 0.0..ymax)?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_desc(format!("load ({unit})"))
-                .y_desc(format!("p99 {name} ms"))
-                .x_label_formatter(&|v| num(*v))
-                .draw()?;
+            let mut chart = xy_chart(
+                root,
+                &title,
+                0.0..xmax,
+                0.0..ymax,
+                &format!("load ({unit})"),
+                &format!("p99 {name} ms"),
+            )?;
             chart.draw_series(DashedLineSeries::new(
                 vec![(0.0, bound), (xmax, bound)],
                 6,
