@@ -353,10 +353,7 @@ impl ServeBench {
                 let mut summary =
                     summary::summarize(text, level, &run.records, &self.slo, run.stop.clone());
                 if let Some(c) = &self.cost {
-                    let (tok, req) =
-                        c.of(summary.output_token_throughput, summary.request_throughput);
-                    summary.cost_per_1m_output_tokens = tok;
-                    summary.cost_per_1k_requests = req;
+                    summary.price(c);
                 }
                 match (&rapl, energy_start) {
                     (Some(Ok(r)), Some(start)) => {

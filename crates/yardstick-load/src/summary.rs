@@ -244,6 +244,16 @@ impl CostModel {
     }
 }
 
+impl PointSummary {
+    /// Prices the point with `c`: dollars per million output tokens and per thousand requests
+    /// at its throughputs (one process's point or shards merged into one).
+    pub fn price(&mut self, c: &CostModel) {
+        let (tok, req) = c.of(self.output_token_throughput, self.request_throughput);
+        self.cost_per_1m_output_tokens = tok;
+        self.cost_per_1k_requests = req;
+    }
+}
+
 /// Beyond this p99 of the time requests waited in the client before being sent (ms), with
 /// nothing capping the requests in flight, the client is the bottleneck.
 pub const CLIENT_LAG_MS: f64 = 10.0;

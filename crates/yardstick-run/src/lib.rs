@@ -310,7 +310,7 @@ fn pod_serve(
     let dirs: Vec<PathBuf> = (0..g.count)
         .map(|i| g.step_dir(key).join(format!("shard-{i}")))
         .collect();
-    let merged = serve::merge_shards(&dirs);
+    let merged = serve::merge_shards(work, &dirs);
     // Every member is past this step (each wrote its `done`): the shards are in the run now.
     if merged.is_ok() {
         let _ = std::fs::remove_dir_all(g.step_dir(key));

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+use yardstick_load::summary::CostModel;
 use yardstick_load::{
     Api, Arrival, ClientConfig, ErrorClass, LoadModel, Mlperf, Progress, PromptTokenSource,
     RequestRecord, ServeBench, Slo, StopRule, TokenSource,
@@ -150,10 +151,7 @@ pub fn run_replicate(
         dataset: None,
         tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
         server_metrics: None,
-        cost: cost.map(|(p, n)| yardstick_load::summary::CostModel {
-            per_accelerator_hour: p,
-            accelerators: n,
-        }),
+        cost: cost.map(cost_model),
         energy: Some(std::path::PathBuf::from(yardstick_load::power::POWERCAP)),
     };
     // The server's own metrics, when its base URL serves them (`/metrics`).
@@ -386,15 +384,34 @@ pub fn start_ahead() -> f64 {
 
 /// Merges the shard directories `dirs` (each `bench serve --output` of one shard) exactly into
 /// one point: the same summary and samples as one process would give, `load.shards` set.
-pub fn merge_shards(dirs: &[std::path::PathBuf]) -> Result<ServeOutcome, RunError> {
+/// The cost model of a serve point's `cost` (dollars per accelerator-hour, accelerators).
+fn cost_model((per_accelerator_hour, accelerators): (f64, u32)) -> CostModel {
+    CostModel {
+        per_accelerator_hour,
+        accelerators,
+    }
+}
+
+/// The shards of one replicate of `work` merged into its outcome, priced like one process's
+/// point when `work` has a cost.
+pub fn merge_shards(
+    work: &PointWork,
+    dirs: &[std::path::PathBuf],
+) -> Result<ServeOutcome, RunError> {
     let n = dirs.len();
     let merged = yardstick_load::shard_files::merge_dirs(dirs, &ParquetRecords)
         .map_err(|e| RunError::Workload(format!("merging the {n} shards: {e}")))?;
-    let result = merged
+    let mut result = merged
         .results
         .into_iter()
         .next()
         .ok_or_else(|| RunError::Workload("the shards hold no point".into()))?;
+    if let PointWork::Serve {
+        cost: Some(cost), ..
+    } = work
+    {
+        result.summary.price(&cost_model(*cost));
+    }
     let mut summary = serde_json::to_value(&result.summary).expect("summary is JSON");
     drop_timestamps(&mut summary);
     if let Some(load) = summary.get_mut("load").and_then(|l| l.as_object_mut()) {
@@ -458,7 +475,7 @@ pub fn run_replicate_sharded(
         )));
     }
     let dirs: Vec<std::path::PathBuf> = (0..n).map(|i| dir.join(format!("shard-{i}"))).collect();
-    let out = merge_shards(&dirs)?;
+    let out = merge_shards(work, &dirs)?;
     let _ = std::fs::remove_dir_all(dir);
     Ok(out)
 }

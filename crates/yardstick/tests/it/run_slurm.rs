@@ -308,6 +308,7 @@ fn serving_load_is_split_across_the_tasks_and_merged_exactly() {
         target: {url: sim, api: chat, model: sim-llama}
         scenarios: [\"D(20,10)\"]
         load: {mode: concurrency, values: [4]}
+        cost: {perAcceleratorHour: 2.48, accelerators: 8}
         stop: {maxRequests: 40, maxDuration: 60s}
 ",
     )
@@ -338,6 +339,12 @@ fn serving_load_is_split_across_the_tasks_and_merged_exactly() {
         assert_eq!(s["load"]["shards"], 2, "{s}");
         assert_eq!(s["requests"]["completed"], 40, "{s}");
         assert!(s["ttft_ms"]["p50"].as_f64().unwrap() > 0.0);
+        // The merged point is priced like one client's.
+        let per_m = 2.48 * 8.0 / 3600.0 / s["output_token_throughput"].as_f64().unwrap() * 1e6;
+        let cost = s["cost_per_1m_output_tokens"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{s}"));
+        assert!((cost - per_m).abs() < 1e-9 * per_m, "{cost} vs {per_m}");
     }
     let record = read(&run.join(format!("slurm/{job}/job.json")));
     let serve_steps: Vec<&Value> = record["steps"]
