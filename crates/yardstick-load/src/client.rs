@@ -167,6 +167,7 @@ pub struct Client {
     run_tag: String,
     tokenizer: Option<std::sync::Arc<LocalTokenizer>>,
     keep_response: bool,
+    keep_text: bool,
 }
 
 /// Resolves the endpoint URL for `api` from a base URL.
@@ -291,6 +292,7 @@ impl Client {
             run_tag: run_tag.to_string(),
             tokenizer: None,
             keep_response: false,
+            keep_text: false,
         })
     }
 
@@ -306,6 +308,13 @@ impl Client {
     /// runs leave it off and pay nothing for it.
     pub fn keeping_responses(mut self) -> Self {
         self.keep_response = true;
+        self
+    }
+
+    /// Keeps the content text of every answer in [`RequestRecord::content_text`] (a session's
+    /// next turn sends it back as the conversation's history).
+    pub fn keeping_text(mut self) -> Self {
+        self.keep_text = true;
         self
     }
 
@@ -396,6 +405,9 @@ impl Client {
         );
         if self.tokenizer.is_some() || self.keep_response {
             rec.content_text = Some(String::new());
+        }
+        if self.keep_text {
+            rec.answer_text = Some(String::new());
         }
         let mut conn = match tokio::time::timeout(self.timeout, self.checkout()).await {
             Ok(Ok(c)) => c,
@@ -506,6 +518,9 @@ pub fn request_id(run_tag: &str, index: u64) -> String {
 }
 
 fn finalize_tokens(rec: &mut RequestRecord, planned_by_tokenizer: bool) {
+    if rec.reasoning_tokens.is_none() && rec.reasoning_events > 0 {
+        rec.reasoning_tokens = Some(rec.reasoning_events);
+    }
     rec.prompt_tokens_source = Some(if rec.prompt_tokens.is_some() {
         PromptTokenSource::ServerUsage
     } else if planned_by_tokenizer {
@@ -616,6 +631,8 @@ async fn exchange(
         }
         let u = &v["usage"];
         rec.prompt_tokens = u["prompt_tokens"].as_u64();
+        rec.cached_prompt_tokens = u["prompt_tokens_details"]["cached_tokens"].as_u64();
+        rec.reasoning_tokens = u["completion_tokens_details"]["reasoning_tokens"].as_u64();
         if api != Api::Embeddings {
             rec.output_tokens = u["completion_tokens"].as_u64();
             // The same fields count as content as in a stream: the answer (`message.content`
@@ -623,15 +640,18 @@ async fn exchange(
             // `reasoning`, which are output tokens too.
             let c = &v["choices"][0];
             let m = &c["message"];
-            for part in [
-                &m["reasoning_content"],
-                &m["reasoning"],
-                &m["content"],
-                &c["text"],
+            for (part, reasoning) in [
+                (&m["reasoning_content"], true),
+                (&m["reasoning"], true),
+                (&m["content"], false),
+                (&c["text"], false),
             ] {
                 if let Some(s) = part.as_str() {
                     rec.content_bytes += s.len() as u64;
                     if let Some(t) = rec.content_text.as_mut() {
+                        t.push_str(s);
+                    }
+                    if !reasoning && let Some(t) = rec.answer_text.as_mut() {
                         t.push_str(s);
                     }
                 }
@@ -702,7 +722,10 @@ impl StreamState {
         if self.done || self.failure.is_some() {
             return;
         }
-        match openai::classify_with(data, rec.content_text.is_some()) {
+        match openai::classify_with(
+            data,
+            rec.content_text.is_some() || rec.answer_text.is_some(),
+        ) {
             Ok(None) => {
                 self.done = true;
                 rec.done_ns = Some(t);
@@ -722,6 +745,12 @@ impl StreamState {
                     if rec.first_content_ns.is_none() {
                         rec.first_content_ns = Some(t);
                     }
+                    if ev.reasoning_bytes > 0 {
+                        rec.reasoning_events += 1;
+                    }
+                    if ev.content_bytes > ev.reasoning_bytes && rec.first_answer_ns.is_none() {
+                        rec.first_answer_ns = Some(t);
+                    }
                     rec.last_content_ns = Some(t);
                     rec.content_event_ns.push(t);
                     rec.content_events += 1;
@@ -729,10 +758,19 @@ impl StreamState {
                     if let Some(t) = rec.content_text.as_mut() {
                         t.push_str(&ev.text);
                     }
+                    if let Some(t) = rec.answer_text.as_mut() {
+                        t.push_str(&ev.answer_text);
+                    }
                 }
                 if let Some(u) = ev.usage {
                     if u.prompt_tokens.is_some() {
                         rec.prompt_tokens = u.prompt_tokens;
+                    }
+                    if let Some(c) = u.cached_tokens() {
+                        rec.cached_prompt_tokens = Some(c);
+                    }
+                    if let Some(r) = u.reasoning_tokens() {
+                        rec.reasoning_tokens = Some(r);
                     }
                     if u.completion_tokens.is_some() {
                         rec.output_tokens = u.completion_tokens;

@@ -26,6 +26,7 @@ use yardstick_timing::rng;
 pub mod power;
 pub mod runner;
 pub mod scrape;
+pub mod session;
 pub mod shard_files;
 pub mod sse;
 pub mod summary;
@@ -112,8 +113,12 @@ pub struct ServeBench {
     pub start_at: Option<std::time::SystemTime>,
     /// Cancelled to stop scheduling (Ctrl-C): requests in flight drain.
     pub cancel: CancellationToken,
-    /// Prompts from a dataset (JSONL or ShareGPT JSON) instead of the synthetic corpus.
+    /// Prompts from a dataset (JSONL or ShareGPT JSON) instead of the synthetic corpus; with
+    /// `sessions`, conversations ([`session::load_conversations`]).
     pub dataset: Option<std::path::PathBuf>,
+    /// Multi-turn sessions instead of single requests ([`session`]): plan units, the stop
+    /// rule's request counts and an open loop's arrivals are sessions.
+    pub sessions: Option<session::SessionConfig>,
     /// A `tokenizer.json` for exact prompt lengths and local output counts (feature
     /// `tokenizer`).
     pub tokenizer: Option<std::path::PathBuf>,
@@ -142,8 +147,20 @@ impl ServeBench {
         if self.scenarios.is_empty() && self.dataset.is_none() {
             return Err(LoadError::Config("at least one scenario is needed".into()));
         }
-        if let Some(d) = &self.dataset {
-            plan::load_dataset(d)?;
+        match (&self.dataset, &self.sessions) {
+            (Some(d), Some(_)) => {
+                session::load_conversations(d)?;
+            }
+            (Some(d), None) => {
+                plan::load_dataset(d)?;
+            }
+            _ => {}
+        }
+        if self.sessions.is_some() && self.client.api != Api::Chat {
+            return Err(LoadError::Invalid {
+                message: "sessions are chat conversations, but the API is not chat".into(),
+                hint: Some("use --api chat (the default) with --turns or --sessions"),
+            });
         }
         if let Some(t) = &self.tokenizer {
             tokenizer::LocalTokenizer::from_file(t)?;
@@ -244,9 +261,10 @@ impl ServeBench {
         mut on_point: impl FnMut(usize, &str, &LoadLevel),
     ) -> Result<Vec<PointResult>, LoadError> {
         let scenarios = self.validate()?;
-        let dataset = match &self.dataset {
-            Some(d) => Some(Arc::new(plan::load_dataset(d)?)),
-            None => None,
+        let (dataset, conversations) = match (&self.dataset, &self.sessions) {
+            (Some(d), Some(_)) => (None, Some(Arc::new(session::load_conversations(d)?))),
+            (Some(d), None) => (Some(Arc::new(plan::load_dataset(d)?)), None),
+            _ => (None, None),
         };
         let tok = match &self.tokenizer {
             Some(t) => Some(Arc::new(tokenizer::LocalTokenizer::from_file(t)?)),
@@ -300,9 +318,14 @@ impl ServeBench {
                 let mut cc = self.client.clone();
                 cc.max_idle = cc.max_idle.max(width);
                 let client = Client::new(&cc, Clock::new(), &format!("{run_tag}-p{k}"))?;
-                let client = Arc::new(match &tok {
+                let client = match &tok {
                     Some(t) => client.with_tokenizer(t.clone()),
                     None => client,
+                };
+                let client = Arc::new(if self.sessions.is_some() {
+                    client.keeping_text()
+                } else {
+                    client
                 });
                 client.prewarm(width.min(1024)).await;
                 let planner = Planner::new(
@@ -319,6 +342,10 @@ impl ServeBench {
                 };
                 let planner = match &tok {
                     Some(t) => planner.with_tokenizer(t.clone()),
+                    None => planner,
+                };
+                let planner = match &self.sessions {
+                    Some(s) => planner.with_sessions(s.clone(), conversations.clone())?,
                     None => planner,
                 };
                 // Energy counters at the start of the point, when asked for and readable.
@@ -350,8 +377,12 @@ impl ServeBench {
                     progress.clone(),
                 )
                 .await;
+                let label = match &self.sessions {
+                    Some(s) => format!("{text} sessions({})", s.describe()),
+                    None => text.clone(),
+                };
                 let mut summary =
-                    summary::summarize(text, level, &run.records, &self.slo, run.stop.clone());
+                    summary::summarize(&label, level, &run.records, &self.slo, run.stop.clone());
                 if let Some(c) = &self.cost {
                     summary.price(c);
                 }

@@ -228,12 +228,12 @@ pub fn merge_point(parts: Vec<ShardPart>, slo: &Slo) -> Result<MergedPoint, Merg
         if !seen.insert(p.shard.0) {
             return mism(format!("shard {}/{n} given twice", p.shard.0));
         }
-        if let Some(r) = p.records.iter().find(|r| r.index % n != p.shard.0) {
+        if let Some(r) = p.records.iter().find(|r| r.plan_unit() % n != p.shard.0) {
             return mism(format!(
                 "shard {}/{n} holds plan index {}, which belongs to shard {}",
                 p.shard.0,
-                r.index,
-                r.index % n
+                r.plan_unit(),
+                r.plan_unit() % n
             ));
         }
     }

@@ -62,12 +62,7 @@ pub fn request_body(
     let mut m = Map::new();
     m.insert("model".into(), json!(model));
     match api {
-        Api::Chat => {
-            m.insert(
-                "messages".into(),
-                json!([{"role": "user", "content": prompt}]),
-            );
-        }
+        Api::Chat => return chat_body(model, &[("user", prompt)], max_tokens, opts),
         Api::Completions => {
             m.insert("prompt".into(), json!(prompt));
         }
@@ -76,6 +71,39 @@ pub fn request_body(
             return serde_json::to_vec(&Value::Object(m)).unwrap_or_default();
         }
     }
+    generation_options(&mut m, max_tokens, opts);
+    serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
+}
+
+/// A chat request body with these `(role, content)` messages (a conversation so far).
+pub fn chat_body(
+    model: &str,
+    messages: &[(&str, &str)],
+    max_tokens: Option<u64>,
+    opts: &BodyOptions,
+) -> Vec<u8> {
+    use serde_json::{Map, Value, json};
+    let mut m = Map::new();
+    m.insert("model".into(), json!(model));
+    m.insert(
+        "messages".into(),
+        Value::Array(
+            messages
+                .iter()
+                .map(|(role, content)| json!({"role": role, "content": content}))
+                .collect(),
+        ),
+    );
+    generation_options(&mut m, max_tokens, opts);
+    serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
+}
+
+fn generation_options(
+    m: &mut serde_json::Map<String, serde_json::Value>,
+    max_tokens: Option<u64>,
+    opts: &BodyOptions,
+) {
+    use serde_json::json;
     if let Some(n) = max_tokens {
         m.insert("max_tokens".into(), json!(n));
         if opts.force_output {
@@ -87,7 +115,6 @@ pub fn request_body(
         m.insert("stream".into(), json!(true));
         m.insert("stream_options".into(), json!({"include_usage": true}));
     }
-    serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
 }
 
 #[derive(Deserialize)]
@@ -127,6 +154,41 @@ pub struct Usage {
     /// Output tokens.
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    /// Details of the prompt tokens.
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptDetails>,
+    /// Details of the output tokens.
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionDetails>,
+}
+
+/// `usage.prompt_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct PromptDetails {
+    /// Prompt tokens served from the prefix cache.
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+}
+
+/// `usage.completion_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct CompletionDetails {
+    /// Output tokens that were reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// `prompt_tokens_details.cached_tokens`.
+    pub fn cached_tokens(&self) -> Option<u64> {
+        self.prompt_tokens_details.and_then(|d| d.cached_tokens)
+    }
+
+    /// `completion_tokens_details.reasoning_tokens`.
+    pub fn reasoning_tokens(&self) -> Option<u64> {
+        self.completion_tokens_details
+            .and_then(|d| d.reasoning_tokens)
+    }
 }
 
 /// What one SSE event means to the benchmark.
@@ -135,6 +197,10 @@ pub struct StreamEvent {
     /// Bytes of non-empty `content`, `reasoning_content`/`reasoning` or `text` it carries;
     /// 0 for role-only, finish-only and usage-only chunks.
     pub content_bytes: usize,
+    /// Bytes of those that were reasoning (`reasoning_content`/`reasoning`).
+    pub reasoning_bytes: usize,
+    /// The text of the parts that are not reasoning, when text is asked for.
+    pub answer_text: String,
     /// The content text, when asked for (local token counting).
     pub text: String,
     /// The usage it reports, if any.
@@ -151,24 +217,35 @@ pub struct MalformedEvent(pub String);
 fn classify_one(data: &[u8], want_text: bool) -> Result<StreamEvent, serde_json::Error> {
     let c: Chunk<'_> = serde_json::from_slice(data)?;
     let mut bytes = 0;
+    let mut reasoning = 0;
     let mut text = String::new();
+    let mut answer_text = String::new();
     for ch in &c.choices {
         let delta = ch.delta.as_ref();
         let parts = [
-            ch.text.as_ref(),
-            delta.and_then(|d| d.content.as_ref()),
-            delta.and_then(|d| d.reasoning_content.as_ref()),
-            delta.and_then(|d| d.reasoning.as_ref()),
+            (ch.text.as_ref(), false),
+            (delta.and_then(|d| d.content.as_ref()), false),
+            (delta.and_then(|d| d.reasoning_content.as_ref()), true),
+            (delta.and_then(|d| d.reasoning.as_ref()), true),
         ];
-        for s in parts.into_iter().flatten() {
+        for (s, is_reasoning) in parts {
+            let Some(s) = s else { continue };
             bytes += s.len();
+            if is_reasoning {
+                reasoning += s.len();
+            }
             if want_text {
                 text.push_str(s);
+                if !is_reasoning {
+                    answer_text.push_str(s);
+                }
             }
         }
     }
     Ok(StreamEvent {
+        answer_text,
         content_bytes: bytes,
+        reasoning_bytes: reasoning,
         text,
         usage: c.usage,
         error: c.error.is_some(),
@@ -194,6 +271,8 @@ pub fn classify_with(data: &[u8], want_text: bool) -> Result<Option<StreamEvent>
             if trimmed.contains(&b'\n') {
                 let mut merged = StreamEvent {
                     content_bytes: 0,
+                    reasoning_bytes: 0,
+                    answer_text: String::new(),
                     text: String::new(),
                     usage: None,
                     error: false,
@@ -206,7 +285,9 @@ pub fn classify_with(data: &[u8], want_text: bool) -> Result<Option<StreamEvent>
                     let e =
                         classify_one(line, want_text).map_err(|_| malformed(trimmed, &first))?;
                     merged.content_bytes += e.content_bytes;
+                    merged.reasoning_bytes += e.reasoning_bytes;
                     merged.text.push_str(&e.text);
+                    merged.answer_text.push_str(&e.answer_text);
                     merged.usage = e.usage.or(merged.usage);
                     merged.error |= e.error;
                 }
@@ -231,7 +312,13 @@ mod tests {
         let role = br#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#;
         assert_eq!(classify(role).unwrap().unwrap().content_bytes, 0);
         let r = br#"{"choices":[{"delta":{"reasoning_content":"hmm"}}]}"#;
-        assert_eq!(classify(r).unwrap().unwrap().content_bytes, 3);
+        let e = classify(r).unwrap().unwrap();
+        assert_eq!((e.content_bytes, e.reasoning_bytes), (3, 3));
+        let a = br#"{"choices":[{"delta":{"content":"ok"}}]}"#;
+        assert_eq!(classify(a).unwrap().unwrap().reasoning_bytes, 0);
+        let d = br#"{"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":9,"prompt_tokens_details":{"cached_tokens":32},"completion_tokens_details":{"reasoning_tokens":4}}}"#;
+        let u = classify(d).unwrap().unwrap().usage.unwrap();
+        assert_eq!((u.cached_tokens(), u.reasoning_tokens()), (Some(32), Some(4)));
         let t = br#"{"choices":[{"text":"ab\u00e9"}]}"#;
         assert_eq!(classify(t).unwrap().unwrap().content_bytes, 4);
         let u = br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12}}"#;

@@ -249,6 +249,16 @@ pub struct Planner {
     model: String,
     seed: u64,
     opts: BodyOptions,
+    sessions: Option<Sessions>,
+}
+
+/// A planner's session workload.
+#[derive(Debug, Clone)]
+struct Sessions {
+    cfg: crate::session::SessionConfig,
+    conversations: Option<Arc<Vec<crate::session::Conversation>>>,
+    /// The shared system prompt (the same for every session of the plan).
+    prefix: Option<(String, u64)>,
 }
 
 impl Planner {
@@ -285,7 +295,151 @@ impl Planner {
             model: model.to_string(),
             seed,
             opts,
+            sessions: None,
         })
+    }
+
+    /// Plans multi-turn sessions instead of single requests: from `conversations` when given,
+    /// else synthetic ones of `cfg`'s shape with per-turn lengths from the scenario. Sessions
+    /// are chat conversations: other APIs are refused.
+    pub fn with_sessions(
+        mut self,
+        cfg: crate::session::SessionConfig,
+        conversations: Option<Arc<Vec<crate::session::Conversation>>>,
+    ) -> Result<Self, PlanError> {
+        if self.api != Api::Chat {
+            return Err(PlanError::Mismatch {
+                scenario: "sessions".into(),
+                api: match self.api {
+                    Api::Completions => "completions",
+                    _ => "embeddings",
+                },
+                why: "sessions are chat conversations: use --api chat",
+            });
+        }
+        // Built once from its own stream of the seed, so every session shares it exactly.
+        let prefix = (cfg.shared_prefix > 0).then(|| {
+            let mut rng = Rng::new(self.seed, u64::MAX - 1);
+            let text = match &self.tokenizer {
+                Some(t) => t.prompt(cfg.shared_prefix, &mut rng),
+                None => corpus_prompt(cfg.shared_prefix, &mut rng),
+            };
+            (text, cfg.shared_prefix)
+        });
+        self.sessions = Some(Sessions {
+            cfg,
+            conversations,
+            prefix,
+        });
+        Ok(self)
+    }
+
+    /// Whether the plan's units are sessions.
+    pub fn has_sessions(&self) -> bool {
+        self.sessions.is_some()
+    }
+
+    fn tokens(&self, text: &str) -> u64 {
+        match &self.tokenizer {
+            Some(t) => t.count(text),
+            None => words(text),
+        }
+    }
+
+    /// Session `i` of the plan (call only when [`Planner::has_sessions`]).
+    pub fn session(&self, i: u64) -> crate::session::PlannedSession {
+        use crate::session::{PlannedSession, PlannedTurn};
+        let mut rng = Rng::new(self.seed, i);
+        let Some(s) = &self.sessions else {
+            return PlannedSession {
+                index: i,
+                system: None,
+                system_tokens: 0,
+                turns: Vec::new(),
+            };
+        };
+        let mut system = s.prefix.as_ref().map(|(t, _)| t.clone());
+        let mut turns = Vec::new();
+        match &s.conversations {
+            Some(convs) => {
+                let c = &convs[(rng.next_u64() % convs.len() as u64) as usize];
+                if let Some(own) = &c.system {
+                    system = Some(match system {
+                        Some(p) => format!("{p}\n{own}"),
+                        None => own.clone(),
+                    });
+                }
+                for (k, t) in c.turns.iter().enumerate() {
+                    let forced = sample_lengths(&self.scenario, &mut rng).output;
+                    let think = crate::session::sample_think(&s.cfg.think, &mut rng);
+                    turns.push(PlannedTurn {
+                        user_tokens: self.tokens(&t.user),
+                        user: t.user.clone(),
+                        output: forced.or(t.reply_tokens),
+                        think_ms: if k == 0 { 0.0 } else { t.delay_ms.unwrap_or(think) },
+                    });
+                }
+            }
+            None => {
+                let n = rng.range(u64::from(s.cfg.turns.min), u64::from(s.cfg.turns.max));
+                for k in 0..n {
+                    let lengths = sample_lengths(&self.scenario, &mut rng);
+                    let user = match &self.tokenizer {
+                        Some(t) => t.prompt(lengths.input, &mut rng),
+                        None => corpus_prompt(lengths.input, &mut rng),
+                    };
+                    let think = crate::session::sample_think(&s.cfg.think, &mut rng);
+                    turns.push(PlannedTurn {
+                        user,
+                        user_tokens: lengths.input,
+                        output: lengths.output,
+                        think_ms: if k == 0 { 0.0 } else { think },
+                    });
+                }
+            }
+        }
+        let system_tokens = system.as_deref().map_or(0, |t| self.tokens(t));
+        PlannedSession {
+            index: i,
+            system,
+            system_tokens,
+            turns,
+        }
+    }
+
+    /// The request of turn `turn` of `session`, given the answers received so far (one per
+    /// earlier turn, in order): the whole conversation, then the turn's question.
+    pub fn turn_request(
+        &self,
+        session: &crate::session::PlannedSession,
+        turn: usize,
+        answers: &[String],
+    ) -> PlannedRequest {
+        let t = &session.turns[turn];
+        let mut msgs: Vec<(&str, &str)> = Vec::with_capacity(2 * turn + 2);
+        let mut input = session.system_tokens;
+        if let Some(s) = &session.system {
+            msgs.push(("system", s));
+        }
+        for (k, prev) in session.turns[..turn].iter().enumerate() {
+            msgs.push(("user", &prev.user));
+            input += prev.user_tokens;
+            if let Some(a) = answers.get(k) {
+                msgs.push(("assistant", a));
+                input += self.tokens(a);
+            }
+        }
+        msgs.push(("user", &t.user));
+        input += t.user_tokens;
+        let body = openai::chat_body(&self.model, &msgs, t.output, &self.opts);
+        PlannedRequest {
+            index: crate::record::session_request_index(session.index, turn as u32),
+            lengths: Lengths {
+                input,
+                output: t.output,
+            },
+            body: Bytes::from(body),
+        }
     }
 
     /// Draws prompts from `items` (seeded, with replacement) instead of the synthetic corpus.

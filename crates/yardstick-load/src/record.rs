@@ -87,8 +87,17 @@ impl PromptTokenSource {
 /// One request, as it happened. Timestamps are unix-epoch nanoseconds.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RequestRecord {
-    /// Index in the plan.
+    /// Index in the plan (for a session's turn: [`session_request_index`]).
     pub index: u64,
+    /// The session (its index in the plan) this request is a turn of, in a session workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
+    /// The turn of the session, from 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// Turns its session was planned to have.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_turns: Option<u32>,
     /// Sent as `X-Request-Id` (joins with server logs).
     pub request_id: String,
     /// Part of the warm-up (excluded from metrics).
@@ -105,6 +114,11 @@ pub struct RequestRecord {
     pub first_byte_ns: Option<u64>,
     /// When the first content event arrived.
     pub first_content_ns: Option<u64>,
+    /// When the first answer event arrived: content that is not reasoning
+    /// (`reasoning_content`/`reasoning`). Equal to `first_content_ns` for a model that does
+    /// not reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_answer_ns: Option<u64>,
     /// When the last content event arrived.
     pub last_content_ns: Option<u64>,
     /// When the response was complete (`[DONE]` or end of body) or the request failed.
@@ -125,6 +139,18 @@ pub struct RequestRecord {
     pub prompt_tokens_source: Option<PromptTokenSource>,
     /// Output tokens (see `output_tokens_source`).
     pub output_tokens: Option<u64>,
+    /// Output tokens that were reasoning: the server's
+    /// `usage.completion_tokens_details.reasoning_tokens`, else the number of reasoning events
+    /// (none when the answer had no reasoning).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// Content events that were reasoning.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reasoning_events: u64,
+    /// Prompt tokens the server served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`), when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_tokens: Option<u64>,
     /// Where `output_tokens` came from.
     pub output_tokens_source: Option<TokenSource>,
     /// Number of content events received.
@@ -137,10 +163,26 @@ pub struct RequestRecord {
     /// client keeps responses ([`crate::Client::keeping_responses`]).
     #[serde(skip)]
     pub content_text: Option<String>,
+    /// The answer's text without any reasoning, kept only when the client keeps text
+    /// ([`crate::Client::keeping_text`]): what a conversation's next turn sends back.
+    #[serde(skip)]
+    pub answer_text: Option<String>,
     /// The whole response body of a non-streamed request, only when the client keeps
     /// responses (log-probabilities, usage and anything else a caller wants to read).
     #[serde(skip)]
     pub response_body: Option<bytes::Bytes>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Turns a session may have: a session's turn `t` is request `session × MAX_TURNS + t`.
+pub use yardstick_spec::session::MAX_TURNS;
+
+/// The request index of turn `turn` of session `session`.
+pub fn session_request_index(session: u64, turn: u32) -> u64 {
+    session * MAX_TURNS + u64::from(turn)
 }
 
 fn ms(a: u64, b: u64) -> f64 {
@@ -159,6 +201,9 @@ impl RequestRecord {
     ) -> Self {
         RequestRecord {
             index,
+            session: None,
+            turn: None,
+            session_turns: None,
             request_id,
             warmup,
             planned_input_tokens: input,
@@ -167,6 +212,7 @@ impl RequestRecord {
             sent_ns: None,
             first_byte_ns: None,
             first_content_ns: None,
+            first_answer_ns: None,
             last_content_ns: None,
             done_ns: None,
             content_event_ns: Vec::new(),
@@ -176,11 +222,15 @@ impl RequestRecord {
             prompt_tokens: None,
             prompt_tokens_source: None,
             output_tokens: None,
+            reasoning_tokens: None,
+            reasoning_events: 0,
+            cached_prompt_tokens: None,
             output_tokens_source: None,
             content_events: 0,
             content_bytes: 0,
             local_output_tokens: None,
             content_text: None,
+            answer_text: None,
             response_body: None,
         }
     }
@@ -216,6 +266,18 @@ impl RequestRecord {
         Some((self.e2e_ms()? - ttft) / (n - 1) as f64)
     }
 
+    /// Scheduled → first answer event (after any reasoning): the time to the first token a
+    /// user reads. Defined for streamed answers only.
+    pub fn answer_ttft_ms(&self) -> Option<f64> {
+        self.first_answer_ns.map(|t| ms(self.scheduled_ns, t))
+    }
+
+    /// The plan unit this request belongs to: its session in a session workload, else itself
+    /// (shards split plan units).
+    pub fn plan_unit(&self) -> u64 {
+        self.session.unwrap_or(self.index)
+    }
+
     /// Send − scheduled: time the request waited inside the client.
     pub fn client_queue_ms(&self) -> Option<f64> {
         self.sent_ns.map(|t| ms(self.scheduled_ns, t))
@@ -234,6 +296,9 @@ impl RequestRecord {
             o.insert(id::TPOT_MS.into(), self.tpot_ms().into());
             o.insert(id::E2E_MS.into(), self.e2e_ms().into());
             o.insert(id::CLIENT_QUEUE_MS.into(), self.client_queue_ms().into());
+            if self.first_answer_ns.is_some() && self.reasoning_events > 0 {
+                o.insert(id::ANSWER_TTFT_MS.into(), self.answer_ttft_ms().into());
+            }
             o.insert(
                 id::ITL_MS.into(),
                 self.itl_ms()

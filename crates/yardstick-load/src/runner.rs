@@ -193,15 +193,74 @@ impl Ctx {
         }
     }
 
-    async fn one(&self, i: u64, scheduled: Instant, warm: bool) -> RequestRecord {
+    /// A session stops between turns when the point is cut short: out of time, interrupted,
+    /// or the target gone (not when the request budget is spent: sessions already started
+    /// finish).
+    fn cut(&self) -> bool {
+        if self.cancel.is_cancelled() {
+            self.halt(StopReason::Interrupted);
+            return true;
+        }
+        matches!(
+            *self.reason.lock().expect("reason lock"),
+            Some(
+                StopReason::MaxDuration
+                    | StopReason::Interrupted
+                    | StopReason::TargetUnreachable(_)
+            )
+        )
+    }
+
+    /// Plan unit `i`, due at `scheduled`: one request, or a whole session's turns.
+    async fn one(&self, i: u64, scheduled: Instant, warm: bool) -> Vec<RequestRecord> {
+        let warm = warm || i < self.stop.warmup_requests;
+        if self.planner.has_sessions() {
+            return self.session(i, scheduled, warm).await;
+        }
         let plan = self.planner.request(i);
         self.progress.in_flight.fetch_add(1, Ordering::Relaxed);
-        let rec = self
-            .client
-            .execute(&plan, scheduled, warm || i < self.stop.warmup_requests)
-            .await;
+        let rec = self.client.execute(&plan, scheduled, warm).await;
         self.after(&rec);
-        rec
+        vec![rec]
+    }
+
+    /// Runs session `i`: each turn after the previous answer and the user's think time, from
+    /// which its latencies count. A failed turn ends the session.
+    async fn session(&self, i: u64, scheduled: Instant, warm: bool) -> Vec<RequestRecord> {
+        let s = self.planner.session(i);
+        let mut out = Vec::with_capacity(s.turns.len());
+        let mut answers: Vec<String> = Vec::with_capacity(s.turns.len());
+        let mut due = scheduled;
+        for (t, turn) in s.turns.iter().enumerate() {
+            if t > 0 {
+                due = Instant::now() + Duration::from_secs_f64(turn.think_ms.max(0.0) / 1e3);
+                // Sleeps in slices so a cut point does not wait out a long think time.
+                loop {
+                    let now = Instant::now();
+                    if now >= due || self.cut() {
+                        break;
+                    }
+                    tokio::time::sleep((due - now).min(Duration::from_millis(50))).await;
+                }
+                if self.cut() {
+                    break;
+                }
+            }
+            let plan = self.planner.turn_request(&s, t, &answers);
+            self.progress.in_flight.fetch_add(1, Ordering::Relaxed);
+            let mut rec = self.client.execute(&plan, due, warm).await;
+            rec.session = Some(i);
+            rec.turn = Some(t as u32);
+            rec.session_turns = Some(s.turns.len() as u32);
+            self.after(&rec);
+            let ok = rec.ok();
+            answers.push(rec.answer_text.take().unwrap_or_default());
+            out.push(rec);
+            if !ok {
+                break;
+            }
+        }
+        out
     }
 }
 
@@ -315,7 +374,7 @@ async fn closed_loop(
                     let scheduled = Instant::now();
                     let warm = warm_until.is_some_and(|w| scheduled < w);
                     let Some(i) = ctx.take(warm) else { break };
-                    out.push(ctx.one(i, scheduled, warm).await);
+                    out.extend(ctx.one(i, scheduled, warm).await);
                 }
                 out
             })
@@ -342,7 +401,7 @@ async fn open_loop(
     at: Option<Instant>,
 ) -> (Instant, Vec<RequestRecord>) {
     let handle = tokio::runtime::Handle::current();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RequestRecord>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<RequestRecord>>();
     // A small lead so the first deadline is not already late when the dispatcher starts.
     let start = at.unwrap_or_else(|| Instant::now() + Duration::from_millis(5));
     let end = ctx.stop.max_duration.map(|d| start + d);
@@ -409,7 +468,7 @@ async fn open_loop(
         .expect("spawning the arrivals thread");
     let mut out = Vec::new();
     while let Some(r) = rx.recv().await {
-        out.push(r);
+        out.extend(r);
     }
     let _ = tokio::task::spawn_blocking(move || dispatcher.join()).await;
     (start, out)

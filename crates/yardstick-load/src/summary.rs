@@ -336,6 +336,34 @@ pub struct PointSummary {
     pub e2e_ms: Option<Distribution>,
     /// Send − scheduled.
     pub client_queue_ms: Option<Distribution>,
+    /// Time to the first answer token, after any reasoning (present when the model reasoned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer_ttft_ms: Option<Distribution>,
+    /// Reasoning tokens per completed request (present when the model reasoned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<Distribution>,
+    /// Prompt tokens served from the server's prefix cache over all prompt tokens, by the
+    /// responses' `usage.prompt_tokens_details.cached_tokens` (present when the server says).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_hit_rate: Option<f64>,
+    /// Session counts (a session workload).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionCounts>,
+    /// Completed sessions per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_throughput: Option<f64>,
+    /// Duration of completed sessions, first scheduled send to last completion, seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_duration_s: Option<Distribution>,
+    /// TTFT of first turns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_turn_ttft_ms: Option<Distribution>,
+    /// TTFT of later turns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub later_turn_ttft_ms: Option<Distribution>,
+    /// Per turn index: requests, TTFT and prompt sizes (a session workload).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<TurnStats>,
     /// Completed requests by the source of their output token count.
     pub output_tokens_source: BTreeMap<&'static str, u64>,
     /// Completed requests whose server-reported output tokens differ by more than 10 % from the
@@ -377,6 +405,134 @@ pub struct PointSummary {
     pub server_series: Vec<crate::scrape::Reading>,
     /// The first error message seen, if any.
     pub first_error: Option<String>,
+}
+
+/// Sessions of a point (measured ones).
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct SessionCounts {
+    /// Sessions whose every turn was answered.
+    pub completed: u64,
+    /// Sessions with a failed turn (the turns after it were not sent).
+    pub failed: u64,
+    /// Sessions cut short by the end of the point (time budget, interruption).
+    pub cut: u64,
+    /// Turns sent in all.
+    pub turns: u64,
+}
+
+/// One turn index of a session workload.
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+pub struct TurnStats {
+    /// The turn, from 1.
+    pub turn: u32,
+    /// Completed requests at this turn.
+    pub requests: u64,
+    /// Median time to first token, ms.
+    pub ttft_ms_p50: Option<f64>,
+    /// 99th percentile of the time to first token, ms.
+    pub ttft_ms_p99: Option<f64>,
+    /// Mean prompt tokens (the conversation so far).
+    pub prompt_tokens_mean: f64,
+    /// Prompt tokens served from the prefix cache over prompt tokens, when the server says.
+    pub prompt_cache_hit_rate: Option<f64>,
+}
+
+/// The turns shown per turn index at most (later turns are summed into the session facts
+/// only).
+pub const MAX_TURN_ROWS: u32 = 64;
+
+/// Prompt-cache hits over prompt tokens of `recs` that report cached tokens.
+fn cache_rate<'a>(recs: impl Iterator<Item = &'a &'a RequestRecord>) -> Option<f64> {
+    let (mut hit, mut all) = (0u64, 0u64);
+    for r in recs {
+        if let (Some(c), Some(p)) = (r.cached_prompt_tokens, r.prompt_tokens) {
+            hit += c;
+            all += p;
+        }
+    }
+    (all > 0).then(|| hit as f64 / all as f64)
+}
+
+struct SessionPart {
+    counts: SessionCounts,
+    duration: Option<Distribution>,
+    first: Option<Distribution>,
+    later: Option<Distribution>,
+    turns: Vec<TurnStats>,
+}
+
+fn sessions_of(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> Option<SessionPart> {
+    let mut by: BTreeMap<u64, Vec<&RequestRecord>> = BTreeMap::new();
+    for r in measured {
+        if let Some(s) = r.session {
+            by.entry(s).or_default().push(r);
+        }
+    }
+    if by.is_empty() {
+        return None;
+    }
+    let mut counts = SessionCounts {
+        completed: 0,
+        failed: 0,
+        cut: 0,
+        turns: 0,
+    };
+    let mut durations = Vec::new();
+    for recs in by.values() {
+        counts.turns += recs.len() as u64;
+        let planned = recs.iter().filter_map(|r| r.session_turns).max().unwrap_or(0);
+        if recs.iter().any(|r| !r.ok()) {
+            counts.failed += 1;
+        } else if recs.len() as u32 >= planned {
+            counts.completed += 1;
+            let start = recs.iter().map(|r| r.scheduled_ns).min();
+            let end = recs.iter().filter_map(|r| r.done_ns).max();
+            if let (Some(s), Some(e)) = (start, end) {
+                durations.push(e.saturating_sub(s) as f64 / 1e9);
+            }
+        } else {
+            counts.cut += 1;
+        }
+    }
+    let ttft = |f: &dyn Fn(u32) -> bool| {
+        Distribution::of(
+            ok.iter()
+                .filter(|r| r.turn.is_some_and(f))
+                .filter_map(|r| r.ttft_ms())
+                .collect(),
+        )
+    };
+    let last = ok.iter().filter_map(|r| r.turn).max().unwrap_or(0);
+    let turns = (0..=last.min(MAX_TURN_ROWS - 1))
+        .map(|t| {
+            let at: Vec<&RequestRecord> =
+                ok.iter().copied().filter(|r| r.turn == Some(t)).collect();
+            let d = Distribution::of(at.iter().filter_map(|r| r.ttft_ms()).collect());
+            let prompts: Vec<u64> = at
+                .iter()
+                .map(|r| r.prompt_tokens.unwrap_or(r.planned_input_tokens))
+                .collect();
+            TurnStats {
+                turn: t + 1,
+                requests: at.len() as u64,
+                ttft_ms_p50: d.as_ref().map(|d| d.p50),
+                ttft_ms_p99: d.as_ref().map(|d| d.p99),
+                prompt_tokens_mean: if prompts.is_empty() {
+                    0.0
+                } else {
+                    prompts.iter().sum::<u64>() as f64 / prompts.len() as f64
+                },
+                prompt_cache_hit_rate: cache_rate(at.iter()),
+            }
+        })
+        .collect();
+    Some(SessionPart {
+        counts,
+        duration: Distribution::of(durations),
+        first: ttft(&|t| t == 0),
+        later: ttft(&|t| t > 0),
+        turns,
+    })
 }
 
 /// One shard's part of a point.
@@ -458,7 +614,35 @@ pub fn summarize(
     let dist = |f: &dyn Fn(&RequestRecord) -> Option<f64>| {
         Distribution::of(ok.iter().filter_map(|r| f(r)).collect())
     };
+    let reasoned = ok.iter().any(|r| r.reasoning_tokens.is_some_and(|n| n > 0));
+    let sessions = sessions_of(&measured, &ok);
     PointSummary {
+        answer_ttft_ms: if reasoned {
+            dist(&RequestRecord::answer_ttft_ms)
+        } else {
+            None
+        },
+        reasoning_tokens: if reasoned {
+            Distribution::of(
+                ok.iter()
+                    .map(|r| r.reasoning_tokens.unwrap_or(0) as f64)
+                    .collect(),
+            )
+        } else {
+            None
+        },
+        prompt_cache_hit_rate: cache_rate(ok.iter()),
+        session_throughput: sessions
+            .as_ref()
+            .map(|s| per_s(s.counts.completed as f64)),
+        session_duration_s: sessions.as_ref().and_then(|s| s.duration.clone()),
+        first_turn_ttft_ms: sessions.as_ref().and_then(|s| s.first.clone()),
+        later_turn_ttft_ms: sessions.as_ref().and_then(|s| s.later.clone()),
+        turns: sessions
+            .as_ref()
+            .map(|s| s.turns.clone())
+            .unwrap_or_default(),
+        sessions: sessions.map(|s| s.counts),
         scenario: scenario.to_string(),
         load,
         requests: RequestCounts {

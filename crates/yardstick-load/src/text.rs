@@ -190,6 +190,63 @@ fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
         ] {
             writeln!(out, "  {:<16} {}", name, fmt_dist(d))?;
         }
+        for (name, d) in [
+            ("answer ttft", &s.answer_ttft_ms),
+            ("ttft, 1st turn", &s.first_turn_ttft_ms),
+            ("ttft, later", &s.later_turn_ttft_ms),
+        ] {
+            if d.is_some() {
+                writeln!(out, "  {:<16} {}", name, fmt_dist(d))?;
+            }
+        }
+        if let Some(r) = &s.reasoning_tokens {
+            writeln!(
+                out,
+                "  reasoning: {:.1} tokens per request (p50 {:.0}, max {:.0}), counted apart from the answer",
+                r.mean, r.p50, r.max
+            )?;
+        }
+        if let Some(c) = &s.sessions {
+            writeln!(
+                out,
+                "  sessions: {} completed, {} failed, {} cut short; {} turns; {:.2} sessions/s{}",
+                c.completed,
+                c.failed,
+                c.cut,
+                c.turns,
+                s.session_throughput.unwrap_or(0.0),
+                s.session_duration_s
+                    .as_ref()
+                    .map(|d| format!(", duration p50 {:.2} s, p99 {:.2} s", d.p50, d.p99))
+                    .unwrap_or_default()
+            )?;
+            writeln!(
+                out,
+                "  {:>6} {:>8} {:>10} {:>10} {:>10} {:>8}",
+                "turn", "requests", "prompt tok", "p50 TTFT", "p99 TTFT", "cached"
+            )?;
+            for t in &s.turns {
+                let ms = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.1}"));
+                writeln!(
+                    out,
+                    "  {:>6} {:>8} {:>10.0} {:>10} {:>10} {:>8}",
+                    t.turn,
+                    t.requests,
+                    t.prompt_tokens_mean,
+                    ms(t.ttft_ms_p50),
+                    ms(t.ttft_ms_p99),
+                    t.prompt_cache_hit_rate
+                        .map_or("-".to_string(), |r| format!("{:.0} %", r * 100.0))
+                )?;
+            }
+        }
+        if let Some(r) = s.prompt_cache_hit_rate {
+            writeln!(
+                out,
+                "  prompt cache: {:.1} % of prompt tokens served from the server's prefix cache",
+                r * 100.0
+            )?;
+        }
         if !s.requests.errors.is_empty() {
             let errs: Vec<String> = s
                 .requests

@@ -117,6 +117,9 @@ pub enum PointWork {
         capacity: Option<CapacityPlan>,
         /// Dollars per accelerator-hour and accelerators (`cost`).
         cost: Option<(f64, u32)>,
+        /// Multi-turn sessions (`sessions`): turns, think time, shared prefix tokens.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sessions: Option<yardstick_spec::ServingSessions>,
     },
     /// One task (or the perplexity shard) of an eval layer: every item runs `repeat` times per
     /// replicate.
@@ -593,6 +596,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                         cost: c.cost.as_ref().and_then(|k| {
                             Some((k.per_accelerator_hour?, k.accelerators.unwrap_or(1)))
                         }),
+                        sessions: c.sessions.clone(),
                     },
                 });
             }

@@ -93,6 +93,7 @@ pub fn run_replicate(
         mlperf,
         capacity,
         cost,
+        sessions,
         ..
     } = work
     else {
@@ -149,6 +150,13 @@ pub fn run_replicate(
         start_at: None,
         cancel,
         dataset: None,
+        sessions: sessions.as_ref().map(|s| yardstick_load::session::SessionConfig {
+            turns: s.turns.unwrap_or(yardstick_load::session::Turns { min: 1, max: 1 }),
+            think: s
+                .think_time
+                .unwrap_or(yardstick_load::session::ThinkTime::Constant(0.0)),
+            shared_prefix: s.shared_prefix.unwrap_or(0),
+        }),
         tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
         server_metrics: None,
         cost: cost.map(cost_model),
@@ -659,6 +667,22 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
             "error_message",
             Column::OptStr(records.iter().map(|r| r.error_message.clone()).collect()),
         )
+        // Sessions, reasoning and the prefix cache.
+        .with("session", opt(records, |r| r.session))
+        .with("turn", opt(records, |r| r.turn.map(u64::from)))
+        .with("session_turns", opt(records, |r| r.session_turns.map(u64::from)))
+        .with("first_answer_ns", ns(|r| r.first_answer_ns))
+        .with(id::ANSWER_TTFT_MS, since_sched(|r| r.first_answer_ns))
+        .with("reasoning_tokens", opt(records, |r| r.reasoning_tokens))
+        .with(
+            "reasoning_events",
+            Column::I64(records.iter().map(|r| r.reasoning_events as i64).collect()),
+        )
+        .with("cached_prompt_tokens", opt(records, |r| r.cached_prompt_tokens))
+}
+
+fn opt(records: &[RequestRecord], f: impl Fn(&RequestRecord) -> Option<u64>) -> Column {
+    Column::OptI64(records.iter().map(|r| f(r).map(|v| v as i64)).collect())
 }
 
 /// Reads records back from the rows of a [`records_table`] Parquet file
@@ -740,6 +764,13 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
             }
         }
         r.content_events = u("content_events").unwrap_or(r.content_event_ns.len() as u64);
+        r.session = u("session");
+        r.turn = u("turn").map(|v| v as u32);
+        r.session_turns = u("session_turns").map(|v| v as u32);
+        r.first_answer_ns = u("first_answer_ns");
+        r.reasoning_tokens = u("reasoning_tokens");
+        r.reasoning_events = u("reasoning_events").unwrap_or(0);
+        r.cached_prompt_tokens = u("cached_prompt_tokens");
         out.push(r);
     }
     Ok(out)

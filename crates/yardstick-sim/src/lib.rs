@@ -19,6 +19,7 @@
 pub mod log;
 mod metrics;
 pub mod openai;
+pub mod prefix;
 pub mod quality;
 mod stream;
 
@@ -92,6 +93,12 @@ pub struct SimConfig {
     pub log: Option<PathBuf>,
     /// Answer oracle and echo log-probability model ([`quality`]).
     pub quality: quality::Quality,
+    /// Prefix-cache capacity in prompt tokens (0 = no prefix caching): cached leading blocks
+    /// of a prompt are not charged `ttft_per_prompt_token` ([`prefix`]).
+    pub prefix_cache_tokens: u64,
+    /// The first this-many output tokens of a chat answer are reasoning, sent as
+    /// `reasoning_content` (and counted in `usage.completion_tokens_details.reasoning_tokens`).
+    pub reasoning_tokens: u64,
 }
 
 impl Default for SimConfig {
@@ -116,6 +123,8 @@ impl Default for SimConfig {
             seed: 0,
             log: None,
             quality: quality::Quality::default(),
+            prefix_cache_tokens: 0,
+            reasoning_tokens: 0,
         }
     }
 }
@@ -152,6 +161,7 @@ pub(crate) struct Shared {
     pub(crate) metrics: Metrics,
     seq: AtomicU64,
     slots: Option<Arc<Semaphore>>,
+    prefix: prefix::PrefixCache,
 }
 
 /// A bound simulator, ready to serve.
@@ -218,12 +228,13 @@ impl Sim {
         Ok(Sim {
             listener,
             shared: Arc::new(Shared {
-                cfg,
                 clock: Clock::new(),
                 log,
                 metrics,
                 seq: AtomicU64::new(0),
                 slots,
+                prefix: prefix::PrefixCache::new(cfg.prefix_cache_tokens),
+                cfg,
             }),
             writer,
         })
@@ -373,6 +384,7 @@ async fn handle(
         outcome: Outcome::Ok,
         status: 200,
         prompt_tokens: 0,
+        cached_tokens: 0,
         output_tokens: 0,
         received_ns: shared.clock.ns(received),
         handled_ns: shared.clock.ns(handled),
@@ -448,8 +460,20 @@ async fn handle(
         .metrics
         .prompt_tokens
         .fetch_add(parsed.prompt_tokens, Ordering::Relaxed);
-    let ttft =
-        cfg.ttft + cfg.ttft_per_prompt_token * parsed.prompt_tokens.min(u32::MAX as u64) as u32;
+    if shared.prefix.capacity_blocks() > 0 && api != Api::Embeddings {
+        let cached = shared
+            .prefix
+            .lookup_and_insert(&prefix::block_hashes(api, &body))
+            .min(parsed.prompt_tokens);
+        rec.cached_tokens = cached;
+        shared.metrics.observe_prefix(parsed.prompt_tokens, cached);
+    }
+    let prefill = (parsed.prompt_tokens - rec.cached_tokens).min(u32::MAX as u64) as u32;
+    let ttft = cfg.ttft + cfg.ttft_per_prompt_token * prefill;
+    let details = openai::UsageDetails {
+        cached_tokens: (shared.prefix.capacity_blocks() > 0).then_some(rec.cached_tokens),
+        reasoning_tokens: None,
+    };
 
     if api == Api::Embeddings {
         let _permit = permit;
@@ -487,6 +511,15 @@ async fn handle(
         "stop"
     };
     rec.output_tokens = n;
+    let reasoning = if api == Api::Chat {
+        cfg.reasoning_tokens.min(n)
+    } else {
+        0
+    };
+    let details = openai::UsageDetails {
+        reasoning_tokens: (reasoning > 0).then_some(reasoning),
+        ..details
+    };
     let id = match api {
         Api::Chat => format!("chatcmpl-{seq}"),
         _ => format!("cmpl-{seq}"),
@@ -500,9 +533,13 @@ async fn handle(
             api,
             &id,
             created,
-            n,
-            finish,
-            parsed.include_usage,
+            stream::Shape {
+                n,
+                reasoning,
+                finish,
+                include_usage: parsed.include_usage,
+                details,
+            },
             admitted + ttft,
             rng,
             cut_after,
@@ -542,6 +579,8 @@ async fn handle(
         parsed.prompt_tokens,
         n,
         finish,
+        reasoning,
+        &details,
     );
     let body = cfg.quality.rewrite(api, &body, full);
     let resp = json_response(StatusCode::OK, &body);

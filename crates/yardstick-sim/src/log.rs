@@ -47,6 +47,8 @@ pub struct LogRecord {
     pub status: u16,
     /// Prompt tokens by the simulator's count.
     pub prompt_tokens: u64,
+    /// Prompt tokens found in the prefix cache (no prefill charged for them).
+    pub cached_tokens: u64,
     /// Output tokens written.
     pub output_tokens: u64,
     /// When the request had reached the server: the kernel's receive timestamp of its last

@@ -31,6 +31,10 @@ pub struct Metrics {
     pub queued: AtomicU64,
     /// Sum of the times requests waited for a running slot, ns.
     pub queue_sum_ns: AtomicU64,
+    /// Prompt tokens looked up in the prefix cache.
+    pub prefix_queries: AtomicU64,
+    /// Prompt tokens found there.
+    pub prefix_hits: AtomicU64,
 }
 
 /// Upper bounds (seconds) of the time-to-first-token histogram: vLLM's buckets.
@@ -69,6 +73,12 @@ impl Metrics {
     pub fn observe_queue(&self, ns: u64) {
         self.queued.fetch_add(1, Ordering::Relaxed);
         self.queue_sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// Observes one prefix-cache lookup: `queried` prompt tokens, `hit` of them cached.
+    pub fn observe_prefix(&self, queried: u64, hit: u64) {
+        self.prefix_queries.fetch_add(queried, Ordering::Relaxed);
+        self.prefix_hits.fetch_add(hit, Ordering::Relaxed);
     }
 
     /// Counts one finished request.
@@ -153,6 +163,12 @@ impl Metrics {
              # HELP vllm:num_preemptions_total Cumulative number of preemptions.\n\
              # TYPE vllm:num_preemptions_total counter\n\
              vllm:num_preemptions_total{{{l}}} 0\n\
+             # HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.\n\
+             # TYPE vllm:prefix_cache_queries_total counter\n\
+             vllm:prefix_cache_queries_total{{{l}}} {}\n\
+             # HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.\n\
+             # TYPE vllm:prefix_cache_hits_total counter\n\
+             vllm:prefix_cache_hits_total{{{l}}} {}\n\
              # HELP vllm:prompt_tokens_total Number of prefill tokens processed.\n\
              # TYPE vllm:prompt_tokens_total counter\n\
              vllm:prompt_tokens_total{{{l}}} {}\n\
@@ -162,6 +178,8 @@ impl Metrics {
              # HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n\
              # TYPE vllm:time_to_first_token_seconds histogram",
             self.waiting.load(Ordering::Relaxed).max(0),
+            r(&self.prefix_queries),
+            r(&self.prefix_hits),
             r(&self.prompt_tokens),
             r(&self.generation_tokens),
         );

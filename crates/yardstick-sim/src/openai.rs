@@ -188,10 +188,14 @@ impl ChunkWriter {
         );
     }
 
-    /// A chunk carrying output token `k`; `finish` is the finish reason on the last one.
-    pub fn token(&self, buf: &mut BytesMut, k: u64, finish: Option<&str>) {
+    /// A chunk carrying output token `k`; `finish` is the finish reason on the last one;
+    /// `reasoning` sends it as a chat delta's `reasoning_content`.
+    pub fn token(&self, buf: &mut BytesMut, k: u64, finish: Option<&str>, reasoning: bool) {
         buf.put_slice(&self.head);
         match self.api {
+            Api::Chat if reasoning => {
+                buf.put_slice(b"{\"index\":0,\"delta\":{\"reasoning_content\":\"")
+            }
             Api::Chat => buf.put_slice(b"{\"index\":0,\"delta\":{\"content\":\""),
             _ => buf.put_slice(b"{\"index\":0,\"text\":\""),
         }
@@ -212,19 +216,40 @@ impl ChunkWriter {
     }
 
     /// The usage-only last chunk (`stream_options.include_usage`).
-    pub fn usage(&self, buf: &mut BytesMut, prompt: u64, completion: u64) {
+    pub fn usage(&self, buf: &mut BytesMut, prompt: u64, completion: u64, d: &UsageDetails) {
         buf.put_slice(&self.head);
-        let tail = format!(
-            "],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion},\"total_tokens\":{}}}}}\n\n",
-            prompt + completion
-        );
-        buf.put_slice(tail.as_bytes());
+        buf.put_slice(b"],\"usage\":");
+        buf.put_slice(usage(prompt, completion, d).to_string().as_bytes());
+        buf.put_slice(b"}\n\n");
     }
 
     /// The terminating `[DONE]` event.
     pub fn done(buf: &mut BytesMut) {
         buf.put_slice(b"data: [DONE]\n\n");
     }
+}
+
+/// Token details of a usage object beyond the counts (OpenAI's `prompt_tokens_details` and
+/// `completion_tokens_details`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UsageDetails {
+    /// Prompt tokens served from the prefix cache (sent when prefix caching is on).
+    pub cached_tokens: Option<u64>,
+    /// Output tokens that were reasoning (sent when there were any).
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// A usage object.
+pub fn usage(prompt: u64, completion: u64, d: &UsageDetails) -> Value {
+    let mut u = serde_json::json!({"prompt_tokens": prompt, "completion_tokens": completion,
+        "total_tokens": prompt + completion});
+    if let Some(c) = d.cached_tokens {
+        u["prompt_tokens_details"] = serde_json::json!({"cached_tokens": c});
+    }
+    if let Some(r) = d.reasoning_tokens {
+        u["completion_tokens_details"] = serde_json::json!({"reasoning_tokens": r});
+    }
+    u
 }
 
 /// The whole text of `n` output tokens.
@@ -241,9 +266,18 @@ pub fn full_response(
     prompt: u64,
     completion: u64,
     finish: &str,
+    reasoning: u64,
+    details: &UsageDetails,
 ) -> Value {
     let text = output_text(completion);
     let choice = match api {
+        Api::Chat if reasoning > 0 => {
+            let thought: String = (0..reasoning).map(token_text).collect();
+            let answer: String = (reasoning..completion).map(token_text).collect();
+            serde_json::json!({"index": 0,
+                "message": {"role": "assistant", "content": answer, "reasoning_content": thought},
+                "logprobs": null, "finish_reason": finish})
+        }
         Api::Chat => serde_json::json!({"index": 0,
             "message": {"role": "assistant", "content": text},
             "logprobs": null, "finish_reason": finish}),
@@ -259,8 +293,7 @@ pub fn full_response(
     serde_json::json!({
         "id": id, "object": object, "created": created, "model": model,
         "choices": [choice],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                  "total_tokens": prompt + completion},
+        "usage": usage(prompt, completion, details),
     })
 }
 
@@ -324,9 +357,13 @@ mod tests {
         let w = ChunkWriter::new(Api::Chat, "chatcmpl-1", 7, "m\"x");
         let mut b = BytesMut::new();
         w.role(&mut b);
-        w.token(&mut b, 3, None);
-        w.token(&mut b, 4, Some("length"));
-        w.usage(&mut b, 10, 2);
+        w.token(&mut b, 3, None, true);
+        w.token(&mut b, 4, Some("length"), false);
+        let d = UsageDetails {
+            cached_tokens: Some(4),
+            reasoning_tokens: Some(1),
+        };
+        w.usage(&mut b, 10, 2, &d);
         ChunkWriter::done(&mut b);
         let text = std::str::from_utf8(&b).unwrap();
         let events: Vec<&str> = text.split("\n\n").filter(|s| !s.is_empty()).collect();

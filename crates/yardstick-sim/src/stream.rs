@@ -105,15 +105,31 @@ impl Body for SimBody {
     }
 }
 
+/// What a streamed completion sends.
+pub(crate) struct Shape {
+    /// Output tokens.
+    pub n: u64,
+    /// The first this-many are reasoning (`reasoning_content`).
+    pub reasoning: u64,
+    /// Finish reason on the last token.
+    pub finish: &'static str,
+    /// Send a usage chunk at the end.
+    pub include_usage: bool,
+    /// Token details of the usage chunk.
+    pub details: crate::openai::UsageDetails,
+}
+
 /// One streamed completion.
 pub struct TokenStream {
     shared: Arc<Shared>,
     writer: ChunkWriter,
     n: u64,
+    reasoning: u64,
     next: u64,
     role_pending: bool,
     finish: &'static str,
     include_usage: bool,
+    details: crate::openai::UsageDetails,
     deadline: Instant,
     sleep: Pin<Box<Sleep>>,
     rng: Rng,
@@ -132,9 +148,7 @@ impl TokenStream {
         api: Api,
         id: &str,
         created: u64,
-        n: u64,
-        finish: &'static str,
-        include_usage: bool,
+        shape: Shape,
         first: Instant,
         rng: Rng,
         cut_after: Option<u64>,
@@ -145,11 +159,13 @@ impl TokenStream {
         let writer = ChunkWriter::new(api, id, created, &shared.cfg.model);
         TokenStream {
             writer,
-            n,
+            n: shape.n,
+            reasoning: shape.reasoning,
             next: 0,
             role_pending: api == Api::Chat,
-            finish,
-            include_usage,
+            finish: shape.finish,
+            include_usage: shape.include_usage,
+            details: shape.details,
             deadline: first,
             sleep: Box::pin(tokio::time::sleep_until(first.into())),
             rng,
@@ -197,7 +213,8 @@ impl TokenStream {
         let k = self.next;
         let last = k + 1 == self.n;
         let mut buf = BytesMut::with_capacity(if last { 640 } else { 256 });
-        self.writer.token(&mut buf, k, last.then_some(self.finish));
+        self.writer
+            .token(&mut buf, k, last.then_some(self.finish), k < self.reasoning);
         let now_ns = self.shared.clock.ns(now);
         if k == 0 {
             self.rec.first_token_ns = Some(now_ns);
@@ -213,7 +230,8 @@ impl TokenStream {
             .fetch_add(1, Ordering::Relaxed);
         if last {
             if self.include_usage {
-                self.writer.usage(&mut buf, self.rec.prompt_tokens, self.n);
+                self.writer
+                    .usage(&mut buf, self.rec.prompt_tokens, self.n, &self.details);
             }
             ChunkWriter::done(&mut buf);
             self.done = true;

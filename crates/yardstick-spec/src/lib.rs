@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod model;
 pub mod rules;
 pub mod scenario;
+pub mod session;
 mod schema;
 mod templates;
 pub mod units;

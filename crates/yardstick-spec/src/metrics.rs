@@ -165,6 +165,10 @@ pub mod id {
     pub const E2E_MS: &str = "e2e_ms";
     /// `client_queue_ms`.
     pub const CLIENT_QUEUE_MS: &str = "client_queue_ms";
+    /// `answer_ttft_ms`.
+    pub const ANSWER_TTFT_MS: &str = "answer_ttft_ms";
+    /// `session_duration_s`.
+    pub const SESSION_DURATION_S: &str = "session_duration_s";
     /// `request_throughput`.
     pub const REQUEST_THROUGHPUT: &str = "request_throughput";
     /// `output_token_throughput`.
@@ -470,6 +474,78 @@ pub const CATALOGUE: &[MetricDef] = &[
         DIST,
         None,
         "Time a request waited inside the client: actual send minus scheduled send."
+    ),
+    m!(
+        id::ANSWER_TTFT_MS,
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        Some("p50"),
+        "Time to the first answer token: scheduled send to the first streamed content that is not reasoning (`reasoning_content`); reported when the model reasoned."
+    ),
+    m!(
+        "reasoning_tokens",
+        "tokens",
+        Neither,
+        Descriptive,
+        DIST,
+        None,
+        "Output tokens per request that were reasoning (usage.completion_tokens_details.reasoning_tokens, else reasoning events), counted apart from the answer."
+    ),
+    m!(
+        "prompt_cache_hit_rate",
+        "fraction",
+        HigherIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Prompt tokens the server served from its prefix cache over all prompt tokens, from each response's usage.prompt_tokens_details.cached_tokens."
+    ),
+    m!(
+        id::SESSION_DURATION_S,
+        "s",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        None,
+        "A multi-turn session's duration: its first turn's scheduled send to its last turn's completion, think times included."
+    ),
+    m!(
+        "session_throughput",
+        "sessions/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        None,
+        "Completed sessions per second over the point's measured window."
+    ),
+    m!(
+        "sessions",
+        "count",
+        Neither,
+        Descriptive,
+        &["completed", "failed", "cut", "turns"],
+        None,
+        "Sessions of a point: completed (every turn answered), failed (a turn failed, later turns not sent), cut short by the end of the point, and turns sent in all."
+    ),
+    m!(
+        "first_turn_ttft_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        None,
+        "Time to first token of sessions' first turns (no conversation history to reuse)."
+    ),
+    m!(
+        "later_turn_ttft_ms",
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        None,
+        "Time to first token of sessions' later turns, whose prompts repeat the conversation so far (where prefix caching helps)."
     ),
     m!(
         "requests",

@@ -596,6 +596,9 @@ pub struct ComponentLayer {
     pub cost: Option<ServingCost>,
     /// MLPerf LoadGen scenario to run instead of a plain sweep (serve).
     pub mlperf: Option<MlperfScenario>,
+    /// Multi-turn sessions instead of single requests (serve): each turn sends the
+    /// conversation so far after a think time; `stop.maxRequests` and rates count sessions.
+    pub sessions: Option<ServingSessions>,
     /// The command (startup; dataloader, when it is the user's loader speaking the metric
     /// protocol instead of the built-in reader's `source`).
     pub command: Option<Vec<String>>,
@@ -802,6 +805,21 @@ pub struct Load {
     pub burstiness: Option<f64>,
     /// The search of `mode: capacity`.
     pub capacity: Option<CapacitySearch>,
+}
+
+/// A serve layer's session workload (`sessions:`): synthetic conversations whose turns take
+/// their lengths from the layer's scenarios.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ServingSessions {
+    /// Turns per session: `4`, or a range `2-6` drawn uniformly (default 1).
+    pub turns: Option<crate::session::Turns>,
+    /// The user's think time before each later turn, ms: `1000`, `exp(1000)` or
+    /// `U(500,1500)` (default 0).
+    pub think_time: Option<crate::session::ThinkTime>,
+    /// Tokens of a system prompt every session starts with, shared by all (default 0).
+    pub shared_prefix: Option<u64>,
 }
 
 /// Load modes.

@@ -1181,6 +1181,24 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             "serve layer has no `target.model`: requests must name the model".into(),
             "add `target: {url: sim, api: chat, model: sim-llama}` (url `sim` starts the bundled simulator)");
     }
+    if c.sessions.is_some() {
+        if api != Api::Chat {
+            cx.error_at_key(
+                "serve-config",
+                &format!("{base}/sessions"),
+                "sessions are chat conversations, but the target API is not `chat`".into(),
+                "use `api: chat` with `sessions`, or remove `sessions`",
+            );
+        }
+        if c.mlperf.is_some() {
+            cx.error_at_key(
+                "serve-config",
+                &format!("{base}/sessions"),
+                "an MLPerf scenario sends single queries; it does not run sessions".into(),
+                "run the sessions in another serve layer, or remove `sessions`",
+            );
+        }
+    }
     match &c.scenarios {
         Some(s) if !s.is_empty() => {
             for (j, sc) in s.iter().enumerate() {
@@ -1403,6 +1421,7 @@ fn eval(spec: &Spec, c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
         ("stop", c.stop.is_some()),
         ("slo", c.slo.is_some()),
         ("mlperf", c.mlperf.is_some()),
+        ("sessions", c.sessions.is_some()),
         ("command", c.command.is_some()),
     ] {
         if present {

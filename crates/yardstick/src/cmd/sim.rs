@@ -33,6 +33,13 @@ pub struct SimArgs {
     /// Added to the time to first token per prompt token, ms.
     #[arg(long, default_value_t = 0.0)]
     pub ttft_per_token_ms: f64,
+    /// Prefix-cache size in prompt tokens (0: off). Leading 16-token blocks of a prompt seen
+    /// before are not charged --ttft-per-token-ms; least recently used blocks are evicted.
+    #[arg(long, default_value_t = 0, value_name = "TOKENS")]
+    pub prefix_cache_tokens: u64,
+    /// The first N output tokens of a chat answer are reasoning (`reasoning_content`).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub reasoning_tokens: u64,
     /// Time between output tokens, ms.
     #[arg(long, default_value_t = 10.0)]
     pub itl_ms: f64,
@@ -170,6 +177,8 @@ pub fn run(args: SimArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         seed: args.seed,
         log: args.log,
         quality: quality(&args.answers, args.correct_fraction, args.logprob_scale)?,
+        prefix_cache_tokens: args.prefix_cache_tokens,
+        reasoning_tokens: args.reasoning_tokens,
     };
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();

@@ -47,6 +47,7 @@ mod schema_cli;
 mod secrets_canary;
 mod server;
 mod server_metrics;
+mod sessions;
 mod sim_cli;
 mod sim_flags;
 mod stats_cli;

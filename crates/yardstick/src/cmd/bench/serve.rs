@@ -76,6 +76,24 @@ pub struct ServeArgs {
     /// come from the scenario when it forces them (D, N, U(..)/(..)), else from the dataset.
     #[arg(long, value_name = "FILE")]
     pub dataset: Option<PathBuf>,
+    /// Multi-turn sessions: each turn sends the conversation so far (with the answers the
+    /// server gave) after a think time; --max-requests and --rate then count sessions. With
+    /// --dataset, its conversations: ShareGPT JSON (every human turn), JSON lines of
+    /// {"messages": [..]}, or JSON lines of turns {"session_id", "text", "output_tokens"?,
+    /// "delay"? ms}. Implied by --turns, --think-time and --shared-prefix.
+    #[arg(long, conflicts_with = "mlperf")]
+    pub sessions: bool,
+    /// Turns per synthetic session: `4`, or a range `2-6` drawn uniformly; each turn's lengths
+    /// come from the scenario (a --dataset's conversations have their own turns).
+    #[arg(long, value_name = "N|LO-HI", conflicts_with_all = ["mlperf", "dataset"])]
+    pub turns: Option<String>,
+    /// The user's think time before each later turn, ms: `1000`, `exp(1000)` (exponential
+    /// with that mean) or `U(500,1500)`.
+    #[arg(long, value_name = "MS", conflicts_with = "mlperf")]
+    pub think_time: Option<String>,
+    /// Tokens of a system prompt that every session starts with (a prefix servers can cache).
+    #[arg(long, value_name = "TOKENS", conflicts_with = "mlperf")]
+    pub shared_prefix: Option<u64>,
     /// A tokenizer.json (Hugging Face): prompts of exactly the scenario's counts of its tokens
     /// (running text of the bundled corpus, cut at a token boundary), and local output token
     /// counts checked against the server's usage.
@@ -383,6 +401,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         },
         cancel,
         dataset: args.dataset.clone(),
+        sessions: session_config(&args)?,
         tokenizer: args.tokenizer.clone(),
         server_metrics: None,
         cost: match args.cost_per_accelerator_hour {
@@ -607,4 +626,36 @@ mod tests {
             assert!(parse_shard(bad).is_err(), "{bad}");
         }
     }
+}
+
+/// The session workload the flags ask for, if any (`--sessions`, `--turns`, `--think-time`,
+/// `--shared-prefix`).
+fn session_config(
+    args: &ServeArgs,
+) -> anyhow::Result<Option<yardstick_load::session::SessionConfig>> {
+    use yardstick_load::session::{SessionConfig, THINK_TIME_GRAMMAR, ThinkTime, Turns};
+    if !args.sessions
+        && args.turns.is_none()
+        && args.think_time.is_none()
+        && args.shared_prefix.is_none()
+    {
+        return Ok(None);
+    }
+    let turns = match &args.turns {
+        Some(t) => t
+            .parse::<Turns>()
+            .map_err(|e| exit::invalid(format!("--turns: {e}"), None))?,
+        None => Turns { min: 1, max: 1 },
+    };
+    let think = match &args.think_time {
+        Some(t) => t.parse::<ThinkTime>().map_err(|e| {
+            exit::invalid(format!("--think-time: {e}"), Some(THINK_TIME_GRAMMAR))
+        })?,
+        None => ThinkTime::Constant(0.0),
+    };
+    Ok(Some(SessionConfig {
+        turns,
+        think,
+        shared_prefix: args.shared_prefix.unwrap_or(0),
+    }))
 }
