@@ -318,7 +318,10 @@ mod tests {
         assert_eq!(classify(a).unwrap().unwrap().reasoning_bytes, 0);
         let d = br#"{"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":9,"prompt_tokens_details":{"cached_tokens":32},"completion_tokens_details":{"reasoning_tokens":4}}}"#;
         let u = classify(d).unwrap().unwrap().usage.unwrap();
-        assert_eq!((u.cached_tokens(), u.reasoning_tokens()), (Some(32), Some(4)));
+        assert_eq!(
+            (u.cached_tokens(), u.reasoning_tokens()),
+            (Some(32), Some(4))
+        );
         let t = br#"{"choices":[{"text":"ab\u00e9"}]}"#;
         assert_eq!(classify(t).unwrap().unwrap().content_bytes, 4);
         let u = br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12}}"#;

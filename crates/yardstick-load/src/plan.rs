@@ -376,7 +376,11 @@ impl Planner {
                         user_tokens: self.tokens(&t.user),
                         user: t.user.clone(),
                         output: forced.or(t.reply_tokens),
-                        think_ms: if k == 0 { 0.0 } else { t.delay_ms.unwrap_or(think) },
+                        think_ms: if k == 0 {
+                            0.0
+                        } else {
+                            t.delay_ms.unwrap_or(think)
+                        },
                     });
                 }
             }

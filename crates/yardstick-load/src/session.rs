@@ -142,7 +142,12 @@ pub fn load_conversations(path: &Path) -> Result<Vec<Conversation>, PlanError> {
             let user = ["text", "prompt", "input"]
                 .iter()
                 .find_map(|k| v.get(*k).and_then(Value::as_str))
-                .ok_or_else(|| err(format!("line {}: a turn needs `text`, `prompt` or `input`", n + 1)))?;
+                .ok_or_else(|| {
+                    err(format!(
+                        "line {}: a turn needs `text`, `prompt` or `input`",
+                        n + 1
+                    ))
+                })?;
             let k = match order.iter().find(|(s, _)| *s == sid) {
                 Some((_, k)) => *k,
                 None => {
@@ -169,7 +174,9 @@ pub fn load_conversations(path: &Path) -> Result<Vec<Conversation>, PlanError> {
         convs.extend(by_session.into_values().filter(|c| !c.turns.is_empty()));
     }
     if convs.is_empty() {
-        return Err(err("no conversations found (see `yardstick bench serve --help`, --sessions)".into()));
+        return Err(err(
+            "no conversations found (see `yardstick bench serve --help`, --sessions)".into(),
+        ));
     }
     Ok(convs)
 }

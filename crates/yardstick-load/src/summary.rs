@@ -480,7 +480,11 @@ fn sessions_of(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> Option<Ses
     let mut durations = Vec::new();
     for recs in by.values() {
         counts.turns += recs.len() as u64;
-        let planned = recs.iter().filter_map(|r| r.session_turns).max().unwrap_or(0);
+        let planned = recs
+            .iter()
+            .filter_map(|r| r.session_turns)
+            .max()
+            .unwrap_or(0);
         if recs.iter().any(|r| !r.ok()) {
             counts.failed += 1;
         } else if recs.len() as u32 >= planned {
@@ -632,9 +636,7 @@ pub fn summarize(
             None
         },
         prompt_cache_hit_rate: cache_rate(ok.iter()),
-        session_throughput: sessions
-            .as_ref()
-            .map(|s| per_s(s.counts.completed as f64)),
+        session_throughput: sessions.as_ref().map(|s| per_s(s.counts.completed as f64)),
         session_duration_s: sessions.as_ref().and_then(|s| s.duration.clone()),
         first_turn_ttft_ms: sessions.as_ref().and_then(|s| s.first.clone()),
         later_turn_ttft_ms: sessions.as_ref().and_then(|s| s.later.clone()),

@@ -115,6 +115,7 @@ pub fn sections(report: &Report) -> Result<Vec<Section>, ReportError> {
     let runs: Vec<&crate::model::RunReport> = std::iter::once(r).chain(&report.others).collect();
     out.extend(plots::frontier(&runs)?);
     out.extend(plots::capacity(r)?);
+    out.extend(plots::turns(r)?);
     out.push(plots::percentiles(r)?);
     out.push(plots::step_times(r)?);
     out.push(plots::scaling(r)?);

@@ -102,6 +102,44 @@ pub struct PointReport {
     /// The probes of a capacity point's searches (`load: {mode: capacity}`), every replicate's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<CapacityProbe>,
+    /// Per turn index of a session point (`sessions:`), every replicate's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<TurnPoint>,
+}
+
+/// One turn index of a session point's replicate (`summary.turns`).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct TurnPoint {
+    /// The replicate.
+    pub replicate: u32,
+    /// The turn, from 1.
+    pub turn: u32,
+    /// Median and 99th percentile TTFT, ms.
+    pub ttft_ms: [Option<f64>; 2],
+    /// Mean prompt tokens at this turn.
+    pub prompt_tokens: f64,
+    /// Share of prompt tokens the server served from its prefix cache, when it said.
+    pub cache_hit_rate: Option<f64>,
+}
+
+/// The turns a replicate's result records (`summary.turns`).
+fn turns_of(k: u32, v: &Value) -> Vec<TurnPoint> {
+    v["summary"]["turns"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| {
+                    Some(TurnPoint {
+                        replicate: k,
+                        turn: t["turn"].as_u64()? as u32,
+                        ttft_ms: [t["ttft_ms_p50"].as_f64(), t["ttft_ms_p99"].as_f64()],
+                        prompt_tokens: t["prompt_tokens_mean"].as_f64().unwrap_or(0.0),
+                        cache_hit_rate: t["prompt_cache_hit_rate"].as_f64(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// One probe of a capacity search, as its replicate's result records it.
@@ -488,8 +526,10 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
             }
         }
         let probes = recs.iter().flat_map(|(k, _, v)| probes_of(*k, v)).collect();
+        let turns = recs.iter().flat_map(|(k, _, v)| turns_of(*k, v)).collect();
         out_points.push(PointReport {
             probes,
+            turns,
             metrics: point_metrics(facts, &id),
             id,
             layer,

@@ -1776,3 +1776,109 @@ pub fn capacity(r: &RunReport) -> Result<Option<Section>, ReportError> {
     }
     Ok(Some(sec))
 }
+
+/// TTFT by turn index of every session point: p50 and p99 (means over replicates) against the
+/// turn, with each turn's mean prompt tokens and prefix-cache hit rate in a table. A prefix
+/// cache keeps later turns near the first although their prompts grow.
+pub fn turns(r: &RunReport) -> Result<Option<Section>, ReportError> {
+    let points: Vec<&PointReport> = r.points.iter().filter(|p| !p.turns.is_empty()).collect();
+    if points.is_empty() {
+        return Ok(None);
+    }
+    let mut sec = Section::new(
+        "turns",
+        "Sessions: TTFT by turn",
+        "Each turn of a session sends the whole conversation so far, so prompts grow turn by \
+         turn; a server that caches prefixes answers later turns about as fast as first ones. \
+         Lines: p50 and p99 time to first token at each turn index (means over replicates).",
+    );
+    let mut rows = Vec::new();
+    for p in points {
+        let max_turn = p.turns.iter().map(|t| t.turn).max().unwrap_or(1);
+        let mean = |f: &dyn Fn(&crate::model::TurnPoint) -> Option<f64>, turn: u32| {
+            let v: Vec<f64> = p
+                .turns
+                .iter()
+                .filter(|t| t.turn == turn)
+                .filter_map(f)
+                .collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let series: Vec<[Option<f64>; 4]> = (1..=max_turn)
+            .map(|t| {
+                [
+                    mean(&|x| x.ttft_ms[0], t),
+                    mean(&|x| x.ttft_ms[1], t),
+                    mean(&|x| Some(x.prompt_tokens), t),
+                    mean(&|x| x.cache_hit_rate, t),
+                ]
+            })
+            .collect();
+        for (t, s) in series.iter().enumerate() {
+            let f = |x: Option<f64>, d: usize| {
+                x.map_or("-".to_string(), |x| format!("{x:.prec$}", prec = d))
+            };
+            rows.push(vec![
+                p.id.clone(),
+                (t + 1).to_string(),
+                f(s[2], 0),
+                f(s[0], 1),
+                f(s[1], 1),
+                s[3].map_or("-".to_string(), |r| format!("{:.0} %", r * 100.0)),
+            ]);
+        }
+        let ymax = series
+            .iter()
+            .filter_map(|s| s[1].or(s[0]))
+            .fold(0.0, f64::max)
+            * 1.15
+            + 1e-9;
+        let title = format!("{} · TTFT by turn", p.id);
+        let svg = svg(&title, (W, H), |root| {
+            let mut chart = xy_chart(
+                root,
+                &title,
+                0.5..(max_turn as f64 + 0.5),
+                0.0..ymax,
+                "turn",
+                "TTFT ms",
+            )?;
+            for (k, (label, color)) in [("p50", COLORS[0]), ("p99", COLORS[1])]
+                .into_iter()
+                .enumerate()
+            {
+                let pts: Vec<(f64, f64)> = series
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(t, s)| Some(((t + 1) as f64, s[k]?)))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
+                    .label(label)
+                    .legend(legend_line(color));
+                chart.draw_series(
+                    pts.iter()
+                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
+                )?;
+            }
+            legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+            Ok(())
+        })?;
+        sec.figures.push(Figure { title, svg });
+    }
+    sec.table = Some((
+        [
+            "point",
+            "turn",
+            "prompt tokens",
+            "p50 TTFT ms",
+            "p99 TTFT ms",
+            "cached",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows,
+    ));
+    Ok(Some(sec))
+}

@@ -150,13 +150,17 @@ pub fn run_replicate(
         start_at: None,
         cancel,
         dataset: None,
-        sessions: sessions.as_ref().map(|s| yardstick_load::session::SessionConfig {
-            turns: s.turns.unwrap_or(yardstick_load::session::Turns { min: 1, max: 1 }),
-            think: s
-                .think_time
-                .unwrap_or(yardstick_load::session::ThinkTime::Constant(0.0)),
-            shared_prefix: s.shared_prefix.unwrap_or(0),
-        }),
+        sessions: sessions
+            .as_ref()
+            .map(|s| yardstick_load::session::SessionConfig {
+                turns: s
+                    .turns
+                    .unwrap_or(yardstick_load::session::Turns { min: 1, max: 1 }),
+                think: s
+                    .think_time
+                    .unwrap_or(yardstick_load::session::ThinkTime::Constant(0.0)),
+                shared_prefix: s.shared_prefix.unwrap_or(0),
+            }),
         tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
         server_metrics: None,
         cost: cost.map(cost_model),
@@ -670,7 +674,10 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
         // Sessions, reasoning and the prefix cache.
         .with("session", opt(records, |r| r.session))
         .with("turn", opt(records, |r| r.turn.map(u64::from)))
-        .with("session_turns", opt(records, |r| r.session_turns.map(u64::from)))
+        .with(
+            "session_turns",
+            opt(records, |r| r.session_turns.map(u64::from)),
+        )
         .with("first_answer_ns", ns(|r| r.first_answer_ns))
         .with(id::ANSWER_TTFT_MS, since_sched(|r| r.first_answer_ns))
         .with("reasoning_tokens", opt(records, |r| r.reasoning_tokens))
@@ -678,7 +685,10 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
             "reasoning_events",
             Column::I64(records.iter().map(|r| r.reasoning_events as i64).collect()),
         )
-        .with("cached_prompt_tokens", opt(records, |r| r.cached_prompt_tokens))
+        .with(
+            "cached_prompt_tokens",
+            opt(records, |r| r.cached_prompt_tokens),
+        )
 }
 
 fn opt(records: &[RequestRecord], f: impl Fn(&RequestRecord) -> Option<u64>) -> Column {

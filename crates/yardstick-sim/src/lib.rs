@@ -576,11 +576,13 @@ async fn handle(
         &id,
         created,
         &cfg.model,
-        parsed.prompt_tokens,
-        n,
-        finish,
-        reasoning,
-        &details,
+        &openai::Answer {
+            prompt: parsed.prompt_tokens,
+            completion: n,
+            reasoning,
+            finish,
+            details,
+        },
     );
     let body = cfg.quality.rewrite(api, &body, full);
     let resp = json_response(StatusCode::OK, &body);

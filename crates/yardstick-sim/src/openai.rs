@@ -257,18 +257,31 @@ pub fn output_text(n: u64) -> String {
     (0..n).map(token_text).collect()
 }
 
+/// What a non-streamed answer holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Answer<'a> {
+    /// Prompt tokens.
+    pub prompt: u64,
+    /// Output tokens.
+    pub completion: u64,
+    /// Of which the first this-many are reasoning (chat).
+    pub reasoning: u64,
+    /// The finish reason.
+    pub finish: &'a str,
+    /// Token details of its usage.
+    pub details: UsageDetails,
+}
+
 /// A non-streaming chat or completion response body.
-pub fn full_response(
-    api: Api,
-    id: &str,
-    created: u64,
-    model: &str,
-    prompt: u64,
-    completion: u64,
-    finish: &str,
-    reasoning: u64,
-    details: &UsageDetails,
-) -> Value {
+pub fn full_response(api: Api, id: &str, created: u64, model: &str, a: &Answer<'_>) -> Value {
+    let Answer {
+        prompt,
+        completion,
+        reasoning,
+        finish,
+        details,
+    } = *a;
+    let details = &details;
     let text = output_text(completion);
     let choice = match api {
         Api::Chat if reasoning > 0 => {

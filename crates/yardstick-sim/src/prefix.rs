@@ -146,14 +146,23 @@ mod tests {
     }
 
     fn words(n: usize, tag: &str) -> String {
-        (0..n).map(|i| format!("{tag}{i}")).collect::<Vec<_>>().join(" ")
+        (0..n)
+            .map(|i| format!("{tag}{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     #[test]
     fn shared_prefixes_hash_alike_and_stop_at_the_first_difference() {
         let sys = words(40, "s");
-        let a = block_hashes(Api::Chat, &chat(&[("system", &sys), ("user", &words(20, "a"))]));
-        let b = block_hashes(Api::Chat, &chat(&[("system", &sys), ("user", &words(20, "b"))]));
+        let a = block_hashes(
+            Api::Chat,
+            &chat(&[("system", &sys), ("user", &words(20, "a"))]),
+        );
+        let b = block_hashes(
+            Api::Chat,
+            &chat(&[("system", &sys), ("user", &words(20, "b"))]),
+        );
         assert_eq!(a.len(), 3); // 60 tokens: three full blocks
         assert_eq!(a[..2], b[..2]); // the 32 system tokens of whole blocks
         assert_ne!(a[2], b[2]);

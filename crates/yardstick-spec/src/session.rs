@@ -31,8 +31,7 @@ impl std::fmt::Display for ThinkTime {
 }
 
 /// The think-time grammar, for hints.
-pub const THINK_TIME_GRAMMAR: &str =
-    "a think time in ms: `1000` (constant), `exp(1000)` (exponential with that mean) or `U(500,1500)` (uniform)";
+pub const THINK_TIME_GRAMMAR: &str = "a think time in ms: `1000` (constant), `exp(1000)` (exponential with that mean) or `U(500,1500)` (uniform)";
 
 impl FromStr for ThinkTime {
     type Err = String;

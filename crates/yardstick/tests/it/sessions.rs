@@ -32,7 +32,9 @@ fn sim(cache: bool, log: &std::path::Path) -> Sim {
 
 fn serve(sim: &Sim, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
     yardstick()
-        .args(["--json", "bench", "serve", "--url", &sim.url, "--model", "m"])
+        .args([
+            "--json", "bench", "serve", "--url", &sim.url, "--model", "m",
+        ])
         .args(["--scenario", "D(64,16)", "--concurrency", "2"])
         .args(["--server-metrics", "off", "--output"])
         .arg(out)
@@ -120,7 +122,10 @@ fn turns_resend_the_conversation_and_the_prefix_cache_shortens_later_turns() {
     let rate = p["prompt_cache_hit_rate"].as_f64().unwrap();
     assert!(rate > 0.7, "{p}");
     let later = p["later_turn_ttft_ms"]["p50"].as_f64().unwrap();
-    assert!(later < 100.0, "without the cache it would be 20 + 0.5 × 396 ≈ 218 ms: {p}");
+    assert!(
+        later < 100.0,
+        "without the cache it would be 20 + 0.5 × 396 ≈ 218 ms: {p}"
+    );
 
     // Think time: each later turn is scheduled 100 ms after the previous answer completed,
     // and its latencies count from then.
@@ -134,8 +139,8 @@ fn turns_resend_the_conversation_and_the_prefix_cache_shortens_later_turns() {
     assert_eq!(sessions.len(), 6);
     for turns in sessions.values() {
         for w in turns.windows(2) {
-            let gap = (w[1]["scheduled_ns"].as_f64().unwrap() - w[0]["done_ns"].as_f64().unwrap())
-                / 1e6;
+            let gap =
+                (w[1]["scheduled_ns"].as_f64().unwrap() - w[0]["done_ns"].as_f64().unwrap()) / 1e6;
             assert!((99.0..160.0).contains(&gap), "think gap {gap} ms");
         }
     }
@@ -178,7 +183,13 @@ fn conversations_come_from_a_dataset_with_their_own_turns_and_delays() {
         .args(["--json", "bench", "serve", "--url", &s.url, "--model", "m"])
         .arg("--dataset")
         .arg(&data)
-        .args(["--sessions", "--max-requests", "10", "--server-metrics", "off"])
+        .args([
+            "--sessions",
+            "--max-requests",
+            "10",
+            "--server-metrics",
+            "off",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -214,7 +225,14 @@ fn session_flags_refuse_what_cannot_work() {
 
 #[test]
 fn a_spec_serve_layer_runs_sessions_and_stores_their_facts() {
-    let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "1", "--prefix-cache-tokens", "50000"]);
+    let sim = Sim::start(&[
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "1",
+        "--prefix-cache-tokens",
+        "50000",
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let spec = dir.path().join("sessions.yaml");
@@ -252,6 +270,28 @@ fn a_spec_serve_layer_runs_sessions_and_stores_their_facts() {
     ] {
         assert!(m.get(k).is_some(), "{k} missing: {m}");
     }
+    // The report draws TTFT by turn from every replicate's turns.
+    let html = dir.path().join("r.html");
+    let r = yardstick()
+        .args(["--json", "report", v["run_id"].as_str().unwrap(), "--html"])
+        .arg(&html)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let turns = json(&r)["report"]["run"]["points"][0]["turns"].clone();
+    let first: Vec<&Value> = turns
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["turn"] == 1)
+        .collect();
+    assert_eq!(first.len(), 3, "turn 1 of each replicate: {turns}");
+    // 64 shared tokens and a 16-token question.
+    assert_eq!(first[0]["prompt_tokens"], 80.0, "{turns}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Sessions: TTFT by turn"), "no turns section");
     // A session layer that cannot work is refused before anything runs.
     let bad = dir.path().join("bad.yaml");
     std::fs::write(

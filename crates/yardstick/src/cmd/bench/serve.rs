@@ -614,20 +614,6 @@ pub(super) async fn progress_ticker(p: Arc<Progress>) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shards_parse() {
-        assert_eq!(parse_shard("1/4").unwrap(), (1, 4));
-        assert_eq!(parse_shard(" 0 / 1 ").unwrap(), (0, 1));
-        for bad in ["4/4", "1/0", "x/2", "1", "-1/2"] {
-            assert!(parse_shard(bad).is_err(), "{bad}");
-        }
-    }
-}
-
 /// The session workload the flags ask for, if any (`--sessions`, `--turns`, `--think-time`,
 /// `--shared-prefix`).
 fn session_config(
@@ -648,9 +634,9 @@ fn session_config(
         None => Turns { min: 1, max: 1 },
     };
     let think = match &args.think_time {
-        Some(t) => t.parse::<ThinkTime>().map_err(|e| {
-            exit::invalid(format!("--think-time: {e}"), Some(THINK_TIME_GRAMMAR))
-        })?,
+        Some(t) => t
+            .parse::<ThinkTime>()
+            .map_err(|e| exit::invalid(format!("--think-time: {e}"), Some(THINK_TIME_GRAMMAR)))?,
         None => ThinkTime::Constant(0.0),
     };
     Ok(Some(SessionConfig {
@@ -658,4 +644,18 @@ fn session_config(
         think,
         shared_prefix: args.shared_prefix.unwrap_or(0),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse() {
+        assert_eq!(parse_shard("1/4").unwrap(), (1, 4));
+        assert_eq!(parse_shard(" 0 / 1 ").unwrap(), (0, 1));
+        for bad in ["4/4", "1/0", "x/2", "1", "-1/2"] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
+        }
+    }
 }
