@@ -50,6 +50,15 @@ pub trait RecordsFormat {
     fn encode(&self, points: &[PointResult]) -> Result<Vec<u8>, String>;
     /// Decodes the file: each record with its point index (`None` when the row has none).
     fn decode(&self, bytes: Vec<u8>) -> Result<PointRecords, String>;
+    /// The scrapes of the server's metrics a shard kept for point `k` in `dir`
+    /// (`server-metrics-p<k>.parquet`), when it kept any.
+    fn server_series(
+        &self,
+        _dir: &std::path::Path,
+        _k: usize,
+    ) -> Option<Vec<crate::scrape::Reading>> {
+        None
+    }
 }
 
 /// Why an output directory could not be written, read or merged.
@@ -469,8 +478,29 @@ pub fn merge_dirs(dirs: &[PathBuf], format: &dyn RecordsFormat) -> Result<Merged
                 histograms: s.histograms.as_ref().map(|h| h[k].clone()),
             });
         }
-        let m =
+        let mut m =
             merge_point(parts, &slo).map_err(|error| ShardFileError::Merge { point: k, error })?;
+        // Every shard scraped the same server over the same window: the merged point takes the
+        // longest series (the shard that scraped most), with the merged client TTFT beside it.
+        if let Some((readings, failures)) = shards
+            .iter()
+            .zip(dirs)
+            .filter_map(|(s, dir)| {
+                let r = format.server_series(dir, k)?;
+                let failures = s.doc["points"][k]["server_scrape_failures"]
+                    .as_u64()
+                    .unwrap_or(0);
+                Some((r, failures))
+            })
+            .max_by_key(|(r, _)| r.len())
+        {
+            m.summary.server = Some(crate::scrape::ServerMetrics::of(
+                &readings,
+                failures,
+                m.summary.ttft_ms.as_ref().map(|d| d.mean),
+            ));
+            m.summary.server_series = readings;
+        }
         histograms.push(m.histograms);
         results.push(PointResult {
             summary: m.summary,

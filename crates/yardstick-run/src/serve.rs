@@ -818,6 +818,35 @@ impl yardstick_load::shard_files::RecordsFormat for ParquetRecords {
             .map_err(|e| e.to_string())
     }
 
+    fn server_series(
+        &self,
+        dir: &std::path::Path,
+        k: usize,
+    ) -> Option<Vec<yardstick_load::scrape::Reading>> {
+        let bytes = std::fs::read(dir.join(format!("server-metrics-p{k}.parquet"))).ok()?;
+        let rows = yardstick_store::samples::read_rows(bytes).ok()?;
+        let readings: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                let f = |name: &str| r.get(name).and_then(serde_json::Value::as_f64);
+                yardstick_load::scrape::Reading {
+                    t_s: f("t_s").unwrap_or(0.0),
+                    running: f("running"),
+                    waiting: f("waiting"),
+                    kv_usage: f("kv_cache_usage"),
+                    preemptions: f("preemptions_total"),
+                    prefix_hits: f("prefix_cache_hits_total"),
+                    prefix_queries: f("prefix_cache_queries_total"),
+                    ttft_sum_s: f("ttft_seconds_sum"),
+                    ttft_count: f("ttft_seconds_count"),
+                    queue_sum_s: f("queue_seconds_sum"),
+                    queue_count: f("queue_seconds_count"),
+                }
+            })
+            .collect();
+        (!readings.is_empty()).then_some(readings)
+    }
+
     fn decode(&self, bytes: Vec<u8>) -> Result<yardstick_load::shard_files::PointRecords, String> {
         let rows = yardstick_store::samples::read_rows(bytes).map_err(|e| e.to_string())?;
         let recs = records_from_rows(&rows)?;

@@ -346,3 +346,71 @@ fn concurrency_is_split_over_the_shards() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot be split over 3 shards"));
 }
+
+/// Sessions shard by session (every turn of a session in one shard), and the merged point
+/// keeps the server's metrics that each shard scraped: the longest series, with the merged
+/// client TTFT beside the server's.
+#[test]
+fn session_shards_merge_whole_sessions_and_keep_the_servers_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(&[
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "2",
+        "--prefix-cache-tokens",
+        "50000",
+    ]);
+    let args = [
+        "--scenario",
+        "D(16,4)",
+        "--rate",
+        "20",
+        "--turns",
+        "3",
+        "--think-time",
+        "20",
+        "--shared-prefix",
+        "32",
+        "--max-requests",
+        "12",
+        "--scrape-interval",
+        "100ms",
+    ];
+    let shards = run_shards(&sim.url, 2, dir.path(), &args);
+    for (d, doc) in &shards {
+        let p = &doc["points"][0];
+        assert!(u(&p["server_scrapes"]) >= 2, "{p}");
+        assert!(d.join("server-metrics-p0.parquet").exists());
+        // Each shard's sessions are its own plan units: every turn of them.
+        for r in rows(d) {
+            assert_eq!(
+                u(&r["session"]) % 2,
+                u(&p["shard"]["index"]),
+                "a session's turns stay in its shard: {r}"
+            );
+        }
+    }
+    let merged_dir = dir.path().join("merged");
+    let dirs: Vec<&Path> = shards.iter().map(|(d, _)| d.as_path()).collect();
+    let m = json_of(&merge(&dirs, Some(&merged_dir)));
+    let p = &m["points"][0];
+    assert_eq!(p["sessions"]["completed"], 12, "{p}");
+    assert_eq!(p["sessions"]["turns"], 36, "{p}");
+    assert_eq!(p["requests"]["completed"], 36, "{p}");
+    // The server's figures survive the merge, measured against the merged client TTFT.
+    let most = shards
+        .iter()
+        .map(|(_, d)| u(&d["points"][0]["server_scrapes"]))
+        .max()
+        .unwrap();
+    assert_eq!(u(&p["server_scrapes"]), most, "{p}");
+    let server = p["server_ttft_ms"].as_f64().unwrap();
+    let client = p["ttft_ms"]["mean"].as_f64().unwrap();
+    assert!(
+        (p["ttft_client_minus_server_ms"].as_f64().unwrap() - (client - server)).abs() < 1e-6,
+        "{p}"
+    );
+    assert!(p["server_prefix_cache_hit_rate"].as_f64().unwrap() > 0.0, "{p}");
+    assert!(merged_dir.join("server-metrics-p0.parquet").exists());
+}

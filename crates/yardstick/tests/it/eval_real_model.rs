@@ -373,6 +373,11 @@ fn bench_serve_against_llama_cpp_streams_role_only_first_chunk() {
     assert_eq!(point["requests"]["completed"], 4, "{point}");
     assert_eq!(point["requests"]["failed"], 0, "{point}");
     assert!(point["ttft_ms"].is_object(), "{point}");
+    // llama-cpp-python's server exports no Prometheus metrics: `--server-metrics auto` (the
+    // default) finds no `/metrics` there and the point carries no `server_*` figures rather
+    // than zeros.
+    assert!(point.get("server_scrapes").is_none(), "{point}");
+    assert!(point.get("server_ttft_ms").is_none(), "{point}");
     // llama.cpp's first SSE chunk carries only the role: TTFT must come from the first content
     // event, so it is positive and no later than the end of the response.
     let records = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap();

@@ -521,14 +521,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             .map(|r| PointHistograms::of(&r.records))
             .collect();
         shard_files::write_dir(dir, &doc, &results, &hist, &ParquetRecords).map_err(shard_error)?;
-        // The server's metrics, one file per point that scraped them.
-        for (k, r) in results.iter().enumerate() {
-            if let Some(t) = yardstick_run::serve::server_series_table(&r.summary.server_series) {
-                let path = dir.join(format!("server-metrics-p{k}.parquet"));
-                std::fs::write(&path, t.to_parquet(&[])?)
-                    .with_context(|| format!("writing {}", path.display()))?;
-            }
-        }
+        write_server_series(dir, &results)?;
     }
     if g.json {
         output::json(&doc)?;
@@ -561,6 +554,21 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     Ok(status)
 }
 
+/// The server's metrics in `dir`, one file per point that scraped them.
+fn write_server_series(
+    dir: &std::path::Path,
+    results: &[yardstick_load::PointResult],
+) -> anyhow::Result<()> {
+    for (k, r) in results.iter().enumerate() {
+        if let Some(t) = yardstick_run::serve::server_series_table(&r.summary.server_series) {
+            let path = dir.join(format!("server-metrics-p{k}.parquet"));
+            std::fs::write(&path, t.to_parquet(&[])?)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// `--merge DIR...`: the union of N shards' records, summarized as one machine would.
 fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let merged = shard_files::merge_dirs(&args.merge, &ParquetRecords).map_err(shard_error)?;
@@ -574,6 +582,7 @@ fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             &ParquetRecords,
         )
         .map_err(shard_error)?;
+        write_server_series(dir, &merged.results)?;
     }
     if g.json {
         output::json(&merged.doc)?;
