@@ -320,6 +320,21 @@ impl NvmlSession {
         g
     }
 
+    /// Every device's total energy since the driver loaded, mJ (NVML's
+    /// `nvmlDeviceGetTotalEnergyConsumption`, Volta and later); `None` when a device cannot
+    /// say.
+    pub fn total_energy_mj(&self) -> Option<Vec<u64>> {
+        (0..self.count)
+            .map(|i| {
+                self.nvml
+                    .device_by_index(i)
+                    .ok()?
+                    .total_energy_consumption()
+                    .ok()
+            })
+            .collect()
+    }
+
     /// One telemetry sample of device `index`.
     pub fn sample(&self, index: u32) -> GpuSample {
         let Ok(d) = self.nvml.device_by_index(index) else {

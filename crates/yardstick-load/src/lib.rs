@@ -127,9 +127,9 @@ pub struct ServeBench {
     /// The deployment's price: dollars per million output tokens and per thousand requests
     /// in every point's summary.
     pub cost: Option<summary::CostModel>,
-    /// Measure energy per output token from the CPU's RAPL counters under this powercap root
-    /// ([`power`]); unavailable is said, not estimated.
-    pub energy: Option<std::path::PathBuf>,
+    /// Measure energy per output token from accelerators' or the CPU's counters ([`power`]);
+    /// unavailable is said, not estimated.
+    pub energy: Option<power::Energy>,
 }
 
 /// One finished point.
@@ -349,7 +349,7 @@ impl ServeBench {
                     None => planner,
                 };
                 // Energy counters at the start of the point, when asked for and readable.
-                let rapl = self.energy.as_deref().map(power::Rapl::open);
+                let rapl = self.energy.as_ref().map(power::Energy::open);
                 let energy_start = match &rapl {
                     Some(Ok(r)) => r.read(),
                     _ => None,
@@ -393,17 +393,20 @@ impl ServeBench {
                             Some(end) if out_tokens > 0.0 => {
                                 summary.energy_j_per_output_token =
                                     Some(r.joules(&start, &end) / out_tokens);
+                                summary.energy_source = Some(r.source());
                             }
                             _ => {
-                                summary.energy_unavailable =
-                                    Some("the RAPL counters could not be read again, or no output tokens".into());
+                                summary.energy_unavailable = Some(format!(
+                                    "the {} counters could not be read again, or no output tokens",
+                                    r.source()
+                                ));
                             }
                         }
                     }
                     (Some(Err(why)), _) => summary.energy_unavailable = Some(why.clone()),
-                    (Some(Ok(_)), None) => {
+                    (Some(Ok(r)), None) => {
                         summary.energy_unavailable =
-                            Some("the RAPL counters could not be read".into())
+                            Some(format!("the {} counters could not be read", r.source()))
                     }
                     (None, _) => {}
                 }

@@ -5,6 +5,40 @@
 //! most VMs — energy is stated as unavailable, never estimated.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A cumulative energy counter read at a point's start and end: the CPU's RAPL packages, or an
+/// accelerator's (NVML's total energy consumption, supplied by the caller).
+pub trait EnergyCounter: Send + Sync + std::fmt::Debug {
+    /// Where the energy is measured: `rapl` or `nvml`.
+    fn source(&self) -> &'static str;
+    /// Every domain's counter now, in the counter's own unit; `None` when one cannot be read.
+    fn read(&self) -> Option<Vec<u64>>;
+    /// Joules between two readings.
+    fn joules(&self, start: &[u64], end: &[u64]) -> f64;
+}
+
+/// Where a serving point's energy comes from.
+#[derive(Debug, Clone)]
+pub enum Energy {
+    /// The CPU's RAPL counters under this powercap root.
+    Rapl(PathBuf),
+    /// Accelerators' counters, RAPL as a fallback when they cannot be read at the start.
+    Accelerators(Arc<dyn EnergyCounter>, PathBuf),
+}
+
+impl Energy {
+    /// The counter to read, or why there is none.
+    pub fn open(&self) -> Result<Arc<dyn EnergyCounter>, String> {
+        match self {
+            Energy::Rapl(root) => Rapl::open(root).map(|r| Arc::new(r) as Arc<dyn EnergyCounter>),
+            Energy::Accelerators(c, root) => match c.read() {
+                Some(_) => Ok(c.clone()),
+                None => Rapl::open(root).map(|r| Arc::new(r) as Arc<dyn EnergyCounter>),
+            },
+        }
+    }
+}
 
 /// The RAPL package domains under a powercap root.
 #[derive(Debug, Clone)]
@@ -68,6 +102,20 @@ impl Rapl {
 
     /// Joules between two readings, across counter wraps.
     pub fn joules(&self, start: &[u64], end: &[u64]) -> f64 {
+        EnergyCounter::joules(self, start, end)
+    }
+}
+
+impl EnergyCounter for Rapl {
+    fn source(&self) -> &'static str {
+        "rapl"
+    }
+
+    fn read(&self) -> Option<Vec<u64>> {
+        Rapl::read(self)
+    }
+
+    fn joules(&self, start: &[u64], end: &[u64]) -> f64 {
         self.domains
             .iter()
             .zip(start.iter().zip(end))

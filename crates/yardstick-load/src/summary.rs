@@ -390,9 +390,14 @@ pub struct PointSummary {
     /// Dollars per thousand completed requests (with a cost model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_per_1k_requests: Option<f64>,
-    /// Joules per output token from the CPU's RAPL counters over the point.
+    /// Joules per output token over the point, from accelerators' counters (NVML) or the CPU's
+    /// RAPL counters (`energy_source`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub energy_j_per_output_token: Option<f64>,
+    /// Where the energy was measured: `nvml` (the accelerators of this machine) or `rapl` (its
+    /// CPU packages).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_source: Option<&'static str>,
     /// Why there is no energy figure, when one was asked for and there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub energy_unavailable: Option<String>,
@@ -677,6 +682,7 @@ pub fn summarize(
         cost_per_1m_output_tokens: None,
         cost_per_1k_requests: None,
         energy_j_per_output_token: None,
+        energy_source: None,
         energy_unavailable: None,
         server_series: Vec::new(),
         server: None,

@@ -164,7 +164,7 @@ pub fn run_replicate(
         tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
         server_metrics: None,
         cost: cost.map(cost_model),
-        energy: Some(std::path::PathBuf::from(yardstick_load::power::POWERCAP)),
+        energy: Some(energy()),
     };
     // The server's own metrics, when its base URL serves them (`/metrics`).
     let mut bench = bench;
@@ -985,5 +985,41 @@ mod tests {
             ]
         );
         assert!(ParquetRecords.decode(b"not parquet".to_vec()).is_err());
+    }
+}
+
+/// The accelerators' energy counters through NVML: each GPU's total energy since the driver
+/// loaded, in millijoules.
+#[derive(Debug)]
+pub struct NvmlEnergy(yardstick_env::gpu::NvmlSession);
+
+impl yardstick_load::power::EnergyCounter for NvmlEnergy {
+    fn source(&self) -> &'static str {
+        "nvml"
+    }
+
+    fn read(&self) -> Option<Vec<u64>> {
+        self.0.total_energy_mj()
+    }
+
+    fn joules(&self, start: &[u64], end: &[u64]) -> f64 {
+        start
+            .iter()
+            .zip(end)
+            .map(|(a, b)| b.saturating_sub(*a) as f64 / 1e3)
+            .sum()
+    }
+}
+
+/// Where serving energy comes from on this machine: its NVIDIA GPUs' counters when NVML loads
+/// and they report total energy, else the CPU's RAPL counters. Either measures this machine:
+/// the server's energy only when the server runs here.
+pub fn energy() -> yardstick_load::power::Energy {
+    let root = std::path::PathBuf::from(yardstick_load::power::POWERCAP);
+    match yardstick_env::gpu::NvmlSession::open() {
+        Ok(s) if s.total_energy_mj().is_some() => {
+            yardstick_load::power::Energy::Accelerators(std::sync::Arc::new(NvmlEnergy(s)), root)
+        }
+        _ => yardstick_load::power::Energy::Rapl(root),
     }
 }

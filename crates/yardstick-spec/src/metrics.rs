@@ -386,7 +386,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         Cost,
         VALUE,
         None,
-        "Energy per output token from the CPU's RAPL counters (/sys/class/powercap) over the point; absent where the kernel exposes none."
+        "Energy per output token over the point: this machine's GPUs' total-energy counters (NVML) or, without them, the CPU's RAPL counters (/sys/class/powercap); absent where there are none."
     ),
     m!(
         "capacity_rps",

@@ -411,6 +411,9 @@ fn session_shards_merge_whole_sessions_and_keep_the_servers_metrics() {
         (p["ttft_client_minus_server_ms"].as_f64().unwrap() - (client - server)).abs() < 1e-6,
         "{p}"
     );
-    assert!(p["server_prefix_cache_hit_rate"].as_f64().unwrap() > 0.0, "{p}");
+    assert!(
+        p["server_prefix_cache_hit_rate"].as_f64().unwrap() > 0.0,
+        "{p}"
+    );
     assert!(merged_dir.join("server-metrics-p0.parquet").exists());
 }

@@ -213,8 +213,9 @@ pub struct ServeArgs {
         requires = "cost_per_accelerator_hour"
     )]
     pub accelerators: u32,
-    /// Measure energy per output token from the CPU's RAPL counters (/sys/class/powercap,
-    /// readable by root); where there are none, each point says why.
+    /// Measure energy per output token from this machine's NVIDIA GPUs (NVML total energy) or,
+    /// without them, the CPU's RAPL counters (/sys/class/powercap, readable by root); where
+    /// there are none, each point says why.
     #[arg(long)]
     pub energy: bool,
     /// Time between two scrapes of --server-metrics, e.g. 500ms, 1s.
@@ -419,9 +420,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             }
             None => None,
         },
-        energy: args
-            .energy
-            .then(|| std::path::PathBuf::from(yardstick_load::power::POWERCAP)),
+        energy: args.energy.then(yardstick_run::serve::energy),
     };
     let scenarios = bench.validate().map_err(to_exit)?;
     if let Some(dir) = &args.output {
