@@ -899,3 +899,23 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod session_tests {
+    use super::*;
+
+    /// A sharded session point's shards run the same sessions: every shard's command line
+    /// carries the layer's session settings.
+    #[test]
+    fn shards_of_a_session_point_carry_its_sessions() {
+        let text = "apiVersion: yardstick/v1\nkind: BenchmarkRun\nmetadata: {name: s}\nspec:\n  layers:\n    component:\n      - kind: serve\n        target: {url: sim, api: chat, model: m}\n        scenarios: [\"D(8,4)\"]\n        load: {mode: rate, values: [4]}\n        sessions: {turns: 2-4, thinkTime: \"exp(250)\", sharedPrefix: 32}\n";
+        let run = yardstick_spec::check_str(text).spec.expect("a valid spec");
+        let p = plan(&run);
+        let args = crate::serve::shard_args(&p.points[0].work, "http://127.0.0.1:1", 7).unwrap();
+        let joined = args.join(" ");
+        assert!(
+            joined.contains("--sessions --turns 2-4 --think-time exp(250) --shared-prefix 32"),
+            "{joined}"
+        );
+    }
+}

@@ -149,7 +149,10 @@ pub fn run_replicate(
         shard: (0, 1),
         start_at: None,
         cancel,
-        dataset: None,
+        dataset: sessions
+            .as_ref()
+            .and_then(|s| s.dataset.clone())
+            .map(std::path::PathBuf::from),
         sessions: sessions
             .as_ref()
             .map(|s| yardstick_load::session::SessionConfig {
@@ -321,6 +324,7 @@ pub fn shard_args(work: &PointWork, url: &str, seed: u64) -> Result<Vec<String>,
         api_key_env,
         ca_cert,
         tokenizer,
+        sessions,
         ..
     } = work
     else {
@@ -382,6 +386,24 @@ pub fn shard_args(work: &PointWork, url: &str, seed: u64) -> Result<Vec<String>,
     }
     if let Some(t) = tokenizer {
         args.extend(["--tokenizer".into(), t.clone()]);
+    }
+    // Sessions: every shard plans the same sessions and runs its share of them.
+    if let Some(s) = sessions {
+        args.push("--sessions".into());
+        match &s.dataset {
+            Some(d) => args.extend(["--dataset".into(), d.clone()]),
+            None => {
+                if let Some(t) = s.turns {
+                    args.extend(["--turns".into(), t.to_string()]);
+                }
+            }
+        }
+        if let Some(t) = s.think_time {
+            args.extend(["--think-time".into(), t.to_string()]);
+        }
+        if let Some(p) = s.shared_prefix {
+            args.extend(["--shared-prefix".into(), p.to_string()]);
+        }
     }
     Ok(args)
 }
@@ -871,16 +893,24 @@ pub fn resolve_target_files(
 ) -> Result<Vec<(String, std::path::PathBuf)>, RunError> {
     let mut read: Vec<(String, std::path::PathBuf)> = Vec::new();
     for p in &mut plan.points {
-        let (ca_cert, tokenizer) = match &mut p.work {
+        let (ca_cert, tokenizer, dataset) = match &mut p.work {
             PointWork::Serve {
-                ca_cert, tokenizer, ..
-            } => (ca_cert, Some(tokenizer)),
-            PointWork::Eval { ca_cert, .. } => (ca_cert, None),
+                ca_cert,
+                tokenizer,
+                sessions,
+                ..
+            } => (
+                ca_cert,
+                Some(tokenizer),
+                sessions.as_mut().map(|s| &mut s.dataset),
+            ),
+            PointWork::Eval { ca_cert, .. } => (ca_cert, None, None),
             _ => continue,
         };
         let fields = [(ca_cert, "caCert")]
             .into_iter()
-            .chain(tokenizer.map(|t| (t, "tokenizer")));
+            .chain(tokenizer.map(|t| (t, "tokenizer")))
+            .chain(dataset.map(|d| (d, "sessions.dataset")));
         for (field, name) in fields {
             let Some(path) = field.as_mut() else {
                 continue;
@@ -893,12 +923,21 @@ pub fn resolve_target_files(
             }
             let checked = if name == "caCert" {
                 yardstick_load::client::check_ca_cert(&abs).map_err(|e| e.to_string())
+            } else if name == "sessions.dataset" {
+                yardstick_load::session::load_conversations(&abs)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
             } else {
                 yardstick_load::tokenizer::LocalTokenizer::from_file(&abs)
                     .map(drop)
                     .map_err(|e| e.to_string())
             };
-            checked.map_err(|e| RunError::Invalid(format!("target.{name} of {}: {e}", p.id)))?;
+            let field = if name == "sessions.dataset" {
+                name.to_string()
+            } else {
+                format!("target.{name}")
+            };
+            checked.map_err(|e| RunError::Invalid(format!("{field} of {}: {e}", p.id)))?;
             read.push((spec_name, abs));
         }
     }

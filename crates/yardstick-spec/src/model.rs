@@ -820,6 +820,10 @@ pub struct ServingSessions {
     pub think_time: Option<crate::session::ThinkTime>,
     /// Tokens of a system prompt every session starts with, shared by all (default 0).
     pub shared_prefix: Option<u64>,
+    /// Conversations instead of synthetic sessions: ShareGPT JSON, JSON lines of
+    /// `{"messages": [..]}`, or JSON lines of turns `{"session_id", "text", "output_tokens"?,
+    /// "delay"?}`; relative to the spec, stored with the run. Their turns replace `turns`.
+    pub dataset: Option<String>,
 }
 
 /// Load modes.

@@ -866,6 +866,21 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
 
 /// `target.caCert` and `target.tokenizer` name files relative to the spec's directory.
 fn target_files(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
+    if let (Some(p), Some(dir)) = (
+        c.sessions.as_ref().and_then(|s| s.dataset.as_deref()),
+        cx.base,
+    ) && !dir.join(p).is_file()
+    {
+        cx.error(
+            "target-files",
+            &format!("{base}/sessions/dataset"),
+            format!(
+                "sessions.dataset `{p}` does not exist (paths are relative to the spec's directory, {})",
+                dir.display()
+            ),
+            "check the path; it names a file of conversations (ShareGPT JSON or JSON lines)",
+        );
+    }
     let (Some(t), Some(dir)) = (c.target.as_ref(), cx.base) else {
         return;
     };

@@ -237,6 +237,11 @@ fn a_spec_serve_layer_runs_sessions_and_stores_their_facts() {
     let store = dir.path().join("store");
     let spec = dir.path().join("sessions.yaml");
     std::fs::write(
+        dir.path().join("convs.jsonl"),
+        "{\"session_id\": 1, \"text\": \"a b c\"}\n{\"session_id\": 1, \"text\": \"d e\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
         &spec,
         crate::common::layered_spec(
             "sessions",
@@ -248,8 +253,14 @@ fn a_spec_serve_layer_runs_sessions_and_stores_their_facts() {
         load: {{mode: concurrency, values: [2]}}
         sessions: {{turns: 2-3, thinkTime: \"exp(20)\", sharedPrefix: 64}}
         stop: {{maxRequests: 6}}
+      - kind: serve
+        target: {{url: \"{}\", api: chat, model: m}}
+        scenarios: [\"D(16,8)\"]
+        load: {{mode: concurrency, values: [1]}}
+        sessions: {{dataset: convs.jsonl}}
+        stop: {{maxRequests: 2}}
 ",
-                sim.url
+                sim.url, sim.url
             ),
         ),
     )
@@ -260,6 +271,17 @@ fn a_spec_serve_layer_runs_sessions_and_stores_their_facts() {
     assert_eq!(v["status"], "complete", "{v}");
     let m = &v["summary"]["points"][0]["metrics"];
     assert_eq!(m["sessions"]["completed"]["mean"], 6.0, "{m}");
+    // The conversations file: one session of two turns, stored with the run.
+    let d = &v["summary"]["points"][1]["metrics"];
+    assert_eq!(d["sessions"]["completed"]["mean"], 2.0, "{d}");
+    assert_eq!(d["sessions"]["turns"]["mean"], 4.0, "{d}");
+    let run_dir = std::path::Path::new(v["dir"].as_str().unwrap());
+    assert!(
+        crate::common::files_under(&run_dir.join("inputs"), "jsonl")
+            .iter()
+            .any(|f| f.to_string_lossy().contains("convs")),
+        "the conversations are stored with the run"
+    );
     assert_eq!(m["sessions"]["completed"]["n"], 3, "{m}");
     for k in [
         "session_duration_s",
@@ -280,7 +302,13 @@ fn a_spec_serve_layer_runs_sessions_and_stores_their_facts() {
         .output()
         .unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    let turns = json(&r)["report"]["run"]["points"][0]["turns"].clone();
+    let turns = json(&r)["report"]["run"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["work"]["sessions"]["sharedPrefix"] == 64)
+        .unwrap()["turns"]
+        .clone();
     let first: Vec<&Value> = turns
         .as_array()
         .unwrap()
