@@ -10,7 +10,10 @@ Runs on CPU or CUDA, alone or under torchrun (DDP):
         examples/train_torch.py
 
 Every rank appends one JSON line per step to $YARDSTICK_METRICS (nothing is written when it is
-unset). The timed region is forward + backward + optimizer step, with CUDA synchronised on both
+unset). When yardstick takes a profile (`profile: {mode: trace, tool: torch}` in a spec, or
+`bench exec --profile torch`), the loop runs under torch.profiler through the repository's
+`python/yardstick_profile` module, with `data`, `forward`, `backward` and `optimizer` ranges.
+The timed region is forward + backward + optimizer step, with CUDA synchronised on both
 sides so the time is the GPU's, not the launch queue's; under DDP it includes the gradient
 all-reduce. The model is a small GPT (4 layers, hidden 256, vocabulary 512, bias-free linears,
 untied head): 12·4·256² + 512·256 = 3,276,800 parameters in matrix multiplies.
@@ -22,9 +25,16 @@ import os
 import resource
 import time
 
+import sys
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+# The profiler contract ships in the repository (python/yardstick_profile); it is inert unless
+# yardstick asks for a profile. An installed copy (`pip install python/`) works too.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from yardstick_profile import Profiler  # noqa: E402
 
 
 class Metrics:
@@ -133,20 +143,28 @@ def main():
     successor = torch.randperm(vocab, generator=gen)  # the chain, shared by all ranks
     gen.manual_seed(args.seed * 1000 + rank + 1)  # each rank sees different data
     metrics = Metrics(rank, world_size)
+    prof = Profiler()
     tokens = args.batch * args.seq_len
     for step in range(args.steps):
-        inputs, targets = synthetic_batch(gen, successor, args.batch, args.seq_len, vocab, device)
+        with prof.phase("data"):
+            inputs, targets = synthetic_batch(
+                gen, successor, args.batch, args.seq_len, vocab, device
+            )
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         t0 = time.perf_counter()
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        with prof.phase("forward"):
+            logits = model(inputs)
+            loss = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+        with prof.phase("backward"):
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+        with prof.phase("optimizer"):
+            opt.step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         step_time = time.perf_counter() - t0
+        prof.step()
         metrics.step(
             step=step,
             step_time_s=step_time,
@@ -158,6 +176,7 @@ def main():
         )
         if rank == 0 and (step % 10 == 0 or step == args.steps - 1):
             print(f"step {step} loss {loss.item():.4f} {step_time * 1e3:.1f} ms", flush=True)
+    prof.close()
     metrics.close()
     if distributed:
         torch.distributed.destroy_process_group()

@@ -28,6 +28,7 @@ pub mod bottleneck;
 mod error;
 pub mod flops;
 pub mod nodes;
+pub mod profile;
 pub mod protocol;
 pub mod roofline;
 pub mod scaling;

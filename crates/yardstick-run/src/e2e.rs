@@ -21,6 +21,17 @@ pub struct E2eOutcome {
     pub samples: Table,
     /// Log files (name relative to the replicate's log directory, contents).
     pub logs: Vec<(String, Vec<u8>)>,
+    /// The profile, for the profiled replicate: the profiler's files (name relative to the
+    /// profile directory, contents) and what they say.
+    pub profile: Option<ProfileOutcome>,
+}
+
+/// What a profiled replicate leaves.
+pub struct ProfileOutcome {
+    /// The profiler's files.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// The analysis, or why there is none.
+    pub analysis: Result<yardstick_analysis::profile::ProfileAnalysis, String>,
 }
 
 /// One e2e replicate to run.
@@ -41,6 +52,8 @@ pub struct E2eRequest<'a> {
     pub seed: u64,
     /// Cancelled on Ctrl-C: the child's process group is terminated.
     pub cancel: CancellationToken,
+    /// Take this profile (the profiled replicate only).
+    pub profile: Option<&'a yardstick_spec::Profile>,
 }
 
 /// Runs one replicate with the layer's timeout, environment and analysis settings.
@@ -54,15 +67,27 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         run_id,
         seed,
         cancel,
+        profile,
     } = req;
     let log_dir = scratch.join("logs");
     let _ = std::fs::remove_dir_all(&log_dir);
     std::fs::create_dir_all(&log_dir).map_err(|e| RunError::Internal(e.to_string()))?;
+    let prof_dir = scratch.join("profile");
+    let _ = std::fs::remove_dir_all(&prof_dir);
+    let (argv, prof_env) = match profile {
+        Some(p) => {
+            std::fs::create_dir_all(&prof_dir).map_err(|e| RunError::Internal(e.to_string()))?;
+            let w = crate::profile::wrap(&argv, p, &prof_dir).map_err(RunError::Workload)?;
+            (w.argv, w.env)
+        }
+        None => (argv, Vec::new()),
+    };
     let mut cfg = ExecConfig::new(argv, log_dir.clone());
     cfg.runs = 1;
     cfg.warmup = 0;
     cfg.timeout = layer.timeout.map(|d| d.0);
     cfg.env = layer.env.clone().unwrap_or_default().into_iter().collect();
+    cfg.env.extend(prof_env);
     cfg.run_id = run_id.to_string();
     cfg.training = Some(yardstick_analysis::spec::training_config_from_spec(
         layer,
@@ -174,6 +199,12 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
     }
     logs.sort();
     let _ = std::fs::remove_dir_all(&log_dir);
+    let profile = profile.map(|p| {
+        let analysis = crate::profile::analyze(&prof_dir, p, run.wall_s);
+        let files = read_tree(&prof_dir);
+        let _ = std::fs::remove_dir_all(&prof_dir);
+        ProfileOutcome { files, analysis }
+    });
 
     let samples = Table::new()
         .with(
@@ -191,5 +222,24 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         summary: summary.into(),
         samples,
         logs,
+        profile,
     })
+}
+
+/// Every file under `dir`, with its path relative to `dir`, sorted.
+fn read_tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let (Ok(bytes), Ok(rel)) = (std::fs::read(&p), p.strip_prefix(dir)) {
+                out.push((rel.to_string_lossy().replace('\\', "/"), bytes));
+            }
+        }
+    }
+    out.sort();
+    out
 }

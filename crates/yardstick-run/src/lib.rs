@@ -18,6 +18,7 @@ pub mod index;
 pub mod loader;
 pub mod micro;
 pub mod plan;
+pub mod profile;
 pub mod pods;
 pub mod scaling;
 pub mod serve;
@@ -668,6 +669,19 @@ fn artifact_paths(point: &Point, replicate: u32) -> (String, String) {
     )
 }
 
+/// The samples and result of a step: a measured replicate's, or the profiled replicate's
+/// under `profile/<slug>/` (apart from the measured ones: never aggregated or gated).
+fn step_paths(point: &Point, step: &plan::Step) -> (String, String) {
+    if step.profile {
+        (
+            format!("profile/{}/samples.parquet", point.slug),
+            format!("profile/{}/result.json", point.slug),
+        )
+    } else {
+        artifact_paths(point, step.replicate)
+    }
+}
+
 /// Executes a spec as a new run (`resume: None`) or continues an incomplete one.
 pub fn execute(
     spec_text: &str,
@@ -803,10 +817,20 @@ pub fn execute(
             .collect::<Vec<_>>(),
     )?;
 
+    // Profiles are taken by one process: not across a pod group or a Slurm allocation.
+    if (opts.pods.as_ref().is_some_and(|g| g.count > 1) || opts.slurm.is_some())
+        && plan.steps.iter().any(|s| s.profile)
+    {
+        plan.steps.retain(|s| !s.profile);
+        (opts.on_event)(Event::Warning(
+            "profiles are taken in single-process runs only: not across pods or Slurm tasks              (profile the command with `yardstick run` on one machine)"
+                .into(),
+        ));
+    }
     let done = plan
         .steps
         .iter()
-        .filter(|s| writer.has(&artifact_paths(&plan.points[s.point], s.replicate).1))
+        .filter(|s| writer.has(&step_paths(&plan.points[s.point], s).1))
         .count();
     (opts.on_event)(Event::Started {
         run_id: run_id.clone(),
@@ -914,7 +938,12 @@ pub fn execute(
             break;
         }
         let point = &plan.points[step.point];
-        let (samples_path, result_path) = artifact_paths(point, step.replicate);
+        let (samples_path, result_path) = step_paths(point, step);
+        let logs_prefix = if step.profile {
+            format!("profile/{}/logs/", point.slug)
+        } else {
+            format!("logs/{}/r{}/", point.slug, step.replicate)
+        };
         if writer.has(&result_path) {
             // Finished before an interruption. The warehouse is an index of the stored run, and
             // a kill can land after the result is sealed but before its facts are written:
@@ -923,7 +952,9 @@ pub fn execute(
             let record: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(&path).map_err(StoreError::from)?)
                     .map_err(|e| RunError::Internal(format!("{}: {e}", path.display())))?;
-            index_replicate(wh.as_mut(), &run_id, &point.id, step.replicate, &record)?;
+            if !step.profile {
+                index_replicate(wh.as_mut(), &run_id, &point.id, step.replicate, &record)?;
+            }
             continue;
         }
         // Files an unfinished attempt at this replicate sealed before a kill are not a finished
@@ -931,7 +962,12 @@ pub fn execute(
         writer.discard_unfinished(&[
             samples_path.clone(),
             format!("eval/{}/r{}/", point.slug, step.replicate),
-            format!("logs/{}/r{}/", point.slug, step.replicate),
+            logs_prefix.clone(),
+            if step.profile {
+                format!("profile/{}/", point.slug)
+            } else {
+                format!("logs/{}/r{}/", point.slug, step.replicate)
+            },
         ])?;
         (opts.on_event)(Event::Step {
             n: n + 1,
@@ -942,6 +978,7 @@ pub fn execute(
         let started_at = yardstick_env::now_rfc3339();
         let seed = opts.seed ^ (u64::from(step.replicate) << 32);
         let mut eval_files = Vec::new();
+        let mut profiled: Option<e2e::ProfileOutcome> = None;
         let outcome = match &point.work {
             PointWork::Serve { url, .. } => {
                 let url = match (url, &sim) {
@@ -1058,8 +1095,12 @@ pub fn execute(
                     run_id: &run_id,
                     seed,
                     cancel: opts.cancel.clone(),
+                    profile: entry.profile.as_ref().filter(|_| step.profile),
                 })
-                .map(|o| (o.summary, Some(o.samples), o.logs))
+                .map(|o| {
+                    profiled = o.profile;
+                    (o.summary, Some(o.samples), o.logs)
+                })
             }
             PointWork::Startup { layer, argv, cache } => {
                 let entry = component_layers.get(*layer).cloned().unwrap_or_default();
@@ -1105,8 +1146,12 @@ pub fn execute(
                         run_id: &run_id,
                         seed,
                         cancel: opts.cancel.clone(),
+                        profile: entry.profile.as_ref().filter(|_| step.profile),
                     })
-                    .map(|o| (o.summary, Some(o.samples), o.logs))
+                    .map(|o| {
+                        profiled = o.profile;
+                        (o.summary, Some(o.samples), o.logs)
+                    })
                 });
                 match &group {
                     Some(g) if abort.is_none() => {
@@ -1214,8 +1259,24 @@ pub fn execute(
             writer.add(&rel, bytes, "eval")?;
         }
         for (name, bytes) in &logs {
-            let rel = format!("logs/{}/r{}/{name}", point.slug, step.replicate);
+            let rel = format!("{logs_prefix}{name}");
             writer.add(&rel, bytes, "log")?;
+        }
+        let mut summary = summary;
+        if let Some(p) = profiled {
+            for (name, bytes) in &p.files {
+                writer.add(&format!("profile/{}/{name}", point.slug), bytes, "profile")?;
+            }
+            match p.analysis {
+                Ok(a) => summary["profile"] = serde_json::to_value(&a).expect("JSON"),
+                Err(why) => {
+                    (opts.on_event)(Event::Warning(format!(
+                        "{} profile: {why}",
+                        point.id
+                    )));
+                    summary["profile_error"] = why.into();
+                }
+            }
         }
         let mut sample_artifact = None;
         if let Some(table) = samples {
@@ -1240,6 +1301,10 @@ pub fn execute(
             &serde_json::to_vec_pretty(&record).expect("JSON"),
             "result",
         )?;
+        if step.profile {
+            // The profiled replicate perturbs timing: its figures stay out of the facts.
+            continue;
+        }
         index_replicate(wh.as_mut(), &run_id, &point.id, step.replicate, &record)?;
         (opts.on_event)(Event::StepDone {
             point: point.id.clone(),
@@ -1319,10 +1384,27 @@ pub fn execute(
         }
         per_point.push((p.id.clone(), reps));
     }
-    let aggregate = facts::aggregate(&run_id, &per_point, level);
+    let mut aggregate = facts::aggregate(&run_id, &per_point, level);
+    // Profiles: their analysis is the point's `profile.*` facts (one profiled replicate, no
+    // interval) and a `profiles` section of the summary, beside the measured figures.
+    let mut profiles = serde_json::Map::new();
+    for p in &plan.points {
+        let path = writer.dir().join(format!("profile/{}/result.json", p.slug));
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| RunError::Internal(format!("{}: {e}", path.display())))?;
+        let entry = profile::summary_entry(&v["summary"], &per_point, &p.id, &p.slug);
+        aggregate.extend(profile::fact_rows(&run_id, &p.id, &v["summary"]));
+        profiles.insert(p.id.clone(), entry);
+    }
     wh.upsert_facts(&aggregate)?;
     let mut summary = facts::summary_json(&plan, &aggregate, level);
     summary["failures"] = facts::failures(&per_point);
+    if !profiles.is_empty() {
+        summary["profiles"] = profiles.into();
+    }
     summary["telemetry"] = telemetry_summary;
     let scaling = scaling::scaling(&plan, &per_point);
     if !scaling.is_null() {

@@ -242,6 +242,10 @@ pub struct Step {
     pub point: usize,
     /// 0-based replicate.
     pub replicate: u32,
+    /// The profiled replicate of an e2e point with a `profile` (after every measured one; never
+    /// part of the statistics or the gate).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub profile: bool,
 }
 
 /// The whole plan.
@@ -314,6 +318,7 @@ impl Plan {
                 new_index[s.point].map(|point| Step {
                     point,
                     replicate: s.replicate,
+                    profile: s.profile,
                 })
             })
             .collect();
@@ -673,6 +678,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                     steps.push(Step {
                         point: p,
                         replicate: r,
+                        profile: false,
                     });
                 }
             }
@@ -683,9 +689,27 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                     steps.push(Step {
                         point: p,
                         replicate: r,
+                        profile: false,
                     });
                 }
             }
+        }
+    }
+    // A profile is taken after every measured replicate, in one more replicate of its own.
+    for (p, point) in points.iter().enumerate() {
+        if let PointWork::Command { layer, .. } | PointWork::Train { layer, .. } = &point.work
+            && layers
+                .e2e
+                .as_ref()
+                .and_then(|e| e.get(*layer))
+                .and_then(|e| e.profile.as_ref())
+                .is_some_and(|pr| pr.mode.is_some_and(|m| m != yardstick_spec::ProfileMode::Off))
+        {
+            steps.push(Step {
+                point: p,
+                replicate: replicates,
+                profile: true,
+            });
         }
     }
     let estimate_upper_s = estimate.map(|e| e * replicates as f64);
@@ -746,7 +770,8 @@ mod tests {
             p.steps[9],
             Step {
                 point: 0,
-                replicate: 1
+                replicate: 1,
+                profile: false,
             }
         );
         assert_eq!(

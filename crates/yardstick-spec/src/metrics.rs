@@ -1103,6 +1103,43 @@ pub const CATALOGUE: &[MetricDef] = &[
         Some("value"),
         "STREAM triad bandwidth (a = b + s*c): the memory bandwidth a streaming kernel gets."
     ),
+    // Profiles (the profiled replicate of an e2e point; descriptive, never gated).
+    m!(
+        "profile.step_s",
+        "s",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Mean duration of a profiled step (ProfilerStep#N), from the profiled replicate, which the profiler slows: compare with step_time_s for its overhead."
+    ),
+    m!(
+        "profile.phase.<name>_s",
+        "s",
+        LowerIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Seconds per profiled step inside one phase the training loop marked (data, forward, backward, optimizer, communication), or `unattributed`: the rest of the step."
+    ),
+    m!(
+        "profile.comm_overlap",
+        "fraction",
+        HigherIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Share of collective communication time during which compute also ran (0 to 1)."
+    ),
+    m!(
+        "profile.<category>_s",
+        "s",
+        LowerIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Seconds per profiled step by kind: compute (operator self time), communication (NCCL/gloo/c10d collectives), memcpy, data (the loader's phase), idle (nothing running)."
+    ),
     m!(
         "memory.<kernel>",
         "GB/s",

@@ -956,6 +956,85 @@ pub struct E2eLayer {
     pub env: Option<BTreeMap<String, String>>,
     /// Cost of one device-hour in dollars, for cost per 1K samples.
     pub cost_per_device_hour: Option<f64>,
+    /// Take a profile in one extra, labelled replicate (never part of the statistics or the
+    /// gate) and read where the step time goes.
+    pub profile: Option<Profile>,
+}
+
+/// A profile of an e2e layer (`profile:`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Profile {
+    /// `off`, `trace` (Chrome/Perfetto JSON) or `tb` (TensorBoard's profiler plugin files).
+    #[schemars(required)]
+    pub mode: Option<ProfileMode>,
+    /// The profiler: `torch` (the workload's torch.profiler, through the yardstick_profile
+    /// module), `nsys` (Nsight Systems), `perf` (Linux perf) or `py-spy`.
+    pub tool: Option<ProfileTool>,
+    /// torch.profiler's schedule: steps to wait, warm up, record, and how many cycles.
+    pub schedule: Option<ProfileSchedule>,
+}
+
+/// Profile modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum ProfileMode {
+    Off,
+    Trace,
+    Tb,
+}
+
+/// Profilers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[allow(missing_docs)]
+pub enum ProfileTool {
+    Torch,
+    Nsys,
+    Perf,
+    PySpy,
+}
+
+impl ProfileTool {
+    /// The name as written in specs and flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileTool::Torch => "torch",
+            ProfileTool::Nsys => "nsys",
+            ProfileTool::Perf => "perf",
+            ProfileTool::PySpy => "py-spy",
+        }
+    }
+}
+
+/// torch.profiler's schedule (`torch.profiler.schedule`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ProfileSchedule {
+    /// Steps skipped first (default 1).
+    pub wait: Option<u32>,
+    /// Steps profiled but discarded (default 1).
+    pub warmup: Option<u32>,
+    /// Steps recorded (default 3).
+    pub active: Option<u32>,
+    /// Cycles of wait/warmup/active (default 1).
+    pub repeat: Option<u32>,
+}
+
+impl ProfileSchedule {
+    /// `wait,warmup,active,repeat` with the defaults filled in.
+    pub fn text(&self) -> String {
+        format!(
+            "{},{},{},{}",
+            self.wait.unwrap_or(1),
+            self.warmup.unwrap_or(1),
+            self.active.unwrap_or(3),
+            self.repeat.unwrap_or(1)
+        )
+    }
 }
 
 /// End-to-end kinds.

@@ -209,6 +209,12 @@ pub const RULES: &[RuleInfo] = &[
         hint: "use positive SLO bounds (ttftMs, tpotMs, ...)",
     },
     RuleInfo {
+        id: "profile-config",
+        summary: "profiles name a mode; a schedule only for torch, with active >= 1; the reference trainer is not PyTorch",
+        section: "profiles",
+        hint: "write `profile: {mode: trace, tool: torch}` (perf or py-spy for other programs)",
+    },
+    RuleInfo {
         id: "command-config",
         summary: "command layers have a command; world-size sweeps use {worldSize}",
         section: "the-three-layers",
@@ -814,6 +820,9 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     }
     for (i, e) in l.e2e.iter().flatten().enumerate() {
         let base = format!("/spec/layers/e2e/{i}");
+        if let Some(p) = &e.profile {
+            profile_config(p, e.kind, &format!("{base}/profile"), cx);
+        }
         match e.kind {
             Some(E2eKind::Command) => {
                 match &e.command {
@@ -861,6 +870,51 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                 "add `kind: memory` (or gemm, storage, network)",
             );
         }
+    }
+}
+
+/// A profile's settings fit together and fit the layer.
+fn profile_config(p: &crate::Profile, kind: Option<E2eKind>, base: &str, cx: &mut Ctx<'_, '_>) {
+    use crate::ProfileTool;
+    if p.mode.is_none() && !cx.loc.exists(&format!("{base}/mode")) {
+        cx.error_at_key(
+            "profile-config",
+            base,
+            "profile without `mode`".into(),
+            "add `mode: trace` (Chrome/Perfetto JSON), `tb` (TensorBoard) or `off`",
+        );
+    }
+    let tool = p.tool.unwrap_or(ProfileTool::Torch);
+    if let Some(s) = &p.schedule {
+        if tool != ProfileTool::Torch {
+            cx.warn(
+                "profile-config",
+                &format!("{base}/schedule"),
+                format!(
+                    "`schedule` is torch.profiler's; `{}` records the whole replicate",
+                    tool.name()
+                ),
+                "remove `schedule`, or use `tool: torch`",
+            );
+        }
+        if s.active == Some(0) {
+            cx.error(
+                "profile-config",
+                &format!("{base}/schedule/active"),
+                "`active: 0` records no step".into(),
+                "record at least one step, e.g. `active: 3`",
+            );
+        }
+    }
+    if tool == ProfileTool::Torch && kind == Some(E2eKind::Train) {
+        cx.error_at_key(
+            "profile-config",
+            &format!("{base}/tool"),
+            "the reference trainer (`kind: train`) is not a PyTorch program: torch.profiler \
+             cannot profile it"
+                .into(),
+            "use `tool: perf` for it",
+        );
     }
 }
 

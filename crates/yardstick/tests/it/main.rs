@@ -33,6 +33,7 @@ mod k8s;
 mod mcp;
 mod metrics_cli;
 mod nodes_cli;
+mod profile;
 mod push;
 mod report_cli;
 mod run_bottleneck;

@@ -1,0 +1,340 @@
+//! Profiles of e2e points: how the profiled replicate's command is wrapped (or told, through
+//! the environment, to profile itself), and how its traces are read back
+//! ([`yardstick_analysis::profile`]).
+//!
+//! * `torch`: the command runs as it is, with `YARDSTICK_PROFILE`, `YARDSTICK_PROFILE_DIR` and
+//!   `YARDSTICK_PROFILE_SCHEDULE` set; the repository's `python/yardstick_profile` module turns
+//!   them into a `torch.profiler.profile` with that schedule and `record_function` ranges.
+//! * `py-spy`: `py-spy record --format speedscope --subprocesses -- COMMAND`.
+//! * `perf`: `perf record -g -- COMMAND`, then `perf report --stdio` for the top symbols.
+//! * `nsys`: `nsys profile --trace cuda,nvtx,osrt --export sqlite -- COMMAND`, then the
+//!   SQLite export's kernel, copy and NVTX tables.
+
+use std::path::{Path, PathBuf};
+
+use yardstick_analysis::profile::{self, Interval, Kind, ProfileAnalysis};
+use yardstick_spec::{Profile, ProfileMode, ProfileTool};
+
+/// Where the profile goes and what the profiled command needs.
+pub struct Wrapped {
+    /// The command to run.
+    pub argv: Vec<String>,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// Whether `prog` is on the PATH.
+pub fn on_path(prog: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+/// The profiler `p` asks for (torch unless said).
+pub fn tool_of(p: &Profile) -> ProfileTool {
+    p.tool.unwrap_or(ProfileTool::Torch)
+}
+
+/// The command and environment of the profiled replicate, writing into `dir`; `Err` names a
+/// profiler that is not installed, with how to get it.
+pub fn wrap(argv: &[String], p: &Profile, dir: &Path) -> Result<Wrapped, String> {
+    let d = dir.display().to_string();
+    let tool = tool_of(p);
+    let need = |prog: &str, how: &str| -> Result<String, String> {
+        on_path(prog)
+            .map(|p| p.display().to_string())
+            .ok_or_else(|| format!("profile tool `{}` is not installed ({how})", tool.name()))
+    };
+    let mut out = Wrapped {
+        argv: Vec::new(),
+        env: Vec::new(),
+    };
+    match tool {
+        ProfileTool::Torch => {
+            let mode = match p.mode {
+                Some(ProfileMode::Tb) => "tb",
+                _ => "trace",
+            };
+            out.env = vec![
+                ("YARDSTICK_PROFILE".into(), mode.into()),
+                ("YARDSTICK_PROFILE_DIR".into(), d),
+                (
+                    "YARDSTICK_PROFILE_SCHEDULE".into(),
+                    p.schedule.clone().unwrap_or_default().text(),
+                ),
+            ];
+        }
+        ProfileTool::PySpy => {
+            let exe = need("py-spy", "pip install py-spy")?;
+            out.argv = vec![
+                exe,
+                "record".into(),
+                "--format".into(),
+                "speedscope".into(),
+                "--rate".into(),
+                "200".into(),
+                "--subprocesses".into(),
+                "--output".into(),
+                format!("{d}/py-spy.speedscope.json"),
+                "--".into(),
+            ];
+        }
+        ProfileTool::Perf => {
+            let exe = need("perf", "apt-get install linux-perf")?;
+            out.argv = vec![
+                exe,
+                "record".into(),
+                "-g".into(),
+                "-F".into(),
+                "499".into(),
+                "-o".into(),
+                format!("{d}/perf.data"),
+                "--".into(),
+            ];
+        }
+        ProfileTool::Nsys => {
+            let exe = need("nsys", "NVIDIA Nsight Systems, with the CUDA toolkit")?;
+            out.argv = vec![
+                exe,
+                "profile".into(),
+                "--trace".into(),
+                "cuda,nvtx,osrt".into(),
+                "--export".into(),
+                "sqlite".into(),
+                "--force-overwrite".into(),
+                "true".into(),
+                "--output".into(),
+                format!("{d}/nsys"),
+                "--".into(),
+            ];
+        }
+    }
+    out.argv.extend(argv.iter().cloned());
+    Ok(out)
+}
+
+/// Reads what the profiler left in `dir` after a run of `wall_s` seconds: the analysis, or why
+/// there is none. perf's report is written beside its data first (`perf-report.txt`).
+pub fn analyze(dir: &Path, p: &Profile, wall_s: f64) -> Result<ProfileAnalysis, String> {
+    match tool_of(p) {
+        ProfileTool::Torch => {
+            let mut intervals = Vec::new();
+            let mut traces = files_ending(dir, ".pt.trace.json");
+            if traces.is_empty() {
+                return Err("the workload wrote no PyTorch trace: does it use the \
+                    yardstick_profile module (python/yardstick_profile) and run at least \
+                    wait + warmup + active steps?"
+                    .into());
+            }
+            // Rank 0's traces when the ranks are named; every trace otherwise.
+            if traces
+                .iter()
+                .any(|t| file_name(t).starts_with("rank0"))
+            {
+                traces.retain(|t| file_name(t).starts_with("rank0"));
+            }
+            for t in &traces {
+                let text = std::fs::read_to_string(t).map_err(|e| format!("{}: {e}", t.display()))?;
+                intervals.extend(
+                    profile::torch_intervals(&text)
+                        .map_err(|e| format!("{}: {e}", file_name(t)))?,
+                );
+            }
+            Ok(profile::from_intervals("torch", &intervals))
+        }
+        ProfileTool::PySpy => {
+            let f = dir.join("py-spy.speedscope.json");
+            let text = std::fs::read_to_string(&f)
+                .map_err(|e| format!("py-spy wrote no profile ({}: {e})", f.display()))?;
+            profile::speedscope(&text).map_err(|e| e.to_string())
+        }
+        ProfileTool::Perf => {
+            let data = dir.join("perf.data");
+            if !data.is_file() {
+                return Err("perf wrote no perf.data (perf_event_paranoid, or no permission: \
+                    run as root or lower /proc/sys/kernel/perf_event_paranoid)"
+                    .into());
+            }
+            let out = std::process::Command::new(on_path("perf").unwrap_or_else(|| "perf".into()))
+                .args(["report", "--stdio", "--no-children", "--sort", "symbol"])
+                .args(["--percent-limit", "0.5", "-i"])
+                .arg(&data)
+                .output()
+                .map_err(|e| format!("perf report: {e}"))?;
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let _ = std::fs::write(dir.join("perf-report.txt"), &text);
+            profile::perf_report(&text, wall_s).map_err(|e| e.to_string())
+        }
+        ProfileTool::Nsys => {
+            let db = dir.join("nsys.sqlite");
+            nsys_sqlite(&db).map(|iv| profile::from_intervals("nsys", &iv))
+        }
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if file_name(&p).ends_with(suffix) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The intervals of an Nsight Systems SQLite export (`nsys export --type sqlite`, or
+/// `nsys profile --export sqlite`): kernels (`CUPTI_ACTIVITY_KIND_KERNEL`, names through
+/// `StringIds`), copies (`CUPTI_ACTIVITY_KIND_MEMCPY`) and NVTX ranges (`NVTX_EVENTS`: ranges
+/// named `ProfilerStep#N` are steps, ranges named like a phase are phases). Times are ns.
+pub fn nsys_sqlite(db: &Path) -> Result<Vec<Interval>, String> {
+    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| format!("{}: {e}", db.display()))?;
+    let has = |t: &str| -> bool {
+        c.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [t],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .unwrap_or(false)
+    };
+    if !has("CUPTI_ACTIVITY_KIND_KERNEL") && !has("NVTX_EVENTS") {
+        return Err(format!(
+            "{}: no CUPTI_ACTIVITY_KIND_KERNEL or NVTX_EVENTS table: not an Nsight Systems \
+             SQLite export",
+            db.display()
+        ));
+    }
+    let mut out = Vec::new();
+    let mut read = |sql: &str, kind: Kind| -> Result<(), String> {
+        let mut q = c.prepare(sql).map_err(|e| format!("{sql}: {e}"))?;
+        let rows = q
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, Option<String>>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                ))
+            })
+            .map_err(|e| format!("{sql}: {e}"))?;
+        for row in rows {
+            let (name, start, end, lane) = row.map_err(|e| e.to_string())?;
+            let name = name.unwrap_or_default();
+            let kind = match kind {
+                Kind::Phase if name.starts_with("ProfilerStep#") => Kind::Step,
+                Kind::Phase if !profile::PHASES.contains(&name.as_str()) => continue,
+                k => k,
+            };
+            out.push(Interval {
+                name,
+                kind,
+                lane: lane.unwrap_or_default(),
+                start: start as f64 / 1e9,
+                end: end as f64 / 1e9,
+            });
+        }
+        Ok(())
+    };
+    if has("CUPTI_ACTIVITY_KIND_KERNEL") {
+        read(
+            "SELECT s.value, k.start, k.end, 'dev' || k.deviceId || ':stream' || k.streamId \
+             FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName",
+            Kind::Kernel,
+        )?;
+    }
+    if has("CUPTI_ACTIVITY_KIND_MEMCPY") {
+        read(
+            "SELECT 'memcpy', start, end, 'dev' || deviceId || ':stream' || streamId \
+             FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+            Kind::Memcpy,
+        )?;
+    }
+    if has("NVTX_EVENTS") {
+        read(
+            "SELECT coalesce(e.text, s.value), e.start, e.end, 'nvtx' || e.globalTid \
+             FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId \
+             WHERE e.end IS NOT NULL",
+            Kind::Phase,
+        )?;
+    }
+    Ok(out)
+}
+
+/// The `profile.*` facts of a point from its profiled replicate's summary: one value each, no
+/// interval (n = 1).
+pub fn fact_rows(
+    run_id: &str,
+    point_id: &str,
+    summary: &serde_json::Value,
+) -> Vec<yardstick_store::warehouse::FactRow> {
+    let Ok(a) = serde_json::from_value::<ProfileAnalysis>(summary["profile"].clone()) else {
+        return Vec::new();
+    };
+    a.facts()
+        .into_iter()
+        .map(|(metric, value)| yardstick_store::warehouse::FactRow {
+            run_id: run_id.into(),
+            point_id: point_id.into(),
+            replicate: None,
+            unit: yardstick_spec::metrics::unit_of(&metric).to_string(),
+            metric,
+            statistic: "value".into(),
+            value,
+            ci_lo: None,
+            ci_hi: None,
+            n: 1,
+            artifact: None,
+            row_group: None,
+        })
+        .collect()
+}
+
+/// A point's entry in the summary's `profiles`: the analysis (or why there is none), where the
+/// traces are, and the profiler's overhead: the profiled replicate's median step time over the
+/// measured replicates' (mean of their medians).
+pub fn summary_entry(
+    summary: &serde_json::Value,
+    per_point: &[(String, Vec<serde_json::Value>)],
+    point_id: &str,
+    slug: &str,
+) -> serde_json::Value {
+    let p50 = |s: &serde_json::Value| s["step_time_s"]["p50"].as_f64();
+    let measured: Vec<f64> = per_point
+        .iter()
+        .find(|(id, _)| id == point_id)
+        .map(|(_, reps)| reps.iter().filter_map(p50).collect())
+        .unwrap_or_default();
+    let unprofiled = (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / measured.len() as f64);
+    let profiled = p50(summary);
+    let mut e = serde_json::json!({
+        "dir": format!("profile/{slug}/"),
+        "step_time_s_profiled": profiled,
+        "step_time_s_unprofiled": unprofiled,
+        "overhead": match (profiled, unprofiled) {
+            (Some(a), Some(b)) if b > 0.0 => serde_json::json!(a / b),
+            _ => serde_json::Value::Null,
+        },
+    });
+    if summary.get("profile").is_some() {
+        e["analysis"] = summary["profile"].clone();
+    }
+    if let Some(why) = summary.get("profile_error") {
+        e["error"] = why.clone();
+    }
+    e
+}

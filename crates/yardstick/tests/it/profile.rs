@@ -1,0 +1,160 @@
+//! Profiles taken with the run: the real PyTorch profiler on a small CPU training loop
+//! (examples/train_torch.py through `yardstick run`), py-spy and perf on the same loop, and the
+//! Nsight Systems reader on a fixture built to its SQLite schema.
+//!
+//! PyTorch and py-spy come from `YARDSTICK_TORCH_PYTHON` (a python with torch and py-spy; CI
+//! installs them under /var/tmp/yardstick-torch).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{json, layered_spec, run_spec};
+use crate::external;
+
+const DEFAULT_DIR: &str = "/var/tmp/yardstick-torch";
+
+/// A python with torch, when there is one.
+fn torch_python(test: &str) -> Option<PathBuf> {
+    let python = std::env::var_os("YARDSTICK_TORCH_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(DEFAULT_DIR).join("venv/bin/python"));
+    let ok = python.exists()
+        && std::process::Command::new(&python)
+            .args(["-c", "import torch"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    external::require(
+        "pytorch",
+        test,
+        &format!(
+            "a python with torch and py-spy: set YARDSTICK_TORCH_PYTHON, or let .ci/run install \
+             them under {DEFAULT_DIR}"
+        ),
+        ok.then_some(python),
+    )
+}
+
+fn example() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/train_torch.py")
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+/// A spec profiling examples/train_torch.py on CPU with `profile`.
+fn spec(dir: &Path, python: &Path, profile: &str) -> PathBuf {
+    let text = layered_spec(
+        "profiled",
+        &format!(
+            "    e2e:
+      - kind: command
+        command: [\"{}\", \"{}\", \"--steps\", \"12\", \"--device\", \"cpu\"]
+        timeout: 5m
+        profile: {profile}
+",
+            python.display(),
+            example()
+        ),
+    );
+    let p = dir.join("spec.yaml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn metric(point: &Value, name: &str) -> f64 {
+    point["metrics"][name]["value"]["mean"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {name}: {point}"))
+}
+
+#[test]
+fn a_torch_profile_breaks_the_step_down_and_stays_out_of_the_statistics() {
+    let Some(python) = torch_python("a_torch_profile_breaks_the_step_down") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let spec = spec(
+        dir.path(),
+        &python,
+        "{mode: trace, tool: torch, schedule: {wait: 2, warmup: 2, active: 4, repeat: 1}}",
+    );
+    let o = run_spec(&spec, &store, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["status"], "complete", "{v}");
+    let point = &v["summary"]["points"][0];
+    let id = point["id"].as_str().unwrap();
+    // The three measured replicates make the statistics; the profiled one does not.
+    assert_eq!(point["metrics"]["step_time_s"]["p50"]["n"], 3, "{point}");
+    let prof = &v["summary"]["profiles"][id];
+    let a = &prof["analysis"];
+    assert_eq!(a["tool"], "torch", "{prof}");
+    assert_eq!(a["steps"], 4, "the schedule's active steps: {a}");
+    // The phases the loop marks, then the rest, add up to the profiled step.
+    let phases: Vec<(&str, f64)> = a["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["s_per_step"].as_f64().unwrap()))
+        .collect();
+    let names: Vec<&str> = phases.iter().map(|p| p.0).collect();
+    assert_eq!(
+        names,
+        ["data", "forward", "backward", "optimizer", "unattributed"],
+        "{a}"
+    );
+    let step = a["step_s"].as_f64().unwrap();
+    let sum: f64 = phases.iter().map(|p| p.1).sum();
+    assert!((sum - step).abs() < 1e-6 * step.max(1.0), "{sum} vs {step}");
+    // The marked phases cover nearly all of it (only the profiler's step bookkeeping is not
+    // inside one).
+    let unattributed = phases.last().unwrap().1;
+    assert!(unattributed < 0.1 * step, "{unattributed} of {step}: {a}");
+    // forward + backward + optimizer is what the loop times as step_time_s, measured in the
+    // same profiled replicate: they agree within 10 %.
+    let timed: f64 = phases[1..4].iter().map(|p| p.1).sum();
+    let profiled = prof["step_time_s_profiled"].as_f64().unwrap();
+    assert!(
+        (timed - profiled).abs() < 0.1 * profiled,
+        "trace {timed} s vs metric protocol {profiled} s per step"
+    );
+    // Operators: matrix multiplies dominate a GPT's step.
+    let top: Vec<&str> = a["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        top.iter().take(8).any(|n| n.contains("mm") || n.contains("linear")),
+        "{top:?}"
+    );
+    // The overhead is reported (profiled over unprofiled median step time); its value depends
+    // on the machine's load, so it is printed, not bounded.
+    assert!(prof["overhead"].as_f64().unwrap() > 0.0, "{prof}");
+    // Facts and files: profile.* facts on the point; the trace stored and hashed with the run.
+    assert!(metric(point, "profile.phase.backward_s") > 0.0);
+    assert!(metric(point, "profile.compute_s") > 0.0);
+    let run = Path::new(v["dir"].as_str().unwrap());
+    let traces = crate::common::files_under(&run.join("profile"), "json");
+    assert!(
+        traces
+            .iter()
+            .any(|t| t.to_string_lossy().ends_with(".pt.trace.json")),
+        "{traces:?}"
+    );
+    let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
+    assert!(manifest.contains(".pt.trace.json"), "the trace is in the manifest");
+    let size: u64 = traces
+        .iter()
+        .map(|t| std::fs::metadata(t).unwrap().len())
+        .sum();
+    eprintln!(
+        "torch profile: step {step:.4} s, phases {phases:?}, overhead {:.2}, traces {size} bytes",
+        prof["overhead"].as_f64().unwrap()
+    );
+}
