@@ -229,7 +229,9 @@ pub fn from_intervals(tool: &str, all: &[Interval]) -> ProfileAnalysis {
         let e = all.iter().map(|e| e.end).fold(f64::NEG_INFINITY, f64::max);
         if s.is_finite() && e > s {
             steps.push((s, e));
-            notes.push("no step marks (ProfilerStep#N): the whole profile is taken as one step".into());
+            notes.push(
+                "no step marks (ProfilerStep#N): the whole profile is taken as one step".into(),
+            );
         }
     }
     let in_steps = |s: f64, e: f64| steps.iter().any(|(a, b)| s < *b && e > *a);
@@ -242,7 +244,13 @@ pub fn from_intervals(tool: &str, all: &[Interval]) -> ProfileAnalysis {
     let n = steps.len() as f64;
     let step_total: f64 = steps.iter().map(|(a, b)| b - a).sum();
     let per = |x: f64| if n > 0.0 { x / n } else { 0.0 };
-    let share = |x: f64| if step_total > 0.0 { x / step_total } else { 0.0 };
+    let share = |x: f64| {
+        if step_total > 0.0 {
+            x / step_total
+        } else {
+            0.0
+        }
+    };
 
     // Phases: marked ranges inside steps (nested ranges of the same name counted once).
     let mut phases = Vec::new();
@@ -556,11 +564,10 @@ pub fn perf_report(text: &str, total_s: f64) -> Result<ProfileAnalysis, ProfileE
         let Ok(pct) = pct.trim().parse::<f64>() else {
             continue;
         };
-        // `[.] symbol` (user) or `[k] symbol` (kernel).
-        let name = rest
-            .split_once("] ")
-            .map_or(rest.trim(), |(_, s)| s.trim())
-            .to_string();
+        // `[.] symbol` (user) or `[k] symbol` (kernel); perf pads the symbol column, and may
+        // follow it with more columns after a run of spaces.
+        let sym = rest.split_once("] ").map_or(rest.trim(), |(_, s)| s.trim());
+        let name = sym.split("  ").next().unwrap_or(sym).trim().to_string();
         if name.is_empty() {
             continue;
         }
@@ -653,12 +660,22 @@ mod tests {
         assert!((top("aten::linear").self_s - 0.1).abs() < 1e-9);
         assert!((top("aten::mm").self_s - 0.3).abs() < 1e-9);
         assert_eq!(top("aten::mm").calls, Some(2));
-        let cat = |n: &str| a.categories.iter().find(|c| c.name == n).unwrap().s_per_step;
+        let cat = |n: &str| {
+            a.categories
+                .iter()
+                .find(|c| c.name == n)
+                .unwrap()
+                .s_per_step
+        };
         assert!((cat("communication") - 0.2).abs() < 1e-9);
         assert!((cat("memcpy") - 0.05).abs() < 1e-9);
         // Half the all-reduce ran beside compute on another lane.
         assert!((a.comm_overlap.unwrap() - 0.5).abs() < 1e-9);
-        assert!(a.facts().iter().any(|(k, _)| k == "profile.phase.backward_s"));
+        assert!(
+            a.facts()
+                .iter()
+                .any(|(k, _)| k == "profile.phase.backward_s")
+        );
     }
 
     #[test]
@@ -668,7 +685,7 @@ mod tests {
         let a = speedscope(ss).unwrap();
         assert_eq!(a.top[0].name, "matmul (t.py:9)");
         assert!((a.top[0].share - 2.0 / 3.0).abs() < 1e-9);
-        let perf = "# Samples: 1K\n#\n    62.50%  python  libtorch.so  [.] sgemm_kernel\n    12.00%  python  [kernel]  [k] clear_page\n";
+        let perf = "# Samples: 1K\n#\n    62.50%  python  libtorch.so  [.] sgemm_kernel            -      -\n    12.00%  python  [kernel]  [k] clear_page\n";
         let p = perf_report(perf, 2.0).unwrap();
         assert_eq!(p.top[0].name, "sgemm_kernel");
         assert!((p.top[0].self_s - 1.25).abs() < 1e-9);

@@ -18,8 +18,8 @@ pub mod index;
 pub mod loader;
 pub mod micro;
 pub mod plan;
-pub mod profile;
 pub mod pods;
+pub mod profile;
 pub mod scaling;
 pub mod serve;
 pub mod slurm;
@@ -1270,10 +1270,7 @@ pub fn execute(
             match p.analysis {
                 Ok(a) => summary["profile"] = serde_json::to_value(&a).expect("JSON"),
                 Err(why) => {
-                    (opts.on_event)(Event::Warning(format!(
-                        "{} profile: {why}",
-                        point.id
-                    )));
+                    (opts.on_event)(Event::Warning(format!("{} profile: {why}", point.id)));
                     summary["profile_error"] = why.into();
                 }
             }

@@ -703,7 +703,10 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                 .as_ref()
                 .and_then(|e| e.get(*layer))
                 .and_then(|e| e.profile.as_ref())
-                .is_some_and(|pr| pr.mode.is_some_and(|m| m != yardstick_spec::ProfileMode::Off))
+                .is_some_and(|pr| {
+                    pr.mode
+                        .is_some_and(|m| m != yardstick_spec::ProfileMode::Off)
+                })
         {
             steps.push(Step {
                 point: p,

@@ -128,14 +128,12 @@ pub fn analyze(dir: &Path, p: &Profile, wall_s: f64) -> Result<ProfileAnalysis, 
                     .into());
             }
             // Rank 0's traces when the ranks are named; every trace otherwise.
-            if traces
-                .iter()
-                .any(|t| file_name(t).starts_with("rank0"))
-            {
+            if traces.iter().any(|t| file_name(t).starts_with("rank0")) {
                 traces.retain(|t| file_name(t).starts_with("rank0"));
             }
             for t in &traces {
-                let text = std::fs::read_to_string(t).map_err(|e| format!("{}: {e}", t.display()))?;
+                let text =
+                    std::fs::read_to_string(t).map_err(|e| format!("{}: {e}", t.display()))?;
                 intervals.extend(
                     profile::torch_intervals(&text)
                         .map_err(|e| format!("{}: {e}", file_name(t)))?,
@@ -152,12 +150,15 @@ pub fn analyze(dir: &Path, p: &Profile, wall_s: f64) -> Result<ProfileAnalysis, 
         ProfileTool::Perf => {
             let data = dir.join("perf.data");
             if !data.is_file() {
-                return Err("perf wrote no perf.data (perf_event_paranoid, or no permission: \
+                return Err(
+                    "perf wrote no perf.data (perf_event_paranoid, or no permission: \
                     run as root or lower /proc/sys/kernel/perf_event_paranoid)"
-                    .into());
+                        .into(),
+                );
             }
             let out = std::process::Command::new(on_path("perf").unwrap_or_else(|| "perf".into()))
-                .args(["report", "--stdio", "--no-children", "--sort", "symbol"])
+                .args(["report", "--stdio", "--no-children", "-g", "none"])
+                .args(["--sort", "symbol"])
                 .args(["--percent-limit", "0.5", "-i"])
                 .arg(&data)
                 .output()
@@ -319,7 +320,8 @@ pub fn summary_entry(
         .find(|(id, _)| id == point_id)
         .map(|(_, reps)| reps.iter().filter_map(p50).collect())
         .unwrap_or_default();
-    let unprofiled = (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / measured.len() as f64);
+    let unprofiled =
+        (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / measured.len() as f64);
     let profiled = p50(summary);
     let mut e = serde_json::json!({
         "dir": format!("profile/{slug}/"),

@@ -46,12 +46,16 @@ fn example() -> String {
 
 /// A spec profiling examples/train_torch.py on CPU with `profile`.
 fn spec(dir: &Path, python: &Path, profile: &str) -> PathBuf {
+    spec_steps(dir, python, profile, 12)
+}
+
+fn spec_steps(dir: &Path, python: &Path, profile: &str, steps: u32) -> PathBuf {
     let text = layered_spec(
         "profiled",
         &format!(
             "    e2e:
       - kind: command
-        command: [\"{}\", \"{}\", \"--steps\", \"12\", \"--device\", \"cpu\"]
+        command: [\"{}\", \"{}\", \"--steps\", \"{steps}\", \"--device\", \"cpu\"]
         timeout: 5m
         profile: {profile}
 ",
@@ -99,7 +103,12 @@ fn a_torch_profile_breaks_the_step_down_and_stays_out_of_the_statistics() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["name"].as_str().unwrap(), p["s_per_step"].as_f64().unwrap()))
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap(),
+                p["s_per_step"].as_f64().unwrap(),
+            )
+        })
         .collect();
     let names: Vec<&str> = phases.iter().map(|p| p.0).collect();
     assert_eq!(
@@ -130,7 +139,9 @@ fn a_torch_profile_breaks_the_step_down_and_stays_out_of_the_statistics() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert!(
-        top.iter().take(8).any(|n| n.contains("mm") || n.contains("linear")),
+        top.iter()
+            .take(8)
+            .any(|n| n.contains("mm") || n.contains("linear")),
         "{top:?}"
     );
     // The overhead is reported (profiled over unprofiled median step time); its value depends
@@ -148,7 +159,10 @@ fn a_torch_profile_breaks_the_step_down_and_stays_out_of_the_statistics() {
         "{traces:?}"
     );
     let manifest = std::fs::read_to_string(run.join("manifest.json")).unwrap();
-    assert!(manifest.contains(".pt.trace.json"), "the trace is in the manifest");
+    assert!(
+        manifest.contains(".pt.trace.json"),
+        "the trace is in the manifest"
+    );
     let size: u64 = traces
         .iter()
         .map(|t| std::fs::metadata(t).unwrap().len())
@@ -157,4 +171,97 @@ fn a_torch_profile_breaks_the_step_down_and_stays_out_of_the_statistics() {
         "torch profile: step {step:.4} s, phases {phases:?}, overhead {:.2}, traces {size} bytes",
         prof["overhead"].as_f64().unwrap()
     );
+}
+
+/// py-spy and perf profile the same loop from outside: the top functions (Python) and symbols
+/// (native), stored with the run; they see no steps.
+#[test]
+fn py_spy_and_perf_profile_a_python_loop_from_outside() {
+    let Some(python) = torch_python("py_spy_and_perf_profile_a_python_loop_from_outside") else {
+        return;
+    };
+    let bin = python.parent().unwrap().to_path_buf();
+    for (tool, file) in [
+        ("py-spy", "py-spy.speedscope.json"),
+        ("perf", "perf-report.txt"),
+    ] {
+        let have = if tool == "py-spy" {
+            bin.join("py-spy").exists()
+        } else {
+            which("perf")
+        };
+        let how = if tool == "py-spy" {
+            "pip install py-spy into the torch python's environment"
+        } else {
+            "apt-get install linux-perf"
+        };
+        if external::require(
+            tool,
+            "py_spy_and_perf_profile_a_python_loop_from_outside",
+            how,
+            have.then_some(()),
+        )
+        .is_none()
+        {
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let spec = spec_steps(
+            dir.path(),
+            &python,
+            &format!("{{mode: trace, tool: {tool}}}"),
+            4,
+        );
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let o = crate::common::yardstick()
+            .env("PATH", &path)
+            .args(["run", "--json", "-q"])
+            .arg(&spec)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v = json(&o);
+        let id = v["summary"]["points"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let prof = &v["summary"]["profiles"][&id];
+        assert_eq!(prof["analysis"]["tool"], tool, "{prof}");
+        let top = prof["analysis"]["top"].as_array().unwrap();
+        assert!(!top.is_empty(), "{tool}: {prof}");
+        let shares: f64 = top.iter().map(|t| t["share"].as_f64().unwrap()).sum();
+        assert!(shares > 0.0 && shares <= 1.0 + 1e-9, "{tool}: {shares}");
+        let run = Path::new(v["dir"].as_str().unwrap());
+        let ext = file.rsplit('.').next().unwrap();
+        let found = crate::common::files_under(&run.join("profile"), ext)
+            .into_iter()
+            .any(|f| f.ends_with(file));
+        assert!(found, "{tool}: {file} not stored under profile/");
+        eprintln!(
+            "{tool} profile: top {:?}",
+            top.iter()
+                .take(3)
+                .map(|t| (
+                    t["name"].as_str().unwrap().to_string(),
+                    t["share"].as_f64().unwrap()
+                ))
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+fn which(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
 }
