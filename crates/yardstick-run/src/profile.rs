@@ -340,3 +340,66 @@ pub fn summary_entry(
     }
     e
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fixture built to the documented schema of `nsys export --type sqlite` (the tables and
+    /// columns the reader uses: StringIds, CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    /// NVTX_EVENTS), not written by Nsight Systems: nsys cannot run without a GPU here.
+    fn nsys_fixture(path: &Path) {
+        let c = rusqlite::Connection::open(path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
+                deviceId INTEGER, contextId INTEGER, streamId INTEGER, correlationId INTEGER,
+                globalPid INTEGER, demangledName INTEGER, shortName INTEGER, mangledName INTEGER);
+             CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,
+                deviceId INTEGER, contextId INTEGER, streamId INTEGER, correlationId INTEGER,
+                globalPid INTEGER, bytes INTEGER, copyKind INTEGER);
+             CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER,
+                rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,
+                endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);
+             INSERT INTO StringIds VALUES (1, 'ampere_sgemm_128x64_tn'), (2, 'ncclDevKernel_AllReduce_Sum_f32_RING_LL'),
+                (3, 'forward'), (4, 'ProfilerStep#7');
+             -- One 10 ms step: forward 0-4 ms, a GEMM 1-4 ms on stream 7, an all-reduce 3-6 ms
+             -- on stream 13 (1 ms of it beside the GEMM), a 1 ms copy at 7-8 ms.
+             INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId)
+                VALUES (0, 10000000, 59, NULL, 1, 4), (0, 4000000, 59, 'forward', 1, NULL);
+             INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, shortName)
+                VALUES (1000000, 4000000, 0, 7, 1), (3000000, 6000000, 0, 13, 2);
+             INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, streamId, bytes, copyKind)
+                VALUES (7000000, 8000000, 0, 7, 1048576, 1);",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_nsys_reader_splits_kernels_collectives_and_copies() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("nsys.sqlite");
+        nsys_fixture(&db);
+        let a = profile::from_intervals("nsys", &nsys_sqlite(&db).unwrap());
+        assert_eq!(a.steps, 1);
+        assert!((a.step_s.unwrap() - 0.010).abs() < 1e-12);
+        let cat = |n: &str| a.categories.iter().find(|c| c.name == n).unwrap().s_per_step;
+        assert!((cat("compute") - 0.003).abs() < 1e-12);
+        assert!((cat("communication") - 0.003).abs() < 1e-12);
+        assert!((cat("memcpy") - 0.001).abs() < 1e-12);
+        // Busy 1-6 ms and 7-8 ms: 4 ms idle.
+        assert!((cat("idle") - 0.004).abs() < 1e-12);
+        // One third of the all-reduce ran beside the GEMM.
+        assert!((a.comm_overlap.unwrap() - 1.0 / 3.0).abs() < 1e-9);
+        let forward = a.phases.iter().find(|p| p.name == "forward").unwrap();
+        assert!((forward.s_per_step - 0.004).abs() < 1e-12);
+        assert_eq!(a.top[0].name, "ampere_sgemm_128x64_tn");
+        // Not an export: a clear error.
+        let other = dir.path().join("other.sqlite");
+        rusqlite::Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x)")
+            .unwrap();
+        assert!(nsys_sqlite(&other).unwrap_err().contains("not an Nsight Systems"));
+    }
+}
