@@ -116,6 +116,7 @@ pub fn sections(report: &Report) -> Result<Vec<Section>, ReportError> {
     out.extend(plots::frontier(&runs)?);
     out.extend(plots::capacity(r)?);
     out.extend(plots::turns(r)?);
+    out.extend(plots::profiles(r)?);
     out.push(plots::percentiles(r)?);
     out.push(plots::step_times(r)?);
     out.push(plots::scaling(r)?);

@@ -71,6 +71,10 @@ pub struct RunReport {
     /// the shape of `yardstick nodes check --json`); `Null` otherwise.
     #[serde(skip_serializing_if = "Value::is_null")]
     pub nodes: Value,
+    /// The profiles of e2e points (`summary.json`'s `profiles`: the analysis of each point's
+    /// profiled replicate, where its traces are, the profiler's overhead); `Null` without.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub profiles: Value,
     /// Manifest notes (resumes, machine-profile changes).
     pub notes: Vec<String>,
     /// Artifacts that could not be read, and similar.
@@ -558,6 +562,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
         telemetry,
         telemetry_summary: summary["telemetry"].clone(),
         nodes: summary["nodes"].clone(),
+        profiles: summary["profiles"].clone(),
         notes: manifest.map(|m| m.notes).unwrap_or_default(),
         warnings,
     }

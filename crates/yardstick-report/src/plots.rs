@@ -1882,3 +1882,134 @@ pub fn turns(r: &RunReport) -> Result<Option<Section>, ReportError> {
     ));
     Ok(Some(sec))
 }
+
+/// Where the step time goes, from each profiled e2e point: a stacked bar of the step's phases
+/// and one of its categories (compute, communication, copies, data, idle), the top operators by
+/// self time in a table, and how to open the raw trace.
+pub fn profiles(r: &RunReport) -> Result<Option<Section>, ReportError> {
+    let Some(map) = r.profiles.as_object().filter(|m| !m.is_empty()) else {
+        return Ok(None);
+    };
+    let mut sec = Section::new(
+        "profiles",
+        "Where the step time goes (profiles)",
+        "Each profiled point ran one extra replicate under a profiler (never part of the \
+         statistics or the gate). Bars: seconds per profiled step in each phase the loop marked \
+         and by kind of work. Open the raw traces stored under profile/<point>/ in the run \
+         directory: a PyTorch `.pt.trace.json` in https://ui.perfetto.dev or chrome://tracing \
+         (tb mode: `tensorboard --logdir` on the directory), py-spy's speedscope JSON in \
+         https://www.speedscope.app, `perf report -i perf.data`, and Nsight Systems' `.nsys-rep` \
+         in the Nsight Systems GUI.",
+    );
+    let mut rows = Vec::new();
+    for (id, p) in map {
+        let a = &p["analysis"];
+        if a.is_null() {
+            sec.notes.push(format!(
+                "{id}: {}",
+                p["error"].as_str().unwrap_or("the profile could not be read")
+            ));
+            continue;
+        }
+        let tool = a["tool"].as_str().unwrap_or("?");
+        let bars: Vec<(&str, Vec<(String, f64)>)> = [("phases", "phases"), ("kinds", "categories")]
+            .into_iter()
+            .map(|(label, key)| {
+                let v = a[key]
+                    .as_array()
+                    .map(|xs| {
+                        xs.iter()
+                            .filter_map(|x| {
+                                Some((x["name"].as_str()?.to_string(), x["s_per_step"].as_f64()?))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (label, v)
+            })
+            .filter(|(_, v): &(&str, Vec<(String, f64)>)| !v.is_empty())
+            .collect();
+        if !bars.is_empty() {
+            let total = bars
+                .iter()
+                .map(|(_, v)| v.iter().map(|x| x.1).sum::<f64>())
+                .fold(0.0, f64::max)
+                * 1.05
+                + 1e-12;
+            let overhead = p["overhead"]
+                .as_f64()
+                .map(|o| format!(" (profiled step ×{o:.2} of unprofiled)"))
+                .unwrap_or_default();
+            let title = format!("{id} · {tool} · time per step{overhead}");
+            let svg = svg(&title, (W, 120 + 60 * bars.len() as u32), |root| {
+                let mut chart = ChartBuilder::on(root)
+                    .caption(&title, (FONT, 15))
+                    .margin(12)
+                    .x_label_area_size(36)
+                    .y_label_area_size(80)
+                    .build_cartesian_2d(0.0..total * 1000.0, 0.0..bars.len() as f64)?;
+                chart
+                    .configure_mesh()
+                    .light_line_style(TRANSPARENT)
+                    .disable_y_mesh()
+                    .x_desc("ms per step")
+                    .y_labels(bars.len())
+                    .y_label_formatter(&|y| {
+                        let k = (*y - 0.5).round() as usize;
+                        bars.get(k).map(|b| b.0.to_string()).unwrap_or_default()
+                    })
+                    .draw()?;
+                let mut names: Vec<String> = Vec::new();
+                for (k, (_, parts)) in bars.iter().enumerate() {
+                    let mut x = 0.0;
+                    for (name, s) in parts {
+                        let idx = match names.iter().position(|n| n == name) {
+                            Some(i) => i,
+                            None => {
+                                names.push(name.clone());
+                                names.len() - 1
+                            }
+                        };
+                        let c = COLORS[idx % COLORS.len()];
+                        let (x0, x1) = (x * 1000.0, (x + s) * 1000.0);
+                        let y0 = k as f64 + 0.15;
+                        chart.draw_series(std::iter::once(Rectangle::new(
+                            [(x0, y0), (x1, y0 + 0.7)],
+                            c.filled(),
+                        )))?;
+                        if x1 - x0 > total * 1000.0 * 0.08 {
+                            chart.draw_series(std::iter::once(Text::new(
+                                name.clone(),
+                                (x0 + (x1 - x0) * 0.05, y0 + 0.45),
+                                (FONT, 12).into_font().color(&WHITE),
+                            )))?;
+                        }
+                        x += s;
+                    }
+                }
+                Ok(())
+            })?;
+            sec.figures.push(Figure { title, svg });
+        }
+        for t in a["top"].as_array().into_iter().flatten().take(10) {
+            rows.push(vec![
+                id.clone(),
+                tool.to_string(),
+                t["name"].as_str().unwrap_or("").chars().take(80).collect(),
+                format!("{:.4}", t["self_s"].as_f64().unwrap_or(0.0)),
+                format!("{:.1} %", t["share"].as_f64().unwrap_or(0.0) * 100.0),
+                t["calls"].as_u64().map_or("-".into(), |c| c.to_string()),
+            ]);
+        }
+    }
+    if !rows.is_empty() {
+        sec.table = Some((
+            ["point", "tool", "top by self time", "self s", "share", "calls"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            rows,
+        ));
+    }
+    Ok(Some(sec))
+}

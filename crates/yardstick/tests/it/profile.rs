@@ -167,6 +167,19 @@ fn a_torch_profile_breaks_the_step_down_and_stays_out_of_the_statistics() {
         .iter()
         .map(|t| std::fs::metadata(t).unwrap().len())
         .sum();
+    // The report shows where the step time goes, with the top operators.
+    let html = dir.path().join("r.html");
+    let r = crate::common::yardstick()
+        .args(["report", v["run_id"].as_str().unwrap(), "--html"])
+        .arg(&html)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Where the step time goes"), "no profile section");
+    assert!(page.contains("aten::mm"), "no top operators");
     eprintln!(
         "torch profile: step {step:.4} s, phases {phases:?}, overhead {:.2}, traces {size} bytes",
         prof["overhead"].as_f64().unwrap()
