@@ -362,6 +362,10 @@ pub enum ExecOutput<'a> {
         /// Made up by a test build's mock executor (present only then).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         mocked: bool,
+        /// The profile of one more run after the measured ones (`--profile`): the analysis,
+        /// where the traces are, the profiler's overhead.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        profile: Option<serde_json::Value>,
     },
     /// A parameter scan (or a world-size sweep).
     Scan(&'a ExecReport),
@@ -376,6 +380,7 @@ impl<'a> ExecOutput<'a> {
                 logs_dir: &report.logs_dir,
                 interrupted: report.interrupted,
                 mocked: report.mocked,
+                profile: None,
             },
             _ => ExecOutput::Scan(report),
         }

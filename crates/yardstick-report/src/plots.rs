@@ -1907,7 +1907,9 @@ pub fn profiles(r: &RunReport) -> Result<Option<Section>, ReportError> {
         if a.is_null() {
             sec.notes.push(format!(
                 "{id}: {}",
-                p["error"].as_str().unwrap_or("the profile could not be read")
+                p["error"]
+                    .as_str()
+                    .unwrap_or("the profile could not be read")
             ));
             continue;
         }
@@ -2004,10 +2006,17 @@ pub fn profiles(r: &RunReport) -> Result<Option<Section>, ReportError> {
     }
     if !rows.is_empty() {
         sec.table = Some((
-            ["point", "tool", "top by self time", "self s", "share", "calls"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            [
+                "point",
+                "tool",
+                "top by self time",
+                "self s",
+                "share",
+                "calls",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
             rows,
         ));
     }

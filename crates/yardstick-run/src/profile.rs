@@ -383,7 +383,13 @@ mod tests {
         let a = profile::from_intervals("nsys", &nsys_sqlite(&db).unwrap());
         assert_eq!(a.steps, 1);
         assert!((a.step_s.unwrap() - 0.010).abs() < 1e-12);
-        let cat = |n: &str| a.categories.iter().find(|c| c.name == n).unwrap().s_per_step;
+        let cat = |n: &str| {
+            a.categories
+                .iter()
+                .find(|c| c.name == n)
+                .unwrap()
+                .s_per_step
+        };
         assert!((cat("compute") - 0.003).abs() < 1e-12);
         assert!((cat("communication") - 0.003).abs() < 1e-12);
         assert!((cat("memcpy") - 0.001).abs() < 1e-12);
@@ -400,6 +406,10 @@ mod tests {
             .unwrap()
             .execute_batch("CREATE TABLE t (x)")
             .unwrap();
-        assert!(nsys_sqlite(&other).unwrap_err().contains("not an Nsight Systems"));
+        assert!(
+            nsys_sqlite(&other)
+                .unwrap_err()
+                .contains("not an Nsight Systems")
+        );
     }
 }

@@ -178,7 +178,10 @@ fn a_torch_profile_breaks_the_step_down_and_stays_out_of_the_statistics() {
         .unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("Where the step time goes"), "no profile section");
+    assert!(
+        page.contains("Where the step time goes"),
+        "no profile section"
+    );
     assert!(page.contains("aten::mm"), "no top operators");
     eprintln!(
         "torch profile: step {step:.4} s, phases {phases:?}, overhead {:.2}, traces {size} bytes",
@@ -277,4 +280,70 @@ fn py_spy_and_perf_profile_a_python_loop_from_outside() {
 fn which(prog: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+}
+
+/// `bench exec --profile py-spy`: one more run after the measured ones, under py-spy; where the
+/// time went is in the JSON output and the traces in --profile-dir. A profiler that is not
+/// installed is refused with how to get it.
+#[test]
+fn bench_exec_profiles_one_more_run() {
+    let Some(python) = torch_python("bench_exec_profiles_one_more_run") else {
+        return;
+    };
+    let bin = python.parent().unwrap().to_path_buf();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("prof");
+    let script = "def spin(n):\n    s = 0\n    for i in range(n):\n        s += i * i\n    return s\nspin(3_000_000)\n";
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = crate::common::yardstick()
+        .env("PATH", &path)
+        .args([
+            "--json",
+            "bench",
+            "exec",
+            "-r",
+            "2",
+            "--profile",
+            "py-spy",
+            "--profile-dir",
+        ])
+        .arg(&out)
+        .args(["--", python.to_str().unwrap(), "-c", script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    crate::schema_cli::assert_conforms("bench-exec", &v);
+    assert_eq!(
+        v["runs"].as_array().unwrap().len(),
+        2,
+        "two measured runs: {v}"
+    );
+    let a = &v["profile"]["analysis"];
+    assert_eq!(a["tool"], "py-spy", "{v}");
+    let top = a["top"][0]["name"].as_str().unwrap();
+    assert!(top.starts_with("spin"), "the busy function leads: {a}");
+    assert!(out.join("py-spy.speedscope.json").is_file());
+
+    let o = crate::common::yardstick()
+        .env("PATH", "/nonexistent")
+        .args([
+            "bench",
+            "exec",
+            "-r",
+            "1",
+            "--profile",
+            "nsys",
+            "--",
+            "/bin/true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("`nsys` is not installed"), "{err}");
 }

@@ -5,6 +5,8 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use anyhow::Context;
+
 use yardstick_analysis::flops;
 use yardstick_analysis::roofline::Ceilings;
 use yardstick_analysis::training::{ModelDims, TrainingConfig, WarmupPolicy};
@@ -122,6 +124,30 @@ pub struct ExecArgs {
     )]
     pub debug_mock_times: Vec<f64>,
     /// The command and its arguments (no shell: use `sh -c '...'` for pipes and globs).
+    /// Take a profile in one more run after the measured ones (never measured): `torch` (the
+    /// command's own torch.profiler through python/yardstick_profile), `py-spy`, `perf` or
+    /// `nsys`. Traces go to --profile-dir; where the time went is printed with the results.
+    #[arg(long, value_enum, value_name = "TOOL", conflicts_with_all = ["params", "world_sizes"])]
+    pub profile: Option<ProfileToolArg>,
+    /// --profile torch: `trace` (Chrome/Perfetto JSON) or `tb` (TensorBoard).
+    #[arg(long, value_enum, default_value_t = ProfileModeArg::Trace, requires = "profile")]
+    pub profile_mode: ProfileModeArg,
+    /// --profile torch: torch.profiler's schedule, steps to wait,warm up,record,cycles.
+    #[arg(
+        long,
+        value_name = "W,WU,A,R",
+        default_value = "1,1,3,1",
+        requires = "profile"
+    )]
+    pub profile_schedule: String,
+    /// Where --profile writes the traces.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "yardstick-profile",
+        requires = "profile"
+    )]
+    pub profile_dir: PathBuf,
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
@@ -295,10 +321,41 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if show_progress {
         eprint!("\r\x1b[2K");
     }
+    let profile = match args.profile {
+        Some(tool) if !report.interrupted => {
+            let spec = profile_spec(tool, args.profile_mode, &args.profile_schedule)?;
+            let measured = report
+                .benchmarks
+                .first()
+                .map(|b| {
+                    b.runs
+                        .iter()
+                        .filter_map(|r| serde_json::to_value(&r.training).ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(take_profile(
+                &args.command,
+                &spec,
+                cfg.timeout,
+                &cfg.env,
+                &args.profile_dir,
+                measured,
+            )?)
+        }
+        _ => None,
+    };
     if g.json {
-        output::json(&yardstick_exec::command::ExecOutput::of(&report))?;
+        let mut out = yardstick_exec::command::ExecOutput::of(&report);
+        if let yardstick_exec::command::ExecOutput::Single { profile: p, .. } = &mut out {
+            *p = profile;
+        }
+        output::json(&out)?;
     } else {
         output::text(&yardstick_exec::text::report(&report))?;
+        if let Some(p) = &profile {
+            output::text(&profile_text(p))?;
+        }
     }
     if report.interrupted {
         output::error("interrupted: results cover the runs that finished");
@@ -313,4 +370,179 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     } else {
         Status::Failure
     })
+}
+
+/// Profilers of `--profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileToolArg {
+    /// The command's own torch.profiler (python/yardstick_profile).
+    Torch,
+    /// py-spy's sampled Python stacks.
+    PySpy,
+    /// Linux perf.
+    Perf,
+    /// NVIDIA Nsight Systems.
+    Nsys,
+}
+
+/// Trace formats of `--profile torch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileModeArg {
+    /// Chrome/Perfetto JSON.
+    Trace,
+    /// TensorBoard's profiler plugin files.
+    Tb,
+}
+
+/// The profile `--profile` asks for.
+pub(crate) fn profile_spec(
+    tool: ProfileToolArg,
+    mode: ProfileModeArg,
+    schedule: &str,
+) -> anyhow::Result<yardstick_spec::Profile> {
+    let n: Vec<u32> = schedule
+        .split(',')
+        .map(|x| x.trim().parse::<u32>())
+        .collect::<Result<_, _>>()
+        .ok()
+        .filter(|v: &Vec<u32>| v.len() == 4 && v[2] >= 1)
+        .ok_or_else(|| {
+            exit::invalid(
+                format!("--profile-schedule `{schedule}` is not wait,warmup,active,repeat"),
+                Some("four whole numbers with active >= 1, e.g. 1,1,3,1"),
+            )
+        })?;
+    Ok(yardstick_spec::Profile {
+        mode: Some(match mode {
+            ProfileModeArg::Trace => yardstick_spec::ProfileMode::Trace,
+            ProfileModeArg::Tb => yardstick_spec::ProfileMode::Tb,
+        }),
+        tool: Some(match tool {
+            ProfileToolArg::Torch => yardstick_spec::ProfileTool::Torch,
+            ProfileToolArg::PySpy => yardstick_spec::ProfileTool::PySpy,
+            ProfileToolArg::Perf => yardstick_spec::ProfileTool::Perf,
+            ProfileToolArg::Nsys => yardstick_spec::ProfileTool::Nsys,
+        }),
+        schedule: Some(yardstick_spec::ProfileSchedule {
+            wait: Some(n[0]),
+            warmup: Some(n[1]),
+            active: Some(n[2]),
+            repeat: Some(n[3]),
+        }),
+    })
+}
+
+/// Runs `argv` once more under `profile`, writes the profiler's files into `dir`, and returns
+/// the profile's summary entry (analysis, where the traces are, overhead against `measured`
+/// step-time medians).
+pub(crate) fn take_profile(
+    argv: &[String],
+    profile: &yardstick_spec::Profile,
+    timeout: Option<std::time::Duration>,
+    env: &[(String, String)],
+    dir: &std::path::Path,
+    measured: Vec<serde_json::Value>,
+) -> anyhow::Result<serde_json::Value> {
+    let layer = yardstick_spec::E2eLayer {
+        kind: Some(yardstick_spec::E2eKind::Command),
+        command: Some(argv.to_vec()),
+        timeout: timeout.map(yardstick_spec::DurationSpec),
+        env: Some(env.iter().cloned().collect()),
+        profile: Some(profile.clone()),
+        ..Default::default()
+    };
+    let scratch = std::env::temp_dir().join(format!("yardstick-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).context("creating a scratch directory")?;
+    let out = yardstick_run::e2e::run_replicate(yardstick_run::e2e::E2eRequest {
+        argv: argv.to_vec(),
+        layer: &layer,
+        trials: &yardstick_spec::Trials::default(),
+        expect_metrics: false,
+        scratch: &scratch,
+        run_id: "",
+        seed: 0,
+        cancel: crate::interrupt::token("interrupted: stopping the profiled run"),
+        profile: Some(profile),
+    })
+    .map_err(|e| match e {
+        yardstick_run::RunError::Workload(m) => exit::invalid(m, None),
+        other => anyhow::anyhow!(other),
+    })?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut summary = out.summary;
+    if let Some(p) = out.profile {
+        for (name, bytes) in &p.files {
+            let path = dir.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        }
+        match p.analysis {
+            Ok(a) => summary["profile"] = serde_json::to_value(&a)?,
+            Err(why) => summary["profile_error"] = why.into(),
+        }
+    }
+    let mut entry = yardstick_run::profile::summary_entry(
+        &summary,
+        &[("command".to_string(), measured)],
+        "command",
+        "",
+    );
+    entry["dir"] = dir.display().to_string().into();
+    Ok(entry)
+}
+
+/// A profile entry as people read it: the phases, the kinds of work and the top five.
+pub(crate) fn profile_text(e: &serde_json::Value) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let a = &e["analysis"];
+    if a.is_null() {
+        let _ = writeln!(
+            s,
+            "profile: none ({})",
+            e["error"].as_str().unwrap_or("unreadable")
+        );
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "profile ({}, one more run, not measured): traces in {}{}",
+        a["tool"].as_str().unwrap_or("?"),
+        e["dir"].as_str().unwrap_or("?"),
+        e["overhead"]
+            .as_f64()
+            .map(|o| format!("; profiled step ×{o:.2} of unprofiled"))
+            .unwrap_or_default()
+    );
+    for key in ["phases", "categories"] {
+        let parts: Vec<String> = a[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["share"].as_f64().unwrap_or(0.0) > 0.0)
+            .map(|p| {
+                format!(
+                    "{} {:.1} ms ({:.0} %)",
+                    p["name"].as_str().unwrap_or("?"),
+                    p["s_per_step"].as_f64().unwrap_or(0.0) * 1e3,
+                    p["share"].as_f64().unwrap_or(0.0) * 100.0
+                )
+            })
+            .collect();
+        if !parts.is_empty() {
+            let _ = writeln!(s, "  per step, {key}: {}", parts.join(", "));
+        }
+    }
+    for t in a["top"].as_array().into_iter().flatten().take(5) {
+        let _ = writeln!(
+            s,
+            "  {:>5.1} %  {}",
+            t["share"].as_f64().unwrap_or(0.0) * 100.0,
+            t["name"].as_str().unwrap_or("?")
+        );
+    }
+    s
 }
