@@ -347,3 +347,49 @@ fn bench_exec_profiles_one_more_run() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("`nsys` is not installed"), "{err}");
 }
+
+/// The reference trainer (`kind: train`, Rust) profiled with perf: its own kernels lead the
+/// symbols; `tool: torch` on it is refused before anything runs.
+#[test]
+fn perf_profiles_the_reference_trainer() {
+    if external::require(
+        "perf",
+        "perf_profiles_the_reference_trainer",
+        "apt-get install linux-perf",
+        which("perf").then_some(()),
+    )
+    .is_none()
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let spec = dir.path().join("train.yaml");
+    let text = |tool: &str| {
+        layered_spec(
+            "train-perf",
+            &format!(
+                "    e2e:\n      - kind: train\n        preset: tiny\n        steps: 20\n        profile: {{mode: trace, tool: {tool}}}\n"
+            ),
+        )
+    };
+    std::fs::write(&spec, text("perf")).unwrap();
+    let o = run_spec(&spec, &store, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    let id = v["summary"]["points"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let a = &v["summary"]["profiles"][&id]["analysis"];
+    assert_eq!(a["tool"], "perf", "{v}");
+    assert!(!a["top"].as_array().unwrap().is_empty(), "{a}");
+    std::fs::write(&spec, text("torch")).unwrap();
+    let o = run_spec(&spec, &store, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a PyTorch program"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
