@@ -83,6 +83,74 @@ pub struct Comparison {
     pub warnings: Vec<String>,
     /// Per point × headline metric.
     pub metrics: Vec<MetricComparison>,
+    /// Where the step time went in both runs, for points both profiled (`profile.*` facts of
+    /// their profiled replicates): explanations, never gated.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<ProfileComparison>,
+}
+
+/// One point's profile in both runs.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ProfileComparison {
+    /// Point id.
+    pub point: String,
+    /// Each `profile.*` figure both runs have: (metric, baseline, candidate).
+    pub figures: Vec<(String, f64, f64)>,
+    /// The profiled step's change and the phase that moved most, for people: "profiled step
+    /// +12.0 ms (+8.1 %), of which backward +10.2 ms".
+    pub attribution: Option<String>,
+}
+
+/// The profiles both runs have, point by point.
+fn profiles(baseline: &RunData, candidate: &RunData) -> Vec<ProfileComparison> {
+    let of = |r: &RunData| -> BTreeMap<(String, String), f64> {
+        r.facts
+            .iter()
+            .filter(|f| f.replicate.is_none() && f.metric.starts_with("profile."))
+            .map(|f| ((f.point_id.clone(), f.metric.clone()), f.value))
+            .collect()
+    };
+    let (a, b) = (of(baseline), of(candidate));
+    let mut by_point: BTreeMap<String, Vec<(String, f64, f64)>> = BTreeMap::new();
+    for ((point, metric), va) in &a {
+        if let Some(vb) = b.get(&(point.clone(), metric.clone())) {
+            by_point
+                .entry(point.clone())
+                .or_default()
+                .push((metric.clone(), *va, *vb));
+        }
+    }
+    by_point
+        .into_iter()
+        .map(|(point, figures)| {
+            let get = |m: &str| figures.iter().find(|f| f.0 == m).map(|f| (f.1, f.2));
+            let attribution = get("profile.step_s").and_then(|(sa, sb)| {
+                let moved = figures
+                    .iter()
+                    .filter(|f| f.0.starts_with("profile.phase."))
+                    .max_by(|x, y| (x.2 - x.1).abs().total_cmp(&(y.2 - y.1).abs()))?;
+                let phase = moved
+                    .0
+                    .trim_start_matches("profile.phase.")
+                    .trim_end_matches("_s");
+                Some(format!(
+                    "profiled step {:+.1} ms ({:+.1} %), of which {phase} {:+.1} ms",
+                    (sb - sa) * 1e3,
+                    if sa > 0.0 {
+                        (sb / sa - 1.0) * 100.0
+                    } else {
+                        0.0
+                    },
+                    (moved.2 - moved.1) * 1e3
+                ))
+            });
+            ProfileComparison {
+                point,
+                figures,
+                attribution,
+            }
+        })
+        .collect()
 }
 
 /// Recursively lists the leaves that differ between `a` and `b`, with dotted paths under `prefix`
@@ -370,6 +438,7 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
         env_diffs,
         warnings,
         metrics,
+        profiles: profiles(baseline, candidate),
     })
 }
 

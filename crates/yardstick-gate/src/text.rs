@@ -72,6 +72,37 @@ pub fn comparison(c: &Comparison) -> String {
         &["POINT", "METRIC", "A", "B", "B/A", &level, "MWU p", "REPS"],
         &rows,
     ));
+    if !c.profiles.is_empty() {
+        out.push_str(
+            "\nWhere the step time goes (profiled replicates: explanations, never gated)\n",
+        );
+        let rows: Vec<Vec<String>> = c
+            .profiles
+            .iter()
+            .flat_map(|p| {
+                p.figures.iter().map(|(m, a, b)| {
+                    let unit = metric_unit(m, "");
+                    vec![
+                        p.point.clone(),
+                        m.clone(),
+                        human(*a, unit),
+                        human(*b, unit),
+                        if unit == "s" {
+                            format!("{:+.1} ms", (b - a) * 1e3)
+                        } else {
+                            format!("{:+.3}", b - a)
+                        },
+                    ]
+                })
+            })
+            .collect();
+        out.push_str(&plain_table(&["POINT", "FIGURE", "A", "B", "B-A"], &rows));
+        for p in &c.profiles {
+            if let Some(a) = &p.attribution {
+                out.push_str(&format!("{}: {a}\n", p.point));
+            }
+        }
+    }
     out
 }
 

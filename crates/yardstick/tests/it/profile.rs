@@ -183,6 +183,48 @@ fn a_torch_profile_breaks_the_step_down_and_stays_out_of_the_statistics() {
         "no profile section"
     );
     assert!(page.contains("aten::mm"), "no top operators");
+    // A second profiled run: compare shows where the step time went in both, never gated.
+    let o2 = run_spec(&spec, &store, &[]);
+    assert!(
+        o2.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o2.stderr)
+    );
+    let b = json(&o2)["run_id"].as_str().unwrap().to_string();
+    let c = crate::common::yardstick()
+        .args(["compare", v["run_id"].as_str().unwrap(), &b, "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(text.contains("Where the step time goes"), "{text}");
+    assert!(text.contains("profile.phase.backward_s"), "{text}");
+    assert!(
+        text.contains("profiled step") && text.contains(", of which "),
+        "{text}"
+    );
+    let cj = crate::common::yardstick()
+        .args([
+            "--json",
+            "compare",
+            v["run_id"].as_str().unwrap(),
+            &b,
+            "--store",
+        ])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let cj = json(&cj);
+    crate::schema_cli::assert_conforms("compare", &cj);
+    assert!(
+        cj["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| !m["metric"].as_str().unwrap().starts_with("profile.")),
+        "profile figures are never among the compared (gated) metrics"
+    );
     eprintln!(
         "torch profile: step {step:.4} s, phases {phases:?}, overhead {:.2}, traces {size} bytes",
         prof["overhead"].as_f64().unwrap()
