@@ -240,7 +240,15 @@ impl ImportOutcome {
             .max()
             .unwrap_or(0);
         let mut point: Option<&str> = None;
-        for r in &self.results {
+        // A serving import prints each distribution's mean, p50 and p99 (--json has them all).
+        let shown = |r: &ImportedFigure| {
+            !self.tool.is_serving()
+                || matches!(
+                    r.statistic.as_str(),
+                    "value" | "mean" | "p50" | "p99" | "completed" | "failed"
+                )
+        };
+        for r in self.results.iter().filter(|r| shown(r)) {
             if self.tool.is_serving() && point != Some(r.point.as_str()) {
                 writeln!(out, "  {b}{}{x}", r.point)?;
                 point = Some(r.point.as_str());
