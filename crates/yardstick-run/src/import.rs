@@ -35,15 +35,30 @@ pub enum Tool {
     Fio,
     /// STREAM.
     Stream,
+    /// genai-bench's experiment folder (one JSON per scenario and concurrency).
+    #[serde(rename = "genai-bench")]
+    GenaiBench,
+    /// AIPerf's `profile_export_aiperf.json`.
+    Aiperf,
+    /// `vllm bench serve --save-result` JSON.
+    #[serde(rename = "vllm-bench")]
+    VllmBench,
+    /// GuideLLM's `benchmarks.json`.
+    Guidellm,
 }
 
 impl Tool {
-    /// The short name (`nccl`, `fio`, `stream`).
+    /// The short name (`nccl`, `fio`, `stream`, `genai-bench`, `aiperf`, `vllm-bench`,
+    /// `guidellm`).
     pub fn name(self) -> &'static str {
         match self {
             Tool::Nccl => "nccl",
             Tool::Fio => "fio",
             Tool::Stream => "stream",
+            Tool::GenaiBench => "genai-bench",
+            Tool::Aiperf => "aiperf",
+            Tool::VllmBench => "vllm-bench",
+            Tool::Guidellm => "guidellm",
         }
     }
 
@@ -53,23 +68,42 @@ impl Tool {
             Tool::Nccl => "nccl-tests",
             Tool::Fio => "fio JSON",
             Tool::Stream => "STREAM",
+            Tool::GenaiBench => "genai-bench",
+            Tool::Aiperf => "AIPerf",
+            Tool::VllmBench => "vllm bench serve",
+            Tool::Guidellm => "GuideLLM",
         }
     }
 
-    fn format(self) -> Format {
+    /// Whether the tool is an LLM-serving benchmark (imported by
+    /// [`crate::import_serving::import`] as serve points).
+    pub fn is_serving(self) -> bool {
+        matches!(
+            self,
+            Tool::GenaiBench | Tool::Aiperf | Tool::VllmBench | Tool::Guidellm
+        )
+    }
+
+    fn format(self) -> Option<Format> {
         match self {
-            Tool::Nccl => Format::Nccl,
-            Tool::Fio => Format::Fio,
-            Tool::Stream => Format::Stream,
+            Tool::Nccl => Some(Format::Nccl),
+            Tool::Fio => Some(Format::Fio),
+            Tool::Stream => Some(Format::Stream),
+            _ => None,
         }
     }
 
-    /// Parses one file of this tool's output into results.
+    /// Parses one file of this tool's output into results (the micro tools; a serving tool's
+    /// output is parsed by [`crate::import_serving`]).
     pub fn parse(self, text: &str) -> Result<Vec<MicroResult>, IngestError> {
         match self {
             Tool::Nccl => Ok(ingest::nccl::parse(text)?.results()),
             Tool::Fio => Ok(ingest::fio::parse(text)?.results()),
             Tool::Stream => Ok(ingest::stream::parse(text)?.results()),
+            _ => Err(IngestError::NotRecognised {
+                tool: self.display(),
+                reason: "a serving benchmark's output is imported as serve points".into(),
+            }),
         }
     }
 }
@@ -117,8 +151,12 @@ pub struct ImportOptions {
 /// One aggregated figure.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ImportedFigure {
-    /// Result name, e.g. `nccl.all_reduce.busbw.8589934592`.
+    /// The point it is stored under.
+    pub point: String,
+    /// Result name, e.g. `nccl.all_reduce.busbw.8589934592`, `ttft_ms`.
     pub name: String,
+    /// Statistic (`value`; `mean`, `p99`, ... of a serving distribution).
+    pub statistic: String,
     /// Mean over files.
     pub value: f64,
     /// Unit.
@@ -144,8 +182,10 @@ pub struct ImportOutcome {
     pub name: String,
     /// The tool.
     pub tool: Tool,
-    /// The point the figures are stored under.
+    /// The point the figures are stored under (the first, when several).
     pub point: String,
+    /// Every point stored (a serving import: one per scenario and load level).
+    pub points: Vec<String>,
     /// Files imported (replicates), in order.
     pub files: Vec<String>,
     /// Machine profile recorded, if any.
@@ -154,6 +194,8 @@ pub struct ImportOutcome {
     pub confidence_level: f64,
     /// Aggregated figures, in the tool's order.
     pub results: Vec<ImportedFigure>,
+    /// Where the figures come from and how they differ from yardstick's own definitions.
+    pub notes: Vec<String>,
     /// Things to know.
     pub warnings: Vec<String>,
 }
@@ -184,8 +226,33 @@ impl ImportOutcome {
             "  machine profile: {}",
             self.machine_profile.as_deref().unwrap_or("(none)")
         )?;
-        let width = self.results.iter().map(|r| r.name.len()).max().unwrap_or(0);
-        for r in &self.results {
+        let label = |r: &ImportedFigure| {
+            if r.statistic == "value" {
+                r.name.clone()
+            } else {
+                format!("{} {}", r.name, r.statistic)
+            }
+        };
+        let width = self
+            .results
+            .iter()
+            .map(|r| label(r).len())
+            .max()
+            .unwrap_or(0);
+        let mut point: Option<&str> = None;
+        // A serving import prints each distribution's mean, p50 and p99 (--json has them all).
+        let shown = |r: &ImportedFigure| {
+            !self.tool.is_serving()
+                || matches!(
+                    r.statistic.as_str(),
+                    "value" | "mean" | "p50" | "p99" | "completed" | "failed"
+                )
+        };
+        for r in self.results.iter().filter(|r| shown(r)) {
+            if self.tool.is_serving() && point != Some(r.point.as_str()) {
+                writeln!(out, "  {b}{}{x}", r.point)?;
+                point = Some(r.point.as_str());
+            }
             let ci = match r.ci {
                 Some([lo, hi]) => format!(
                     "  {d}[{lo:.4}, {hi:.4}] {:.0}% CI, n={}{x}",
@@ -197,8 +264,13 @@ impl ImportOutcome {
             writeln!(
                 out,
                 "  {:width$}  {:>12.4} {:<6}{ci}",
-                r.name, r.value, r.unit
+                label(r),
+                r.value,
+                r.unit
             )?;
+        }
+        for n in &self.notes {
+            writeln!(out, "  {d}note: {n}{x}")?;
         }
         writeln!(out, "  {}", self.dir.display())?;
         Ok(())
@@ -286,7 +358,7 @@ pub fn import(
             .map_err(|_| RunError::Invalid(format!("{}: not UTF-8 text", f.name)))?;
         let results = tool.parse(text).map_err(|e| {
             let hint = match ingest::detect(text) {
-                Some(other) if other != tool.format() => format!(
+                Some(other) if Some(other) != tool.format() => format!(
                     " (it looks like {} output)",
                     match other {
                         Format::Nccl => "nccl-tests",
@@ -349,6 +421,106 @@ pub fn import(
             .collect::<Vec<_>>(),
     );
 
+    let point = point_id(tool);
+    let work = json!({
+        "import": tool.display(),
+        "files": files.iter().map(|f| f.name.clone()).collect::<Vec<_>>(),
+    });
+    let input_files: Vec<(String, &[u8])> = stored
+        .iter()
+        .zip(files)
+        .map(|((rel, _), f)| (rel.clone(), f.bytes.as_slice()))
+        .collect();
+    let points = [StoredPoint {
+        id: point.clone(),
+        layer: "micro".into(),
+        kind: tool.name().into(),
+        work: work.clone(),
+        replicates: parsed
+            .iter()
+            .zip(&stored)
+            .map(|(results, (rel, _))| StoredReplicate {
+                summary: replicate_summary(results),
+                artifact: rel.clone(),
+                results: results
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "name": r.name, "value": r.value, "unit": r.unit, "params": r.params,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }];
+    let written = write_run(
+        opts,
+        &name,
+        &record,
+        &input_files,
+        &points,
+        files.len(),
+        &[],
+        &mut warnings,
+    )?;
+    let aggregate = written.aggregate;
+    let figures = figures(&point, &parsed, &aggregate);
+    Ok(ImportOutcome {
+        run_id: written.run_id,
+        dir: written.dir,
+        name,
+        tool,
+        point: point.clone(),
+        points: vec![point],
+        files: files.iter().map(|f| f.name.clone()).collect(),
+        machine_profile: written.machine_profile,
+        confidence_level: opts.confidence_level,
+        results: figures,
+        notes: Vec::new(),
+        warnings,
+    })
+}
+
+/// One point of an imported run.
+pub(crate) struct StoredPoint {
+    pub id: String,
+    pub layer: String,
+    pub kind: String,
+    pub work: Value,
+    pub replicates: Vec<StoredReplicate>,
+}
+
+/// One replicate of an imported point: its summary (flattened into facts) and the input file
+/// it came from.
+pub(crate) struct StoredReplicate {
+    pub summary: Value,
+    pub artifact: String,
+    pub results: Vec<Value>,
+}
+
+/// What [`write_run`] stored.
+pub(crate) struct Written {
+    pub run_id: String,
+    pub dir: PathBuf,
+    pub machine_profile: Option<String>,
+    pub aggregate: Vec<FactRow>,
+}
+
+/// Stores an import as one complete run: the input files verbatim (`imports/...`), the
+/// machine profile, one result record and facts per replicate, the aggregate facts, a
+/// `summary.json` (with `notes`), the notes and warnings in the manifest, and the sealed
+/// manifest. Shared by every importer.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_run(
+    opts: &ImportOptions,
+    name: &str,
+    record: &str,
+    files: &[(String, &[u8])],
+    points: &[StoredPoint],
+    replicates: usize,
+    notes: &[String],
+    warnings: &mut Vec<String>,
+) -> Result<Written, RunError> {
     // The machine profile.
     let (env_bytes, profile) = match &opts.env {
         EnvSource::Here => {
@@ -395,12 +567,12 @@ pub fn import(
     };
 
     let runs_dir = opts.store.join("runs");
-    let mut writer = RunWriter::create(&runs_dir, &name, &record, opts.tool_info.clone())?;
+    let mut writer = RunWriter::create(&runs_dir, name, record, opts.tool_info.clone())?;
     if let (Some(bytes), Some(key)) = (&env_bytes, &profile) {
         writer.set_env(bytes, key)?;
     }
-    for (f, (rel, _)) in files.iter().zip(&stored) {
-        writer.add(rel, &f.bytes, "import")?;
+    for (rel, bytes) in files {
+        writer.add(rel, bytes, "import")?;
     }
     let location = opts
         .warehouse
@@ -423,93 +595,85 @@ pub fn import(
         location: location.clone(),
     };
     wh.upsert_run(&run_row(writer.manifest()))?;
-    let point = point_id(tool);
-    let slug = crate::plan::slug(&point);
-    let work = json!({
-        "import": tool.display(),
-        "files": files.iter().map(|f| f.name.clone()).collect::<Vec<_>>(),
-    });
-    wh.upsert_points(&[PointRow {
-        run_id: run_id.clone(),
-        point_id: point.clone(),
-        layer: "micro".into(),
-        kind: tool.name().into(),
-        params: work.clone(),
-    }])?;
+    wh.upsert_points(
+        &points
+            .iter()
+            .map(|p| PointRow {
+                run_id: run_id.clone(),
+                point_id: p.id.clone(),
+                layer: p.layer.clone(),
+                kind: p.kind.clone(),
+                params: p.work.clone(),
+            })
+            .collect::<Vec<_>>(),
+    )?;
 
-    let mut summaries = Vec::with_capacity(parsed.len());
-    for (i, (results, (rel, _))) in parsed.iter().zip(&stored).enumerate() {
-        let replicate = i as u32;
-        let summary = replicate_summary(results);
-        let now = yardstick_env::now_rfc3339();
-        let record = json!({
-            "point": point,
-            "replicate": replicate,
-            "source": rel,
-            "summary": summary,
-            "results": results.iter().map(|r| json!({
-                "name": r.name, "value": r.value, "unit": r.unit, "params": r.params,
-            })).collect::<Vec<_>>(),
-        });
-        writer.add(
-            &format!("results/{slug}/r{replicate}.json"),
-            &serde_json::to_vec_pretty(&record).expect("JSON"),
-            "result",
-        )?;
-        wh.upsert_facts(&facts::replicate_facts(
-            &run_id,
-            &point,
-            replicate,
-            &summary,
-            Some(rel),
-        ))?;
-        wh.upsert_replicate(&ReplicateRow {
-            run_id: run_id.clone(),
-            point_id: point.clone(),
-            replicate,
-            status: yardstick_store::ReplicateStatus::Complete,
-            started_at: now.clone(),
-            ended_at: Some(now),
-            artifact: Some(rel.clone()),
-        })?;
-        summaries.push(summary);
+    let mut per_point = Vec::with_capacity(points.len());
+    for p in points {
+        let slug = crate::plan::slug(&p.id);
+        let mut summaries = Vec::with_capacity(p.replicates.len());
+        for (i, r) in p.replicates.iter().enumerate() {
+            let replicate = i as u32;
+            let now = yardstick_env::now_rfc3339();
+            let mut record = json!({
+                "point": p.id,
+                "replicate": replicate,
+                "source": r.artifact,
+                "summary": r.summary,
+            });
+            if !r.results.is_empty() {
+                record["results"] = Value::Array(r.results.clone());
+            }
+            writer.add(
+                &format!("results/{slug}/r{replicate}.json"),
+                &serde_json::to_vec_pretty(&record).expect("JSON"),
+                "result",
+            )?;
+            wh.upsert_facts(&facts::replicate_facts(
+                &run_id,
+                &p.id,
+                replicate,
+                &r.summary,
+                Some(&r.artifact),
+            ))?;
+            wh.upsert_replicate(&ReplicateRow {
+                run_id: run_id.clone(),
+                point_id: p.id.clone(),
+                replicate,
+                status: yardstick_store::ReplicateStatus::Complete,
+                started_at: now.clone(),
+                ended_at: Some(now),
+                artifact: Some(r.artifact.clone()),
+            })?;
+            summaries.push(r.summary.clone());
+        }
+        per_point.push((p.id.clone(), summaries));
     }
-    let aggregate = facts::aggregate(
-        &run_id,
-        &[(point.clone(), summaries)],
-        opts.confidence_level,
-    );
+    let aggregate = facts::aggregate(&run_id, &per_point, opts.confidence_level);
     wh.upsert_facts(&aggregate)?;
-    let figures = figures(&parsed, &aggregate);
     let summary = summary_json(
-        &name,
-        &point,
-        &work,
-        files.len(),
+        name,
+        points,
+        replicates,
         opts.confidence_level,
         &aggregate,
+        notes,
     );
     writer.add(
         "summary.json",
         &serde_json::to_vec_pretty(&summary).expect("JSON"),
         "summary",
     )?;
-    for w in &warnings {
-        writer.note(w.clone())?;
+    for n in notes.iter().chain(warnings.iter()) {
+        writer.note(n.clone())?;
     }
     let m = writer.complete(opts.key.as_ref())?;
     wh.upsert_run(&run_row(&m))?;
-    Ok(ImportOutcome {
+    Ok(Written {
         run_id,
         dir: runs_dir.join(&m.run_id),
-        name,
-        tool,
-        point,
-        files: files.iter().map(|f| f.name.clone()).collect(),
         machine_profile: m.machine_profile.clone(),
-        confidence_level: opts.confidence_level,
-        results: figures,
-        warnings,
+        aggregate,
     })
 }
 
@@ -533,7 +697,7 @@ fn replicate_summary(results: &[MicroResult]) -> Value {
     summary.into()
 }
 
-fn figures(parsed: &[Vec<MicroResult>], aggregate: &[FactRow]) -> Vec<ImportedFigure> {
+fn figures(point: &str, parsed: &[Vec<MicroResult>], aggregate: &[FactRow]) -> Vec<ImportedFigure> {
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for r in parsed.iter().flatten() {
@@ -547,7 +711,9 @@ fn figures(parsed: &[Vec<MicroResult>], aggregate: &[FactRow]) -> Vec<ImportedFi
             continue;
         };
         out.push(ImportedFigure {
+            point: point.to_string(),
             name: r.name.clone(),
+            statistic: "value".into(),
             value: f.value,
             unit: f.unit.clone(),
             ci: f.ci_lo.zip(f.ci_hi).map(|(a, b)| [a, b]),
@@ -561,28 +727,38 @@ fn figures(parsed: &[Vec<MicroResult>], aggregate: &[FactRow]) -> Vec<ImportedFi
 
 fn summary_json(
     name: &str,
-    point: &str,
-    work: &Value,
+    points: &[StoredPoint],
     replicates: usize,
     level: f64,
     aggregate: &[FactRow],
+    notes: &[String],
 ) -> Value {
-    let mut metrics = serde_json::Map::new();
-    for f in aggregate {
-        let entry = metrics
-            .entry(f.metric.clone())
-            .or_insert_with(|| Value::Object(Default::default()));
-        entry[&f.statistic] = json!({
-            "mean": f.value,
-            "ci": f.ci_lo.zip(f.ci_hi).map(|(a, b)| vec![a, b]),
-            "n": f.n,
-            "unit": f.unit,
-        });
-    }
-    json!({
+    let points: Vec<Value> = points
+        .iter()
+        .map(|p| {
+            let mut metrics = serde_json::Map::new();
+            for f in aggregate.iter().filter(|f| f.point_id == p.id) {
+                let entry = metrics
+                    .entry(f.metric.clone())
+                    .or_insert_with(|| Value::Object(Default::default()));
+                entry[&f.statistic] = json!({
+                    "mean": f.value,
+                    "ci": f.ci_lo.zip(f.ci_hi).map(|(a, b)| vec![a, b]),
+                    "n": f.n,
+                    "unit": f.unit,
+                });
+            }
+            json!({"id": p.id, "layer": p.layer, "work": p.work, "metrics": metrics})
+        })
+        .collect();
+    let mut out = json!({
         "name": name,
         "replicates": replicates,
         "confidence_level": level,
-        "points": [{"id": point, "layer": "micro", "work": work, "metrics": metrics}],
-    })
+        "points": points,
+    });
+    if !notes.is_empty() {
+        out["notes"] = json!(notes);
+    }
+    out
 }

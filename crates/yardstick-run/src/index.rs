@@ -148,14 +148,17 @@ pub fn read_run_dir(dir: &Path, location: &str) -> Result<RunRows, RunError> {
             continue;
         }
         let work = p["work"].clone();
-        let kind = [
-            crate::import::Tool::Nccl,
-            crate::import::Tool::Fio,
-            crate::import::Tool::Stream,
-        ]
-        .into_iter()
-        .find(|t| work["import"].as_str() == Some(t.display()))
-        .map_or("import", |t| t.name());
+        // A serving import's points say their kind (`serve`), as the plan's do.
+        let kind = work["kind"].as_str().unwrap_or_else(|| {
+            [
+                crate::import::Tool::Nccl,
+                crate::import::Tool::Fio,
+                crate::import::Tool::Stream,
+            ]
+            .into_iter()
+            .find(|t| work["import"].as_str() == Some(t.display()))
+            .map_or("import", |t| t.name())
+        });
         points.push(PointRow {
             run_id: run_id.clone(),
             point_id: id.to_string(),

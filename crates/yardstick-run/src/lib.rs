@@ -14,6 +14,7 @@ pub mod e2e;
 pub mod eval;
 pub mod facts;
 pub mod import;
+pub mod import_serving;
 pub mod index;
 pub mod loader;
 pub mod micro;

@@ -299,6 +299,8 @@ fn structured(tool: Tool) -> BoxedStrategy<String> {
         Tool::Nccl => nccl_text().boxed(),
         Tool::Fio => fio_text().boxed(),
         Tool::Stream => stream_text().boxed(),
+        // The serving tools' parsers have their own property below.
+        other => unreachable!("{} is not generated here", other.name()),
     }
 }
 
@@ -504,4 +506,38 @@ fn import_writes_only_inside_its_store_and_nothing_on_bad_input() {
         "no import succeeded: the import path is broken"
     );
     props::report("import (whole, into a temp store)", cases.get());
+}
+
+const SERVING_FIXTURES: &[(Tool, &str)] = &[
+    (Tool::VllmBench, "vllm-bench-0.33.0/vllm-bench.json"),
+    (Tool::Aiperf, "aiperf-0.13.0/profile_export_aiperf.json"),
+    (Tool::Guidellm, "guidellm-0.8.1/benchmarks.json"),
+    (
+        Tool::GenaiBench,
+        "genai-bench-0.0.5/D50_20_text-to-text_num_concurrency_4_time_3s.json",
+    ),
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// A serving tool's parser never panics on a damaged file: a cut, or bytes spliced in.
+    #[test]
+    fn serving_parsers_never_panic(which in 0..SERVING_FIXTURES.len(), at in 0usize..1_000_000,
+                                   junk in "[\\x00-\\x7f]{0,6}", cut in any::<bool>()) {
+        let (tool, rel) = SERVING_FIXTURES[which];
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../yardstick/tests/fixtures/import")
+            .join(rel);
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut at = at % text.len();
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let damaged = if cut {
+            text[..at].to_string()
+        } else {
+            format!("{}{junk}{}", &text[..at], &text[at..])
+        };
+        let _ = yardstick_run::import_serving::parse(tool, &[("f.json", &damaged)]);
+    }
 }

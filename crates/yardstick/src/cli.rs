@@ -103,7 +103,27 @@ pub enum Command {
     Stats(cmd::stats::StatsArgs),
     /// Print the environment capture and the machine-profile key (`--json` for all fields).
     Env(cmd::env::EnvArgs),
-    /// Store nccl-tests, fio JSON or STREAM output as a run (same names as the micro layer).
+    /// Store nccl-tests, fio, STREAM or LLM-serving benchmark results as a run.
+    ///
+    /// nccl-tests, fio JSON, STREAM: each FILE is one run of the tool and a replicate of one
+    /// point (`import.<tool>`), under the micro layer's names where the measurement is the same
+    /// (`memory.triad`, `storage.seq_read`), else `nccl.<op>.busbw.<bytes>`, `fio.<job>.<dir>`.
+    ///
+    /// genai-bench, aiperf (their output directory or main JSON), vllm-bench, guidellm (their
+    /// JSON): one import is one run; every (scenario, load level) the tool measured is a serve
+    /// point `import.<tool>/<scenario>/<concurrency|rate>=<n>` with one replicate, which compare,
+    /// gate, report and the dashboard read like a `yardstick run`. Figures go under our ids only
+    /// where the definition is ours: ttft_ms, tpot_ms = (e2e - ttft) / (tokens - 1) (genai-bench
+    /// tpot, AIPerf inter_token_latency, vLLM tpot, GuideLLM inter_token_latency_ms; never
+    /// GuideLLM's time_per_output_token_ms, which includes the first token), itl_ms = every gap
+    /// (AIPerf inter_chunk_latency, vLLM itl), e2e_ms, the throughputs, requests, duration_s; in
+    /// ms. Caveat: the tools time TTFT from their own request start, yardstick from the
+    /// scheduled send, so under an open loop the two differ by client queueing. The run's notes
+    /// and docs/import.md say where each figure comes from.
+    ///
+    /// The files are kept verbatim under `imports/` in the run directory. Say where the tool ran
+    /// so the run gets its machine profile: --here, --env (a `yardstick env --json` taken
+    /// there) or --profile.
     Import(cmd::import::ImportArgs),
     /// List and inspect stored runs (`runs list`, `runs show ID`).
     Runs(cmd::runs::RunsArgs),

@@ -28,6 +28,7 @@ mod eval_real_model;
 mod gate_cli;
 mod human_snapshots;
 mod import_cli;
+mod import_serving;
 mod interrupt;
 mod k8s;
 mod mcp;
