@@ -58,6 +58,10 @@ pub struct ProfileAnalysis {
     pub steps: u64,
     /// Mean duration of a profiled step, seconds.
     pub step_s: Option<f64>,
+    /// The numbers of the profiled steps (`ProfilerStep#N`), where the profiler names them:
+    /// the training loop's own step numbers, to line the profile up with its metric records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_ids: Vec<u64>,
     /// Time per step in each marked phase, then `unattributed`.
     pub phases: Vec<Share>,
     /// Time per step by kind: compute, communication, memcpy, data, idle.
@@ -403,10 +407,18 @@ pub fn from_intervals(tool: &str, all: &[Interval]) -> ProfileAnalysis {
         .collect();
     top.sort_by(|a, b| b.self_s.total_cmp(&a.self_s));
     top.truncate(TOP_N);
+    let mut step_ids: Vec<u64> = all
+        .iter()
+        .filter(|e| e.kind == Kind::Step)
+        .filter_map(|e| e.name.strip_prefix("ProfilerStep#")?.parse().ok())
+        .collect();
+    step_ids.sort_unstable();
+    step_ids.dedup();
     ProfileAnalysis {
         tool: tool.into(),
         steps: steps.len() as u64,
         step_s: (n > 0.0).then(|| step_total / n),
+        step_ids,
         phases,
         categories,
         comm_overlap,
@@ -537,6 +549,7 @@ pub fn speedscope(text: &str) -> Result<ProfileAnalysis, ProfileError> {
         tool: "py-spy".into(),
         steps: 0,
         step_s: None,
+        step_ids: Vec::new(),
         phases: Vec::new(),
         categories: Vec::new(),
         comm_overlap: None,
@@ -589,6 +602,7 @@ pub fn perf_report(text: &str, total_s: f64) -> Result<ProfileAnalysis, ProfileE
         tool: "perf".into(),
         steps: 0,
         step_s: None,
+        step_ids: Vec::new(),
         phases: Vec::new(),
         categories: Vec::new(),
         comm_overlap: None,

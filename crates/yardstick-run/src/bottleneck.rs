@@ -24,6 +24,16 @@ fn fact(facts: &[FactRow], point: &str, metric: &str, statistic: &str) -> Option
         .filter(|v| v.is_finite())
 }
 
+/// The shares of a profiled step (`profile.*` facts) spent loading data and in collectives not
+/// overlapped with compute.
+fn profile_shares(facts: &[FactRow], point: &str) -> Option<(f64, f64)> {
+    let step = fact(facts, point, "profile.step_s", "value").filter(|s| *s > 0.0)?;
+    let data = fact(facts, point, "profile.data_s", "value").unwrap_or(0.0);
+    let comm = fact(facts, point, "profile.communication_s", "value").unwrap_or(0.0);
+    let overlap = fact(facts, point, "profile.comm_overlap", "value").unwrap_or(0.0);
+    Some((data / step, comm * (1.0 - overlap) / step))
+}
+
 /// `{"ceilings", "ceilings_source", "points": [{"point", "bottleneck", "evidence", "placement",
 /// "observation"}]}` for the e2e points that reported training steps; `Null` when there are
 /// none. Without micro ceilings only input and communication stalls can be told apart.
@@ -72,12 +82,18 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
         let teardown = fact(aggregate, id, "teardown_s", "value");
         let wall = fact(aggregate, id, yardstick_spec::metrics::id::WALL_S, "value");
         let timed = startup.is_some() && teardown.is_some() && wall.is_some();
+        // A profile (the point's profiled replicate) sharpens what the workload did not
+        // report: its shares of the step in the data loader and in exposed collectives, applied
+        // to the measured step time (the profiled step itself is slowed by the profiler).
+        let profiled = profile_shares(aggregate, id);
+        let reported_wait = fact(aggregate, id, "data_wait_s", "value");
+        let reported_comm = fact(aggregate, id, "comm_s", "value");
         let obs = Observation {
             flops: fact(aggregate, id, "flops_per_step", "value"),
             bytes: fact(aggregate, id, "bytes_per_step", "value"),
             step_s: Some(step_s),
-            data_wait_s: fact(aggregate, id, "data_wait_s", "value"),
-            comm_s: fact(aggregate, id, "comm_s", "value"),
+            data_wait_s: reported_wait.or(profiled.map(|(d, _)| d * step_s)),
+            comm_s: reported_comm.or(profiled.map(|(_, c)| c * step_s)),
             comm_busbw: fact(aggregate, id, "comm_busbw_gbps", "value").map(|g| g * 1e9),
             queue_s: timed.then(|| startup.unwrap_or(0.0) + teardown.unwrap_or(0.0)),
             service_s: timed
@@ -116,6 +132,16 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
         });
         if let Some(b) = &input {
             k.cite_input_supply(b);
+        }
+        if let Some((d, c)) = profiled
+            && (reported_wait.is_none() || reported_comm.is_none())
+        {
+            k.evidence.push(format!(
+                "the profile (one profiled replicate) puts {:.1} % of the step in the data \
+                 loader and {:.1} % in collectives not overlapped with compute",
+                d * 100.0,
+                c * 100.0
+            ));
         }
         let control_plane = match (startup, teardown, obs.wall_s) {
             (Some(s), Some(t), Some(w)) if timed && w > 0.0 => {
@@ -238,6 +264,36 @@ mod tests {
                 .unwrap()
                 .contains("this run's micro layer")
         );
+    }
+
+    /// A workload that reports no input wait or collective time: its profile's shares of the
+    /// step decide, applied to the measured step time, and are cited.
+    #[test]
+    fn a_profile_sharpens_the_verdict_where_the_workload_reported_nothing() {
+        let facts = vec![
+            row("e2e.0.train", "step_time_s", "p50", 1.0, "s"),
+            row("e2e.0.train", "profile.step_s", "value", 1.2, "s"),
+            row("e2e.0.train", "profile.data_s", "value", 0.06, "s"),
+            // 0.6 s of collectives, a third overlapped: 0.4 s exposed, a third of the step.
+            row("e2e.0.train", "profile.communication_s", "value", 0.6, "s"),
+            row(
+                "e2e.0.train",
+                "profile.comm_overlap",
+                "value",
+                1.0 / 3.0,
+                "fraction",
+            ),
+        ];
+        let v = bottlenecks(&plan(), &facts, None);
+        let p = &v["points"][0];
+        assert_eq!(p["bottleneck"], "communication", "{p}");
+        assert!((p["observation"]["comm_s"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9);
+        let cited = p["evidence"].as_array().unwrap().iter().any(|e| {
+            e.as_str()
+                .unwrap()
+                .contains("the profile (one profiled replicate) puts 5.0 % of the step in the data loader and 33.3 %")
+        });
+        assert!(cited, "{p}");
     }
 
     #[test]

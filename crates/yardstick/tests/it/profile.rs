@@ -123,13 +123,35 @@ fn a_torch_profile_breaks_the_step_down_and_stays_out_of_the_statistics() {
     // inside one).
     let unattributed = phases.last().unwrap().1;
     assert!(unattributed < 0.1 * step, "{unattributed} of {step}: {a}");
-    // forward + backward + optimizer is what the loop times as step_time_s, measured in the
-    // same profiled replicate: they agree within 10 %.
+    // forward + backward + optimizer is what the loop times as step_time_s: the trace and
+    // the metric records of the same steps of the profiled replicate agree within 10 %.
     let timed: f64 = phases[1..4].iter().map(|p| p.1).sum();
-    let profiled = prof["step_time_s_profiled"].as_f64().unwrap();
+    let ids: Vec<u64> = a["step_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [4, 5, 6, 7], "wait 2, warm up 2, record 4: {a}");
+    let run = Path::new(v["dir"].as_str().unwrap());
+    let logged: Vec<f64> = crate::common::files_under(&run.join("profile"), "jsonl")
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+        .filter(|r| r["step"].as_u64().is_some_and(|s| ids.contains(&s)))
+        .filter_map(|r| r["step_time_s"].as_f64())
+        .collect();
+    assert_eq!(logged.len(), 4, "the profiled steps' metric records");
+    let recorded = logged.iter().sum::<f64>() / 4.0;
     assert!(
-        (timed - profiled).abs() < 0.1 * profiled,
-        "trace {timed} s vs metric protocol {profiled} s per step"
+        (timed - recorded).abs() < 0.1 * recorded,
+        "trace {timed} s vs metric protocol {recorded} s per step"
     );
     // Operators: matrix multiplies dominate a GPT's step.
     let top: Vec<&str> = a["top"]
@@ -150,7 +172,6 @@ fn a_torch_profile_breaks_the_step_down_and_stays_out_of_the_statistics() {
     // Facts and files: profile.* facts on the point; the trace stored and hashed with the run.
     assert!(metric(point, "profile.phase.backward_s") > 0.0);
     assert!(metric(point, "profile.compute_s") > 0.0);
-    let run = Path::new(v["dir"].as_str().unwrap());
     let traces = crate::common::files_under(&run.join("profile"), "json");
     assert!(
         traces
@@ -434,4 +455,49 @@ fn perf_profiles_the_reference_trainer() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// `bench train --profile perf`: the reference trainer once more under perf, after the measured
+/// run; the top symbols in the JSON output and perf's files in --profile-dir.
+#[test]
+fn bench_train_profiles_one_more_run_under_perf() {
+    if external::require(
+        "perf",
+        "bench_train_profiles_one_more_run_under_perf",
+        "apt-get install linux-perf",
+        which("perf").then_some(()),
+    )
+    .is_none()
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("prof");
+    let o = crate::common::yardstick()
+        .args([
+            "--json",
+            "bench",
+            "train",
+            "--steps",
+            "15",
+            "--profile",
+            "perf",
+        ])
+        .args([
+            "--peak-flops",
+            "1e11",
+            "--memory-bw",
+            "1e10",
+            "--profile-dir",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    crate::schema_cli::assert_conforms("bench-train", &v);
+    let p = &v["profile"];
+    assert_eq!(p["analysis"]["tool"], "perf", "{p}");
+    assert!(!p["analysis"]["top"].as_array().unwrap().is_empty(), "{p}");
+    assert!(out.join("perf.data").is_file() && out.join("perf-report.txt").is_file());
 }

@@ -57,6 +57,61 @@ pub struct TrainArgs {
     /// Append metric-protocol JSON lines here (default: $YARDSTICK_METRICS when set).
     #[arg(long, value_name = "FILE", env = "YARDSTICK_METRICS")]
     pub metrics: Option<PathBuf>,
+    /// Take a profile in one more training run after this one (never measured): `perf` (the
+    /// trainer is native code; Linux perf's top symbols). Traces go to --profile-dir.
+    #[arg(long, value_enum, value_name = "TOOL")]
+    pub profile: Option<TrainProfileArg>,
+    /// Where --profile writes the traces.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "yardstick-profile",
+        requires = "profile"
+    )]
+    pub profile_dir: PathBuf,
+}
+
+/// Profilers of `bench train --profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TrainProfileArg {
+    /// Linux perf.
+    Perf,
+}
+
+/// This invocation's arguments without the global `--json` and the profile flags (and without
+/// `--metrics`, so the profiled run writes no metric lines into the measured run's file): the
+/// command line of the profiled run.
+#[cfg_attr(not(feature = "train"), allow(dead_code))]
+fn profiled_argv() -> Vec<String> {
+    let mut out = Vec::new();
+    let mut args = std::env::args();
+    if let Some(exe) = std::env::current_exe()
+        .ok()
+        .map(|p| p.display().to_string())
+        .or_else(|| args.next())
+    {
+        out.push(exe);
+    }
+    let mut skip = false;
+    for a in std::env::args().skip(1) {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if a == "--json"
+            || a.starts_with("--profile=")
+            || a.starts_with("--profile-dir=")
+            || a.starts_with("--metrics=")
+        {
+            continue;
+        }
+        if a == "--profile" || a == "--profile-dir" || a == "--metrics" {
+            skip = true;
+            continue;
+        }
+        out.push(a);
+    }
+    out
 }
 
 #[cfg(not(feature = "train"))]
@@ -124,6 +179,10 @@ mod imp {
         /// Where the metric-protocol lines went (`--metrics`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub metrics_file: Option<&'a std::path::Path>,
+        /// The profile of one more run (`--profile`): the analysis, where the traces are, the
+        /// profiler's overhead.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub profile: Option<serde_json::Value>,
     }
 
     /// The peak FLOP/s and where it came from.
@@ -272,6 +331,24 @@ mod imp {
              activations; flops::training_bytes), not a measured memory traffic"
                 .into(),
         );
+        let profile = match args.profile {
+            Some(super::TrainProfileArg::Perf) => {
+                let spec = yardstick_spec::Profile {
+                    mode: Some(yardstick_spec::ProfileMode::Trace),
+                    tool: Some(yardstick_spec::ProfileTool::Perf),
+                    schedule: None,
+                };
+                Some(crate::cmd::bench::exec::take_profile(
+                    &super::profiled_argv(),
+                    &spec,
+                    None,
+                    &[],
+                    &args.profile_dir,
+                    vec![serde_json::to_value(&report)?],
+                )?)
+            }
+            None => None,
+        };
         if g.json {
             output::json(&TrainOutput {
                 report: &report,
@@ -283,11 +360,15 @@ mod imp {
                 },
                 bottleneck: &bottleneck,
                 metrics_file: args.metrics.as_deref(),
+                profile,
             })?;
         } else {
             print_human(&run, &report, peak, &peak_source);
             let mut out = anstream::stdout().lock();
             let _ = out.write_all(bottleneck.text("  ").as_bytes());
+            if let Some(p) = &profile {
+                let _ = out.write_all(crate::cmd::bench::exec::profile_text(p).as_bytes());
+            }
         }
         let rising = report
             .loss
