@@ -460,6 +460,9 @@ pub fn torch_intervals(text: &str) -> Result<Vec<Interval>, ProfileError> {
                 Kind::Step
             }
             "user_annotation" if PHASES.contains(&name) => Kind::Phase,
+            // A process group's own ranges (`gloo:all_reduce` on its worker threads) are the
+            // collectives' real time; the `c10d::allreduce_` op on the caller only enqueues.
+            "user_annotation" if is_communication(name) => Kind::Op,
             "cpu_op" | "cuda_runtime" | "cuda_driver" => Kind::Op,
             "kernel" => Kind::Kernel,
             "gpu_memcpy" | "gpu_memset" => Kind::Memcpy,
@@ -544,22 +547,12 @@ pub fn speedscope(text: &str) -> Result<ProfileAnalysis, ProfileError> {
         })
         .collect();
     top.sort_by(|a, b| b.self_s.total_cmp(&a.self_s));
-    top.truncate(TOP_N);
-    Ok(ProfileAnalysis {
-        tool: "py-spy".into(),
-        steps: 0,
-        step_s: None,
-        step_ids: Vec::new(),
-        phases: Vec::new(),
-        categories: Vec::new(),
-        comm_overlap: None,
+    Ok(ProfileAnalysis::top_only(
+        "py-spy",
         top,
-        notes: vec![
-            "py-spy samples Python stacks: the top functions by sampled self time; it sees no \
-             steps or phases"
-                .into(),
-        ],
-    })
+        "py-spy samples Python stacks: the top functions by sampled self time; it sees no steps \
+         or phases",
+    ))
 }
 
 /// `perf report --stdio --no-children --sort symbol` output: the top symbols by their share of
@@ -597,24 +590,31 @@ pub fn perf_report(text: &str, total_s: f64) -> Result<ProfileAnalysis, ProfileE
         ));
     }
     top.sort_by(|a, b| b.share.total_cmp(&a.share));
-    top.truncate(TOP_N);
-    Ok(ProfileAnalysis {
-        tool: "perf".into(),
-        steps: 0,
-        step_s: None,
-        step_ids: Vec::new(),
-        phases: Vec::new(),
-        categories: Vec::new(),
-        comm_overlap: None,
+    Ok(ProfileAnalysis::top_only(
+        "perf",
         top,
-        notes: vec![
-            "perf samples the CPU: the top symbols by their share of samples; it sees no steps"
-                .into(),
-        ],
-    })
+        "perf samples the CPU: the top symbols by their share of samples; it sees no steps",
+    ))
 }
 
 impl ProfileAnalysis {
+    /// The analysis of a sampling profiler that sees no steps: the first [`TOP_N`] of `top`
+    /// (sorted) and a note.
+    fn top_only(tool: &str, mut top: Vec<TopEntry>, note: &str) -> Self {
+        top.truncate(TOP_N);
+        ProfileAnalysis {
+            tool: tool.into(),
+            steps: 0,
+            step_s: None,
+            step_ids: Vec::new(),
+            phases: Vec::new(),
+            categories: Vec::new(),
+            comm_overlap: None,
+            top,
+            notes: vec![note.into()],
+        }
+    }
+
     /// The analysis as facts: `profile.phase.<name>_s` and `profile.<category>_s` (seconds per
     /// step), `profile.step_s`, `profile.comm_overlap`.
     pub fn facts(&self) -> Vec<(String, f64)> {

@@ -1103,6 +1103,15 @@ pub const CATALOGUE: &[MetricDef] = &[
         Some("value"),
         "STREAM triad bandwidth (a = b + s*c): the memory bandwidth a streaming kernel gets."
     ),
+    m!(
+        "ranks",
+        "ratio",
+        Neither,
+        Descriptive,
+        &["slowest_rank", "median_spread", "waiting_share"],
+        None,
+        "A multi-rank step's straggler analysis: the slowest rank (its index), the spread of the ranks' median step times ((slowest - fastest) / fastest), and the share of rank-time spent waiting for the slowest rank."
+    ),
     // Profiles (the profiled replicate of an e2e point; descriptive, never gated).
     m!(
         "profile.step_s",

@@ -501,3 +501,61 @@ fn bench_train_profiles_one_more_run_under_perf() {
     assert!(!p["analysis"]["top"].as_array().unwrap().is_empty(), "{p}");
     assert!(out.join("perf.data").is_file() && out.join("perf-report.txt").is_file());
 }
+
+/// Two ranks of the same loop under torchrun with DDP over gloo (CPU), profiled in `tb` mode:
+/// rank 0's trace (the files TensorBoard's plugin reads) shows the gradient all-reduces as
+/// communication, and how much of it ran beside compute.
+#[test]
+fn a_distributed_torch_profile_sees_the_collectives() {
+    let Some(python) = torch_python("a_distributed_torch_profile_sees_the_collectives") else {
+        return;
+    };
+    let torchrun = python.parent().unwrap().join("torchrun");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let text = layered_spec(
+        "ddp",
+        &format!(
+            "    e2e:
+      - kind: command
+        command: [\"{}\", \"--standalone\", \"--nproc-per-node\", \"2\", \"{}\", \"--steps\", \"6\", \"--device\", \"cpu\"]
+        timeout: 5m
+        profile: {{mode: tb, tool: torch, schedule: {{wait: 1, warmup: 1, active: 2, repeat: 1}}}}
+",
+            torchrun.display(),
+            example()
+        ),
+    );
+    let spec = dir.path().join("ddp.yaml");
+    std::fs::write(&spec, text).unwrap();
+    let o = run_spec(&spec, &store, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    let id = v["summary"]["points"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let a = &v["summary"]["profiles"][&id]["analysis"];
+    assert_eq!(a["steps"], 2, "{a}");
+    let comm = a["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "communication")
+        .unwrap()["s_per_step"]
+        .as_f64()
+        .unwrap();
+    assert!(comm > 0.0, "gloo's all-reduces are communication: {a}");
+    let overlap = a["comm_overlap"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&overlap), "{a}");
+    // Both ranks' TensorBoard files are stored; rank 0's is read.
+    let run = Path::new(v["dir"].as_str().unwrap());
+    let traces = crate::common::files_under(&run.join("profile"), "json");
+    let names: Vec<String> = traces
+        .iter()
+        .map(|t| t.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().any(|n| n.starts_with("rank0.")), "{names:?}");
+    assert!(names.iter().any(|n| n.starts_with("rank1.")), "{names:?}");
+    eprintln!("ddp profile: communication {comm:.4} s per step, overlap {overlap:.2}");
+}
