@@ -1943,52 +1943,67 @@ pub fn profiles(r: &RunReport) -> Result<Option<Section>, ReportError> {
                 .map(|o| format!(" (profiled step ×{o:.2} of unprofiled)"))
                 .unwrap_or_default();
             let title = format!("{id} · {tool} · time per step{overhead}");
-            let svg = svg(&title, (W, 120 + 60 * bars.len() as u32), |root| {
+            let svg = svg(&title, (W, 140 + 70 * bars.len() as u32), |root| {
+                // Room on the right for the legend.
+                let xmax = total * 1000.0 * 1.3;
                 let mut chart = ChartBuilder::on(root)
                     .caption(&title, (FONT, 15))
                     .margin(12)
                     .x_label_area_size(36)
-                    .y_label_area_size(80)
-                    .build_cartesian_2d(0.0..total * 1000.0, 0.0..bars.len() as f64)?;
+                    .y_label_area_size(10)
+                    .build_cartesian_2d(0.0..xmax, 0.0..bars.len() as f64)?;
                 chart
                     .configure_mesh()
                     .light_line_style(TRANSPARENT)
                     .disable_y_mesh()
+                    .y_labels(0)
                     .x_desc("ms per step")
-                    .y_labels(bars.len())
-                    .y_label_formatter(&|y| {
-                        let k = (*y - 0.5).round() as usize;
-                        bars.get(k).map(|b| b.0.to_string()).unwrap_or_default()
-                    })
                     .draw()?;
                 let mut names: Vec<String> = Vec::new();
-                for (k, (_, parts)) in bars.iter().enumerate() {
+                for (k, (label, parts)) in bars.iter().enumerate() {
+                    // The first bar on top.
+                    let row = (bars.len() - 1 - k) as f64;
+                    chart.draw_series(std::iter::once(Text::new(
+                        label.to_string(),
+                        (0.0, row + 0.95),
+                        (FONT, 12).into_font(),
+                    )))?;
                     let mut x = 0.0;
                     for (name, s) in parts {
-                        let idx = match names.iter().position(|n| n == name) {
-                            Some(i) => i,
+                        let (idx, first) = match names.iter().position(|n| n == name) {
+                            Some(i) => (i, false),
                             None => {
                                 names.push(name.clone());
-                                names.len() - 1
+                                (names.len() - 1, true)
                             }
                         };
-                        let c = COLORS[idx % COLORS.len()];
+                        // Time nothing accounts for is grey; the rest take the palette in order.
+                        let c = match name.as_str() {
+                            "idle" => GREY,
+                            "unattributed" => RGBColor(190, 190, 190),
+                            _ => {
+                                let k = names[..idx]
+                                    .iter()
+                                    .filter(|n| !matches!(n.as_str(), "idle" | "unattributed"))
+                                    .count();
+                                COLORS[k % COLORS.len()]
+                            }
+                        };
                         let (x0, x1) = (x * 1000.0, (x + s) * 1000.0);
-                        let y0 = k as f64 + 0.15;
-                        chart.draw_series(std::iter::once(Rectangle::new(
-                            [(x0, y0), (x1, y0 + 0.7)],
+                        let y0 = row + 0.1;
+                        let drawn = chart.draw_series(std::iter::once(Rectangle::new(
+                            [(x0, y0), (x1, y0 + 0.6)],
                             c.filled(),
                         )))?;
-                        if x1 - x0 > total * 1000.0 * 0.08 {
-                            chart.draw_series(std::iter::once(Text::new(
-                                name.clone(),
-                                (x0 + (x1 - x0) * 0.05, y0 + 0.45),
-                                (FONT, 12).into_font().color(&WHITE),
-                            )))?;
+                        if first {
+                            drawn.label(name.clone()).legend(move |(lx, ly)| {
+                                Rectangle::new([(lx, ly - 5), (lx + 12, ly + 5)], c.filled())
+                            });
                         }
                         x += s;
                     }
                 }
+                legend(&mut chart, SeriesLabelPosition::UpperRight)?;
                 Ok(())
             })?;
             sec.figures.push(Figure { title, svg });
