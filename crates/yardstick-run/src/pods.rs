@@ -351,7 +351,8 @@ pub fn run_member(
     let mut steps = Vec::new();
     for step in &plan.steps {
         let point = &plan.points[step.point];
-        if !spans_group(&point.work) {
+        // Profiles are taken by one process (pod 0 skips them in a group too).
+        if !spans_group(&point.work) || step.profile {
             continue;
         }
         let key = step_key(&point.slug, step.replicate);
