@@ -258,7 +258,7 @@ struct Sessions {
     cfg: crate::session::SessionConfig,
     conversations: Option<Arc<Vec<crate::session::Conversation>>>,
     /// The shared system prompt (the same for every session of the plan).
-    prefix: Option<(String, u64)>,
+    prefix: Option<String>,
 }
 
 impl Planner {
@@ -320,11 +320,10 @@ impl Planner {
         // Built once from its own stream of the seed, so every session shares it exactly.
         let prefix = (cfg.shared_prefix > 0).then(|| {
             let mut rng = Rng::new(self.seed, u64::MAX - 1);
-            let text = match &self.tokenizer {
+            match &self.tokenizer {
                 Some(t) => t.prompt(cfg.shared_prefix, &mut rng),
                 None => corpus_prompt(cfg.shared_prefix, &mut rng),
-            };
-            (text, cfg.shared_prefix)
+            }
         });
         self.sessions = Some(Sessions {
             cfg,
@@ -358,7 +357,7 @@ impl Planner {
                 turns: Vec::new(),
             };
         };
-        let mut system = s.prefix.as_ref().map(|(t, _)| t.clone());
+        let mut system = s.prefix.clone();
         let mut turns = Vec::new();
         match &s.conversations {
             Some(convs) => {
@@ -476,10 +475,7 @@ impl Planner {
             return PlannedRequest {
                 index: i,
                 lengths: Lengths {
-                    input: match &self.tokenizer {
-                        Some(t) => t.count(&item.prompt),
-                        None => words(&item.prompt),
-                    },
+                    input: self.tokens(&item.prompt),
                     output,
                 },
                 body: Bytes::from(body),

@@ -10,7 +10,7 @@
 //! synthetic generator: turns per session, think time, a shared system prompt and per-turn
 //! lengths drawn from the traffic scenario.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::Value;
@@ -109,8 +109,8 @@ pub fn load_conversations(path: &Path) -> Result<Vec<Conversation>, PlanError> {
             }
         }
     } else {
-        let mut by_session: BTreeMap<usize, Conversation> = BTreeMap::new();
-        let mut order: Vec<(String, usize)> = Vec::new();
+        // Conversations in file order; turn lines join theirs by `session_id`.
+        let mut by_id: HashMap<String, usize> = HashMap::new();
         for (n, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -122,11 +122,7 @@ pub fn load_conversations(path: &Path) -> Result<Vec<Conversation>, PlanError> {
                     .iter()
                     .filter_map(|m| Some((m.get("role")?.as_str()?, m.get("content")?.as_str()?)))
                     .collect();
-                if let Some(conv) = conversation(&msgs) {
-                    let k = order.len();
-                    order.push((format!("\u{0}line{n}"), k));
-                    by_session.insert(k, conv);
-                }
+                convs.extend(conversation(&msgs));
                 continue;
             }
             let sid = match v.get("session_id") {
@@ -148,15 +144,11 @@ pub fn load_conversations(path: &Path) -> Result<Vec<Conversation>, PlanError> {
                         n + 1
                     ))
                 })?;
-            let k = match order.iter().find(|(s, _)| *s == sid) {
-                Some((_, k)) => *k,
-                None => {
-                    let k = order.len();
-                    order.push((sid, k));
-                    k
-                }
-            };
-            let conv = by_session.entry(k).or_default();
+            let k = *by_id.entry(sid).or_insert_with(|| {
+                convs.push(Conversation::default());
+                convs.len() - 1
+            });
+            let conv = &mut convs[k];
             if conv.turns.len() as u64 >= MAX_TURNS {
                 return Err(err(format!(
                     "line {}: a session has more than {MAX_TURNS} turns",
@@ -171,7 +163,6 @@ pub fn load_conversations(path: &Path) -> Result<Vec<Conversation>, PlanError> {
                 delay_ms: v.get("delay").and_then(Value::as_f64),
             });
         }
-        convs.extend(by_session.into_values().filter(|c| !c.turns.is_empty()));
     }
     if convs.is_empty() {
         return Err(err(

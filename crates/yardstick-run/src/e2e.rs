@@ -180,28 +180,11 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         summary.insert("error".into(), format!("the command {why}").into());
     }
 
-    let mut logs = Vec::new();
-    let mut stack = vec![log_dir.clone()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).map_err(|e| RunError::Internal(e.to_string()))? {
-            let p = entry.map_err(|e| RunError::Internal(e.to_string()))?.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                let rel = p
-                    .strip_prefix(&log_dir)
-                    .expect("inside")
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                logs.push((rel, bytes));
-            }
-        }
-    }
-    logs.sort();
+    let logs = read_tree(&log_dir)?;
     let _ = std::fs::remove_dir_all(&log_dir);
     let profile = profile.map(|p| {
         let analysis = crate::profile::analyze(&prof_dir, p, run.wall_s);
-        let files = read_tree(&prof_dir);
+        let files = read_tree(&prof_dir).unwrap_or_default();
         let _ = std::fs::remove_dir_all(&prof_dir);
         ProfileOutcome { files, analysis }
     });
@@ -226,20 +209,25 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
     })
 }
 
-/// Every file under `dir`, with its path relative to `dir`, sorted.
-fn read_tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+/// Every readable file under `dir`, with its path relative to `dir` (`/`-separated), sorted.
+fn read_tree(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, RunError> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
+        for entry in std::fs::read_dir(&d).map_err(|e| RunError::Internal(e.to_string()))? {
+            let p = entry.map_err(|e| RunError::Internal(e.to_string()))?.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if let (Ok(bytes), Ok(rel)) = (std::fs::read(&p), p.strip_prefix(dir)) {
-                out.push((rel.to_string_lossy().replace('\\', "/"), bytes));
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                let rel = p
+                    .strip_prefix(dir)
+                    .expect("inside")
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                out.push((rel, bytes));
             }
         }
     }
     out.sort();
-    out
+    Ok(out)
 }

@@ -960,16 +960,15 @@ pub fn execute(
         }
         // Files an unfinished attempt at this replicate sealed before a kill are not a finished
         // measurement (the result record is what finishes one): drop them and measure again.
-        writer.discard_unfinished(&[
+        let mut unfinished = vec![
             samples_path.clone(),
             format!("eval/{}/r{}/", point.slug, step.replicate),
             logs_prefix.clone(),
-            if step.profile {
-                format!("profile/{}/", point.slug)
-            } else {
-                format!("logs/{}/r{}/", point.slug, step.replicate)
-            },
-        ])?;
+        ];
+        if step.profile {
+            unfinished.push(format!("profile/{}/", point.slug));
+        }
+        writer.discard_unfinished(&unfinished)?;
         (opts.on_event)(Event::Step {
             n: n + 1,
             of: plan.steps.len(),

@@ -23,14 +23,6 @@ pub struct Wrapped {
     pub env: Vec<(String, String)>,
 }
 
-/// Whether `prog` is on the PATH.
-pub fn on_path(prog: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(prog))
-        .find(|p| p.is_file())
-}
-
 /// The profiler `p` asks for (torch unless said).
 pub fn tool_of(p: &Profile) -> ProfileTool {
     p.tool.unwrap_or(ProfileTool::Torch)
@@ -42,7 +34,7 @@ pub fn wrap(argv: &[String], p: &Profile, dir: &Path) -> Result<Wrapped, String>
     let d = dir.display().to_string();
     let tool = tool_of(p);
     let need = |prog: &str, how: &str| -> Result<String, String> {
-        on_path(prog)
+        yardstick_env::software::which(prog)
             .map(|p| p.display().to_string())
             .ok_or_else(|| format!("profile tool `{}` is not installed ({how})", tool.name()))
     };
@@ -156,13 +148,15 @@ pub fn analyze(dir: &Path, p: &Profile, wall_s: f64) -> Result<ProfileAnalysis, 
                         .into(),
                 );
             }
-            let out = std::process::Command::new(on_path("perf").unwrap_or_else(|| "perf".into()))
-                .args(["report", "--stdio", "--no-children", "-g", "none"])
-                .args(["--sort", "symbol"])
-                .args(["--percent-limit", "0.5", "-i"])
-                .arg(&data)
-                .output()
-                .map_err(|e| format!("perf report: {e}"))?;
+            let out = std::process::Command::new(
+                yardstick_env::software::which("perf").unwrap_or_else(|| "perf".into()),
+            )
+            .args(["report", "--stdio", "--no-children", "-g", "none"])
+            .args(["--sort", "symbol"])
+            .args(["--percent-limit", "0.5", "-i"])
+            .arg(&data)
+            .output()
+            .map_err(|e| format!("perf report: {e}"))?;
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             let _ = std::fs::write(dir.join("perf-report.txt"), &text);
             profile::perf_report(&text, wall_s).map_err(|e| e.to_string())

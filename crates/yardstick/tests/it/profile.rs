@@ -340,6 +340,18 @@ fn py_spy_and_perf_profile_a_python_loop_from_outside() {
     }
 }
 
+/// Whether Linux perf is installed, recorded for `test` (a failure under
+/// YARDSTICK_REQUIRE_EXTERNAL when it is not).
+fn have_perf(test: &str) -> bool {
+    external::require(
+        "perf",
+        test,
+        "apt-get install linux-perf",
+        which("perf").then_some(()),
+    )
+    .is_some()
+}
+
 fn which(prog: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
@@ -415,14 +427,7 @@ fn bench_exec_profiles_one_more_run() {
 /// symbols; `tool: torch` on it is refused before anything runs.
 #[test]
 fn perf_profiles_the_reference_trainer() {
-    if external::require(
-        "perf",
-        "perf_profiles_the_reference_trainer",
-        "apt-get install linux-perf",
-        which("perf").then_some(()),
-    )
-    .is_none()
-    {
+    if !have_perf("perf_profiles_the_reference_trainer") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -461,14 +466,7 @@ fn perf_profiles_the_reference_trainer() {
 /// run; the top symbols in the JSON output and perf's files in --profile-dir.
 #[test]
 fn bench_train_profiles_one_more_run_under_perf() {
-    if external::require(
-        "perf",
-        "bench_train_profiles_one_more_run_under_perf",
-        "apt-get install linux-perf",
-        which("perf").then_some(()),
-    )
-    .is_none()
-    {
+    if !have_perf("bench_train_profiles_one_more_run_under_perf") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

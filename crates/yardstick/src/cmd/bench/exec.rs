@@ -463,12 +463,13 @@ pub(crate) fn take_profile(
         seed: 0,
         cancel: crate::interrupt::token("interrupted: stopping the profiled run"),
         profile: Some(profile),
-    })
-    .map_err(|e| match e {
+    });
+    // The scratch directory goes whether the run worked or not.
+    let _ = std::fs::remove_dir_all(&scratch);
+    let out = out.map_err(|e| match e {
         yardstick_run::RunError::Workload(m) => exit::invalid(m, None),
         other => anyhow::anyhow!(other),
     })?;
-    let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut summary = out.summary;
     if let Some(p) = out.profile {

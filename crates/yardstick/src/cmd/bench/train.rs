@@ -83,17 +83,16 @@ pub enum TrainProfileArg {
 /// command line of the profiled run.
 #[cfg_attr(not(feature = "train"), allow(dead_code))]
 fn profiled_argv() -> Vec<String> {
-    let mut out = Vec::new();
     let mut args = std::env::args();
-    if let Some(exe) = std::env::current_exe()
+    let argv0 = args.next();
+    let mut out: Vec<String> = std::env::current_exe()
         .ok()
         .map(|p| p.display().to_string())
-        .or_else(|| args.next())
-    {
-        out.push(exe);
-    }
+        .or(argv0)
+        .into_iter()
+        .collect();
     let mut skip = false;
-    for a in std::env::args().skip(1) {
+    for a in args {
         if skip {
             skip = false;
             continue;
