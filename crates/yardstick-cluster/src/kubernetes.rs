@@ -497,6 +497,44 @@ impl Rendered {
             .map(|o| (o.file.clone(), crate::yaml::to_yaml(&o.value)))
             .collect()
     }
+
+    /// Writes the manifests into `dir`, replacing the ones a previous render wrote there.
+    pub fn write_to(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        for stale in [
+            "00-configmap.yaml",
+            "01-service.yaml",
+            "02-job.yaml",
+            "02-cronjob.yaml",
+        ] {
+            let _ = std::fs::remove_file(dir.join(stale));
+        }
+        for (file, text) in self.files() {
+            std::fs::write(dir.join(file), text)?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a kubeconfig is, if anywhere: `KUBECONFIG`'s first existing file, `~/.kube/config`,
+/// or the service account of a pod (`in-cluster`).
+pub fn kubeconfig() -> Option<String> {
+    use std::path::Path;
+    if let Some(v) = std::env::var_os("KUBECONFIG") {
+        if let Some(p) = std::env::split_paths(&v).find(|p| p.is_file()) {
+            return Some(p.display().to_string());
+        }
+        return None;
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let p = Path::new(&home).join(".kube").join("config");
+        if p.is_file() {
+            return Some(p.display().to_string());
+        }
+    }
+    (std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+        && Path::new("/var/run/secrets/kubernetes.io/serviceaccount/token").is_file())
+    .then(|| "in-cluster".to_string())
 }
 
 #[cfg(test)]

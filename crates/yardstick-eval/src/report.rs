@@ -203,6 +203,79 @@ impl EvalReport {
         }
         s
     }
+
+    /// Writes `eval.json` and `items.jsonl` into `dir` (created if need be).
+    pub fn write_dir(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        let named = |what: &std::path::Path| {
+            let what = what.display().to_string();
+            move |e: std::io::Error| std::io::Error::new(e.kind(), format!("writing {what}: {e}"))
+        };
+        std::fs::create_dir_all(dir).map_err(named(dir))?;
+        let doc = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
+        let json = dir.join("eval.json");
+        std::fs::write(&json, doc + "\n").map_err(named(&json))?;
+        let items = dir.join("items.jsonl");
+        std::fs::write(&items, self.items_jsonl()).map_err(named(&items))
+    }
+
+    /// The table people read: per task its accuracy with its `confidence` interval,
+    /// determinism, errors and median latency; then perplexity and the request rate.
+    pub fn text(&self, confidence: f64) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let pct = (confidence * 100.0).round();
+        let _ = writeln!(
+            out,
+            "{:<16} {:>5} {:>9} {:>19} {:>12} {:>7} {:>12}",
+            "task",
+            "n",
+            "accuracy",
+            format!("{pct}% CI"),
+            "determinism",
+            "errors",
+            "p50 latency"
+        );
+        for t in &self.tasks {
+            let _ = writeln!(
+                out,
+                "{:<16} {:>5} {:>8.1}% {:>19} {:>12} {:>7} {:>12}",
+                t.name,
+                t.n,
+                t.accuracy * 100.0,
+                format!("[{:.1}%, {:.1}%]", t.ci[0] * 100.0, t.ci[1] * 100.0),
+                t.determinism
+                    .map(|d| format!("{:.1}%", d * 100.0))
+                    .unwrap_or_else(|| "-".into()),
+                t.errors,
+                t.latency_ms
+                    .map(|l| format!("{:.1} ms", l.p50))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        if let Some(p) = &self.perplexity {
+            let _ = match p.value {
+                Some(v) => writeln!(
+                    out,
+                    "perplexity {v:.3} over {} tokens of {} ({} paragraphs)",
+                    p.tokens, p.source, p.paragraphs
+                ),
+                None => writeln!(
+                    out,
+                    "perplexity: unsupported by this server ({})",
+                    p.unsupported.as_deref().unwrap_or("")
+                ),
+            };
+        }
+        let _ = writeln!(
+            out,
+            "{} requests in {:.2} s ({:.1} requests/s, concurrency {})",
+            self.tasks.iter().map(|t| t.items.len()).sum::<usize>(),
+            self.elapsed_s,
+            self.requests_per_s,
+            self.concurrency
+        );
+        out
+    }
 }
 
 /// One task in a comparison of two runs (paired on item ids, first repeat).

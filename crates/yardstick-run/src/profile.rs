@@ -335,6 +335,133 @@ pub fn summary_entry(
     e
 }
 
+/// Runs `argv` once more under `profile`, writes the profiler's files into `dir`, and returns
+/// the profile's summary entry (analysis, where the traces are, overhead against `measured`
+/// step-time medians).
+pub fn take(
+    argv: &[String],
+    profile: &yardstick_spec::Profile,
+    timeout: Option<std::time::Duration>,
+    env: &[(String, String)],
+    dir: &std::path::Path,
+    measured: Vec<serde_json::Value>,
+    cancel: tokio_util::sync::CancellationToken,
+) -> Result<serde_json::Value, crate::RunError> {
+    // A file that cannot be written is a runtime failure, named.
+    let io = |what: String| {
+        move |e: std::io::Error| {
+            crate::RunError::Store(yardstick_store::StoreError::Io(std::io::Error::new(
+                e.kind(),
+                format!("{what}: {e}"),
+            )))
+        }
+    };
+    let layer = yardstick_spec::E2eLayer {
+        kind: Some(yardstick_spec::E2eKind::Command),
+        command: Some(argv.to_vec()),
+        timeout: timeout.map(yardstick_spec::DurationSpec),
+        env: Some(env.iter().cloned().collect()),
+        profile: Some(profile.clone()),
+        ..Default::default()
+    };
+    let scratch = std::env::temp_dir().join(format!("yardstick-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(io("creating a scratch directory".into()))?;
+    let out = crate::e2e::run_replicate(crate::e2e::E2eRequest {
+        argv: argv.to_vec(),
+        layer: &layer,
+        trials: &yardstick_spec::Trials::default(),
+        expect_metrics: false,
+        scratch: &scratch,
+        run_id: "",
+        seed: 0,
+        cancel,
+        profile: Some(profile),
+    });
+    // The scratch directory goes whether the run worked or not.
+    let _ = std::fs::remove_dir_all(&scratch);
+    let out = out?;
+    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+    let mut summary = out.summary;
+    if let Some(p) = out.profile {
+        for (name, bytes) in &p.files {
+            let path = dir.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(io(format!("creating {}", parent.display())))?;
+            }
+            std::fs::write(&path, bytes).map_err(io(format!("writing {}", path.display())))?;
+        }
+        match p.analysis {
+            Ok(a) => {
+                summary["profile"] = serde_json::to_value(&a)
+                    .map_err(|e| crate::RunError::Internal(e.to_string()))?
+            }
+            Err(why) => summary["profile_error"] = why.into(),
+        }
+    }
+    let mut entry = summary_entry(
+        &summary,
+        &[("command".to_string(), measured)],
+        "command",
+        "",
+    );
+    entry["dir"] = dir.display().to_string().into();
+    Ok(entry)
+}
+
+/// A profile entry as people read it: the phases, the kinds of work and the top five.
+pub fn text(e: &serde_json::Value) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let a = &e["analysis"];
+    if a.is_null() {
+        let _ = writeln!(
+            s,
+            "profile: none ({})",
+            e["error"].as_str().unwrap_or("unreadable")
+        );
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "profile ({}, one more run, not measured): traces in {}{}",
+        a["tool"].as_str().unwrap_or("?"),
+        e["dir"].as_str().unwrap_or("?"),
+        e["overhead"]
+            .as_f64()
+            .map(|o| format!("; profiled step ×{o:.2} of unprofiled"))
+            .unwrap_or_default()
+    );
+    for key in ["phases", "categories"] {
+        let parts: Vec<String> = a[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["share"].as_f64().unwrap_or(0.0) > 0.0)
+            .map(|p| {
+                format!(
+                    "{} {:.1} ms ({:.0} %)",
+                    p["name"].as_str().unwrap_or("?"),
+                    p["s_per_step"].as_f64().unwrap_or(0.0) * 1e3,
+                    p["share"].as_f64().unwrap_or(0.0) * 100.0
+                )
+            })
+            .collect();
+        if !parts.is_empty() {
+            let _ = writeln!(s, "  per step, {key}: {}", parts.join(", "));
+        }
+    }
+    for t in a["top"].as_array().into_iter().flatten().take(5) {
+        let _ = writeln!(
+            s,
+            "  {:>5.1} %  {}",
+            t["share"].as_f64().unwrap_or(0.0) * 100.0,
+            t["name"].as_str().unwrap_or("?")
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -944,6 +944,27 @@ pub fn resolve_target_files(
     Ok(read)
 }
 
+/// Writes the server's metrics of each point that scraped them into `dir`, as
+/// `server-metrics-p<k>.parquet` (what `bench serve --output` keeps beside `summary.json`).
+pub fn write_server_series(
+    dir: &std::path::Path,
+    results: &[yardstick_load::PointResult],
+) -> Result<(), RunError> {
+    for (k, r) in results.iter().enumerate() {
+        if let Some(t) = server_series_table(&r.summary.server_series) {
+            let path = dir.join(format!("server-metrics-p{k}.parquet"));
+            let bytes = t.to_parquet(&[])?;
+            std::fs::write(&path, bytes).map_err(|e| {
+                RunError::Store(yardstick_store::StoreError::Io(std::io::Error::new(
+                    e.kind(),
+                    format!("writing {}: {e}", path.display()),
+                )))
+            })?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

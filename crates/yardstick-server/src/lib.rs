@@ -9,6 +9,7 @@
 //! authentication and paging, nothing that would make its numbers differ from the CLI's.
 //!
 //! * [`mcp`]: the same answers as Model Context Protocol tools (`/mcp`, and `yardstick mcp`).
+//! * [`client`]: the other side: push a run, fetch a baseline (`push`, `gate --server`).
 //! * [`auth`]: tokens (`server-tokens.json` in the store directory, only SHA-256 hashes), scopes.
 //! * [`api`]: the routes and their handlers; [`api::router`] builds the whole application.
 //! * [`dashboard`]: the HTML pages (`/runs`, `/runs/{id}`, `/trend`, `/compare`, ...).
@@ -20,6 +21,7 @@
 pub mod access;
 pub mod api;
 pub mod auth;
+pub mod client;
 pub mod dashboard;
 mod error;
 pub mod mcp;

@@ -42,3 +42,11 @@ pub fn template(t: Template) -> &'static str {
         Template::Full => include_str!("../templates/full.yaml"),
     }
 }
+
+/// The GitHub Actions workflow `yardstick init --ci github` writes: it runs `spec`, gates the
+/// run against the committed baselines, and publishes the report.
+pub fn github_workflow(spec: &str) -> String {
+    include_str!("../templates/github-workflow.yml")
+        .replace("{spec}", spec)
+        .replace("{repository}", env!("CARGO_PKG_REPOSITORY"))
+}

@@ -9,7 +9,6 @@ mod cmd;
 pub mod exit;
 mod interrupt;
 mod output;
-mod remote;
 
 use std::process::ExitCode;
 

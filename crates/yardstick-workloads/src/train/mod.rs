@@ -7,6 +7,7 @@
 //! step (`docs/metric-protocol.md`), to a file when asked, and always as
 //! [`yardstick_analysis::MetricRecord`]s for [`yardstick_analysis::analyze_training`].
 
+pub mod bench;
 pub mod data;
 pub mod model;
 
@@ -46,6 +47,12 @@ pub enum TrainError {
     /// The worker thread pool could not be built.
     #[error("thread pool: {0}")]
     Threads(String),
+    /// A ceiling could not be measured (`bench`).
+    #[error("{0}")]
+    Measure(String),
+    /// The trainer's steps could not be analysed (`bench`).
+    #[error("analysing the trainer's steps: {0}")]
+    Analysis(String),
 }
 
 fn invalid(message: impl Into<String>, hint: impl Into<String>) -> TrainError {

@@ -100,7 +100,9 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let (base, _fetched) = match &args.server {
         Some(url) => {
             let remote = args.remote.remote(url)?;
-            let (base, dir) = remote_baseline(&remote, &args.baseline, &cand)?;
+            let (base, dir) =
+                yardstick_server::client::fetch_baseline(&remote, &args.baseline, &cand)
+                    .map_err(super::push::client_error)?;
             (base, Some(dir))
         }
         None => (
@@ -183,131 +185,6 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         Verdict::Pass | Verdict::Warn => Status::Ok,
         Verdict::Fail => Status::GateFail,
         Verdict::Inconclusive => Status::Inconclusive,
-    })
-}
-
-/// A directory removed when dropped: a baseline's files fetched from a server.
-struct Fetched(std::path::PathBuf);
-
-impl Drop for Fetched {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The baseline of `cand` on a server: `auto` (the server's baseline of the candidate's machine
-/// profile and benchmark) or a run id there. Its row, facts, spec and environment come from the
-/// API; its eval items (paired comparisons read them) are downloaded, checked against their
-/// sha256, into a temporary directory.
-fn remote_baseline(
-    remote: &crate::remote::Remote,
-    which: &str,
-    cand: &RunData,
-) -> anyhow::Result<(RunData, Fetched)> {
-    use crate::remote::{RemoteError, escape};
-    use yardstick_store::warehouse::{BaselineRow, FactRow, RunRow};
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let id = if which == "auto" {
-            let profile = cand.run.machine_profile.clone().unwrap_or_default();
-            #[derive(serde::Deserialize)]
-            struct Baselines {
-                baselines: Vec<BaselineRow>,
-            }
-            let list: Baselines = remote
-                .get(&format!(
-                    "/api/v1/baselines?benchmark={}&profile={}",
-                    escape(&cand.run.name),
-                    escape(&profile)
-                ))
-                .await
-                .map_err(RemoteError::into_cli)?;
-            match list.baselines.into_iter().next() {
-                Some(b) => b.run_id,
-                None => {
-                    return Err(crate::exit::invalid(
-                        format!(
-                            "{} has no baseline for benchmark {} on machine profile {profile}",
-                            remote.url(),
-                            cand.run.name
-                        ),
-                        Some(
-                            "save one on the server's store (`yardstick baseline save RUN --store DIR`), or name a run of the server with --baseline RUN_ID",
-                        ),
-                    ));
-                }
-            }
-        } else if Path::new(which).exists() {
-            return Err(crate::exit::invalid(
-                format!("--baseline {which}: with --server the baseline is `auto` or a run id on the server"),
-                Some("drop --server to gate against a baseline file"),
-            ));
-        } else {
-            which.to_string()
-        };
-        let detail: serde_json::Value = remote
-            .get(&format!("/api/v1/runs/{}", escape(&id)))
-            .await
-            .map_err(RemoteError::into_cli)?;
-        let run: RunRow = serde_json::from_value(detail["run"].clone())
-            .map_err(|e| anyhow::anyhow!("{}: the run {id} does not read: {e}", remote.url()))?;
-        #[derive(serde::Deserialize)]
-        struct Facts {
-            facts: Vec<FactRow>,
-        }
-        let facts: Facts = remote
-            .get(&format!("/api/v1/runs/{}/facts", escape(&run.run_id)))
-            .await
-            .map_err(RemoteError::into_cli)?;
-        let spec = detail["spec"]
-            .as_str()
-            .and_then(|t| yardstick_spec::check_bytes(t.as_bytes()).spec);
-        let spec_value = spec
-            .as_ref()
-            .and_then(|s| serde_json::to_value(s).ok())
-            .unwrap_or(serde_json::Value::Null);
-        let dir = Fetched(std::env::temp_dir().join(format!(
-            "yardstick-gate-{}-{}",
-            std::process::id(),
-            run.run_id
-        )));
-        std::fs::create_dir_all(&dir.0)?;
-        let artifacts: Vec<yardstick_store::Artifact> =
-            serde_json::from_value(detail["manifest"]["artifacts"].clone()).unwrap_or_default();
-        for a in artifacts.iter().filter(|a| a.path.starts_with("eval/")) {
-            if yardstick_store::fsutil::unsafe_relative(&a.path).is_some() {
-                continue;
-            }
-            let path: Vec<String> = a.path.split('/').map(escape).collect();
-            let (bytes, _) = remote
-                .download(&format!(
-                    "/api/v1/runs/{}/artifacts/{}",
-                    escape(&run.run_id),
-                    path.join("/")
-                ))
-                .await
-                .map_err(RemoteError::into_cli)?;
-            if yardstick_store::fsutil::sha256_bytes(&bytes) != a.sha256 {
-                anyhow::bail!(
-                    "{}: artifact {} of run {} does not match its sha256",
-                    remote.url(),
-                    a.path,
-                    run.run_id
-                );
-            }
-            yardstick_store::fsutil::write_atomic(&dir.0.join(&a.path), &bytes)?;
-        }
-        let data = RunData {
-            dir: dir.0.clone(),
-            env: detail["env"].clone(),
-            run,
-            spec,
-            spec_value,
-            facts: facts.facts,
-        };
-        Ok((data, dir))
     })
 }
 

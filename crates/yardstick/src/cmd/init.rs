@@ -73,86 +73,6 @@ impl From<TemplateArg> for Template {
     }
 }
 
-/// The GitHub Actions workflow `init --ci github` writes, for `spec`.
-pub fn github_workflow(spec: &str) -> String {
-    GITHUB_WORKFLOW
-        .replace("{spec}", spec)
-        .replace("{repository}", env!("CARGO_PKG_REPOSITORY"))
-}
-
-const GITHUB_WORKFLOW: &str = r#"# Written by `yardstick init --ci github`. Runs {spec}, gates the run against the baseline of
-# this machine profile kept in `baselines/` (create it on the runner with
-# `yardstick run {spec}`, `yardstick baseline save RUN`, `yardstick baseline export --dir
-# baselines`, and commit the file), puts the report in the job summary and uploads it.
-#
-# Gates compare like with like: use a runner whose machine profile does not change (a dedicated
-# self-hosted runner). On a shared hosted runner the profile can differ between jobs and the
-# gate refuses the comparison (exit 2) rather than cry wolf.
-name: yardstick
-
-on:
-  pull_request:
-  push:
-    branches: [main]
-  workflow_dispatch:
-
-jobs:
-  benchmark:
-    runs-on: [self-hosted, benchmark]
-    timeout-minutes: 90
-    env:
-      YARDSTICK_STORE: yardstick-store
-    steps:
-      - uses: actions/checkout@v4
-
-      - name: Install yardstick
-        run: |
-          command -v yardstick || cargo install --locked --git {repository} yardstick
-
-      - name: Validate the spec
-        run: yardstick validate {spec}
-
-      - name: Run the benchmark
-        run: |
-          yardstick run {spec} --json > run.json
-          echo "RUN_ID=$(python3 -c 'import json; print(json.load(open("run.json"))["run_id"])')" >> "$GITHUB_ENV"
-
-      - name: Gate against the baseline
-        id: gate
-        run: |
-          set +e
-          yardstick gate "$RUN_ID" --baseline baselines/ --json > gate.json
-          echo "exit=$?" >> "$GITHUB_OUTPUT"
-          exit 0
-
-      - name: Report
-        if: always()
-        run: |
-          yardstick report "$RUN_ID" --gate gate.json --markdown report.md --junit junit.xml --html report.html
-          cat report.md >> "$GITHUB_STEP_SUMMARY"
-
-      - name: Upload the report and the run
-        if: always()
-        uses: actions/upload-artifact@v4
-        with:
-          name: yardstick-report
-          path: |
-            report.html
-            report.md
-            junit.xml
-            gate.json
-            yardstick-store/runs/
-
-      - name: Verdict
-        run: |
-          case "${{ steps.gate.outputs.exit }}" in
-            0) echo "gate: PASS" ;;
-            3) echo "::error::gate: FAIL (a metric regressed beyond its tolerance; see the report)"; exit 1 ;;
-            4) echo "::warning::gate: INCONCLUSIVE (not enough evidence either way; see the report)" ;;
-            *) echo "::error::gate could not compare (exit ${{ steps.gate.outputs.exit }}); see gate.json"; exit 1 ;;
-          esac
-"#;
-
 /// What `yardstick init --json` prints after writing a file.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct InitOutput {
@@ -166,7 +86,7 @@ pub fn run(args: InitArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let owned;
     let (text, output) = match args.ci {
         Some(CiArg::Github) => {
-            owned = github_workflow(&args.spec);
+            owned = yardstick_spec::github_workflow(&args.spec);
             (
                 owned.as_str(),
                 Some(

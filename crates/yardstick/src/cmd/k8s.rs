@@ -1,7 +1,7 @@
 //! `yardstick k8s render|submit SPEC`: a run on Kubernetes with Kueue, as an Indexed Job whose
 //! pods run `yardstick run --shard I/N` (`yardstick_cluster::kubernetes`, `yardstick_run::pods`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use yardstick_cluster::kubernetes::{self, RenderOptions, Rendered};
 
@@ -119,25 +119,8 @@ pub fn run(args: K8sArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
 
 /// Reads, checks and renders the spec of `o`: exit 2 with every diagnostic at file:line:col.
 pub fn render_spec(o: &RenderOpts) -> anyhow::Result<Rendered> {
-    let (name, bytes) = super::validate::read_spec(&o.spec).map_err(|(name, e)| {
-        invalid(
-            format!("cannot read the spec {name}: {e}"),
-            Some("check the path; `-` reads standard input"),
-        )
-    })?;
     let spec_dir = super::run::spec_dir(&o.spec);
-    let checked = yardstick_spec::check_bytes_in(&bytes, Some(&spec_dir));
-    if !checked.is_valid() {
-        for d in &checked.diagnostics {
-            eprintln!("{}", d.render(&name));
-        }
-        return Err(invalid(
-            format!("{name} is not a valid BenchmarkRun; nothing was rendered"),
-            Some("fix the errors above (`yardstick validate` checks a spec)"),
-        ));
-    }
-    let spec = checked.spec.expect("valid specs decode");
-    let text = String::from_utf8(bytes)?;
+    let (name, text, spec) = super::validate::checked_spec(&o.spec, Some(&spec_dir), "rendered")?;
     if let Some(x) = spec.spec.as_ref().and_then(|s| s.execution.as_ref()) {
         let group = yardstick_run::pods::PodGroup {
             index: 0,
@@ -165,26 +148,9 @@ pub fn render_spec(o: &RenderOpts) -> anyhow::Result<Rendered> {
     .map_err(|e| invalid(format!("{name}: {}", e.message), Some(&e.hint)))
 }
 
-/// Writes the manifests into `dir`, replacing the ones a previous render wrote there.
-pub fn write(r: &Rendered, dir: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    for stale in [
-        "00-configmap.yaml",
-        "01-service.yaml",
-        "02-job.yaml",
-        "02-cronjob.yaml",
-    ] {
-        let _ = std::fs::remove_file(dir.join(stale));
-    }
-    for (file, text) in r.files() {
-        std::fs::write(dir.join(file), text)?;
-    }
-    Ok(())
-}
-
 fn render_cmd(a: RenderArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let r = render_spec(&a.opts)?;
-    write(&r, &a.output)?;
+    r.write_to(&a.output)?;
     if g.json {
         output::json(&RenderOut {
             dir: a.output.clone(),
@@ -236,29 +202,9 @@ fn render_cmd(a: RenderArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     Ok(Status::Ok)
 }
 
-/// Where a kubeconfig is, if anywhere: `KUBECONFIG`'s first existing file, `~/.kube/config`,
-/// or the service account of a pod (`in-cluster`).
-pub fn kubeconfig() -> Option<String> {
-    if let Some(v) = std::env::var_os("KUBECONFIG") {
-        if let Some(p) = std::env::split_paths(&v).find(|p| p.is_file()) {
-            return Some(p.display().to_string());
-        }
-        return None;
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        let p = Path::new(&home).join(".kube").join("config");
-        if p.is_file() {
-            return Some(p.display().to_string());
-        }
-    }
-    (std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
-        && Path::new("/var/run/secrets/kubernetes.io/serviceaccount/token").is_file())
-    .then(|| "in-cluster".to_string())
-}
-
 fn submit(a: SubmitArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let r = render_spec(&a.opts)?;
-    let Some(config) = kubeconfig() else {
+    let Some(config) = kubernetes::kubeconfig() else {
         return Err(invalid(
             "no Kubernetes cluster is configured: no kubeconfig (KUBECONFIG, ~/.kube/config) and \
              not inside a pod",

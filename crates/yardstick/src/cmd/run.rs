@@ -110,7 +110,7 @@ pub struct RunOut {
     pub outcome: yardstick_run::RunOutcome,
     /// The push to a server (`--push`), when it succeeded.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub push: Option<super::push::PushOutput>,
+    pub push: Option<yardstick_server::client::PushOutput>,
     /// Why the push (`--push`) failed; the run is stored locally all the same.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub push_error: Option<String>,
@@ -148,27 +148,11 @@ fn parse_interval(s: &str) -> anyhow::Result<Duration> {
 
 pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     // Read once (the spec may be standard input), check, and keep the exact bytes: the run
-    // stores and hashes the spec as given.
-    let (name, bytes) = super::validate::read_spec(&args.spec).map_err(|(name, e)| {
-        invalid(
-            format!("cannot read the spec {name}: {e}"),
-            Some("check the path; `-` reads standard input"),
-        )
-    })?;
+    // stores and hashes the spec as given. A resumed run reads the input files it froze when it
+    // started (inputs/), so the files the spec names need not exist any more.
     let spec_dir = spec_dir(&args.spec);
-    // A resumed run reads the input files it froze when it started (inputs/), so the files the
-    // spec names need not exist any more; the run checks what it reads.
     let files_base = args.resume.is_none().then_some(spec_dir.as_path());
-    let checked = yardstick_spec::check_bytes_in(&bytes, files_base);
-    if !checked.is_valid() {
-        for d in &checked.diagnostics {
-            eprintln!("{}", d.render(&name));
-        }
-        return Err(invalid(
-            format!("{name} is not a valid BenchmarkRun; nothing was run"),
-            Some("fix the errors above (`yardstick validate` checks a spec)"),
-        ));
-    }
+    let (name, text, spec) = super::validate::checked_spec(&args.spec, files_base, "run")?;
     let telemetry_interval = parse_interval(&args.telemetry_interval)?;
     let pods = match (&args.shard, &args.shard_dir) {
         (Some(s), Some(dir)) => {
@@ -199,9 +183,6 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         ),
         None => None,
     };
-    let spec = checked.spec.expect("valid specs decode");
-    // Valid specs are UTF-8 (check_bytes refuses anything else).
-    let text = String::from_utf8(bytes)?;
     let mut plan = yardstick_run::plan(&spec);
     // `engine: slurm` outside an allocation: this process submits the run as a batch job.
     let submit = spec
@@ -330,9 +311,9 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if let Some(remote) = &remote
         && outcome.status == RunStatus::Complete
     {
-        match super::push::push_dir(remote, &outcome.dir) {
+        match yardstick_server::client::push(remote, &outcome.dir) {
             Ok(p) => pushed = Some(p),
-            Err(e) => push_error = Some(format!("{e:#}")),
+            Err(e) => push_error = Some(format!("{:#}", super::push::client_error(e))),
         }
     }
     if g.json {

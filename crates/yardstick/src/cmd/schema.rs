@@ -141,7 +141,7 @@ pub fn outputs() -> Vec<Output> {
             output::<super::gate::GateOut<'static>>()
         }),
         ("push", "yardstick push RUN --to URL --json", || {
-            output::<super::push::PushOutput>()
+            output::<yardstick_server::client::PushOutput>()
         }),
         (
             "run-member",

@@ -55,6 +55,37 @@ pub fn read_spec(path: &PathBuf) -> Result<(String, Vec<u8>), (String, String)> 
     }
 }
 
+/// A spec read and checked for a command that acts on it: its display name, its exact text and
+/// the decoded spec. A spec that cannot be read, or breaks a rule, is invalid input with every
+/// diagnostic printed at file:line:col and "nothing was {done}". Files the spec names are
+/// checked relative to `files_base` (none: not checked, as for a resumed run).
+pub fn checked_spec(
+    path: &PathBuf,
+    files_base: Option<&std::path::Path>,
+    done: &str,
+) -> anyhow::Result<(String, String, yardstick_spec::BenchmarkRun)> {
+    let (name, bytes) = read_spec(path).map_err(|(name, e)| {
+        crate::exit::invalid(
+            format!("cannot read the spec {name}: {e}"),
+            Some("check the path; `-` reads standard input"),
+        )
+    })?;
+    let checked = yardstick_spec::check_bytes_in(&bytes, files_base);
+    if !checked.is_valid() {
+        for d in &checked.diagnostics {
+            eprintln!("{}", d.render(&name));
+        }
+        return Err(crate::exit::invalid(
+            format!("{name} is not a valid BenchmarkRun; nothing was {done}"),
+            Some("fix the errors above (`yardstick validate` checks a spec)"),
+        ));
+    }
+    let spec = checked.spec.expect("valid specs decode");
+    // Valid specs are UTF-8 (check_bytes refuses anything else).
+    let text = String::from_utf8(bytes)?;
+    Ok((name, text, spec))
+}
+
 /// Checks one spec source, turning read failures into an `input` diagnostic.
 pub fn check_path(path: &PathBuf) -> (String, Checked) {
     match read_spec(path) {

@@ -216,64 +216,12 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         report.perplexity = Some(p);
     }
     if let Some(dir) = &args.output {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let doc = serde_json::to_string_pretty(&report.to_json())?;
-        std::fs::write(dir.join("eval.json"), doc + "\n")
-            .with_context(|| format!("writing {}", dir.join("eval.json").display()))?;
-        std::fs::write(dir.join("items.jsonl"), report.items_jsonl())
-            .with_context(|| format!("writing {}", dir.join("items.jsonl").display()))?;
+        report.write_dir(dir)?;
     }
     if g.json {
         output::json(&report.to_json())?;
     } else {
-        let pct = (args.confidence * 100.0).round();
-        crate::output::outln!(
-            "{:<16} {:>5} {:>9} {:>19} {:>12} {:>7} {:>12}",
-            "task",
-            "n",
-            "accuracy",
-            format!("{pct}% CI"),
-            "determinism",
-            "errors",
-            "p50 latency"
-        )?;
-        for t in &report.tasks {
-            crate::output::outln!(
-                "{:<16} {:>5} {:>8.1}% {:>19} {:>12} {:>7} {:>12}",
-                t.name,
-                t.n,
-                t.accuracy * 100.0,
-                format!("[{:.1}%, {:.1}%]", t.ci[0] * 100.0, t.ci[1] * 100.0),
-                t.determinism
-                    .map(|d| format!("{:.1}%", d * 100.0))
-                    .unwrap_or_else(|| "-".into()),
-                t.errors,
-                t.latency_ms
-                    .map(|l| format!("{:.1} ms", l.p50))
-                    .unwrap_or_else(|| "-".into()),
-            )?;
-        }
-        if let Some(p) = &report.perplexity {
-            match p.value {
-                Some(v) => crate::output::outln!(
-                    "perplexity {v:.3} over {} tokens of {} ({} paragraphs)",
-                    p.tokens,
-                    p.source,
-                    p.paragraphs
-                ),
-                None => crate::output::outln!(
-                    "perplexity: unsupported by this server ({})",
-                    p.unsupported.as_deref().unwrap_or("")
-                ),
-            }?;
-        }
-        crate::output::outln!(
-            "{} requests in {:.2} s ({:.1} requests/s, concurrency {})",
-            report.tasks.iter().map(|t| t.items.len()).sum::<usize>(),
-            report.elapsed_s,
-            report.requests_per_s,
-            report.concurrency
-        )?;
+        output::text(&report.text(args.confidence))?;
     }
     let total: usize = report.tasks.iter().map(|t| t.items.len()).sum();
     let errors: usize = report.tasks.iter().map(|t| t.errors).sum();

@@ -5,8 +5,6 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::Context;
-
 use yardstick_analysis::flops;
 use yardstick_analysis::roofline::Ceilings;
 use yardstick_analysis::training::{ModelDims, TrainingConfig, WarmupPolicy};
@@ -354,7 +352,7 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     } else {
         output::text(&yardstick_exec::text::report(&report))?;
         if let Some(p) = &profile {
-            output::text(&profile_text(p))?;
+            output::text(&yardstick_run::profile::text(p))?;
         }
     }
     if report.interrupted {
@@ -432,9 +430,8 @@ pub(crate) fn profile_spec(
     })
 }
 
-/// Runs `argv` once more under `profile`, writes the profiler's files into `dir`, and returns
-/// the profile's summary entry (analysis, where the traces are, overhead against `measured`
-/// step-time medians).
+/// Runs `argv` once more under `profile` ([`yardstick_run::profile::take`]); a profiled run
+/// that cannot start is invalid input.
 pub(crate) fn take_profile(
     argv: &[String],
     profile: &yardstick_spec::Profile,
@@ -443,107 +440,11 @@ pub(crate) fn take_profile(
     dir: &std::path::Path,
     measured: Vec<serde_json::Value>,
 ) -> anyhow::Result<serde_json::Value> {
-    let layer = yardstick_spec::E2eLayer {
-        kind: Some(yardstick_spec::E2eKind::Command),
-        command: Some(argv.to_vec()),
-        timeout: timeout.map(yardstick_spec::DurationSpec),
-        env: Some(env.iter().cloned().collect()),
-        profile: Some(profile.clone()),
-        ..Default::default()
-    };
-    let scratch = std::env::temp_dir().join(format!("yardstick-profile-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).context("creating a scratch directory")?;
-    let out = yardstick_run::e2e::run_replicate(yardstick_run::e2e::E2eRequest {
-        argv: argv.to_vec(),
-        layer: &layer,
-        trials: &yardstick_spec::Trials::default(),
-        expect_metrics: false,
-        scratch: &scratch,
-        run_id: "",
-        seed: 0,
-        cancel: crate::interrupt::token("interrupted: stopping the profiled run"),
-        profile: Some(profile),
-    });
-    // The scratch directory goes whether the run worked or not.
-    let _ = std::fs::remove_dir_all(&scratch);
-    let out = out.map_err(|e| match e {
-        yardstick_run::RunError::Workload(m) => exit::invalid(m, None),
-        other => anyhow::anyhow!(other),
-    })?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut summary = out.summary;
-    if let Some(p) = out.profile {
-        for (name, bytes) in &p.files {
-            let path = dir.join(name);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    let cancel = crate::interrupt::token("interrupted: stopping the profiled run");
+    yardstick_run::profile::take(argv, profile, timeout, env, dir, measured, cancel).map_err(|e| {
+        match e {
+            yardstick_run::RunError::Workload(m) => exit::invalid(m, None),
+            other => anyhow::Error::new(other),
         }
-        match p.analysis {
-            Ok(a) => summary["profile"] = serde_json::to_value(&a)?,
-            Err(why) => summary["profile_error"] = why.into(),
-        }
-    }
-    let mut entry = yardstick_run::profile::summary_entry(
-        &summary,
-        &[("command".to_string(), measured)],
-        "command",
-        "",
-    );
-    entry["dir"] = dir.display().to_string().into();
-    Ok(entry)
-}
-
-/// A profile entry as people read it: the phases, the kinds of work and the top five.
-pub(crate) fn profile_text(e: &serde_json::Value) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let a = &e["analysis"];
-    if a.is_null() {
-        let _ = writeln!(
-            s,
-            "profile: none ({})",
-            e["error"].as_str().unwrap_or("unreadable")
-        );
-        return s;
-    }
-    let _ = writeln!(
-        s,
-        "profile ({}, one more run, not measured): traces in {}{}",
-        a["tool"].as_str().unwrap_or("?"),
-        e["dir"].as_str().unwrap_or("?"),
-        e["overhead"]
-            .as_f64()
-            .map(|o| format!("; profiled step ×{o:.2} of unprofiled"))
-            .unwrap_or_default()
-    );
-    for key in ["phases", "categories"] {
-        let parts: Vec<String> = a[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["share"].as_f64().unwrap_or(0.0) > 0.0)
-            .map(|p| {
-                format!(
-                    "{} {:.1} ms ({:.0} %)",
-                    p["name"].as_str().unwrap_or("?"),
-                    p["s_per_step"].as_f64().unwrap_or(0.0) * 1e3,
-                    p["share"].as_f64().unwrap_or(0.0) * 100.0
-                )
-            })
-            .collect();
-        if !parts.is_empty() {
-            let _ = writeln!(s, "  per step, {key}: {}", parts.join(", "));
-        }
-    }
-    for t in a["top"].as_array().into_iter().flatten().take(5) {
-        let _ = writeln!(
-            s,
-            "  {:>5.1} %  {}",
-            t["share"].as_f64().unwrap_or(0.0) * 100.0,
-            t["name"].as_str().unwrap_or("?")
-        );
-    }
-    s
+    })
 }

@@ -270,20 +270,11 @@ fn mlperf_of(args: &ServeArgs) -> anyhow::Result<Option<Mlperf>> {
     .map_err(to_exit)
 }
 
+/// `--shard i/N` (yardstick-run's reader: the same grammar as `run --shard`).
 fn parse_shard(s: &str) -> anyhow::Result<(u64, u64)> {
-    let bad = || {
-        exit::invalid(
-            format!("--shard: `{s}` is not i/N"),
-            Some("e.g. --shard 0/4"),
-        )
-    };
-    let (i, n) = s.split_once('/').ok_or_else(bad)?;
-    let i: u64 = i.trim().parse().map_err(|_| bad())?;
-    let n: u64 = n.trim().parse().map_err(|_| bad())?;
-    if n == 0 || i >= n {
-        return Err(bad());
-    }
-    Ok((i, n))
+    yardstick_run::pods::parse_shard(s)
+        .map(|(i, n)| (u64::from(i), u64::from(n)))
+        .map_err(|e| exit::invalid(format!("--shard: {e}"), Some("e.g. --shard 0/4")))
 }
 
 /// Reading or merging shard directories is the user's input (exit 2); writing is not (exit 1).
@@ -520,7 +511,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             .map(|r| PointHistograms::of(&r.records))
             .collect();
         shard_files::write_dir(dir, &doc, &results, &hist, &ParquetRecords).map_err(shard_error)?;
-        write_server_series(dir, &results)?;
+        yardstick_run::serve::write_server_series(dir, &results)?;
     }
     if g.json {
         output::json(&doc)?;
@@ -553,21 +544,6 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     Ok(status)
 }
 
-/// The server's metrics in `dir`, one file per point that scraped them.
-fn write_server_series(
-    dir: &std::path::Path,
-    results: &[yardstick_load::PointResult],
-) -> anyhow::Result<()> {
-    for (k, r) in results.iter().enumerate() {
-        if let Some(t) = yardstick_run::serve::server_series_table(&r.summary.server_series) {
-            let path = dir.join(format!("server-metrics-p{k}.parquet"));
-            std::fs::write(&path, t.to_parquet(&[])?)
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-    }
-    Ok(())
-}
-
 /// `--merge DIR...`: the union of N shards' records, summarized as one machine would.
 fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let merged = shard_files::merge_dirs(&args.merge, &ParquetRecords).map_err(shard_error)?;
@@ -581,7 +557,7 @@ fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             &ParquetRecords,
         )
         .map_err(shard_error)?;
-        write_server_series(dir, &merged.results)?;
+        yardstick_run::serve::write_server_series(dir, &merged.results)?;
     }
     if g.json {
         output::json(&merged.doc)?;

@@ -129,11 +129,10 @@ pub use imp::{TrainOutput, run};
 mod imp {
     use std::io::{IsTerminal, Write};
 
-    use serde_json::json;
-    use yardstick_analysis::protocol::ParsedMetrics;
-    use yardstick_analysis::training::{TrainingConfig, TrainingReport, WarmupPolicy};
+    use yardstick_analysis::training::TrainingReport;
     use yardstick_exec::command::fmt_s;
-    use yardstick_workloads::train::{self, Preset, TrainConfig, TrainError, TrainRun};
+    use yardstick_workloads::train::bench::{BenchConfig, Phase, bench};
+    use yardstick_workloads::train::{Preset, TrainConfig, TrainError, TrainRun};
 
     use super::TrainArgs;
 
@@ -206,22 +205,6 @@ mod imp {
     /// Runs `bench train`.
     pub fn run(args: TrainArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         let preset = Preset::parse(&args.preset).map_err(to_exit)?;
-        if let Some(p) = args.peak_flops
-            && !(p.is_finite() && p > 0.0)
-        {
-            return Err(exit::invalid(
-                format!("--peak-flops must be positive, got {p}"),
-                Some("e.g. --peak-flops 1.2e11"),
-            ));
-        }
-        if let Some(b) = args.memory_bw
-            && !(b.is_finite() && b > 0.0)
-        {
-            return Err(exit::invalid(
-                format!("--memory-bw must be positive, got {b}"),
-                Some("bytes per second, e.g. --memory-bw 1.5e10"),
-            ));
-        }
         let micro = args
             .micro
             .as_deref()
@@ -233,47 +216,24 @@ mod imp {
                 .and_then(|v| v.parse().ok())
                 .filter(|&n: &usize| n > 0)
         });
-        let cfg = TrainConfig {
-            preset,
-            steps: args.steps,
-            batch: args.batch,
-            seq_len: args.seq_len,
-            threads,
-            seed: args.seed,
-            learning_rate: args.lr,
-            metrics_file: args.metrics.clone(),
-            rank: rank_of(&args)?,
+        let cfg = BenchConfig {
+            train: TrainConfig {
+                preset,
+                steps: args.steps,
+                batch: args.batch,
+                seq_len: args.seq_len,
+                threads,
+                seed: args.seed,
+                learning_rate: args.lr,
+                metrics_file: args.metrics.clone(),
+                rank: rank_of(&args)?,
+            },
+            peak_flops: args.peak_flops,
+            memory_bw: args.memory_bw,
+            micro,
+            warmup_steps: args.warmup_steps,
         };
-        cfg.validate().map_err(to_exit)?;
         let quiet = g.json || verbosity() < 0;
-        let (peak, peak_source) = match (args.peak_flops, &micro) {
-            (Some(p), _) => (p, json!({"source": "given"})),
-            (None, Some((c, src))) => (c.peak_flops, json!({"source": src})),
-            (None, None) => {
-                if !quiet {
-                    output::info("measuring the f32 GEMM peak (1024³, best of 5)...");
-                }
-                let gp = train::measure_gemm_peak(1024, 5, args.threads).map_err(to_exit)?;
-                (gp.flops, json!({"source": "measured", "gemm": gp}))
-            }
-        };
-        let (memory_bw, bw_source) = match (args.memory_bw, &micro) {
-            (Some(b), _) => (b, "given".to_string()),
-            (None, Some((c, src))) => (c.memory_bw, src.clone()),
-            (None, None) => {
-                if !quiet {
-                    output::info("measuring the memory bandwidth (STREAM triad, 5 iterations)...");
-                }
-                let bw = measure_triad(args.threads).map_err(|e| {
-                    anyhow::anyhow!("measuring the memory bandwidth: {e} (give --memory-bw)")
-                })?;
-                (
-                    bw,
-                    "measured (STREAM triad, 32 MiB arrays, 1 replicate of 5 iterations)"
-                        .to_string(),
-                )
-            }
-        };
         let tty = std::io::stderr().is_terminal() && !quiet;
         let steps = args.steps;
         let mut progress = |r: &yardstick_analysis::MetricRecord| {
@@ -289,47 +249,15 @@ mod imp {
                 let _ = err.flush();
             }
         };
-        let run = train::train(&cfg, &mut progress).map_err(to_exit)?;
+        let mut on_phase = |p: Phase| {
+            if !quiet {
+                output::info(p.text());
+            }
+        };
+        let done = bench(&cfg, &mut on_phase, &mut progress).map_err(to_exit)?;
         if tty {
             eprint!("\r\x1b[2K");
         }
-        let parsed = ParsedMetrics {
-            records: run.records.clone(),
-            ..ParsedMetrics::default()
-        };
-        let tcfg = TrainingConfig {
-            warmup: args
-                .warmup_steps
-                .map_or(WarmupPolicy::Mser5, WarmupPolicy::Steps),
-            peak_flops_per_device: Some(peak),
-            devices: Some(1),
-            ..TrainingConfig::default()
-        };
-        let report = yardstick_analysis::analyze_training(&parsed, &tcfg)
-            .map_err(|e| anyhow::anyhow!("analysing the trainer's steps: {e}"))?;
-        let peak_src = match &peak_source["source"] {
-            serde_json::Value::String(s) if s == "measured" => {
-                "measured (f32 GEMM 1024³ with the trainer's library)".to_string()
-            }
-            serde_json::Value::String(s) => s.clone(),
-            _ => "given".to_string(),
-        };
-        let ceilings = yardstick_analysis::roofline::Ceilings {
-            label: "this machine".into(),
-            peak_flops: peak,
-            memory_bw,
-            link_bw: None,
-        };
-        let mut bottleneck = yardstick_analysis::bottleneck::classify_training(
-            &report,
-            &ceilings,
-            format!("peak {peak_src}; bandwidth {bw_source}"),
-        );
-        bottleneck.classification.evidence.push(
-            "the trainer's bytes per step are its analytic estimate (weights, AdamW states, \
-             activations; flops::training_bytes), not a measured memory traffic"
-                .into(),
-        );
         let profile = match args.profile {
             Some(super::TrainProfileArg::Perf) => {
                 let spec = yardstick_spec::Profile {
@@ -343,63 +271,37 @@ mod imp {
                     None,
                     &[],
                     &args.profile_dir,
-                    vec![serde_json::to_value(&report)?],
+                    vec![serde_json::to_value(&done.report)?],
                 )?)
             }
             None => None,
         };
         if g.json {
             output::json(&TrainOutput {
-                report: &report,
+                report: &done.report,
                 preset,
-                model: &run,
+                model: &done.run,
                 peak: Peak {
-                    flops: peak,
-                    detail: &peak_source,
+                    flops: done.peak,
+                    detail: &done.peak_source,
                 },
-                bottleneck: &bottleneck,
+                bottleneck: &done.bottleneck,
                 metrics_file: args.metrics.as_deref(),
                 profile,
             })?;
         } else {
-            print_human(&run, &report, peak, &peak_source);
+            print_human(&done.run, &done.report, done.peak, &done.peak_source);
             let mut out = anstream::stdout().lock();
-            let _ = out.write_all(bottleneck.text("  ").as_bytes());
+            let _ = out.write_all(done.bottleneck.text("  ").as_bytes());
             if let Some(p) = &profile {
-                let _ = out.write_all(crate::cmd::bench::exec::profile_text(p).as_bytes());
+                let _ = out.write_all(yardstick_run::profile::text(p).as_bytes());
             }
         }
-        let rising = report
-            .loss
-            .as_ref()
-            .is_some_and(|l| l.rising || l.non_finite_steps > 0);
-        Ok(if rising { Status::Failure } else { Status::Ok })
-    }
-
-    /// A short STREAM triad (one replicate, 5 iterations, 32 MiB arrays) on the trainer's
-    /// threads: the bandwidth ceiling of the roofline.
-    fn measure_triad(
-        threads: Option<usize>,
-    ) -> Result<f64, yardstick_workloads::micro::MicroError> {
-        use yardstick_workloads::micro::{self, MicroConfig, TrialPolicy};
-        let mut config = MicroConfig::new(yardstick_spec::MicroKind::Memory);
-        config.threads = threads;
-        // 3 arrays of 32 MiB: past the last-level cache of most CPUs, and quick.
-        config.sizes = vec![32 << 20];
-        let policy = TrialPolicy {
-            replicates: 1,
-            iterations: Some(5),
-            ..TrialPolicy::default()
-        };
-        let report = micro::run(&config, &policy)?;
-        report
-            .results
-            .iter()
-            .find(|r| r.name == yardstick_spec::metrics::id::MEMORY_TRIAD)
-            .map(|r| r.value * 1e9)
-            .ok_or_else(|| {
-                yardstick_workloads::micro::MicroError::InvalidConfig("no triad result".into())
-            })
+        Ok(if done.diverged() {
+            Status::Failure
+        } else {
+            Status::Ok
+        })
     }
 
     fn print_human(run: &TrainRun, r: &TrainingReport, peak: f64, source: &serde_json::Value) {
