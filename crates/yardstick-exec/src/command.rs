@@ -996,13 +996,7 @@ fn first_run_slower(walls: &[f64]) -> Option<(f64, f64)> {
 
 /// Seconds for people: `12.3 ms`, `1.234 s`.
 pub fn fmt_s(s: f64) -> String {
-    if s < 1e-3 {
-        format!("{:.1} µs", s * 1e6)
-    } else if s < 1.0 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{s:.3} s")
-    }
+    yardstick_spec::units::format_seconds(s)
 }
 
 fn training_across(runs: &[&RunRecord], level: f64, seed: u64) -> Option<TrainingAcrossRuns> {

@@ -132,6 +132,23 @@ pub fn noise_floors(
         .collect())
 }
 
+/// What `gate --calibrate` recorded (`--json`), and the noise floors it leads to.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Calibration {
+    /// Metrics recorded from this A/A comparison.
+    pub recorded: usize,
+    /// The A run.
+    pub baseline_run: String,
+    /// The B run.
+    pub candidate_run: String,
+    /// What the gate would have said of the A/A pair.
+    pub a_a_verdict: crate::Verdict,
+    /// A/A comparisons a metric needs before its floor is used.
+    pub min_comparisons: usize,
+    /// Each metric's floor so far.
+    pub floors: Vec<NoiseFloor>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -182,3 +182,44 @@ mod tests {
         assert!(text.starts_with(&super::comparison(&report.comparison)));
     }
 }
+
+/// What `gate --calibrate` printed for people: the A/A comparison recorded, and the noise floor
+/// of each metric of `benchmark` on `profile` so far.
+pub fn calibration(c: &crate::calibrate::Calibration, profile: &str, benchmark: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "recorded A/A comparison {} vs {} ({} metric(s)); as a gate it would be {}",
+        c.baseline_run, c.candidate_run, c.recorded, c.a_a_verdict
+    );
+    let _ = writeln!(out);
+    let rows: Vec<Vec<String>> = c
+        .floors
+        .iter()
+        .map(|f| {
+            vec![
+                f.point.clone(),
+                format!("{} {}", f.metric, f.statistic),
+                f.comparisons.to_string(),
+                format!("{:.2}", f.max_pct),
+                f.floor_pct.map_or_else(
+                    || format!("- (needs {})", c.min_comparisons),
+                    |x| format!("{x:.2}"),
+                ),
+            ]
+        })
+        .collect();
+    out.push_str(&yardstick_report::terminal::plain_table(
+        &["POINT", "METRIC", "A/A RUNS", "MAX |Δ| %", "NOISE FLOOR %"],
+        &rows,
+    ));
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "noise floors of {benchmark} on {profile}: the 95th percentile of |ln ratio| over A/A \
+         runs, used by `gate` once a metric has {} of them",
+        c.min_comparisons
+    );
+    out
+}

@@ -312,6 +312,35 @@ pub struct MemberOutcome {
     pub steps: Vec<MemberStep>,
 }
 
+impl MemberOutcome {
+    /// What people read: the steps shared with member 0, and each failed one.
+    pub fn text(&self) -> String {
+        use std::fmt::Write as _;
+        let failed: Vec<&MemberStep> = self
+            .steps
+            .iter()
+            .filter(|s| s.done.exit_code != Some(0))
+            .collect();
+        let mut out = format!(
+            "process {} of {}: {} step(s) shared with process 0, {} failed; process 0 stores the run (and records the failures)\n",
+            self.index,
+            self.count,
+            self.steps.len(),
+            failed.len()
+        );
+        for f in &failed {
+            let _ = writeln!(
+                out,
+                "  {} ({}): {}",
+                f.step,
+                f.part,
+                f.done.error.as_deref().unwrap_or("failed")
+            );
+        }
+        out
+    }
+}
+
 /// One step a member took part in.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemberStep {

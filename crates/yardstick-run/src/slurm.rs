@@ -393,6 +393,69 @@ pub fn job_info(job: &str) -> Result<Option<JobInfo>, RunError> {
     }))
 }
 
+/// What a followed job left: its last state (`None`: Slurm had already forgotten it) and the
+/// inner run's `--json` output (`run.json` in the job directory), if it wrote one.
+#[derive(Debug)]
+pub struct Followed {
+    /// The job at its end.
+    pub info: Option<JobInfo>,
+    /// The inner `yardstick run --json` output.
+    pub run: Option<serde_json::Value>,
+}
+
+/// Follows job `id` to its end, polling every half second: `on_state` hears each new state
+/// (with its reason); a cancelled `cancel` cancels the job once (`scancel`, whose failure goes
+/// to `on_warning`). Then reads the inner run's output from `dir/run.json`, waiting up to
+/// 5 s for a shared file system to show it.
+pub fn follow(
+    id: &str,
+    dir: &Path,
+    cancel: &tokio_util::sync::CancellationToken,
+    on_state: &mut dyn FnMut(&str),
+    on_warning: &mut dyn FnMut(&str),
+) -> Result<Followed, RunError> {
+    let mut cancelled = false;
+    let mut last_state = String::new();
+    let info = loop {
+        if cancel.is_cancelled() && !cancelled {
+            cancelled = true;
+            if let Err(e) = scancel(id) {
+                on_warning(&format!("scancel {id}: {e}"));
+            }
+        }
+        match job_info(id).map_err(|e| RunError::Workload(format!("following job {id}: {e}")))? {
+            Some(i) if i.finished() => break Some(i),
+            Some(i) => {
+                if i.state != last_state {
+                    on_state(&format!(
+                        "job {id}: {}{}",
+                        i.state,
+                        i.reason
+                            .as_deref()
+                            .map_or_else(String::new, |r| format!(" ({r})"))
+                    ));
+                    last_state = i.state.clone();
+                }
+            }
+            // Forgotten by Slurm (ended longer ago than MinJobAge): read what it left.
+            None => break None,
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    let read = || -> Option<serde_json::Value> {
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).ok()?).ok()
+    };
+    let mut run = read();
+    for _ in 0..20 {
+        if run.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        run = read();
+    }
+    Ok(Followed { info, run })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

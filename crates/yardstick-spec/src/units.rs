@@ -163,6 +163,17 @@ impl FromStr for Precision {
     }
 }
 
+/// A duration in seconds as people read it: `12.3 µs`, `4.56 ms`, `7.890 s`.
+pub fn format_seconds(s: f64) -> String {
+    if s < 1e-3 {
+        format!("{:.1} µs", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

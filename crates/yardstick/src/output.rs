@@ -10,7 +10,6 @@ pub mod style {
     pub const ERROR: &str = "\x1b[1;31m";
     pub const WARN: &str = "\x1b[1;33m";
     pub const OK: &str = "\x1b[1;32m";
-    pub const BOLD: &str = "\x1b[1m";
     pub const DIM: &str = "\x1b[2m";
     pub const RESET: &str = "\x1b[0m";
 

@@ -72,6 +72,82 @@ impl BenchOutcome {
     }
 }
 
+impl BenchOutcome {
+    /// What people read: the model and its work per step, step times, throughput, MFU against
+    /// its peak, the loss, the peak memory, warnings, then the bottleneck verdict.
+    pub fn text(&self) -> String {
+        use std::fmt::Write as _;
+        use yardstick_spec::units::format_seconds as fmt_s;
+        const BOLD: &str = "\x1b[1m";
+        const DIM: &str = "\x1b[2m";
+        const WARN: &str = "\x1b[1;33m";
+        const RESET: &str = "\x1b[0m";
+        let (b, x, d, w) = (BOLD, RESET, DIM, WARN);
+        let (run, r) = (&self.run, &self.report);
+        let mut out = String::new();
+        let s = &run.shape;
+        let _ = writeln!(
+            out,
+            "{b}Reference trainer{x}: V {} H {} L {} heads {} S {} batch {} — {:.2}M params \
+             ({:.2}M in matmuls), {:.3} GFLOP/step, {} thread(s)",
+            s.vocab,
+            s.hidden,
+            s.layers,
+            s.heads,
+            s.seq_len,
+            run.batch,
+            run.total_params as f64 / 1e6,
+            run.matmul_params as f64 / 1e6,
+            run.flops_per_step / 1e9,
+            run.threads
+        );
+        let _ = writeln!(
+            out,
+            "  steps {} ({} measured after warm-up of {})",
+            r.steps, r.measured_steps, r.warmup.trimmed
+        );
+        let _ = writeln!(
+            out,
+            "  step time   p50 {}  p90 {}  mean {}",
+            fmt_s(r.step_time_s.p50),
+            fmt_s(r.step_time_s.p90),
+            fmt_s(r.step_time_s.mean)
+        );
+        if let Some(t) = &r.tokens_per_s {
+            let _ = writeln!(
+                out,
+                "  tokens/s    p50 {:.0}  p10 {:.0}  aggregate {:.0}",
+                t.p50, t.p10, t.aggregate
+            );
+        }
+        if let Some(m) = &r.mfu {
+            let src = self.peak_source["source"].as_str().unwrap_or("given");
+            let _ = writeln!(
+                out,
+                "  MFU         p50 {:.1} %  p10 {:.1} %  {d}(peak {:.2} GFLOP/s, {src}){x}",
+                m.p50 * 100.0,
+                m.p10 * 100.0,
+                self.peak / 1e9
+            );
+        }
+        if let Some(l) = &r.loss {
+            let _ = writeln!(
+                out,
+                "  loss        {:.4} → {:.4}  slope {:+.3e}/step",
+                l.first, l.last, l.slope
+            );
+        }
+        if let Some(m) = r.peak_mem_bytes {
+            let _ = writeln!(out, "  peak RSS    {:.1} MiB", m / (1024.0 * 1024.0));
+        }
+        for warning in &r.warnings {
+            let _ = writeln!(out, "  {w}warning{x}: {warning}");
+        }
+        out.push_str(&self.bottleneck.text("  "));
+        out
+    }
+}
+
 /// Runs the trainer and analyses it. `on_phase` hears about slow measurements before they
 /// start; `progress` sees every step's record.
 pub fn bench(

@@ -6,13 +6,13 @@
 use std::path::Path;
 
 use serde::Serialize;
-use yardstick_gate::calibrate::{self, NoiseFloor};
+use yardstick_gate::calibrate;
 use yardstick_gate::{GateOptions, GateReport, RunData, Verdict, baseline, confirm};
 
 use crate::cli::GlobalOpts;
 use crate::cmd::baseline::gate_error;
 use crate::cmd::run::{Execution, execute_spec};
-use crate::cmd::runs::{StoreOpt, print_table};
+use crate::cmd::runs::StoreOpt;
 use crate::exit::Status;
 use crate::output;
 
@@ -73,16 +73,6 @@ pub struct GateArgs {
     pub store: StoreOpt,
 }
 
-#[derive(Serialize)]
-struct CalibrateOut<'a> {
-    recorded: usize,
-    baseline_run: &'a str,
-    candidate_run: &'a str,
-    a_a_verdict: Verdict,
-    min_comparisons: usize,
-    floors: Vec<NoiseFloor>,
-}
-
 /// `yardstick gate --json`.
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct GateOut<'a> {
@@ -130,10 +120,10 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         w.record_calibrations(&rows)?;
         let all = w.calibrations(&profile, &cand.run.name)?;
         let floors = calibrate::floors(&all);
-        let out = CalibrateOut {
+        let out = calibrate::Calibration {
             recorded: rows.len(),
-            baseline_run: &report.comparison.baseline_run,
-            candidate_run: &report.comparison.candidate_run,
+            baseline_run: report.comparison.baseline_run.clone(),
+            candidate_run: report.comparison.candidate_run.clone(),
             a_a_verdict: report.verdict,
             min_comparisons: calibrate::MIN_CALIBRATIONS,
             floors,
@@ -141,7 +131,11 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         if g.json {
             output::json(&out)?;
         } else {
-            print_floors(&out, &profile, &cand.run.name)?;
+            output::text(&yardstick_gate::text::calibration(
+                &out,
+                &profile,
+                &cand.run.name,
+            ))?;
         }
         return Ok(Status::Ok);
     }
@@ -236,42 +230,4 @@ fn print_report(report: &GateReport) -> anyhow::Result<()> {
         output::warn(w);
     }
     output::text(&yardstick_gate::text::report(report))
-}
-
-fn print_floors(out: &CalibrateOut<'_>, profile: &str, benchmark: &str) -> anyhow::Result<()> {
-    crate::output::outln!(
-        "recorded A/A comparison {} vs {} ({} metric(s)); as a gate it would be {}",
-        out.baseline_run,
-        out.candidate_run,
-        out.recorded,
-        out.a_a_verdict
-    )?;
-    crate::output::outln!()?;
-    let rows: Vec<Vec<String>> = out
-        .floors
-        .iter()
-        .map(|f| {
-            vec![
-                f.point.clone(),
-                format!("{} {}", f.metric, f.statistic),
-                f.comparisons.to_string(),
-                format!("{:.2}", f.max_pct),
-                f.floor_pct.map_or_else(
-                    || format!("- (needs {})", out.min_comparisons),
-                    |x| format!("{x:.2}"),
-                ),
-            ]
-        })
-        .collect();
-    print_table(
-        &["POINT", "METRIC", "A/A RUNS", "MAX |Δ| %", "NOISE FLOOR %"],
-        &rows,
-    )?;
-    crate::output::outln!()?;
-    crate::output::outln!(
-        "noise floors of {benchmark} on {profile}: the 95th percentile of |ln ratio| over A/A \
-         runs, used by `gate` once a metric has {} of them",
-        out.min_comparisons
-    )?;
-    Ok(())
 }

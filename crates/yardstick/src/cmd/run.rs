@@ -426,29 +426,10 @@ fn run_member(
             group.count
         ),
     })?;
-    let failed: Vec<&yardstick_run::pods::MemberStep> = out
-        .steps
-        .iter()
-        .filter(|s| s.done.exit_code != Some(0))
-        .collect();
     if json {
         output::json(&out)?;
     } else {
-        crate::output::outln!(
-            "process {} of {}: {} step(s) shared with process 0, {} failed; process 0 stores the run (and records the failures)",
-            out.index,
-            out.count,
-            out.steps.len(),
-            failed.len()
-        )?;
-        for f in &failed {
-            crate::output::outln!(
-                "  {} ({}): {}",
-                f.step,
-                f.part,
-                f.done.error.as_deref().unwrap_or("failed")
-            )?;
-        }
+        output::text(&out.text())?;
     }
     Ok(Status::Ok)
 }

@@ -3,9 +3,8 @@
 //! stored (`yardstick_run::slurm`).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use yardstick_run::slurm::{JobInfo, batch_script, job_info, sbatch, scancel};
+use yardstick_run::slurm::{JobInfo, batch_script, follow, sbatch};
 use yardstick_spec::Execution;
 
 use super::run::{RunArgs, SlurmJobOut};
@@ -92,35 +91,11 @@ pub fn submit(args: &RunArgs, g: &GlobalOpts, x: &Execution, name: &str) -> anyh
         script.display()
     ));
     let cancel = crate::interrupt::token("interrupted: cancelling the Slurm job (scancel)");
-    let mut cancelled = false;
-    let mut last_state = String::new();
-    let info: Option<JobInfo> = loop {
-        if cancel.is_cancelled() && !cancelled {
-            cancelled = true;
-            if let Err(e) = scancel(&id) {
-                output::warn(&format!("scancel {id}: {e}"));
-            }
-        }
-        match job_info(&id) {
-            Ok(Some(i)) if i.finished() => break Some(i),
-            Ok(Some(i)) => {
-                if i.state != last_state {
-                    output::info(&format!(
-                        "job {id}: {}{}",
-                        i.state,
-                        i.reason
-                            .as_deref()
-                            .map_or_else(String::new, |r| format!(" ({r})"))
-                    ));
-                    last_state = i.state.clone();
-                }
-            }
-            // Forgotten by Slurm (ended longer ago than MinJobAge): read what it left.
-            Ok(None) => break None,
-            Err(e) => return Err(anyhow::anyhow!("following job {id}: {e}")),
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    };
+    let followed = follow(&id, &dir, &cancel, &mut |s| output::info(s), &mut |w| {
+        output::warn(w)
+    })
+    .map_err(anyhow::Error::new)?;
+    let info = followed.info;
     let state = info
         .as_ref()
         .map_or_else(|| "UNKNOWN".to_string(), |i| i.state.clone());
@@ -131,18 +106,7 @@ pub fn submit(args: &RunArgs, g: &GlobalOpts, x: &Execution, name: &str) -> anyh
         job_dir: dir.clone(),
     };
     let log = dir.join(format!("slurm-{id}.out"));
-    // The inner run's output; a shared file system may show it a moment after the job ends.
-    let read = || -> Option<serde_json::Value> {
-        serde_json::from_slice(&std::fs::read(dir.join("run.json")).ok()?).ok()
-    };
-    let mut inner = read();
-    for _ in 0..20 {
-        if inner.is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-        inner = read();
-    }
+    let inner = followed.run;
     let exit = info.as_ref().and_then(JobInfo::exit);
     let Some(mut run) = inner else {
         output::error(&format!(

@@ -193,7 +193,7 @@ mod imp {
     }
     use crate::cli::{GlobalOpts, verbosity};
     use crate::exit::{self, Status};
-    use crate::output::{self, style};
+    use crate::output;
 
     fn to_exit(e: TrainError) -> anyhow::Error {
         match e {
@@ -290,11 +290,9 @@ mod imp {
                 profile,
             })?;
         } else {
-            print_human(&done.run, &done.report, done.peak, &done.peak_source);
-            let mut out = anstream::stdout().lock();
-            let _ = out.write_all(done.bottleneck.text("  ").as_bytes());
+            output::text(&done.text())?;
             if let Some(p) = &profile {
-                let _ = out.write_all(yardstick_run::profile::text(p).as_bytes());
+                output::text(&yardstick_run::profile::text(p))?;
             }
         }
         Ok(if done.diverged() {
@@ -302,68 +300,5 @@ mod imp {
         } else {
             Status::Ok
         })
-    }
-
-    fn print_human(run: &TrainRun, r: &TrainingReport, peak: f64, source: &serde_json::Value) {
-        let mut out = anstream::stdout().lock();
-        let (b, x, d, w) = (style::BOLD, style::RESET, style::DIM, style::WARN);
-        let s = &run.shape;
-        let _ = writeln!(
-            out,
-            "{b}Reference trainer{x}: V {} H {} L {} heads {} S {} batch {} — {:.2}M params \
-             ({:.2}M in matmuls), {:.3} GFLOP/step, {} thread(s)",
-            s.vocab,
-            s.hidden,
-            s.layers,
-            s.heads,
-            s.seq_len,
-            run.batch,
-            run.total_params as f64 / 1e6,
-            run.matmul_params as f64 / 1e6,
-            run.flops_per_step / 1e9,
-            run.threads
-        );
-        let _ = writeln!(
-            out,
-            "  steps {} ({} measured after warm-up of {})",
-            r.steps, r.measured_steps, r.warmup.trimmed
-        );
-        let _ = writeln!(
-            out,
-            "  step time   p50 {}  p90 {}  mean {}",
-            fmt_s(r.step_time_s.p50),
-            fmt_s(r.step_time_s.p90),
-            fmt_s(r.step_time_s.mean)
-        );
-        if let Some(t) = &r.tokens_per_s {
-            let _ = writeln!(
-                out,
-                "  tokens/s    p50 {:.0}  p10 {:.0}  aggregate {:.0}",
-                t.p50, t.p10, t.aggregate
-            );
-        }
-        if let Some(m) = &r.mfu {
-            let src = source["source"].as_str().unwrap_or("given");
-            let _ = writeln!(
-                out,
-                "  MFU         p50 {:.1} %  p10 {:.1} %  {d}(peak {:.2} GFLOP/s, {src}){x}",
-                m.p50 * 100.0,
-                m.p10 * 100.0,
-                peak / 1e9
-            );
-        }
-        if let Some(l) = &r.loss {
-            let _ = writeln!(
-                out,
-                "  loss        {:.4} → {:.4}  slope {:+.3e}/step",
-                l.first, l.last, l.slope
-            );
-        }
-        if let Some(m) = r.peak_mem_bytes {
-            let _ = writeln!(out, "  peak RSS    {:.1} MiB", m / (1024.0 * 1024.0));
-        }
-        for warning in &r.warnings {
-            let _ = writeln!(out, "  {w}warning{x}: {warning}");
-        }
     }
 }
