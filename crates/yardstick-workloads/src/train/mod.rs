@@ -351,10 +351,17 @@ fn train_in_pool(
                     m.insert("loss".into(), "NaN".into());
                 }
             }
-            writeln!(f, "{line}").map_err(|source| TrainError::Io {
-                path: path.clone(),
-                source,
-            })?;
+            // One write per line: ranks of one job may append to the same file, and a line
+            // written in pieces (as `writeln!` formats a JSON value) can interleave with
+            // another rank's, costing both their step. An O_APPEND write of one buffer lands
+            // whole.
+            let mut text = line.to_string();
+            text.push('\n');
+            f.write_all(text.as_bytes())
+                .map_err(|source| TrainError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
         }
         on_step(&record);
         records.push(record);
@@ -436,6 +443,44 @@ mod tests {
         assert_eq!(n, (12 * 2 * 64 * 64 + 256 * 64) as f64);
         let est = yardstick_analysis::flops::transformer_flops(n, 2, 64, 64, 512.0);
         assert_eq!(shape.flops_per_step(batch), est);
+    }
+
+    /// Ranks of a job append to one metrics file (a Slurm job's tasks share
+    /// `$YARDSTICK_METRICS`): every line must land whole. Written in pieces, lines of
+    /// concurrent ranks interleaved now and then and a step went missing from the analysis.
+    #[test]
+    fn concurrent_ranks_appending_to_one_file_never_tear_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let metrics = dir.path().join("shared.jsonl");
+        let (ranks, steps) = (4u32, 25usize);
+        std::thread::scope(|s| {
+            for rank in 0..ranks {
+                let metrics = metrics.clone();
+                s.spawn(move || {
+                    let cfg = TrainConfig {
+                        steps,
+                        seed: 7,
+                        threads: Some(1),
+                        metrics_file: Some(metrics),
+                        rank: Some((rank, ranks)),
+                        ..TrainConfig::default()
+                    };
+                    train(&cfg, &mut |_| {}).unwrap();
+                });
+            }
+        });
+        let text = std::fs::read_to_string(&metrics).unwrap();
+        let parsed = yardstick_analysis::parse_metrics(&text);
+        assert_eq!(parsed.malformed_count, 0, "{text}");
+        assert_eq!(parsed.records.len(), ranks as usize * steps);
+        for rank in 0..ranks {
+            let mine = parsed
+                .records
+                .iter()
+                .filter(|r| r.rank == Some(rank))
+                .count();
+            assert_eq!(mine, steps, "rank {rank}");
+        }
     }
 
     #[test]
