@@ -15,14 +15,14 @@ pub struct RuleInfo {
     /// One line on what it checks.
     pub summary: &'static str,
     /// Why it exists: the heading anchor of the section of docs/methodology.md behind it (the
-    /// rule index there links the same section; tests/docs.rs checks both agree).
+    /// rule index there links the same section; tests/it/docs.rs checks both agree).
     pub section: &'static str,
     /// How to satisfy it, in general (each diagnostic also carries a hint of its own).
     pub hint: &'static str,
 }
 
 // Where a message sends the reader: the section of docs/methodology.md behind the rule. A test
-// (tests/docs.rs) checks that every link into docs/methodology.md names one of its headings.
+// (tests/it/docs.rs) checks that every link into docs/methodology.md names one of its headings.
 const SEE_MODES: &str = "(methodology: publication and realism modes, docs/methodology.md#publication-and-realism-modes)";
 const SEE_COMPARISON: &str =
     "(methodology: one variable at a time, docs/methodology.md#one-variable-at-a-time)";

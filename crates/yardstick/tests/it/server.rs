@@ -16,7 +16,7 @@ use crate::common::{json, yardstick};
 // The throwaway PostgreSQL cluster of the store's tests (it finds `external` here).
 use crate::external;
 #[allow(dead_code)]
-#[path = "../../../yardstick-store/tests/support/pg.rs"]
+#[path = "../../../yardstick-store/tests/it/support/pg.rs"]
 mod pg;
 
 /// How long any one wait of these tests may take.

@@ -1,0 +1,7 @@
+//! yardstick-env's integration tests, as one test binary (`it`, as in every crate): each
+//! module below was a `tests/*.rs` file, and a test binary, of its own; each binary links
+//! the crate and its dependencies again. Run one module with
+//! `cargo test -p yardstick-env --test it profile::`.
+
+mod profile;
+mod telemetry;

@@ -1,0 +1,10 @@
+//! yardstick-eval's integration tests, as one test binary (`it`, as in every crate): each
+//! module below was a `tests/*.rs` file, and a test binary, of its own; each binary links
+//! the crate and its dependencies again. Run one module with
+//! `cargo test -p yardstick-eval --test it prop_tasks::`.
+
+#[path = "../../../../testsupport/prop.rs"]
+mod props;
+
+mod prop_tasks;
+mod reference;

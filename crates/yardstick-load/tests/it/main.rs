@@ -1,0 +1,13 @@
+//! yardstick-load's integration tests, as one test binary (`it`, as in every crate): each
+//! module below was a `tests/*.rs` file, and a test binary, of its own; each binary links
+//! the crate and its dependencies again. Run one module with
+//! `cargo test -p yardstick-load --test it compat::`.
+
+#[path = "../../../../testsupport/prop.rs"]
+mod props;
+
+mod compat;
+mod energy;
+mod keep_response;
+mod prop_inputs;
+mod tls;
