@@ -620,7 +620,7 @@ impl ProfileAnalysis {
     pub fn facts(&self) -> Vec<(String, f64)> {
         let mut out = Vec::new();
         if let Some(s) = self.step_s {
-            out.push(("profile.step_s".to_string(), s));
+            out.push((yardstick_spec::metrics::id::PROFILE_STEP_S.to_string(), s));
         }
         for p in &self.phases {
             out.push((format!("profile.phase.{}_s", p.name), p.s_per_step));
@@ -629,7 +629,10 @@ impl ProfileAnalysis {
             out.push((format!("profile.{}_s", c.name), c.s_per_step));
         }
         if let Some(o) = self.comm_overlap {
-            out.push(("profile.comm_overlap".to_string(), o));
+            out.push((
+                yardstick_spec::metrics::id::PROFILE_COMM_OVERLAP.to_string(),
+                o,
+            ));
         }
         out
     }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
+use yardstick_spec::metrics::id;
 use yardstick_stats::bootstrap::{BootstrapConfig, Method, ratio_of_medians_ci};
 use yardstick_stats::descriptive::median;
 use yardstick_stats::hypothesis::mann_whitney;
@@ -124,7 +125,7 @@ fn profiles(baseline: &RunData, candidate: &RunData) -> Vec<ProfileComparison> {
         .into_iter()
         .map(|(point, figures)| {
             let get = |m: &str| figures.iter().find(|f| f.0 == m).map(|f| (f.1, f.2));
-            let attribution = get("profile.step_s").and_then(|(sa, sb)| {
+            let attribution = get(id::PROFILE_STEP_S).and_then(|(sa, sb)| {
                 let moved = figures
                     .iter()
                     .filter(|f| f.0.starts_with("profile.phase."))

@@ -7,6 +7,7 @@
 use serde::Serialize;
 use yardstick_eval::TaskComparison;
 use yardstick_spec::Tolerances;
+use yardstick_spec::metrics::id;
 
 use crate::gate::{MetricClass, MetricVerdict, Verdict, decide, metric_tolerance, ratio_bound};
 use crate::paired::{ItemStatistic, Items, paired};
@@ -59,9 +60,9 @@ pub struct EvalComparison {
 /// The fact metric name of a graded comparison metric of `yardstick-eval`.
 fn quality_metric(kind: &str) -> Option<&'static str> {
     Some(match kind {
-        "bleu" => "bleu",
-        "rouge_l" => "mean_rouge_l",
-        "f1" => "mean_f1",
+        "bleu" => id::BLEU,
+        "rouge_l" => id::MEAN_ROUGE_L,
+        "f1" => id::MEAN_F1,
         _ => return None,
     })
 }
@@ -97,7 +98,7 @@ pub fn compare_eval(
             items_a.get(&t.name).unwrap_or(&empty),
             items_b.get(&t.name).unwrap_or(&empty),
         );
-        let mut gated = vec![("accuracy", MetricClass::Accuracy, ItemStatistic::Accuracy)];
+        let mut gated = vec![(id::ACCURACY, MetricClass::Accuracy, ItemStatistic::Accuracy)];
         if let Some(m) = t.quality.as_ref().and_then(|q| quality_metric(&q.metric)) {
             let stat = ItemStatistic::of_metric(m).unwrap_or(ItemStatistic::MeanScore);
             gated.push((m, MetricClass::Quality, stat));
@@ -107,7 +108,7 @@ pub fn compare_eval(
             let p = paired(ia, ib, stat, opts.level, cmp::SEED, cmp::RESAMPLES)?;
             let (base, cand) = match (&p, metric, &t.quality) {
                 (Some(p), _, _) => (p.baseline, p.candidate),
-                (None, "accuracy", _) => (t.accuracy_a, t.accuracy_b),
+                (None, id::ACCURACY, _) => (t.accuracy_a, t.accuracy_b),
                 (None, _, Some(q)) => (q.a, q.b),
                 (None, _, None) => (0.0, 0.0),
             };

@@ -339,7 +339,11 @@ pub fn check_profiles(
 /// The scale that puts a points-gated metric on 0–100: 100 for fractions (accuracy, mean
 /// ROUGE-L, mean F1), 1 for BLEU (already 0–100).
 pub fn points_scale(metric: &str) -> f64 {
-    if metric == "bleu" { 1.0 } else { 100.0 }
+    if metric == yardstick_spec::metrics::id::BLEU {
+        1.0
+    } else {
+        100.0
+    }
 }
 
 /// The ratio candidate/baseline beyond which a metric regressed: the tolerance's bound (for

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use yardstick_eval::bleu::BleuStats;
+use yardstick_spec::metrics::id;
 use yardstick_stats::bootstrap::{BootstrapConfig, Method, paired_ratio_of_sums_ci};
 use yardstick_stats::hypothesis::{McNemarMethod, mcnemar};
 
@@ -35,9 +36,9 @@ impl ItemStatistic {
     /// The item statistic behind an eval fact's metric name, if it is one.
     pub fn of_metric(metric: &str) -> Option<ItemStatistic> {
         Some(match metric {
-            "accuracy" => ItemStatistic::Accuracy,
-            "mean_f1" | "mean_rouge_l" => ItemStatistic::MeanScore,
-            "bleu" => ItemStatistic::CorpusBleu,
+            id::ACCURACY => ItemStatistic::Accuracy,
+            id::MEAN_F1 | id::MEAN_ROUGE_L => ItemStatistic::MeanScore,
+            id::BLEU => ItemStatistic::CorpusBleu,
             _ => return None,
         })
     }

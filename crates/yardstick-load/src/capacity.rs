@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
+use yardstick_spec::metrics::id;
 use yardstick_stats::early_stopping::{ShareTest, share_test};
 
 use crate::runner::{Arrival, LoadModel, Progress, StopReason};
@@ -375,9 +376,9 @@ fn judge(
         Criterion::Percentile(_) => {
             type Getter = fn(&crate::RequestRecord) -> Option<f64>;
             let objectives: [(&str, Option<f64>, Getter); 3] = [
-                ("ttft_ms", slo.ttft_ms, |r| r.ttft_ms()),
-                ("tpot_ms", slo.tpot_ms, |r| r.tpot_ms()),
-                ("e2e_ms", slo.e2e_ms, |r| r.e2e_ms()),
+                (id::TTFT_MS, slo.ttft_ms, |r| r.ttft_ms()),
+                (id::TPOT_MS, slo.tpot_ms, |r| r.tpot_ms()),
+                (id::E2E_MS, slo.e2e_ms, |r| r.e2e_ms()),
             ];
             for (name, bound, get) in objectives {
                 let Some(bound) = bound else { continue };

@@ -487,7 +487,7 @@ pub fn merge_dirs(dirs: &[PathBuf], format: &dyn RecordsFormat) -> Result<Merged
             .zip(dirs)
             .filter_map(|(s, dir)| {
                 let r = format.server_series(dir, k)?;
-                let failures = s.doc["points"][k]["server_scrape_failures"]
+                let failures = s.doc["points"][k][id::SERVER_SCRAPE_FAILURES]
                     .as_u64()
                     .unwrap_or(0);
                 Some((r, failures))

@@ -186,9 +186,9 @@ fn probes_of(k: u32, v: &Value) -> Vec<CapacityProbe> {
                         outcome: p["outcome"].as_str()?.to_string(),
                         requests: p["requests"].as_u64().unwrap_or(0),
                         p99_ms: [
-                            s["ttft_ms"]["p99"].as_f64(),
-                            s["tpot_ms"]["p99"].as_f64(),
-                            s["e2e_ms"]["p99"].as_f64(),
+                            s[id::TTFT_MS]["p99"].as_f64(),
+                            s[id::TPOT_MS]["p99"].as_f64(),
+                            s[id::E2E_MS]["p99"].as_f64(),
                         ],
                         slo_ms: slo,
                         unit: unit.clone(),
@@ -324,7 +324,7 @@ impl PointReport {
             .as_u64()
             .map(|n| n as u32)
             .or_else(|| {
-                self.metric("world_size", "value")
+                self.metric(id::WORLD_SIZE, "value")
                     .map(|m| m.mean.round() as u32)
             })
     }
@@ -493,7 +493,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
             .map(|(k, _, v)| ReplicateInfo {
                 replicate: *k,
                 error: v["summary"]["error"].as_str().map(str::to_owned),
-                warmup_trimmed: v["summary"]["warmup"]["trimmed"]
+                warmup_trimmed: v["summary"][id::WARMUP]["trimmed"]
                     .as_u64()
                     .map(|n| n as usize),
             })
@@ -516,7 +516,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
         let mut steps = Vec::new();
         for (k, slug, v) in &recs {
             let prefix = format!("logs/{slug}/r{k}/");
-            let trimmed = v["summary"]["warmup"]["trimmed"].as_u64().unwrap_or(0) as usize;
+            let trimmed = v["summary"][id::WARMUP]["trimmed"].as_u64().unwrap_or(0) as usize;
             for (path, _) in artifacts
                 .iter()
                 .filter(|(p, _)| p.starts_with(&prefix) && p.ends_with(".metrics.jsonl"))
@@ -573,8 +573,8 @@ pub fn metric_rank(metric: &str) -> usize {
     const ORDER: &[&str] = &[
         id::REQUEST_THROUGHPUT,
         id::OUTPUT_TOKEN_THROUGHPUT,
-        "input_token_throughput",
-        "goodput",
+        id::INPUT_TOKEN_THROUGHPUT,
+        id::GOODPUT,
         id::TTFT_MS,
         id::TPOT_MS,
         id::ITL_MS,
@@ -584,16 +584,16 @@ pub fn metric_rank(metric: &str) -> usize {
         id::TOKENS_PER_S,
         id::SAMPLES_PER_S,
         id::MFU,
-        "loss",
+        id::LOSS,
         id::WALL_S,
-        "user_s",
-        "sys_s",
-        "max_rss_bytes",
-        "peak_mem_bytes",
-        "accuracy",
-        "accuracy_ci",
-        "determinism",
-        "perplexity",
+        id::USER_S,
+        id::SYS_S,
+        id::MAX_RSS_BYTES,
+        id::PEAK_MEM_BYTES,
+        id::ACCURACY,
+        id::ACCURACY_CI,
+        id::DETERMINISM,
+        id::PERPLEXITY,
     ];
     ORDER
         .iter()

@@ -11,6 +11,7 @@
 
 use serde_json::{Value, json};
 use yardstick_analysis::roofline::{self, Ceilings, Observation};
+use yardstick_spec::metrics::id as metric_id;
 use yardstick_spec::model::Precision;
 use yardstick_store::warehouse::FactRow;
 
@@ -27,10 +28,10 @@ fn fact(facts: &[FactRow], point: &str, metric: &str, statistic: &str) -> Option
 /// The shares of a profiled step (`profile.*` facts) spent loading data and in collectives not
 /// overlapped with compute.
 fn profile_shares(facts: &[FactRow], point: &str) -> Option<(f64, f64)> {
-    let step = fact(facts, point, "profile.step_s", "value").filter(|s| *s > 0.0)?;
+    let step = fact(facts, point, metric_id::PROFILE_STEP_S, "value").filter(|s| *s > 0.0)?;
     let data = fact(facts, point, "profile.data_s", "value").unwrap_or(0.0);
     let comm = fact(facts, point, "profile.communication_s", "value").unwrap_or(0.0);
-    let overlap = fact(facts, point, "profile.comm_overlap", "value").unwrap_or(0.0);
+    let overlap = fact(facts, point, metric_id::PROFILE_COMM_OVERLAP, "value").unwrap_or(0.0);
     Some((data / step, comm * (1.0 - overlap) / step))
 }
 
@@ -58,51 +59,41 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
         .iter()
         .filter(|p| matches!(p.work, crate::plan::PointWork::Dataloader { .. }))
         .filter_map(|p| {
-            let rate = fact(
-                aggregate,
-                &p.id,
-                yardstick_spec::metrics::id::LOADER_SAMPLES_PER_S,
-                "value",
-            )?;
+            let rate = fact(aggregate, &p.id, metric_id::LOADER_SAMPLES_PER_S, "value")?;
             Some((p.id.clone(), rate))
         })
         .min_by_key(|(id, _)| !id.ends_with("/warm"));
     let mut points = Vec::new();
     for p in plan.points.iter().filter(|p| p.layer == "e2e") {
         let id = p.id.as_str();
-        let Some(step_s) = fact(
-            aggregate,
-            id,
-            yardstick_spec::metrics::id::STEP_TIME_S,
-            "p50",
-        ) else {
+        let Some(step_s) = fact(aggregate, id, metric_id::STEP_TIME_S, "p50") else {
             continue;
         };
-        let startup = fact(aggregate, id, "startup_s", "value");
-        let teardown = fact(aggregate, id, "teardown_s", "value");
-        let wall = fact(aggregate, id, yardstick_spec::metrics::id::WALL_S, "value");
+        let startup = fact(aggregate, id, metric_id::STARTUP_S, "value");
+        let teardown = fact(aggregate, id, metric_id::TEARDOWN_S, "value");
+        let wall = fact(aggregate, id, metric_id::WALL_S, "value");
         let timed = startup.is_some() && teardown.is_some() && wall.is_some();
         // A profile (the point's profiled replicate) sharpens what the workload did not
         // report: its shares of the step in the data loader and in exposed collectives, applied
         // to the measured step time (the profiled step itself is slowed by the profiler).
         let profiled = profile_shares(aggregate, id);
-        let reported_wait = fact(aggregate, id, "data_wait_s", "value");
-        let reported_comm = fact(aggregate, id, "comm_s", "value");
+        let reported_wait = fact(aggregate, id, metric_id::DATA_WAIT_S, "value");
+        let reported_comm = fact(aggregate, id, metric_id::COMM_S, "value");
         let obs = Observation {
-            flops: fact(aggregate, id, "flops_per_step", "value"),
-            bytes: fact(aggregate, id, "bytes_per_step", "value"),
+            flops: fact(aggregate, id, metric_id::FLOPS_PER_STEP, "value"),
+            bytes: fact(aggregate, id, metric_id::BYTES_PER_STEP, "value"),
             step_s: Some(step_s),
             data_wait_s: reported_wait.or(profiled.map(|(d, _)| d * step_s)),
             comm_s: reported_comm.or(profiled.map(|(_, c)| c * step_s)),
-            comm_busbw: fact(aggregate, id, "comm_busbw_gbps", "value").map(|g| g * 1e9),
+            comm_busbw: fact(aggregate, id, metric_id::COMM_BUSBW_GBPS, "value").map(|g| g * 1e9),
             queue_s: timed.then(|| startup.unwrap_or(0.0) + teardown.unwrap_or(0.0)),
             service_s: timed
-                .then(|| fact(aggregate, id, "service_s", "value"))
+                .then(|| fact(aggregate, id, metric_id::SERVICE_S, "value"))
                 .flatten(),
             wall_s: timed.then_some(wall).flatten(),
         };
-        let devices = fact(aggregate, id, yardstick_spec::metrics::id::MFU, "devices")
-            .or_else(|| fact(aggregate, id, "world_size", "value"))
+        let devices = fact(aggregate, id, metric_id::MFU, "devices")
+            .or_else(|| fact(aggregate, id, metric_id::WORLD_SIZE, "value"))
             .map_or(1, |d| d.round().max(1.0) as u32);
         let job = match &ceilings {
             Some((c, _)) => yardstick_analysis::bottleneck::job_ceilings(c, devices),
@@ -122,12 +113,7 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
         };
         let mut k = roofline::classify(&job, &obs);
         let input = supply.as_ref().and_then(|(point, rate)| {
-            let consumed = fact(
-                aggregate,
-                id,
-                yardstick_spec::metrics::id::SAMPLES_PER_S,
-                "aggregate",
-            )?;
+            let consumed = fact(aggregate, id, metric_id::SAMPLES_PER_S, "aggregate")?;
             roofline::InputBalance::new(consumed, Some(step_s), obs.data_wait_s, *rate, point)
         });
         if let Some(b) = &input {
@@ -150,7 +136,12 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
                      {t:.3} s of {w:.3} s wall (means over replicates)"
                 );
                 k.cite_job_split(split, (s + t) / w, "");
-                json!({"startup_s": s, "teardown_s": t, "wall_s": w, "share": (s + t) / w})
+                json!({
+                    (metric_id::STARTUP_S): s,
+                    (metric_id::TEARDOWN_S): t,
+                    (metric_id::WALL_S): w,
+                    "share": (s + t) / w,
+                })
             }
             _ => Value::Null,
         };

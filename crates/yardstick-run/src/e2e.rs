@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use yardstick_exec::{CancellationToken, ExecConfig};
+use yardstick_spec::metrics::id;
 use yardstick_spec::{E2eLayer, Trials};
 use yardstick_store::samples::{Column, Table};
 
@@ -111,25 +112,22 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         .ok_or_else(|| RunError::Workload("the command did not run".into()))?;
 
     let mut summary = serde_json::Map::new();
+    summary.insert(id::WALL_S.into(), serde_json::json!({"value": run.wall_s}));
+    summary.insert(id::USER_S.into(), serde_json::json!({"value": run.user_s}));
+    summary.insert(id::SYS_S.into(), serde_json::json!({"value": run.sys_s}));
     summary.insert(
-        yardstick_spec::metrics::id::WALL_S.into(),
-        serde_json::json!({"value": run.wall_s}),
-    );
-    summary.insert("user_s".into(), serde_json::json!({"value": run.user_s}));
-    summary.insert("sys_s".into(), serde_json::json!({"value": run.sys_s}));
-    summary.insert(
-        "max_rss_bytes".into(),
+        id::MAX_RSS_BYTES.into(),
         serde_json::json!({"value": run.max_rss_bytes}),
     );
-    summary.insert("exit_code".into(), run.exit_code.into());
+    summary.insert(id::EXIT_CODE.into(), run.exit_code.into());
     // Where the wall time went (start-up and teardown are control-plane time; the bottleneck
     // of the point compares them with the wall time).
     if let Some(t) = &run.timeline {
         for (k, v) in [
-            ("startup_s", t.startup_s),
-            ("teardown_s", t.teardown_s),
-            ("service_s", t.service_s),
-            ("between_steps_s", t.between_steps_s),
+            (id::STARTUP_S, t.startup_s),
+            (id::TEARDOWN_S, t.teardown_s),
+            (id::SERVICE_S, t.service_s),
+            (id::BETWEEN_STEPS_S, t.between_steps_s),
         ] {
             summary.insert(k.into(), serde_json::json!({ "value": v }));
         }
@@ -190,15 +188,15 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
     });
 
     let samples = Table::new()
+        .with(id::WALL_S, Column::F64(vec![run.wall_s]))
+        .with(id::USER_S, Column::F64(vec![run.user_s]))
+        .with(id::SYS_S, Column::F64(vec![run.sys_s]))
         .with(
-            yardstick_spec::metrics::id::WALL_S,
-            Column::F64(vec![run.wall_s]),
+            id::MAX_RSS_BYTES,
+            Column::I64(vec![run.max_rss_bytes as i64]),
         )
-        .with("user_s", Column::F64(vec![run.user_s]))
-        .with("sys_s", Column::F64(vec![run.sys_s]))
-        .with("max_rss_bytes", Column::I64(vec![run.max_rss_bytes as i64]))
         .with(
-            "exit_code",
+            id::EXIT_CODE,
             Column::OptI64(vec![run.exit_code.map(i64::from)]),
         );
     Ok(E2eOutcome {

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use yardstick_eval::backend::HttpBackend;
 use yardstick_eval::{Decoding, EvalError, EvalReport, Shard, Task};
 use yardstick_load::Api;
+use yardstick_spec::metrics::id;
 
 use crate::RunError;
 use crate::plan::{Plan, PointWork};
@@ -213,30 +214,30 @@ pub fn summarize(report: &EvalReport) -> Value {
         let mut s = json!({
             "eval": {"task": t.name, "n": t.n, "repeat": report.repeat,
                      "confidence": report.confidence, "api": report.api},
-            "accuracy": t.accuracy,
-            "accuracy_ci": {"lo": t.ci[0], "hi": t.ci[1]},
-            "correct": t.correct,
-            "errors": t.errors,
-            "mean_score": t.mean_score,
-            "items_per_s": report.requests_per_s,
-            "units": {"accuracy": "fraction", "accuracy_ci": "fraction",
-                      "determinism": "fraction", "mean_score": "fraction",
-                      "correct": "count", "errors": "count", "output_tokens": "count",
-                      "items_per_s": "req/s", "bleu": "BLEU"},
+            (id::ACCURACY): t.accuracy,
+            (id::ACCURACY_CI): {"lo": t.ci[0], "hi": t.ci[1]},
+            (id::CORRECT): t.correct,
+            (id::ERRORS): t.errors,
+            (id::MEAN_SCORE): t.mean_score,
+            (id::ITEMS_PER_S): report.requests_per_s,
+            "units": {(id::ACCURACY): "fraction", (id::ACCURACY_CI): "fraction",
+                      (id::DETERMINISM): "fraction", (id::MEAN_SCORE): "fraction",
+                      (id::CORRECT): "count", (id::ERRORS): "count", (id::OUTPUT_TOKENS): "count",
+                      (id::ITEMS_PER_S): "req/s", (id::BLEU): "BLEU"},
         });
         if let Some(d) = t.determinism {
-            s["determinism"] = json!(d);
+            s[id::DETERMINISM] = json!(d);
         }
         if let Some(l) = t.latency_ms {
-            s["latency_ms"] = json!({"mean": l.mean, "p50": l.p50, "max": l.max});
+            s[id::LATENCY_MS] = json!({"mean": l.mean, "p50": l.p50, "max": l.max});
         }
         if let Some(n) = t.output_tokens {
-            s["output_tokens"] = json!(n);
+            s[id::OUTPUT_TOKENS] = json!(n);
         }
         for (k, v) in [
-            ("mean_f1", t.mean_f1),
-            ("mean_rouge_l", t.mean_rouge_l),
-            ("bleu", t.bleu),
+            (id::MEAN_F1, t.mean_f1),
+            (id::MEAN_ROUGE_L, t.mean_rouge_l),
+            (id::BLEU, t.bleu),
         ] {
             if let Some(v) = v {
                 s[k] = json!(v);
@@ -249,13 +250,13 @@ pub fn summarize(report: &EvalReport) -> Value {
     };
     let mut s = json!({
         "eval": {"perplexity": p.source, "n": p.tokens, "paragraphs": p.paragraphs},
-        "units": {"perplexity": "", "nll": "nats", "perplexity_tokens": "count"},
+        "units": {(id::PERPLEXITY): "", (id::NLL): "nats", (id::PERPLEXITY_TOKENS): "count"},
     });
     match (p.value, p.nll) {
         (Some(v), Some(nll)) => {
-            s["perplexity"] = json!(v);
-            s["nll"] = json!(nll);
-            s["perplexity_tokens"] = json!(p.tokens);
+            s[id::PERPLEXITY] = json!(v);
+            s[id::NLL] = json!(nll);
+            s[id::PERPLEXITY_TOKENS] = json!(p.tokens);
         }
         _ => {
             s["unsupported"] = json!(
@@ -271,28 +272,28 @@ pub fn summarize(report: &EvalReport) -> Value {
 /// A one-line headline of an eval replicate summary, if it is one.
 pub fn headline(summary: &Value) -> Option<String> {
     let e = summary.get("eval")?;
-    if let Some(acc) = summary["accuracy"].as_f64() {
+    if let Some(acc) = summary[id::ACCURACY].as_f64() {
         let mut h = format!(
             "{}: accuracy {:.3} [{:.3}, {:.3}] of {} items",
             e["task"].as_str().unwrap_or("?"),
             acc,
-            summary["accuracy_ci"]["lo"].as_f64().unwrap_or(f64::NAN),
-            summary["accuracy_ci"]["hi"].as_f64().unwrap_or(f64::NAN),
+            summary[id::ACCURACY_CI]["lo"].as_f64().unwrap_or(f64::NAN),
+            summary[id::ACCURACY_CI]["hi"].as_f64().unwrap_or(f64::NAN),
             e["n"]
         );
-        if let Some(d) = summary["determinism"].as_f64() {
+        if let Some(d) = summary[id::DETERMINISM].as_f64() {
             h.push_str(&format!(", determinism {d:.3}"));
         }
-        let errors = summary["errors"].as_u64().unwrap_or(0);
+        let errors = summary[id::ERRORS].as_u64().unwrap_or(0);
         if errors > 0 {
             h.push_str(&format!(", {errors} failed requests"));
         }
         return Some(h);
     }
-    if let Some(p) = summary["perplexity"].as_f64() {
+    if let Some(p) = summary[id::PERPLEXITY].as_f64() {
         return Some(format!(
             "perplexity {p:.3} over {} tokens",
-            summary["perplexity_tokens"]
+            summary[id::PERPLEXITY_TOKENS]
         ));
     }
     summary["unsupported"]
@@ -311,11 +312,14 @@ pub fn eval_summary(plan: &Plan, per_point: &[(String, Vec<Value>)]) -> Value {
         }
         let ok: Vec<&Value> = reps.iter().filter(|r| r.get("error").is_none()).collect();
         let first = ok.first().copied().cloned().unwrap_or(Value::Null);
-        let accuracy: Vec<f64> = ok.iter().filter_map(|r| r["accuracy"].as_f64()).collect();
-        let perplexity: Vec<f64> = ok.iter().filter_map(|r| r["perplexity"].as_f64()).collect();
+        let accuracy: Vec<f64> = ok.iter().filter_map(|r| r[id::ACCURACY].as_f64()).collect();
+        let perplexity: Vec<f64> = ok
+            .iter()
+            .filter_map(|r| r[id::PERPLEXITY].as_f64())
+            .collect();
         let determinism: Vec<f64> = ok
             .iter()
-            .filter_map(|r| r["determinism"].as_f64())
+            .filter_map(|r| r[id::DETERMINISM].as_f64())
             .collect();
         out.push(json!({
             "point": id,
@@ -323,12 +327,12 @@ pub fn eval_summary(plan: &Plan, per_point: &[(String, Vec<Value>)]) -> Value {
             "n": first["eval"]["n"],
             "replicates": reps.len(),
             "failed_replicates": reps.len() - ok.len(),
-            "accuracy": (!accuracy.is_empty()).then_some(&accuracy),
-            "wilson_ci_first_replicate": first.get("accuracy_ci"),
+            (id::ACCURACY): (!accuracy.is_empty()).then_some(&accuracy),
+            "wilson_ci_first_replicate": first.get(id::ACCURACY_CI),
             "confidence": first["eval"]["confidence"],
-            "determinism": (!determinism.is_empty()).then_some(&determinism),
+            (id::DETERMINISM): (!determinism.is_empty()).then_some(&determinism),
             "replicates_agree": accuracy.windows(2).all(|w| w[0] == w[1]),
-            "perplexity": (!perplexity.is_empty()).then_some(&perplexity),
+            (id::PERPLEXITY): (!perplexity.is_empty()).then_some(&perplexity),
             "perplexity_unsupported": first.get("unsupported"),
         }));
     }

@@ -63,7 +63,7 @@ pub fn unit_in(summary: &Value, metric: &str) -> String {
 }
 
 fn sample_count(summary: &Value) -> u64 {
-    summary["requests"]["completed"]
+    summary[id::REQUESTS]["completed"]
         .as_u64()
         .or_else(|| summary["eval"]["n"].as_u64())
         .unwrap_or(1)
@@ -203,7 +203,7 @@ pub fn headline(summary: &Value) -> String {
             f(&summary[id::REQUEST_THROUGHPUT]),
             f(&summary[id::TTFT_MS]["p50"]),
             f(&summary[id::TTFT_MS]["p99"]),
-            summary["requests"]["failed"].as_u64().unwrap_or(0)
+            summary[id::REQUESTS]["failed"].as_u64().unwrap_or(0)
         );
     }
     if summary.get(id::STEP_TIME_S).is_some() {
@@ -212,8 +212,8 @@ pub fn headline(summary: &Value) -> String {
             "step p50 {} s, {} tok/s p50, loss {} -> {}, wall {} s",
             f(&summary[id::STEP_TIME_S]["p50"], 4),
             f(&summary[id::TOKENS_PER_S]["p50"], 0),
-            f(&summary["loss"]["first"], 3),
-            f(&summary["loss"]["last"], 3),
+            f(&summary[id::LOSS]["first"], 3),
+            f(&summary[id::LOSS]["last"], 3),
             f(&summary[id::WALL_S]["value"], 2),
         );
     }

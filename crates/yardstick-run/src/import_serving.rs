@@ -18,10 +18,6 @@ use crate::import::{
 };
 use yardstick_spec::metrics::id;
 
-const INPUT_TOKEN_THROUGHPUT: &str = "input_token_throughput";
-const DURATION_S: &str = "duration_s";
-const REQUESTS: &str = "requests";
-
 /// The statistics of a latency distribution, in yardstick's order.
 pub const STATS: [&str; 8] = ["count", "min", "mean", "p50", "p90", "p95", "p99", "max"];
 
@@ -85,7 +81,7 @@ impl ServingPoint {
             r.insert("failed".into(), json!(f.round() as u64));
         }
         if !r.is_empty() {
-            s.insert(REQUESTS.into(), r.into());
+            s.insert(id::REQUESTS.into(), r.into());
         }
         s.into()
     }
@@ -333,8 +329,11 @@ pub fn parse_genai_bench(files: &[(&str, &str)]) -> Result<ServingImport, String
                 id::OUTPUT_TOKEN_THROUGHPUT,
                 "mean_output_throughput_tokens_per_s",
             ),
-            (INPUT_TOKEN_THROUGHPUT, "mean_input_throughput_tokens_per_s"),
-            (DURATION_S, "run_duration"),
+            (
+                id::INPUT_TOKEN_THROUGHPUT,
+                "mean_input_throughput_tokens_per_s",
+            ),
+            (id::DURATION_S, "run_duration"),
         ] {
             if let Some(x) = num(&a[theirs]) {
                 values.push((ours, x));
@@ -426,7 +425,7 @@ pub fn parse_aiperf(name: &str, text: &str) -> Result<ServingImport, String> {
     for (ours, theirs) in [
         (id::REQUEST_THROUGHPUT, "request_throughput"),
         (id::OUTPUT_TOKEN_THROUGHPUT, "output_token_throughput"),
-        (INPUT_TOKEN_THROUGHPUT, "input_token_throughput"),
+        (id::INPUT_TOKEN_THROUGHPUT, "input_token_throughput"),
     ] {
         if let Some(x) = avg(theirs) {
             values.push((ours, x));
@@ -434,7 +433,7 @@ pub fn parse_aiperf(name: &str, text: &str) -> Result<ServingImport, String> {
     }
     if let Some(d) = avg("benchmark_duration") {
         let scale = aiperf_scale(v["benchmark_duration"]["unit"].as_str()).unwrap_or(1000.0);
-        values.push((DURATION_S, d * scale / 1000.0));
+        values.push((id::DURATION_S, d * scale / 1000.0));
     }
     let completed = avg("completed_request_count").or_else(|| avg("request_count"));
     let failed = avg("error_request_count").or_else(|| {
@@ -590,9 +589,9 @@ pub fn parse_vllm_bench(name: &str, text: &str) -> Result<ServingImport, String>
         values.push((id::OUTPUT_TOKEN_THROUGHPUT, x));
     }
     if let Some(x) = num(&v["total_input_tokens"]).filter(|_| duration > 0.0) {
-        values.push((INPUT_TOKEN_THROUGHPUT, x / duration));
+        values.push((id::INPUT_TOKEN_THROUGHPUT, x / duration));
     }
-    values.push((DURATION_S, duration));
+    values.push((id::DURATION_S, duration));
     let rate = num(&v["request_rate"]);
     let conc = num(&v["max_concurrency"]);
     let (mode, value) = match (rate, conc) {
@@ -714,14 +713,14 @@ pub fn parse_guidellm(name: &str, text: &str) -> Result<ServingImport, String> {
         for (ours, theirs) in [
             (id::REQUEST_THROUGHPUT, "requests_per_second"),
             (id::OUTPUT_TOKEN_THROUGHPUT, "output_tokens_per_second"),
-            (INPUT_TOKEN_THROUGHPUT, "prompt_tokens_per_second"),
+            (id::INPUT_TOKEN_THROUGHPUT, "prompt_tokens_per_second"),
         ] {
             if let Some(x) = num(&ok(theirs)["mean"]) {
                 values.push((ours, x));
             }
         }
         if let Some(d) = num(&b["duration"]) {
-            values.push((DURATION_S, d));
+            values.push((id::DURATION_S, d));
         }
         let st = &b["config"]["strategy"];
         let kind = st["type_"].as_str().unwrap_or("unknown");
@@ -1037,7 +1036,7 @@ mod tests {
         close(stat(p, id::E2E_MS, "max"), 259.5202539960155);
         assert!(stat(p, id::ITL_MS, "mean").is_none());
         close(value(p, id::REQUEST_THROUGHPUT), 15.943562917498962);
-        close(value(p, DURATION_S), 3.010619411004882);
+        close(value(p, "duration_s"), 3.010619411004882);
         assert_eq!((p.completed, p.failed), (Some(48.0), Some(0.0)));
         assert_eq!(got.points[0].load_value, 1.0);
         // Not genai-bench: the file is named.
@@ -1060,7 +1059,7 @@ mod tests {
         close(stat(p, id::ITL_MS, "count"), 760.0);
         close(stat(p, id::E2E_MS, "p99"), 255.93523569999996);
         close(value(p, id::REQUEST_THROUGHPUT), 16.02584514970713);
-        close(value(p, DURATION_S), 2.489332992);
+        close(value(p, "duration_s"), 2.489332992);
         assert_eq!((p.completed, p.failed), (Some(40.0), Some(0.0)));
         let e = parse_aiperf("v.json", &fixture("vllm-bench-0.33.0/vllm-bench.json")).unwrap_err();
         assert!(e.contains("v.json") && e.contains("not AIPerf"), "{e}");
@@ -1081,7 +1080,10 @@ mod tests {
         close(stat(p, id::ITL_MS, "count"), 760.0);
         close(stat(p, id::E2E_MS, "p90"), 245.00314979813993);
         assert!(stat(p, id::TPOT_MS, "min").unwrap() <= stat(p, id::TPOT_MS, "mean").unwrap());
-        close(value(p, INPUT_TOKEN_THROUGHPUT), 864.0 / 2.4428995749985916);
+        close(
+            value(p, "input_token_throughput"),
+            864.0 / 2.4428995749985916,
+        );
         assert_eq!(p.completed, Some(40.0));
         let d = parse_vllm_bench(
             "d.json",

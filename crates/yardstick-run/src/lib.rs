@@ -1155,7 +1155,10 @@ pub fn execute(
                 });
                 match &group {
                     Some(g) if abort.is_none() => {
-                        let own = out.as_ref().ok().and_then(|o| o.0["exit_code"].as_i64());
+                        let own = out
+                            .as_ref()
+                            .ok()
+                            .and_then(|o| o.0[yardstick_spec::metrics::id::EXIT_CODE].as_i64());
                         g.done(&key, own.map(|c| c as i32), None);
                         let ranks = g.wait_done(&key).map_err(|e| {
                             abort = Some(e.clone());
@@ -1235,7 +1238,9 @@ pub fn execute(
         if let (Some(a), PointWork::Command { .. } | PointWork::Train { .. }) =
             (&opts.slurm, &point.work)
         {
-            let exit = summary["exit_code"].as_i64().map(|c| c as i32);
+            let exit = summary[yardstick_spec::metrics::id::EXIT_CODE]
+                .as_i64()
+                .map(|c| c as i32);
             let timed_out = summary["error"]
                 .as_str()
                 .is_some_and(|e| e.contains("timed out") || e.contains("timeout"));

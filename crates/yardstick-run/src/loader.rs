@@ -350,9 +350,9 @@ fn command(
     }
     let described = json!({
         "reader": "command",
-        "wall_s": outcome.wall_s,
-        "max_rss_bytes": outcome.max_rss_bytes,
-        "exit_code": outcome.exit_code,
+        (id::WALL_S): outcome.wall_s,
+        (id::MAX_RSS_BYTES): outcome.max_rss_bytes,
+        (id::EXIT_CODE): outcome.exit_code,
     });
     let mut s = summarise(&batches, described);
     s.insert("cache".into(), cache.into());

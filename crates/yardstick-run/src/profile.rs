@@ -308,7 +308,7 @@ pub fn summary_entry(
     point_id: &str,
     slug: &str,
 ) -> serde_json::Value {
-    let p50 = |s: &serde_json::Value| s["step_time_s"]["p50"].as_f64();
+    let p50 = |s: &serde_json::Value| s[yardstick_spec::metrics::id::STEP_TIME_S]["p50"].as_f64();
     let measured: Vec<f64> = per_point
         .iter()
         .find(|(id, _)| id == point_id)

@@ -206,7 +206,7 @@ pub fn run_replicate(
             .ok_or_else(|| RunError::Workload("the MLPerf scenario produced no result".into()))?;
         let mut summary = serde_json::to_value(&run.point.summary).expect("summary is JSON");
         drop_timestamps(&mut summary);
-        summary["mlperf"] = serde_json::to_value(&run.result).expect("result is JSON");
+        summary[id::MLPERF] = serde_json::to_value(&run.result).expect("result is JSON");
         return Ok(ServeOutcome {
             summary,
             samples: records_table(&run.point.records),
@@ -271,24 +271,24 @@ fn run_capacity(
         .block_on(capacity::find_capacity(bench, &cfg, progress, |_, _| {}))
         .map_err(|e| RunError::Workload(e.to_string()))?;
     let metric = if c.axis == "concurrency" {
-        "capacity_concurrency"
+        id::CAPACITY_CONCURRENCY
     } else {
-        "capacity_rps"
+        id::CAPACITY_RPS
     };
     let requests: u64 = result.probes.iter().map(|p| p.requests).sum();
     let mut summary = serde_json::json!({
         metric: result.capacity.unwrap_or(0.0),
-        "capacity_probes": result.probes.len(),
-        "requests": {"completed": requests},
+        (id::CAPACITY_PROBES): result.probes.len(),
+        (id::REQUESTS): {"completed": requests},
         "load": {"mode": "capacity", "axis": c.axis},
         "capacity": result,
     });
     if let Some(t) = summary["capacity"]["output_token_throughput"].as_f64() {
-        summary["capacity_output_token_throughput"] = t.into();
+        summary[id::CAPACITY_OUTPUT_TOKEN_THROUGHPUT] = t.into();
         if let Some(c) = &bench.cost
             && let (Some(per_m), _) = c.of(t, 0.0)
         {
-            summary["capacity_cost_per_1m_output_tokens"] = per_m.into();
+            summary[id::CAPACITY_COST_PER_1M_OUTPUT_TOKENS] = per_m.into();
         }
     }
     if let Some(probes) = summary["capacity"]["probes"].as_array_mut() {
@@ -702,7 +702,7 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
         )
         .with("first_answer_ns", ns(|r| r.first_answer_ns))
         .with(id::ANSWER_TTFT_MS, since_sched(|r| r.first_answer_ns))
-        .with("reasoning_tokens", opt(records, |r| r.reasoning_tokens))
+        .with(id::REASONING_TOKENS, opt(records, |r| r.reasoning_tokens))
         .with(
             "reasoning_events",
             Column::I64(records.iter().map(|r| r.reasoning_events as i64).collect()),
@@ -800,7 +800,7 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
         r.turn = u("turn").map(|v| v as u32);
         r.session_turns = u("session_turns").map(|v| v as u32);
         r.first_answer_ns = u("first_answer_ns");
-        r.reasoning_tokens = u("reasoning_tokens");
+        r.reasoning_tokens = u(id::REASONING_TOKENS);
         r.reasoning_events = u("reasoning_events").unwrap_or(0);
         r.cached_prompt_tokens = u("cached_prompt_tokens");
         out.push(r);

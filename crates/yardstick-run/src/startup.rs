@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use yardstick_exec::startup::{Cache, Readiness, StartupSpec, measure_startup};
 use yardstick_spec::ComponentLayer;
+use yardstick_spec::metrics::id as metric_id;
 
 use crate::RunError;
 use crate::plan::STARTUP_TIMEOUT;
@@ -60,17 +61,17 @@ pub fn run_replicate(
     let o = measure_startup(&spec, Some(&cancel)).map_err(|e| RunError::Workload(e.to_string()))?;
     let mut s = serde_json::Map::new();
     for (id, v) in [
-        (yardstick_spec::metrics::id::TIME_TO_READY_S, o.ready_s),
-        ("time_to_first_output_s", o.first_output_s),
-        ("time_to_listen_s", o.listen_s),
-        ("shutdown_s", o.shutdown_s),
+        (metric_id::TIME_TO_READY_S, o.ready_s),
+        (metric_id::TIME_TO_FIRST_OUTPUT_S, o.first_output_s),
+        (metric_id::TIME_TO_LISTEN_S, o.listen_s),
+        (metric_id::SHUTDOWN_S, o.shutdown_s),
     ] {
         if let Some(v) = v {
             s.insert(id.into(), json!({ "value": v }));
         }
     }
     s.insert(
-        "startup_peak_rss_bytes".into(),
+        metric_id::STARTUP_PEAK_RSS_BYTES.into(),
         json!({ "value": o.peak_rss_bytes }),
     );
     s.insert("cache".into(), json!(o.cache));

@@ -155,6 +155,26 @@ pub fn tail_gated(metric: &str) -> bool {
 /// The ids code refers to by name (columns, JSON fields, plots), so each is spelled once: here.
 /// Every one is also a [`CATALOGUE`] entry.
 pub mod id {
+    /// `request_throughput`.
+    pub const REQUEST_THROUGHPUT: &str = "request_throughput";
+    /// `output_token_throughput`.
+    pub const OUTPUT_TOKEN_THROUGHPUT: &str = "output_token_throughput";
+    /// `input_token_throughput`.
+    pub const INPUT_TOKEN_THROUGHPUT: &str = "input_token_throughput";
+    /// `goodput`.
+    pub const GOODPUT: &str = "goodput";
+    /// `server_scrape_failures`.
+    pub const SERVER_SCRAPE_FAILURES: &str = "server_scrape_failures";
+    /// `capacity_cost_per_1m_output_tokens`.
+    pub const CAPACITY_COST_PER_1M_OUTPUT_TOKENS: &str = "capacity_cost_per_1m_output_tokens";
+    /// `capacity_rps`.
+    pub const CAPACITY_RPS: &str = "capacity_rps";
+    /// `capacity_concurrency`.
+    pub const CAPACITY_CONCURRENCY: &str = "capacity_concurrency";
+    /// `capacity_output_token_throughput`.
+    pub const CAPACITY_OUTPUT_TOKEN_THROUGHPUT: &str = "capacity_output_token_throughput";
+    /// `capacity_probes`.
+    pub const CAPACITY_PROBES: &str = "capacity_probes";
     /// `ttft_ms`.
     pub const TTFT_MS: &str = "ttft_ms";
     /// `tpot_ms`.
@@ -167,26 +187,34 @@ pub mod id {
     pub const CLIENT_QUEUE_MS: &str = "client_queue_ms";
     /// `answer_ttft_ms`.
     pub const ANSWER_TTFT_MS: &str = "answer_ttft_ms";
+    /// `reasoning_tokens`.
+    pub const REASONING_TOKENS: &str = "reasoning_tokens";
+    /// `prompt_cache_hit_rate`.
+    pub const PROMPT_CACHE_HIT_RATE: &str = "prompt_cache_hit_rate";
     /// `session_duration_s`.
     pub const SESSION_DURATION_S: &str = "session_duration_s";
-    /// `request_throughput`.
-    pub const REQUEST_THROUGHPUT: &str = "request_throughput";
-    /// `output_token_throughput`.
-    pub const OUTPUT_TOKEN_THROUGHPUT: &str = "output_token_throughput";
-    /// `step_time_s`.
-    pub const STEP_TIME_S: &str = "step_time_s";
-    /// `tokens_per_s`.
-    pub const TOKENS_PER_S: &str = "tokens_per_s";
-    /// `samples_per_s`.
-    pub const SAMPLES_PER_S: &str = "samples_per_s";
-    /// `mfu`.
-    pub const MFU: &str = "mfu";
-    /// `wall_s`.
-    pub const WALL_S: &str = "wall_s";
-    /// `memory.triad`.
-    pub const MEMORY_TRIAD: &str = "memory.triad";
+    /// `sessions`.
+    pub const SESSIONS: &str = "sessions";
+    /// `requests`.
+    pub const REQUESTS: &str = "requests";
+    /// `duration_s`.
+    pub const DURATION_S: &str = "duration_s";
+    /// `output_tokens_source`.
+    pub const OUTPUT_TOKENS_SOURCE: &str = "output_tokens_source";
+    /// `warmup`.
+    pub const WARMUP: &str = "warmup";
+    /// `mlperf`.
+    pub const MLPERF: &str = "mlperf";
     /// `time_to_ready_s`.
     pub const TIME_TO_READY_S: &str = "time_to_ready_s";
+    /// `time_to_first_output_s`.
+    pub const TIME_TO_FIRST_OUTPUT_S: &str = "time_to_first_output_s";
+    /// `time_to_listen_s`.
+    pub const TIME_TO_LISTEN_S: &str = "time_to_listen_s";
+    /// `shutdown_s`.
+    pub const SHUTDOWN_S: &str = "shutdown_s";
+    /// `startup_peak_rss_bytes`.
+    pub const STARTUP_PEAK_RSS_BYTES: &str = "startup_peak_rss_bytes";
     /// `loader_samples_per_s`.
     pub const LOADER_SAMPLES_PER_S: &str = "loader_samples_per_s";
     /// `loader_mb_per_s`.
@@ -197,6 +225,88 @@ pub mod id {
     pub const LOADER_FIRST_BATCH_S: &str = "loader_first_batch_s";
     /// `loader_batches`.
     pub const LOADER_BATCHES: &str = "loader_batches";
+    /// `step_time_s`.
+    pub const STEP_TIME_S: &str = "step_time_s";
+    /// `tokens_per_s`.
+    pub const TOKENS_PER_S: &str = "tokens_per_s";
+    /// `samples_per_s`.
+    pub const SAMPLES_PER_S: &str = "samples_per_s";
+    /// `mfu`.
+    pub const MFU: &str = "mfu";
+    /// `loss`.
+    pub const LOSS: &str = "loss";
+    /// `data_wait_s`.
+    pub const DATA_WAIT_S: &str = "data_wait_s";
+    /// `comm_s`.
+    pub const COMM_S: &str = "comm_s";
+    /// `comm_busbw_gbps`.
+    pub const COMM_BUSBW_GBPS: &str = "comm_busbw_gbps";
+    /// `flops_per_step`.
+    pub const FLOPS_PER_STEP: &str = "flops_per_step";
+    /// `bytes_per_step`.
+    pub const BYTES_PER_STEP: &str = "bytes_per_step";
+    /// `steps`.
+    pub const STEPS: &str = "steps";
+    /// `world_size`.
+    pub const WORLD_SIZE: &str = "world_size";
+    /// `startup_s`.
+    pub const STARTUP_S: &str = "startup_s";
+    /// `between_steps_s`.
+    pub const BETWEEN_STEPS_S: &str = "between_steps_s";
+    /// `teardown_s`.
+    pub const TEARDOWN_S: &str = "teardown_s";
+    /// `service_s`.
+    pub const SERVICE_S: &str = "service_s";
+    /// `wall_s`.
+    pub const WALL_S: &str = "wall_s";
+    /// `user_s`.
+    pub const USER_S: &str = "user_s";
+    /// `sys_s`.
+    pub const SYS_S: &str = "sys_s";
+    /// `max_rss_bytes`.
+    pub const MAX_RSS_BYTES: &str = "max_rss_bytes";
+    /// `peak_mem_bytes`.
+    pub const PEAK_MEM_BYTES: &str = "peak_mem_bytes";
+    /// `exit_code`.
+    pub const EXIT_CODE: &str = "exit_code";
+    /// `accuracy`.
+    pub const ACCURACY: &str = "accuracy";
+    /// `accuracy_ci`.
+    pub const ACCURACY_CI: &str = "accuracy_ci";
+    /// `correct`.
+    pub const CORRECT: &str = "correct";
+    /// `errors`.
+    pub const ERRORS: &str = "errors";
+    /// `mean_score`.
+    pub const MEAN_SCORE: &str = "mean_score";
+    /// `determinism`.
+    pub const DETERMINISM: &str = "determinism";
+    /// `items_per_s`.
+    pub const ITEMS_PER_S: &str = "items_per_s";
+    /// `output_tokens`.
+    pub const OUTPUT_TOKENS: &str = "output_tokens";
+    /// `latency_ms`.
+    pub const LATENCY_MS: &str = "latency_ms";
+    /// `bleu`.
+    pub const BLEU: &str = "bleu";
+    /// `mean_rouge_l`.
+    pub const MEAN_ROUGE_L: &str = "mean_rouge_l";
+    /// `mean_f1`.
+    pub const MEAN_F1: &str = "mean_f1";
+    /// `perplexity`.
+    pub const PERPLEXITY: &str = "perplexity";
+    /// `nll`.
+    pub const NLL: &str = "nll";
+    /// `perplexity_tokens`.
+    pub const PERPLEXITY_TOKENS: &str = "perplexity_tokens";
+    /// `memory.triad`.
+    pub const MEMORY_TRIAD: &str = "memory.triad";
+    /// `ranks`.
+    pub const RANKS: &str = "ranks";
+    /// `profile.step_s`.
+    pub const PROFILE_STEP_S: &str = "profile.step_s";
+    /// `profile.comm_overlap`.
+    pub const PROFILE_COMM_OVERLAP: &str = "profile.comm_overlap";
 }
 
 macro_rules! m {
@@ -243,7 +353,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "input_token_throughput",
+        id::INPUT_TOKEN_THROUGHPUT,
         "tok/s",
         HigherIsBetter,
         Throughput,
@@ -252,7 +362,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Prompt tokens of completed requests per second."
     ),
     m!(
-        "goodput",
+        id::GOODPUT,
         "req/s",
         HigherIsBetter,
         Throughput,
@@ -271,7 +381,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Scrapes of the server's Prometheus endpoint that answered during a point."
     ),
     m!(
-        "server_scrape_failures",
+        id::SERVER_SCRAPE_FAILURES,
         "count",
         LowerIsBetter,
         Descriptive,
@@ -371,7 +481,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Dollars per thousand completed requests at the point's request throughput."
     ),
     m!(
-        "capacity_cost_per_1m_output_tokens",
+        id::CAPACITY_COST_PER_1M_OUTPUT_TOKENS,
         "$",
         LowerIsBetter,
         Cost,
@@ -389,7 +499,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Energy per output token over the point: this machine's GPUs' total-energy counters (NVML) or, without them, the CPU's RAPL counters (/sys/class/powercap); absent where there are none."
     ),
     m!(
-        "capacity_rps",
+        id::CAPACITY_RPS,
         "req/s",
         HigherIsBetter,
         Throughput,
@@ -399,7 +509,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "capacity_concurrency",
+        id::CAPACITY_CONCURRENCY,
         "streams",
         HigherIsBetter,
         Throughput,
@@ -409,7 +519,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "capacity_output_token_throughput",
+        id::CAPACITY_OUTPUT_TOKEN_THROUGHPUT,
         "tok/s",
         HigherIsBetter,
         Throughput,
@@ -418,7 +528,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Output tokens per second measured at the capacity's probe."
     ),
     m!(
-        "capacity_probes",
+        id::CAPACITY_PROBES,
         "count",
         Neither,
         Descriptive,
@@ -485,7 +595,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Time to the first answer token: scheduled send to the first streamed content that is not reasoning (`reasoning_content`); reported when the model reasoned."
     ),
     m!(
-        "reasoning_tokens",
+        id::REASONING_TOKENS,
         "tokens",
         Neither,
         Descriptive,
@@ -494,7 +604,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Output tokens per request that were reasoning (usage.completion_tokens_details.reasoning_tokens, else reasoning events), counted apart from the answer."
     ),
     m!(
-        "prompt_cache_hit_rate",
+        id::PROMPT_CACHE_HIT_RATE,
         "fraction",
         HigherIsBetter,
         Descriptive,
@@ -521,7 +631,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Completed sessions per second over the point's measured window."
     ),
     m!(
-        "sessions",
+        id::SESSIONS,
         "count",
         Neither,
         Descriptive,
@@ -548,7 +658,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Time to first token of sessions' later turns, whose prompts repeat the conversation so far (where prefix caching helps)."
     ),
     m!(
-        "requests",
+        id::REQUESTS,
         "count",
         Neither,
         Descriptive,
@@ -557,7 +667,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Requests of a point: completed, failed, and sent as warm-up (not measured)."
     ),
     m!(
-        "duration_s",
+        id::DURATION_S,
         "s",
         Neither,
         Descriptive,
@@ -566,7 +676,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "The measured window of a point: first scheduled send to last completion."
     ),
     m!(
-        "output_tokens_source",
+        id::OUTPUT_TOKENS_SOURCE,
         "count",
         Neither,
         Descriptive,
@@ -584,7 +694,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Requests whose server-reported output tokens differ by more than 10 % from the local count."
     ),
     m!(
-        "warmup",
+        id::WARMUP,
         "count",
         Neither,
         Descriptive,
@@ -593,7 +703,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Warm-up samples trimmed before the statistics."
     ),
     m!(
-        "mlperf",
+        id::MLPERF,
         "",
         Neither,
         Descriptive,
@@ -621,7 +731,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "time_to_first_output_s",
+        id::TIME_TO_FIRST_OUTPUT_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -630,7 +740,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "From starting the command to its first byte on stdout or stderr."
     ),
     m!(
-        "time_to_listen_s",
+        id::TIME_TO_LISTEN_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -639,7 +749,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "From starting the command to the first TCP connection its port accepts."
     ),
     m!(
-        "shutdown_s",
+        id::SHUTDOWN_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -648,7 +758,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "From SIGTERM to the ready process's exit (SIGKILL after the grace period counts in full)."
     ),
     m!(
-        "startup_peak_rss_bytes",
+        id::STARTUP_PEAK_RSS_BYTES,
         "bytes",
         LowerIsBetter,
         Memory,
@@ -761,7 +871,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["aggregate"]
     ),
     m!(
-        "loss",
+        id::LOSS,
         "",
         LowerIsBetter,
         LossSlope,
@@ -771,7 +881,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["last"]
     ),
     m!(
-        "data_wait_s",
+        id::DATA_WAIT_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -780,7 +890,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Seconds of a step spent waiting for input, as the workload reported."
     ),
     m!(
-        "comm_s",
+        id::COMM_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -789,7 +899,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Seconds of a step in collectives not overlapped with compute, as the workload reported."
     ),
     m!(
-        "comm_busbw_gbps",
+        id::COMM_BUSBW_GBPS,
         "GB/s",
         HigherIsBetter,
         Throughput,
@@ -798,7 +908,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Bus bandwidth the step's collectives achieved, as the workload reported."
     ),
     m!(
-        "flops_per_step",
+        id::FLOPS_PER_STEP,
         "FLOP",
         Neither,
         Descriptive,
@@ -807,7 +917,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Floating-point operations of one step (reported by the workload or estimated from the model's shape)."
     ),
     m!(
-        "bytes_per_step",
+        id::BYTES_PER_STEP,
         "bytes",
         Neither,
         Descriptive,
@@ -825,7 +935,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Steps left after the warm-up was trimmed."
     ),
     m!(
-        "steps",
+        id::STEPS,
         "count",
         Neither,
         Descriptive,
@@ -852,7 +962,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Metric-protocol lines that were not valid records (counted and skipped)."
     ),
     m!(
-        "world_size",
+        id::WORLD_SIZE,
         "count",
         Neither,
         Descriptive,
@@ -861,7 +971,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Ranks in the job."
     ),
     m!(
-        "startup_s",
+        id::STARTUP_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -870,7 +980,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Launch to the first step record: process start-up, imports, data and model loading."
     ),
     m!(
-        "between_steps_s",
+        id::BETWEEN_STEPS_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -879,7 +989,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "First to last step record: the time spent in steps."
     ),
     m!(
-        "teardown_s",
+        id::TEARDOWN_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -888,7 +998,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Last step record to process exit."
     ),
     m!(
-        "service_s",
+        id::SERVICE_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -908,7 +1018,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "user_s",
+        id::USER_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -917,7 +1027,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "CPU time in user mode of the process and its children."
     ),
     m!(
-        "sys_s",
+        id::SYS_S,
         "s",
         LowerIsBetter,
         Latency,
@@ -926,7 +1036,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "CPU time in the kernel of the process and its children."
     ),
     m!(
-        "max_rss_bytes",
+        id::MAX_RSS_BYTES,
         "bytes",
         LowerIsBetter,
         Memory,
@@ -936,7 +1046,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "peak_mem_bytes",
+        id::PEAK_MEM_BYTES,
         "bytes",
         LowerIsBetter,
         Memory,
@@ -946,7 +1056,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "exit_code",
+        id::EXIT_CODE,
         "",
         Neither,
         Descriptive,
@@ -956,7 +1066,7 @@ pub const CATALOGUE: &[MetricDef] = &[
     ),
     // Accuracy and quality (bench eval, eval layers).
     m!(
-        "accuracy",
+        id::ACCURACY,
         "fraction",
         HigherIsBetter,
         Accuracy,
@@ -966,7 +1076,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "accuracy_ci",
+        id::ACCURACY_CI,
         "fraction",
         Neither,
         Descriptive,
@@ -975,7 +1085,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Wilson interval of the accuracy."
     ),
     m!(
-        "correct",
+        id::CORRECT,
         "count",
         Neither,
         Descriptive,
@@ -984,7 +1094,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Probes answered correctly."
     ),
     m!(
-        "errors",
+        id::ERRORS,
         "count",
         LowerIsBetter,
         Descriptive,
@@ -993,7 +1103,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Probe requests that failed."
     ),
     m!(
-        "mean_score",
+        id::MEAN_SCORE,
         "fraction",
         HigherIsBetter,
         Quality,
@@ -1002,7 +1112,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Mean per-item score of a task."
     ),
     m!(
-        "determinism",
+        id::DETERMINISM,
         "fraction",
         HigherIsBetter,
         Quality,
@@ -1012,7 +1122,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "items_per_s",
+        id::ITEMS_PER_S,
         "req/s",
         HigherIsBetter,
         Throughput,
@@ -1021,7 +1131,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Probe requests answered per second."
     ),
     m!(
-        "output_tokens",
+        id::OUTPUT_TOKENS,
         "count",
         Neither,
         Descriptive,
@@ -1030,7 +1140,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Output tokens of a task's answers."
     ),
     m!(
-        "latency_ms",
+        id::LATENCY_MS,
         "ms",
         LowerIsBetter,
         Latency,
@@ -1039,7 +1149,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Latency of a probe request."
     ),
     m!(
-        "bleu",
+        id::BLEU,
         "BLEU",
         HigherIsBetter,
         Quality,
@@ -1048,7 +1158,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Corpus BLEU of a task's answers against its references (0-100)."
     ),
     m!(
-        "mean_rouge_l",
+        id::MEAN_ROUGE_L,
         "fraction",
         HigherIsBetter,
         Quality,
@@ -1057,7 +1167,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Mean ROUGE-L F-measure of a task's answers against its references."
     ),
     m!(
-        "mean_f1",
+        id::MEAN_F1,
         "fraction",
         HigherIsBetter,
         Quality,
@@ -1066,7 +1176,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Mean token F1 of a task's answers against its references."
     ),
     m!(
-        "perplexity",
+        id::PERPLEXITY,
         "",
         LowerIsBetter,
         Perplexity,
@@ -1076,7 +1186,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "nll",
+        id::NLL,
         "nats",
         LowerIsBetter,
         Perplexity,
@@ -1085,7 +1195,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Mean negative log-likelihood per token of the reference text (the log of the perplexity)."
     ),
     m!(
-        "perplexity_tokens",
+        id::PERPLEXITY_TOKENS,
         "count",
         Neither,
         Descriptive,
@@ -1104,7 +1214,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "STREAM triad bandwidth (a = b + s*c): the memory bandwidth a streaming kernel gets."
     ),
     m!(
-        "ranks",
+        id::RANKS,
         "ratio",
         Neither,
         Descriptive,
@@ -1114,7 +1224,7 @@ pub const CATALOGUE: &[MetricDef] = &[
     ),
     // Profiles (the profiled replicate of an e2e point; descriptive, never gated).
     m!(
-        "profile.step_s",
+        id::PROFILE_STEP_S,
         "s",
         Neither,
         Descriptive,
@@ -1132,7 +1242,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Seconds per profiled step inside one phase the training loop marked (data, forward, backward, optimizer, communication), or `unattributed`: the rest of the step."
     ),
     m!(
-        "profile.comm_overlap",
+        id::PROFILE_COMM_OVERLAP,
         "fraction",
         HigherIsBetter,
         Descriptive,
