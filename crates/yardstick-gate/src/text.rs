@@ -146,43 +146,6 @@ pub fn report(r: &GateReport) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use crate::testutil::run_data;
-    use crate::{GateOptions, Verdict};
-
-    #[test]
-    fn the_tables_show_values_in_their_unit_and_the_verdict_with_its_reason() {
-        let base = run_data("a", Path::new("/x/runs/a"), &[50.0, 51.0, 49.0, 50.5, 49.5]);
-        let slow = run_data("b", Path::new("/x/runs/b"), &[80.0, 81.0, 79.0, 80.5, 79.5]);
-        let report = crate::gate(&base, &slow, &GateOptions::default()).unwrap();
-        assert_eq!(report.verdict, Verdict::Fail);
-        let text = super::report(&report);
-        let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].starts_with("A (baseline)  a") && lines[1].starts_with("B (candidate) b"));
-        let row = |header: &str| {
-            let i = lines.iter().position(|l| l.contains(header)).unwrap();
-            lines[i + 1].to_string()
-        };
-        // The comparison row: values with their unit (ms), then B/A.
-        let cmp = row("MWU p");
-        assert!(
-            cmp.contains("ttft_ms p50") && cmp.contains("50.0 ms") && cmp.contains("80.0 ms"),
-            "{text}"
-        );
-        assert!(cmp.contains("1.6000"), "{text}");
-        let gate = row("VERDICT");
-        assert!(
-            gate.contains("FAIL") && gate.contains("tolerance"),
-            "{text}"
-        );
-        // The comparison alone is the first part of the report.
-        assert!(text.starts_with(&super::comparison(&report.comparison)));
-    }
-}
-
 /// What `gate --calibrate` printed for people: the A/A comparison recorded, and the noise floor
 /// of each metric of `benchmark` on `profile` so far.
 pub fn calibration(c: &crate::calibrate::Calibration, profile: &str, benchmark: &str) -> String {
@@ -222,4 +185,41 @@ pub fn calibration(c: &crate::calibrate::Calibration, profile: &str, benchmark: 
         c.min_comparisons
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::testutil::run_data;
+    use crate::{GateOptions, Verdict};
+
+    #[test]
+    fn the_tables_show_values_in_their_unit_and_the_verdict_with_its_reason() {
+        let base = run_data("a", Path::new("/x/runs/a"), &[50.0, 51.0, 49.0, 50.5, 49.5]);
+        let slow = run_data("b", Path::new("/x/runs/b"), &[80.0, 81.0, 79.0, 80.5, 79.5]);
+        let report = crate::gate(&base, &slow, &GateOptions::default()).unwrap();
+        assert_eq!(report.verdict, Verdict::Fail);
+        let text = super::report(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("A (baseline)  a") && lines[1].starts_with("B (candidate) b"));
+        let row = |header: &str| {
+            let i = lines.iter().position(|l| l.contains(header)).unwrap();
+            lines[i + 1].to_string()
+        };
+        // The comparison row: values with their unit (ms), then B/A.
+        let cmp = row("MWU p");
+        assert!(
+            cmp.contains("ttft_ms p50") && cmp.contains("50.0 ms") && cmp.contains("80.0 ms"),
+            "{text}"
+        );
+        assert!(cmp.contains("1.6000"), "{text}");
+        let gate = row("VERDICT");
+        assert!(
+            gate.contains("FAIL") && gate.contains("tolerance"),
+            "{text}"
+        );
+        // The comparison alone is the first part of the report.
+        assert!(text.starts_with(&super::comparison(&report.comparison)));
+    }
 }
