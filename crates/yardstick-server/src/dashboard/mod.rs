@@ -171,18 +171,9 @@ pub(crate) fn esc(s: &str) -> String {
     yardstick_report::format::xml_escape(s)
 }
 
-/// Percent-encodes a query-string value (everything but the unreserved characters).
-pub(crate) fn enc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+/// Percent-encodes a query-string value (everything but the unreserved characters): the
+/// client's [`crate::client::escape`].
+pub(crate) use crate::client::escape as enc;
 
 const EXTRA_CSS: &str = "
 header.top{background:#1d1d1f;color:#fff;padding:8px 24px}
