@@ -19,7 +19,7 @@ pub(crate) const SEED: u64 = 0x5EED_0008;
 pub(crate) const RESAMPLES: usize = 10_000;
 
 /// One field that differs between the two runs.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct FieldDiff {
     /// Dotted path (`spec.workload.concurrency`, `spec.layers.component[0].target.url`,
     /// `env.cpu.cores`).
@@ -31,7 +31,7 @@ pub struct FieldDiff {
 }
 
 /// One point × headline metric of a comparison.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct MetricComparison {
     /// Point id.
     pub point: String,
@@ -64,7 +64,7 @@ pub struct MetricComparison {
 }
 
 /// The comparison of two runs.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Comparison {
     /// Baseline run id.
     pub baseline_run: String,
@@ -86,12 +86,12 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
     /// Where the step time went in both runs, for points both profiled (`profile.*` facts of
     /// their profiled replicates): explanations, never gated.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<ProfileComparison>,
 }
 
 /// One point's profile in both runs.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ProfileComparison {
     /// Point id.
     pub point: String,

@@ -12,7 +12,9 @@ use crate::compare::{Comparison, compare};
 use crate::{GateError, RunData};
 
 /// What a gated metric measures (picks its tolerance and direction).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricClass {
     /// Higher is better; a drop beyond the tolerance FAILs.
@@ -40,7 +42,7 @@ pub enum MetricClass {
 }
 
 /// Which way is a regression.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// A lower ratio is worse.
@@ -134,7 +136,18 @@ pub fn tolerance_pct(class: MetricClass, t: Option<&Tolerances>) -> f64 {
 }
 
 /// A verdict; ordered from best to worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Verdict {
     /// Within tolerance, shown by the CI.
@@ -159,7 +172,7 @@ impl std::fmt::Display for Verdict {
 }
 
 /// The verdict of one point × metric.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct MetricVerdict {
     /// Point id.
     pub point: String,
@@ -231,7 +244,7 @@ pub struct GateOptions {
 }
 
 /// The gate's result.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct GateReport {
     /// The overall verdict: the worst per-metric verdict.
     pub verdict: Verdict,
@@ -814,6 +827,22 @@ mod tests {
         assert_eq!(verdict_of(&r, "ttft_ms"), Verdict::Fail);
         assert_eq!(r.verdict, Verdict::Fail);
         assert!(r.metrics[1].p_holm.unwrap() >= r.metrics[1].p_value.unwrap());
+    }
+
+    /// A gate report reads back from its JSON (`gate --json`, what a server records) as the
+    /// same report: verdicts, classes, tests, the comparison and its warnings.
+    #[test]
+    fn a_gate_report_reads_back_from_its_json() {
+        let base = run_data("a", &[40.0, 40.3, 39.9, 40.1, 40.2], &[100.0, 101.0, 99.0]);
+        let slow = run_data("b", &[48.0, 48.4, 47.9, 48.1, 48.3], &[100.0, 100.5, 99.5]);
+        let r = gate(&base, &slow, &GateOptions::default()).unwrap();
+        assert_eq!(r.verdict, Verdict::Fail);
+        let json = serde_json::to_value(&r).unwrap();
+        let back: GateReport = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), json);
+        assert_eq!(back.verdict, Verdict::Fail);
+        assert_eq!(back.metrics.len(), r.metrics.len());
+        assert_eq!(back.failing_points(), r.failing_points());
     }
 
     #[test]

@@ -21,7 +21,9 @@ use yardstick_stats::hypothesis::{McNemarMethod, mcnemar};
 use crate::GateError;
 
 /// The statistic of a set of eval items that a gated metric is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemStatistic {
     /// The share of items judged correct (`accuracy`).
@@ -53,7 +55,7 @@ impl ItemStatistic {
 }
 
 /// The paired evidence behind an eval metric's verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PairedItems {
     /// What was resampled.
     pub statistic: ItemStatistic,

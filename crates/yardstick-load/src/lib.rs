@@ -393,7 +393,7 @@ impl ServeBench {
                             Some(end) if out_tokens > 0.0 => {
                                 summary.energy_j_per_output_token =
                                     Some(r.joules(&start, &end) / out_tokens);
-                                summary.energy_source = Some(r.source());
+                                summary.energy_source = Some(r.source().into());
                             }
                             _ => {
                                 summary.energy_unavailable = Some(format!(
@@ -464,12 +464,12 @@ impl ServeBench {
 pub fn level_of(load: &LoadModel) -> LoadLevel {
     match load {
         LoadModel::Concurrency(n) => LoadLevel {
-            mode: "concurrency",
+            mode: "concurrency".into(),
             value: *n as f64,
             arrival: None,
         },
         LoadModel::Rate { rate, arrival, .. } => LoadLevel {
-            mode: "rate",
+            mode: "rate".into(),
             value: *rate,
             arrival: Some(arrival.name()),
         },

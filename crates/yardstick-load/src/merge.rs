@@ -304,7 +304,7 @@ mod tests {
 
     fn level() -> LoadLevel {
         LoadLevel {
-            mode: "rate",
+            mode: "rate".into(),
             value: 10.0,
             arrival: Some("poisson".into()),
         }

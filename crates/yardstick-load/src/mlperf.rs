@@ -337,7 +337,7 @@ pub async fn run(
         Mlperf::MultiStream { samples_per_query } => {
             for (k, (text, sc)) in traffic.iter().enumerate() {
                 let level = LoadLevel {
-                    mode: "multi-stream",
+                    mode: "multi-stream".into(),
                     value: samples_per_query as f64,
                     arrival: None,
                 };

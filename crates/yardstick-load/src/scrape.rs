@@ -231,7 +231,7 @@ impl Reading {
 }
 
 /// p50 and max of a gauge over a point's scrapes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct GaugeStat {
     /// Median over the scrapes.
     pub p50: f64,
@@ -253,7 +253,7 @@ fn gauge(v: &[f64]) -> Option<GaugeStat> {
 
 /// What the server said during a point: its gauges over the scrapes and its counters' growth
 /// from the first scrape to the last. Each is absent when the server does not export it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ServerMetrics {
     /// Scrapes that answered.
     pub server_scrapes: u64,

@@ -274,7 +274,7 @@ pub fn write_dir(
             if let Some(o) = v.as_object_mut() {
                 o.insert("point".into(), k.into());
                 o.insert("scenario".into(), r.summary.scenario.clone().into());
-                o.insert("load_mode".into(), r.summary.load.mode.into());
+                o.insert("load_mode".into(), r.summary.load.mode.to_string().into());
                 o.insert("load_value".into(), r.summary.load.value.into());
             }
             serde_json::to_writer(&mut w, &v)?;
@@ -394,7 +394,7 @@ fn load_level_of(v: &Value) -> Option<LoadLevel> {
         _ => return None,
     };
     Some(LoadLevel {
-        mode,
+        mode: mode.into(),
         value: v["value"].as_f64()?,
         arrival: v["arrival"].as_str().map(str::to_owned),
     })
@@ -584,7 +584,7 @@ mod tests {
 
     fn level() -> LoadLevel {
         LoadLevel {
-            mode: "concurrency",
+            mode: "concurrency".into(),
             value: 3.0,
             arrival: None,
         }
@@ -754,7 +754,7 @@ mod tests {
         assert_eq!(
             load_level_of(&serde_json::json!({"mode": "rate", "value": 2.5, "arrival": "gamma"})),
             Some(LoadLevel {
-                mode: "rate",
+                mode: "rate".into(),
                 value: 2.5,
                 arrival: Some("gamma".into()),
             })

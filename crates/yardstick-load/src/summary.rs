@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use crate::record::{RequestRecord, TokenSource};
 
@@ -147,7 +149,7 @@ impl<'de> serde::Deserialize<'de> for StopReason {
 }
 
 /// Summary of one latency metric, in milliseconds.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Distribution {
     /// Number of samples.
     pub count: usize,
@@ -191,7 +193,7 @@ impl Distribution {
 }
 
 /// Service-level objectives a request must meet to count toward goodput.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Slo {
     /// Time to first token, ms.
     pub ttft_ms: Option<f64>,
@@ -222,7 +224,7 @@ impl Slo {
 }
 
 /// A serving deployment's price.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CostModel {
     /// Dollars per accelerator-hour.
     pub per_accelerator_hour: f64,
@@ -273,10 +275,10 @@ pub fn client_lag_warning(p99_ms: f64, capped: bool) -> Option<String> {
 }
 
 /// The load level of a point.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct LoadLevel {
     /// `concurrency` or `rate`.
-    pub mode: &'static str,
+    pub mode: Cow<'static, str>,
     /// Concurrent requests, or requests per second (a whole number prints as one: `256`).
     #[serde(serialize_with = "whole_as_integer")]
     pub value: f64,
@@ -295,7 +297,7 @@ fn whole_as_integer<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Err
 }
 
 /// Request counts of a point.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct RequestCounts {
     /// Measured requests that succeeded.
     pub completed: u64,
@@ -304,11 +306,11 @@ pub struct RequestCounts {
     /// Warm-up requests (excluded from every metric).
     pub warmup: u64,
     /// Failed measured requests by error class.
-    pub errors: BTreeMap<&'static str, u64>,
+    pub errors: BTreeMap<Cow<'static, str>, u64>,
 }
 
 /// Everything reported for one (scenario, load level) point.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointSummary {
     /// The traffic scenario as written.
     pub scenario: String,
@@ -362,10 +364,10 @@ pub struct PointSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub later_turn_ttft_ms: Option<Distribution>,
     /// Per turn index: requests, TTFT and prompt sizes (a session workload).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<TurnStats>,
     /// Completed requests by the source of their output token count.
-    pub output_tokens_source: BTreeMap<&'static str, u64>,
+    pub output_tokens_source: BTreeMap<Cow<'static, str>, u64>,
     /// Completed requests whose server-reported output tokens differ by more than 10 % from the
     /// local count (tokenizer when configured, else content events).
     pub token_count_disagreements: u64,
@@ -397,7 +399,7 @@ pub struct PointSummary {
     /// Where the energy was measured: `nvml` (the accelerators of this machine) or `rapl` (its
     /// CPU packages).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub energy_source: Option<&'static str>,
+    pub energy_source: Option<Cow<'static, str>>,
     /// Why there is no energy figure, when one was asked for and there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub energy_unavailable: Option<String>,
@@ -413,7 +415,7 @@ pub struct PointSummary {
 }
 
 /// Sessions of a point (measured ones).
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SessionCounts {
     /// Sessions whose every turn was answered.
     pub completed: u64,
@@ -426,7 +428,7 @@ pub struct SessionCounts {
 }
 
 /// One turn index of a session workload.
-#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct TurnStats {
     /// The turn, from 1.
     pub turn: u32,
@@ -545,7 +547,7 @@ fn sessions_of(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> Option<Ses
 }
 
 /// One shard's part of a point.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct ShardInfo {
     /// `i` of `i/N`.
     pub index: u64,
@@ -569,7 +571,7 @@ pub fn summarize(
     let mut errors = BTreeMap::new();
     for r in measured.iter().filter(|r| !r.ok()) {
         if let Some(e) = r.error {
-            *errors.entry(e.name()).or_insert(0) += 1;
+            *errors.entry(Cow::Borrowed(e.name())).or_insert(0) += 1;
         }
     }
     let start = measured.iter().map(|r| r.scheduled_ns).min();
@@ -606,7 +608,7 @@ pub fn summarize(
                 TokenSource::Tokenizer => "tokenizer",
                 TokenSource::ContentEvents => "content_events",
             };
-            *sources.entry(name).or_insert(0) += 1;
+            *sources.entry(Cow::Borrowed(name)).or_insert(0) += 1;
             let local = r
                 .local_output_tokens
                 .or(Some(r.content_events).filter(|&n| n > 0));
@@ -788,6 +790,53 @@ pub(crate) mod tests {
         r
     }
 
+    /// A summary reads back as the same summary: `summary.json` and `--json` outputs are typed
+    /// both ways (the server's metrics flattened in, the error classes and token sources by
+    /// name, the stop reason as its string).
+    #[test]
+    fn a_summary_reads_back_from_its_json() {
+        let a = rec(1, 100, &[150, 160, 170], 3);
+        let mut c = rec(2, 300, &[], 3);
+        c.error = Some(ErrorClass::Http5xx);
+        c.done_ns = Some(310_000_000);
+        let mut s = summarize(
+            "D(10,3)",
+            LoadLevel {
+                mode: "rate".into(),
+                value: 4.0,
+                arrival: Some("poisson".into()),
+            },
+            &[a, c],
+            &Slo::default(),
+            StopReason::Shards(vec![
+                StopReason::MaxRequests,
+                StopReason::TargetUnreachable("connection refused".into()),
+            ]),
+        );
+        s.energy_source = Some("rapl".into());
+        s.shard = Some(ShardInfo {
+            index: 1,
+            count: 2,
+            streams: None,
+        });
+        s.server = Some(crate::scrape::ServerMetrics {
+            server_scrapes: 3,
+            server_ttft_ms: Some(41.5),
+            ..Default::default()
+        });
+        let json = serde_json::to_value(&s).unwrap();
+        let back: PointSummary = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), json);
+        assert_eq!(back.requests.errors["http_5xx"], 1);
+        assert_eq!(back.server.unwrap().server_ttft_ms, Some(41.5));
+        assert!(back.stop_reason.is_unreachable());
+        // Without the server's metrics there are none after reading back either.
+        s.server = None;
+        let json = serde_json::to_value(&s).unwrap();
+        let back: PointSummary = serde_json::from_value(json).unwrap();
+        assert!(back.server.is_none());
+    }
+
     #[test]
     fn metrics_follow_the_definitions() {
         let mut warm = rec(0, 0, &[5, 6], 2);
@@ -804,7 +853,7 @@ pub(crate) mod tests {
         let s = summarize(
             "D(10,3)",
             LoadLevel {
-                mode: "concurrency",
+                mode: "concurrency".into(),
                 value: 2.0,
                 arrival: None,
             },

@@ -325,7 +325,7 @@ mod tests {
         let summary = summarize(
             "D(10,3)",
             LoadLevel {
-                mode: "concurrency",
+                mode: "concurrency".into(),
                 value: 2.0,
                 arrival: None,
             },

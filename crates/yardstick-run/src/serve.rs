@@ -1009,7 +1009,7 @@ mod tests {
     fn shard_records_carry_their_point() {
         use yardstick_load::shard_files::RecordsFormat;
         let level = yardstick_load::LoadLevel {
-            mode: "rate",
+            mode: "rate".into(),
             value: 2.0,
             arrival: Some("poisson".into()),
         };

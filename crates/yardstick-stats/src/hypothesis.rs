@@ -72,7 +72,7 @@ pub fn welch_t(a: &[f64], b: &[f64]) -> Result<TTest, StatsError> {
 
 /// One-sided tests of "the candidate is not beyond a ratio bound", on the logarithms of
 /// per-replicate values (see [`ratio_beyond`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RatioTest {
     /// Welch's t for mean(ln b − ln bound) − mean(ln a), signed so that larger is "more beyond";
     /// `None` when it is undefined (a side with no variance, n < 2).

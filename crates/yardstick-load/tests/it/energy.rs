@@ -91,7 +91,7 @@ async fn accelerator_energy_is_power_times_the_window_over_output_tokens() {
         .unwrap();
     let wall = start.elapsed().as_secs_f64();
     let s = &r[0].summary;
-    assert_eq!(s.energy_source, Some("nvml"));
+    assert_eq!(s.energy_source.as_deref(), Some("nvml"));
     let tokens = s.output_token_throughput * s.duration_s;
     assert_eq!(tokens.round(), 400.0);
     let j = s.energy_j_per_output_token.unwrap();

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 pub use trial::{MetricSamples, Stat, summarize};
 use yardstick_spec::model::{MicroKind, MicroLayer, OutlierPolicy, Precision, Trials};
 
@@ -252,7 +252,7 @@ pub fn kind_name(kind: MicroKind) -> &'static str {
 }
 
 /// One measured figure with its confidence interval.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MicroResult {
     /// Result name, e.g. `memory.triad`, `gemm.f32.1024`.
     pub name: String,
@@ -291,7 +291,7 @@ pub struct MicroResult {
 }
 
 /// Outliers found among the measured samples.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OutlierCounts {
     /// Beyond 1.5 IQR.
     pub tukey_mild: usize,
@@ -304,7 +304,7 @@ pub struct OutlierCounts {
 }
 
 /// Something a benchmark did not measure, and why (e.g. no bf16 GEMM kernel).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Skipped {
     /// What would have been measured, e.g. `gemm.bf16`.
     pub name: String,
@@ -313,7 +313,7 @@ pub struct Skipped {
 }
 
 /// The results of one micro benchmark.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MicroReport {
     /// Figures measured.
     pub results: Vec<MicroResult>,
@@ -339,4 +339,33 @@ pub fn run(config: &MicroConfig, policy: &TrialPolicy) -> Result<MicroReport, Mi
         );
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A measured report reads back as itself from its JSON (a replicate's summary, `bench micro
+    /// --json`): results with their samples and parameters, outliers, skips and warnings.
+    #[test]
+    fn a_measured_report_reads_back_from_its_json() {
+        let mut config = MicroConfig::new(MicroKind::Memory);
+        config.threads = Some(1);
+        config.sizes = vec![1 << 20];
+        let policy = TrialPolicy {
+            replicates: 2,
+            iterations: Some(3),
+            ..TrialPolicy::default()
+        };
+        let mut report = run(&config, &policy).unwrap();
+        report.skipped.push(Skipped {
+            name: "gemm.bf16".into(),
+            reason: "skipped: no bf16 kernel".into(),
+        });
+        assert!(!report.results.is_empty());
+        let json = serde_json::to_value(&report).unwrap();
+        let back: MicroReport = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, report);
+        assert_eq!(serde_json::to_value(&back).unwrap(), json);
+    }
 }
