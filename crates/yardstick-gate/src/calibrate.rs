@@ -75,7 +75,7 @@ pub fn calibration_rows(
 }
 
 /// A metric's noise floor.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct NoiseFloor {
     /// Point.
     pub point: String,
@@ -133,7 +133,7 @@ pub fn noise_floors(
 }
 
 /// What `gate --calibrate` recorded (`--json`), and the noise floors it leads to.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct Calibration {
     /// Metrics recorded from this A/A comparison.
     pub recorded: usize,

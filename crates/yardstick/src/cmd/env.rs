@@ -106,19 +106,24 @@ pub fn run(args: EnvArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
 }
 
 /// One side of `env compare --json`.
-#[derive(Debug, Serialize)]
-struct Side {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Side {
+    /// The `bench micro --json` file.
     file: String,
+    /// The machine profile it was measured on.
     machine_profile: String,
+    /// Where its ceilings came from.
     source: String,
 }
 
 /// The JSON of `yardstick env compare --json`.
-#[derive(Debug, Serialize)]
-struct CompareOutput {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct CompareOutput {
+    /// The GEMM precision compared.
     dtype: String,
     /// Where A's and B's ceilings came from.
     inputs: [Side; 2],
+    /// The two rooflines side by side.
     #[serde(flatten)]
     comparison: ProfileComparison,
 }

@@ -140,6 +140,24 @@ pub fn outputs() -> Vec<Output> {
         ("gate", "yardstick gate RUN --json", || {
             output::<super::gate::GateOut<'static>>()
         }),
+        (
+            "gate-calibrate",
+            "yardstick gate RUN --baseline A --calibrate --json",
+            || output::<yardstick_gate::calibrate::Calibration>(),
+        ),
+        ("env-compare", "yardstick env compare A B --json", || {
+            output::<super::env::CompareOutput>()
+        }),
+        (
+            "server-token-create",
+            "yardstick server token create --json",
+            || output::<super::server::TokenCreated>(),
+        ),
+        (
+            "server-token-list",
+            "yardstick server token list --json",
+            || output::<Vec<yardstick_server::auth::TokenRecord>>(),
+        ),
         ("push", "yardstick push RUN --to URL --json", || {
             output::<yardstick_server::client::PushOutput>()
         }),

@@ -229,18 +229,31 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
     })
 }
 
+/// What `yardstick server token create --json` prints: the token, shown this once.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct TokenCreated {
+    /// The bearer token (only its hash is stored).
+    pub token: String,
+    /// Its id, as `token list` shows it.
+    pub id: String,
+    /// What it may do.
+    pub scope: Scope,
+    /// When it was created (RFC 3339).
+    pub created_at: String,
+}
+
 fn token(args: TokenArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     match args.command {
         TokenCommand::Create(a) => {
             let scope = Scope::parse(&a.scope).expect("clap checked the scope");
             let created = auth::create(&a.store.store, scope, a.note).map_err(server_error)?;
             if g.json {
-                output::json(&serde_json::json!({
-                    "token": created.token,
-                    "id": created.record.id,
-                    "scope": created.record.scope,
-                    "created_at": created.record.created_at,
-                }))?;
+                output::json(&TokenCreated {
+                    token: created.token.clone(),
+                    id: created.record.id.clone(),
+                    scope: created.record.scope,
+                    created_at: created.record.created_at.clone(),
+                })?;
             } else {
                 crate::output::outln!("{}", created.token)?;
                 output::info(&format!(

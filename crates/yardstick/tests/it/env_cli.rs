@@ -205,7 +205,7 @@ fn torch_is_found_without_importing_it() {
 }
 
 /// A `bench micro --json`-shaped file of one machine's ceilings.
-fn micro_file(
+pub(crate) fn micro_file(
     dir: &std::path::Path,
     name: &str,
     profile: &str,

@@ -165,6 +165,77 @@ fn compare_and_gate_outputs_conform_to_their_schemas() {
     let gate = json(&o);
     assert_eq!(gate["verdict"], "FAIL");
     assert_conforms("gate", &gate);
+    let calibration = run_json(
+        &[
+            "gate",
+            &b,
+            "--baseline",
+            &a,
+            "--calibrate",
+            "--store",
+            store,
+        ],
+        None,
+    );
+    assert!(
+        calibration["recorded"].as_u64().unwrap() >= 1,
+        "{calibration}"
+    );
+    assert_conforms("gate-calibrate", &calibration);
+}
+
+/// `env compare`'s side-by-side rooflines, and the server's tokens as created and listed.
+#[test]
+fn env_compare_and_server_token_outputs_conform_to_their_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = crate::env_cli::micro_file(
+        dir.path(),
+        "a.json",
+        "cpu-a",
+        &[
+            ("gemm.f32.1024", 200.0, "GFLOP/s"),
+            ("memory.triad", 20.0, "GB/s"),
+        ],
+    );
+    let b = crate::env_cli::micro_file(
+        dir.path(),
+        "b.json",
+        "cpu-b",
+        &[
+            ("gemm.f32.1024", 100.0, "GFLOP/s"),
+            ("memory.triad", 40.0, "GB/s"),
+        ],
+    );
+    let compared = run_json(
+        &[
+            "env",
+            "compare",
+            &a,
+            &b,
+            "--dtype",
+            "fp32",
+            "--workload",
+            "decode=2",
+        ],
+        None,
+    );
+    assert_eq!(compared["dtype"], "fp32", "{compared}");
+    assert_conforms("env-compare", &compared);
+    let store = dir.path().join("server-store");
+    std::fs::create_dir_all(&store).unwrap();
+    let store = store.to_str().unwrap();
+    let created = run_json(
+        &[
+            "server", "token", "create", "--scope", "push", "--store", store,
+        ],
+        None,
+    );
+    assert_eq!(created["scope"], "push", "{created}");
+    assert_conforms("server-token-create", &created);
+    let listed = run_json(&["server", "token", "list", "--store", store], None);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["id"], created["id"]);
+    assert_conforms("server-token-list", &listed);
 }
 
 #[test]
