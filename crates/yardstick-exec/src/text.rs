@@ -7,10 +7,7 @@ use yardstick_analysis::training::TrainingReport;
 
 use crate::command::{BenchmarkResult, ExecReport, RunSummary, fmt_s};
 
-const BOLD: &str = "\x1b[1m";
-const DIM: &str = "\x1b[2m";
-const WARN: &str = "\x1b[1;33m";
-const RESET: &str = "\x1b[0m";
+use yardstick_stats::text::style::{BOLD, DIM, RESET, WARN};
 
 /// A command benchmark as `yardstick bench exec` prints it: per benchmark its times, training
 /// analysis and warnings; the relative speed of several benchmarks; scaling; where the logs are.

@@ -9,12 +9,10 @@ use crate::format;
 use crate::model::Report;
 use crate::tables::headline_metrics;
 
-pub(crate) const BOLD: &str = "\x1b[1m";
-const DIM: &str = "\x1b[2m";
+pub(crate) use yardstick_stats::text::style::{BOLD, DIM, RESET};
 const RED: &str = "\x1b[1;31m";
 const GREEN: &str = "\x1b[1;32m";
 const YELLOW: &str = "\x1b[1;33m";
-pub(crate) const RESET: &str = "\x1b[0m";
 
 /// The style of a verdict.
 fn verdict_style(v: &str) -> &'static str {

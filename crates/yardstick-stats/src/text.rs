@@ -6,9 +6,16 @@ use std::fmt::Write;
 
 use crate::report::{Comparison, Interval, Summary, Verdict};
 
-mod style {
+/// The ANSI styles of text for people, shared by the crates that render it (the binary strips
+/// them when standard output is not a terminal).
+pub mod style {
+    /// Warnings (bold yellow).
     pub const WARN: &str = "\x1b[1;33m";
+    /// Headers.
     pub const BOLD: &str = "\x1b[1m";
+    /// Asides.
+    pub const DIM: &str = "\x1b[2m";
+    /// Back to plain.
     pub const RESET: &str = "\x1b[0m";
 }
 

@@ -5,9 +5,7 @@ use std::fmt::Write;
 
 use super::{MicroReport, TrialPolicy};
 
-const BOLD: &str = "\x1b[1m";
-const DIM: &str = "\x1b[2m";
-const RESET: &str = "\x1b[0m";
+use yardstick_stats::text::style::{BOLD, DIM, RESET};
 
 /// About four significant figures, fixed-point.
 fn fmt_num(v: f64) -> String {

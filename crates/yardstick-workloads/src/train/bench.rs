@@ -70,18 +70,13 @@ impl BenchOutcome {
             .as_ref()
             .is_some_and(|l| l.rising || l.non_finite_steps > 0)
     }
-}
 
-impl BenchOutcome {
     /// What people read: the model and its work per step, step times, throughput, MFU against
     /// its peak, the loss, the peak memory, warnings, then the bottleneck verdict.
     pub fn text(&self) -> String {
         use std::fmt::Write as _;
         use yardstick_spec::units::format_seconds as fmt_s;
-        const BOLD: &str = "\x1b[1m";
-        const DIM: &str = "\x1b[2m";
-        const WARN: &str = "\x1b[1;33m";
-        const RESET: &str = "\x1b[0m";
+        use yardstick_stats::text::style::{BOLD, DIM, RESET, WARN};
         let (b, x, d, w) = (BOLD, RESET, DIM, WARN);
         let (run, r) = (&self.run, &self.report);
         let mut out = String::new();
