@@ -453,6 +453,19 @@ pub enum RunError {
     Internal(String),
 }
 
+impl RunError {
+    /// A local file that could not be read or written, named by `what` (`writing PATH`): a
+    /// runtime failure, for `map_err`.
+    pub(crate) fn io(what: String) -> impl FnOnce(std::io::Error) -> RunError {
+        move |e| {
+            RunError::Store(yardstick_store::StoreError::Io(std::io::Error::new(
+                e.kind(),
+                format!("{what}: {e}"),
+            )))
+        }
+    }
+}
+
 /// Progress events for a display.
 #[derive(Debug, Clone)]
 pub enum Event {

@@ -347,15 +347,7 @@ pub fn take(
     measured: Vec<serde_json::Value>,
     cancel: tokio_util::sync::CancellationToken,
 ) -> Result<serde_json::Value, crate::RunError> {
-    // A file that cannot be written is a runtime failure, named.
-    let io = |what: String| {
-        move |e: std::io::Error| {
-            crate::RunError::Store(yardstick_store::StoreError::Io(std::io::Error::new(
-                e.kind(),
-                format!("{what}: {e}"),
-            )))
-        }
-    };
+    let io = crate::RunError::io;
     let layer = yardstick_spec::E2eLayer {
         kind: Some(yardstick_spec::E2eKind::Command),
         command: Some(argv.to_vec()),

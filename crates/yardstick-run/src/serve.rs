@@ -954,12 +954,8 @@ pub fn write_server_series(
         if let Some(t) = server_series_table(&r.summary.server_series) {
             let path = dir.join(format!("server-metrics-p{k}.parquet"));
             let bytes = t.to_parquet(&[])?;
-            std::fs::write(&path, bytes).map_err(|e| {
-                RunError::Store(yardstick_store::StoreError::Io(std::io::Error::new(
-                    e.kind(),
-                    format!("writing {}: {e}", path.display()),
-                )))
-            })?;
+            std::fs::write(&path, bytes)
+                .map_err(RunError::io(format!("writing {}", path.display())))?;
         }
     }
     Ok(())
