@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use yardstick_spec::metrics::{Measured, Measurement, id, push_stats};
 use yardstick_stats::descriptive::Descriptive;
 use yardstick_stats::percentile::percentile_sorted;
 use yardstick_stats::{outliers, steady_state};
@@ -273,6 +274,129 @@ pub struct TrainingReport {
     pub custom_metrics: BTreeMap<String, CustomMetric>,
     /// Things to know before quoting the numbers.
     pub warnings: Vec<String>,
+}
+
+impl Measured for TrainingReport {
+    /// The analysis's figures: step counts, the step-time distribution, throughputs, MFU,
+    /// loss, memory, cost, rank spread, and each custom metric as `custom.NAME` in its declared
+    /// unit. Warm-up policy, rank lists and warnings describe the analysis and are not figures.
+    fn measurements(&self) -> Vec<Measurement> {
+        let mut out = Vec::new();
+        for (metric, v) in [
+            (id::STEPS, Some(self.steps as f64)),
+            (id::MEASURED_STEPS, Some(self.measured_steps as f64)),
+            (id::RECORDS, Some(self.records as f64)),
+            (id::MALFORMED_LINES, Some(self.malformed_lines as f64)),
+            (id::WORLD_SIZE, Some(f64::from(self.world_size))),
+        ] {
+            out.extend(v.map(|v| Measurement::value(metric, v)));
+        }
+        out.push(Measurement::stat(
+            id::WARMUP,
+            "trimmed",
+            self.warmup.trimmed as f64,
+        ));
+        let s = &self.step_time_s;
+        push_stats(
+            &mut out,
+            id::STEP_TIME_S,
+            [
+                ("n", Some(s.n as f64)),
+                ("mean", Some(s.mean)),
+                ("p50", Some(s.p50)),
+                ("p90", Some(s.p90)),
+                ("p10", Some(s.p10)),
+                ("min", Some(s.min)),
+                ("max", Some(s.max)),
+                ("stddev", s.stddev),
+            ],
+        );
+        for (metric, t) in [
+            (id::TOKENS_PER_S, &self.tokens_per_s),
+            (id::SAMPLES_PER_S, &self.samples_per_s),
+        ] {
+            if let Some(t) = t {
+                push_stats(
+                    &mut out,
+                    metric,
+                    [
+                        ("p50", Some(t.p50)),
+                        ("p10", Some(t.p10)),
+                        ("mean", Some(t.mean)),
+                        ("aggregate", Some(t.aggregate)),
+                    ],
+                );
+            }
+        }
+        for (metric, v) in [
+            (id::FLOPS_PER_STEP, self.flops_per_step),
+            (id::BYTES_PER_STEP, self.bytes_per_step),
+            (id::DATA_WAIT_S, self.data_wait_s),
+            (id::COMM_S, self.comm_s),
+            (id::COMM_BUSBW_GBPS, self.comm_busbw_gbps),
+        ] {
+            out.extend(v.map(|v| Measurement::value(metric, v)));
+        }
+        if let Some(m) = &self.mfu {
+            push_stats(
+                &mut out,
+                id::MFU,
+                [
+                    ("p50", Some(m.p50)),
+                    ("p10", Some(m.p10)),
+                    ("peak_flops_per_device", Some(m.peak_flops_per_device)),
+                    ("devices", Some(f64::from(m.devices))),
+                ],
+            );
+        }
+        out.extend(
+            self.peak_mem_bytes
+                .map(|v| Measurement::value(id::PEAK_MEM_BYTES, v)),
+        );
+        if let Some(l) = &self.loss {
+            push_stats(
+                &mut out,
+                id::LOSS,
+                [
+                    ("first", Some(l.first)),
+                    ("last", Some(l.last)),
+                    ("slope", Some(l.slope)),
+                    ("slope_stderr", l.slope_stderr),
+                    ("non_finite_steps", Some(l.non_finite_steps as f64)),
+                ],
+            );
+        }
+        if let Some(c) = &self.cost {
+            push_stats(
+                &mut out,
+                id::COST,
+                [
+                    ("per_device_hour", Some(c.per_device_hour)),
+                    ("devices", Some(f64::from(c.devices))),
+                    ("per_1k_samples", c.per_1k_samples),
+                    ("per_1m_tokens", c.per_1m_tokens),
+                ],
+            );
+        }
+        if let Some(r) = &self.ranks {
+            push_stats(
+                &mut out,
+                id::RANKS,
+                [
+                    ("slowest_rank", Some(f64::from(r.slowest_rank))),
+                    ("median_spread", Some(r.median_spread)),
+                    ("waiting_share", Some(r.waiting_share)),
+                ],
+            );
+        }
+        for (name, m) in &self.custom_metrics {
+            let metric = CustomMetric::fact_id(name);
+            for (s, v) in [("mean", m.mean), ("p50", m.p50), ("last", m.last)] {
+                out.push(Measurement::stat(&metric, s, v).in_unit(m.unit.as_ref()));
+            }
+        }
+        out
+    }
 }
 
 /// A workload's own metric (a key the protocol does not define), over the records that reported

@@ -306,6 +306,28 @@ pub struct MlperfResult {
     pub stop_reason: StopReason,
 }
 
+impl yardstick_spec::metrics::Measured for MlperfResult {
+    /// The run's counts and rate as statistics of `mlperf` (the latency bound checks are in
+    /// the result itself, not figures).
+    fn measurements(&self) -> Vec<yardstick_spec::metrics::Measurement> {
+        let mut out = Vec::new();
+        yardstick_spec::metrics::push_stats(
+            &mut out,
+            yardstick_spec::metrics::id::MLPERF,
+            [
+                ("queries", Some(self.queries as f64)),
+                ("queries_completed", Some(self.queries_completed as f64)),
+                ("samples_per_query", Some(self.samples_per_query as f64)),
+                ("samples_completed", Some(self.samples_completed as f64)),
+                ("samples_failed", Some(self.samples_failed as f64)),
+                ("duration_s", Some(self.duration_s)),
+                ("samples_per_s", Some(self.samples_per_s)),
+            ],
+        );
+        out
+    }
+}
+
 /// A finished scenario: the MLPerf result and the ordinary point (summary and raw records).
 #[derive(Debug)]
 pub struct MlperfRun {

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
+use yardstick_spec::metrics::{Measurement, id, push_stats};
 
 /// One sample line.
 #[derive(Debug, Clone, PartialEq)]
@@ -288,6 +289,47 @@ pub struct ServerMetrics {
     /// from the scheduled send, the server from when it received the request).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttft_client_minus_server_ms: Option<f64>,
+}
+
+impl yardstick_spec::metrics::Measured for ServerMetrics {
+    fn measurements(&self) -> Vec<Measurement> {
+        let mut out = vec![
+            Measurement::value(id::SERVER_SCRAPES, self.server_scrapes as f64),
+            Measurement::value(
+                id::SERVER_SCRAPE_FAILURES,
+                self.server_scrape_failures as f64,
+            ),
+        ];
+        for (metric, g) in [
+            (id::SERVER_RUNNING, self.server_running),
+            (id::SERVER_WAITING, self.server_waiting),
+        ] {
+            if let Some(g) = g {
+                push_stats(
+                    &mut out,
+                    metric,
+                    [("p50", Some(g.p50)), ("max", Some(g.max))],
+                );
+            }
+        }
+        for (metric, v) in [
+            (id::SERVER_KV_CACHE_USAGE, self.server_kv_cache_usage),
+            (id::SERVER_PREEMPTIONS, self.server_preemptions),
+            (
+                id::SERVER_PREFIX_CACHE_HIT_RATE,
+                self.server_prefix_cache_hit_rate,
+            ),
+            (id::SERVER_TTFT_MS, self.server_ttft_ms),
+            (id::SERVER_QUEUE_MS, self.server_queue_ms),
+            (
+                id::TTFT_CLIENT_MINUS_SERVER_MS,
+                self.ttft_client_minus_server_ms,
+            ),
+        ] {
+            out.extend(v.map(|v| Measurement::value(metric, v)));
+        }
+        out
+    }
 }
 
 impl ServerMetrics {

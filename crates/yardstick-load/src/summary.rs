@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
+use yardstick_spec::metrics::{Measured, Measurement, id, push_stats};
 
 use crate::record::{RequestRecord, TokenSource};
 
@@ -167,6 +168,129 @@ pub struct Distribution {
     pub min: f64,
     /// Largest sample.
     pub max: f64,
+}
+
+impl Distribution {
+    /// Its figures as statistics of `metric` (count, mean, p50, p90, p95, p99, min, max).
+    pub fn push_to(&self, out: &mut Vec<Measurement>, metric: &str) {
+        push_stats(
+            out,
+            metric,
+            [
+                ("count", Some(self.count as f64)),
+                ("mean", Some(self.mean)),
+                ("p50", Some(self.p50)),
+                ("p90", Some(self.p90)),
+                ("p95", Some(self.p95)),
+                ("p99", Some(self.p99)),
+                ("min", Some(self.min)),
+                ("max", Some(self.max)),
+            ],
+        );
+    }
+}
+
+impl Measured for PointSummary {
+    /// Every figure of the point. The load level, the stop reason, the per-turn table, the
+    /// shard and the schedule origin describe the point and are not figures.
+    fn measurements(&self) -> Vec<Measurement> {
+        let mut out = Vec::new();
+        let r = &self.requests;
+        push_stats(
+            &mut out,
+            id::REQUESTS,
+            [
+                ("completed", Some(r.completed as f64)),
+                ("failed", Some(r.failed as f64)),
+                ("warmup", Some(r.warmup as f64)),
+            ],
+        );
+        for (metric, v) in [
+            (id::DURATION_S, Some(self.duration_s)),
+            (id::REQUEST_THROUGHPUT, Some(self.request_throughput)),
+            (
+                id::OUTPUT_TOKEN_THROUGHPUT,
+                Some(self.output_token_throughput),
+            ),
+            (
+                id::INPUT_TOKEN_THROUGHPUT,
+                Some(self.input_token_throughput),
+            ),
+            (id::GOODPUT, self.goodput),
+        ] {
+            out.extend(v.map(|v| Measurement::value(metric, v)));
+        }
+        for (metric, d) in [
+            (id::TTFT_MS, &self.ttft_ms),
+            (id::TPOT_MS, &self.tpot_ms),
+            (id::ITL_MS, &self.itl_ms),
+            (id::E2E_MS, &self.e2e_ms),
+            (id::CLIENT_QUEUE_MS, &self.client_queue_ms),
+            (id::ANSWER_TTFT_MS, &self.answer_ttft_ms),
+            (id::REASONING_TOKENS, &self.reasoning_tokens),
+        ] {
+            if let Some(d) = d {
+                d.push_to(&mut out, metric);
+            }
+        }
+        out.extend(
+            self.prompt_cache_hit_rate
+                .map(|v| Measurement::value(id::PROMPT_CACHE_HIT_RATE, v)),
+        );
+        if let Some(s) = &self.sessions {
+            push_stats(
+                &mut out,
+                id::SESSIONS,
+                [
+                    ("completed", Some(s.completed as f64)),
+                    ("failed", Some(s.failed as f64)),
+                    ("cut", Some(s.cut as f64)),
+                    ("turns", Some(s.turns as f64)),
+                ],
+            );
+        }
+        out.extend(
+            self.session_throughput
+                .map(|v| Measurement::value(id::SESSION_THROUGHPUT, v)),
+        );
+        for (metric, d) in [
+            (id::SESSION_DURATION_S, &self.session_duration_s),
+            (id::FIRST_TURN_TTFT_MS, &self.first_turn_ttft_ms),
+            (id::LATER_TURN_TTFT_MS, &self.later_turn_ttft_ms),
+        ] {
+            if let Some(d) = d {
+                d.push_to(&mut out, metric);
+            }
+        }
+        for (source, n) in &self.output_tokens_source {
+            out.push(Measurement::stat(
+                id::OUTPUT_TOKENS_SOURCE,
+                source.as_ref(),
+                *n as f64,
+            ));
+        }
+        out.push(Measurement::value(
+            id::TOKEN_COUNT_DISAGREEMENTS,
+            self.token_count_disagreements as f64,
+        ));
+        for (metric, v) in [
+            (
+                id::COST_PER_1M_OUTPUT_TOKENS,
+                self.cost_per_1m_output_tokens,
+            ),
+            (id::COST_PER_1K_REQUESTS, self.cost_per_1k_requests),
+            (
+                id::ENERGY_J_PER_OUTPUT_TOKEN,
+                self.energy_j_per_output_token,
+            ),
+        ] {
+            out.extend(v.map(|v| Measurement::value(metric, v)));
+        }
+        if let Some(s) = &self.server {
+            out.extend(s.measurements());
+        }
+        out
+    }
 }
 
 impl Distribution {

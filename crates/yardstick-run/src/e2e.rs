@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use yardstick_exec::{CancellationToken, ExecConfig};
-use yardstick_spec::metrics::id;
+use yardstick_spec::metrics::{Measured, Measurement, id};
 use yardstick_spec::{E2eLayer, Trials};
 use yardstick_store::samples::{Column, Table};
 
@@ -18,6 +18,8 @@ use crate::RunError;
 pub struct E2eOutcome {
     /// Process figures and the training analysis; `error` when the run failed.
     pub summary: serde_json::Value,
+    /// Its figures: the process's and the training analysis's.
+    pub measurements: Vec<Measurement>,
     /// One row for the process run.
     pub samples: Table,
     /// Log files (name relative to the replicate's log directory, contents).
@@ -111,6 +113,31 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         .first()
         .ok_or_else(|| RunError::Workload("the command did not run".into()))?;
 
+    // The figures: the process's, where its wall time went, and the training analysis's.
+    let mut measurements = vec![
+        Measurement::value(id::WALL_S, run.wall_s),
+        Measurement::value(id::USER_S, run.user_s),
+        Measurement::value(id::SYS_S, run.sys_s),
+        Measurement::value(id::MAX_RSS_BYTES, run.max_rss_bytes as f64),
+    ];
+    measurements.extend(
+        run.exit_code
+            .map(|c| Measurement::value(id::EXIT_CODE, f64::from(c))),
+    );
+    if let Some(t) = &run.timeline {
+        for (k, v) in [
+            (id::STARTUP_S, t.startup_s),
+            (id::TEARDOWN_S, t.teardown_s),
+            (id::SERVICE_S, t.service_s),
+            (id::BETWEEN_STEPS_S, t.between_steps_s),
+        ] {
+            measurements.push(Measurement::value(k, v));
+        }
+    }
+    if let Some(t) = &run.training {
+        measurements.extend(t.measurements());
+    }
+
     let mut summary = serde_json::Map::new();
     summary.insert(id::WALL_S.into(), serde_json::json!({"value": run.wall_s}));
     summary.insert(id::USER_S.into(), serde_json::json!({"value": run.user_s}));
@@ -201,6 +228,7 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         );
     Ok(E2eOutcome {
         summary: summary.into(),
+        measurements,
         samples,
         logs,
         profile,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use yardstick_eval::backend::HttpBackend;
 use yardstick_eval::{Decoding, EvalError, EvalReport, Shard, Task};
 use yardstick_load::Api;
-use yardstick_spec::metrics::id;
+use yardstick_spec::metrics::{Measurement, id, push_stats};
 
 use crate::RunError;
 use crate::plan::{Plan, PointWork};
@@ -87,8 +87,12 @@ impl EvalInputs {
 
 /// The outcome of one eval replicate.
 pub struct EvalOutcome {
-    /// The replicate summary (facts are flattened from it).
+    /// The replicate summary.
     pub summary: Value,
+    /// Its figures ([`measurements`]).
+    pub measurements: Vec<Measurement>,
+    /// The items (task) or tokens (perplexity) behind the figures.
+    pub n: u64,
     /// `eval.json` and `items.jsonl` of this replicate.
     pub files: Vec<(String, Vec<u8>)>,
 }
@@ -187,15 +191,46 @@ pub fn run_replicate(
         report.perplexity = Some(p);
     }
     let summary = summarize(&report);
+    let (measurements, n) = measurements(&report);
     let mut eval_json = serde_json::to_vec_pretty(&report.to_json()).expect("JSON");
     eval_json.push(b'\n');
     Ok(EvalOutcome {
         summary,
+        measurements,
+        n,
         files: vec![
             ("eval.json".into(), eval_json),
             ("items.jsonl".into(), report.items_jsonl().into_bytes()),
         ],
     })
+}
+
+/// The units a task's summary declares for its figures.
+const TASK_UNITS: &[(&str, &str)] = &[
+    (id::ACCURACY, "fraction"),
+    (id::ACCURACY_CI, "fraction"),
+    (id::DETERMINISM, "fraction"),
+    (id::MEAN_SCORE, "fraction"),
+    (id::CORRECT, "count"),
+    (id::ERRORS, "count"),
+    (id::OUTPUT_TOKENS, "count"),
+    (id::ITEMS_PER_S, "req/s"),
+    (id::BLEU, "BLEU"),
+];
+
+/// The units a perplexity summary declares.
+const PERPLEXITY_UNITS: &[(&str, &str)] = &[
+    (id::PERPLEXITY, ""),
+    (id::NLL, "nats"),
+    (id::PERPLEXITY_TOKENS, "count"),
+];
+
+fn units(table: &[(&str, &str)]) -> Value {
+    table
+        .iter()
+        .map(|(k, u)| ((*k).to_string(), Value::from(*u)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 /// The replicate summary of an eval report (one task, or the perplexity point). Every request
@@ -220,10 +255,7 @@ pub fn summarize(report: &EvalReport) -> Value {
             (id::ERRORS): t.errors,
             (id::MEAN_SCORE): t.mean_score,
             (id::ITEMS_PER_S): report.requests_per_s,
-            "units": {(id::ACCURACY): "fraction", (id::ACCURACY_CI): "fraction",
-                      (id::DETERMINISM): "fraction", (id::MEAN_SCORE): "fraction",
-                      (id::CORRECT): "count", (id::ERRORS): "count", (id::OUTPUT_TOKENS): "count",
-                      (id::ITEMS_PER_S): "req/s", (id::BLEU): "BLEU"},
+            "units": units(TASK_UNITS),
         });
         if let Some(d) = t.determinism {
             s[id::DETERMINISM] = json!(d);
@@ -250,7 +282,7 @@ pub fn summarize(report: &EvalReport) -> Value {
     };
     let mut s = json!({
         "eval": {"perplexity": p.source, "n": p.tokens, "paragraphs": p.paragraphs},
-        "units": {(id::PERPLEXITY): "", (id::NLL): "nats", (id::PERPLEXITY_TOKENS): "count"},
+        "units": units(PERPLEXITY_UNITS),
     });
     match (p.value, p.nll) {
         (Some(v), Some(nll)) => {
@@ -267,6 +299,77 @@ pub fn summarize(report: &EvalReport) -> Value {
         }
     }
     s
+}
+
+/// The figures of an eval report, with the items (a task) or tokens (perplexity) behind them,
+/// in the units [`summarize`] declares; none when every request failed or nothing was measured.
+pub fn measurements(report: &EvalReport) -> (Vec<Measurement>, u64) {
+    let unit = |m: Measurement| {
+        let declared = TASK_UNITS
+            .iter()
+            .chain(PERPLEXITY_UNITS)
+            .find(|(k, _)| *k == m.metric)
+            .map(|(_, u)| *u);
+        m.in_unit(declared)
+    };
+    if let Some(t) = report.tasks.first() {
+        if !t.items.is_empty() && t.errors == t.items.len() {
+            return (Vec::new(), t.n as u64);
+        }
+        let mut out = vec![
+            Measurement::value(id::ACCURACY, t.accuracy),
+            Measurement::stat(id::ACCURACY_CI, "lo", t.ci[0]),
+            Measurement::stat(id::ACCURACY_CI, "hi", t.ci[1]),
+            Measurement::value(id::CORRECT, t.correct as f64),
+            Measurement::value(id::ERRORS, t.errors as f64),
+            Measurement::value(id::MEAN_SCORE, t.mean_score),
+            Measurement::value(id::ITEMS_PER_S, report.requests_per_s),
+        ];
+        out.extend(
+            t.determinism
+                .map(|d| Measurement::value(id::DETERMINISM, d)),
+        );
+        if let Some(l) = t.latency_ms {
+            push_stats(
+                &mut out,
+                id::LATENCY_MS,
+                [
+                    ("mean", Some(l.mean)),
+                    ("p50", Some(l.p50)),
+                    ("max", Some(l.max)),
+                ],
+            );
+        }
+        out.extend(
+            t.output_tokens
+                .map(|n| Measurement::value(id::OUTPUT_TOKENS, n as f64)),
+        );
+        for (k, v) in [
+            (id::MEAN_F1, t.mean_f1),
+            (id::MEAN_ROUGE_L, t.mean_rouge_l),
+            (id::BLEU, t.bleu),
+        ] {
+            out.extend(v.map(|v| Measurement::value(k, v)));
+        }
+        return (out.into_iter().map(unit).collect(), t.n as u64);
+    }
+    match &report.perplexity {
+        Some(p) => match (p.value, p.nll) {
+            (Some(v), Some(nll)) => (
+                [
+                    Measurement::value(id::PERPLEXITY, v),
+                    Measurement::value(id::NLL, nll),
+                    Measurement::value(id::PERPLEXITY_TOKENS, p.tokens as f64),
+                ]
+                .into_iter()
+                .map(unit)
+                .collect(),
+                p.tokens,
+            ),
+            _ => (Vec::new(), p.tokens),
+        },
+        None => (Vec::new(), 1),
+    }
 }
 
 /// A one-line headline of an eval replicate summary, if it is one.
@@ -395,11 +498,14 @@ mod tests {
             item("b", 1, false, None),
         ];
         let t = TaskResult::summarise("t", recs, 2, 0.95, Some("exact")).unwrap();
-        let s = summarize(&report(vec![t], None));
+        let r = report(vec![t], None);
+        let s = summarize(&r);
         assert_eq!(s["accuracy"], 0.5);
         assert_eq!(s["determinism"], 1.0);
         assert_eq!(s["eval"]["n"], 2);
-        let facts = crate::facts::replicate_facts("r", "p", 0, &s, None);
+        let (m, n) = measurements(&r);
+        let facts =
+            crate::facts::replicate_facts("r", "p", 0, &crate::facts::Figures::with_n(m, n), None);
         let acc = facts.iter().find(|f| f.metric == "accuracy").unwrap();
         assert_eq!(
             (acc.statistic.as_str(), acc.unit.as_str(), acc.n),
@@ -430,9 +536,10 @@ mod tests {
             source: "builtin".into(),
             unsupported: Some("shifted".into()),
         };
-        let s = summarize(&report(vec![], Some(p)));
+        let r = report(vec![], Some(p));
+        let s = summarize(&r);
         assert!(s.get("perplexity").is_none(), "{s}");
-        assert!(crate::facts::flatten(&s).is_empty(), "{s}");
+        assert!(measurements(&r).0.is_empty());
         assert!(headline(&s).unwrap().contains("unsupported"));
     }
 }

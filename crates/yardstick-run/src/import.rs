@@ -18,11 +18,13 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_json::{Value, json};
+use yardstick_spec::metrics::Measurement;
 use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow};
 use yardstick_store::{RunWriter, ToolInfo};
 use yardstick_workloads::micro::MicroResult;
 use yardstick_workloads::micro::ingest::{self, Format, IngestError};
 
+use crate::facts::Figures;
 use crate::{RunError, facts};
 
 /// The tools whose output can be imported.
@@ -441,6 +443,7 @@ pub fn import(
             .zip(&stored)
             .map(|(results, (rel, _))| StoredReplicate {
                 summary: replicate_summary(results),
+                figures: Figures::new(replicate_measurements(results)),
                 artifact: rel.clone(),
                 results: results
                     .iter()
@@ -490,10 +493,11 @@ pub(crate) struct StoredPoint {
     pub replicates: Vec<StoredReplicate>,
 }
 
-/// One replicate of an imported point: its summary (flattened into facts) and the input file
+/// One replicate of an imported point: its summary, its figures (its facts) and the input file
 /// it came from.
 pub(crate) struct StoredReplicate {
     pub summary: Value,
+    pub figures: Figures,
     pub artifact: String,
     pub results: Vec<Value>,
 }
@@ -620,6 +624,7 @@ pub(crate) fn write_run(
                 "replicate": replicate,
                 "source": r.artifact,
                 "summary": r.summary,
+                "figures": r.figures,
             });
             if !r.results.is_empty() {
                 record["results"] = Value::Array(r.results.clone());
@@ -633,7 +638,7 @@ pub(crate) fn write_run(
                 &run_id,
                 &p.id,
                 replicate,
-                &r.summary,
+                &r.figures,
                 Some(&r.artifact),
             ))?;
             wh.upsert_replicate(&ReplicateRow {
@@ -645,7 +650,7 @@ pub(crate) fn write_run(
                 ended_at: Some(now),
                 artifact: Some(r.artifact.clone()),
             })?;
-            summaries.push(r.summary.clone());
+            summaries.push(Some(r.figures.clone()));
         }
         per_point.push((p.id.clone(), summaries));
     }
@@ -695,6 +700,22 @@ fn replicate_summary(results: &[MicroResult]) -> Value {
     }
     summary.insert("units".into(), units.into());
     summary.into()
+}
+
+/// The figures of one imported file: each result's value (and its best and worst when the
+/// tool reports them), in the result's unit.
+fn replicate_measurements(results: &[MicroResult]) -> Vec<Measurement> {
+    let mut out = Vec::new();
+    for r in results {
+        let mut stats = vec![("value", r.value)];
+        if r.max != r.value || r.min != r.value {
+            stats.extend([("min", r.min), ("max", r.max)]);
+        }
+        for (s, v) in stats {
+            out.push(Measurement::stat(&r.name, s, v).in_unit(Some(&r.unit)));
+        }
+    }
+    out
 }
 
 fn figures(point: &str, parsed: &[Vec<MicroResult>], aggregate: &[FactRow]) -> Vec<ImportedFigure> {

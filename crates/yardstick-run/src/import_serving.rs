@@ -12,11 +12,12 @@
 use serde_json::{Value, json};
 
 use crate::RunError;
+use crate::facts::Figures;
 use crate::import::{
     ImportFile, ImportOptions, ImportOutcome, ImportedFigure, StoredPoint, StoredReplicate, Tool,
     write_run,
 };
-use yardstick_spec::metrics::id;
+use yardstick_spec::metrics::{Measurement, id};
 
 /// The statistics of a latency distribution, in yardstick's order.
 pub const STATS: [&str; 8] = ["count", "min", "mean", "p50", "p90", "p95", "p99", "max"];
@@ -57,6 +58,24 @@ impl ServingPoint {
             self.load_mode,
             fmt_value(self.load_value)
         )
+    }
+
+    /// The point's figures under our ids: each latency's statistics, each value, and the
+    /// completed and failed requests.
+    pub fn measurements(&self) -> Vec<Measurement> {
+        let mut out = Vec::new();
+        for (m, d) in &self.latencies {
+            for (k, v) in d {
+                out.push(Measurement::stat(*m, *k, *v));
+            }
+        }
+        for (m, v) in &self.values {
+            out.push(Measurement::value(*m, *v));
+        }
+        for (s, v) in [("completed", self.completed), ("failed", self.failed)] {
+            out.extend(v.map(|v| Measurement::stat(id::REQUESTS, s, (v.round() as u64) as f64)));
+        }
+        out
     }
 
     /// The replicate summary in the shape a serve point's is: `{"ttft_ms": {"mean": ..},
@@ -905,6 +924,7 @@ pub fn import(
             }),
             replicates: vec![StoredReplicate {
                 summary: p.summary(),
+                figures: Figures::new(p.measurements()),
                 artifact,
                 results: Vec::new(),
             }],

@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
-use yardstick_store::warehouse::{PointRow, ReplicateRow, RunRow, RunRows, Warehouse};
+use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow, RunRows, Warehouse};
 use yardstick_store::{ReplicateStatus, StoreError};
 
 use crate::RunError;
+use crate::facts::Figures;
 use crate::plan::{PointWork, plan};
 
 /// The point's `kind` column: the micro benchmark's name, or what runs (`serve`, `eval`, ...).
@@ -30,23 +31,24 @@ pub(crate) fn point_kind(work: &PointWork) -> String {
     }
 }
 
-/// The replicate row and facts of one sealed result record, as `yardstick run` writes them when
-/// the replicate finishes.
+/// The replicate row, facts and figures of one sealed result record, as `yardstick run` writes
+/// them when the replicate finishes; an error names what of the record does not read.
 pub(crate) fn replicate_rows(
     run_id: &str,
     point_id: &str,
     replicate: u32,
     record: &Value,
     started_fallback: &str,
-) -> (ReplicateRow, Vec<yardstick_store::warehouse::FactRow>) {
+) -> Result<(ReplicateRow, Vec<FactRow>, Figures), String> {
     let summary = &record["summary"];
     // A measured replicate names its raw samples; an imported one the file it came from.
     let artifact = record["samples"]
         .as_str()
         .or_else(|| record["source"].as_str())
         .map(str::to_string);
+    let figures = Figures::of_record(record)?;
     let facts =
-        crate::facts::replicate_facts(run_id, point_id, replicate, summary, artifact.as_deref());
+        crate::facts::replicate_facts(run_id, point_id, replicate, &figures, artifact.as_deref());
     let time = |k: &str| record[k].as_str().map(str::to_string);
     let row = ReplicateRow {
         run_id: run_id.to_string(),
@@ -61,7 +63,7 @@ pub(crate) fn replicate_rows(
         ended_at: time("ended_at").or_else(|| Some(started_fallback.to_string())),
         artifact,
     };
-    (row, facts)
+    Ok((row, facts, figures))
 }
 
 fn bad(dir: &Path, what: impl std::fmt::Display) -> RunError {
@@ -186,14 +188,15 @@ pub fn read_run_dir(dir: &Path, location: &str) -> Result<RunRows, RunError> {
     let mut per_point = Vec::new();
     for p in &points {
         let records = &by_point[&p.point_id];
-        let mut summaries = Vec::with_capacity(records.len());
+        let mut figures = Vec::with_capacity(records.len());
         for (r, record) in records {
-            let (row, f) = replicate_rows(&run_id, &p.point_id, *r, record, started);
+            let (row, f, fig) = replicate_rows(&run_id, &p.point_id, *r, record, started)
+                .map_err(|e| bad(dir, format!("{} r{r}: {e}", p.point_id)))?;
+            figures.push((row.status != ReplicateStatus::Failed).then_some(fig));
             replicates.push(row);
             facts.extend(f);
-            summaries.push(record["summary"].clone());
         }
-        per_point.push((p.point_id.clone(), summaries));
+        per_point.push((p.point_id.clone(), figures));
     }
     facts.extend(crate::facts::aggregate(&run_id, &per_point, level));
     let run = RunRow {

@@ -30,6 +30,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
+use facts::Figures;
 use serde::{Deserialize, Serialize};
 use yardstick_spec::{BenchmarkRun, Signing};
 use yardstick_store::warehouse::{PointRow, ReplicateRow, RunRow};
@@ -1012,7 +1013,14 @@ pub fn execute(
                             "state": if out.is_ok() { "COMPLETED" } else { "FAILED" },
                             "error": out.as_ref().err().map(ToString::to_string),
                         }));
-                        out.map(|o| (o.summary, Some(o.samples), Vec::new()))
+                        out.map(|o| {
+                            (
+                                o.summary,
+                                Figures::new(o.measurements),
+                                Some(o.samples),
+                                Vec::new(),
+                            )
+                        })
                     }
                     // Split across every task of the allocation, merged exactly (MLPerf
                     // scenarios and capacity searches are not sharded).
@@ -1051,12 +1059,24 @@ pub fn execute(
                             exit_code: exit,
                             source: "srun".into(),
                         });
-                        out.map(|o| (o.summary, Some(o.samples), Vec::new()))
+                        out.map(|o| {
+                            (
+                                o.summary,
+                                Figures::new(o.measurements),
+                                Some(o.samples),
+                                Vec::new(),
+                            )
+                        })
                     }
                     _ => serve::run_replicate(&rt, &point.work, &url, seed, opts.cancel.clone())
                         .map(|o| {
                             let files = o.files();
-                            (o.summary, Some(o.samples), files)
+                            (
+                                o.summary,
+                                Figures::new(o.measurements),
+                                Some(o.samples),
+                                files,
+                            )
                         }),
                 }
             }
@@ -1068,12 +1088,23 @@ pub fn execute(
                 };
                 eval::run_replicate(&rt, &point.work, &eval_inputs, &url).map(|o| {
                     eval_files = o.files;
-                    (o.summary, None, Vec::new())
+                    (
+                        o.summary,
+                        Figures::with_n(o.measurements, o.n),
+                        None,
+                        Vec::new(),
+                    )
                 })
             }
             PointWork::Micro { micro: kind, sizes } => {
-                micro::run_replicate(kind, sizes.as_ref(), &trials, seed)
-                    .map(|o| (o.summary, Some(o.samples), Vec::new()))
+                micro::run_replicate(kind, sizes.as_ref(), &trials, seed).map(|o| {
+                    (
+                        o.summary,
+                        Figures::new(o.measurements),
+                        Some(o.samples),
+                        Vec::new(),
+                    )
+                })
             }
             PointWork::Train {
                 layer,
@@ -1112,13 +1143,18 @@ pub fn execute(
                 })
                 .map(|o| {
                     profiled = o.profile;
-                    (o.summary, Some(o.samples), o.logs)
+                    (
+                        o.summary,
+                        Figures::new(o.measurements),
+                        Some(o.samples),
+                        o.logs,
+                    )
                 })
             }
             PointWork::Startup { layer, argv, cache } => {
                 let entry = component_layers.get(*layer).cloned().unwrap_or_default();
                 startup::run_replicate(&entry, argv, cache, &scratch, opts.cancel.clone())
-                    .map(|o| (o.summary, None, o.logs))
+                    .map(|o| (o.summary, Figures::new(o.measurements), None, o.logs))
             }
             PointWork::Dataloader { .. } => loader::run_replicate(
                 &point.work,
@@ -1127,7 +1163,14 @@ pub fn execute(
                 step.replicate,
                 opts.cancel.clone(),
             )
-            .map(|o| (o.summary, Some(o.samples), o.logs)),
+            .map(|o| {
+                (
+                    o.summary,
+                    Figures::new(o.measurements),
+                    Some(o.samples),
+                    o.logs,
+                )
+            }),
             PointWork::Command { layer, argv, .. } => {
                 let entry = e2e_layers.get(*layer).cloned().unwrap_or_default();
                 // On Slurm, one step over every task of the allocation (ranks from
@@ -1163,7 +1206,12 @@ pub fn execute(
                     })
                     .map(|o| {
                         profiled = o.profile;
-                        (o.summary, Some(o.samples), o.logs)
+                        (
+                            o.summary,
+                            Figures::new(o.measurements),
+                            Some(o.samples),
+                            o.logs,
+                        )
                     })
                 });
                 match &group {
@@ -1236,10 +1284,15 @@ pub fn execute(
             interrupted = true;
             break;
         }
-        let (summary, samples, logs) = match outcome {
+        let (summary, figures, samples, logs) = match outcome {
             Ok(x) => x,
             // A workload that cannot run is measured as a failed replicate, not a crash.
-            Err(RunError::Workload(msg)) => (serde_json::json!({"error": msg}), None, Vec::new()),
+            Err(RunError::Workload(msg)) => (
+                serde_json::json!({"error": msg}),
+                Figures::default(),
+                None,
+                Vec::new(),
+            ),
             Err(e) => return Err(e),
         };
         if let Some(e) = summary.get("error").and_then(|e| e.as_str()) {
@@ -1310,6 +1363,7 @@ pub fn execute(
             "ended_at": yardstick_env::now_rfc3339(),
             "samples": sample_artifact,
             "summary": summary,
+            "figures": figures,
         });
         writer.add(
             &result_path,
@@ -1324,7 +1378,7 @@ pub fn execute(
         (opts.on_event)(Event::StepDone {
             point: point.id.clone(),
             replicate: step.replicate,
-            headline: facts::headline(&summary),
+            headline: facts::headline(&summary, &figures),
         });
     }
     if let Some(s) = sim {
@@ -1387,19 +1441,23 @@ pub fn execute(
         .and_then(|s| s.trials.as_ref())
         .and_then(|t| t.confidence_level)
         .unwrap_or(0.95);
-    let mut per_point = Vec::new();
+    let (mut per_point, mut per_point_figures) = (Vec::new(), Vec::new());
     for p in &plan.points {
-        let mut reps = Vec::new();
+        let (mut reps, mut figures_per_point) = (Vec::new(), Vec::new());
         for r in 0..plan.replicates {
             let path = writer.dir().join(artifact_paths(p, r).1);
             let v: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(&path).map_err(StoreError::from)?)
                     .map_err(|e| RunError::Internal(format!("{}: {e}", path.display())))?;
+            let figures = Figures::of_record(&v)
+                .map_err(|e| RunError::Internal(format!("{}: {e}", path.display())))?;
+            figures_per_point.push(v["summary"].get("error").is_none().then_some(figures));
             reps.push(v["summary"].clone());
         }
         per_point.push((p.id.clone(), reps));
+        per_point_figures.push((p.id.clone(), figures_per_point));
     }
-    let mut aggregate = facts::aggregate(&run_id, &per_point, level);
+    let mut aggregate = facts::aggregate(&run_id, &per_point_figures, level);
     // Profiles: their analysis is the point's `profile.*` facts (one profiled replicate, no
     // interval) and a `profiles` section of the summary, beside the measured figures.
     let mut profiles = serde_json::Map::new();
@@ -1526,7 +1584,8 @@ fn index_replicate(
     replicate: u32,
     record: &serde_json::Value,
 ) -> Result<(), RunError> {
-    let (row, facts) = index::replicate_rows(run_id, point_id, replicate, record, "");
+    let (row, facts, _) = index::replicate_rows(run_id, point_id, replicate, record, "")
+        .map_err(|e| RunError::Internal(format!("{point_id} r{replicate}: {e}")))?;
     wh.upsert_facts(&facts)?;
     wh.upsert_replicate(&ReplicateRow {
         ended_at: record["ended_at"].as_str().map(str::to_string),

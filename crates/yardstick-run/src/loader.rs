@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
-use yardstick_spec::metrics::id;
+use yardstick_spec::metrics::{Measured, Measurement, id};
 use yardstick_spec::{CacheMode, LoaderFormat, LoaderSource};
 use yardstick_workloads::loader::{Batch, ReaderConfig, list_files, read_pass, supply};
 
@@ -27,6 +27,8 @@ pub struct LoaderReplicate {
     /// `loader_batches` (each `{"value": x}`), `loader_batch_ms` (a distribution); `pass`
     /// describes what was read and how cold it was; `error` when the pass failed.
     pub summary: Value,
+    /// Its figures, from the batches' supply.
+    pub measurements: Vec<Measurement>,
     /// One row per batch the loop received: `batch`, `wait_ms`, `samples`, `bytes`.
     pub samples: Table,
     /// `stdout.log` and `stderr.log` of a loader command.
@@ -129,6 +131,7 @@ fn builtin(cfg: &ReaderConfig, timeout: Duration, cancel: &CancellationToken) ->
         Err(e) => {
             return LoaderReplicate {
                 summary: json!({ "error": e.to_string() }),
+                measurements: Vec::new(),
                 samples: batch_table(&[]),
                 logs: Vec::new(),
             };
@@ -243,6 +246,9 @@ fn finish(
     }
     LoaderReplicate {
         summary: s.into(),
+        measurements: supply(batches)
+            .map(|s| s.measurements())
+            .unwrap_or_default(),
         samples: batch_table(batches),
         logs,
     }

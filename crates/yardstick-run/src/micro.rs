@@ -1,6 +1,7 @@
 //! The micro executor: one replicate of a micro point is one trial (fresh buffers, files,
 //! sockets) of the built-in micro benchmark; its iterations are the raw samples.
 
+use yardstick_spec::metrics::{Measured, Measurement};
 use yardstick_spec::{MicroKind, Trials};
 use yardstick_store::samples::{Column, Table};
 use yardstick_workloads::micro::{self, MicroConfig, TrialPolicy};
@@ -11,6 +12,8 @@ use crate::RunError;
 pub struct MicroOutcome {
     /// `{"<result name>": {"value", "mean", "min", "max", "cv"}, "units": {...}, "warnings": [...]}`.
     pub summary: serde_json::Value,
+    /// Its figures, from the micro report.
+    pub measurements: Vec<Measurement>,
     /// One row per measured iteration.
     pub samples: Table,
 }
@@ -72,6 +75,7 @@ pub fn run_replicate(
     }
     Ok(MicroOutcome {
         summary: summary.into(),
+        measurements: report.measurements(),
         samples: Table::new()
             .with("name", Column::Str(names))
             .with("iteration", Column::I64(iters))

@@ -14,12 +14,14 @@ use yardstick_store::samples::{Column, Table};
 
 use crate::RunError;
 use crate::plan::PointWork;
-use yardstick_spec::metrics::id;
+use yardstick_spec::metrics::{Measured, Measurement, id};
 
 /// The outcome of one serve replicate.
 pub struct ServeOutcome {
     /// The point summary as JSON (the shape `bench serve --json` prints per point).
     pub summary: serde_json::Value,
+    /// Its figures, from the typed summary (the facts of the replicate).
+    pub measurements: Vec<Measurement>,
     /// Raw records, one row per request.
     pub samples: Table,
     /// The server's metrics, one row per scrape (`server-metrics.parquet` beside the logs).
@@ -207,8 +209,11 @@ pub fn run_replicate(
         let mut summary = serde_json::to_value(&run.point.summary).expect("summary is JSON");
         drop_timestamps(&mut summary);
         summary[id::MLPERF] = serde_json::to_value(&run.result).expect("result is JSON");
+        let mut measurements = run.point.summary.measurements();
+        measurements.extend(run.result.measurements());
         return Ok(ServeOutcome {
             summary,
+            measurements,
             samples: records_table(&run.point.records),
             server_series: server_series_table(&run.point.summary.server_series),
         });
@@ -223,6 +228,7 @@ pub fn run_replicate(
     drop_timestamps(&mut summary);
     Ok(ServeOutcome {
         summary,
+        measurements: result.summary.measurements(),
         samples: records_table(&result.records),
         server_series: server_series_table(&result.summary.server_series),
     })
@@ -276,6 +282,24 @@ fn run_capacity(
         id::CAPACITY_RPS
     };
     let requests: u64 = result.probes.iter().map(|p| p.requests).sum();
+    // The figures of the search: the capacity, the probes it took, their requests, the
+    // throughput at the capacity and (with a cost model) its price.
+    let mut measurements = vec![
+        Measurement::value(metric, result.capacity.unwrap_or(0.0)),
+        Measurement::value(id::CAPACITY_PROBES, result.probes.len() as f64),
+        Measurement::stat(id::REQUESTS, "completed", requests as f64),
+    ];
+    if let Some(t) = result.output_token_throughput {
+        measurements.push(Measurement::value(id::CAPACITY_OUTPUT_TOKEN_THROUGHPUT, t));
+        if let Some(c) = &bench.cost
+            && let (Some(per_m), _) = c.of(t, 0.0)
+        {
+            measurements.push(Measurement::value(
+                id::CAPACITY_COST_PER_1M_OUTPUT_TOKENS,
+                per_m,
+            ));
+        }
+    }
     let mut summary = serde_json::json!({
         metric: result.capacity.unwrap_or(0.0),
         (id::CAPACITY_PROBES): result.probes.len(),
@@ -283,13 +307,8 @@ fn run_capacity(
         "load": {"mode": "capacity", "axis": c.axis},
         "capacity": result,
     });
-    if let Some(t) = summary["capacity"]["output_token_throughput"].as_f64() {
-        summary[id::CAPACITY_OUTPUT_TOKEN_THROUGHPUT] = t.into();
-        if let Some(c) = &bench.cost
-            && let (Some(per_m), _) = c.of(t, 0.0)
-        {
-            summary[id::CAPACITY_COST_PER_1M_OUTPUT_TOKENS] = per_m.into();
-        }
+    for m in &measurements[3..] {
+        summary[&m.metric] = m.value.into();
     }
     if let Some(probes) = summary["capacity"]["probes"].as_array_mut() {
         for p in probes {
@@ -298,6 +317,7 @@ fn run_capacity(
     }
     Ok(ServeOutcome {
         summary,
+        measurements,
         samples: records_table(&[]),
         server_series: None,
     })
@@ -453,6 +473,7 @@ pub fn merge_shards(
     }
     Ok(ServeOutcome {
         summary,
+        measurements: result.summary.measurements(),
         samples: records_table(&result.records),
         server_series: server_series_table(&result.summary.server_series),
     })

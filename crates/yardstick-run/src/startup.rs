@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use yardstick_exec::startup::{Cache, Readiness, StartupSpec, measure_startup};
 use yardstick_spec::ComponentLayer;
-use yardstick_spec::metrics::id as metric_id;
+use yardstick_spec::metrics::{Measurement, id as metric_id};
 
 use crate::RunError;
 use crate::plan::STARTUP_TIMEOUT;
@@ -19,6 +19,8 @@ pub struct StartupReplicate {
     /// `startup_peak_rss_bytes` (each `{"value": x}`), the cache state, warnings; `error` when
     /// it never became ready.
     pub summary: Value,
+    /// Its figures: the times and the peak memory.
+    pub measurements: Vec<Measurement>,
     /// `stdout.log` and `stderr.log` of the measured start.
     pub logs: Vec<(String, Vec<u8>)>,
 }
@@ -60,6 +62,7 @@ pub fn run_replicate(
     };
     let o = measure_startup(&spec, Some(&cancel)).map_err(|e| RunError::Workload(e.to_string()))?;
     let mut s = serde_json::Map::new();
+    let mut measurements = Vec::new();
     for (id, v) in [
         (metric_id::TIME_TO_READY_S, o.ready_s),
         (metric_id::TIME_TO_FIRST_OUTPUT_S, o.first_output_s),
@@ -68,8 +71,13 @@ pub fn run_replicate(
     ] {
         if let Some(v) = v {
             s.insert(id.into(), json!({ "value": v }));
+            measurements.push(Measurement::value(id, v));
         }
     }
+    measurements.push(Measurement::value(
+        metric_id::STARTUP_PEAK_RSS_BYTES,
+        o.peak_rss_bytes as f64,
+    ));
     s.insert(
         metric_id::STARTUP_PEAK_RSS_BYTES.into(),
         json!({ "value": o.peak_rss_bytes }),
@@ -96,6 +104,7 @@ pub fn run_replicate(
     let _ = std::fs::remove_dir_all(&dir);
     Ok(StartupReplicate {
         summary: s.into(),
+        measurements,
         logs,
     })
 }

@@ -307,6 +307,46 @@ pub mod id {
     pub const PROFILE_STEP_S: &str = "profile.step_s";
     /// `profile.comm_overlap`.
     pub const PROFILE_COMM_OVERLAP: &str = "profile.comm_overlap";
+    /// `session_throughput`.
+    pub const SESSION_THROUGHPUT: &str = "session_throughput";
+    /// `first_turn_ttft_ms`.
+    pub const FIRST_TURN_TTFT_MS: &str = "first_turn_ttft_ms";
+    /// `later_turn_ttft_ms`.
+    pub const LATER_TURN_TTFT_MS: &str = "later_turn_ttft_ms";
+    /// `token_count_disagreements`.
+    pub const TOKEN_COUNT_DISAGREEMENTS: &str = "token_count_disagreements";
+    /// `cost_per_1m_output_tokens`.
+    pub const COST_PER_1M_OUTPUT_TOKENS: &str = "cost_per_1m_output_tokens";
+    /// `cost_per_1k_requests`.
+    pub const COST_PER_1K_REQUESTS: &str = "cost_per_1k_requests";
+    /// `energy_j_per_output_token`.
+    pub const ENERGY_J_PER_OUTPUT_TOKEN: &str = "energy_j_per_output_token";
+    /// `server_scrapes`.
+    pub const SERVER_SCRAPES: &str = "server_scrapes";
+    /// `server_running`.
+    pub const SERVER_RUNNING: &str = "server_running";
+    /// `server_waiting`.
+    pub const SERVER_WAITING: &str = "server_waiting";
+    /// `server_kv_cache_usage`.
+    pub const SERVER_KV_CACHE_USAGE: &str = "server_kv_cache_usage";
+    /// `server_preemptions`.
+    pub const SERVER_PREEMPTIONS: &str = "server_preemptions";
+    /// `server_prefix_cache_hit_rate`.
+    pub const SERVER_PREFIX_CACHE_HIT_RATE: &str = "server_prefix_cache_hit_rate";
+    /// `server_ttft_ms`.
+    pub const SERVER_TTFT_MS: &str = "server_ttft_ms";
+    /// `server_queue_ms`.
+    pub const SERVER_QUEUE_MS: &str = "server_queue_ms";
+    /// `ttft_client_minus_server_ms`.
+    pub const TTFT_CLIENT_MINUS_SERVER_MS: &str = "ttft_client_minus_server_ms";
+    /// `measured_steps`.
+    pub const MEASURED_STEPS: &str = "measured_steps";
+    /// `records`.
+    pub const RECORDS: &str = "records";
+    /// `malformed_lines`.
+    pub const MALFORMED_LINES: &str = "malformed_lines";
+    /// `cost`.
+    pub const COST: &str = "cost";
 }
 
 macro_rules! m {
@@ -372,7 +412,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "server_scrapes",
+        id::SERVER_SCRAPES,
         "count",
         Neither,
         Descriptive,
@@ -390,7 +430,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Scrapes of the server's Prometheus endpoint that failed during a point."
     ),
     m!(
-        "server_running",
+        id::SERVER_RUNNING,
         "requests",
         Neither,
         Descriptive,
@@ -399,7 +439,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Requests the server was running (vllm:num_requests_running and its peers), over the point's scrapes."
     ),
     m!(
-        "server_waiting",
+        id::SERVER_WAITING,
         "requests",
         Neither,
         Descriptive,
@@ -408,7 +448,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Requests waiting in the server's queue (vllm:num_requests_waiting and its peers), over the point's scrapes."
     ),
     m!(
-        "server_kv_cache_usage",
+        id::SERVER_KV_CACHE_USAGE,
         "fraction",
         Neither,
         Descriptive,
@@ -417,7 +457,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "The server's largest KV-cache usage during the point (0-1)."
     ),
     m!(
-        "server_preemptions",
+        id::SERVER_PREEMPTIONS,
         "count",
         LowerIsBetter,
         Descriptive,
@@ -426,7 +466,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Sequences the server preempted during the point."
     ),
     m!(
-        "server_prefix_cache_hit_rate",
+        id::SERVER_PREFIX_CACHE_HIT_RATE,
         "fraction",
         HigherIsBetter,
         Descriptive,
@@ -435,7 +475,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Prefix-cache hits over queries during the point, as the server counts them."
     ),
     m!(
-        "server_ttft_ms",
+        id::SERVER_TTFT_MS,
         "ms",
         LowerIsBetter,
         Latency,
@@ -444,7 +484,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "The server's own mean time to first token during the point (its histogram's sum over count), from when it received each request."
     ),
     m!(
-        "server_queue_ms",
+        id::SERVER_QUEUE_MS,
         "ms",
         LowerIsBetter,
         Latency,
@@ -453,7 +493,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "The server's mean time requests waited in its queue before running (vllm:request_queue_time_seconds), beside the client's own queue."
     ),
     m!(
-        "ttft_client_minus_server_ms",
+        id::TTFT_CLIENT_MINUS_SERVER_MS,
         "ms",
         Neither,
         Descriptive,
@@ -462,7 +502,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "The client's mean TTFT minus the server's: the measurement path outside the server (network, client delays, and the gap between the scheduled send and the server's receipt)."
     ),
     m!(
-        "cost_per_1m_output_tokens",
+        id::COST_PER_1M_OUTPUT_TOKENS,
         "$",
         LowerIsBetter,
         Cost,
@@ -472,7 +512,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         &["value"]
     ),
     m!(
-        "cost_per_1k_requests",
+        id::COST_PER_1K_REQUESTS,
         "$",
         LowerIsBetter,
         Cost,
@@ -490,7 +530,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Dollars per million output tokens at the capacity found under the SLO."
     ),
     m!(
-        "energy_j_per_output_token",
+        id::ENERGY_J_PER_OUTPUT_TOKEN,
         "J",
         LowerIsBetter,
         Cost,
@@ -622,7 +662,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "A multi-turn session's duration: its first turn's scheduled send to its last turn's completion, think times included."
     ),
     m!(
-        "session_throughput",
+        id::SESSION_THROUGHPUT,
         "sessions/s",
         HigherIsBetter,
         Throughput,
@@ -640,7 +680,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Sessions of a point: completed (every turn answered), failed (a turn failed, later turns not sent), cut short by the end of the point, and turns sent in all."
     ),
     m!(
-        "first_turn_ttft_ms",
+        id::FIRST_TURN_TTFT_MS,
         "ms",
         LowerIsBetter,
         Latency,
@@ -649,7 +689,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Time to first token of sessions' first turns (no conversation history to reuse)."
     ),
     m!(
-        "later_turn_ttft_ms",
+        id::LATER_TURN_TTFT_MS,
         "ms",
         LowerIsBetter,
         Latency,
@@ -685,7 +725,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Completed requests by where their output token count came from."
     ),
     m!(
-        "token_count_disagreements",
+        id::TOKEN_COUNT_DISAGREEMENTS,
         "count",
         LowerIsBetter,
         Descriptive,
@@ -926,7 +966,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Memory bytes one step moves (reported by the workload or estimated), the roofline's denominator."
     ),
     m!(
-        "measured_steps",
+        id::MEASURED_STEPS,
         "count",
         Neither,
         Descriptive,
@@ -944,7 +984,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Steps the workload reported."
     ),
     m!(
-        "records",
+        id::RECORDS,
         "count",
         Neither,
         Descriptive,
@@ -953,7 +993,7 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Metric-protocol records read."
     ),
     m!(
-        "malformed_lines",
+        id::MALFORMED_LINES,
         "count",
         LowerIsBetter,
         Descriptive,
@@ -1214,6 +1254,20 @@ pub const CATALOGUE: &[MetricDef] = &[
         "STREAM triad bandwidth (a = b + s*c): the memory bandwidth a streaming kernel gets."
     ),
     m!(
+        id::COST,
+        "$",
+        LowerIsBetter,
+        Cost,
+        &[
+            "per_device_hour",
+            "devices",
+            "per_1k_samples",
+            "per_1m_tokens"
+        ],
+        None,
+        "What a training run's devices cost: the price per device-hour given, the devices, and the dollars per thousand samples and per million tokens at its throughput."
+    ),
+    m!(
         id::RANKS,
         "ratio",
         Neither,
@@ -1404,6 +1458,80 @@ pub const CATALOGUE: &[MetricDef] = &[
         "fio's bandwidth of a job and direction."
     ),
 ];
+
+/// One figure a result measured: a metric of the catalogue (or a producer's own), one of its
+/// statistics, and the value. Runners produce these from their typed results ([`Measured`]);
+/// the facts of the warehouse are built from them, and a replicate's sealed result record keeps
+/// them (`measurements`) so that a store can be re-indexed without reading its summaries' shape.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Measurement {
+    /// The metric id (`ttft_ms`, `memory.triad`, `custom.grad_norm`).
+    pub metric: String,
+    /// The statistic (`p50`, `value`, `mean`, `completed`, ...).
+    pub statistic: String,
+    /// The value, in the metric's unit.
+    pub value: f64,
+    /// The unit its producer declares (a micro result's, a workload's custom metric's); absent
+    /// when the catalogue's applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+impl Measurement {
+    /// `metric`'s single figure (statistic `value`).
+    pub fn value(metric: impl Into<String>, value: f64) -> Measurement {
+        Measurement::stat(metric, "value", value)
+    }
+
+    /// One statistic of `metric`.
+    pub fn stat(
+        metric: impl Into<String>,
+        statistic: impl Into<String>,
+        value: f64,
+    ) -> Measurement {
+        Measurement {
+            metric: metric.into(),
+            statistic: statistic.into(),
+            value,
+            unit: None,
+        }
+    }
+
+    /// The same figure in the unit its producer declares.
+    pub fn in_unit(mut self, unit: Option<impl Into<String>>) -> Measurement {
+        self.unit = unit.map(Into::into);
+        self
+    }
+
+    /// The unit facts carry: the declared one, else the catalogue's ("" when neither says).
+    pub fn unit(&self) -> &str {
+        self.unit
+            .as_deref()
+            .unwrap_or_else(|| unit_of(&self.metric))
+    }
+}
+
+/// A typed result that knows its figures: a serving point's summary, a micro report, a
+/// command's process and training analysis, an eval, a start-up, a data-loader pass.
+pub trait Measured {
+    /// Every figure, in a stable order. A value that is not finite is left out by whoever
+    /// stores the figures (it has no fact).
+    fn measurements(&self) -> Vec<Measurement>;
+}
+
+/// Pushes the figures of `stats` (statistic, value) of `metric`, skipping absent ones: the
+/// common shape of a distribution's or a rate's figures.
+pub fn push_stats(
+    out: &mut Vec<Measurement>,
+    metric: &str,
+    stats: impl IntoIterator<Item = (&'static str, Option<f64>)>,
+) {
+    for (s, v) in stats {
+        if let Some(v) = v {
+            out.push(Measurement::stat(metric, s, v));
+        }
+    }
+}
 
 /// The catalogue's entry for `id`: the first exact id or family that matches.
 pub fn lookup(id: &str) -> Option<&'static MetricDef> {

@@ -461,6 +461,44 @@ pub struct Supply {
     pub bytes: u64,
 }
 
+impl yardstick_spec::metrics::Measured for Supply {
+    /// Samples and megabytes per second, the first batch's wait, the batches, and the
+    /// distribution of batch waits.
+    fn measurements(&self) -> Vec<yardstick_spec::metrics::Measurement> {
+        use yardstick_spec::metrics::{Measurement, id};
+        let mut out = vec![Measurement::value(
+            id::LOADER_SAMPLES_PER_S,
+            self.samples_per_s,
+        )];
+        out.extend(
+            self.mb_per_s
+                .map(|v| Measurement::value(id::LOADER_MB_PER_S, v)),
+        );
+        out.push(Measurement::value(
+            id::LOADER_FIRST_BATCH_S,
+            self.first_batch_s,
+        ));
+        out.push(Measurement::value(id::LOADER_BATCHES, self.batches as f64));
+        if let Some(d) = &self.batch_ms {
+            yardstick_spec::metrics::push_stats(
+                &mut out,
+                id::LOADER_BATCH_MS,
+                [
+                    ("count", Some(d.count as f64)),
+                    ("min", Some(d.min)),
+                    ("mean", Some(d.mean)),
+                    ("p50", Some(d.p50)),
+                    ("p90", Some(d.p90)),
+                    ("p95", Some(d.p95)),
+                    ("p99", Some(d.p99)),
+                    ("max", Some(d.max)),
+                ],
+            );
+        }
+        out
+    }
+}
+
 /// The supply figures of `batches`; `None` without a batch or without time.
 pub fn supply(batches: &[Batch]) -> Option<Supply> {
     let first = batches.first()?;

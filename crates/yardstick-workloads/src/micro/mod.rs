@@ -312,6 +312,30 @@ pub struct Skipped {
     pub reason: String,
 }
 
+impl yardstick_spec::metrics::Measured for MicroReport {
+    /// Each result's value, mean, extremes and coefficient of variation, in its own unit.
+    fn measurements(&self) -> Vec<yardstick_spec::metrics::Measurement> {
+        let mut out = Vec::new();
+        for r in &self.results {
+            for (s, v) in [
+                ("value", Some(r.value)),
+                ("mean", Some(r.mean)),
+                ("min", Some(r.min)),
+                ("max", Some(r.max)),
+                ("cv", r.cv),
+            ] {
+                if let Some(v) = v {
+                    out.push(
+                        yardstick_spec::metrics::Measurement::stat(&r.name, s, v)
+                            .in_unit(Some(&r.unit)),
+                    );
+                }
+            }
+        }
+        out
+    }
+}
+
 /// The results of one micro benchmark.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MicroReport {

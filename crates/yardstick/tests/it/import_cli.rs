@@ -133,6 +133,7 @@ fn three_nccl_runs_become_replicates_with_an_interval() {
     let text = runs.to_string();
     assert!(text.contains(run_id) && text.contains("complete"), "{text}");
     common::assert_metrics_catalogued(&store);
+    assert!(common::assert_figures_are_the_summaries(&store) > 0);
 }
 
 #[test]
@@ -188,6 +189,7 @@ fn fio_and_stream_land_under_the_micro_names() {
     let rows = q["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{q}");
     common::assert_metrics_catalogued(&store);
+    assert!(common::assert_figures_are_the_summaries(&store) > 0);
 }
 
 #[test]

@@ -189,6 +189,7 @@ fn import_serving_tools_map_real_outputs_onto_our_metrics() {
     assert_eq!(rows[0][1], rows[1][1], "{q}");
     assert!(rows.iter().all(|r| r[2].is_null()), "{q}");
     common::assert_metrics_catalogued(&store);
+    assert!(common::assert_figures_are_the_summaries(&store) > 0);
 }
 
 #[test]

@@ -79,6 +79,7 @@ fn run(store: &Path, name: &str, text: &str) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     common::assert_metrics_catalogued(store);
+    assert!(common::assert_figures_are_the_summaries(store) > 0);
     json(&out)
 }
 

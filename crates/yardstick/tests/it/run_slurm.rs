@@ -112,6 +112,7 @@ fn a_run_on_slurm_submits_runs_every_step_with_srun_and_stores_the_job() {
     crate::schema_cli::assert_conforms("run", &v);
     assert_eq!(v["status"], "complete", "{v}");
     assert_eq!(v["slurm"]["state"], "COMPLETED", "{v}");
+    assert!(crate::common::assert_figures_are_the_summaries(&store) > 0);
     let job = v["slurm"]["job_id"].as_str().unwrap().to_string();
     // Two ranks, one srun step over both tasks per replicate: the analysis sees world size 2.
     let p = v["summary"]["points"]

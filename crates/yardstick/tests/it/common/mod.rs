@@ -62,7 +62,64 @@ pub fn run_spec(spec: &std::path::Path, store: &std::path::Path, extra: &[&str])
         .output()
         .unwrap();
     assert_metrics_catalogued(store);
+    let _ = assert_figures_are_the_summaries(store);
     out
+}
+
+/// Every sealed result record under `store` carries `figures` (what its runner measured, from
+/// its typed result) that are exactly the numbers of its `summary` (every number at the top of
+/// the summary or one level down, read the way records without figures are read): the facts a
+/// run stores say what its summaries say, for every kind of point. Returns the records read.
+pub fn assert_figures_are_the_summaries(store: &std::path::Path) -> usize {
+    use yardstick_run::facts::{Figures, legacy_figures};
+    let key = |f: &Figures| {
+        let mut v: Vec<(String, String, u64, String)> = f
+            .measurements
+            .iter()
+            .map(|m| {
+                (
+                    m.metric.clone(),
+                    m.statistic.clone(),
+                    m.value.to_bits(),
+                    m.unit().to_string(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let mut records = 0;
+    for run in std::fs::read_dir(store.join("runs")).into_iter().flatten() {
+        let results = run.unwrap().path().join("results");
+        for point in std::fs::read_dir(&results).into_iter().flatten() {
+            for rec in std::fs::read_dir(point.unwrap().path()).unwrap() {
+                let path = rec.unwrap().path();
+                if path.extension().is_none_or(|e| e != "json") {
+                    continue;
+                }
+                let v: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                assert!(
+                    v.get("figures").is_some(),
+                    "{}: a result record without figures",
+                    path.display()
+                );
+                let typed = Figures::of_record(&v).unwrap();
+                let from_summary = legacy_figures(&v["summary"]);
+                assert_eq!(
+                    key(&typed),
+                    key(&from_summary),
+                    "{}: the figures (left) are not the summary's numbers (right)",
+                    path.display()
+                );
+                if !typed.measurements.is_empty() {
+                    assert_eq!(typed.n, from_summary.n, "{}: n", path.display());
+                }
+                records += 1;
+            }
+        }
+    }
+    records
 }
 
 /// Every metric with facts in `store`'s warehouse is in the metric catalogue
