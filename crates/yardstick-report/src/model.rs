@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use yardstick_store::summary::RunSummary;
 use yardstick_store::warehouse::{FactRow, FindRunError, PointRow, RunRow, Warehouse};
 
 use crate::ReportError;
@@ -412,17 +413,22 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
         .ok()
         .and_then(|b| String::from_utf8(b).ok());
     let env = read_json(dir, "env.json", &mut warnings);
-    let summary = read_json(dir, "summary.json", &mut warnings);
+    let summary = match read_json(dir, "summary.json", &mut warnings) {
+        Value::Null => None,
+        v => RunSummary::deserialize(v)
+            .map_err(|e| warnings.push(format!("{}: {e}", dir.join("summary.json").display())))
+            .ok(),
+    };
     let manifest = yardstick_store::read_manifest(dir).ok();
-    let level = summary["confidence_level"].as_f64().unwrap_or(0.95);
-    let replicates = summary["replicates"].as_u64().unwrap_or(0) as u32;
+    let level = summary.as_ref().map_or(0.95, |s| s.confidence_level);
+    let replicates = summary.as_ref().map_or(0, |s| s.replicates);
 
     // Plan order: summary.json's, else the warehouse's.
     let mut order: Vec<(String, String, String, Value)> = Vec::new();
-    if let Some(ps) = summary["points"].as_array() {
-        for p in ps {
-            let id = p["id"].as_str().unwrap_or_default().to_string();
-            let kind = p["work"]["kind"]
+    if let Some(s) = &summary {
+        for p in &s.points {
+            let id = p.id.clone();
+            let kind = p.work["kind"]
                 .as_str()
                 .map(str::to_owned)
                 .unwrap_or_else(|| {
@@ -433,16 +439,11 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
                         .unwrap_or_default()
                 });
             let kind = if kind == "micro" {
-                p["work"]["micro"].as_str().unwrap_or("micro").to_string()
+                p.work["micro"].as_str().unwrap_or("micro").to_string()
             } else {
                 kind
             };
-            order.push((
-                id,
-                p["layer"].as_str().unwrap_or_default().to_string(),
-                kind,
-                p["work"].clone(),
-            ));
+            order.push((id, p.layer.clone(), kind, p.work.clone()));
         }
     }
     for p in points {
@@ -552,6 +553,12 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
             Err(e) => warnings.push(format!("{path}: {e}")),
         }
     }
+    let section = |pick: fn(&RunSummary) -> &Option<Value>| {
+        summary
+            .as_ref()
+            .and_then(|s| pick(s).clone())
+            .unwrap_or_default()
+    };
     RunReport {
         run,
         spec_yaml,
@@ -560,9 +567,9 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
         replicates,
         points: out_points,
         telemetry,
-        telemetry_summary: summary["telemetry"].clone(),
-        nodes: summary["nodes"].clone(),
-        profiles: summary["profiles"].clone(),
+        telemetry_summary: section(|s| &s.telemetry),
+        nodes: section(|s| &s.nodes),
+        profiles: section(|s| &s.profiles),
         notes: manifest.map(|m| m.notes).unwrap_or_default(),
         warnings,
     }

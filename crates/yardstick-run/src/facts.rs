@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use yardstick_spec::metrics::Measurement;
+use yardstick_store::summary::{FailedReplicate, PointFailures, RunSummary};
 use yardstick_store::warehouse::FactRow;
 
 use crate::plan::Plan;
@@ -196,53 +197,47 @@ pub fn aggregate(
     out
 }
 
-/// `summary.json`: every point's aggregate facts, grouped.
-pub fn summary_json(plan: &Plan, facts: &[FactRow], level: f64) -> Value {
-    let points: Vec<Value> = plan
+/// `summary.json`'s points: every point of the plan with its aggregate facts, grouped.
+pub fn summary(plan: &Plan, facts: &[FactRow], level: f64) -> RunSummary {
+    let works: Vec<Value> = plan
         .points
         .iter()
-        .map(|p| {
-            let mut metrics = serde_json::Map::new();
-            for f in facts.iter().filter(|f| f.point_id == p.id) {
-                let entry = metrics
-                    .entry(f.metric.clone())
-                    .or_insert_with(|| Value::Object(Default::default()));
-                entry[&f.statistic] = serde_json::json!({
-                    "mean": f.value,
-                    "ci": f.ci_lo.zip(f.ci_hi).map(|(a, b)| vec![a, b]),
-                    "n": f.n,
-                    "unit": f.unit,
-                });
-            }
-            serde_json::json!({"id": p.id, "layer": p.layer, "work": p.work, "metrics": metrics})
-        })
+        .map(|p| serde_json::to_value(&p.work).expect("a point's work is JSON"))
         .collect();
-    serde_json::json!({
-        "name": plan.name,
-        "replicates": plan.replicates,
-        "confidence_level": level,
-        "points": points,
-    })
+    RunSummary::of(
+        &plan.name,
+        plan.replicates,
+        level,
+        plan.points
+            .iter()
+            .zip(&works)
+            .map(|(p, w)| (p.id.as_str(), p.layer.as_str(), w)),
+        facts,
+    )
 }
 
-/// The replicates that measured nothing (their summary is an `error`), per point:
-/// `[{"point", "replicates", "failed": [{"replicate", "error"}]}]`, only points with a failure.
-/// A point whose every replicate failed has no aggregate at all.
-pub fn failures(per_point: &[(String, Vec<Value>)]) -> Value {
+/// The replicates that measured nothing (their summary is an `error`), per point; only points
+/// with a failure. A point whose every replicate failed has no aggregate at all.
+pub fn failures(per_point: &[(String, Vec<Value>)]) -> Vec<PointFailures> {
     per_point
         .iter()
         .filter_map(|(id, reps)| {
-            let failed: Vec<Value> = reps
+            let failed: Vec<FailedReplicate> = reps
                 .iter()
                 .enumerate()
                 .filter_map(|(r, s)| {
                     let e = s.get("error")?;
-                    Some(serde_json::json!({"replicate": r, "error": e}))
+                    Some(FailedReplicate {
+                        replicate: r as u32,
+                        error: e.as_str().map_or_else(|| e.to_string(), str::to_owned),
+                    })
                 })
                 .collect();
-            (!failed.is_empty()).then(
-                || serde_json::json!({"point": id, "replicates": reps.len(), "failed": failed}),
-            )
+            (!failed.is_empty()).then(|| PointFailures {
+                point: id.clone(),
+                replicates: reps.len() as u32,
+                failed,
+            })
         })
         .collect()
 }

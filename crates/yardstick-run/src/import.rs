@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Value, json};
 use yardstick_spec::metrics::Measurement;
+use yardstick_store::summary::RunSummary;
 use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow};
 use yardstick_store::{RunWriter, ToolInfo};
 use yardstick_workloads::micro::MicroResult;
@@ -753,33 +754,18 @@ fn summary_json(
     level: f64,
     aggregate: &[FactRow],
     notes: &[String],
-) -> Value {
-    let points: Vec<Value> = points
-        .iter()
-        .map(|p| {
-            let mut metrics = serde_json::Map::new();
-            for f in aggregate.iter().filter(|f| f.point_id == p.id) {
-                let entry = metrics
-                    .entry(f.metric.clone())
-                    .or_insert_with(|| Value::Object(Default::default()));
-                entry[&f.statistic] = json!({
-                    "mean": f.value,
-                    "ci": f.ci_lo.zip(f.ci_hi).map(|(a, b)| vec![a, b]),
-                    "n": f.n,
-                    "unit": f.unit,
-                });
-            }
-            json!({"id": p.id, "layer": p.layer, "work": p.work, "metrics": metrics})
-        })
-        .collect();
-    let mut out = json!({
-        "name": name,
-        "replicates": replicates,
-        "confidence_level": level,
-        "points": points,
-    });
+) -> RunSummary {
+    let mut summary = RunSummary::of(
+        name,
+        replicates as u32,
+        level,
+        points
+            .iter()
+            .map(|p| (p.id.as_str(), p.layer.as_str(), &p.work)),
+        aggregate,
+    );
     if !notes.is_empty() {
-        out["notes"] = json!(notes);
+        summary.notes = Some(notes.to_vec());
     }
-    out
+    summary
 }

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
+use yardstick_store::summary::RunSummary;
 use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow, RunRows, Warehouse};
 use yardstick_store::{ReplicateStatus, StoreError};
 
@@ -109,10 +110,9 @@ pub fn read_run_dir(dir: &Path, location: &str) -> Result<RunRows, RunError> {
     let spec = read("spec.yaml")
         .ok()
         .and_then(|b| yardstick_spec::check_bytes(&b).spec);
-    let summary: Value = read("summary.json")
+    let summary: Option<RunSummary> = read("summary.json")
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
+        .and_then(|b| serde_json::from_slice(&b).ok());
     // Points of the spec's plan (a BenchmarkRun), as `yardstick run` stores them.
     let mut points: Vec<PointRow> = spec
         .as_ref()
@@ -140,16 +140,16 @@ pub fn read_run_dir(dir: &Path, location: &str) -> Result<RunRows, RunError> {
                 .and_then(|t| t.confidence_level)
                 .unwrap_or(0.95),
         ),
-        _ => (None, summary["confidence_level"].as_f64().unwrap_or(0.95)),
+        _ => (None, summary.as_ref().map_or(0.95, |s| s.confidence_level)),
     };
     // Points the plan does not have (an import): its summary names the point, its layer and
     // what was imported.
-    for p in summary["points"].as_array().into_iter().flatten() {
-        let Some(id) = p["id"].as_str() else { continue };
+    for p in summary.iter().flat_map(|s| &s.points) {
+        let id = p.id.as_str();
         if !by_point.contains_key(id) || points.iter().any(|q| q.point_id == id) {
             continue;
         }
-        let work = p["work"].clone();
+        let work = p.work.clone();
         // A serving import's points say their kind (`serve`), as the plan's do.
         let kind = work["kind"].as_str().unwrap_or_else(|| {
             [
@@ -164,7 +164,7 @@ pub fn read_run_dir(dir: &Path, location: &str) -> Result<RunRows, RunError> {
         points.push(PointRow {
             run_id: run_id.clone(),
             point_id: id.to_string(),
-            layer: p["layer"].as_str().unwrap_or("micro").to_string(),
+            layer: p.layer.clone(),
             kind: kind.to_string(),
             params: work,
         });

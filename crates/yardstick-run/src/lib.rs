@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use facts::Figures;
 use serde::{Deserialize, Serialize};
 use yardstick_spec::{BenchmarkRun, Signing};
+use yardstick_store::summary::{PointFailures, RunSummary};
 use yardstick_store::warehouse::{PointRow, ReplicateRow, RunRow};
 use yardstick_store::{Manifest, RunStatus, RunWriter, StoreError, ToolInfo};
 
@@ -558,30 +559,25 @@ pub struct RunOutcome {
     pub status: RunStatus,
     /// Whether the run was signed.
     pub signed: bool,
-    /// The aggregate facts (one per point × metric × statistic, mean over replicates with CI).
-    pub summary: serde_json::Value,
+    /// `summary.json`: the aggregate facts (one per point × metric × statistic, mean over
+    /// replicates with CI), the failures and the analyses; `null` for an interrupted run.
+    pub summary: Option<RunSummary>,
 }
 
 impl RunOutcome {
     /// The failures of `summary.json`: one entry per point with a failed replicate.
-    fn failures(&self) -> &[serde_json::Value] {
-        self.summary["failures"]
-            .as_array()
-            .map_or(&[], Vec::as_slice)
+    fn failures(&self) -> &[PointFailures] {
+        self.summary.as_ref().map_or(&[], RunSummary::failures)
     }
 
     /// Points whose every replicate failed: they measured nothing. The run is complete (each
     /// failure is stored), but `yardstick run` exits 1 so that a script does not take it for a
     /// measurement.
     pub fn points_that_measured_nothing(&self) -> Vec<String> {
-        self.failures()
-            .iter()
-            .filter(|f| {
-                f["failed"].as_array().map_or(0, Vec::len) as u64
-                    == f["replicates"].as_u64().unwrap_or(0)
-            })
-            .filter_map(|f| f["point"].as_str().map(str::to_string))
-            .collect()
+        self.summary
+            .as_ref()
+            .map(RunSummary::points_that_measured_nothing)
+            .unwrap_or_default()
     }
 
     /// The outcome as `yardstick run` prints it: the run and its directory, failed replicates
@@ -599,25 +595,25 @@ impl RunOutcome {
         );
         let _ = writeln!(out, "  {}", self.dir.display());
         for f in failures {
-            let failed = f["failed"].as_array().map_or(&[][..], Vec::as_slice);
             let _ = writeln!(
                 out,
                 "  {}: {} of {} replicates failed",
-                f["point"].as_str().unwrap_or("?"),
-                failed.len(),
-                f["replicates"]
+                f.point,
+                f.failed.len(),
+                f.replicates
             );
-            for r in failed {
-                let _ = writeln!(
-                    out,
-                    "    - r{}: {}",
-                    r["replicate"],
-                    r["error"].as_str().unwrap_or_default()
-                );
+            for r in &f.failed {
+                let _ = writeln!(out, "    - r{}: {}", r.replicate, r.error);
             }
         }
+        let section = |pick: fn(&RunSummary) -> &Option<serde_json::Value>| {
+            self.summary
+                .as_ref()
+                .and_then(|s| pick(s).clone())
+                .unwrap_or_default()
+        };
         // Scaling across world sizes (summary.json's scaling).
-        for sc in self.summary["scaling"].as_array().into_iter().flatten() {
+        for sc in section(|s| &s.scaling).as_array().into_iter().flatten() {
             for p in sc["points"].as_array().into_iter().flatten() {
                 let _ = writeln!(
                     out,
@@ -632,7 +628,7 @@ impl RunOutcome {
             }
         }
         // Training points classified on the run's own micro ceilings (summary.json).
-        for p in self.summary["bottlenecks"]["points"]
+        for p in section(|s| &s.bottlenecks)["points"]
             .as_array()
             .into_iter()
             .flatten()
@@ -1430,7 +1426,7 @@ pub fn execute(
             dir: runs_dir.join(&m.run_id),
             status: RunStatus::Incomplete,
             signed: false,
-            summary: serde_json::Value::Null,
+            summary: None,
         });
     }
 
@@ -1473,31 +1469,21 @@ pub fn execute(
         profiles.insert(p.id.clone(), entry);
     }
     wh.upsert_facts(&aggregate)?;
-    let mut summary = facts::summary_json(&plan, &aggregate, level);
-    summary["failures"] = facts::failures(&per_point);
+    let mut summary = facts::summary(&plan, &aggregate, level);
+    summary.failures = Some(facts::failures(&per_point));
     if !profiles.is_empty() {
-        summary["profiles"] = profiles.into();
+        summary.profiles = Some(profiles.into());
     }
-    summary["telemetry"] = telemetry_summary;
-    let scaling = scaling::scaling(&plan, &per_point);
-    if !scaling.is_null() {
-        summary["scaling"] = scaling;
-    }
-    if !nodes_report.is_null() {
-        summary["nodes"] = nodes_report.clone();
-    }
-    let evals = eval::eval_summary(&plan, &per_point);
-    if !evals.is_null() {
-        summary["eval"] = evals;
-    }
+    summary.telemetry = Some(telemetry_summary);
+    let present = |v: serde_json::Value| (!v.is_null()).then_some(v);
+    summary.scaling = present(scaling::scaling(&plan, &per_point));
+    summary.nodes = present(nodes_report.clone());
+    summary.eval = present(eval::eval_summary(&plan, &per_point));
     let precision = spec
         .spec
         .as_ref()
         .and_then(|s| s.workload.as_ref()?.precision);
-    let bottlenecks = bottleneck::bottlenecks(&plan, &aggregate, precision);
-    if !bottlenecks.is_null() {
-        summary["bottlenecks"] = bottlenecks;
-    }
+    summary.bottlenecks = present(bottleneck::bottlenecks(&plan, &aggregate, precision));
     writer.add(
         "summary.json",
         &serde_json::to_vec_pretty(&summary).expect("JSON"),
@@ -1544,7 +1530,7 @@ pub fn execute(
         dir: runs_dir.join(&m.run_id),
         status: RunStatus::Complete,
         signed,
-        summary,
+        summary: Some(summary),
     })
 }
 

@@ -8,6 +8,7 @@ pub mod gc;
 pub mod run;
 pub mod samples;
 pub mod sign;
+pub mod summary;
 pub mod trust;
 pub mod verify;
 pub mod warehouse;

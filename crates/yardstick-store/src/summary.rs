@@ -1,0 +1,203 @@
+//! `summary.json`: a stored run's aggregate figures per point (the mean over replicates with its
+//! confidence interval), the replicates that failed, and the analyses that go with them. `yardstick
+//! run` and `yardstick import` write it; reports, the team server and `run --json` read it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::warehouse::FactRow;
+
+/// A run's `summary.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunSummary {
+    /// The run's name (the spec's `metadata.name`, or the import's).
+    pub name: String,
+    /// Replicates per point.
+    pub replicates: u32,
+    /// The level of every confidence interval.
+    pub confidence_level: f64,
+    /// Every point, in plan order.
+    pub points: Vec<PointAggregates>,
+    /// Points with a failed replicate (a measured run; absent for imports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures: Option<Vec<PointFailures>>,
+    /// The analysis of each profiled point, by point id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<Value>,
+    /// The accelerator and host telemetry over the run (`null` when none was sampled; absent
+    /// for imports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Value>,
+    /// Throughput across world sizes, per e2e layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<Value>,
+    /// Whether the nodes of a multi-node run measured alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Value>,
+    /// Per eval point, the accuracy of every replicate and the pooled interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval: Option<Value>,
+    /// Training points classified on the run's own micro ceilings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottlenecks: Option<Value>,
+    /// What an import's figures mean next to ours (imports only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<Vec<String>>,
+}
+
+/// One point's aggregate figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PointAggregates {
+    /// The point id.
+    pub id: String,
+    /// Its layer.
+    pub layer: String,
+    /// What the point runs (the plan's description of its work).
+    pub work: Value,
+    /// Metric → statistic → its aggregate over the replicates.
+    pub metrics: BTreeMap<String, BTreeMap<String, Aggregate>>,
+}
+
+/// A figure's aggregate over replicates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Aggregate {
+    /// The mean over the replicates that measured it.
+    pub mean: f64,
+    /// Its Student-t confidence interval (absent below two replicates).
+    pub ci: Option<[f64; 2]>,
+    /// The replicates that measured it.
+    pub n: u64,
+    /// Its unit.
+    pub unit: String,
+}
+
+/// The failed replicates of one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PointFailures {
+    /// The point id.
+    pub point: String,
+    /// Its replicates.
+    pub replicates: u32,
+    /// The ones that failed.
+    pub failed: Vec<FailedReplicate>,
+}
+
+/// A replicate that measured nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FailedReplicate {
+    /// Its index.
+    pub replicate: u32,
+    /// Why.
+    pub error: String,
+}
+
+impl RunSummary {
+    /// A summary of `points` (id, layer, work), each with its aggregate facts (`facts` rows
+    /// with no replicate), in the order given.
+    pub fn of<'a>(
+        name: &str,
+        replicates: u32,
+        confidence_level: f64,
+        points: impl IntoIterator<Item = (&'a str, &'a str, &'a Value)>,
+        facts: &[FactRow],
+    ) -> RunSummary {
+        let points = points
+            .into_iter()
+            .map(|(id, layer, work)| {
+                let mut metrics: BTreeMap<String, BTreeMap<String, Aggregate>> = BTreeMap::new();
+                for f in facts.iter().filter(|f| f.point_id == id) {
+                    metrics.entry(f.metric.clone()).or_default().insert(
+                        f.statistic.clone(),
+                        Aggregate {
+                            mean: f.value,
+                            ci: f.ci_lo.zip(f.ci_hi).map(|(a, b)| [a, b]),
+                            n: f.n,
+                            unit: f.unit.clone(),
+                        },
+                    );
+                }
+                PointAggregates {
+                    id: id.to_string(),
+                    layer: layer.to_string(),
+                    work: work.clone(),
+                    metrics,
+                }
+            })
+            .collect();
+        RunSummary {
+            name: name.to_string(),
+            replicates,
+            confidence_level,
+            points,
+            ..RunSummary::default()
+        }
+    }
+
+    /// The failures, none for an import.
+    pub fn failures(&self) -> &[PointFailures] {
+        self.failures.as_deref().unwrap_or_default()
+    }
+
+    /// Points whose every replicate failed: they measured nothing.
+    pub fn points_that_measured_nothing(&self) -> Vec<String> {
+        self.failures()
+            .iter()
+            .filter(|f| f.failed.len() as u64 == u64::from(f.replicates))
+            .map(|f| f.point.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(point: &str, metric: &str, statistic: &str, value: f64) -> FactRow {
+        FactRow {
+            run_id: "r".into(),
+            point_id: point.into(),
+            replicate: None,
+            metric: metric.into(),
+            statistic: statistic.into(),
+            value,
+            unit: "ms".into(),
+            ci_lo: Some(value - 1.0),
+            ci_hi: Some(value + 1.0),
+            n: 3,
+            artifact: None,
+            row_group: None,
+        }
+    }
+
+    #[test]
+    fn groups_facts_by_point_metric_and_statistic_and_reads_back() {
+        let work = serde_json::json!({"kind": "serve"});
+        let facts = [
+            fact("a", "ttft_ms", "p50", 50.0),
+            fact("a", "ttft_ms", "p99", 90.0),
+            fact("b", "ttft_ms", "p50", 40.0),
+        ];
+        let mut s = RunSummary::of("n", 3, 0.95, [("a", "serve", &work)], &facts);
+        assert_eq!(s.points.len(), 1);
+        assert_eq!(s.points[0].metrics["ttft_ms"].len(), 2);
+        assert_eq!(s.points[0].metrics["ttft_ms"]["p99"].ci, Some([89.0, 91.0]));
+        s.failures = Some(vec![PointFailures {
+            point: "a".into(),
+            replicates: 3,
+            failed: (0..3)
+                .map(|r| FailedReplicate {
+                    replicate: r,
+                    error: "boom".into(),
+                })
+                .collect(),
+        }]);
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["points"][0]["metrics"]["ttft_ms"]["p50"]["ci"][0], 49.0);
+        assert!(v.get("notes").is_none() && v.get("telemetry").is_none());
+        let back: RunSummary = serde_json::from_value(v).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.points_that_measured_nothing(), ["a"]);
+    }
+}
