@@ -124,16 +124,21 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         run.exit_code
             .map(|c| Measurement::value(id::EXIT_CODE, f64::from(c))),
     );
-    if let Some(t) = &run.timeline {
-        for (k, v) in [
-            (id::STARTUP_S, t.startup_s),
-            (id::TEARDOWN_S, t.teardown_s),
-            (id::SERVICE_S, t.service_s),
-            (id::BETWEEN_STEPS_S, t.between_steps_s),
-        ] {
-            measurements.push(Measurement::value(k, v));
-        }
-    }
+    // Where the wall time went (start-up and teardown are control-plane time; the bottleneck
+    // of the point compares them with the wall time).
+    let timeline: Vec<(&str, f64)> = run
+        .timeline
+        .iter()
+        .flat_map(|t| {
+            [
+                (id::STARTUP_S, t.startup_s),
+                (id::TEARDOWN_S, t.teardown_s),
+                (id::SERVICE_S, t.service_s),
+                (id::BETWEEN_STEPS_S, t.between_steps_s),
+            ]
+        })
+        .collect();
+    measurements.extend(timeline.iter().map(|&(k, v)| Measurement::value(k, v)));
     if let Some(t) = &run.training {
         measurements.extend(t.measurements());
     }
@@ -147,17 +152,8 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
         serde_json::json!({"value": run.max_rss_bytes}),
     );
     summary.insert(id::EXIT_CODE.into(), run.exit_code.into());
-    // Where the wall time went (start-up and teardown are control-plane time; the bottleneck
-    // of the point compares them with the wall time).
-    if let Some(t) = &run.timeline {
-        for (k, v) in [
-            (id::STARTUP_S, t.startup_s),
-            (id::TEARDOWN_S, t.teardown_s),
-            (id::SERVICE_S, t.service_s),
-            (id::BETWEEN_STEPS_S, t.between_steps_s),
-        ] {
-            summary.insert(k.into(), serde_json::json!({ "value": v }));
-        }
+    for (k, v) in &timeline {
+        summary.insert((*k).into(), serde_json::json!({ "value": v }));
     }
     if let Some(t) = &run.training
         && let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(t)
