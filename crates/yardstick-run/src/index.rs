@@ -377,5 +377,29 @@ spec:
         let e = read_run_dir(&dir, "here").unwrap_err();
         assert!(matches!(e, RunError::Invalid(_)), "{e}");
         assert!(e.to_string().contains("results/x/r0.json"), "{e}");
+
+        // A record whose figures do not read: refused, naming the point, replicate and field.
+        let mut w =
+            yardstick_store::RunWriter::create(&store.path().join("runs"), "idx", spec, tool())
+                .unwrap();
+        let record = serde_json::json!({
+            "point": point.id, "replicate": 0, "summary": {},
+            "figures": {"n": 1, "measurements": [{"metric": "memory.triad"}]},
+        });
+        w.add(
+            &format!("results/{}/r0.json", point.slug),
+            &serde_json::to_vec(&record).unwrap(),
+            "result",
+        )
+        .unwrap();
+        let dir = w.dir().to_path_buf();
+        w.complete(None).unwrap();
+        let e = read_run_dir(&dir, "here").unwrap_err();
+        assert!(matches!(e, RunError::Invalid(_)), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("{} r0", point.id)) && msg.contains("`figures`"),
+            "{msg}"
+        );
     }
 }

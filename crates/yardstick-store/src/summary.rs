@@ -64,13 +64,27 @@ pub struct PointAggregates {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Aggregate {
     /// The mean over the replicates that measured it.
+    #[serde(deserialize_with = "number")]
     pub mean: f64,
     /// Its Student-t confidence interval (absent below two replicates).
+    #[serde(deserialize_with = "interval")]
     pub ci: Option<[f64; 2]>,
     /// The replicates that measured it.
     pub n: u64,
     /// Its unit.
     pub unit: String,
+}
+
+/// A number as JSON writes it, `null` standing for a value that was not finite (serde_json
+/// writes NaN and infinities as `null`): read back as NaN rather than refusing the summary.
+fn number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// An interval whose ends may be `null` (not finite when written), read as NaN.
+fn interval<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<[f64; 2]>, D::Error> {
+    Ok(Option::<[Option<f64>; 2]>::deserialize(d)?
+        .map(|[a, b]| [a.unwrap_or(f64::NAN), b.unwrap_or(f64::NAN)]))
 }
 
 /// The failed replicates of one point.
@@ -199,5 +213,20 @@ mod tests {
         let back: RunSummary = serde_json::from_value(v).unwrap();
         assert_eq!(back, s);
         assert_eq!(back.points_that_measured_nothing(), ["a"]);
+
+        // A figure that was not finite is written as null and read back as NaN, not refused.
+        let mut odd = RunSummary::of("n", 3, 0.95, [("a", "serve", &work)], &facts[..1]);
+        odd.points[0]
+            .metrics
+            .get_mut("ttft_ms")
+            .unwrap()
+            .get_mut("p50")
+            .unwrap()
+            .ci = Some([f64::NEG_INFINITY, 1.0]);
+        let text = serde_json::to_string(&odd).unwrap();
+        assert!(text.contains("[null,1.0]"), "{text}");
+        let back: RunSummary = serde_json::from_str(&text).unwrap();
+        let ci = back.points[0].metrics["ttft_ms"]["p50"].ci.unwrap();
+        assert!(ci[0].is_nan() && ci[1] == 1.0);
     }
 }
