@@ -282,19 +282,15 @@ fn run_capacity(
         id::CAPACITY_RPS
     };
     let requests: u64 = result.probes.iter().map(|p| p.requests).sum();
-    // The figures of the search: the capacity, the probes it took, their requests, the
-    // throughput at the capacity and (with a cost model) its price.
-    let mut measurements = vec![
-        Measurement::value(metric, result.capacity.unwrap_or(0.0)),
-        Measurement::value(id::CAPACITY_PROBES, result.probes.len() as f64),
-        Measurement::stat(id::REQUESTS, "completed", requests as f64),
-    ];
+    // The throughput at the capacity and (with a cost model) its price, when the search found
+    // one: plain values in the summary as in the figures.
+    let mut at_capacity = Vec::new();
     if let Some(t) = result.output_token_throughput {
-        measurements.push(Measurement::value(id::CAPACITY_OUTPUT_TOKEN_THROUGHPUT, t));
+        at_capacity.push(Measurement::value(id::CAPACITY_OUTPUT_TOKEN_THROUGHPUT, t));
         if let Some(c) = &bench.cost
             && let (Some(per_m), _) = c.of(t, 0.0)
         {
-            measurements.push(Measurement::value(
+            at_capacity.push(Measurement::value(
                 id::CAPACITY_COST_PER_1M_OUTPUT_TOKENS,
                 per_m,
             ));
@@ -307,9 +303,16 @@ fn run_capacity(
         "load": {"mode": "capacity", "axis": c.axis},
         "capacity": result,
     });
-    for m in &measurements[3..] {
+    for m in &at_capacity {
         summary[&m.metric] = m.value.into();
     }
+    // The figures of the search: the capacity, the probes it took, their requests, and those.
+    let mut measurements = vec![
+        Measurement::value(metric, result.capacity.unwrap_or(0.0)),
+        Measurement::value(id::CAPACITY_PROBES, result.probes.len() as f64),
+        Measurement::stat(id::REQUESTS, "completed", requests as f64),
+    ];
+    measurements.extend(at_capacity);
     if let Some(probes) = summary["capacity"]["probes"].as_array_mut() {
         for p in probes {
             drop_timestamps(&mut p["summary"]);
