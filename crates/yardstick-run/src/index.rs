@@ -331,24 +331,41 @@ spec:
         let checked = yardstick_spec::check_bytes(spec.as_bytes());
         let plan = plan(checked.spec.as_ref().expect("a valid spec"));
         let point = &plan.points[0];
-        let mut w =
-            yardstick_store::RunWriter::create(&store.path().join("runs"), "idx", spec, tool())
-                .unwrap();
-        for (r, v) in [10.0, 12.0, 11.0].into_iter().enumerate() {
-            let record = serde_json::json!({
-                "point": point.id, "replicate": r, "started_at": "2026-01-01T00:00:00Z",
-                "ended_at": "2026-01-01T00:00:01Z", "samples": null,
-                "summary": {"memory.triad": {"mean": v, "unit": "GB/s"}},
-            });
-            w.add(
-                &format!("results/{}/r{r}.json", point.slug),
-                &serde_json::to_vec(&record).unwrap(),
-                "result",
+        // A sealed run of `spec` holding these result files.
+        let sealed = |results: Vec<(String, Vec<u8>)>| {
+            let mut w =
+                yardstick_store::RunWriter::create(&store.path().join("runs"), "idx", spec, tool())
+                    .unwrap();
+            for (path, bytes) in &results {
+                w.add(path, bytes, "result").unwrap();
+            }
+            let dir = w.dir().to_path_buf();
+            w.complete(None).unwrap();
+            dir
+        };
+        let result = |r: u64, record: serde_json::Value| {
+            (
+                format!("results/{}/r{r}.json", point.slug),
+                serde_json::to_vec(&record).unwrap(),
             )
-            .unwrap();
-        }
-        let dir = w.dir().to_path_buf();
-        w.complete(None).unwrap();
+        };
+        let dir = sealed(
+            [10.0, 12.0, 11.0]
+                .into_iter()
+                .zip(0..)
+                .map(|(v, r)| {
+                    result(
+                        r,
+                        serde_json::json!({
+                            "point": point.id, "replicate": r,
+                            "started_at": "2026-01-01T00:00:00Z",
+                            "ended_at": "2026-01-01T00:00:01Z", "samples": null,
+                            "summary": {"memory.triad": {"mean": v, "unit": "GB/s"}},
+                        }),
+                    )
+                })
+                .collect(),
+        );
         let rows = read_run_dir(&dir, "here").unwrap();
         assert_eq!(rows.run.mode.as_deref(), Some("exploratory"));
         assert_eq!(rows.points.len(), 1);
@@ -368,32 +385,19 @@ spec:
         assert!((mean.value - 11.0).abs() < 1e-9);
 
         // A record that is not JSON: refused, nothing to write.
-        let mut w =
-            yardstick_store::RunWriter::create(&store.path().join("runs"), "idx", spec, tool())
-                .unwrap();
-        w.add("results/x/r0.json", b"{not json", "result").unwrap();
-        let dir = w.dir().to_path_buf();
-        w.complete(None).unwrap();
+        let dir = sealed(vec![("results/x/r0.json".into(), b"{not json".to_vec())]);
         let e = read_run_dir(&dir, "here").unwrap_err();
         assert!(matches!(e, RunError::Invalid(_)), "{e}");
         assert!(e.to_string().contains("results/x/r0.json"), "{e}");
 
         // A record whose figures do not read: refused, naming the point, replicate and field.
-        let mut w =
-            yardstick_store::RunWriter::create(&store.path().join("runs"), "idx", spec, tool())
-                .unwrap();
-        let record = serde_json::json!({
-            "point": point.id, "replicate": 0, "summary": {},
-            "figures": {"n": 1, "measurements": [{"metric": "memory.triad"}]},
-        });
-        w.add(
-            &format!("results/{}/r0.json", point.slug),
-            &serde_json::to_vec(&record).unwrap(),
-            "result",
-        )
-        .unwrap();
-        let dir = w.dir().to_path_buf();
-        w.complete(None).unwrap();
+        let dir = sealed(vec![result(
+            0,
+            serde_json::json!({
+                "point": point.id, "replicate": 0, "summary": {},
+                "figures": {"n": 1, "measurements": [{"metric": "memory.triad"}]},
+            }),
+        )]);
         let e = read_run_dir(&dir, "here").unwrap_err();
         assert!(matches!(e, RunError::Invalid(_)), "{e}");
         let msg = e.to_string();

@@ -11,7 +11,7 @@ use yardstick_load::{
 };
 
 /// Reads one request (head and Content-Length body).
-fn read_request(s: &mut TcpStream) -> String {
+pub(crate) fn read_request(s: &mut TcpStream) -> String {
     let mut buf = Vec::new();
     let mut b = [0u8; 4096];
     loop {

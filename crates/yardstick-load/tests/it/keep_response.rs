@@ -1,35 +1,14 @@
 //! `Client::keeping_responses`: the text and the whole body survive `execute` (accuracy evals
 //! and perplexity read them); without it nothing is kept.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use yardstick_load::plan::{Lengths, PlannedRequest};
 use yardstick_load::{Api, Client, ClientConfig, Clock, TokenSource};
 
-fn read_request(s: &mut TcpStream) {
-    let mut buf = Vec::new();
-    let mut b = [0u8; 4096];
-    loop {
-        let n = s.read(&mut b).unwrap();
-        assert!(n > 0, "client closed early");
-        buf.extend_from_slice(&b[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .map(|v| v.trim().parse().unwrap())
-                .unwrap_or(0);
-            while buf.len() < i + 4 + len {
-                let n = s.read(&mut b).unwrap();
-                buf.extend_from_slice(&b[..n]);
-            }
-            return;
-        }
-    }
-}
+use crate::compat::read_request;
 
 /// Answers `n` requests on one keep-alive connection with `body` (`sse`: as an event stream).
 fn serve(n: usize, body: &'static str, sse: bool) -> String {

@@ -154,19 +154,7 @@ fn latency_table_puts_the_normal_p99_beside_the_empirical() {
 #[test]
 fn terminal_table_has_cis_deltas_and_verdicts() {
     let text = yardstick_report::terminal::render(&fixture::report(true));
-    let plain: String = {
-        let mut out = String::new();
-        let mut esc = false;
-        for c in text.chars() {
-            match (esc, c) {
-                (false, '\x1b') => esc = true,
-                (true, 'm') => esc = false,
-                (true, _) => {}
-                (false, c) => out.push(c),
-            }
-        }
-        out
-    };
+    let plain = strip_ansi(&text);
     assert!(text.contains("\x1b[1;31mFAIL\x1b[0m"), "FAIL is red");
     assert!(plain.contains("95 % CI"));
     assert!(plain.contains("+29.5 %"), "{plain}");

@@ -290,16 +290,7 @@ fn gc_keeps_tampered_files_and_verify_still_reports_unexplained_losses() {
     // And lose the summary, which retention never drops.
     std::fs::remove_file(run.join("summary.json")).unwrap();
 
-    let r = gc::gc_with(
-        store.path(),
-        &GcOptions {
-            keep_raw: Duration::from_secs(86_400),
-            now: time::OffsetDateTime::now_utc() + time::Duration::days(2),
-            dry_run: false,
-            key: Some(key.clone()),
-        },
-    )
-    .unwrap();
+    let r = gc_two_days_on(store.path(), Some(&key));
     assert_eq!(r.pruned[0].dropped.len(), 3);
     assert!(r.skipped[0].reason.contains("p0-r1"), "{:?}", r.skipped);
     assert!(p.exists());
@@ -337,22 +328,28 @@ fn writable(p: &Path) {
     std::fs::set_permissions(p, perm).unwrap();
 }
 
+/// Retention keeping raw files one day, run two days from now (so every raw file is due),
+/// signing its record with `key` when given.
+fn gc_two_days_on(store: &Path, key: Option<&ed25519_dalek::SigningKey>) -> gc::GcReport {
+    gc::gc_with(
+        store,
+        &GcOptions {
+            keep_raw: Duration::from_secs(86_400),
+            now: time::OffsetDateTime::now_utc() + time::Duration::days(2),
+            dry_run: false,
+            key: key.cloned(),
+        },
+    )
+    .unwrap()
+}
+
 fn pruned_run(
     store: &Path,
     key: &ed25519_dalek::SigningKey,
     gc_key: Option<&ed25519_dalek::SigningKey>,
 ) -> (std::path::PathBuf, gc::GcReport) {
     let run = sealed_run(&store.join("runs"), key);
-    let r = gc::gc_with(
-        store,
-        &GcOptions {
-            keep_raw: Duration::from_secs(86_400),
-            now: time::OffsetDateTime::now_utc() + time::Duration::days(2),
-            dry_run: false,
-            key: gc_key.cloned(),
-        },
-    )
-    .unwrap();
+    let r = gc_two_days_on(store, gc_key);
     (run, r)
 }
 
@@ -471,16 +468,7 @@ fn a_hostile_retention_record_is_refused_and_nothing_outside_is_touched() {
                      "dropped_at": "2026-01-01T00:00:00Z", "policy": "keep-raw 1d"}]
     });
     std::fs::write(run.join(GC_RECORD), serde_json::to_vec(&record).unwrap()).unwrap();
-    let r = gc::gc_with(
-        store.path(),
-        &GcOptions {
-            keep_raw: Duration::from_secs(86_400),
-            now: time::OffsetDateTime::now_utc() + time::Duration::days(2),
-            dry_run: false,
-            key: Some(key.clone()),
-        },
-    )
-    .unwrap();
+    let r = gc_two_days_on(store.path(), Some(&key));
     assert!(r.pruned.is_empty());
     assert!(
         r.skipped[0].reason.contains("../../victim.txt"),
