@@ -9,6 +9,7 @@
 //! authentication and paging, nothing that would make its numbers differ from the CLI's.
 //!
 //! * [`mcp`]: the same answers as Model Context Protocol tools (`/mcp`, and `yardstick mcp`).
+//! * [`query`]: the limits of ad-hoc SQL (`query_facts`) and how many run at once.
 //! * [`client`]: the other side: push a run, fetch a baseline (`push`, `gate --server`).
 //! * [`auth`]: tokens (`server-tokens.json` in the store directory, only SHA-256 hashes), scopes.
 //! * [`api`]: the routes and their handlers; [`api::router`] builds the whole application.
@@ -26,6 +27,7 @@ pub mod dashboard;
 mod error;
 pub mod mcp;
 pub mod metrics;
+pub mod query;
 pub mod state;
 pub mod tls;
 
@@ -65,6 +67,12 @@ pub struct ServerConfig {
     pub index: Option<RunIndexer>,
     /// Serve HTTPS with this certificate and key (`None`: plain HTTP).
     pub tls: Option<tls::TlsFiles>,
+    /// How ad-hoc SQL (MCP `query_facts`) is bounded: time, rows, bytes, queries at once.
+    pub query: query::QuerySettings,
+    /// Start on a PostgreSQL warehouse whose role is a superuser (or may read the database
+    /// host's files) anyway (`--allow-privileged-warehouse`); refused by default, since such a
+    /// role lets a read-only query reach the host.
+    pub allow_privileged_warehouse: bool,
     /// Where each request's access-log record goes (the binary prints it as one JSON line on
     /// standard error).
     pub access_log: Arc<dyn Fn(&access::AccessRecord) + Send + Sync>,
@@ -78,6 +86,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("require_read_token", &self.require_read_token)
             .field("require_signature", &self.require_signature)
             .field("max_push_bytes", &self.max_push_bytes)
+            .field("query", &self.query)
             .finish_non_exhaustive()
     }
 }

@@ -11,6 +11,7 @@
 //! content, a short text summary, and the value as JSON text for clients that read only text.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -18,7 +19,8 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig as McpInfo,
 };
-use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use yardstick_store::warehouse::QueryResult;
@@ -389,13 +391,17 @@ impl YardstickMcp {
         description = "One read-only SQL statement (SELECT, WITH, VALUES, EXPLAIN) against the \
                        warehouse, as `yardstick query` runs it: writes are refused by the \
                        database. Tables: runs, points, replicates, facts, baselines \
-                       (docs/warehouse.md). Aggregate facts have replicate = -1.",
+                       (docs/warehouse.md). Aggregate facts have replicate = -1. Only reads of \
+                       the warehouse's tables with SQLite's ordinary functions are allowed; the \
+                       server stops a query at its time limit and truncates long answers \
+                       (`truncated` says so): add a LIMIT.",
         output_schema = schema_for_output::<QueryResult>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn query_facts(
         &self,
         Parameters(args): Parameters<QueryArgs>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let Some(sql) = statement(&args.sql).map(str::to_owned) else {
             return Ok(refusal(ApiError::bad_request(
@@ -403,13 +409,29 @@ impl YardstickMcp {
                 Some("e.g. SELECT * FROM runs LIMIT 5"),
             )));
         };
-        let out = self.state.blocking(move |_, w| Ok(w.query(&sql)?)).await;
+        let parts = ctx.extensions.get::<axum::http::request::Parts>();
+        let checked = self.state.config.require_read_token;
+        let client = parts.map_or_else(
+            || "stdio".to_string(),
+            |p| crate::query::client_key(p, checked),
+        );
+        let gone = parts
+            .and_then(|p| p.extensions.get::<ClientGone>())
+            .map(|g| g.0.clone());
+        let out =
+            crate::query::run(&self.state, &client, sql, gone, ctx.ct.cancelled_owned()).await;
         reply(out, |r| {
-            format!(
+            let mut s = format!(
                 "{}; columns: {}",
                 plural(r.rows.len(), "row"),
                 r.columns.join(", ")
-            )
+            );
+            if let Some(why) = &r.truncated_by {
+                s.push_str(&format!(
+                    "; truncated: {why} (the server's limit); add a LIMIT or narrow the query"
+                ));
+            }
+            s
         })
     }
 }
@@ -437,6 +459,56 @@ pub async fn serve_stdio(state: Arc<AppState>) -> Result<(), std::io::Error> {
         .map_err(std::io::Error::other)?;
     service.waiting().await.map_err(std::io::Error::other)?;
     Ok(())
+}
+
+/// Set when the HTTP client of an MCP request goes away: the response's body was dropped before
+/// it was read to the end. The MCP SDK keeps running a tool when its HTTP stream closes, so the
+/// query tool watches this flag (it reaches the tool in the request's extensions).
+#[derive(Clone, Debug, Default)]
+pub struct ClientGone(pub Arc<AtomicBool>);
+
+/// A response body that sets its [`ClientGone`] flag when dropped.
+struct WatchedBody {
+    inner: axum::body::Body,
+    gone: ClientGone,
+}
+
+impl http_body::Body for WatchedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for WatchedBody {
+    fn drop(&mut self) {
+        self.gone.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Middleware of [`PATH`]: gives each request a [`ClientGone`] flag, set when its response is
+/// dropped (the client closed the connection, or the answer was sent in full).
+pub async fn watch_client(
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let gone = ClientGone::default();
+    req.extensions_mut().insert(gone.clone());
+    let (parts, inner) = next.run(req).await.into_parts();
+    axum::response::Response::from_parts(parts, axum::body::Body::new(WatchedBody { inner, gone }))
 }
 
 /// The streamable HTTP service mounted at [`PATH`]. `loopback`: the server listens on a loopback

@@ -11,8 +11,9 @@ use std::time::SystemTime;
 
 use yardstick_store::StoreError;
 use yardstick_store::warehouse::{
-    BaselineRow, CalibrationRow, FactRow, PointRow, PostgresWarehouse, QueryResult, ReplicateRow,
-    RunFilter, RunRow, SqliteWarehouse, TrendRow, VerdictRow, Warehouse, WarehouseLocation,
+    BaselineRow, CalibrationRow, FactRow, PointRow, PostgresWarehouse, QueryLimits, QueryResult,
+    ReplicateRow, RunFilter, RunRow, SqliteWarehouse, TrendRow, VerdictRow, Warehouse,
+    WarehouseLocation,
 };
 
 use crate::ServerConfig;
@@ -37,6 +38,8 @@ pub struct AppState {
     pub metrics: Metrics,
     /// Held while a push commits: one rename and one index at a time.
     pub push_lock: tokio::sync::Mutex<()>,
+    /// Ad-hoc queries in flight, in all and per client.
+    pub queries: crate::query::QueryGate,
     idle: Mutex<Vec<Conn>>,
     permits: Arc<tokio::sync::Semaphore>,
     tokens: Mutex<(Option<SystemTime>, Tokens)>,
@@ -61,7 +64,14 @@ impl AppState {
                 Some("pass --store DIR as well as --warehouse URL"),
             ));
         }
+        config.query.check().map_err(|m| {
+            ServerError::config(
+                m,
+                Some("see `yardstick server --help` for the query limits"),
+            )
+        })?;
         let state = AppState {
+            queries: crate::query::QueryGate::new(config.query.clone()),
             metrics: Metrics::default(),
             push_lock: tokio::sync::Mutex::new(()),
             idle: Mutex::new(Vec::new()),
@@ -89,8 +99,28 @@ impl AppState {
                 ));
             }
         }
-        let conn = state.connect()?;
-        state.give_back(conn);
+        if let WarehouseLocation::Postgres(url) = WarehouseLocation::parse(&state.config.warehouse)
+        {
+            let mut pg = PostgresWarehouse::connect(&url)?;
+            let privileges = pg.dangerous_privileges()?;
+            if !privileges.is_empty() && !state.config.allow_privileged_warehouse {
+                return Err(ServerError::config(
+                    format!(
+                        "the warehouse role has {}: a read-only query could read or run files \
+                         on the database host (pg_read_file, COPY ... TO PROGRAM)",
+                        privileges.join(", ")
+                    ),
+                    Some(
+                        "connect as the role docs/warehouse.md describes (owner of the \
+                         warehouse's tables, no superuser), or pass --allow-privileged-warehouse",
+                    ),
+                ));
+            }
+            state.give_back(Box::new(pg));
+        } else {
+            let conn = state.connect()?;
+            state.give_back(conn);
+        }
         state.current_tokens()?;
         Ok(state)
     }
@@ -308,8 +338,8 @@ impl Warehouse for Located<'_> {
     ) -> Result<Vec<TrendRow>, StoreError> {
         self.inner.trend_rows(filter, metric, statistic)
     }
-    fn query(&mut self, sql: &str) -> Result<QueryResult, StoreError> {
-        self.inner.query(sql)
+    fn query_with(&mut self, sql: &str, limits: &QueryLimits) -> Result<QueryResult, StoreError> {
+        self.inner.query_with(sql, limits)
     }
     fn schema_version(&mut self) -> Result<u32, StoreError> {
         self.inner.schema_version()

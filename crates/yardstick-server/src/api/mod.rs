@@ -366,9 +366,10 @@ pub fn router(state: Arc<AppState>) -> axum::Router {
 pub fn router_on(state: Arc<AppState>, loopback: bool) -> axum::Router {
     let (app, doc) = documented_routes();
     let doc = Arc::new(doc);
-    app.route_service(
+    app.route(
         crate::mcp::PATH,
-        crate::mcp::http_service(state.clone(), loopback),
+        axum::routing::any_service(crate::mcp::http_service(state.clone(), loopback))
+            .layer(middleware::from_fn(crate::mcp::watch_client)),
     )
     .route(
         "/api/openapi.json",

@@ -14,11 +14,13 @@ use crate::StoreError;
 pub use crate::run::{ReplicateStatus, RunStatus};
 
 pub mod postgres;
+pub mod query;
 pub mod schema;
 mod sql;
 pub mod sqlite;
 
 pub use postgres::PostgresWarehouse;
+pub use query::QueryLimits;
 pub use sqlite::SqliteWarehouse;
 
 /// File name of the embedded warehouse inside a store directory.
@@ -235,6 +237,13 @@ pub struct QueryResult {
     pub columns: Vec<String>,
     /// Rows, as JSON values (numbers, strings, null).
     pub rows: Vec<Vec<serde_json::Value>>,
+    /// The answer stopped at a row or byte cap ([`QueryLimits`]): `rows` holds only the first
+    /// rows; add a `LIMIT` or narrow the query.
+    #[serde(default)]
+    pub truncated: bool,
+    /// Which cap, when truncated (e.g. `more than 100000 rows`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated_by: Option<String>,
 }
 
 /// Every warehouse row of one stored run: what indexing its run directory writes
@@ -323,8 +332,14 @@ pub trait Warehouse {
         metric: &str,
         statistic: &str,
     ) -> Result<Vec<TrendRow>, StoreError>;
-    /// Runs a read-only SQL query (writes are refused by the database, not by parsing).
-    fn query(&mut self, sql: &str) -> Result<QueryResult, StoreError>;
+    /// Runs one read-only SQL statement within `limits`: writes are refused by the database, not
+    /// by parsing; a statement past its time limit or cancelled is an error; rows past the row
+    /// or byte cap are left out and the answer says it is truncated.
+    fn query_with(&mut self, sql: &str, limits: &QueryLimits) -> Result<QueryResult, StoreError>;
+    /// [`Warehouse::query_with`] under the default limits ([`QueryLimits::default`]).
+    fn query(&mut self, sql: &str) -> Result<QueryResult, StoreError> {
+        self.query_with(sql, &QueryLimits::default())
+    }
     /// The schema version the database is at.
     fn schema_version(&mut self) -> Result<u32, StoreError>;
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls, SimpleQueryMessage};
 
+use super::query::{Collector, QueryLimits};
 use super::schema::{self, Dialect, MIGRATIONS, MIGRATIONS_TABLE};
 use super::sql::{self, render};
 use super::{
@@ -25,6 +26,8 @@ use crate::StoreError;
 const MIGRATION_LOCK: i64 = 0x0079_6172_6473_746b;
 /// Rows per `INSERT … SELECT FROM unnest(…)` batch.
 const FACT_BATCH: usize = 10_000;
+/// Rows per `FETCH` of an ad-hoc query's cursor.
+const FETCH_BATCH: usize = 1_000;
 
 fn db_err(e: postgres::Error) -> StoreError {
     StoreError::Warehouse(pg_message(&e))
@@ -67,6 +70,112 @@ impl std::fmt::Debug for PostgresWarehouse {
 }
 
 impl PostgresWarehouse {
+    /// What the connection's role may do beyond reading and writing the warehouse's tables:
+    /// `superuser`, or membership of `pg_read_server_files`, `pg_write_server_files`,
+    /// `pg_execute_server_program` (each lets a read-only query reach the database host's files
+    /// or programs). Empty for the role docs/warehouse.md recommends.
+    pub fn dangerous_privileges(&mut self) -> Result<Vec<String>, StoreError> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT r.rolsuper, \
+                        pg_has_role(current_user, 'pg_read_server_files', 'MEMBER'), \
+                        pg_has_role(current_user, 'pg_write_server_files', 'MEMBER'), \
+                        pg_has_role(current_user, 'pg_execute_server_program', 'MEMBER') \
+                 FROM pg_roles r WHERE r.rolname = current_user",
+                &[],
+            )
+            .map_err(db_err)?;
+        let names = [
+            "superuser",
+            "pg_read_server_files",
+            "pg_write_server_files",
+            "pg_execute_server_program",
+        ];
+        Ok(names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| row.get::<_, bool>(*i))
+            .map(|(_, n)| n.to_string())
+            .collect())
+    }
+
+    /// The statement, read-only, under a statement timeout, its rows fetched in batches from a
+    /// cursor until the row or byte cap.
+    fn run_query(
+        &mut self,
+        q: &str,
+        limits: &QueryLimits,
+        deadline: std::time::Instant,
+        invalid: impl Fn(postgres::Error) -> StoreError,
+    ) -> Result<QueryResult, StoreError> {
+        let mut tx = self
+            .client
+            .build_transaction()
+            .read_only(true)
+            .start()
+            .map_err(db_err)?;
+        let ms = limits.time.as_millis().clamp(1, i32::MAX as u128);
+        tx.batch_execute(&format!("SET LOCAL statement_timeout = {ms}"))
+            .map_err(db_err)?;
+        // Preparing first (the extended protocol accepts exactly one statement) gives the column
+        // types, and guarantees the simple-protocol execution below cannot smuggle a `COMMIT; …`
+        // out of the read-only transaction.
+        let st = tx.prepare(q).map_err(&invalid)?;
+        if st.columns().is_empty() {
+            return Err(StoreError::Invalid(
+                "query: the statement returns no rows; use SELECT, WITH, VALUES or EXPLAIN".into(),
+            ));
+        }
+        let columns: Vec<String> = st.columns().iter().map(|c| c.name().to_string()).collect();
+        let types: Vec<Type> = st.columns().iter().map(|c| c.type_().clone()).collect();
+        let mut out = Collector::new(limits, &columns);
+        // Text results decode every type (numeric, timestamps, arrays…) without a Rust mapping
+        // for each; they are then typed by the described column types. A cursor hands them
+        // over in batches, so a huge answer stops at the caps instead of filling memory; EXPLAIN
+        // (which a cursor cannot hold) answers a few rows at once.
+        let explain = q
+            .trim_start()
+            .get(..7)
+            .is_some_and(|w| w.eq_ignore_ascii_case("explain"));
+        let take = |messages: Vec<SimpleQueryMessage>, out: &mut Collector<'_>| {
+            let mut seen = 0usize;
+            for m in messages {
+                if let SimpleQueryMessage::Row(r) = m {
+                    seen += 1;
+                    let row = (0..types.len())
+                        .map(|i| json_value(&types[i], r.get(i)))
+                        .collect();
+                    if !out.push(row) {
+                        return None;
+                    }
+                }
+            }
+            Some(seen)
+        };
+        if explain {
+            let messages = tx.simple_query(q).map_err(&invalid)?;
+            take(messages, &mut out);
+        } else {
+            tx.batch_execute(&format!("DECLARE yardstick_query NO SCROLL CURSOR FOR {q}"))
+                .map_err(&invalid)?;
+            loop {
+                if std::time::Instant::now() >= deadline {
+                    return Err(limits.timed_out());
+                }
+                let messages = tx
+                    .simple_query(&format!("FETCH {FETCH_BATCH} FROM yardstick_query"))
+                    .map_err(&invalid)?;
+                match take(messages, &mut out) {
+                    Some(n) if n == FETCH_BATCH => continue,
+                    _ => break,
+                }
+            }
+        }
+        tx.rollback().map_err(db_err)?;
+        Ok(out.finish(columns))
+    }
+
     /// Connects (without TLS, see the module docs) and migrates to the latest schema.
     pub fn connect(url: &str) -> Result<Self, StoreError> {
         Self::connect_at_version(url, schema::latest_version())
@@ -653,40 +762,47 @@ impl Warehouse for PostgresWarehouse {
         Ok(out)
     }
 
-    fn query(&mut self, q: &str) -> Result<QueryResult, StoreError> {
+    fn query_with(&mut self, q: &str, limits: &QueryLimits) -> Result<QueryResult, StoreError> {
         let invalid =
             |e: postgres::Error| StoreError::Invalid(format!("query: {}", pg_message(&e)));
-        let mut tx = self
-            .client
-            .build_transaction()
-            .read_only(true)
-            .start()
-            .map_err(db_err)?;
-        // Preparing first (the extended protocol accepts exactly one statement) gives the column
-        // types, and guarantees the simple-protocol execution below cannot smuggle a `COMMIT; …`
-        // out of the read-only transaction.
-        let st = tx.prepare(q).map_err(invalid)?;
-        if st.columns().is_empty() {
-            return Err(StoreError::Invalid(
-                "query: the statement returns no rows; use SELECT, WITH, VALUES or EXPLAIN".into(),
-            ));
+        if q.len() > super::query::MAX_SQL_BYTES {
+            return Err(StoreError::Invalid(format!(
+                "query: the SQL is {} bytes, more than {}",
+                q.len(),
+                super::query::MAX_SQL_BYTES
+            )));
         }
-        let columns: Vec<String> = st.columns().iter().map(|c| c.name().to_string()).collect();
-        let types: Vec<Type> = st.columns().iter().map(|c| c.type_().clone()).collect();
-        // Text results decode every type (numeric, timestamps, arrays…) without a Rust mapping
-        // for each; they are then typed by the described column types.
-        let messages = tx.simple_query(q).map_err(invalid)?;
-        let mut rows = Vec::new();
-        for m in messages {
-            if let SimpleQueryMessage::Row(r) = m {
-                let row = (0..types.len())
-                    .map(|i| json_value(&types[i], r.get(i)))
-                    .collect();
-                rows.push(row);
-            }
+        let deadline = std::time::Instant::now() + limits.time;
+        // A cancel request from another thread when the query is cancelled (the client went
+        // away); the server's statement_timeout below bounds it in time.
+        let watch = limits.cancel.clone().map(|flag| {
+            let token = self.client.cancel_token();
+            let (done, wait) = std::sync::mpsc::channel::<()>();
+            let thread = std::thread::spawn(move || {
+                loop {
+                    match wait.recv_timeout(Duration::from_millis(50)) {
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                            if flag.load(std::sync::atomic::Ordering::Relaxed) {
+                                let _ = token.cancel_query(NoTls);
+                                return;
+                            }
+                        }
+                        _ => return,
+                    }
+                }
+            });
+            (done, thread)
+        });
+        let result = self.run_query(q, limits, deadline, invalid);
+        if let Some((done, thread)) = watch {
+            drop(done);
+            let _ = thread.join();
         }
-        tx.rollback().map_err(db_err)?;
-        Ok(QueryResult { columns, rows })
+        match result {
+            Err(_) if limits.cancelled() => Err(QueryLimits::was_cancelled()),
+            Err(_) if std::time::Instant::now() >= deadline => Err(limits.timed_out()),
+            r => r,
+        }
     }
 
     fn schema_version(&mut self) -> Result<u32, StoreError> {

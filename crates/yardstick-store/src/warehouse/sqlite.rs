@@ -4,9 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Instant;
+
+use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
+use super::query::{Collector, QueryLimits};
 use super::schema::{self, Dialect, MIGRATIONS, MIGRATIONS_TABLE};
 use super::sql::{self, render};
 use super::{
@@ -18,6 +24,13 @@ use crate::StoreError;
 /// How long a writer waits for another writer's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many SQLite virtual-machine steps run between two looks at a query's deadline and
+/// cancel flag.
+const PROGRESS_OPS: std::ffi::c_int = 10_000;
+const RUNNING: u8 = 0;
+const TIMED_OUT: u8 = 1;
+const CANCELLED: u8 = 2;
+
 fn db_err(e: rusqlite::Error) -> StoreError {
     StoreError::Warehouse(e.to_string())
 }
@@ -27,23 +40,12 @@ fn db_err(e: rusqlite::Error) -> StoreError {
 pub struct SqliteWarehouse {
     conn: Connection,
     path: PathBuf,
-    /// Opened on the first `query`: read-only flags plus `PRAGMA query_only`.
+    /// Opened on the first `query`: read-only flags, `PRAGMA query_only`, and the query sandbox
+    /// (an authorizer admitting only reads of the warehouse's tables; [`super::query`]).
     reader: Option<Connection>,
-    /// Limits of one `query`: wall time and rows (a recursive CTE can run forever).
-    query_limits: (std::time::Duration, usize),
 }
 
-/// How long one `yardstick query` may run before it is interrupted.
-pub const QUERY_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
-/// How many rows one `yardstick query` may return.
-pub const QUERY_ROW_LIMIT: usize = 1_000_000;
-
 impl SqliteWarehouse {
-    /// Sets the limits of one `query` (wall time, rows); see [`QUERY_TIME_LIMIT`].
-    pub fn set_query_limits(&mut self, time: std::time::Duration, rows: usize) {
-        self.query_limits = (time, rows);
-    }
-
     /// Opens (creating when missing) and migrates the database at `path` to the latest schema.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         Self::open_at_version(path, schema::latest_version())
@@ -76,7 +78,6 @@ impl SqliteWarehouse {
             conn,
             path: path.to_path_buf(),
             reader: None,
-            query_limits: (QUERY_TIME_LIMIT, QUERY_ROW_LIMIT),
         };
         w.migrate(version)?;
         Ok(w)
@@ -135,18 +136,37 @@ impl SqliteWarehouse {
             .map_err(db_err)?;
             c.busy_timeout(BUSY_TIMEOUT).map_err(db_err)?;
             c.execute_batch("PRAGMA query_only = ON").map_err(db_err)?;
+            // The warehouse's own tables and views, read before the sandbox closes the door.
+            let tables = c
+                .prepare("SELECT lower(name) FROM sqlite_schema WHERE type IN ('table', 'view')")
+                .and_then(|mut st| {
+                    st.query_map([], |r| r.get::<_, String>(0))?
+                        .collect::<Result<std::collections::BTreeSet<String>, _>>()
+                })
+                .map_err(db_err)?;
+            super::query::sandbox(&c, tables).map_err(db_err)?;
             self.reader = Some(c);
         }
         Ok(self.reader.as_ref().expect("just opened"))
     }
 }
 
-/// Runs one read-only statement, refusing anything that could write and stopping past
-/// `row_limit` rows.
-fn run_query(conn: &Connection, q: &str, row_limit: usize) -> Result<QueryResult, StoreError> {
-    let mut st = conn
-        .prepare(q)
-        .map_err(|e| StoreError::Invalid(format!("query: {e}")))?;
+/// Runs one read-only statement, refusing anything that could write and stopping at the
+/// limits' row and byte caps.
+fn run_query(conn: &Connection, q: &str, limits: &QueryLimits) -> Result<QueryResult, StoreError> {
+    let refused = |e: rusqlite::Error| {
+        let m = e.to_string();
+        if m.contains("not authorized") || m.contains("is prohibited") {
+            StoreError::Invalid(format!(
+                "query: {m}: only SELECT over the warehouse's tables and views, with SQLite's \
+                 ordinary functions, is allowed (no PRAGMA but table_info and its kin, no \
+                 ATTACH, no writes); docs/warehouse.md lists the tables"
+            ))
+        } else {
+            StoreError::Invalid(format!("query: {m}"))
+        }
+    };
+    let mut st = conn.prepare(q).map_err(refused)?;
     // Asked of SQLite, not parsed here: a statement that could write is refused before it
     // runs (this also covers `VACUUM INTO`, which a read-only connection would allow).
     if !st.readonly() {
@@ -163,26 +183,18 @@ fn run_query(conn: &Connection, q: &str, row_limit: usize) -> Result<QueryResult
     }
     let columns: Vec<String> = st.column_names().iter().map(|c| c.to_string()).collect();
     let width = columns.len();
-    let mut rows = Vec::new();
-    let mut it = st
-        .query([])
-        .map_err(|e| StoreError::Invalid(format!("query: {e}")))?;
-    while let Some(r) = it
-        .next()
-        .map_err(|e| StoreError::Invalid(format!("query: {e}")))?
-    {
-        if rows.len() == row_limit {
-            return Err(StoreError::Invalid(format!(
-                "query: more than {row_limit} rows; add a LIMIT"
-            )));
-        }
+    let mut out = Collector::new(limits, &columns);
+    let mut it = st.query([]).map_err(refused)?;
+    while let Some(r) = it.next().map_err(refused)? {
         let mut row = Vec::with_capacity(width);
         for i in 0..width {
             row.push(json_value(r.get_ref(i).map_err(db_err)?));
         }
-        rows.push(row);
+        if !out.push(row) {
+            break;
+        }
     }
-    Ok(QueryResult { columns, rows })
+    Ok(out.finish(columns))
 }
 
 /// A status column, read into its enum; an unknown value is a conversion error of that column.
@@ -655,29 +667,37 @@ impl Warehouse for SqliteWarehouse {
         Ok(out)
     }
 
-    fn query(&mut self, q: &str) -> Result<QueryResult, StoreError> {
-        let (time_limit, row_limit) = self.query_limits;
+    fn query_with(&mut self, q: &str, limits: &QueryLimits) -> Result<QueryResult, StoreError> {
         let conn = self.reader()?;
-        // A watchdog interrupts a statement that runs past the time limit (an endless recursive
-        // CTE, a cross join of everything): a query never hangs the command.
-        let interrupt = conn.get_interrupt_handle();
-        let (done, wait) = std::sync::mpsc::channel::<()>();
-        let watchdog = std::thread::spawn(move || {
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(time_limit) {
-                interrupt.interrupt();
-                return true;
-            }
-            false
-        });
-        let result = run_query(conn, q, row_limit);
-        drop(done);
-        let timed_out = watchdog.join().unwrap_or(false);
-        match result {
-            Err(_) if timed_out => Err(StoreError::Invalid(format!(
-                "query: stopped after {} s; narrow it (WHERE, LIMIT)",
-                time_limit.as_secs_f64()
-            ))),
-            r => r,
+        // No string or blob larger than half the byte cap: `zeroblob(300000000)` fails in
+        // SQLite instead of being built in memory and hex-encoded.
+        conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, limits.max_value_bytes())
+            .map_err(db_err)?;
+        // A progress handler stops the statement at its deadline or when it is cancelled (an
+        // endless recursive CTE, a cross join of everything, a client that went away).
+        let deadline = Instant::now() + limits.time;
+        let why = Arc::new(AtomicU8::new(RUNNING));
+        let (cancel, stopped) = (limits.cancel.clone(), why.clone());
+        conn.progress_handler(
+            PROGRESS_OPS,
+            Some(move || {
+                let reason = if cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    CANCELLED
+                } else if Instant::now() >= deadline {
+                    TIMED_OUT
+                } else {
+                    return false;
+                };
+                stopped.store(reason, Ordering::Relaxed);
+                true
+            }),
+        );
+        let result = run_query(conn, q, limits);
+        conn.progress_handler(0, None::<fn() -> bool>);
+        match (result, why.load(Ordering::Relaxed)) {
+            (Err(_), TIMED_OUT) => Err(limits.timed_out()),
+            (Err(_), CANCELLED) => Err(QueryLimits::was_cancelled()),
+            (r, _) => r,
         }
     }
 

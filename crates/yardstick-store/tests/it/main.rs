@@ -10,4 +10,5 @@ mod support;
 mod export_gc;
 mod prop_evidence;
 mod prop_query;
+mod query_sandbox;
 mod warehouse;

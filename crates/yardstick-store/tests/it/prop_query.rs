@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use support::{fixture, write};
-use yardstick_store::warehouse::{SqliteWarehouse, Warehouse};
+use yardstick_store::warehouse::{QueryLimits, SqliteWarehouse, Warehouse};
 
 fn listing(dir: &Path) -> Vec<(String, u64)> {
     let mut v: Vec<(String, u64)> = std::fs::read_dir(dir)
@@ -34,17 +34,32 @@ fn listing(dir: &Path) -> Vec<(String, u64)> {
 fn an_endless_recursive_query_is_stopped_not_hung() {
     let dir = tempfile::tempdir().unwrap();
     let mut w = SqliteWarehouse::open(&dir.path().join("yardstick.db")).unwrap();
-    w.set_query_limits(Duration::from_millis(300), 1000);
+    let limits = QueryLimits {
+        time: Duration::from_millis(300),
+        max_rows: 1000,
+        ..QueryLimits::default()
+    };
     let e = w
-        .query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
+        .query_with("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c", &limits)
         .unwrap_err()
         .to_string();
     assert!(e.contains("stopped after 0.3 s"), "{e}");
-    let e = w
-        .query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c")
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("more than 1000 rows"), "{e}");
+    // Past the row cap the answer stops, says so, and holds exactly the cap's rows.
+    let r = w
+        .query_with(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c",
+            &limits,
+        )
+        .unwrap();
+    assert!(r.truncated, "{r:?}");
+    assert_eq!(r.truncated_by.as_deref(), Some("more than 1000 rows"));
+    assert_eq!(r.rows.len(), 1000);
+    assert_eq!(r.rows[999][0], serde_json::json!(1000));
+    // Exactly the cap is not truncated.
+    let r = w
+        .query_with("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 1000) SELECT x FROM c", &limits)
+        .unwrap();
+    assert!(!r.truncated && r.truncated_by.is_none() && r.rows.len() == 1000);
     // The connection still answers after an interrupted query.
     assert_eq!(w.query("SELECT 1").unwrap().rows.len(), 1);
 }
@@ -58,7 +73,6 @@ fn hostile_sql_never_writes_and_select_still_works() {
         &mut w,
         &fixture("R1", "serve", Some("cpu-test"), "2026-01-01T00:00:00.000Z"),
     );
-    w.set_query_limits(Duration::from_secs(5), 100_000);
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("evil.db");
     let t = target.display().to_string();
@@ -90,13 +104,17 @@ fn hostile_sql_never_writes_and_select_still_works() {
         "(SELECT|WITH|DELETE|INSERT|ATTACH|PRAGMA|VACUUM|EXPLAIN|REPLACE|CREATE|DROP|;|\\(|\\)|'|\"|runs|facts|\\*|FROM|INTO| |[a-z0-9_]{1,6}|--|/\\*){1,12}",
         "\\PC{0,60}",
     ];
+    let limits = QueryLimits {
+        time: Duration::from_secs(5),
+        ..QueryLimits::default()
+    };
     let cases = Cell::new(0usize);
     let answered = Cell::new(0usize);
     let wh = std::cell::RefCell::new(w);
     props::runner()
         .run(&statement, |sql| {
             cases.set(cases.get() + 1);
-            let r = wh.borrow_mut().query(&sql);
+            let r = wh.borrow_mut().query_with(&sql, &limits);
             match r {
                 Ok(r) => {
                     answered.set(answered.get() + 1);

@@ -33,6 +33,9 @@ pub struct McpArgs {
     /// The warehouse, when not the store directory's SQLite: `postgres://user@host:port/db`.
     #[arg(long, value_name = "URL")]
     pub warehouse: Option<String>,
+    /// The limits of `query_facts` (the same as `yardstick server`'s).
+    #[command(flatten)]
+    pub query: crate::cmd::server::QueryLimitArgs,
 }
 
 fn open_error(e: ServerError) -> anyhow::Error {
@@ -55,6 +58,8 @@ pub fn run(args: McpArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         require_read_token: false,
         require_signature: false,
         max_push_bytes: 0,
+        query: args.query.settings()?,
+        allow_privileged_warehouse: args.query.allow_privileged_warehouse,
         index: None,
         tls: None,
         access_log: Arc::new(|_| {}),

@@ -4,6 +4,7 @@ use crate::cli::GlobalOpts;
 use crate::cmd::runs::{StoreOpt, print_table, store_error};
 use crate::exit::{self, Status};
 use crate::output;
+use yardstick_store::warehouse::QueryLimits;
 
 /// Run one read-only SQL statement against the warehouse and print the rows. The database
 /// refuses writes (SQLite opened read-only with `PRAGMA query_only`; PostgreSQL in
@@ -21,6 +22,15 @@ pub struct QueryArgs {
     pub sql: String,
     #[command(flatten)]
     pub store: StoreOpt,
+    /// How long the query may run before it is interrupted, e.g. 10s, 5m.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub timeout: String,
+    /// Rows to print at most; past that the answer is truncated (and says so).
+    #[arg(long, default_value_t = yardstick_store::warehouse::query::DEFAULT_MAX_ROWS, value_name = "N")]
+    pub max_rows: usize,
+    /// Bytes of rows (as JSON) to print at most, e.g. 16MiB; past that the answer is truncated.
+    #[arg(long, default_value = "16MiB", value_name = "BYTES")]
+    pub max_bytes: String,
 }
 
 /// Runs `yardstick query`.
@@ -40,8 +50,23 @@ pub fn run(args: QueryArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             Some("e.g. yardstick query \"SELECT * FROM runs LIMIT 5\""),
         ));
     };
+    let limits = QueryLimits {
+        time: yardstick_spec::units::parse_duration(&args.timeout)
+            .map_err(|e| crate::cmd::flag_error("timeout", e))?,
+        max_rows: args.max_rows.max(1),
+        max_bytes: yardstick_spec::units::parse_bytes(&args.max_bytes)
+            .map_err(|e| crate::cmd::flag_error("max-bytes", e))?
+            .try_into()
+            .unwrap_or(usize::MAX),
+        cancel: None,
+    };
     let mut w = args.store.open()?;
-    let result = w.query(sql).map_err(store_error)?;
+    let result = w.query_with(sql, &limits).map_err(store_error)?;
+    if let Some(why) = &result.truncated_by {
+        output::warn(&format!(
+            "the answer is truncated: {why} (--max-rows, --max-bytes); add a LIMIT or narrow the query"
+        ));
+    }
     if g.json {
         output::json(&result)?;
         return Ok(Status::Ok);

@@ -72,6 +72,54 @@ pub struct ServerArgs {
     /// The certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub query: QueryLimitArgs,
+}
+
+/// The limits of ad-hoc SQL on the server (MCP `query_facts`).
+#[derive(Debug, clap::Args)]
+pub struct QueryLimitArgs {
+    /// How long one query may run before it is interrupted, e.g. 10s, 2m.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub query_timeout: String,
+    /// Rows one answer may carry; past that it is truncated (`truncated: true`).
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub query_max_rows: usize,
+    /// Bytes one answer may carry as JSON, e.g. 4MiB; past that it is truncated.
+    #[arg(long, default_value = "4MiB", value_name = "BYTES")]
+    pub query_max_bytes: String,
+    /// Queries running at once, all clients together (below 16, the warehouse connections
+    /// the whole API shares); more are answered 429.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub query_concurrency: usize,
+    /// Queries running at once from one client (a token, or an address); more are answered 429.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub query_concurrency_per_client: usize,
+    /// Start even when the PostgreSQL warehouse role is a superuser or may read the database
+    /// host's files (refused by default: a read-only query could reach the host).
+    #[arg(long)]
+    pub allow_privileged_warehouse: bool,
+}
+
+impl QueryLimitArgs {
+    /// The server's query settings, or exit 2 naming the flag.
+    pub fn settings(&self) -> anyhow::Result<yardstick_server::query::QuerySettings> {
+        let time = yardstick_spec::units::parse_duration(&self.query_timeout)
+            .map_err(|e| crate::cmd::flag_error("query-timeout", e))?;
+        let max_bytes = yardstick_spec::units::parse_bytes(&self.query_max_bytes)
+            .map_err(|e| crate::cmd::flag_error("query-max-bytes", e))?;
+        let settings = yardstick_server::query::QuerySettings {
+            time,
+            max_rows: self.query_max_rows,
+            max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
+            concurrent: self.query_concurrency,
+            per_client: self.query_concurrency_per_client,
+        };
+        settings
+            .check()
+            .map_err(|m| exit::invalid(m, Some("see `yardstick server --help`")))?;
+        Ok(settings)
+    }
 }
 
 /// The `server` subcommands.
@@ -195,6 +243,8 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
         require_read_token: args.require_read_token,
         require_signature: args.require_signature,
         max_push_bytes,
+        query: args.query.settings()?,
+        allow_privileged_warehouse: args.query.allow_privileged_warehouse,
         index: Some(Arc::new(|dir, location| {
             yardstick_run::index::read_run_dir(dir, location).map_err(|e| e.to_string())
         })),

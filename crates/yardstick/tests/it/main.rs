@@ -49,6 +49,7 @@ mod schema_cli;
 mod secrets_canary;
 mod server;
 mod server_metrics;
+mod server_query;
 mod sessions;
 mod sim_cli;
 mod sim_flags;

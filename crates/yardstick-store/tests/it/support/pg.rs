@@ -220,6 +220,22 @@ impl PgCluster {
         self.url(db)
     }
 
+    /// Creates an empty database owned by `role`, a login role that is not a superuser (made
+    /// when missing) — the role docs/warehouse.md recommends for a shared warehouse — and
+    /// returns its URL as that role.
+    pub fn create_owned_db(&self, db: &str, role: &str) -> String {
+        let mut c = postgres::Client::connect(&self.url("postgres"), postgres::NoTls).unwrap();
+        c.batch_execute(&format!(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN \
+             CREATE ROLE \"{role}\" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE; END IF; END $$"
+        ))
+        .unwrap();
+        // Not in the same batch: CREATE DATABASE cannot run inside a transaction block.
+        c.batch_execute(&format!("CREATE DATABASE \"{db}\" OWNER \"{role}\""))
+            .unwrap();
+        format!("postgresql://{role}@127.0.0.1:{}/{db}", self.port)
+    }
+
     /// The data directory's parent (holds the server log).
     pub fn dir(&self) -> &Path {
         self.dir.path()
