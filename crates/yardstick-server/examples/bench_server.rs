@@ -122,6 +122,8 @@ fn serve(location: &str, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
         max_push_bytes: 0,
         index: None,
         tls: None,
+        allowed_hosts: Vec::new(),
+        limits: Default::default(),
         access_log: Arc::new(|_| {}),
     };
     let addr: SocketAddr = addr.parse()?;

@@ -57,6 +57,8 @@ pub fn run(args: McpArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         max_push_bytes: 0,
         index: None,
         tls: None,
+        allowed_hosts: Vec::new(),
+        limits: Default::default(),
         access_log: Arc::new(|_| {}),
     };
     // Standard output carries the protocol only: nothing else is printed there.

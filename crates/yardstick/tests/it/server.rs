@@ -167,8 +167,13 @@ impl ServerProc {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits for the process to exit, at most [`WAIT`].
-    fn wait(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait(&mut self) -> std::process::ExitStatus {
         let start = Instant::now();
         loop {
             if let Some(s) = self.child.try_wait().unwrap() {
