@@ -234,7 +234,8 @@ impl Resp {
     }
 }
 
-/// A minimal HTTP/1.1 client (one request per connection), bounded in time.
+/// A minimal HTTP/1.1 client (one request per connection), bounded in time. `Host` is `addr`
+/// unless `headers` has one.
 pub(crate) fn http(
     addr: &str,
     method: &str,
@@ -245,8 +246,14 @@ pub(crate) fn http(
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(WAIT)).unwrap();
     s.set_write_timeout(Some(WAIT)).unwrap();
+    // The Host is the address, unless the caller names another.
+    let host = if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        String::new()
+    } else {
+        format!("Host: {addr}\r\n")
+    };
     let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\n{host}Connection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
     for (k, v) in headers {

@@ -433,15 +433,16 @@ fn healthz_reports_a_broken_warehouse() {
     let ok = s.get("/healthz");
     assert_eq!(ok.status, 200);
     assert_eq!(ok.json()["status"], "ok");
-    // The database file becomes something else.
+    // The database's files become garbage, in place (same size: SQLite maps the -shm file).
     for e in std::fs::read_dir(&store).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();
         if name.starts_with("yardstick.db") {
-            std::fs::remove_file(&p).unwrap();
+            let len = std::fs::metadata(&p).unwrap().len() as usize;
+            let mut file = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+            file.write_all(&vec![0x5a; len]).unwrap();
         }
     }
-    std::fs::write(store.join("yardstick.db"), vec![0x5a; 64 * 1024]).unwrap();
     assert_eq!(s.get("/api/v1/runs").status, 500, "the warehouse is broken");
     let r = s.get("/healthz");
     let (status, error) = r.error();
