@@ -124,6 +124,8 @@ fn serve(location: &str, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
         allow_privileged_warehouse: false,
         index: None,
         tls: None,
+        allowed_hosts: Vec::new(),
+        limits: Default::default(),
         access_log: Arc::new(|_| {}),
     };
     let addr: SocketAddr = addr.parse()?;

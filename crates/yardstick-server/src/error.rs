@@ -87,6 +87,11 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, error, hint)
     }
 
+    /// 503: the server cannot answer now (its warehouse does not).
+    pub fn unavailable(error: impl Into<String>, hint: Option<&str>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, error, hint)
+    }
+
     /// 500: the server failed (the warehouse, the disk); never for bad input.
     pub fn internal(error: impl std::fmt::Display) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, error.to_string(), None)
@@ -160,6 +165,10 @@ const ERROR_STATUSES: &[(u16, &str)] = &[
         "The request is well formed but cannot be answered (e.g. runs that cannot be compared).",
     ),
     (500, "The server failed (its warehouse or disk)."),
+    (
+        503,
+        "The warehouse does not answer (or no connection to it came free in time).",
+    ),
 ];
 
 impl OperationOutput for ApiError {

@@ -16,6 +16,8 @@
 //! * [`dashboard`]: the HTML pages (`/runs`, `/runs/{id}`, `/trend`, `/compare`, ...).
 //! * [`metrics`]: request counts and latency histograms in Prometheus' text format.
 //! * [`access`]: the access-log record written for every request.
+//! * [`conn`]: connections: the accept loop, the connection cap, the timeouts of every wait.
+//! * [`guard`]: the `Host` allowlist and the security headers of every response.
 //! * [`state`]: what handlers share (the warehouse connections, the store directory, tokens).
 #![deny(missing_docs)]
 
@@ -23,8 +25,10 @@ pub mod access;
 pub mod api;
 pub mod auth;
 pub mod client;
+pub mod conn;
 pub mod dashboard;
 mod error;
+pub mod guard;
 pub mod mcp;
 pub mod metrics;
 pub mod query;
@@ -35,6 +39,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use conn::HttpLimits;
 pub use error::{ApiError, ErrorBody, ServerError};
 pub use state::AppState;
 
@@ -73,6 +78,11 @@ pub struct ServerConfig {
     /// host's files) anyway (`--allow-privileged-warehouse`); refused by default, since such a
     /// role lets a read-only query reach the host.
     pub allow_privileged_warehouse: bool,
+    /// More `Host` names to answer (`--allowed-host`): on a loopback address, besides
+    /// [`guard::LOOPBACK_HOSTS`]; on another address, when given, the only ones (with those).
+    pub allowed_hosts: Vec<String>,
+    /// Timeouts, the connection cap and the shutdown grace period.
+    pub limits: HttpLimits,
     /// Where each request's access-log record goes (the binary prints it as one JSON line on
     /// standard error).
     pub access_log: Arc<dyn Fn(&access::AccessRecord) + Send + Sync>,
@@ -87,6 +97,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("require_signature", &self.require_signature)
             .field("max_push_bytes", &self.max_push_bytes)
             .field("query", &self.query)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -96,22 +108,31 @@ pub struct Server {
     listener: tokio::net::TcpListener,
     app: axum::Router,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    limits: HttpLimits,
 }
 
 impl Server {
     /// Opens the warehouse (checking it answers), loads the tokens and binds `addr` (port 0: an
     /// ephemeral port, see [`Server::local_addr`]).
     pub async fn bind(addr: SocketAddr, config: ServerConfig) -> Result<Server, ServerError> {
+        config.limits.check()?;
+        let hosts = guard::HostPolicy::new(is_loopback(&addr), &config.allowed_hosts)?;
+        let limits = config.limits.clone();
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
         // Opening the warehouse blocks (the PostgreSQL client runs a runtime of its own).
         let state = tokio::task::spawn_blocking(move || AppState::open(config))
             .await
             .map_err(|e| ServerError::Io(std::io::Error::other(e)))??;
-        let app = api::router_on(Arc::new(state), is_loopback(&addr));
+        let app = api::router_on(Arc::new(state), hosts);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServerError::Bind { addr, source })?;
-        Ok(Server { listener, app, tls })
+        Ok(Server {
+            listener,
+            app,
+            tls,
+            limits,
+        })
     }
 
     /// The address the server listens on.
@@ -126,32 +147,12 @@ impl Server {
     }
 
     /// Serves until `shutdown` completes, then stops accepting and lets requests in flight
-    /// finish.
+    /// finish, for at most the configured [`HttpLimits::shutdown_grace`].
     pub async fn serve(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
-        if let Some(acceptor) = self.tls {
-            return tls::serve(self.listener, acceptor, self.app, shutdown).await;
-        }
-        // Requests in flight get tls::DRAIN_TIMEOUT to finish once shutdown is asked for.
-        let (asked, asked_rx) = tokio::sync::oneshot::channel::<()>();
-        let signal = async move {
-            shutdown.await;
-            let _ = asked.send(());
-        };
-        let serve = axum::serve(self.listener, self.app).with_graceful_shutdown(signal);
-        let deadline = async move {
-            if asked_rx.await.is_ok() {
-                tokio::time::sleep(tls::DRAIN_TIMEOUT).await;
-            } else {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::select! {
-            served = serve => served.map_err(ServerError::Io),
-            () = deadline => Ok(()),
-        }
+        conn::serve(self.listener, self.tls, self.app, self.limits, shutdown).await
     }
 }
 

@@ -1,5 +1,9 @@
 //! The server's own metrics, in Prometheus' text exposition format (`GET /metrics`): requests
 //! by method, route and status, and a latency histogram by route.
+//!
+//! Every label comes from a closed set, whatever clients send: the method is one of
+//! [`METHODS`] or `other`, the route is a route template (or `unmatched`), the status is one the
+//! server answered. A client cannot add series (nor memory) by inventing methods or paths.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -19,6 +23,18 @@ struct Histogram {
     count: u64,
 }
 
+/// The methods counted under their own name; any other is counted as `other`.
+pub const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"];
+
+/// The metrics label of a request method: itself when one of [`METHODS`], else `other`.
+pub fn method_label(method: &str) -> &'static str {
+    METHODS
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("other")
+}
+
 /// Request counters and latency histograms.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -27,16 +43,17 @@ pub struct Metrics {
 
 #[derive(Debug, Default)]
 struct Inner {
-    requests: BTreeMap<(String, String, u16), u64>,
+    requests: BTreeMap<(&'static str, String, u16), u64>,
     latency: BTreeMap<String, Histogram>,
 }
 
 impl Metrics {
-    /// Records one request.
+    /// Records one request: `method` as its [`method_label`], `route` as given (callers pass a
+    /// route template, never a client's path).
     pub fn observe(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
         let mut m = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         *m.requests
-            .entry((method.to_string(), route.to_string(), status))
+            .entry((method_label(method), route.to_string(), status))
             .or_default() += 1;
         let h = m
             .latency
@@ -135,5 +152,22 @@ mod tests {
             text.contains("yardstick_server_request_duration_seconds_count{route=\"unmatched\"} 1")
         );
         assert_eq!(escape("a\"b\\"), "a\\\"b\\\\");
+    }
+
+    #[test]
+    fn invented_methods_share_one_series() {
+        let m = Metrics::default();
+        for i in 0..100 {
+            let method = format!("X{}", "A".repeat(i * 1000));
+            m.observe(&method, "unmatched", 405, Duration::from_millis(1));
+        }
+        m.observe("PATCH", "unmatched", 405, Duration::from_millis(1));
+        let text = m.render();
+        assert!(text.len() < 4096, "{} bytes", text.len());
+        assert!(text.contains(
+            "yardstick_server_requests_total{method=\"other\",route=\"unmatched\",status=\"405\"} 100"
+        ));
+        assert!(text.contains("method=\"PATCH\""));
+        assert_eq!(method_label("get"), "other");
     }
 }

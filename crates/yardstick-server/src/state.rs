@@ -145,13 +145,60 @@ impl AppState {
         T: Send + 'static,
         F: FnOnce(&AppState, &mut dyn Warehouse) -> Result<T, ApiError> + Send + 'static,
     {
-        let state = self.clone();
         let permit = self
             .permits
             .clone()
             .acquire_owned()
             .await
             .map_err(ApiError::internal)?;
+        self.blocking_with(permit, f).await
+    }
+
+    /// Readiness: within `wait`, a warehouse connection (from the same pool and under the same
+    /// limit as every request's), then within `wait` again its answer to a trivial read (the
+    /// schema version). 503 saying what is wrong otherwise.
+    pub async fn ready(self: &Arc<Self>, wait: std::time::Duration) -> Result<u32, ApiError> {
+        let hint = "the other routes fail too until the warehouse answers: check the store's \
+                    yardstick.db (or the PostgreSQL server) and the server's log";
+        let permit = tokio::time::timeout(wait, self.permits.clone().acquire_owned())
+            .await
+            .map_err(|_| {
+                ApiError::unavailable(
+                    format!(
+                        "the warehouse is busy: no connection came free within {} s",
+                        wait.as_secs_f64()
+                    ),
+                    Some(hint),
+                )
+            })?
+            .map_err(ApiError::internal)?;
+        let read = self.blocking_with(permit, |_, w| Ok(w.schema_version()?));
+        match tokio::time::timeout(wait, read).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(ApiError::unavailable(
+                format!("the warehouse does not answer: {}", e.body.error),
+                Some(hint),
+            )),
+            Err(_) => Err(ApiError::unavailable(
+                format!(
+                    "the warehouse does not answer: no answer to a trivial read within {} s",
+                    wait.as_secs_f64()
+                ),
+                Some(hint),
+            )),
+        }
+    }
+
+    async fn blocking_with<T, F>(
+        self: &Arc<Self>,
+        permit: tokio::sync::OwnedSemaphorePermit,
+        f: F,
+    ) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&AppState, &mut dyn Warehouse) -> Result<T, ApiError> + Send + 'static,
+    {
+        let state = self.clone();
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let popped = state.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();

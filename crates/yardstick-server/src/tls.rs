@@ -1,24 +1,13 @@
 //! HTTPS: the certificate chain and key (PEM) loaded into rustls (ring provider, TLS 1.2 and
-//! 1.3), and the accept loop that serves the application over TLS connections with the same
-//! graceful shutdown as plain HTTP.
+//! 1.3). Connections are accepted and served by [`crate::conn`], as plain HTTP's are.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
-
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tokio_rustls::TlsAcceptor;
 
 use crate::ServerError;
-
-/// How long a client has to finish the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long requests in flight may take to finish after shutdown is asked for.
-pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The certificate chain and private key files.
 #[derive(Debug, Clone)]
@@ -60,45 +49,4 @@ pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, ServerError> {
         })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
-}
-
-/// Serves `app` over TLS on `listener` until `shutdown` completes, then drains.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    acceptor: TlsAcceptor,
-    app: axum::Router,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), ServerError> {
-    let graceful = GracefulShutdown::new();
-    tokio::pin!(shutdown);
-    loop {
-        let (tcp, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                // A failed accept (e.g. too many open files) must not end the server.
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let acceptor = acceptor.clone();
-        let service = TowerToHyperService::new(app.clone());
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await
-            else {
-                return;
-            };
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HANDSHAKE_TIMEOUT)
-                .serve_connection(TokioIo::new(tls), service);
-            let _ = watcher.watch(conn).await;
-        });
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
-    Ok(())
 }

@@ -3,7 +3,7 @@
 //!
 //! | route | what |
 //! | --- | --- |
-//! | `GET /healthz` | liveness |
+//! | `GET /healthz` | readiness: the warehouse answers a trivial read (503 when it does not) |
 //! | `GET /metrics` | Prometheus text: requests and latencies |
 //! | `GET /api/openapi.json` | this API, OpenAPI 3.1 |
 //! | `GET /api/benchmark/contracts` | schema, rules, templates, metric catalogue, gate policy |
@@ -35,6 +35,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::ApiError;
 use crate::auth::{Denied, Scope};
+use crate::guard::HostPolicy;
 use crate::state::AppState;
 
 mod artifacts;
@@ -154,19 +155,28 @@ async fn authorize(State(state): State<Arc<AppState>>, req: Request, next: Next)
     }
 }
 
+/// How long `/healthz` waits for a warehouse connection, and then for its answer.
+pub const HEALTH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[derive(serde::Serialize, schemars::JsonSchema)]
 struct Health {
     /// `ok`.
     status: &'static str,
     /// The server's version.
     version: &'static str,
+    /// The warehouse's schema version, as it just answered.
+    schema_version: u32,
 }
 
-async fn healthz() -> axum::Json<Health> {
-    axum::Json(Health {
+/// Readiness: a warehouse connection answers a trivial read within [`HEALTH_WAIT`] (twice:
+/// for a free connection, then for the answer); 503 with what is wrong otherwise.
+async fn healthz(State(state): State<Arc<AppState>>) -> Result<axum::Json<Health>, ApiError> {
+    let schema_version = state.ready(HEALTH_WAIT).await?;
+    Ok(axum::Json(Health {
         status: "ok",
         version: env!("CARGO_PKG_VERSION"),
-    })
+        schema_version,
+    }))
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
@@ -206,7 +216,12 @@ pub fn documented_routes() -> (axum::Router<Arc<AppState>>, String) {
     let app = ApiRouter::new()
         .api_route(
             "/healthz",
-            get_with(healthz, |op| op.id("healthz").summary("Liveness")),
+            get_with(healthz, |op| {
+                op.id("healthz").summary(
+                    "Readiness: the warehouse answers a trivial read (503 with what is wrong when \
+                     it does not); no token needed",
+                )
+            }),
         )
         .api_route(
             "/metrics",
@@ -356,19 +371,22 @@ pub fn documented_routes() -> (axum::Router<Arc<AppState>>, String) {
 }
 
 /// The whole application: routes, the OpenAPI document, the dashboard's pages, authorization,
-/// access log and metrics.
+/// access log and metrics, answering a loopback server's hosts only.
 pub fn router(state: Arc<AppState>) -> axum::Router {
-    router_on(state, true)
+    router_on(state, HostPolicy::default())
 }
 
-/// The whole application, with the MCP endpoint ([`crate::mcp::PATH`]) checking request hosts
-/// when the server listens on a `loopback` address.
-pub fn router_on(state: Arc<AppState>, loopback: bool) -> axum::Router {
+/// The whole application, answering only requests whose `Host` the policy allows (every
+/// route, the MCP endpoint [`crate::mcp::PATH`] included), every response with the security
+/// headers ([`crate::guard::SECURITY_HEADERS`]).
+pub fn router_on(state: Arc<AppState>, hosts: HostPolicy) -> axum::Router {
     let (app, doc) = documented_routes();
     let doc = Arc::new(doc);
+    // The Host check is the router's, for every route: rmcp's own check (on a loopback
+    // server's default names) is off, so that --allowed-host names reach /mcp too.
     app.route(
         crate::mcp::PATH,
-        axum::routing::any_service(crate::mcp::http_service(state.clone(), loopback))
+        axum::routing::any_service(crate::mcp::http_service(state.clone(), false))
             .layer(middleware::from_fn(crate::mcp::watch_client)),
     )
     .route(
@@ -389,9 +407,14 @@ pub fn router_on(state: Arc<AppState>, loopback: bool) -> axum::Router {
     .merge(crate::dashboard::routes(state.clone()))
     .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
     .layer(middleware::from_fn_with_state(
+        Arc::new(hosts),
+        crate::guard::check_host,
+    ))
+    .layer(middleware::from_fn_with_state(
         state.clone(),
         crate::access::layer,
     ))
+    .layer(middleware::from_fn(crate::guard::security_headers))
     .with_state(state)
 }
 

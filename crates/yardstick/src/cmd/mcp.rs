@@ -62,6 +62,8 @@ pub fn run(args: McpArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         allow_privileged_warehouse: args.query.allow_privileged_warehouse,
         index: None,
         tls: None,
+        allowed_hosts: Vec::new(),
+        limits: Default::default(),
         access_log: Arc::new(|_| {}),
     };
     // Standard output carries the protocol only: nothing else is printed there.

@@ -22,7 +22,9 @@ use crate::output;
 /// Ctrl-C or SIGTERM (requests in flight finish). Each request is logged as one JSON line on
 /// stderr. Loopback by default; another address needs TLS (--tls-cert and --tls-key) or an
 /// explicit --insecure-http. Reads are open unless --require-read-token; writes always need a
-/// token (`yardstick server token create`). See docs/server.md.
+/// token (`yardstick server token create`). Every connection is bounded in time (request head,
+/// body, idle keep-alive) and their number is capped; on loopback only requests for localhost,
+/// 127.0.0.1 and [::1] are answered unless --allowed-host names more. See docs/server.md.
 #[derive(Debug, clap::Args)]
 #[command(
     args_conflicts_with_subcommands = true,
@@ -32,6 +34,7 @@ yardstick server --store /srv/ys --warehouse postgres://ys@db:5432/ys --require-
 yardstick server --store /srv/ys --listen 0.0.0.0:8686 --tls-cert cert.pem --tls-key key.pem\n  \
 yardstick server token create --scope push --store /srv/ys --note ci\n  \
 yardstick server --store /srv/ys --require-signature --max-push-bytes 2GiB   # takes `yardstick push`\n  \
+yardstick server --store /srv/ys --allowed-host ys.internal --header-timeout 5s --max-connections 256\n  \
 curl -s http://127.0.0.1:8686/api/v1/runs?limit=5"
 )]
 pub struct ServerArgs {
@@ -72,6 +75,35 @@ pub struct ServerArgs {
     /// The certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Also answer requests for this host name (the Host header; NAME or NAME:PORT), e.g. the
+    /// name a proxy forwards. On loopback only localhost, 127.0.0.1 and [::1] are answered
+    /// otherwise (against DNS rebinding); on another address any host is, unless this is
+    /// given. Repeat it for several names.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+    /// How long a request's head (request line and headers), or the TLS handshake, may take to
+    /// arrive; a silent or slow connection is closed after it.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub header_timeout: String,
+    /// How long a kept-alive connection may wait for its next request, and a response for the
+    /// client to read it.
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    pub idle_timeout: String,
+    /// How long a request body may pause without a byte (the request is then answered 408 and
+    /// the connection closed).
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub body_timeout: String,
+    /// The slowest a request body may arrive once it has taken longer than --body-timeout, in
+    /// bytes per second on average (e.g. 1KiB, 64KB); 0: no minimum.
+    #[arg(long, default_value = "1KiB", value_name = "BYTES")]
+    pub body_min_rate: String,
+    /// How many connections may be open at once; more wait for one to close.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub max_connections: usize,
+    /// How long requests in flight may take to finish after Ctrl-C or SIGTERM; the process
+    /// ends once they have, or once this has passed.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub shutdown_grace: String,
     #[command(flatten)]
     pub query: QueryLimitArgs,
 }
@@ -237,6 +269,18 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
     // empty one; a directory that does not exist is refused (exit 2).
     let max_push_bytes = yardstick_spec::units::parse_bytes(&args.max_push_bytes)
         .map_err(|e| crate::cmd::flag_error("max-push-bytes", e))?;
+    let limits = yardstick_server::HttpLimits {
+        header_timeout: crate::cmd::parse_duration("header-timeout", &args.header_timeout)?,
+        idle_timeout: crate::cmd::parse_duration("idle-timeout", &args.idle_timeout)?,
+        body_timeout: crate::cmd::parse_duration("body-timeout", &args.body_timeout)?,
+        body_min_rate: match args.body_min_rate.trim() {
+            "0" => 0,
+            rate => yardstick_spec::units::parse_bytes(rate)
+                .map_err(|e| crate::cmd::flag_error("body-min-rate", e))?,
+        },
+        max_connections: args.max_connections,
+        shutdown_grace: crate::cmd::parse_duration("shutdown-grace", &args.shutdown_grace)?,
+    };
     let config = ServerConfig {
         store_dir,
         warehouse,
@@ -249,6 +293,8 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
             yardstick_run::index::read_run_dir(dir, location).map_err(|e| e.to_string())
         })),
         tls,
+        allowed_hosts: args.allowed_hosts.clone(),
+        limits,
         access_log: Arc::new(|record| {
             if let Ok(line) = serde_json::to_string(record) {
                 let mut err = std::io::stderr().lock();
@@ -261,7 +307,7 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
         .build()
         .context("starting the async runtime")?;
     let shutdown = crate::interrupt::token("shutting down: finishing requests in flight");
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let server = Server::bind(args.listen, config)
             .await
             .map_err(server_error)?;
@@ -274,10 +320,19 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
             .serve(shutdown.cancelled_owned())
             .await
             .map_err(server_error)?;
-        output::info("server stopped");
         Ok(Status::Ok)
-    })
+    });
+    // Work still on the blocking pool (a warehouse query of a request the grace period cut
+    // off) is not waited for: the process ends now, not when the query does.
+    rt.shutdown_timeout(BLOCKING_GRACE);
+    if served.is_ok() {
+        output::info("server stopped");
+    }
+    served
 }
+
+/// How long the runtime waits for blocking work once serving has stopped.
+const BLOCKING_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// What `yardstick server token create --json` prints: the token, shown this once.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]

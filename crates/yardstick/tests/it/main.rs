@@ -48,6 +48,7 @@ mod run_startup;
 mod schema_cli;
 mod secrets_canary;
 mod server;
+mod server_http_hardening;
 mod server_metrics;
 mod server_query;
 mod sessions;

@@ -167,8 +167,13 @@ impl ServerProc {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits for the process to exit, at most [`WAIT`].
-    fn wait(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn wait(&mut self) -> std::process::ExitStatus {
         let start = Instant::now();
         loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -229,7 +234,8 @@ impl Resp {
     }
 }
 
-/// A minimal HTTP/1.1 client (one request per connection), bounded in time.
+/// A minimal HTTP/1.1 client (one request per connection), bounded in time. `Host` is `addr`
+/// unless `headers` has one.
 pub(crate) fn http(
     addr: &str,
     method: &str,
@@ -240,8 +246,14 @@ pub(crate) fn http(
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(WAIT)).unwrap();
     s.set_write_timeout(Some(WAIT)).unwrap();
+    // The Host is the address, unless the caller names another.
+    let host = if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        String::new()
+    } else {
+        format!("Host: {addr}\r\n")
+    };
     let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\n{host}Connection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
     for (k, v) in headers {
