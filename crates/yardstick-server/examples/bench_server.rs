@@ -120,6 +120,7 @@ fn serve(location: &str, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
         require_read_token: false,
         require_signature: false,
         max_push_bytes: 0,
+        staging: Default::default(),
         index: None,
         tls: None,
         access_log: Arc::new(|_| {}),

@@ -60,6 +60,8 @@ pub struct ServerConfig {
     pub require_signature: bool,
     /// The largest run a push may carry, in bytes (the sum of its artifacts).
     pub max_push_bytes: u64,
+    /// The quota of staged pushes (`--max-staged-bytes`, `--max-open-pushes`, `--push-expiry`).
+    pub staging: api::push::StagingLimits,
     /// Reads the warehouse rows of a run directory, to index a pushed run (the binary passes
     /// `yardstick_run::index::read_run_dir`); `None` refuses pushes.
     pub index: Option<RunIndexer>,
@@ -78,6 +80,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("require_read_token", &self.require_read_token)
             .field("require_signature", &self.require_signature)
             .field("max_push_bytes", &self.max_push_bytes)
+            .field("staging", &self.staging)
             .finish_non_exhaustive()
     }
 }

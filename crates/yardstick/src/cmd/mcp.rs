@@ -55,6 +55,7 @@ pub fn run(args: McpArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         require_read_token: false,
         require_signature: false,
         max_push_bytes: 0,
+        staging: Default::default(),
         index: None,
         tls: None,
         access_log: Arc::new(|_| {}),
