@@ -453,7 +453,7 @@ enum Known {
     Stored,
     /// The warehouse has a run under this id, and this server cannot read its manifest (its
     /// directory is in another store, on another machine): the push is stored only if the rows
-    /// computed from it are exactly these (checked by the commit, [`same_rows`]).
+    /// computed from it are exactly the stored ones (checked by the commit, [`same_rows`]).
     RowsOnly,
 }
 
@@ -526,7 +526,8 @@ fn existing(
     }
     // Only the rows: a run that differs in what its row says is refused now; whether its facts
     // are the stored ones is known once its rows are computed (the commit).
-    let canon = |t: &str| yardstick_store::warehouse::canonical_time(t).unwrap_or_else(|_| t.into());
+    let canon =
+        |t: &str| yardstick_store::warehouse::canonical_time(t).unwrap_or_else(|_| t.into());
     if row.spec_sha256 != p.manifest.spec_sha256
         || canon(&row.started_at) != canon(&p.manifest.started_at)
         || row.name != p.manifest.name
@@ -557,7 +558,8 @@ fn by_value(v: serde_json::Value) -> serde_json::Value {
 /// Everything the warehouse holds of run `id` but where it is: its row, points, replicates and
 /// facts, in key order, as comparable JSON.
 fn rows_of(w: &mut dyn Warehouse, id: &str) -> Result<Vec<serde_json::Value>, ApiError> {
-    let json = |v: serde_json::Result<serde_json::Value>| v.map(by_value).map_err(ApiError::internal);
+    let json =
+        |v: serde_json::Result<serde_json::Value>| v.map(by_value).map_err(ApiError::internal);
     let mut out = Vec::new();
     let run = w.run(id)?.map(|mut run| {
         run.location = String::new();
@@ -703,7 +705,9 @@ fn missing(dir: &Path, p: &Pushed) -> (Vec<String>, u64) {
 }
 
 fn untouched_for(path: &Path, now: SystemTime) -> Option<Duration> {
-    let t = std::fs::symlink_metadata(path).and_then(|m| m.modified()).ok()?;
+    let t = std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .ok()?;
     Some(now.duration_since(t).unwrap_or_default())
 }
 
@@ -1077,7 +1081,10 @@ pub(super) async fn upload(
             }
             if !dir.join(MANIFEST).is_file() {
                 return Err(ApiError::not_found(
-                    format!("push {} ended while {paths} was uploaded (refused or abandoned)", path.id),
+                    format!(
+                        "push {} ended while {paths} was uploaded (refused or abandoned)",
+                        path.id
+                    ),
                     Some("start it again with POST /api/v1/pushes"),
                 ));
             }
@@ -1357,5 +1364,81 @@ mod tests {
         );
         assert!(staging(Path::new("/s"), "../x").is_err());
         assert!(staging(Path::new("/s"), "01ABC-0123abcd").is_ok());
+    }
+
+    #[test]
+    fn paths_no_directory_can_hold_are_refused_with_the_path_named() {
+        let d = "a".repeat(64);
+        let refused = |paths: &[&str]| {
+            let arts: Vec<_> = paths.iter().map(|p| art(p, &d, 1)).collect();
+            check_pushed(manifest(serde_json::json!(arts), "complete"), None, 1 << 20)
+                .err()
+                .map(|e| (e.status, e.body.error))
+        };
+        let long = "x".repeat(MAX_COMPONENT_BYTES + 1);
+        let deep = vec!["d".repeat(200); 6].join("/");
+        for (paths, named) in [
+            (vec!["logs/x", "logs/x/y"], "logs/x/y"),
+            (vec!["logs/x/y", "logs/x"], "logs/x/y"),
+            (vec!["attestation.dsse.json/k"], "attestation.dsse.json/k"),
+            (vec![long.as_str()], "256 bytes"),
+            (vec![deep.as_str()], "1024"),
+        ] {
+            let (status, msg) = refused(&paths).unwrap_or_else(|| panic!("{paths:?} taken"));
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{msg}");
+            assert!(msg.contains(named), "{msg}");
+        }
+        let fine = "x".repeat(MAX_COMPONENT_BYTES);
+        assert_eq!(
+            refused(&["logs/x", "logs/xy/z", "logs/y/x", fine.as_str()]),
+            None
+        );
+    }
+
+    #[test]
+    fn an_assembly_that_fails_leaves_no_directory_behind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = "b".repeat(64);
+        let p = check_pushed(
+            manifest(serde_json::json!([art("a/b/c", &d, 1)]), "complete"),
+            None,
+            100,
+        )
+        .unwrap();
+        // The content was never uploaded: the link fails halfway through.
+        std::fs::create_dir_all(tmp.path().join("blobs")).unwrap();
+        assert!(assemble(tmp.path(), &p).is_err());
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["blobs"], "{left:?}");
+        // And a run put together is removed when it is not stored.
+        std::fs::write(tmp.path().join("blobs").join(&d), b"x").unwrap();
+        let run = assemble(tmp.path(), &p).unwrap();
+        let built = run.path().to_path_buf();
+        assert!(built.join("a/b/c").is_file());
+        drop(run);
+        assert!(!built.exists());
+    }
+
+    #[test]
+    fn a_push_id_finds_its_run_only_by_the_digest_of_the_stored_manifest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bytes = manifest(serde_json::json!([]), "complete");
+        let p = check_pushed(bytes.clone(), None, 100).unwrap();
+        assert!(stored_push(tmp.path(), &p.push_id).is_none(), "not stored");
+        let dir = tmp.path().join("runs").join("01TESTRUN");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(MANIFEST), &bytes).unwrap();
+        assert_eq!(
+            stored_push(tmp.path(), &p.push_id).map(|s| s.push_id),
+            Some(p.push_id.clone())
+        );
+        let other = format!("01TESTRUN-{}", "0".repeat(24));
+        assert!(
+            stored_push(tmp.path(), &other).is_none(),
+            "another manifest"
+        );
     }
 }
