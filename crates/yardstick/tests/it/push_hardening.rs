@@ -128,7 +128,7 @@ fn a_forged_push_under_a_stored_run_id_is_409_and_changes_no_fact() {
     assert!(o.status.success(), "{}\n{}", stderr(&o), s.stderr());
     assert_eq!(out_json(&o)["state"], "stored");
     assert_eq!(facts(&s, &id), before);
-    assert_eq!(stored(&srv_store), [id.clone()]);
+    assert_eq!(stored(&srv_store), [id.as_str()]);
 
     // Now that the server holds the run, the forgery is refused at the start, with a hint.
     let manifest = std::fs::read_to_string(forged.join("manifest.json")).unwrap();
@@ -425,7 +425,7 @@ fn the_loser_of_two_identical_pushes_is_already_stored_never_404() {
     assert_eq!(lost["state"], "stored");
     assert_eq!(lost["already_stored"], true);
     assert_eq!(lost["run_id"], id.as_str());
-    assert_eq!(run_ids(&s), [id.clone()]);
+    assert_eq!(run_ids(&s), [id.as_str()]);
 
     // The same with real pushes racing: every one lands as `stored`.
     let other = tmp.path().join("other");
@@ -450,7 +450,7 @@ fn the_loser_of_two_identical_pushes_is_already_stored_never_404() {
         assert!(o.status.success(), "{}\n{}", stderr(&o), s2.stderr());
         assert_eq!(out_json(&o)["state"], "stored");
     }
-    assert_eq!(stored(&other), [run.clone()]);
+    assert_eq!(stored(&other), [run.as_str()]);
     assert!(
         staged_files(&other).is_empty(),
         "{:?}",
