@@ -122,6 +122,7 @@ fn serve(location: &str, addr: &str) -> Result<(), Box<dyn std::error::Error>> {
         max_push_bytes: 0,
         query: Default::default(),
         allow_privileged_warehouse: false,
+        staging: Default::default(),
         index: None,
         tls: None,
         allowed_hosts: Vec::new(),

@@ -161,6 +161,10 @@ const ERROR_STATUSES: &[(u16, &str)] = &[
     ),
     (413, "The request body is too large."),
     (
+        429,
+        "Too many pushes are open on the server at once (its --max-open-pushes).",
+    ),
+    (
         422,
         "The request is well formed but cannot be answered (e.g. runs that cannot be compared).",
     ),
@@ -168,6 +172,10 @@ const ERROR_STATUSES: &[(u16, &str)] = &[
     (
         503,
         "The warehouse does not answer (or no connection to it came free in time).",
+    ),
+    (
+        507,
+        "The server has no room to stage the push (its --max-staged-bytes, or a full disk).",
     ),
 ];
 

@@ -67,6 +67,8 @@ pub struct ServerConfig {
     pub require_signature: bool,
     /// The largest run a push may carry, in bytes (the sum of its artifacts).
     pub max_push_bytes: u64,
+    /// The quota of staged pushes (`--max-staged-bytes`, `--max-open-pushes`, `--push-expiry`).
+    pub staging: api::push::StagingLimits,
     /// Reads the warehouse rows of a run directory, to index a pushed run (the binary passes
     /// `yardstick_run::index::read_run_dir`); `None` refuses pushes.
     pub index: Option<RunIndexer>,
@@ -99,6 +101,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("query", &self.query)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("limits", &self.limits)
+            .field("staging", &self.staging)
             .finish_non_exhaustive()
     }
 }

@@ -99,6 +99,13 @@ impl AppState {
                 ));
             }
         }
+        // A server that takes pushes cleans its staging area: abandoned pushes, and what a
+        // stopped server left half-written.
+        if let Some(store) = &state.config.store_dir
+            && state.config.index.is_some()
+        {
+            crate::api::push::clean_staging(store, &state.config.staging);
+        }
         if let WarehouseLocation::Postgres(url) = WarehouseLocation::parse(&state.config.warehouse)
         {
             let mut pg = PostgresWarehouse::connect(&url)?;

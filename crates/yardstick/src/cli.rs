@@ -142,7 +142,7 @@ pub enum Command {
     /// Report a run (and a saved gate result): table, HTML with plots, Excel, Markdown, JUnit, CSV.
     Report(cmd::report::ReportArgs),
     /// Serve the store to a team: JSON API, OpenAPI document, tokens (`server token create`).
-    Server(cmd::server::ServerArgs),
+    Server(Box<cmd::server::ServerArgs>),
     /// Check that the nodes of a fleet measure alike (`nodes check FILE...`): slow nodes flagged.
     Nodes(cmd::nodes::NodesArgs),
     /// Run a spec on Kubernetes with Kueue: `k8s render` writes an Indexed Job (or CronJob) and

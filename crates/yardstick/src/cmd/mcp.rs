@@ -60,6 +60,7 @@ pub fn run(args: McpArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         max_push_bytes: 0,
         query: args.query.settings()?,
         allow_privileged_warehouse: args.query.allow_privileged_warehouse,
+        staging: Default::default(),
         index: None,
         tls: None,
         allowed_hosts: Vec::new(),

@@ -56,7 +56,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Compare(args) => compare::run(args, g),
         Command::Gate(args) => gate::run(args, g),
         Command::Report(args) => report::run(args, g),
-        Command::Server(args) => server::run(args, g),
+        Command::Server(args) => server::run(*args, g),
         Command::Push(args) => push::run(args, g),
         Command::Nodes(args) => nodes::run(args, g),
         Command::K8s(args) => k8s::run(args, g),

@@ -35,6 +35,7 @@ yardstick server --store /srv/ys --listen 0.0.0.0:8686 --tls-cert cert.pem --tls
 yardstick server token create --scope push --store /srv/ys --note ci\n  \
 yardstick server --store /srv/ys --require-signature --max-push-bytes 2GiB   # takes `yardstick push`\n  \
 yardstick server --store /srv/ys --allowed-host ys.internal --header-timeout 5s --max-connections 256\n  \
+yardstick server --store /srv/ys --max-staged-bytes 20GiB --max-open-pushes 32 --push-expiry 6h\n  \
 curl -s http://127.0.0.1:8686/api/v1/runs?limit=5"
 )]
 pub struct ServerArgs {
@@ -69,6 +70,18 @@ pub struct ServerArgs {
     /// The largest run a push may carry (the sum of its artifacts), e.g. 1GiB, 200MB.
     #[arg(long, default_value = "1GiB", value_name = "BYTES")]
     pub max_push_bytes: String,
+    /// The staging quota: the bytes all open pushes together may stage (each reserves its
+    /// run's size when it starts); a push beyond is refused with 507.
+    #[arg(long, default_value = "4GiB", value_name = "BYTES")]
+    pub max_staged_bytes: String,
+    /// How many pushes may be open (started, neither committed nor abandoned) at once; one more
+    /// is refused with 429.
+    #[arg(long, default_value_t = yardstick_server::api::push::DEFAULT_MAX_OPEN_PUSHES, value_name = "N")]
+    pub max_open_pushes: usize,
+    /// A staged push nobody touched for this long is abandoned: its uploads are removed (when
+    /// the server starts, and whenever a push starts), and it no longer counts in the quota.
+    #[arg(long, default_value = "24h", value_name = "DURATION")]
+    pub push_expiry: String,
     /// Serve HTTPS with this certificate chain (PEM, leaf first).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -281,6 +294,18 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
         max_connections: args.max_connections,
         shutdown_grace: crate::cmd::parse_duration("shutdown-grace", &args.shutdown_grace)?,
     };
+    if args.max_open_pushes == 0 {
+        return Err(exit::invalid(
+            "--max-open-pushes 0 would refuse every push",
+            Some("give 1 or more (default 16)"),
+        ));
+    }
+    let staging = yardstick_server::api::push::StagingLimits {
+        max_bytes: yardstick_spec::units::parse_bytes(&args.max_staged_bytes)
+            .map_err(|e| crate::cmd::flag_error("max-staged-bytes", e))?,
+        max_pushes: args.max_open_pushes,
+        expiry: crate::cmd::parse_duration("push-expiry", &args.push_expiry)?,
+    };
     let config = ServerConfig {
         store_dir,
         warehouse,
@@ -289,6 +314,7 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
         max_push_bytes,
         query: args.query.settings()?,
         allow_privileged_warehouse: args.query.allow_privileged_warehouse,
+        staging,
         index: Some(Arc::new(|dir, location| {
             yardstick_run::index::read_run_dir(dir, location).map_err(|e| e.to_string())
         })),

@@ -36,6 +36,7 @@ mod metrics_cli;
 mod nodes_cli;
 mod profile;
 mod push;
+mod push_hardening;
 mod report_cli;
 mod run_bottleneck;
 mod run_cli;

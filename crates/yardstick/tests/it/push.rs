@@ -16,7 +16,7 @@ use crate::common::{command_spec, json as out_json, run_spec, yardstick};
 use crate::server::{ServerProc, cli_json, copy_dir, fixture, http, sha256_hex};
 
 /// A scratch directory under cargo's target directory (kept small; removed on drop).
-fn scratch() -> tempfile::TempDir {
+pub(crate) fn scratch() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("ys-push-it-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
@@ -24,7 +24,7 @@ fn scratch() -> tempfile::TempDir {
 }
 
 /// An empty server store and a token of `scope` for it.
-fn token(store: &Path, scope: &str) -> String {
+pub(crate) fn token(store: &Path, scope: &str) -> String {
     std::fs::create_dir_all(store).unwrap();
     let out = yardstick()
         .args([
@@ -42,7 +42,7 @@ fn token(store: &Path, scope: &str) -> String {
 }
 
 /// `yardstick --json push RUN --to URL --store STORE` with `token` in YARDSTICK_TOKEN.
-fn push(run: &str, url: &str, store: &Path, token: Option<&str>) -> Output {
+pub(crate) fn push(run: &str, url: &str, store: &Path, token: Option<&str>) -> Output {
     let mut c = yardstick();
     c.args(["--json", "push", run, "--to", url, "--store"])
         .arg(store)
@@ -53,11 +53,11 @@ fn push(run: &str, url: &str, store: &Path, token: Option<&str>) -> Output {
     c.output().unwrap()
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn run_ids(s: &ServerProc) -> Vec<String> {
+pub(crate) fn run_ids(s: &ServerProc) -> Vec<String> {
     let r = s.get("/api/v1/runs?limit=1000");
     assert_eq!(r.status, 200);
     r.json()["runs"]
@@ -69,7 +69,7 @@ fn run_ids(s: &ServerProc) -> Vec<String> {
 }
 
 /// The run directories of a store.
-fn stored(store: &Path) -> Vec<String> {
+pub(crate) fn stored(store: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(store.join("runs"))
         .map(|rd| {
             rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -81,7 +81,7 @@ fn stored(store: &Path) -> Vec<String> {
 }
 
 /// A quick run (a `true` command, 3 replicates) into `store`, signed with `key` if given.
-fn quick_run(dir: &Path, store: &Path, name: &str, key: Option<&Path>) -> String {
+pub(crate) fn quick_run(dir: &Path, store: &Path, name: &str, key: Option<&Path>) -> String {
     let mut spec = command_spec(name, "[\"true\"]", &[]);
     if let Some(k) = key {
         spec.push_str(&format!(
@@ -96,7 +96,7 @@ fn quick_run(dir: &Path, store: &Path, name: &str, key: Option<&Path>) -> String
     out_json(&out)["run_id"].as_str().unwrap().to_string()
 }
 
-fn auth(t: &str) -> String {
+pub(crate) fn auth(t: &str) -> String {
     format!("Bearer {t}")
 }
 
