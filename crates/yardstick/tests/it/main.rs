@@ -7,6 +7,8 @@ mod chromium;
 mod common;
 #[path = "../../../../testsupport/external.rs"]
 mod external;
+#[path = "../../../../testsupport/prop.rs"]
+mod props;
 
 mod bench_eval;
 mod bench_exec;

@@ -340,3 +340,174 @@ fn postgresql_queries_are_bounded_and_a_superuser_role_is_refused() {
     );
     assert_eq!(s2.get("/healthz").status, 200);
 }
+
+/// Hostile JSON-RPC for `/mcp` (which the OpenAPI fuzz test does not reach): every method and
+/// tool, with ids, params and arguments of every JSON shape, hostile SQL among them. The server
+/// never answers 5xx, never hangs, and afterwards answers the API with the same runs.
+#[test]
+fn mcp_survives_hostile_json_rpc() {
+    use proptest::prelude::*;
+    let f = fixture();
+    let s = ServerProc::start(&f.store, &["--query-timeout", "2s"]);
+    let mcp = Mcp::open(&s.addr, None);
+    let runs_before = s.get("/api/v1/runs").json()["runs"].clone();
+    let json_leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_map(|f| json!(f)),
+        "\\PC{0,40}".prop_map(Value::from),
+        Just(json!("x".repeat(70_000))),
+    ];
+    let json_any = json_leaf.prop_recursive(3, 24, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    });
+    let sql = prop_oneof![
+        Just("PRAGMA hard_heap_limit=1000".to_string()),
+        Just("SELECT zeroblob(300000000)".to_string()),
+        Just(ENDLESS.to_string()),
+        Just("DELETE FROM runs".to_string()),
+        Just("ATTACH '/tmp/x.db' AS x".to_string()),
+        Just("SELECT * FROM pragma_database_list".to_string()),
+        Just("SELECT run_id FROM runs".to_string()),
+        "(SELECT|WITH|PRAGMA|ATTACH|FROM|runs|facts|\\*|;|'|\\(|\\)| |[a-z_]{1,6}){1,10}",
+    ];
+    let tool = prop_oneof![
+        Just("benchmark_contracts"),
+        Just("validate_spec"),
+        Just("list_runs"),
+        Just("get_run"),
+        Just("compare_runs"),
+        Just("gate_run"),
+        Just("trend"),
+        Just("query_facts"),
+        Just("no_such_tool"),
+    ];
+    let arguments = prop_oneof![
+        json_any.clone(),
+        sql.prop_map(|q| json!({"sql": q})),
+        (
+            "[a-z]{1,6}",
+            prop_oneof![Just(json!(-1)), Just(json!(1e308)), json_any.clone()]
+        )
+            .prop_map(|(k, v)| json!({"id": v, "a": v, "b": v, k: v, "limit": v})),
+    ];
+    let message = prop_oneof![
+        (tool, arguments, json_any.clone()).prop_map(|(t, a, id)| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                   "params": {"name": t, "arguments": a}})
+        }),
+        (
+            prop_oneof![
+                Just("tools/list"),
+                Just("ping"),
+                Just("initialize"),
+                Just("resources/list"),
+                Just("prompts/get"),
+                Just("notifications/cancelled"),
+                Just("logging/setLevel"),
+                Just("completion/complete"),
+            ],
+            json_any.clone(),
+            json_any.clone()
+        )
+            .prop_map(|(m, id, p)| json!({"jsonrpc": "2.0", "id": id, "method": m, "params": p})),
+        json_any.clone(),
+    ];
+    // Each case is an HTTP exchange (some run a query to its 2 s limit): bounded whatever
+    // PROPTEST_CASES says.
+    let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(256u32)
+            .min(300),
+        failure_persistence: None,
+        ..Default::default()
+    });
+    let cases = std::cell::Cell::new(0usize);
+    runner
+        .run(&message, |msg| {
+            cases.set(cases.get() + 1);
+            let r = mcp.post(&msg);
+            prop_assert!(
+                r.status < 500,
+                "{} for {msg}: {}",
+                r.status,
+                String::from_utf8_lossy(&r.body)
+            );
+            Ok(())
+        })
+        .unwrap();
+    crate::props::report("/mcp JSON-RPC", cases.get());
+    // Raw bodies that are not JSON at all, and a body past the limit.
+    for body in [
+        &b"{"[..],
+        b"[]",
+        b"\x00\xff",
+        b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"tools/call\"}",
+    ] {
+        let r = http(&s.addr, "POST", "/mcp", &mcp.headers(), body);
+        assert!(
+            r.status < 500,
+            "{}: {}",
+            r.status,
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    let big = vec![b' '; 2 * 1024 * 1024];
+    let r = http(&s.addr, "POST", "/mcp", &mcp.headers(), &big);
+    assert!(r.status < 500, "{}", r.status);
+    api_answers(&s);
+    assert_eq!(s.get("/api/v1/runs").json()["runs"], runs_before);
+    // The session still works.
+    let ok = mcp.query("SELECT count(*) FROM runs");
+    assert_eq!(ok["structuredContent"]["rows"], json!([[2]]), "{ok}");
+}
+
+/// `yardstick query` runs in the same sandbox: a pragma is exit 2, a runaway query stops at
+/// `--timeout` (exit 2), and a long answer is truncated with a warning and `"truncated": true`.
+#[test]
+fn the_query_command_is_sandboxed_bounded_and_says_when_it_truncates() {
+    let f = fixture();
+    let store = f.store.to_str().unwrap();
+    let out = crate::common::yardstick()
+        .args(["query", "--store", store, "PRAGMA hard_heap_limit=1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only SELECT over the warehouse"));
+    let out = crate::common::yardstick()
+        .args(["query", "--store", store, "--timeout", "1s", ENDLESS])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("stopped after 1 s"), "{err}");
+    assert!(err.contains("--timeout"), "{err}");
+    let out = crate::common::yardstick()
+        .args(["--json", "query", "--store", store, "--max-rows", "5"])
+        .arg("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 100) SELECT x FROM c")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["rows"], json!([[1], [2], [3], [4], [5]]));
+    assert_eq!(v["truncated"], json!(true));
+    assert_eq!(v["truncated_by"], json!("more than 5 rows"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("truncated") && err.contains("--max-rows"),
+        "{err}"
+    );
+    let out = crate::common::yardstick()
+        .args(["query", "--store", store, "--timeout", "soon", "SELECT 1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--timeout"));
+}
