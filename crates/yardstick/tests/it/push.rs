@@ -96,6 +96,29 @@ pub(crate) fn quick_run(dir: &Path, store: &Path, name: &str, key: Option<&Path>
     out_json(&out)["run_id"].as_str().unwrap().to_string()
 }
 
+/// Pushes the runs with one `yardstick push` process each, all at once; every one must land as
+/// `stored`.
+pub(crate) fn push_at_once(runs: &[&str], s: &ServerProc, local: &Path, token: &str) {
+    let children: Vec<_> = runs
+        .iter()
+        .map(|id| {
+            yardstick()
+                .args(["--json", "push", id, "--to", &s.url, "--store"])
+                .arg(local)
+                .env("YARDSTICK_TOKEN", token)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}\n{}", stderr(&o), s.stderr());
+        assert_eq!(out_json(&o)["state"], "stored");
+    }
+}
+
 pub(crate) fn auth(t: &str) -> String {
     format!("Bearer {t}")
 }
@@ -424,24 +447,8 @@ fn concurrent_pushes_of_four_runs_all_land() {
     let ids: Vec<String> = (0..4)
         .map(|i| quick_run(tmp.path(), &local, &format!("many-{i}"), None))
         .collect();
-    let children: Vec<_> = ids
-        .iter()
-        .map(|id| {
-            yardstick()
-                .args(["--json", "push", id, "--to", &s.url, "--store"])
-                .arg(&local)
-                .env("YARDSTICK_TOKEN", &tok)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for c in children {
-        let o = c.wait_with_output().unwrap();
-        assert!(o.status.success(), "{}\n{}", stderr(&o), s.stderr());
-        assert_eq!(out_json(&o)["state"], "stored");
-    }
+    let runs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    push_at_once(&runs, &s, &local, &tok);
     let mut listed = run_ids(&s);
     listed.sort();
     let mut want = ids.clone();

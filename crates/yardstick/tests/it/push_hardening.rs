@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Value, json};
 
 use crate::common::{command_spec, json as out_json, run_spec, yardstick};
-use crate::push::{auth, push, quick_run, run_ids, scratch, stderr, stored, token};
+use crate::push::{auth, push, push_at_once, quick_run, run_ids, scratch, stderr, stored, token};
 use crate::server::{ServerProc, copy_dir, fixture, sha256_hex};
 
 /// `POST /api/v1/pushes` of `manifest` (its exact text).
@@ -433,23 +433,7 @@ fn the_loser_of_two_identical_pushes_is_already_stored_never_404() {
     let s2 = ServerProc::start(&other, &[]);
     let local = tmp.path().join("local");
     let run = quick_run(tmp.path(), &local, "race", None);
-    let children: Vec<_> = (0..4)
-        .map(|_| {
-            yardstick()
-                .args(["--json", "push", &run, "--to", &s2.url, "--store"])
-                .arg(&local)
-                .env("YARDSTICK_TOKEN", &tok2)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for c in children {
-        let o = c.wait_with_output().unwrap();
-        assert!(o.status.success(), "{}\n{}", stderr(&o), s2.stderr());
-        assert_eq!(out_json(&o)["state"], "stored");
-    }
+    push_at_once(&[run.as_str(); 4], &s2, &local, &tok2);
     assert_eq!(stored(&other), [run.as_str()]);
     assert!(
         staged_files(&other).is_empty(),
