@@ -13,23 +13,11 @@ use yardstick_spec::{E2eLayer, Trials};
 use yardstick_store::samples::{Column, Table};
 
 use crate::RunError;
+use crate::facts::Figures;
+use crate::replicate::ReplicateOutcome;
 
-/// The outcome of one e2e replicate.
-pub struct E2eOutcome {
-    /// Process figures and the training analysis; `error` when the run failed.
-    pub summary: serde_json::Value,
-    /// Its figures: the process's and the training analysis's.
-    pub measurements: Vec<Measurement>,
-    /// One row for the process run.
-    pub samples: Table,
-    /// Log files (name relative to the replicate's log directory, contents).
-    pub logs: Vec<(String, Vec<u8>)>,
-    /// The profile, for the profiled replicate: the profiler's files (name relative to the
-    /// profile directory, contents) and what they say.
-    pub profile: Option<ProfileOutcome>,
-}
-
-/// What a profiled replicate leaves.
+/// What a profiled replicate leaves: the profiler's files (name relative to the profile
+/// directory, contents) and what they say.
 pub struct ProfileOutcome {
     /// The profiler's files.
     pub files: Vec<(String, Vec<u8>)>,
@@ -59,8 +47,10 @@ pub struct E2eRequest<'a> {
     pub profile: Option<&'a yardstick_spec::Profile>,
 }
 
-/// Runs one replicate with the layer's timeout, environment and analysis settings.
-pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
+/// Runs one replicate with the layer's timeout, environment and analysis settings: its summary
+/// is the process's figures and the training analysis (`error` when the run failed), one sample
+/// row for the process run, its log files, and the profile for the profiled replicate.
+pub fn run_replicate(req: E2eRequest<'_>) -> Result<ReplicateOutcome, RunError> {
     let E2eRequest {
         argv,
         layer,
@@ -222,13 +212,11 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
             id::EXIT_CODE,
             Column::OptI64(vec![run.exit_code.map(i64::from)]),
         );
-    Ok(E2eOutcome {
-        summary: summary.into(),
-        measurements,
-        samples,
-        logs,
-        profile,
-    })
+    let mut out = ReplicateOutcome::new(summary.into(), Figures::new(measurements))
+        .with_samples(samples)
+        .with_logs(logs);
+    out.profile = profile;
+    Ok(out)
 }
 
 /// Every readable file under `dir`, with its path relative to `dir` (`/`-separated), sorted.

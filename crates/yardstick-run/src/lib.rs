@@ -21,6 +21,7 @@ pub mod micro;
 pub mod plan;
 pub mod pods;
 pub mod profile;
+pub mod replicate;
 pub mod scaling;
 pub mod serve;
 pub mod slurm;
@@ -31,6 +32,7 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use facts::Figures;
+use replicate::{ReplicateOutcome, ReplicateStatus};
 use serde::{Deserialize, Serialize};
 use yardstick_spec::{BenchmarkRun, Signing};
 use yardstick_store::summary::{PointFailures, RunSummary};
@@ -292,7 +294,7 @@ fn pod_serve(
     exe: &Path,
     key: &str,
     abort: &mut Option<String>,
-) -> Result<serve::ServeOutcome, RunError> {
+) -> Result<ReplicateOutcome, RunError> {
     let args = serve::shard_args(work, url, seed)?;
     let start_at = g.start(key).map_err(|e| {
         *abort = Some(e.clone());
@@ -987,8 +989,6 @@ pub fn execute(
         });
         let started_at = yardstick_env::now_rfc3339();
         let seed = opts.seed ^ (u64::from(step.replicate) << 32);
-        let mut eval_files = Vec::new();
-        let mut profiled: Option<e2e::ProfileOutcome> = None;
         let outcome = match &point.work {
             PointWork::Serve { url, .. } => {
                 let url = match (url, &sim) {
@@ -1009,14 +1009,7 @@ pub fn execute(
                             "state": if out.is_ok() { "COMPLETED" } else { "FAILED" },
                             "error": out.as_ref().err().map(ToString::to_string),
                         }));
-                        out.map(|o| {
-                            (
-                                o.summary,
-                                Figures::new(o.measurements),
-                                Some(o.samples),
-                                Vec::new(),
-                            )
-                        })
+                        out
                     }
                     // Split across every task of the allocation, merged exactly (MLPerf
                     // scenarios and capacity searches are not sharded).
@@ -1055,25 +1048,9 @@ pub fn execute(
                             exit_code: exit,
                             source: "srun".into(),
                         });
-                        out.map(|o| {
-                            (
-                                o.summary,
-                                Figures::new(o.measurements),
-                                Some(o.samples),
-                                Vec::new(),
-                            )
-                        })
+                        out
                     }
-                    _ => serve::run_replicate(&rt, &point.work, &url, seed, opts.cancel.clone())
-                        .map(|o| {
-                            let files = o.files();
-                            (
-                                o.summary,
-                                Figures::new(o.measurements),
-                                Some(o.samples),
-                                files,
-                            )
-                        }),
+                    _ => serve::run_replicate(&rt, &point.work, &url, seed, opts.cancel.clone()),
                 }
             }
             PointWork::Eval { url, .. } => {
@@ -1082,25 +1059,10 @@ pub fn execute(
                     (None, Some(s)) => format!("http://{}", s.addr),
                     (None, None) => unreachable!("the simulator starts when a target needs it"),
                 };
-                eval::run_replicate(&rt, &point.work, &eval_inputs, &url).map(|o| {
-                    eval_files = o.files;
-                    (
-                        o.summary,
-                        Figures::with_n(o.measurements, o.n),
-                        None,
-                        Vec::new(),
-                    )
-                })
+                eval::run_replicate(&rt, &point.work, &eval_inputs, &url)
             }
             PointWork::Micro { micro: kind, sizes } => {
-                micro::run_replicate(kind, sizes.as_ref(), &trials, seed).map(|o| {
-                    (
-                        o.summary,
-                        Figures::new(o.measurements),
-                        Some(o.samples),
-                        Vec::new(),
-                    )
-                })
+                micro::run_replicate(kind, sizes.as_ref(), &trials, seed)
             }
             PointWork::Train {
                 layer,
@@ -1137,20 +1099,10 @@ pub fn execute(
                     cancel: opts.cancel.clone(),
                     profile: entry.profile.as_ref().filter(|_| step.profile),
                 })
-                .map(|o| {
-                    profiled = o.profile;
-                    (
-                        o.summary,
-                        Figures::new(o.measurements),
-                        Some(o.samples),
-                        o.logs,
-                    )
-                })
             }
             PointWork::Startup { layer, argv, cache } => {
                 let entry = component_layers.get(*layer).cloned().unwrap_or_default();
                 startup::run_replicate(&entry, argv, cache, &scratch, opts.cancel.clone())
-                    .map(|o| (o.summary, Figures::new(o.measurements), None, o.logs))
             }
             PointWork::Dataloader { .. } => loader::run_replicate(
                 &point.work,
@@ -1158,15 +1110,7 @@ pub fn execute(
                 &scratch,
                 step.replicate,
                 opts.cancel.clone(),
-            )
-            .map(|o| {
-                (
-                    o.summary,
-                    Figures::new(o.measurements),
-                    Some(o.samples),
-                    o.logs,
-                )
-            }),
+            ),
             PointWork::Command { layer, argv, .. } => {
                 let entry = e2e_layers.get(*layer).cloned().unwrap_or_default();
                 // On Slurm, one step over every task of the allocation (ranks from
@@ -1200,22 +1144,12 @@ pub fn execute(
                         cancel: opts.cancel.clone(),
                         profile: entry.profile.as_ref().filter(|_| step.profile),
                     })
-                    .map(|o| {
-                        profiled = o.profile;
-                        (
-                            o.summary,
-                            Figures::new(o.measurements),
-                            Some(o.samples),
-                            o.logs,
-                        )
-                    })
                 });
                 match &group {
                     Some(g) if abort.is_none() => {
-                        let own = out
-                            .as_ref()
-                            .ok()
-                            .and_then(|o| o.0[yardstick_spec::metrics::id::EXIT_CODE].as_i64());
+                        let own = out.as_ref().ok().and_then(|o| {
+                            o.summary[yardstick_spec::metrics::id::EXIT_CODE].as_i64()
+                        });
                         g.done(&key, own.map(|c| c as i32), None);
                         let ranks = g.wait_done(&key).map_err(|e| {
                             abort = Some(e.clone());
@@ -1239,13 +1173,11 @@ pub fn execute(
                         match (ranks, failed, out) {
                             (Err(e), _, _) => Err(e),
                             (Ok(_), Some(bad), Ok(mut o)) => {
-                                if o.0.get("error").is_none() {
-                                    o.0["error"] = serde_json::json!(format!(
-                                        "rank {} failed: {}",
-                                        bad.index,
-                                        bad.error.as_deref().unwrap_or("no exit code")
-                                    ));
-                                }
+                                o.fail(format!(
+                                    "rank {} failed: {}",
+                                    bad.index,
+                                    bad.error.as_deref().unwrap_or("no exit code")
+                                ));
                                 Ok(o)
                             }
                             (Ok(_), _, out) => out,
@@ -1280,18 +1212,21 @@ pub fn execute(
             interrupted = true;
             break;
         }
-        let (summary, figures, samples, logs) = match outcome {
+        let ReplicateOutcome {
+            status,
+            summary,
+            figures,
+            samples,
+            logs,
+            eval_files,
+            profile: profiled,
+        } = match outcome {
             Ok(x) => x,
             // A workload that cannot run is measured as a failed replicate, not a crash.
-            Err(RunError::Workload(msg)) => (
-                serde_json::json!({"error": msg}),
-                Figures::default(),
-                None,
-                Vec::new(),
-            ),
+            Err(RunError::Workload(msg)) => ReplicateOutcome::failed(msg),
             Err(e) => return Err(e),
         };
-        if let Some(e) = summary.get("error").and_then(|e| e.as_str()) {
+        if let ReplicateStatus::Failed(e) = &status {
             (opts.on_event)(Event::Warning(format!(
                 "{} r{}: {e}",
                 point.id, step.replicate
