@@ -14,6 +14,9 @@ use yardstick_store::samples::{Column, Table};
 
 use crate::RunError;
 use crate::facts::Figures;
+use crate::phases::RunContext;
+use crate::phases::StepContext;
+use crate::plan::{PointWork, Step};
 use crate::replicate::ReplicateOutcome;
 
 /// What a profiled replicate leaves: the profiler's files (name relative to the profile
@@ -45,6 +48,70 @@ pub struct E2eRequest<'a> {
     pub cancel: CancellationToken,
     /// Take this profile (the profiled replicate only).
     pub profile: Option<&'a yardstick_spec::Profile>,
+}
+
+/// The request of one replicate (of `cx`'s step) of e2e layer `entry`: `argv` with the layer's
+/// timeout, environment and analysis settings, its profile when the step is the profiled one.
+fn request<'a>(
+    cx: (&'a RunContext<'a>, &Step, u64),
+    entry: &'a E2eLayer,
+    argv: Vec<String>,
+    expect_metrics: bool,
+) -> E2eRequest<'a> {
+    let (run, step, seed) = cx;
+    E2eRequest {
+        argv,
+        layer: entry,
+        trials: run.trials,
+        expect_metrics,
+        scratch: run.scratch,
+        run_id: run.run_id,
+        seed,
+        cancel: run.cancel.clone(),
+        profile: entry.profile.as_ref().filter(|_| step.profile),
+    }
+}
+
+/// One replicate of the built-in trainer (`yardstick bench train --preset P`), launched on
+/// every rank the placement has (`bench train` takes its rank and world size from them).
+pub(crate) fn run_train(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, RunError> {
+    let PointWork::Train {
+        layer,
+        preset,
+        steps,
+        ..
+    } = &cx.point.work
+    else {
+        return Err(RunError::Internal("not a trainer point".into()));
+    };
+    let mut argv = cx.placement.launcher(&cx.name());
+    argv.extend([
+        cx.run.exe.display().to_string(),
+        "bench".into(),
+        "train".into(),
+        "--preset".into(),
+        preset.clone(),
+    ]);
+    if let Some(n) = steps {
+        argv.extend(["--steps".into(), n.to_string()]);
+    }
+    let entry = cx.run.e2e_layers.get(*layer).cloned().unwrap_or_default();
+    run_replicate(request((cx.run, cx.step, cx.seed), &entry, argv, true))
+}
+
+/// One replicate of a command point: launched on every rank the placement has, as this
+/// process's rank of the step (a rank that fails fails the replicate).
+pub(crate) fn run_command(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, RunError> {
+    let PointWork::Command { layer, argv, .. } = &cx.point.work else {
+        return Err(RunError::Internal("not a command point".into()));
+    };
+    let mut full = cx.placement.launcher(&cx.name());
+    full.extend(argv.iter().cloned());
+    let entry = cx.run.e2e_layers.get(*layer).cloned().unwrap_or_default();
+    let step = (cx.run, cx.step, cx.seed);
+    cx.placement.as_rank(&cx.name(), &mut || {
+        run_replicate(request(step, &entry, full.clone(), false))
+    })
 }
 
 /// Runs one replicate with the layer's timeout, environment and analysis settings: its summary

@@ -14,6 +14,8 @@ use yardstick_store::samples::{Column, Table};
 
 use crate::RunError;
 use crate::facts::Figures;
+use crate::phases::StepContext;
+use crate::placement::ServeShards;
 use crate::plan::PointWork;
 use crate::replicate::ReplicateOutcome;
 use yardstick_spec::metrics::{Measured, Measurement, id};
@@ -63,6 +65,36 @@ pub fn server_series_table(rows: &[yardstick_load::scrape::Reading]) -> Option<T
             .with("queue_seconds_sum", col(|r| r.queue_sum_s))
             .with("queue_seconds_count", col(|r| r.queue_count)),
     )
+}
+
+/// Runs one replicate of a serve point (`cx`'s): split across the engine's processes and
+/// merged when its placement does that (MLPerf scenarios and capacity searches are not split),
+/// in this process otherwise.
+pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, RunError> {
+    let work = &cx.point.work;
+    let PointWork::Serve {
+        url,
+        mlperf,
+        capacity,
+        ..
+    } = work
+    else {
+        return Err(RunError::Internal("not a serve point".into()));
+    };
+    let url = cx.run.target(url.as_ref());
+    if mlperf.is_none() && capacity.is_none() {
+        let shards = ServeShards {
+            work,
+            step: cx.name(),
+            url: &url,
+            seed: cx.seed,
+            exe: cx.run.exe,
+        };
+        if let Some(out) = cx.placement.serve_shards(&shards) {
+            return out;
+        }
+    }
+    run_replicate(cx.run.rt, work, &url, cx.seed, cx.run.cancel.clone())
 }
 
 /// Runs one replicate of a serve point against `url`.

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use yardstick_run::{Event, RunOptions, RunOutcome, execute};
 use yardstick_spec::BenchmarkRun;
@@ -71,64 +72,72 @@ fn options(store: &Path, cancel_after: Option<(usize, CancellationToken)>) -> (R
     (opts, events)
 }
 
-/// One serve point (concurrency 1) against the embedded simulator, 3 replicates.
-fn serve_spec() -> String {
-    "apiVersion: yardstick/v1
-kind: BenchmarkRun
-metadata: {name: execute-serve}
-spec:
-  mode: exploratory
-  workload:
-    model: sim-llama
-    precision: bf16
-    sequenceLengths: \"D(20,10)\"
-    batching: continuous
-    concurrency: [1]
-    dataset: {kind: synthetic, seed: 1}
-    correctness: {policy: none}
-  trials: {replicates: 3, warmup: {requests: 1}, confidenceLevel: 0.95, outlierPolicy: report-tukey}
-  layers:
-    component:
-      - kind: serve
-        target: {url: sim, api: chat, model: sim-llama}
-        scenarios: [\"D(20,10)\"]
-        load: {mode: concurrency, values: [1]}
-        stop: {maxRequests: 6, maxDuration: 30s}
-"
-    .to_string()
+/// A spec (as JSON, which is YAML too) named `name` with `workload` and `layers`: an
+/// exploratory run of 3 replicates, warm-up `warmup`.
+fn spec(name: &str, workload: Value, warmup: Value, layers: Value) -> String {
+    let body = json!({
+        "apiVersion": "yardstick/v1",
+        "kind": "BenchmarkRun",
+        "metadata": {"name": name},
+        "spec": {
+            "mode": "exploratory",
+            "workload": workload,
+            "trials": {
+                "replicates": 3,
+                "warmup": warmup,
+                "confidenceLevel": 0.95,
+                "outlierPolicy": "report-tukey",
+            },
+            "layers": layers,
+        },
+    });
+    serde_json::to_string_pretty(&body).unwrap()
 }
 
-/// One command point, 3 replicates: the command counts its invocations in `dir/calls` and exits
-/// 5 on the invocations listed in `fail` (0-based); otherwise it reports 4 steps.
+/// One serve point (concurrency 1) against the embedded simulator, 6 requests a replicate.
+fn serve_spec() -> String {
+    let lengths = "D(20,10)";
+    spec(
+        "execute-serve",
+        json!({
+            "model": "sim-llama", "precision": "bf16", "sequenceLengths": lengths,
+            "batching": "continuous", "concurrency": [1],
+            "dataset": {"kind": "synthetic", "seed": 1}, "correctness": {"policy": "none"},
+        }),
+        json!({"requests": 1}),
+        json!({"component": [{
+            "kind": "serve",
+            "target": {"url": "sim", "api": "chat", "model": "sim-llama"},
+            "scenarios": [lengths],
+            "load": {"mode": "concurrency", "values": [1]},
+            "stop": {"maxRequests": 6, "maxDuration": "30s"},
+        }]}),
+    )
+}
+
+/// One command point: the command counts its invocations in `dir/calls` and exits 5 on the
+/// invocations listed in `fail` (0-based); otherwise it reports 4 steps.
 fn command_spec(dir: &Path, fail: &[u32]) -> String {
-    let state = dir.join("calls");
+    let state = dir.join("calls").display().to_string();
     let fail_list = fail
         .iter()
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(" ");
-    format!(
-        r#"apiVersion: yardstick/v1
-kind: BenchmarkRun
-metadata: {{name: execute-command}}
-spec:
-  mode: exploratory
-  workload:
-    model: fake
-    precision: fp32
-    sequenceLengths: 16
-    batching: static
-    concurrency: 1
-    dataset: {{kind: synthetic, seed: 1}}
-    correctness: {{policy: none}}
-  trials: {{replicates: 3, warmup: {{steps: 1}}, confidenceLevel: 0.95, outlierPolicy: report-tukey}}
-  layers:
-    e2e:
-      - kind: command
-        command: [sh, -c, "n=$(cat '{state}' 2>/dev/null || echo 0); echo $((n + 1)) > '{state}'; for f in {fail_list}; do [ $n = $f ] && exit 5; done; for i in 0 1 2 3; do echo \"{{\\\"step\\\":$i,\\\"step_time_s\\\":0.01}}\" >> \"$YARDSTICK_METRICS\"; done"]
-        timeout: 1m
-"#,
-        state = state.display()
+    let script = format!(
+        "n=$(cat '{state}' 2>/dev/null || echo 0); echo $((n + 1)) > '{state}'; \
+         for f in {fail_list}; do [ $n = $f ] && exit 5; done; \
+         for i in 0 1 2 3; do echo \"{{\\\"step\\\":$i,\\\"step_time_s\\\":0.01}}\" >> \"$YARDSTICK_METRICS\"; done"
+    );
+    spec(
+        "execute-command",
+        json!({
+            "model": "fake", "precision": "fp32", "sequenceLengths": 16, "batching": "static",
+            "concurrency": 1, "dataset": {"kind": "synthetic", "seed": 1},
+            "correctness": {"policy": "none"},
+        }),
+        json!({"steps": 1}),
+        json!({"e2e": [{"kind": "command", "command": ["sh", "-c", script], "timeout": "1m"}]}),
     )
 }
 
