@@ -770,4 +770,61 @@ mod tests {
         assert_eq!(StepRecord::state_of(None, false, true), "CANCELLED");
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
     }
+
+    #[test]
+    fn the_placement_records_the_steps_it_launched_in_the_order_they_started() {
+        use crate::placement::{Placement as _, StepName};
+        let mut p = SlurmPlacement::new(Allocation {
+            job_id: "42".into(),
+            nodelist: "n[1-2]".into(),
+            nodes: 2,
+            ntasks: 4,
+            job_dir: "/nonexistent".into(),
+        });
+        let name = |replicate| StepName {
+            id: "e2e.cmd",
+            slug: "e2e-cmd",
+            replicate,
+        };
+        assert_eq!(
+            p.launcher(&name(0)),
+            [
+                "srun",
+                "--ntasks=4",
+                "--kill-on-bad-exit=1",
+                "--job-name=e2e-cmd"
+            ]
+        );
+        p.step_ended(&name(0), Some(&serde_json::json!({"exit_code": 0})), false);
+        // A step not launched with srun (a micro point, say) is not a Slurm step.
+        p.step_ended(&name(1), Some(&serde_json::json!({})), false);
+        p.launcher(&name(1));
+        p.step_ended(
+            &name(1),
+            Some(&serde_json::json!({"exit_code": 124, "error": "the command timed out"})),
+            false,
+        );
+        p.launcher(&name(2));
+        p.step_ended(&name(2), None, true);
+        let got: Vec<(&str, &str, &str, Option<i32>)> = p
+            .steps
+            .iter()
+            .map(|s| {
+                (
+                    s.step.as_str(),
+                    s.what.as_str(),
+                    s.state.as_str(),
+                    s.exit_code,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("42.0", "e2e.cmd r0", "COMPLETED", Some(0)),
+                ("42.1", "e2e.cmd r1", "TIMEOUT", Some(124)),
+                ("42.2", "e2e.cmd r2", "CANCELLED", None),
+            ]
+        );
+    }
 }
