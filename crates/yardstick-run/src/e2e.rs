@@ -13,23 +13,14 @@ use yardstick_spec::{E2eLayer, Trials};
 use yardstick_store::samples::{Column, Table};
 
 use crate::RunError;
+use crate::facts::Figures;
+use crate::phases::RunContext;
+use crate::phases::StepContext;
+use crate::plan::{PointWork, Step};
+use crate::replicate::ReplicateOutcome;
 
-/// The outcome of one e2e replicate.
-pub struct E2eOutcome {
-    /// Process figures and the training analysis; `error` when the run failed.
-    pub summary: serde_json::Value,
-    /// Its figures: the process's and the training analysis's.
-    pub measurements: Vec<Measurement>,
-    /// One row for the process run.
-    pub samples: Table,
-    /// Log files (name relative to the replicate's log directory, contents).
-    pub logs: Vec<(String, Vec<u8>)>,
-    /// The profile, for the profiled replicate: the profiler's files (name relative to the
-    /// profile directory, contents) and what they say.
-    pub profile: Option<ProfileOutcome>,
-}
-
-/// What a profiled replicate leaves.
+/// What a profiled replicate leaves: the profiler's files (name relative to the profile
+/// directory, contents) and what they say.
 pub struct ProfileOutcome {
     /// The profiler's files.
     pub files: Vec<(String, Vec<u8>)>,
@@ -59,8 +50,74 @@ pub struct E2eRequest<'a> {
     pub profile: Option<&'a yardstick_spec::Profile>,
 }
 
-/// Runs one replicate with the layer's timeout, environment and analysis settings.
-pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
+/// The request of one replicate (of `cx`'s step) of e2e layer `entry`: `argv` with the layer's
+/// timeout, environment and analysis settings, its profile when the step is the profiled one.
+fn request<'a>(
+    cx: (&'a RunContext<'a>, &Step, u64),
+    entry: &'a E2eLayer,
+    argv: Vec<String>,
+    expect_metrics: bool,
+) -> E2eRequest<'a> {
+    let (run, step, seed) = cx;
+    E2eRequest {
+        argv,
+        layer: entry,
+        trials: run.trials,
+        expect_metrics,
+        scratch: run.scratch,
+        run_id: run.run_id,
+        seed,
+        cancel: run.cancel.clone(),
+        profile: entry.profile.as_ref().filter(|_| step.profile),
+    }
+}
+
+/// One replicate of the built-in trainer (`yardstick bench train --preset P`), launched on
+/// every rank the placement has (`bench train` takes its rank and world size from them).
+pub(crate) fn run_train(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, RunError> {
+    let PointWork::Train {
+        layer,
+        preset,
+        steps,
+        ..
+    } = &cx.point.work
+    else {
+        return Err(RunError::Internal("not a trainer point".into()));
+    };
+    let mut argv = cx.placement.launcher(&cx.name());
+    argv.extend([
+        cx.run.exe.display().to_string(),
+        "bench".into(),
+        "train".into(),
+        "--preset".into(),
+        preset.clone(),
+    ]);
+    if let Some(n) = steps {
+        argv.extend(["--steps".into(), n.to_string()]);
+    }
+    let entry = cx.run.e2e_layers.get(*layer).cloned().unwrap_or_default();
+    run_replicate(request((cx.run, cx.step, cx.seed), &entry, argv, true))
+}
+
+/// One replicate of a command point: launched on every rank the placement has, as this
+/// process's rank of the step (a rank that fails fails the replicate).
+pub(crate) fn run_command(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, RunError> {
+    let PointWork::Command { layer, argv, .. } = &cx.point.work else {
+        return Err(RunError::Internal("not a command point".into()));
+    };
+    let mut full = cx.placement.launcher(&cx.name());
+    full.extend(argv.iter().cloned());
+    let entry = cx.run.e2e_layers.get(*layer).cloned().unwrap_or_default();
+    let step = (cx.run, cx.step, cx.seed);
+    cx.placement.as_rank(&cx.name(), &mut || {
+        run_replicate(request(step, &entry, full.clone(), false))
+    })
+}
+
+/// Runs one replicate with the layer's timeout, environment and analysis settings: its summary
+/// is the process's figures and the training analysis (`error` when the run failed), one sample
+/// row for the process run, its log files, and the profile for the profiled replicate.
+pub fn run_replicate(req: E2eRequest<'_>) -> Result<ReplicateOutcome, RunError> {
     let E2eRequest {
         argv,
         layer,
@@ -222,13 +279,11 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<E2eOutcome, RunError> {
             id::EXIT_CODE,
             Column::OptI64(vec![run.exit_code.map(i64::from)]),
         );
-    Ok(E2eOutcome {
-        summary: summary.into(),
-        measurements,
-        samples,
-        logs,
-        profile,
-    })
+    let mut out = ReplicateOutcome::new(summary.into(), Figures::new(measurements))
+        .with_samples(samples)
+        .with_logs(logs);
+    out.profile = profile;
+    Ok(out)
 }
 
 /// Every readable file under `dir`, with its path relative to `dir` (`/`-separated), sorted.

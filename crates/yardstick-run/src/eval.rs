@@ -17,7 +17,9 @@ use yardstick_load::Api;
 use yardstick_spec::metrics::{Measurement, id, push_stats};
 
 use crate::RunError;
+use crate::facts::Figures;
 use crate::plan::{Plan, PointWork};
+use crate::replicate::ReplicateOutcome;
 
 /// The tasks and shards of a plan's eval points, read before anything runs.
 #[derive(Debug, Default)]
@@ -85,25 +87,15 @@ impl EvalInputs {
     }
 }
 
-/// The outcome of one eval replicate.
-pub struct EvalOutcome {
-    /// The replicate summary.
-    pub summary: Value,
-    /// Its figures ([`measurements`]).
-    pub measurements: Vec<Measurement>,
-    /// The items (task) or tokens (perplexity) behind the figures.
-    pub n: u64,
-    /// `eval.json` and `items.jsonl` of this replicate.
-    pub files: Vec<(String, Vec<u8>)>,
-}
-
-/// Runs one replicate of an eval point against `url`.
+/// Runs one replicate of an eval point against `url`: its figures ([`measurements`]) count
+/// the items (task) or tokens (perplexity) behind them, and `eval.json` and `items.jsonl` are
+/// its files.
 pub fn run_replicate(
     rt: &tokio::runtime::Runtime,
     work: &PointWork,
     inputs: &EvalInputs,
     url: &str,
-) -> Result<EvalOutcome, RunError> {
+) -> Result<ReplicateOutcome, RunError> {
     let PointWork::Eval {
         api,
         model,
@@ -194,15 +186,12 @@ pub fn run_replicate(
     let (measurements, n) = measurements(&report);
     let mut eval_json = serde_json::to_vec_pretty(&report.to_json()).expect("JSON");
     eval_json.push(b'\n');
-    Ok(EvalOutcome {
-        summary,
-        measurements,
-        n,
-        files: vec![
-            ("eval.json".into(), eval_json),
-            ("items.jsonl".into(), report.items_jsonl().into_bytes()),
-        ],
-    })
+    let mut out = ReplicateOutcome::new(summary, Figures::with_n(measurements, n));
+    out.eval_files = vec![
+        ("eval.json".into(), eval_json),
+        ("items.jsonl".into(), report.items_jsonl().into_bytes()),
+    ];
+    Ok(out)
 }
 
 /// The units a task's summary declares for its figures.

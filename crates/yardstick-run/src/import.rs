@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use yardstick_spec::metrics::Measurement;
 use yardstick_store::summary::RunSummary;
-use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow};
+use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow};
 use yardstick_store::{RunWriter, ToolInfo};
 use yardstick_workloads::micro::MicroResult;
 use yardstick_workloads::micro::ingest::{self, Format, IngestError};
@@ -585,20 +585,7 @@ pub(crate) fn write_run(
         .unwrap_or_else(|| opts.store.display().to_string());
     let mut wh = yardstick_store::warehouse::open_warehouse(&location)?;
     let run_id = writer.run_id().to_string();
-    let run_row = |m: &yardstick_store::Manifest| RunRow {
-        run_id: m.run_id.clone(),
-        name: m.name.clone(),
-        status: m.effective_status(),
-        mode: None,
-        spec_sha256: m.spec_sha256.clone(),
-        machine_profile: m.machine_profile.clone(),
-        env_sha256: m.env_sha256.clone(),
-        started_at: m.started_at.clone(),
-        ended_at: m.ended_at.clone(),
-        tool_version: m.tool.version.clone(),
-        git_commit: m.tool.git_commit.clone(),
-        location: location.clone(),
-    };
+    let run_row = |m: &yardstick_store::Manifest| crate::phases::run_row(m, None, &location);
     wh.upsert_run(&run_row(writer.manifest()))?;
     wh.upsert_points(
         &points

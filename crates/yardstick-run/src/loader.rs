@@ -7,33 +7,21 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
-use yardstick_spec::metrics::{Measured, Measurement, id};
+use yardstick_spec::metrics::{Measured, id};
 use yardstick_spec::{CacheMode, LoaderFormat, LoaderSource};
 use yardstick_workloads::loader::{Batch, ReaderConfig, list_files, read_pass, supply};
 
 use yardstick_store::samples::{Column, Table};
 
 use crate::RunError;
+use crate::facts::Figures;
 use crate::plan::{DATALOADER_TIMEOUT, Plan, PointWork};
+use crate::replicate::ReplicateOutcome;
 
 /// Default samples per batch of the built-in reader.
 pub const DEFAULT_BATCH: u32 = 32;
 /// Default reader threads of the built-in reader.
 pub const DEFAULT_WORKERS: u32 = 2;
-
-/// A replicate's summary and the loader command's output logs.
-pub struct LoaderReplicate {
-    /// Facts: `loader_samples_per_s`, `loader_mb_per_s`, `loader_first_batch_s`,
-    /// `loader_batches` (each `{"value": x}`), `loader_batch_ms` (a distribution); `pass`
-    /// describes what was read and how cold it was; `error` when the pass failed.
-    pub summary: Value,
-    /// Its figures, from the batches' supply.
-    pub measurements: Vec<Measurement>,
-    /// One row per batch the loop received: `batch`, `wait_ms`, `samples`, `bytes`.
-    pub samples: Table,
-    /// `stdout.log` and `stderr.log` of a loader command.
-    pub logs: Vec<(String, Vec<u8>)>,
-}
 
 fn batch_table(batches: &[Batch]) -> Table {
     Table::new()
@@ -96,14 +84,19 @@ pub fn check_sources(plan: &Plan, spec_dir: Option<&Path>) -> Result<(), RunErro
     Ok(())
 }
 
-/// Runs one pass of `work` (a [`PointWork::Dataloader`]).
+/// Runs one pass of `work` (a [`PointWork::Dataloader`]). Its summary's facts are
+/// `loader_samples_per_s`, `loader_mb_per_s`, `loader_first_batch_s`, `loader_batches` (each
+/// `{"value": x}`) and `loader_batch_ms` (a distribution); `pass` describes what was read and how
+/// cold it was; `error` when the pass failed. Its figures come from the batches' supply, one
+/// sample row per batch the loop received (`batch`, `wait_ms`, `samples`, `bytes`), and a loader
+/// command's `stdout.log` and `stderr.log` are its logs.
 pub fn run_replicate(
     work: &PointWork,
     spec_dir: Option<&Path>,
     scratch: &Path,
     replicate: u32,
     cancel: CancellationToken,
-) -> Result<LoaderReplicate, RunError> {
+) -> Result<ReplicateOutcome, RunError> {
     let PointWork::Dataloader {
         source,
         argv,
@@ -125,16 +118,15 @@ pub fn run_replicate(
     }
 }
 
-fn builtin(cfg: &ReaderConfig, timeout: Duration, cancel: &CancellationToken) -> LoaderReplicate {
+fn builtin(cfg: &ReaderConfig, timeout: Duration, cancel: &CancellationToken) -> ReplicateOutcome {
     let files = match list_files(cfg) {
         Ok(f) => f,
         Err(e) => {
-            return LoaderReplicate {
-                summary: json!({ "error": e.to_string() }),
-                measurements: Vec::new(),
-                samples: batch_table(&[]),
-                logs: Vec::new(),
-            };
+            return ReplicateOutcome::new(
+                json!({ "error": e.to_string() }),
+                Figures::new(Vec::new()),
+            )
+            .with_samples(batch_table(&[]));
         }
     };
     let start = Instant::now();
@@ -218,7 +210,7 @@ fn finish(
     error: Option<String>,
     batches: &[Batch],
     logs: Vec<(String, Vec<u8>)>,
-) -> LoaderReplicate {
+) -> ReplicateOutcome {
     let measured = s.contains_key(id::LOADER_SAMPLES_PER_S);
     match error {
         Some(e) => {
@@ -244,14 +236,14 @@ fn finish(
     if !warnings.is_empty() {
         s.insert("warnings".into(), warnings.into());
     }
-    LoaderReplicate {
-        summary: s.into(),
-        measurements: supply(batches)
+    let figures = Figures::new(
+        supply(batches)
             .map(|s| s.measurements())
             .unwrap_or_default(),
-        samples: batch_table(batches),
-        logs,
-    }
+    );
+    ReplicateOutcome::new(s.into(), figures)
+        .with_samples(batch_table(batches))
+        .with_logs(logs)
 }
 
 /// The user's loader: runs the command with `YARDSTICK_METRICS` set, one metric-protocol line
@@ -264,7 +256,7 @@ fn command(
     scratch: &Path,
     replicate: u32,
     cancel: CancellationToken,
-) -> Result<LoaderReplicate, RunError> {
+) -> Result<ReplicateOutcome, RunError> {
     use yardstick_exec::process::{ProcessSpec, run_process};
     let dir = scratch.join("dataloader");
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,30 +1,24 @@
 //! The micro executor: one replicate of a micro point is one trial (fresh buffers, files,
 //! sockets) of the built-in micro benchmark; its iterations are the raw samples.
 
-use yardstick_spec::metrics::{Measured, Measurement};
+use yardstick_spec::metrics::Measured;
 use yardstick_spec::{MicroKind, Trials};
 use yardstick_store::samples::{Column, Table};
 use yardstick_workloads::micro::{self, MicroConfig, TrialPolicy};
 
 use crate::RunError;
+use crate::facts::Figures;
+use crate::replicate::ReplicateOutcome;
 
-/// The outcome of one micro replicate.
-pub struct MicroOutcome {
-    /// `{"<result name>": {"value", "mean", "min", "max", "cv"}, "units": {...}, "warnings": [...]}`.
-    pub summary: serde_json::Value,
-    /// Its figures, from the micro report.
-    pub measurements: Vec<Measurement>,
-    /// One row per measured iteration.
-    pub samples: Table,
-}
-
-/// Runs one replicate of a micro benchmark.
+/// Runs one replicate of a micro benchmark: its summary is
+/// `{"<result name>": {"value", "mean", "min", "max", "cv"}, "units": {...}, "warnings": [...]}`,
+/// its figures the micro report's, one sample row per measured iteration.
 pub fn run_replicate(
     kind: &str,
     sizes: Option<&Vec<u64>>,
     trials: &Trials,
     seed: u64,
-) -> Result<MicroOutcome, RunError> {
+) -> Result<ReplicateOutcome, RunError> {
     let kind = match kind {
         "memory" => MicroKind::Memory,
         "gemm" => MicroKind::Gemm,
@@ -73,12 +67,12 @@ pub fn run_replicate(
                 .into(),
         );
     }
-    Ok(MicroOutcome {
-        summary: summary.into(),
-        measurements: report.measurements(),
-        samples: Table::new()
-            .with("name", Column::Str(names))
-            .with("iteration", Column::I64(iters))
-            .with("value", Column::F64(values)),
-    })
+    Ok(
+        ReplicateOutcome::new(summary.into(), Figures::new(report.measurements())).with_samples(
+            Table::new()
+                .with("name", Column::Str(names))
+                .with("iteration", Column::I64(iters))
+                .with("value", Column::F64(values)),
+        ),
+    )
 }

@@ -33,7 +33,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::RunError;
+use crate::placement::{Placement, ServeShards, Start, StepName, nodes_check, stored_report};
+use crate::replicate::ReplicateOutcome;
+use crate::{Event, RunError};
+use yardstick_store::RunWriter;
 
 /// One member of a group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -491,6 +494,224 @@ pub fn capture_member(
             }
         };
         let _ = write_atomic(&group.member_file("micro", group.index), &bytes);
+    }
+}
+
+/// Member 0 of a pod group, the one that stores the run: every member's environment and micro
+/// figures under `pods/`, a serve point split across the members and merged, a command point
+/// run by every member as one rank from a common barrier, and the record of the group and of
+/// the steps that spanned it (`pods/group.json`). A group of one member spans nothing.
+pub(crate) struct PodPlacement {
+    g: PodGroup,
+    /// The steps that spanned the group, in order.
+    steps: Vec<serde_json::Value>,
+    /// Why the group cannot go on (a member that never came): the run stops as incomplete.
+    abort: Option<String>,
+}
+
+impl PodPlacement {
+    /// The placement of member 0 of `g`.
+    pub(crate) fn new(g: PodGroup) -> PodPlacement {
+        PodPlacement {
+            g,
+            steps: Vec::new(),
+            abort: None,
+        }
+    }
+
+    /// Whether steps span the group (it has more than one member).
+    fn spans(&self) -> bool {
+        self.g.count > 1
+    }
+
+    /// A wait on the other members that failed: the run stops here.
+    fn gave_up(&mut self, e: String) -> RunError {
+        self.abort = Some(e.clone());
+        RunError::Workload(e)
+    }
+
+    /// Member 0's part of a serve step that spans the group: the barrier, its own shard, every
+    /// member's, and their exact merge. A member that never reached the step or whose shard
+    /// never arrived stops the run; a shard that failed fails the replicate.
+    fn serve(&mut self, s: &ServeShards<'_>, key: &str) -> Result<ReplicateOutcome, RunError> {
+        let g = self.g.clone();
+        let args = crate::serve::shard_args(s.work, s.url, s.seed)?;
+        let start_at = g.start(key).map_err(|e| self.gave_up(e))?;
+        let own = g.run_serve_shard(s.exe, &args, key, start_at);
+        g.done(key, own.exit_code, own.error.clone());
+        let done = g.wait_done(key).map_err(|e| self.gave_up(e))?;
+        if let Some(bad) = done.iter().find(|d| d.exit_code != Some(0)) {
+            return Err(RunError::Workload(format!(
+                "the serve shard of pod {} failed: {}",
+                bad.index,
+                bad.error.as_deref().unwrap_or("no exit code")
+            )));
+        }
+        let dirs: Vec<PathBuf> = (0..g.count)
+            .map(|i| g.step_dir(key).join(format!("shard-{i}")))
+            .collect();
+        let merged = crate::serve::merge_shards(s.work, &dirs);
+        // Every member is past this step (each wrote its `done`): the shards are in the run now.
+        if merged.is_ok() {
+            let _ = std::fs::remove_dir_all(g.step_dir(key));
+        }
+        merged
+    }
+}
+
+impl Placement for PodPlacement {
+    /// Only member 0 stores a run; with more than one member, the bundled simulator (which would
+    /// start inside one pod) is refused as a serve target.
+    fn check(&self, plan: &crate::Plan) -> Result<(), RunError> {
+        if !self.g.leader() {
+            return Err(RunError::Internal(
+                "a pod group's member other than 0 stores no run (execute_member)".into(),
+            ));
+        }
+        crate::check_group_targets(plan, &self.g)
+    }
+
+    fn single_process(&self) -> bool {
+        !self.spans()
+    }
+
+    /// Its own environment and micro figures, then every member's, stored as
+    /// `pods/env/pod-I.json` and `pods/micro/pod-I.json` with the nodes check of the micro
+    /// figures (`pods/nodes.json`, returned; `Null` without a micro layer). A member whose
+    /// files never come is a warning here; the first step that spans the group then finds it
+    /// missing and stores the run as incomplete.
+    fn start(&mut self, s: Start<'_>) -> Result<serde_json::Value, RunError> {
+        let g = &self.g;
+        if !s.writer.has(&format!("pods/env/pod-{}.json", g.index)) {
+            capture_member(g, s.exe, s.plan, s.trials, s.tool_version, s.secret_env);
+        }
+        let missing = g.wait_members("env");
+        if !missing.is_empty() {
+            (s.on_event)(Event::Warning(format!(
+                "no environment from pod(s) {:?} of {}",
+                missing, g.count
+            )));
+        }
+        for i in 0..g.count {
+            let rel = format!("pods/env/pod-{i}.json");
+            if let Ok(bytes) = std::fs::read(g.member_file("env", i))
+                && !s.writer.has(&rel)
+            {
+                s.writer.add(&rel, &bytes, "env")?;
+            }
+        }
+        if micro_args(s.plan, s.trials).is_none() {
+            return Ok(serde_json::Value::Null);
+        }
+        if s.writer.has("pods/nodes.json") {
+            return Ok(stored_report(s.writer, "pods/nodes.json"));
+        }
+        let missing = g.wait_members("micro");
+        if !missing.is_empty() {
+            (s.on_event)(Event::Warning(format!(
+                "no micro figures from pod(s) {:?} of {}",
+                missing, g.count
+            )));
+        }
+        let files = (0..g.count)
+            .map(|i| (format!("pod-{i}"), g.member_file("micro", i)))
+            .filter(|(_, f)| f.is_file())
+            .collect();
+        nodes_check(s.writer, files, "pods/micro", "pods/nodes.json", s.on_event)
+    }
+
+    /// Split across the pods of the group, merged exactly by member 0.
+    fn serve_shards(&mut self, s: &ServeShards<'_>) -> Option<Result<ReplicateOutcome, RunError>> {
+        if !self.spans() {
+            return None;
+        }
+        let key = step_key(s.step.slug, s.step.replicate);
+        let out = self.serve(s, &key);
+        self.steps.push(serde_json::json!({
+            "step": key,
+            "part": "serve shards",
+            "pods": self.g.count,
+            "state": if out.is_ok() { "COMPLETED" } else { "FAILED" },
+            "error": out.as_ref().err().map(ToString::to_string),
+        }));
+        Some(out)
+    }
+
+    /// Every member runs the command as one rank, from a common barrier; member 0's is the
+    /// measured one, and a rank that fails fails the replicate.
+    fn as_rank(
+        &mut self,
+        step: &StepName<'_>,
+        run: &mut dyn FnMut() -> Result<ReplicateOutcome, RunError>,
+    ) -> Result<ReplicateOutcome, RunError> {
+        if !self.spans() {
+            return run();
+        }
+        let key = &step_key(step.slug, step.replicate);
+        let g = self.g.clone();
+        g.start(key).map_err(|e| self.gave_up(e))?;
+        let out = run();
+        let own = out
+            .as_ref()
+            .ok()
+            .and_then(|o| o.summary[yardstick_spec::metrics::id::EXIT_CODE].as_i64());
+        g.done(key, own.map(|c| c as i32), None);
+        let ranks = g.wait_done(key).map_err(|e| self.gave_up(e));
+        if ranks.is_ok() {
+            // Every rank is past this step.
+            let _ = std::fs::remove_dir_all(g.step_dir(key));
+        }
+        let failed = ranks.as_ref().ok().and_then(|d| {
+            d.iter()
+                .find(|d| d.index != 0 && d.exit_code != Some(0))
+                .cloned()
+        });
+        self.steps.push(serde_json::json!({
+            "step": key,
+            "part": "command ranks",
+            "pods": g.count,
+            "state": if ranks.is_ok() && failed.is_none() { "COMPLETED" } else { "FAILED" },
+        }));
+        match (ranks, failed, out) {
+            (Err(e), _, _) => Err(e),
+            (Ok(_), Some(bad), Ok(mut o)) => {
+                o.fail(format!(
+                    "rank {} failed: {}",
+                    bad.index,
+                    bad.error.as_deref().unwrap_or("no exit code")
+                ));
+                Ok(o)
+            }
+            (Ok(_), _, out) => out,
+        }
+    }
+
+    fn stop_reason(&self) -> Option<String> {
+        self.abort.clone()
+    }
+
+    /// The record of a pod group's run (`pods/group.json`): the group, its Job, the steps that
+    /// spanned it.
+    fn record(&mut self, writer: &mut RunWriter) -> Result<(), RunError> {
+        let record = serde_json::json!({
+            "group": self.g,
+            "job": std::env::var("YARDSTICK_JOB_NAME").ok(),
+            "steps": self.steps,
+        });
+        if !writer.has("pods/group.json") {
+            writer.add(
+                "pods/group.json",
+                &serde_json::to_vec_pretty(&record).expect("JSON"),
+                "pods",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Only once the run is stored: the other members stop when they read it, and the Job
+    /// controller may then end this pod too.
+    fn stopped(&self, why: &str) {
+        self.g.abort(why);
     }
 }
 

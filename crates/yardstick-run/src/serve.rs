@@ -13,30 +13,30 @@ use yardstick_load::{
 use yardstick_store::samples::{Column, Table};
 
 use crate::RunError;
+use crate::facts::Figures;
+use crate::phases::StepContext;
+use crate::placement::ServeShards;
 use crate::plan::PointWork;
+use crate::replicate::ReplicateOutcome;
 use yardstick_spec::metrics::{Measured, Measurement, id};
 
-/// The outcome of one serve replicate.
-pub struct ServeOutcome {
-    /// The point summary as JSON (the shape `bench serve --json` prints per point).
-    pub summary: serde_json::Value,
-    /// Its figures, from the typed summary (the facts of the replicate).
-    pub measurements: Vec<Measurement>,
-    /// Raw records, one row per request.
-    pub samples: Table,
-    /// The server's metrics, one row per scrape (`server-metrics.parquet` beside the logs).
-    pub server_series: Option<Table>,
-}
-
-impl ServeOutcome {
-    /// The files to keep beside the replicate's logs: the scrapes of the server's metrics.
-    pub fn files(&self) -> Vec<(String, Vec<u8>)> {
-        self.server_series
-            .as_ref()
-            .and_then(|t| t.to_parquet(&[]).ok())
-            .map(|b| vec![("server-metrics.parquet".to_string(), b)])
-            .unwrap_or_default()
-    }
+/// The outcome of one serve replicate run in this process: the point summary as JSON (the shape
+/// `bench serve --json` prints per point), its figures from the typed summary, one sample row
+/// per request, and the server's metrics, one row per scrape, kept beside the logs as
+/// `server-metrics.parquet`.
+fn outcome(
+    summary: serde_json::Value,
+    measurements: Vec<Measurement>,
+    samples: Table,
+    server_series: Option<Table>,
+) -> ReplicateOutcome {
+    let logs = server_series
+        .and_then(|t| t.to_parquet(&[]).ok())
+        .map(|b| vec![("server-metrics.parquet".to_string(), b)])
+        .unwrap_or_default();
+    ReplicateOutcome::new(summary, Figures::new(measurements))
+        .with_samples(samples)
+        .with_logs(logs)
 }
 
 /// One row per scrape of the server's metrics: seconds since the first scrape and each
@@ -67,6 +67,36 @@ pub fn server_series_table(rows: &[yardstick_load::scrape::Reading]) -> Option<T
     )
 }
 
+/// Runs one replicate of a serve point (`cx`'s): split across the engine's processes and
+/// merged when its placement does that (MLPerf scenarios and capacity searches are not split),
+/// in this process otherwise.
+pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, RunError> {
+    let work = &cx.point.work;
+    let PointWork::Serve {
+        url,
+        mlperf,
+        capacity,
+        ..
+    } = work
+    else {
+        return Err(RunError::Internal("not a serve point".into()));
+    };
+    let url = cx.run.target(url.as_ref());
+    if mlperf.is_none() && capacity.is_none() {
+        let shards = ServeShards {
+            work,
+            step: cx.name(),
+            url: &url,
+            seed: cx.seed,
+            exe: cx.run.exe,
+        };
+        if let Some(out) = cx.placement.serve_shards(&shards) {
+            return out;
+        }
+    }
+    run_replicate(cx.run.rt, work, &url, cx.seed, cx.run.cancel.clone())
+}
+
 /// Runs one replicate of a serve point against `url`.
 pub fn run_replicate(
     rt: &tokio::runtime::Runtime,
@@ -74,7 +104,7 @@ pub fn run_replicate(
     url: &str,
     seed: u64,
     cancel: CancellationToken,
-) -> Result<ServeOutcome, RunError> {
+) -> Result<ReplicateOutcome, RunError> {
     let PointWork::Serve {
         api,
         model,
@@ -211,12 +241,12 @@ pub fn run_replicate(
         summary[id::MLPERF] = serde_json::to_value(&run.result).expect("result is JSON");
         let mut measurements = run.point.summary.measurements();
         measurements.extend(run.result.measurements());
-        return Ok(ServeOutcome {
+        return Ok(outcome(
             summary,
             measurements,
-            samples: records_table(&run.point.records),
-            server_series: server_series_table(&run.point.summary.server_series),
-        });
+            records_table(&run.point.records),
+            server_series_table(&run.point.summary.server_series),
+        ));
     }
     let mut results = rt
         .block_on(bench.run(progress, |_, _, _| {}))
@@ -226,12 +256,12 @@ pub fn run_replicate(
         .ok_or_else(|| RunError::Workload("the serve point produced no result".into()))?;
     let mut summary = serde_json::to_value(&result.summary).expect("summary is JSON");
     drop_timestamps(&mut summary);
-    Ok(ServeOutcome {
+    Ok(outcome(
         summary,
-        measurements: result.summary.measurements(),
-        samples: records_table(&result.records),
-        server_series: server_series_table(&result.summary.server_series),
-    })
+        result.summary.measurements(),
+        records_table(&result.records),
+        server_series_table(&result.summary.server_series),
+    ))
 }
 
 /// One replicate of a capacity point: the whole search (`yardstick_load::capacity`), its answer
@@ -242,7 +272,7 @@ fn run_capacity(
     bench: &ServeBench,
     c: &crate::plan::CapacityPlan,
     progress: Arc<Progress>,
-) -> Result<ServeOutcome, RunError> {
+) -> Result<ReplicateOutcome, RunError> {
     use yardstick_load::capacity::{self, Axis, CapacityConfig, Criterion};
     let axis = if c.axis == "concurrency" {
         Axis::Concurrency
@@ -318,12 +348,7 @@ fn run_capacity(
             drop_timestamps(&mut p["summary"]);
         }
     }
-    Ok(ServeOutcome {
-        summary,
-        measurements,
-        samples: records_table(&[]),
-        server_series: None,
-    })
+    Ok(outcome(summary, measurements, records_table(&[]), None))
 }
 
 /// The `yardstick bench serve` arguments of one shard of a serve point against `url` (before
@@ -450,11 +475,11 @@ fn cost_model((per_accelerator_hour, accelerators): (f64, u32)) -> CostModel {
 }
 
 /// The shards of one replicate of `work` merged into its outcome, priced like one process's
-/// point when `work` has a cost.
+/// point when `work` has a cost. The shards' scrapes of the server's metrics are not kept.
 pub fn merge_shards(
     work: &PointWork,
     dirs: &[std::path::PathBuf],
-) -> Result<ServeOutcome, RunError> {
+) -> Result<ReplicateOutcome, RunError> {
     let n = dirs.len();
     let merged = yardstick_load::shard_files::merge_dirs(dirs, &ParquetRecords)
         .map_err(|e| RunError::Workload(format!("merging the {n} shards: {e}")))?;
@@ -474,12 +499,10 @@ pub fn merge_shards(
     if let Some(load) = summary.get_mut("load").and_then(|l| l.as_object_mut()) {
         load.insert("shards".into(), n.into());
     }
-    Ok(ServeOutcome {
-        summary,
-        measurements: result.summary.measurements(),
-        samples: records_table(&result.records),
-        server_series: server_series_table(&result.summary.server_series),
-    })
+    Ok(
+        ReplicateOutcome::new(summary, Figures::new(result.summary.measurements()))
+            .with_samples(records_table(&result.records)),
+    )
 }
 
 /// One replicate of a serve point split across every task of a Slurm allocation: one `srun`
@@ -495,7 +518,7 @@ pub fn run_replicate_sharded(
     alloc: &crate::slurm::Allocation,
     exe: &std::path::Path,
     dir: &std::path::Path,
-) -> Result<ServeOutcome, RunError> {
+) -> Result<ReplicateOutcome, RunError> {
     let n = alloc.ntasks.max(1);
     let args = shard_args(work, url, seed)?;
     let start_at = start_ahead();

@@ -20,7 +20,12 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 use yardstick_spec::{Execution, Topology};
 
-use crate::RunError;
+use crate::placement::{
+    Placement, ServeShards, Start, StepName, nodes_check, store_slug, stored_report,
+};
+use crate::replicate::ReplicateOutcome;
+use crate::{Event, RunError};
+use yardstick_store::RunWriter;
 
 /// Set in the batch script for the inner run.
 pub const ENV_INNER: &str = "YARDSTICK_SLURM_INNER";
@@ -456,6 +461,218 @@ pub fn follow(
     Ok(Followed { info, run })
 }
 
+/// A run inside a Slurm allocation (the inner run of `engine: slurm`): every node's environment
+/// and micro figures are captured with one `srun` step each, command and trainer points run as
+/// an `srun` step over every task of the allocation, a serve point is split across the tasks
+/// and merged, and the batch script and a record of the job and of every step it started are
+/// stored under `slurm/<job>/`.
+pub(crate) struct SlurmPlacement {
+    a: Allocation,
+    /// The steps started, in order (Slurm numbers them `JOB.N` in that order).
+    steps: Vec<StepRecord>,
+    /// Whether the current step was launched with [`Allocation::srun_all`].
+    launched: bool,
+}
+
+impl SlurmPlacement {
+    /// The placement of a run in allocation `a`.
+    pub(crate) fn new(a: Allocation) -> SlurmPlacement {
+        SlurmPlacement {
+            a,
+            steps: Vec::new(),
+            launched: false,
+        }
+    }
+
+    /// Records the next step, numbered in the order the steps started.
+    fn push(&mut self, what: String, state: &str, exit_code: Option<i32>) {
+        self.steps.push(StepRecord {
+            step: format!("{}.{}", self.a.job_id, self.steps.len()),
+            what,
+            state: state.into(),
+            exit_code,
+            source: "srun".into(),
+        });
+    }
+
+    /// The batch script, and one `srun` step that captures the environment of every node of
+    /// the allocation (`slurm/<job>/env/<node>.json`).
+    fn store_script_and_envs(&mut self, s: &mut Start<'_>) -> Result<(), RunError> {
+        let a = &self.a;
+        let script = format!("slurm/{}/job.sh", a.job_id);
+        if !s.writer.has(&script)
+            && let Ok(bytes) = std::fs::read(a.job_dir.join("job.sh"))
+        {
+            s.writer.add(&script, &bytes, "slurm")?;
+        }
+        let (record, files, failure) = per_node(
+            a,
+            "env",
+            "environment capture on every node",
+            self.steps.len(),
+            &a.job_dir.join("env"),
+            &[s.exe.into(), "env".into(), "--json".into()],
+        );
+        self.steps.push(record);
+        if let Some(why) = failure {
+            (s.on_event)(Event::Warning(format!(
+                "the per-node environment capture (srun) failed: {why}"
+            )));
+        }
+        for (node, f) in files {
+            let rel = format!("slurm/{}/env/{}.json", self.a.job_id, store_slug(&node));
+            if let Ok(bytes) = std::fs::read(&f)
+                && !bytes.is_empty()
+                && !s.writer.has(&rel)
+            {
+                s.writer.add(&rel, &bytes, "env")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The micro layer on every node of the allocation: one `srun` step runs `yardstick bench
+    /// micro` (the plan's memory, GEMM and storage kinds, with its sizes) once per node; each
+    /// node's output (`slurm/<job>/micro/<node>.json`) and their consistency check
+    /// (`slurm/<job>/nodes.json`, `yardstick_analysis::nodes`) are stored. `Null` when the plan
+    /// has no such micro point.
+    fn micro_per_node(&mut self, s: &mut Start<'_>) -> Result<serde_json::Value, RunError> {
+        let a = &self.a;
+        let rel_report = format!("slurm/{}/nodes.json", a.job_id);
+        let Some(args) = crate::pods::micro_args(s.plan, s.trials) else {
+            return Ok(serde_json::Value::Null);
+        };
+        if s.writer.has(&rel_report) {
+            return Ok(stored_report(s.writer, &rel_report));
+        }
+        let mut argv: Vec<std::ffi::OsString> = vec![s.exe.into()];
+        argv.extend(args.iter().map(Into::into));
+        let (record, files, failure) = per_node(
+            a,
+            "micro",
+            "micro layer on every node",
+            self.steps.len(),
+            &a.job_dir.join("micro"),
+            &argv,
+        );
+        self.steps.push(record);
+        if let Some(why) = failure {
+            (s.on_event)(Event::Warning(format!(
+                "the micro layer on every node (srun) failed: {why}"
+            )));
+        }
+        nodes_check(
+            s.writer,
+            files,
+            &format!("slurm/{}/micro", self.a.job_id),
+            &rel_report,
+            s.on_event,
+        )
+    }
+}
+
+impl Placement for SlurmPlacement {
+    fn single_process(&self) -> bool {
+        false
+    }
+
+    fn start(&mut self, mut s: Start<'_>) -> Result<serde_json::Value, RunError> {
+        self.store_script_and_envs(&mut s)?;
+        self.micro_per_node(&mut s)
+    }
+
+    /// One step over every task of the allocation (ranks from `SLURM_PROCID` and
+    /// `SLURM_NTASKS`).
+    fn launcher(&mut self, step: &StepName<'_>) -> Vec<String> {
+        self.launched = true;
+        self.a.srun_all(step.slug)
+    }
+
+    /// Split across every task of the allocation, merged exactly.
+    fn serve_shards(&mut self, s: &ServeShards<'_>) -> Option<Result<ReplicateOutcome, RunError>> {
+        if self.a.ntasks <= 1 {
+            return None;
+        }
+        let dir = self
+            .a
+            .job_dir
+            .join("serve")
+            .join(format!("{}-r{}", s.step.slug, s.step.replicate));
+        let out = crate::serve::run_replicate_sharded(s.work, s.url, s.seed, &self.a, s.exe, &dir);
+        // The step either merged (srun exited 0) or failed.
+        let (exit, state) = match &out {
+            Ok(_) => (Some(0), "COMPLETED"),
+            Err(_) => (None, "FAILED"),
+        };
+        let what = format!("{} ({} shards)", s.step.what(), self.a.ntasks);
+        self.push(what, state, exit);
+        Some(out)
+    }
+
+    fn step_ended(
+        &mut self,
+        step: &StepName<'_>,
+        summary: Option<&serde_json::Value>,
+        cancelled: bool,
+    ) {
+        if !std::mem::take(&mut self.launched) {
+            return;
+        }
+        let Some(summary) = summary else {
+            self.push(step.what(), "CANCELLED", None);
+            return;
+        };
+        let exit = summary[yardstick_spec::metrics::id::EXIT_CODE]
+            .as_i64()
+            .map(|c| c as i32);
+        let timed_out = summary["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("timed out") || e.contains("timeout"));
+        self.push(
+            step.what(),
+            StepRecord::state_of(exit, timed_out, cancelled),
+            exit,
+        );
+    }
+
+    /// The record of the job and of every step the inner run started (`slurm/<job>/job.json`).
+    fn record(&mut self, writer: &mut RunWriter) -> Result<(), RunError> {
+        let a = &self.a;
+        let info = job_info(&a.job_id).ok().flatten();
+        // Slurm's accounting has the final state of every step when it is configured;
+        // otherwise the states are how each `srun` ended.
+        let mut steps = self.steps.clone();
+        let accounting = match sacct_steps(&a.job_id) {
+            Ok(acct) => {
+                for s in &mut steps {
+                    if let Some((state, exit)) = acct.get(&s.step) {
+                        s.state = state.clone();
+                        s.exit_code = exit.or(s.exit_code);
+                        s.source = "sacct".into();
+                    }
+                }
+                "sacct".to_string()
+            }
+            Err(why) => format!("unavailable: {why}"),
+        };
+        let record = serde_json::json!({
+            "allocation": a,
+            "job": info,
+            "accounting": accounting,
+            "steps": steps,
+        });
+        let rel = format!("slurm/{}/job.json", a.job_id);
+        if !writer.has(&rel) {
+            writer.add(
+                &rel,
+                &serde_json::to_vec_pretty(&record).expect("JSON"),
+                "slurm",
+            )?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -552,5 +769,62 @@ mod tests {
         assert_eq!(StepRecord::state_of(None, true, false), "TIMEOUT");
         assert_eq!(StepRecord::state_of(None, false, true), "CANCELLED");
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+
+    #[test]
+    fn the_placement_records_the_steps_it_launched_in_the_order_they_started() {
+        use crate::placement::{Placement as _, StepName};
+        let mut p = SlurmPlacement::new(Allocation {
+            job_id: "42".into(),
+            nodelist: "n[1-2]".into(),
+            nodes: 2,
+            ntasks: 4,
+            job_dir: "/nonexistent".into(),
+        });
+        let name = |replicate| StepName {
+            id: "e2e.cmd",
+            slug: "e2e-cmd",
+            replicate,
+        };
+        assert_eq!(
+            p.launcher(&name(0)),
+            [
+                "srun",
+                "--ntasks=4",
+                "--kill-on-bad-exit=1",
+                "--job-name=e2e-cmd"
+            ]
+        );
+        p.step_ended(&name(0), Some(&serde_json::json!({"exit_code": 0})), false);
+        // A step not launched with srun (a micro point, say) is not a Slurm step.
+        p.step_ended(&name(1), Some(&serde_json::json!({})), false);
+        p.launcher(&name(1));
+        p.step_ended(
+            &name(1),
+            Some(&serde_json::json!({"exit_code": 124, "error": "the command timed out"})),
+            false,
+        );
+        p.launcher(&name(2));
+        p.step_ended(&name(2), None, true);
+        let got: Vec<(&str, &str, &str, Option<i32>)> = p
+            .steps
+            .iter()
+            .map(|s| {
+                (
+                    s.step.as_str(),
+                    s.what.as_str(),
+                    s.state.as_str(),
+                    s.exit_code,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("42.0", "e2e.cmd r0", "COMPLETED", Some(0)),
+                ("42.1", "e2e.cmd r1", "TIMEOUT", Some(124)),
+                ("42.2", "e2e.cmd r2", "CANCELLED", None),
+            ]
+        );
     }
 }

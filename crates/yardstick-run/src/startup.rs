@@ -4,35 +4,29 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use yardstick_exec::startup::{Cache, Readiness, StartupSpec, measure_startup};
 use yardstick_spec::ComponentLayer;
 use yardstick_spec::metrics::{Measurement, id as metric_id};
 
 use crate::RunError;
+use crate::facts::Figures;
 use crate::plan::STARTUP_TIMEOUT;
+use crate::replicate::ReplicateOutcome;
 
-/// A replicate's summary and the start's output logs.
-pub struct StartupReplicate {
-    /// Facts: `time_to_ready_s`, `time_to_first_output_s`, `time_to_listen_s`, `shutdown_s`,
-    /// `startup_peak_rss_bytes` (each `{"value": x}`), the cache state, warnings; `error` when
-    /// it never became ready.
-    pub summary: Value,
-    /// Its figures: the times and the peak memory.
-    pub measurements: Vec<Measurement>,
-    /// `stdout.log` and `stderr.log` of the measured start.
-    pub logs: Vec<(String, Vec<u8>)>,
-}
-
-/// Runs one start of `layer`'s command in page-cache state `cache`.
+/// Runs one start of `layer`'s command in page-cache state `cache`. Its summary's facts are
+/// `time_to_ready_s`, `time_to_first_output_s`, `time_to_listen_s`, `shutdown_s` and
+/// `startup_peak_rss_bytes` (each `{"value": x}`), with the cache state and warnings, and `error`
+/// when it never became ready; its figures the times and the peak memory; its logs the measured
+/// start's `stdout.log` and `stderr.log`. No samples.
 pub fn run_replicate(
     layer: &ComponentLayer,
     argv: &[String],
     cache: &str,
     scratch: &Path,
     cancel: CancellationToken,
-) -> Result<StartupReplicate, RunError> {
+) -> Result<ReplicateOutcome, RunError> {
     let ready = layer.ready.clone().unwrap_or_default();
     let ready = match (ready.http, ready.log, ready.exit) {
         (Some(url), _, _) => Readiness::Http {
@@ -102,9 +96,5 @@ pub fn run_replicate(
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(StartupReplicate {
-        summary: s.into(),
-        measurements,
-        logs,
-    })
+    Ok(ReplicateOutcome::new(s.into(), Figures::new(measurements)).with_logs(logs))
 }

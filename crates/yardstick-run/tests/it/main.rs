@@ -6,4 +6,5 @@
 #[path = "../../../../testsupport/prop.rs"]
 mod props;
 
+mod execute;
 mod prop_import;
