@@ -28,7 +28,7 @@ pub mod bottleneck;
 mod error;
 pub mod flops;
 pub mod nodes;
-pub mod profile;
+pub mod profiler;
 pub mod protocol;
 pub mod roofline;
 pub mod scaling;

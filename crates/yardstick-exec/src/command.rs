@@ -156,7 +156,8 @@ impl ExecConfig {
 
 /// Summary of one measured quantity across runs.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct RunSummary {
+#[schemars(rename = "RunSummary")] // the published schema name
+pub struct QuantitySummary {
     /// Runs summarised.
     pub n: usize,
     /// Mean.
@@ -175,7 +176,7 @@ pub struct RunSummary {
     pub ci_level: f64,
 }
 
-fn summarize(values: &[f64], level: f64, seed: u64) -> Option<RunSummary> {
+fn summarize(values: &[f64], level: f64, seed: u64) -> Option<QuantitySummary> {
     let d = Descriptive::of(values).ok()?;
     let ci = (values.len() >= 3)
         .then(|| {
@@ -190,7 +191,7 @@ fn summarize(values: &[f64], level: f64, seed: u64) -> Option<RunSummary> {
         .flatten()
         .filter(|c| c.lower.is_finite() && c.upper.is_finite())
         .map(|c| [c.lower, c.upper]);
-    Some(RunSummary {
+    Some(QuantitySummary {
         n: d.n,
         mean: d.mean,
         median: d.median,
@@ -284,13 +285,13 @@ pub struct TrainingAcrossRuns {
     /// Runs with a training analysis.
     pub replicates: usize,
     /// Median step time per run, summarised across runs.
-    pub step_time_p50_s: Option<RunSummary>,
+    pub step_time_p50_s: Option<QuantitySummary>,
     /// Aggregate tokens/s per run, summarised across runs.
-    pub tokens_per_s: Option<RunSummary>,
+    pub tokens_per_s: Option<QuantitySummary>,
     /// Aggregate samples/s per run, summarised across runs.
-    pub samples_per_s: Option<RunSummary>,
+    pub samples_per_s: Option<QuantitySummary>,
     /// Headline MFU p50 per run, summarised across runs.
-    pub mfu_p50: Option<RunSummary>,
+    pub mfu_p50: Option<QuantitySummary>,
 }
 
 /// One benchmark: one parameter combination and its runs.
@@ -310,13 +311,13 @@ pub struct BenchmarkResult {
     pub warmup_runs: Vec<RunRecord>,
     /// Wall time of the runs in the statistics (successful ones, or all with
     /// `ignore_failure`).
-    pub wall_s: Option<RunSummary>,
+    pub wall_s: Option<QuantitySummary>,
     /// User CPU time.
-    pub user_s: Option<RunSummary>,
+    pub user_s: Option<QuantitySummary>,
     /// System CPU time.
-    pub sys_s: Option<RunSummary>,
+    pub sys_s: Option<QuantitySummary>,
     /// Peak RSS in bytes.
-    pub max_rss_bytes: Option<RunSummary>,
+    pub max_rss_bytes: Option<QuantitySummary>,
     /// Measured runs that failed (non-zero exit, signal, timeout).
     pub failed_runs: usize,
     /// The benchmark stopped early (a failure without `ignore_failure`, or cancellation).

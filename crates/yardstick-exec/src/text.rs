@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use yardstick_analysis::training::TrainingReport;
 
-use crate::command::{BenchmarkResult, ExecReport, RunSummary, fmt_s};
+use crate::command::{BenchmarkResult, ExecReport, QuantitySummary, fmt_s};
 
 use yardstick_stats::text::style::{BOLD, DIM, RESET, WARN};
 
@@ -69,7 +69,7 @@ fn print_times(out: &mut String, bench: &BenchmarkResult) {
         let _ = writeln!(out, "  no successful run to summarise");
         return;
     };
-    let mean = |s: &Option<RunSummary>| s.as_ref().map_or(0.0, |x| x.mean);
+    let mean = |s: &Option<QuantitySummary>| s.as_ref().map_or(0.0, |x| x.mean);
     let _ = writeln!(
         out,
         "  Time (mean ± σ):   {:>10} ± {:>9}    [User: {}, System: {}]",

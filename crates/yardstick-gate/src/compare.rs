@@ -87,12 +87,13 @@ pub struct Comparison {
     /// Where the step time went in both runs, for points both profiled (`profile.*` facts of
     /// their profiled replicates): explanations, never gated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub profiles: Vec<ProfileComparison>,
+    pub profiles: Vec<ProfilerComparison>,
 }
 
 /// One point's profile in both runs.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct ProfileComparison {
+#[schemars(rename = "ProfileComparison")] // the published schema name
+pub struct ProfilerComparison {
     /// Point id.
     pub point: String,
     /// Each `profile.*` figure both runs have: (metric, baseline, candidate).
@@ -103,7 +104,7 @@ pub struct ProfileComparison {
 }
 
 /// The profiles both runs have, point by point.
-fn profiles(baseline: &RunData, candidate: &RunData) -> Vec<ProfileComparison> {
+fn profiles(baseline: &RunData, candidate: &RunData) -> Vec<ProfilerComparison> {
     let of = |r: &RunData| -> BTreeMap<(String, String), f64> {
         r.facts
             .iter()
@@ -145,7 +146,7 @@ fn profiles(baseline: &RunData, candidate: &RunData) -> Vec<ProfileComparison> {
                     (moved.2 - moved.1) * 1e3
                 ))
             });
-            ProfileComparison {
+            ProfilerComparison {
                 point,
                 figures,
                 attribution,

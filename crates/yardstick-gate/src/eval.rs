@@ -9,7 +9,9 @@ use yardstick_eval::TaskComparison;
 use yardstick_spec::Tolerances;
 use yardstick_spec::metrics::id;
 
-use crate::gate::{MetricClass, MetricVerdict, Verdict, decide, metric_tolerance, ratio_bound};
+use crate::gate::{
+    MetricClass, MetricVerdict, Verdict, decide, direction_of, metric_tolerance, ratio_bound,
+};
 use crate::paired::{ItemStatistic, Items, paired};
 use crate::{GateError, compare as cmp};
 
@@ -112,7 +114,7 @@ pub fn compare_eval(
                 (None, _, Some(q)) => (q.a, q.b),
                 (None, _, None) => (0.0, 0.0),
             };
-            let bound = ratio_bound(class, metric, tol, base, None);
+            let bound = ratio_bound(class, direction_of(metric, class), metric, tol, base, None);
             metrics.push(MetricVerdict {
                 point: t.name.clone(),
                 metric: metric.to_string(),

@@ -11,35 +11,8 @@ use yardstick_stats::percentile::min_samples_for_quantile_ci;
 use crate::compare::{Comparison, compare};
 use crate::{GateError, RunData};
 
-/// What a gated metric measures (picks its tolerance and direction).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum MetricClass {
-    /// Higher is better; a drop beyond the tolerance FAILs.
-    Throughput,
-    /// Lower is better; an increase beyond the tolerance FAILs.
-    Latency,
-    /// A tail percentile of a latency (`gates.tails`); an increase beyond the tail tolerance
-    /// FAILs, and too few samples per replicate for the percentile is INCONCLUSIVE.
-    Tail,
-    /// Training step time; an increase beyond the tolerance FAILs.
-    StepTime,
-    /// Memory use; an increase beyond the tolerance WARNs.
-    Memory,
-    /// Probe accuracy (a fraction); a drop beyond the tolerance, in points, FAILs.
-    Accuracy,
-    /// Perplexity; a relative increase beyond the tolerance FAILs.
-    Perplexity,
-    /// A graded quality score of an eval task (corpus BLEU 0–100, mean ROUGE-L or token F1
-    /// 0–1); a drop beyond the tolerance, in points on the 0–100 scale, FAILs.
-    Quality,
-    /// The training loss slope: a positive slope (loss rising) FAILs, whatever the baseline.
-    LossSlope,
-    /// Money per unit of work; an increase beyond the tolerance FAILs.
-    Cost,
-}
+pub use yardstick_spec::metrics::MetricClass;
+use yardstick_spec::metrics::MetricDef;
 
 /// Which way is a regression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -51,21 +24,29 @@ pub enum Direction {
     LowerIsBetter,
 }
 
-impl MetricClass {
-    /// Which way is a regression.
-    pub fn direction(self) -> Direction {
-        match self {
-            MetricClass::Throughput | MetricClass::Accuracy | MetricClass::Quality => {
-                Direction::HigherIsBetter
-            }
-            _ => Direction::LowerIsBetter,
+impl Direction {
+    /// The gate's side of a catalogue direction; `None` for one that is never compared.
+    pub fn of(d: yardstick_spec::metrics::Direction) -> Option<Direction> {
+        match d {
+            yardstick_spec::metrics::Direction::HigherIsBetter => Some(Direction::HigherIsBetter),
+            yardstick_spec::metrics::Direction::LowerIsBetter => Some(Direction::LowerIsBetter),
+            _ => None,
         }
     }
+}
 
-    /// True when going beyond the tolerance only warns.
-    pub fn warn_only(self) -> bool {
-        self == MetricClass::Memory
-    }
+/// Which way is a regression of `metric`: its catalogue entry's direction (`yardstick
+/// metrics`), whatever its class; the class's usual direction only for a metric the catalogue
+/// does not know or gives no direction.
+pub fn direction_of(metric: &str, class: MetricClass) -> Direction {
+    direction_in(yardstick_spec::metrics::lookup(metric), class)
+}
+
+/// [`direction_of`] with the catalogue entry already looked up.
+fn direction_in(def: Option<&MetricDef>, class: MetricClass) -> Direction {
+    def.and_then(|d| Direction::of(d.direction))
+        .or_else(|| Direction::of(class.usual_direction()))
+        .unwrap_or(Direction::LowerIsBetter)
 }
 
 /// The headline metrics the gate and `compare` look at, by (metric, statistic): the statistic
@@ -74,19 +55,8 @@ impl MetricClass {
 /// samples than a replicate has, so they are gated only on request ([`classify`] with the
 /// spec's `gates.tails`).
 pub fn headline(metric: &str, statistic: &str) -> Option<MetricClass> {
-    use yardstick_spec::metrics::{GateClass, gated};
-    Some(match gated(metric, statistic)?.class {
-        GateClass::Throughput => MetricClass::Throughput,
-        GateClass::Latency => MetricClass::Latency,
-        GateClass::StepTime => MetricClass::StepTime,
-        GateClass::Memory => MetricClass::Memory,
-        GateClass::Accuracy => MetricClass::Accuracy,
-        GateClass::Perplexity => MetricClass::Perplexity,
-        GateClass::Quality => MetricClass::Quality,
-        GateClass::LossSlope => MetricClass::LossSlope,
-        GateClass::Cost => MetricClass::Cost,
-        GateClass::Descriptive => return None,
-    })
+    Some(yardstick_spec::metrics::gated(metric, statistic)?.class)
+        .filter(|c| *c != MetricClass::Descriptive)
 }
 
 /// The tolerance of one metric: the spec's per-metric override (`metric/statistic`, then
@@ -130,7 +100,7 @@ pub fn tolerance_pct(class: MetricClass, t: Option<&Tolerances>) -> f64 {
         MetricClass::Accuracy => t.accuracy_drop_points.unwrap_or(2.0),
         MetricClass::Perplexity => t.perplexity_increase_pct.unwrap_or(1.5),
         MetricClass::Quality => t.quality_drop_points.unwrap_or(2.0),
-        MetricClass::LossSlope => 0.0,
+        MetricClass::LossSlope | MetricClass::Descriptive => 0.0,
         MetricClass::Cost => t.cost_increase_pct.unwrap_or(5.0),
     }
 }
@@ -366,6 +336,7 @@ pub fn points_scale(metric: &str) -> f64 {
 /// whose baseline is 0).
 pub fn ratio_bound(
     class: MetricClass,
+    direction: Direction,
     metric: &str,
     tolerance: f64,
     baseline: f64,
@@ -390,7 +361,7 @@ pub fn ratio_bound(
         _ => tolerance / 100.0,
     };
     let frac = tol_frac.max(noise_floor_pct.unwrap_or(0.0) / 100.0);
-    Some(match class.direction() {
+    Some(match direction {
         Direction::HigherIsBetter => 1.0 - frac,
         Direction::LowerIsBetter => 1.0 + frac,
     })
@@ -489,7 +460,8 @@ pub fn gate(
         } else {
             yardstick_stats::descriptive::median(&m.baseline_replicates)
         };
-        let bnd = ratio_bound(m.class, &m.metric, tol, base_median, floor);
+        let direction = direction_of(&m.metric, m.class);
+        let bnd = ratio_bound(m.class, direction, &m.metric, tol, base_median, floor);
         let n = (m.baseline_replicates.len(), m.candidate_replicates.len());
         let required_samples = match TailPercentile::from_statistic(&m.statistic) {
             Some(t) if m.class == MetricClass::Tail => {
@@ -522,7 +494,7 @@ pub fn gate(
             && n.1 >= MIN_REPLICATES
             && m.ci_lo.is_some()
             && enough_samples;
-        let higher_is_worse = m.class.direction() == Direction::LowerIsBetter;
+        let higher_is_worse = direction == Direction::LowerIsBetter;
         let (a, b) = (&m.baseline_replicates, &m.candidate_replicates);
         let ratio_test = match bnd {
             Some(bnd) if eligible => ratio_beyond(a, b, bnd, higher_is_worse).ok(),
@@ -614,8 +586,10 @@ pub(crate) fn decide(
         metrics[*i].p_holm = Some(p);
     }
     for (i, v) in metrics.iter_mut().enumerate() {
+        let direction = direction_of(&v.metric, v.class);
         let (verdict, mut reason) = judge(
             v,
+            direction,
             candidates.get(i).copied().unwrap_or(&[]),
             alpha_one_sided,
         );
@@ -630,11 +604,16 @@ pub(crate) fn decide(
 }
 
 /// The verdict of one metric whose bound, CI and Holm p-value are known.
-fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict, String) {
+fn judge(
+    v: &MetricVerdict,
+    direction: Direction,
+    candidate: &[f64],
+    alpha_one_sided: f64,
+) -> (Verdict, String) {
     if v.class == MetricClass::LossSlope {
         return loss_slope_verdict(candidate);
     }
-    let side = match v.class.direction() {
+    let side = match direction {
         Direction::HigherIsBetter => "drop",
         Direction::LowerIsBetter => "increase",
     };
@@ -668,7 +647,7 @@ fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict
     if v.p_test.as_deref() == Some("exact_values")
         && let Some(r) = v.ratio
     {
-        let beyond = match v.class.direction() {
+        let beyond = match direction {
             Direction::LowerIsBetter => r > bnd,
             Direction::HigherIsBetter => r < bnd,
         };
@@ -703,7 +682,7 @@ fn judge(v: &MetricVerdict, candidate: &[f64], alpha_one_sided: f64) -> (Verdict
             ),
         );
     };
-    let (ok, bad) = match v.class.direction() {
+    let (ok, bad) = match direction {
         Direction::LowerIsBetter => (hi <= bnd, lo > bnd),
         Direction::HigherIsBetter => (lo >= bnd, hi < bnd),
     };
@@ -1064,7 +1043,7 @@ mod tests {
             Some(MetricClass::Memory)
         );
         assert_eq!(
-            MetricClass::Throughput.direction(),
+            direction_of("request_throughput", MetricClass::Throughput),
             Direction::HigherIsBetter
         );
     }
@@ -1221,7 +1200,10 @@ mod tests {
         // A zero baseline has nothing to lose.
         assert_eq!(verdict("bleu", 0.0, 0.0, &o).verdict, Verdict::Pass);
         assert_eq!(tolerance_pct(MetricClass::Quality, None), 2.0);
-        assert_eq!(MetricClass::Quality.direction(), Direction::HigherIsBetter);
+        assert_eq!(
+            direction_of("bleu", MetricClass::Quality),
+            Direction::HigherIsBetter
+        );
     }
 
     #[test]
@@ -1379,5 +1361,59 @@ mod tests {
             "{}",
             r.metrics[0].reason
         );
+    }
+
+    /// Issue 32: the direction comes from the metric's catalogue entry, not from its class. A
+    /// throughput-class metric whose entry says lower is better (a time per unit of work filed
+    /// under throughput) regresses when it rises: +20 % FAILs and −20 % PASSes. Taken from the
+    /// class, the gate had it the wrong way round (the rise passed, the fall failed).
+    #[test]
+    fn a_metric_whose_class_and_direction_disagree_is_gated_by_its_direction() {
+        let def = MetricDef {
+            id: "seconds_per_batch",
+            unit: "s",
+            direction: yardstick_spec::metrics::Direction::LowerIsBetter,
+            class: MetricClass::Throughput,
+            statistics: &["value"],
+            gated: Some("value"),
+            definition: "Seconds per batch, filed under throughput.",
+            headline: &[],
+        };
+        let direction = direction_in(Some(&def), def.class);
+        let tol = tolerance_pct(def.class, None);
+        let bound = ratio_bound(def.class, direction, def.id, tol, 10.0, None).unwrap();
+        let judged = |ratio: f64| {
+            let v = MetricVerdict {
+                point: "p".into(),
+                metric: def.id.into(),
+                statistic: "value".into(),
+                class: def.class,
+                tolerance_pct: tol,
+                noise_floor_pct: None,
+                bound: Some(bound),
+                baseline: 10.0,
+                candidate: 10.0 * ratio,
+                ratio: Some(ratio),
+                ci_lo: Some(ratio - 0.02),
+                ci_hi: Some(ratio + 0.02),
+                paired: None,
+                n: (5, 5),
+                min_samples: None,
+                required_samples: None,
+                p_value: Some(1e-4),
+                p_test: Some("welch_t_log".into()),
+                ratio_test: None,
+                p_holm: Some(1e-4),
+                verdict: Verdict::Inconclusive,
+                reason: String::new(),
+            };
+            judge(&v, direction, &[], 0.025)
+        };
+        let (verdict, reason) = judged(1.2);
+        assert_eq!(verdict, Verdict::Fail, "{reason}");
+        assert!(reason.contains("increase tolerance"), "{reason}");
+        assert_eq!(judged(0.8).0, Verdict::Pass);
+        assert!((bound - 1.05).abs() < 1e-12, "{bound}");
+        assert_eq!(direction, Direction::LowerIsBetter);
     }
 }

@@ -35,7 +35,7 @@ pub use compare::{Comparison, FieldDiff, MetricComparison, compare, diff_values,
 pub use error::GateError;
 pub use gate::{
     Direction, GateOptions, GateReport, MIN_REPLICATES, MetricClass, MetricVerdict, Verdict,
-    check_profiles, classify, gate, headline, metric_tolerance, points_scale, ratio_bound,
-    tolerance_pct,
+    check_profiles, classify, direction_of, gate, headline, metric_tolerance, points_scale,
+    ratio_bound, tolerance_pct,
 };
 pub use load::{RunData, find_run, load_run};

@@ -25,7 +25,7 @@ pub struct ProfileOutcome {
     /// The profiler's files.
     pub files: Vec<(String, Vec<u8>)>,
     /// The analysis, or why there is none.
-    pub analysis: Result<yardstick_analysis::profile::ProfileAnalysis, String>,
+    pub analysis: Result<yardstick_analysis::profiler::ProfilerAnalysis, String>,
 }
 
 /// One e2e replicate to run.
@@ -47,7 +47,7 @@ pub struct E2eRequest<'a> {
     /// Cancelled on Ctrl-C: the child's process group is terminated.
     pub cancel: CancellationToken,
     /// Take this profile (the profiled replicate only).
-    pub profile: Option<&'a yardstick_spec::Profile>,
+    pub profile: Option<&'a yardstick_spec::ProfilerSpec>,
 }
 
 /// The request of one replicate (of `cx`'s step) of e2e layer `entry`: `argv` with the layer's

@@ -705,7 +705,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                 .and_then(|e| e.profile.as_ref())
                 .is_some_and(|pr| {
                     pr.mode
-                        .is_some_and(|m| m != yardstick_spec::ProfileMode::Off)
+                        .is_some_and(|m| m != yardstick_spec::ProfilerMode::Off)
                 })
         {
             steps.push(Step {

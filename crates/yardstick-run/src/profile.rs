@@ -1,6 +1,6 @@
 //! Profiles of e2e points: how the profiled replicate's command is wrapped (or told, through
 //! the environment, to profile itself), and how its traces are read back
-//! ([`yardstick_analysis::profile`]).
+//! ([`yardstick_analysis::profiler`]).
 //!
 //! * `torch`: the command runs as it is, with `YARDSTICK_PROFILE`, `YARDSTICK_PROFILE_DIR` and
 //!   `YARDSTICK_PROFILE_SCHEDULE` set; the repository's `python/yardstick_profile` module turns
@@ -12,8 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
-use yardstick_analysis::profile::{self, Interval, Kind, ProfileAnalysis};
-use yardstick_spec::{Profile, ProfileMode, ProfileTool};
+use yardstick_analysis::profiler::{self, Interval, Kind, ProfilerAnalysis};
+use yardstick_spec::{ProfilerMode, ProfilerSpec, ProfilerTool};
 
 /// Where the profile goes and what the profiled command needs.
 pub struct Wrapped {
@@ -24,13 +24,13 @@ pub struct Wrapped {
 }
 
 /// The profiler `p` asks for (torch unless said).
-pub fn tool_of(p: &Profile) -> ProfileTool {
-    p.tool.unwrap_or(ProfileTool::Torch)
+pub fn tool_of(p: &ProfilerSpec) -> ProfilerTool {
+    p.tool.unwrap_or(ProfilerTool::Torch)
 }
 
 /// The command and environment of the profiled replicate, writing into `dir`; `Err` names a
 /// profiler that is not installed, with how to get it.
-pub fn wrap(argv: &[String], p: &Profile, dir: &Path) -> Result<Wrapped, String> {
+pub fn wrap(argv: &[String], p: &ProfilerSpec, dir: &Path) -> Result<Wrapped, String> {
     let d = dir.display().to_string();
     let tool = tool_of(p);
     let need = |prog: &str, how: &str| -> Result<String, String> {
@@ -43,9 +43,9 @@ pub fn wrap(argv: &[String], p: &Profile, dir: &Path) -> Result<Wrapped, String>
         env: Vec::new(),
     };
     match tool {
-        ProfileTool::Torch => {
+        ProfilerTool::Torch => {
             let mode = match p.mode {
-                Some(ProfileMode::Tb) => "tb",
+                Some(ProfilerMode::Tb) => "tb",
                 _ => "trace",
             };
             out.env = vec![
@@ -57,7 +57,7 @@ pub fn wrap(argv: &[String], p: &Profile, dir: &Path) -> Result<Wrapped, String>
                 ),
             ];
         }
-        ProfileTool::PySpy => {
+        ProfilerTool::PySpy => {
             let exe = need("py-spy", "pip install py-spy")?;
             out.argv = vec![
                 exe,
@@ -72,7 +72,7 @@ pub fn wrap(argv: &[String], p: &Profile, dir: &Path) -> Result<Wrapped, String>
                 "--".into(),
             ];
         }
-        ProfileTool::Perf => {
+        ProfilerTool::Perf => {
             let exe = need("perf", "apt-get install linux-perf")?;
             out.argv = vec![
                 exe,
@@ -85,7 +85,7 @@ pub fn wrap(argv: &[String], p: &Profile, dir: &Path) -> Result<Wrapped, String>
                 "--".into(),
             ];
         }
-        ProfileTool::Nsys => {
+        ProfilerTool::Nsys => {
             let exe = need("nsys", "NVIDIA Nsight Systems, with the CUDA toolkit")?;
             out.argv = vec![
                 exe,
@@ -108,9 +108,9 @@ pub fn wrap(argv: &[String], p: &Profile, dir: &Path) -> Result<Wrapped, String>
 
 /// Reads what the profiler left in `dir` after a run of `wall_s` seconds: the analysis, or why
 /// there is none. perf's report is written beside its data first (`perf-report.txt`).
-pub fn analyze(dir: &Path, p: &Profile, wall_s: f64) -> Result<ProfileAnalysis, String> {
+pub fn analyze(dir: &Path, p: &ProfilerSpec, wall_s: f64) -> Result<ProfilerAnalysis, String> {
     match tool_of(p) {
-        ProfileTool::Torch => {
+        ProfilerTool::Torch => {
             let mut intervals = Vec::new();
             let mut traces = files_ending(dir, ".pt.trace.json");
             if traces.is_empty() {
@@ -127,19 +127,19 @@ pub fn analyze(dir: &Path, p: &Profile, wall_s: f64) -> Result<ProfileAnalysis, 
                 let text =
                     std::fs::read_to_string(t).map_err(|e| format!("{}: {e}", t.display()))?;
                 intervals.extend(
-                    profile::torch_intervals(&text)
+                    profiler::torch_intervals(&text)
                         .map_err(|e| format!("{}: {e}", file_name(t)))?,
                 );
             }
-            Ok(profile::from_intervals("torch", &intervals))
+            Ok(profiler::from_intervals("torch", &intervals))
         }
-        ProfileTool::PySpy => {
+        ProfilerTool::PySpy => {
             let f = dir.join("py-spy.speedscope.json");
             let text = std::fs::read_to_string(&f)
                 .map_err(|e| format!("py-spy wrote no profile ({}: {e})", f.display()))?;
-            profile::speedscope(&text).map_err(|e| e.to_string())
+            profiler::speedscope(&text).map_err(|e| e.to_string())
         }
-        ProfileTool::Perf => {
+        ProfilerTool::Perf => {
             let data = dir.join("perf.data");
             if !data.is_file() {
                 return Err(
@@ -159,11 +159,11 @@ pub fn analyze(dir: &Path, p: &Profile, wall_s: f64) -> Result<ProfileAnalysis, 
             .map_err(|e| format!("perf report: {e}"))?;
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             let _ = std::fs::write(dir.join("perf-report.txt"), &text);
-            profile::perf_report(&text, wall_s).map_err(|e| e.to_string())
+            profiler::perf_report(&text, wall_s).map_err(|e| e.to_string())
         }
-        ProfileTool::Nsys => {
+        ProfilerTool::Nsys => {
             let db = dir.join("nsys.sqlite");
-            nsys_sqlite(&db).map(|iv| profile::from_intervals("nsys", &iv))
+            nsys_sqlite(&db).map(|iv| profiler::from_intervals("nsys", &iv))
         }
     }
 }
@@ -232,7 +232,7 @@ pub fn nsys_sqlite(db: &Path) -> Result<Vec<Interval>, String> {
             let name = name.unwrap_or_default();
             let kind = match kind {
                 Kind::Phase if name.starts_with("ProfilerStep#") => Kind::Step,
-                Kind::Phase if !profile::PHASES.contains(&name.as_str()) => continue,
+                Kind::Phase if !profiler::PHASES.contains(&name.as_str()) => continue,
                 k => k,
             };
             out.push(Interval {
@@ -277,7 +277,7 @@ pub fn fact_rows(
     point_id: &str,
     summary: &serde_json::Value,
 ) -> Vec<yardstick_store::warehouse::FactRow> {
-    let Ok(a) = serde_json::from_value::<ProfileAnalysis>(summary["profile"].clone()) else {
+    let Ok(a) = serde_json::from_value::<ProfilerAnalysis>(summary["profile"].clone()) else {
         return Vec::new();
     };
     a.facts()
@@ -340,7 +340,7 @@ pub fn summary_entry(
 /// step-time medians).
 pub fn take(
     argv: &[String],
-    profile: &yardstick_spec::Profile,
+    profile: &yardstick_spec::ProfilerSpec,
     timeout: Option<std::time::Duration>,
     env: &[(String, String)],
     dir: &std::path::Path,
@@ -493,7 +493,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("nsys.sqlite");
         nsys_fixture(&db);
-        let a = profile::from_intervals("nsys", &nsys_sqlite(&db).unwrap());
+        let a = profiler::from_intervals("nsys", &nsys_sqlite(&db).unwrap());
         assert_eq!(a.steps, 1);
         assert!((a.step_s.unwrap() - 0.010).abs() < 1e-12);
         let cat = |n: &str| {

@@ -40,47 +40,75 @@ impl Direction {
     }
 }
 
-/// What a metric measures, for the gate: picks its default tolerance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+/// What a metric measures, for the gate: picks its default tolerance. Which way is better is
+/// the metric's own [`Direction`] (its catalogue entry's), not its class's.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
-pub enum GateClass {
-    /// Work per unit time.
+pub enum MetricClass {
+    /// Work per unit time; a drop beyond the tolerance FAILs.
     Throughput,
-    /// Time a request or an operation takes.
+    /// Time a request or an operation takes; an increase beyond the tolerance FAILs.
     Latency,
-    /// Time of one training step.
+    /// A tail percentile of a latency, gated on request (a spec's `gates.tails`; no catalogue
+    /// entry has this class): an increase beyond the tail tolerance FAILs, and too few samples
+    /// per replicate for the percentile is INCONCLUSIVE.
+    Tail,
+    /// Time of one training step; an increase beyond the tolerance FAILs.
     StepTime,
-    /// Bytes held.
+    /// Bytes held; an increase beyond the tolerance WARNs.
     Memory,
-    /// Fraction of probes answered correctly.
+    /// Fraction of probes answered correctly; a drop beyond the tolerance, in points, FAILs.
     Accuracy,
-    /// Perplexity of a reference text.
+    /// Perplexity of a reference text; a relative increase beyond the tolerance FAILs.
     Perplexity,
-    /// A graded quality score (BLEU, ROUGE-L, token F1).
+    /// A graded quality score of an eval task (corpus BLEU 0–100, mean ROUGE-L or token F1
+    /// 0–1); a drop beyond the tolerance, in points on the 0–100 scale, FAILs.
     Quality,
-    /// The slope of the training loss.
+    /// The slope of the training loss: a positive slope (loss rising) FAILs, whatever the
+    /// baseline.
     LossSlope,
-    /// Money per unit of work (dollars per million tokens, per thousand requests).
+    /// Money per unit of work (dollars per million tokens, per thousand requests); an increase
+    /// beyond the tolerance FAILs.
     Cost,
     /// Describes the run; never gated.
     Descriptive,
 }
 
-impl GateClass {
+impl MetricClass {
     /// The class as written in the catalogue and `--json`.
     pub fn as_str(self) -> &'static str {
         match self {
-            GateClass::Throughput => "throughput",
-            GateClass::Latency => "latency",
-            GateClass::StepTime => "step_time",
-            GateClass::Memory => "memory",
-            GateClass::Accuracy => "accuracy",
-            GateClass::Perplexity => "perplexity",
-            GateClass::Quality => "quality",
-            GateClass::LossSlope => "loss_slope",
-            GateClass::Cost => "cost",
-            GateClass::Descriptive => "descriptive",
+            MetricClass::Throughput => "throughput",
+            MetricClass::Latency => "latency",
+            MetricClass::Tail => "tail",
+            MetricClass::StepTime => "step_time",
+            MetricClass::Memory => "memory",
+            MetricClass::Accuracy => "accuracy",
+            MetricClass::Perplexity => "perplexity",
+            MetricClass::Quality => "quality",
+            MetricClass::LossSlope => "loss_slope",
+            MetricClass::Cost => "cost",
+            MetricClass::Descriptive => "descriptive",
         }
+    }
+
+    /// The direction the class's metrics usually have (what the gate's policy table shows per
+    /// class). The gate takes a metric's direction from its catalogue entry, which may differ.
+    pub fn usual_direction(self) -> Direction {
+        match self {
+            MetricClass::Throughput | MetricClass::Accuracy | MetricClass::Quality => {
+                Direction::HigherIsBetter
+            }
+            MetricClass::Descriptive => Direction::Neither,
+            _ => Direction::LowerIsBetter,
+        }
+    }
+
+    /// True when going beyond the tolerance only warns (memory).
+    pub fn warn_only(self) -> bool {
+        self == MetricClass::Memory
     }
 }
 
@@ -94,7 +122,7 @@ pub struct MetricDef {
     /// Which way is better.
     pub direction: Direction,
     /// Its gate class.
-    pub class: GateClass,
+    pub class: MetricClass,
     /// The statistics it is reported with (`p50`, `p99`, `value`, `aggregate`, ...).
     pub statistics: &'static [&'static str],
     /// The statistic the gate compares by default, if it is gated by default.
@@ -358,7 +386,7 @@ macro_rules! m {
             id: $id,
             unit: $unit,
             direction: Direction::$dir,
-            class: GateClass::$class,
+            class: MetricClass::$class,
             statistics: $stats,
             gated: $gated,
             definition: $def,
@@ -1613,7 +1641,7 @@ mod tests {
             gated("ttft_ms", "p99").is_none(),
             "tails are gated on request only"
         );
-        assert_eq!(gated("ttft_ms", "p50").unwrap().class, GateClass::Latency);
+        assert_eq!(gated("ttft_ms", "p50").unwrap().class, MetricClass::Latency);
     }
 
     #[test]
@@ -1628,11 +1656,17 @@ mod tests {
                     matches!(
                         d.direction,
                         Direction::HigherIsBetter | Direction::LowerIsBetter
-                    ) && d.class != GateClass::Descriptive,
+                    ) && d.class != MetricClass::Descriptive,
                     "{}: gated without a direction",
                     d.id
                 );
             }
+            assert_ne!(
+                d.class,
+                MetricClass::Tail,
+                "{}: tail is a gate-only class",
+                d.id
+            );
             // An exact id is not shadowed by a family listed before it.
             if !d.is_family() {
                 assert_eq!(lookup(d.id).unwrap().id, d.id, "{} is shadowed", d.id);

@@ -958,29 +958,31 @@ pub struct E2eLayer {
     pub cost_per_device_hour: Option<f64>,
     /// Take a profile in one extra, labelled replicate (never part of the statistics or the
     /// gate) and read where the step time goes.
-    pub profile: Option<Profile>,
+    pub profile: Option<ProfilerSpec>,
 }
 
 /// A profile of an e2e layer (`profile:`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-pub struct Profile {
+#[schemars(rename = "Profile")] // the published schema name
+pub struct ProfilerSpec {
     /// `off`, `trace` (Chrome/Perfetto JSON) or `tb` (TensorBoard's profiler plugin files).
     #[schemars(required)]
-    pub mode: Option<ProfileMode>,
+    pub mode: Option<ProfilerMode>,
     /// The profiler: `torch` (the workload's torch.profiler, through the yardstick_profile
     /// module), `nsys` (Nsight Systems), `perf` (Linux perf) or `py-spy`.
-    pub tool: Option<ProfileTool>,
+    pub tool: Option<ProfilerTool>,
     /// torch.profiler's schedule: steps to wait, warm up, record, and how many cycles.
-    pub schedule: Option<ProfileSchedule>,
+    pub schedule: Option<ProfilerSchedule>,
 }
 
 /// Profile modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[allow(missing_docs)]
-pub enum ProfileMode {
+#[schemars(rename = "ProfileMode")] // the published schema name
+pub enum ProfilerMode {
     Off,
     Trace,
     Tb,
@@ -990,21 +992,22 @@ pub enum ProfileMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 #[allow(missing_docs)]
-pub enum ProfileTool {
+#[schemars(rename = "ProfileTool")] // the published schema name
+pub enum ProfilerTool {
     Torch,
     Nsys,
     Perf,
     PySpy,
 }
 
-impl ProfileTool {
+impl ProfilerTool {
     /// The name as written in specs and flags.
     pub fn name(self) -> &'static str {
         match self {
-            ProfileTool::Torch => "torch",
-            ProfileTool::Nsys => "nsys",
-            ProfileTool::Perf => "perf",
-            ProfileTool::PySpy => "py-spy",
+            ProfilerTool::Torch => "torch",
+            ProfilerTool::Nsys => "nsys",
+            ProfilerTool::Perf => "perf",
+            ProfilerTool::PySpy => "py-spy",
         }
     }
 }
@@ -1013,7 +1016,8 @@ impl ProfileTool {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
-pub struct ProfileSchedule {
+#[schemars(rename = "ProfileSchedule")] // the published schema name
+pub struct ProfilerSchedule {
     /// Steps skipped first (default 1).
     pub wait: Option<u32>,
     /// Steps profiled but discarded (default 1).
@@ -1024,7 +1028,7 @@ pub struct ProfileSchedule {
     pub repeat: Option<u32>,
 }
 
-impl ProfileSchedule {
+impl ProfilerSchedule {
     /// `wait,warmup,active,repeat` with the defaults filled in.
     pub fn text(&self) -> String {
         format!(

@@ -874,8 +874,13 @@ fn layers(spec: &Spec, cx: &mut Ctx<'_, '_>) {
 }
 
 /// A profile's settings fit together and fit the layer.
-fn profile_config(p: &crate::Profile, kind: Option<E2eKind>, base: &str, cx: &mut Ctx<'_, '_>) {
-    use crate::ProfileTool;
+fn profile_config(
+    p: &crate::ProfilerSpec,
+    kind: Option<E2eKind>,
+    base: &str,
+    cx: &mut Ctx<'_, '_>,
+) {
+    use crate::ProfilerTool;
     if p.mode.is_none() && !cx.loc.exists(&format!("{base}/mode")) {
         cx.error_at_key(
             "profile-config",
@@ -884,9 +889,9 @@ fn profile_config(p: &crate::Profile, kind: Option<E2eKind>, base: &str, cx: &mu
             "add `mode: trace` (Chrome/Perfetto JSON), `tb` (TensorBoard) or `off`",
         );
     }
-    let tool = p.tool.unwrap_or(ProfileTool::Torch);
+    let tool = p.tool.unwrap_or(ProfilerTool::Torch);
     if let Some(s) = &p.schedule {
-        if tool != ProfileTool::Torch {
+        if tool != ProfilerTool::Torch {
             cx.warn(
                 "profile-config",
                 &format!("{base}/schedule"),
@@ -906,7 +911,7 @@ fn profile_config(p: &crate::Profile, kind: Option<E2eKind>, base: &str, cx: &mu
             );
         }
     }
-    if tool == ProfileTool::Torch && kind == Some(E2eKind::Train) {
+    if tool == ProfilerTool::Torch && kind == Some(E2eKind::Train) {
         cx.error_at_key(
             "profile-config",
             &format!("{base}/tool"),

@@ -78,9 +78,9 @@ pub fn gate_policy() -> GatePolicy {
         .iter()
         .map(|&class| ClassTolerance {
             class,
-            direction: match class.direction() {
-                yardstick_gate::Direction::HigherIsBetter => "higher_is_better",
-                yardstick_gate::Direction::LowerIsBetter => "lower_is_better",
+            direction: match class.usual_direction() {
+                yardstick_spec::metrics::Direction::HigherIsBetter => "higher_is_better",
+                _ => "lower_is_better",
             },
             tolerance: yardstick_gate::tolerance_pct(class, None),
             unit: match class {

@@ -126,10 +126,10 @@ pub struct ExecArgs {
     /// command's own torch.profiler through python/yardstick_profile), `py-spy`, `perf` or
     /// `nsys`. Traces go to --profile-dir; where the time went is printed with the results.
     #[arg(long, value_enum, value_name = "TOOL", conflicts_with_all = ["params", "world_sizes"])]
-    pub profile: Option<ProfileToolArg>,
+    pub profile: Option<ProfilerToolArg>,
     /// --profile torch: `trace` (Chrome/Perfetto JSON) or `tb` (TensorBoard).
-    #[arg(long, value_enum, default_value_t = ProfileModeArg::Trace, requires = "profile")]
-    pub profile_mode: ProfileModeArg,
+    #[arg(long, value_enum, default_value_t = ProfilerModeArg::Trace, requires = "profile")]
+    pub profile_mode: ProfilerModeArg,
     /// --profile torch: torch.profiler's schedule, steps to wait,warm up,record,cycles.
     #[arg(
         long,
@@ -372,7 +372,7 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
 
 /// Profilers of `--profile`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProfileToolArg {
+pub enum ProfilerToolArg {
     /// The command's own torch.profiler (python/yardstick_profile).
     Torch,
     /// py-spy's sampled Python stacks.
@@ -385,7 +385,7 @@ pub enum ProfileToolArg {
 
 /// Trace formats of `--profile torch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProfileModeArg {
+pub enum ProfilerModeArg {
     /// Chrome/Perfetto JSON.
     Trace,
     /// TensorBoard's profiler plugin files.
@@ -394,10 +394,10 @@ pub enum ProfileModeArg {
 
 /// The profile `--profile` asks for.
 pub(crate) fn profile_spec(
-    tool: ProfileToolArg,
-    mode: ProfileModeArg,
+    tool: ProfilerToolArg,
+    mode: ProfilerModeArg,
     schedule: &str,
-) -> anyhow::Result<yardstick_spec::Profile> {
+) -> anyhow::Result<yardstick_spec::ProfilerSpec> {
     let n: Vec<u32> = schedule
         .split(',')
         .map(|x| x.trim().parse::<u32>())
@@ -410,18 +410,18 @@ pub(crate) fn profile_spec(
                 Some("four whole numbers with active >= 1, e.g. 1,1,3,1"),
             )
         })?;
-    Ok(yardstick_spec::Profile {
+    Ok(yardstick_spec::ProfilerSpec {
         mode: Some(match mode {
-            ProfileModeArg::Trace => yardstick_spec::ProfileMode::Trace,
-            ProfileModeArg::Tb => yardstick_spec::ProfileMode::Tb,
+            ProfilerModeArg::Trace => yardstick_spec::ProfilerMode::Trace,
+            ProfilerModeArg::Tb => yardstick_spec::ProfilerMode::Tb,
         }),
         tool: Some(match tool {
-            ProfileToolArg::Torch => yardstick_spec::ProfileTool::Torch,
-            ProfileToolArg::PySpy => yardstick_spec::ProfileTool::PySpy,
-            ProfileToolArg::Perf => yardstick_spec::ProfileTool::Perf,
-            ProfileToolArg::Nsys => yardstick_spec::ProfileTool::Nsys,
+            ProfilerToolArg::Torch => yardstick_spec::ProfilerTool::Torch,
+            ProfilerToolArg::PySpy => yardstick_spec::ProfilerTool::PySpy,
+            ProfilerToolArg::Perf => yardstick_spec::ProfilerTool::Perf,
+            ProfilerToolArg::Nsys => yardstick_spec::ProfilerTool::Nsys,
         }),
-        schedule: Some(yardstick_spec::ProfileSchedule {
+        schedule: Some(yardstick_spec::ProfilerSchedule {
             wait: Some(n[0]),
             warmup: Some(n[1]),
             active: Some(n[2]),
@@ -434,7 +434,7 @@ pub(crate) fn profile_spec(
 /// that cannot start is invalid input.
 pub(crate) fn take_profile(
     argv: &[String],
-    profile: &yardstick_spec::Profile,
+    profile: &yardstick_spec::ProfilerSpec,
     timeout: Option<std::time::Duration>,
     env: &[(String, String)],
     dir: &std::path::Path,

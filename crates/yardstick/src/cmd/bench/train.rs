@@ -260,9 +260,9 @@ mod imp {
         }
         let profile = match args.profile {
             Some(super::TrainProfileArg::Perf) => {
-                let spec = yardstick_spec::Profile {
-                    mode: Some(yardstick_spec::ProfileMode::Trace),
-                    tool: Some(yardstick_spec::ProfileTool::Perf),
+                let spec = yardstick_spec::ProfilerSpec {
+                    mode: Some(yardstick_spec::ProfilerMode::Trace),
+                    tool: Some(yardstick_spec::ProfilerTool::Perf),
                     schedule: None,
                 };
                 Some(crate::cmd::bench::exec::take_profile(

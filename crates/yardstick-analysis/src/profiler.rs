@@ -3,7 +3,7 @@
 //! perf's report ([`perf_report`]) and Nsight Systems' SQLite export (read in `yardstick-run`,
 //! which opens the database, and summarised here by [`from_intervals`]).
 //!
-//! Every reader is a pure function of the profiler's text; the result is a [`ProfileAnalysis`]:
+//! Every reader is a pure function of the profiler's text; the result is a [`ProfilerAnalysis`]:
 //!
 //! * **phases** per step: the time inside each named range the training loop marked (`data`,
 //!   `forward`, `backward`, `optimizer`, `communication`: the metric protocol's phases), and the
@@ -51,7 +51,8 @@ pub struct TopEntry {
 
 /// What a profile says about where the time went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ProfileAnalysis {
+#[schemars(rename = "ProfileAnalysis")] // the published schema name
+pub struct ProfilerAnalysis {
     /// The profiler: `torch`, `py-spy`, `perf` or `nsys`.
     pub tool: String,
     /// Steps the profile covers (0 when the profiler does not see steps).
@@ -78,7 +79,7 @@ pub struct ProfileAnalysis {
 /// Why a profile could not be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
-pub struct ProfileError(pub String);
+pub struct ProfilerError(pub String);
 
 /// A timed event: `[start, end)` in seconds on one thread or stream.
 #[derive(Debug, Clone, PartialEq)]
@@ -219,7 +220,7 @@ fn self_times(events: &[&Interval]) -> Vec<(usize, f64)> {
 
 /// The analysis of a profile given as intervals (any profiler that records when things ran:
 /// PyTorch's trace, Nsight Systems' tables).
-pub fn from_intervals(tool: &str, all: &[Interval]) -> ProfileAnalysis {
+pub fn from_intervals(tool: &str, all: &[Interval]) -> ProfilerAnalysis {
     let mut notes = Vec::new();
     let mut steps: Vec<(f64, f64)> = all
         .iter()
@@ -414,7 +415,7 @@ pub fn from_intervals(tool: &str, all: &[Interval]) -> ProfileAnalysis {
         .collect();
     step_ids.sort_unstable();
     step_ids.dedup();
-    ProfileAnalysis {
+    ProfilerAnalysis {
         tool: tool.into(),
         steps: steps.len() as u64,
         step_s: (n > 0.0).then(|| step_total / n),
@@ -431,14 +432,14 @@ pub fn from_intervals(tool: &str, all: &[Interval]) -> ProfileAnalysis {
 /// `tensorboard_trace_handler` write it): `ProfilerStep#N` ranges are steps, other
 /// `user_annotation` ranges named like a phase are phases, `cpu_op` (and `cuda_runtime`) events
 /// are operators, `kernel` events kernels and `gpu_memcpy` events copies. Times are µs.
-pub fn torch_intervals(text: &str) -> Result<Vec<Interval>, ProfileError> {
+pub fn torch_intervals(text: &str) -> Result<Vec<Interval>, ProfilerError> {
     let v: Value = serde_json::from_str(text)
-        .map_err(|e| ProfileError(format!("not a Chrome trace (JSON): {e}")))?;
+        .map_err(|e| ProfilerError(format!("not a Chrome trace (JSON): {e}")))?;
     let events = v
         .get("traceEvents")
         .and_then(Value::as_array)
         .or_else(|| v.as_array())
-        .ok_or_else(|| ProfileError("no `traceEvents` array: not a PyTorch trace".into()))?;
+        .ok_or_else(|| ProfilerError("no `traceEvents` array: not a PyTorch trace".into()))?;
     let mut out = Vec::new();
     for e in events {
         if e.get("ph").and_then(Value::as_str) != Some("X") {
@@ -482,7 +483,7 @@ pub fn torch_intervals(text: &str) -> Result<Vec<Interval>, ProfileError> {
         });
     }
     if out.is_empty() {
-        return Err(ProfileError(
+        return Err(ProfilerError(
             "the trace has no operator, kernel or step events".into(),
         ));
     }
@@ -490,19 +491,19 @@ pub fn torch_intervals(text: &str) -> Result<Vec<Interval>, ProfileError> {
 }
 
 /// A PyTorch trace's analysis ([`torch_intervals`] then [`from_intervals`]).
-pub fn torch_trace(text: &str) -> Result<ProfileAnalysis, ProfileError> {
+pub fn torch_trace(text: &str) -> Result<ProfilerAnalysis, ProfilerError> {
     Ok(from_intervals("torch", &torch_intervals(text)?))
 }
 
 /// py-spy's speedscope profile (`py-spy record --format speedscope`): sampled stacks; the top
 /// functions by self (leaf) time. py-spy sees no steps or phases, so only the top is filled,
 /// plus `idle` where py-spy recorded idle samples.
-pub fn speedscope(text: &str) -> Result<ProfileAnalysis, ProfileError> {
+pub fn speedscope(text: &str) -> Result<ProfilerAnalysis, ProfilerError> {
     let v: Value = serde_json::from_str(text)
-        .map_err(|e| ProfileError(format!("not a speedscope profile (JSON): {e}")))?;
+        .map_err(|e| ProfilerError(format!("not a speedscope profile (JSON): {e}")))?;
     let frames = v["shared"]["frames"]
         .as_array()
-        .ok_or_else(|| ProfileError("no `shared.frames`: not a speedscope profile".into()))?;
+        .ok_or_else(|| ProfilerError("no `shared.frames`: not a speedscope profile".into()))?;
     let name_of = |i: usize| -> String {
         let f = &frames[i];
         let name = f["name"].as_str().unwrap_or("?");
@@ -534,7 +535,9 @@ pub fn speedscope(text: &str) -> Result<ProfileAnalysis, ProfileError> {
         }
     }
     if self_w.is_empty() {
-        return Err(ProfileError("the speedscope profile has no samples".into()));
+        return Err(ProfilerError(
+            "the speedscope profile has no samples".into(),
+        ));
     }
     let mut top: Vec<TopEntry> = self_w
         .into_iter()
@@ -547,7 +550,7 @@ pub fn speedscope(text: &str) -> Result<ProfileAnalysis, ProfileError> {
         })
         .collect();
     top.sort_by(|a, b| b.self_s.total_cmp(&a.self_s));
-    Ok(ProfileAnalysis::top_only(
+    Ok(ProfilerAnalysis::top_only(
         "py-spy",
         top,
         "py-spy samples Python stacks: the top functions by sampled self time; it sees no steps \
@@ -557,7 +560,7 @@ pub fn speedscope(text: &str) -> Result<ProfileAnalysis, ProfileError> {
 
 /// `perf report --stdio --no-children --sort symbol` output: the top symbols by their share of
 /// samples (`total_s`, the profiled wall time, turns shares into seconds).
-pub fn perf_report(text: &str, total_s: f64) -> Result<ProfileAnalysis, ProfileError> {
+pub fn perf_report(text: &str, total_s: f64) -> Result<ProfilerAnalysis, ProfilerError> {
     let mut top = Vec::new();
     for line in text.lines() {
         let l = line.trim();
@@ -585,24 +588,24 @@ pub fn perf_report(text: &str, total_s: f64) -> Result<ProfileAnalysis, ProfileE
         });
     }
     if top.is_empty() {
-        return Err(ProfileError(
+        return Err(ProfilerError(
             "perf report printed no symbol lines (no samples?)".into(),
         ));
     }
     top.sort_by(|a, b| b.share.total_cmp(&a.share));
-    Ok(ProfileAnalysis::top_only(
+    Ok(ProfilerAnalysis::top_only(
         "perf",
         top,
         "perf samples the CPU: the top symbols by their share of samples; it sees no steps",
     ))
 }
 
-impl ProfileAnalysis {
+impl ProfilerAnalysis {
     /// The analysis of a sampling profiler that sees no steps: the first [`TOP_N`] of `top`
     /// (sorted) and a note.
     fn top_only(tool: &str, mut top: Vec<TopEntry>, note: &str) -> Self {
         top.truncate(TOP_N);
-        ProfileAnalysis {
+        ProfilerAnalysis {
             tool: tool.into(),
             steps: 0,
             step_s: None,
