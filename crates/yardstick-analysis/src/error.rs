@@ -26,17 +26,19 @@ impl AnalysisError {
             hint: Some(hint.into()),
         }
     }
+}
+
+impl yardstick_error::UserFacing for AnalysisError {
+    /// Whether the error is the user's input being wrong (exit 2) rather than a failure.
+    fn is_invalid_input(&self) -> bool {
+        matches!(self, AnalysisError::Invalid { .. })
+    }
 
     /// A hint for the user, when there is one.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         match self {
             AnalysisError::Invalid { hint, .. } => hint.clone(),
             AnalysisError::Stats(_) => None,
         }
-    }
-
-    /// Whether the error is the user's input being wrong (exit 2) rather than a failure.
-    pub fn is_invalid_input(&self) -> bool {
-        matches!(self, AnalysisError::Invalid { .. })
     }
 }

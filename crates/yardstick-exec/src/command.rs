@@ -1081,6 +1081,7 @@ fn scaling_of(results: &[BenchmarkResult]) -> Option<ScalingReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use yardstick_error::UserFacing;
 
     fn mock(times: &[f64], runs: usize) -> ExecConfig {
         let dir = std::env::temp_dir().join("yardstick-exec-unit");

@@ -57,9 +57,11 @@ impl ExecError {
             hint: Some(hint.into()),
         }
     }
+}
 
+impl yardstick_error::UserFacing for ExecError {
     /// A hint for the user, when there is one.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         match self {
             ExecError::Invalid { hint, .. } => hint.clone(),
             ExecError::Spawn { .. } => {
@@ -75,7 +77,7 @@ impl ExecError {
     }
 
     /// Whether the error is the user's input being wrong (exit 2) rather than a runtime failure.
-    pub fn is_invalid_input(&self) -> bool {
+    fn is_invalid_input(&self) -> bool {
         matches!(self, ExecError::Invalid { .. } | ExecError::Spawn { .. })
     }
 }

@@ -377,6 +377,7 @@ pub fn run_shell(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use yardstick_error::UserFacing;
 
     fn spec(argv: &[&str]) -> ProcessSpec {
         ProcessSpec {

@@ -143,6 +143,7 @@ pub fn resolve(
 mod tests {
     use super::*;
     use crate::testutil::run_row as row;
+    use yardstick_error::UserFacing;
     use yardstick_store::warehouse::open_warehouse;
 
     fn data(run: RunRow) -> RunData {

@@ -111,6 +111,7 @@ mod tests {
     use super::*;
     use crate::testutil::run_data;
     use crate::{GateOptions, gate};
+    use yardstick_error::UserFacing;
 
     const BASE: [f64; 5] = [40.0, 40.3, 39.9, 40.1, 40.2];
     const SLOW: [f64; 5] = [80.0, 80.3, 79.9, 80.1, 80.2];
@@ -178,7 +179,7 @@ mod tests {
             "{e}"
         );
         assert_eq!(
-            e.hint(),
+            e.hint().as_deref(),
             Some("the run directory must be reachable from this machine")
         );
 

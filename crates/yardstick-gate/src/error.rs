@@ -88,9 +88,9 @@ pub enum GateError {
     Stats(#[from] yardstick_stats::StatsError),
 }
 
-impl GateError {
+impl yardstick_error::UserFacing for GateError {
     /// True when the error is the user's input (exit code 2) rather than a runtime failure.
-    pub fn is_invalid_input(&self) -> bool {
+    fn is_invalid_input(&self) -> bool {
         matches!(
             self,
             GateError::Invalid(_)
@@ -110,8 +110,8 @@ impl GateError {
     }
 
     /// What to do about it, when there is something to say beyond the message.
-    pub fn hint(&self) -> Option<&'static str> {
-        match self {
+    fn hint(&self) -> Option<String> {
+        let hint = match self {
             GateError::NoBaselineFile { .. } => {
                 Some("write one with `yardstick baseline export --dir DIR` on this machine profile")
             }
@@ -119,6 +119,7 @@ impl GateError {
                 Some("the run directory must be reachable from this machine")
             }
             _ => None,
-        }
+        };
+        hint.map(str::to_string)
     }
 }

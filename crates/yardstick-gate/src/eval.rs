@@ -258,6 +258,7 @@ fn write_text(out: &mut String, c: &EvalComparison, tolerance_points: f64) -> st
 #[cfg(test)]
 mod tests {
     use super::*;
+    use yardstick_error::UserFacing;
 
     /// An eval.json with one task whose items are right unless listed in `wrong`.
     fn doc(n: usize, wrong: &[usize]) -> serde_json::Value {

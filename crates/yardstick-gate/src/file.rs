@@ -234,6 +234,7 @@ pub fn load(path: &Path, benchmark: &str) -> Result<RunData, GateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use yardstick_error::UserFacing;
 
     #[test]
     fn profile_names_make_safe_file_names() {

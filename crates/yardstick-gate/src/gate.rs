@@ -747,6 +747,7 @@ fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use yardstick_error::UserFacing;
     use yardstick_store::warehouse::FactRow;
 
     /// A run with one point and the given replicate values of `ttft_ms p50` and

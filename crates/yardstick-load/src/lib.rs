@@ -74,9 +74,15 @@ pub enum LoadError {
     },
 }
 
-impl LoadError {
+impl yardstick_error::UserFacing for LoadError {
+    /// Always: `bench serve` has always reported a load error as the user's setup or input to
+    /// fix (exit 2), a server it cannot reach included.
+    fn is_invalid_input(&self) -> bool {
+        true
+    }
+
     /// How to fix it, when there is more to say than the message.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         match self {
             LoadError::Scenario(_) => Some(ScenarioError::hint()),
             LoadError::Invalid { hint, .. } => hint.map(str::to_string),

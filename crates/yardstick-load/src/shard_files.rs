@@ -140,9 +140,9 @@ pub enum ShardFileError {
     },
 }
 
-impl ShardFileError {
+impl yardstick_error::UserFacing for ShardFileError {
     /// True when the error is the user's input (the directories given), not a failure to write.
-    pub fn is_invalid_input(&self) -> bool {
+    fn is_invalid_input(&self) -> bool {
         !matches!(
             self,
             ShardFileError::CreateDir { .. }
@@ -154,9 +154,9 @@ impl ShardFileError {
     }
 
     /// What to do about it, when there is something to say.
-    pub fn hint(&self) -> Option<&'static str> {
+    fn hint(&self) -> Option<String> {
         match self {
-            ShardFileError::NotOneRun { .. } => Some(SAME_RUN_HINT),
+            ShardFileError::NotOneRun { .. } => Some(SAME_RUN_HINT.to_string()),
             _ => None,
         }
     }
@@ -542,6 +542,7 @@ mod tests {
     use super::*;
     use crate::record::TokenSource;
     use crate::summary::summarize;
+    use yardstick_error::UserFacing;
 
     /// Records kept in memory; the "file" holds the key.
     #[derive(Default)]
@@ -708,7 +709,7 @@ mod tests {
             format!("{}: seed is 7, but {} has 0", b.display(), a.display())
         );
         assert!(e.is_invalid_input());
-        assert_eq!(e.hint(), Some(SAME_RUN_HINT));
+        assert_eq!(e.hint().as_deref(), Some(SAME_RUN_HINT));
         // A missing shard.
         let e = merge_dirs(std::slice::from_ref(&a), &fmt).unwrap_err();
         assert_eq!(e.to_string(), "point 0: cannot merge: shards missing: 1/2");

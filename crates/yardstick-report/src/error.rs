@@ -36,9 +36,9 @@ pub enum ReportError {
     },
 }
 
-impl ReportError {
+impl yardstick_error::UserFacing for ReportError {
     /// True when the user's input is at fault (exit 2), not the machine (exit 1).
-    pub fn is_invalid_input(&self) -> bool {
+    fn is_invalid_input(&self) -> bool {
         matches!(
             self,
             ReportError::NotFound(_) | ReportError::Malformed { .. }
@@ -49,7 +49,9 @@ impl ReportError {
             )
         )
     }
+}
 
+impl ReportError {
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
         ReportError::Io {
             path: path.display().to_string(),

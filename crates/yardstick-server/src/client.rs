@@ -21,6 +21,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use yardstick_error::UserFacing;
 use yardstick_gate::RunData;
 use yardstick_store::run::{ATTESTATION, MANIFEST};
 use yardstick_store::warehouse::{BaselineRow, FactRow, RunRow};
@@ -92,18 +93,18 @@ impl ClientError {
         }
     }
 
-    /// The hint, if there is one (the server's, for a refusal).
-    pub fn hint(&self) -> Option<&str> {
-        match self {
-            ClientError::Status { hint, .. } | ClientError::Input { hint, .. } => hint.as_deref(),
-            ClientError::Upload { source, .. } => source.hint(),
-            _ => None,
+    fn input(message: impl Into<String>, hint: Option<&str>) -> ClientError {
+        ClientError::Input {
+            message: message.into(),
+            hint: hint.map(str::to_owned),
         }
     }
+}
 
+impl UserFacing for ClientError {
     /// Whether the user can fix it: a bad setup, bad input, or a refusal of the server (4xx).
     /// An unreachable or failing server (5xx) is not.
-    pub fn is_invalid_input(&self) -> bool {
+    fn is_invalid_input(&self) -> bool {
         match self {
             ClientError::Setup(_) | ClientError::Input { .. } => true,
             ClientError::Status { status, .. } => (400..500).contains(status),
@@ -112,10 +113,12 @@ impl ClientError {
         }
     }
 
-    fn input(message: impl Into<String>, hint: Option<&str>) -> ClientError {
-        ClientError::Input {
-            message: message.into(),
-            hint: hint.map(str::to_owned),
+    /// The hint, if there is one (the server's, for a refusal).
+    fn hint(&self) -> Option<String> {
+        match self {
+            ClientError::Status { hint, .. } | ClientError::Input { hint, .. } => hint.clone(),
+            ClientError::Upload { source, .. } => source.hint(),
+            _ => None,
         }
     }
 }

@@ -8,6 +8,8 @@
 use std::fmt;
 use std::process::ExitCode;
 
+use yardstick_error::UserFacing;
+
 /// The process exit status of a command that ran to a verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(dead_code)] // GateFail and Inconclusive are used by the gate commands.
@@ -72,6 +74,17 @@ pub fn invalid(message: impl Into<String>, hint: Option<&str>) -> anyhow::Error 
         message: message.into(),
         hint: hint.map(str::to_owned),
     })
+}
+
+/// Maps a library error the one way every library error maps ([`UserFacing`]): the user's input
+/// at fault is invalid input (exit 2), printed with its hint; anything else a runtime failure
+/// (exit 1).
+pub fn lib_error<E: UserFacing + Send + Sync + 'static>(e: E) -> anyhow::Error {
+    if e.is_invalid_input() {
+        invalid(e.to_string(), e.hint().as_deref())
+    } else {
+        anyhow::Error::new(e)
+    }
 }
 
 /// Prints `err` to stderr and returns the exit code it maps to. A broken pipe (the reader of our

@@ -122,16 +122,7 @@ pub struct ShowArgs {
     pub store: StoreOpt,
 }
 
-/// Maps gate errors to exit codes: the user's input is exit 2, the rest exit 1.
-pub fn gate_error(e: GateError) -> anyhow::Error {
-    if e.is_invalid_input() {
-        exit::invalid(e.to_string(), e.hint())
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-/// Like [`gate_error`], with the `--force` hint when a different baseline would be replaced,
+/// Like [`exit::lib_error`], with the `--force` hint when a different baseline would be replaced,
 /// and the trust hint when the store's policy refuses the run.
 fn replace_error(e: GateError) -> anyhow::Error {
     match e {
@@ -139,7 +130,7 @@ fn replace_error(e: GateError) -> anyhow::Error {
             exit::invalid(e.to_string(), Some("pass --force to replace it"))
         }
         GateError::Store(e @ yardstick_store::StoreError::Refused(_)) => store_error(e),
-        e => gate_error(e),
+        e => exit::lib_error(e),
     }
 }
 
@@ -188,7 +179,8 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         }
         BaselineCommand::Export(a) => {
             let mut w = a.store.open()?;
-            let files = yardstick_gate::file::export(w.as_mut(), &a.dir).map_err(gate_error)?;
+            let files =
+                yardstick_gate::file::export(w.as_mut(), &a.dir).map_err(exit::lib_error)?;
             let files: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
             if g.json {
                 output::json(&BaselineOutput::Exported { files })?;
@@ -203,13 +195,13 @@ pub fn run(args: BaselineArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         }
         BaselineCommand::List(a) => {
             let mut w = a.store.open()?;
-            let rows = baseline::list(w.as_mut()).map_err(gate_error)?;
+            let rows = baseline::list(w.as_mut()).map_err(exit::lib_error)?;
             print_rows(&rows, g)
         }
         BaselineCommand::Show(a) => {
             let mut w = a.store.open()?;
             let rows: Vec<BaselineRow> = baseline::list(w.as_mut())
-                .map_err(gate_error)?
+                .map_err(exit::lib_error)?
                 .into_iter()
                 .filter(|b| {
                     b.benchmark == a.name

@@ -5,9 +5,8 @@
 use yardstick_gate::Comparison;
 
 use crate::cli::GlobalOpts;
-use crate::cmd::baseline::gate_error;
 use crate::cmd::runs::StoreOpt;
-use crate::exit::Status;
+use crate::exit::{self, Status};
 use crate::output;
 
 /// Compare two stored runs.
@@ -27,9 +26,9 @@ pub struct CompareArgs {
 /// Runs `yardstick compare`.
 pub fn run(args: CompareArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut w = args.store.open()?;
-    let a = yardstick_gate::load_run(w.as_mut(), &args.run_a).map_err(gate_error)?;
-    let b = yardstick_gate::load_run(w.as_mut(), &args.run_b).map_err(gate_error)?;
-    let c = yardstick_gate::compare(&a, &b).map_err(gate_error)?;
+    let a = yardstick_gate::load_run(w.as_mut(), &args.run_a).map_err(exit::lib_error)?;
+    let b = yardstick_gate::load_run(w.as_mut(), &args.run_b).map_err(exit::lib_error)?;
+    let c = yardstick_gate::compare(&a, &b).map_err(exit::lib_error)?;
     if g.json {
         output::json(&c)?;
     } else {

@@ -10,10 +10,9 @@ use yardstick_gate::calibrate;
 use yardstick_gate::{GateOptions, GateReport, RunData, Verdict, baseline, confirm};
 
 use crate::cli::GlobalOpts;
-use crate::cmd::baseline::gate_error;
 use crate::cmd::run::{Execution, execute_spec};
 use crate::cmd::runs::StoreOpt;
-use crate::exit::Status;
+use crate::exit::{self, Status};
 use crate::output;
 
 /// Gate a run against its baseline.
@@ -85,18 +84,18 @@ pub struct GateOut<'a> {
 /// Runs `yardstick gate`.
 pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut w = args.store.open()?;
-    let cand = yardstick_gate::load_run(w.as_mut(), &args.run).map_err(gate_error)?;
+    let cand = yardstick_gate::load_run(w.as_mut(), &args.run).map_err(exit::lib_error)?;
     // A baseline fetched from a server keeps its files until the gate is done.
     let (base, _fetched) = match &args.server {
         Some(url) => {
             let remote = args.remote.remote(url)?;
             let (base, dir) =
                 yardstick_server::client::fetch_baseline(&remote, &args.baseline, &cand)
-                    .map_err(super::push::client_error)?;
+                    .map_err(exit::lib_error)?;
             (base, Some(dir))
         }
         None => (
-            baseline::resolve(w.as_mut(), &args.baseline, &cand).map_err(gate_error)?,
+            baseline::resolve(w.as_mut(), &args.baseline, &cand).map_err(exit::lib_error)?,
             None,
         ),
     };
@@ -104,19 +103,19 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let noise_floors = if args.no_noise_floor || args.calibrate {
         Default::default()
     } else {
-        calibrate::noise_floors(w.as_mut(), &profile, &cand.run.name).map_err(gate_error)?
+        calibrate::noise_floors(w.as_mut(), &profile, &cand.run.name).map_err(exit::lib_error)?
     };
     let opts = GateOptions {
         cross_profile: args.cross_profile,
         tolerances: None,
         noise_floors,
     };
-    let mut report = yardstick_gate::gate(&base, &cand, &opts).map_err(gate_error)?;
+    let mut report = yardstick_gate::gate(&base, &cand, &opts).map_err(exit::lib_error)?;
 
     if args.calibrate {
         let rows =
             calibrate::calibration_rows(&report, &cand.run.name, &yardstick_env::now_rfc3339())
-                .map_err(gate_error)?;
+                .map_err(exit::lib_error)?;
         w.record_calibrations(&rows)?;
         let all = w.calibrations(&profile, &cand.run.name)?;
         let floors = calibrate::floors(&all);
@@ -192,7 +191,7 @@ fn confirm_failures(
     opts: &GateOptions,
     w: &mut dyn yardstick_store::warehouse::Warehouse,
 ) -> anyhow::Result<String> {
-    let rerun = confirm::plan(report, cand, Path::new(&store.store)).map_err(gate_error)?;
+    let rerun = confirm::plan(report, cand, Path::new(&store.store)).map_err(exit::lib_error)?;
     let warehouse = store
         .store
         .starts_with("postgres")
@@ -219,8 +218,8 @@ fn confirm_failures(
             pods: None,
         },
     )?;
-    let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(gate_error)?;
-    let second = yardstick_gate::gate(base, &again, opts).map_err(gate_error)?;
+    let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(exit::lib_error)?;
+    let second = yardstick_gate::gate(base, &again, opts).map_err(exit::lib_error)?;
     confirm::apply(report, &second, &outcome.run_id);
     Ok(outcome.run_id)
 }

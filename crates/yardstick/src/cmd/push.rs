@@ -3,10 +3,10 @@
 
 use std::path::PathBuf;
 
-use yardstick_server::client::{ClientError, Remote, token_from_env};
+use yardstick_server::client::{Remote, token_from_env};
 
 use crate::cli::GlobalOpts;
-use crate::exit::{Status, invalid};
+use crate::exit::{Status, invalid, lib_error};
 use crate::output;
 
 /// Push a finished run to a `yardstick server`: its manifest first (the server checks the
@@ -66,19 +66,7 @@ impl RemoteOpts {
             token_from_env(&self.token_env),
             self.ca_cert.as_deref(),
         )
-        .map_err(client_error)
-    }
-}
-
-/// A client error for the command line: what the user can fix (a bad setup, an unreadable run,
-/// a refusal of the server) is invalid input (exit 2); an unreachable or failing server is a
-/// runtime failure (exit 1).
-pub fn client_error(e: ClientError) -> anyhow::Error {
-    if e.is_invalid_input() {
-        let hint = e.hint().map(str::to_owned);
-        invalid(e.to_string(), hint.as_deref())
-    } else {
-        anyhow::Error::new(e)
+        .map_err(lib_error)
     }
 }
 
@@ -87,7 +75,7 @@ pub fn run(args: PushArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let dir = yardstick_store::run::resolve_dir(&args.store, &args.run)
         .map_err(|e| invalid(e.with_hint(), None))?;
     let remote = args.remote.remote(&args.to)?;
-    let out = yardstick_server::client::push(&remote, &dir).map_err(client_error)?;
+    let out = yardstick_server::client::push(&remote, &dir).map_err(lib_error)?;
     if g.json {
         output::json(&out)?;
     } else {

@@ -46,14 +46,6 @@ pub struct ReportArgs {
     pub store: StoreOpt,
 }
 
-fn report_error(e: ReportError) -> anyhow::Error {
-    if e.is_invalid_input() {
-        exit::invalid(e.to_string(), None)
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
 /// The outputs asked for: a `--NAME` flag per exporter of the registry, in its order, so a new
 /// format needs no change here.
 #[derive(Debug, Clone, Default)]
@@ -130,7 +122,8 @@ pub fn run(args: ReportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut w = args.store.open()?;
     let store_dir = Path::new(&args.store.store);
     let store_dir = store_dir.is_dir().then_some(store_dir);
-    let run = yardstick_report::load_run(w.as_mut(), &args.run, store_dir).map_err(report_error)?;
+    let run =
+        yardstick_report::load_run(w.as_mut(), &args.run, store_dir).map_err(exit::lib_error)?;
     // An empty gate file is what `gate ... --json > gate.json` leaves when the gate could not
     // compare (no baseline, another profile): report the run alone and say so, so a CI step
     // that always reports still shows the run.
@@ -143,14 +136,14 @@ pub fn run(args: ReportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             ));
             None
         }
-        Some(p) => Some(GateView::read(p).map_err(report_error)?),
+        Some(p) => Some(GateView::read(p).map_err(exit::lib_error)?),
         None => None,
     };
     let mut report = Report::new(run, gate);
     for other in &args.compare {
-        report
-            .others
-            .push(yardstick_report::load_run(w.as_mut(), other, store_dir).map_err(report_error)?);
+        report.others.push(
+            yardstick_report::load_run(w.as_mut(), other, store_dir).map_err(exit::lib_error)?,
+        );
     }
     report.warnings.extend(empty_gate);
     for warning in &report.warnings {
@@ -169,7 +162,7 @@ pub fn run(args: ReportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             ReportError::Io { path, source } if !stream => {
                 exit::invalid(format!("cannot write {path}: {source}"), None)
             }
-            e => report_error(e),
+            e => exit::lib_error(e),
         })?;
         for f in files {
             output::info(&format!(

@@ -313,7 +313,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     {
         match yardstick_server::client::push(remote, &outcome.dir) {
             Ok(p) => pushed = Some(p),
-            Err(e) => push_error = Some(format!("{:#}", super::push::client_error(e))),
+            Err(e) => push_error = Some(format!("{:#}", crate::exit::lib_error(e))),
         }
     }
     if g.json {

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::Context;
 use yardstick_load::{Arrival, Progress, ServeBench};
 
-use super::serve::{CapacityAxisArg, ServeArgs, progress_ticker, to_exit};
+use super::serve::{CapacityAxisArg, ServeArgs, progress_ticker};
 use crate::cli::{GlobalOpts, verbosity};
 use crate::exit::{self, Status};
 use crate::output;
@@ -103,7 +103,7 @@ pub fn find_capacity(
         }
         res
     });
-    let result = result.map_err(to_exit)?;
+    let result = result.map_err(exit::lib_error)?;
     let out = capacity::CapacityOutput {
         capacity: result,
         wall_s: started.elapsed().as_secs_f64(),

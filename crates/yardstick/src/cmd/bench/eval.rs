@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+use yardstick_error::UserFacing;
 use yardstick_eval::backend::HttpBackend;
 use yardstick_eval::{Decoding, EvalError, Task};
 use yardstick_load::Api;

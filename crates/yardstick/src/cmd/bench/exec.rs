@@ -8,10 +8,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use yardstick_analysis::flops;
 use yardstick_analysis::roofline::Ceilings;
 use yardstick_analysis::training::{ModelDims, TrainingConfig, WarmupPolicy};
+use yardstick_exec::ExecConfig;
 use yardstick_exec::command::{
     Parameter, Progress, WORLD_SIZE_PARAM, fmt_s, run_command_benchmark_with_progress,
 };
-use yardstick_exec::{ExecConfig, ExecError};
 
 use crate::cli::{GlobalOpts, verbosity};
 use crate::exit::{self, Status};
@@ -150,15 +150,6 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
-fn to_exit(e: ExecError) -> anyhow::Error {
-    if e.is_invalid_input() {
-        let hint = e.hint();
-        exit::invalid(e.to_string(), hint.as_deref())
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
 fn positive(flag: &str, v: Option<f64>) -> anyhow::Result<()> {
     match v {
         Some(x) if !(x.is_finite() && x > 0.0) => Err(exit::invalid(
@@ -195,7 +186,8 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
         .transpose()?;
     cfg.kill_grace = crate::cmd::parse_duration("kill-grace", &args.kill_grace)?;
     for p in &args.params {
-        cfg.params.push(Parameter::parse(p).map_err(to_exit)?);
+        cfg.params
+            .push(Parameter::parse(p).map_err(exit::lib_error)?);
     }
     if !args.world_sizes.is_empty() {
         if args.world_sizes.contains(&0) {
@@ -315,7 +307,8 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             let _ = err.flush();
         }
     };
-    let report = run_command_benchmark_with_progress(&cfg, &mut progress).map_err(to_exit)?;
+    let report =
+        run_command_benchmark_with_progress(&cfg, &mut progress).map_err(exit::lib_error)?;
     if show_progress {
         eprint!("\r\x1b[2K");
     }

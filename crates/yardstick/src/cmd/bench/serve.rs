@@ -8,10 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use yardstick_load::merge::PointHistograms;
-use yardstick_load::shard_files::{self, RunFlags, ShardFileError};
+use yardstick_load::shard_files::{self, RunFlags};
 use yardstick_load::{
-    Api, Arrival, ClientConfig, LoadError, LoadModel, PointResult, Progress, ServeBench, Slo,
-    StopRule,
+    Api, Arrival, ClientConfig, LoadModel, PointResult, Progress, ServeBench, Slo, StopRule,
 };
 use yardstick_load::{Mlperf, MlperfKind, MlperfRequest, MlperfResult};
 use yardstick_run::serve::ParquetRecords;
@@ -267,7 +266,7 @@ fn mlperf_of(args: &ServeArgs) -> anyhow::Result<Option<Mlperf>> {
         max_requests: args.max_requests,
     }
     .resolve()
-    .map_err(to_exit)
+    .map_err(exit::lib_error)
 }
 
 /// `--shard i/N` (yardstick-run's reader: the same grammar as `run --shard`).
@@ -275,19 +274,6 @@ fn parse_shard(s: &str) -> anyhow::Result<(u64, u64)> {
     yardstick_run::pods::parse_shard(s)
         .map(|(i, n)| (u64::from(i), u64::from(n)))
         .map_err(|e| exit::invalid(format!("--shard: {e}"), Some("e.g. --shard 0/4")))
-}
-
-/// Reading or merging shard directories is the user's input (exit 2); writing is not (exit 1).
-fn shard_error(e: ShardFileError) -> anyhow::Error {
-    if e.is_invalid_input() {
-        exit::invalid(e.to_string(), e.hint())
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-pub(super) fn to_exit(e: LoadError) -> anyhow::Error {
-    exit::invalid(e.to_string(), e.hint().as_deref())
 }
 
 /// Runs the sweep and prints or writes the results.
@@ -310,7 +296,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         },
     };
     let loads: Vec<LoadModel> = if let Some(m) = mlperf {
-        vec![m.load_model(args.max_requests).map_err(to_exit)?]
+        vec![m.load_model(args.max_requests).map_err(exit::lib_error)?]
     } else if !args.rate.is_empty() {
         args.rate
             .iter()
@@ -413,9 +399,9 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         },
         energy: args.energy.then(yardstick_run::serve::energy),
     };
-    let scenarios = bench.validate().map_err(to_exit)?;
+    let scenarios = bench.validate().map_err(exit::lib_error)?;
     if let Some(dir) = &args.output {
-        shard_files::create_output_dir(dir).map_err(shard_error)?;
+        shard_files::create_output_dir(dir).map_err(exit::lib_error)?;
     }
     let _ = yardstick_load::raise_nofile_limit();
 
@@ -491,7 +477,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         }
         res
     });
-    let (results, mlperf_results) = results.map_err(to_exit)?;
+    let (results, mlperf_results) = results.map_err(exit::lib_error)?;
 
     let flags = RunFlags {
         url: &url,
@@ -510,7 +496,8 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             .iter()
             .map(|r| PointHistograms::of(&r.records))
             .collect();
-        shard_files::write_dir(dir, &doc, &results, &hist, &ParquetRecords).map_err(shard_error)?;
+        shard_files::write_dir(dir, &doc, &results, &hist, &ParquetRecords)
+            .map_err(exit::lib_error)?;
         yardstick_run::serve::write_server_series(dir, &results)?;
     }
     if g.json {
@@ -546,9 +533,9 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
 
 /// `--merge DIR...`: the union of N shards' records, summarized as one machine would.
 fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
-    let merged = shard_files::merge_dirs(&args.merge, &ParquetRecords).map_err(shard_error)?;
+    let merged = shard_files::merge_dirs(&args.merge, &ParquetRecords).map_err(exit::lib_error)?;
     if let Some(dir) = &args.output {
-        shard_files::create_output_dir(dir).map_err(shard_error)?;
+        shard_files::create_output_dir(dir).map_err(exit::lib_error)?;
         shard_files::write_dir(
             dir,
             &merged.doc,
@@ -556,7 +543,7 @@ fn merge(args: &ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             &merged.histograms,
             &ParquetRecords,
         )
-        .map_err(shard_error)?;
+        .map_err(exit::lib_error)?;
         yardstick_run::serve::write_server_series(dir, &merged.results)?;
     }
     if g.json {
