@@ -925,6 +925,22 @@ pub(super) async fn start(
         .await
 }
 
+/// Reads and drops a request body, up to a little more than the `size` it should have (a longer
+/// one is left: its connection closes, which is all such a client deserves).
+async fn drain(body: &mut axum::body::Body, size: u64) {
+    let mut seen = 0u64;
+    while seen <= size {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    seen += data.len() as u64;
+                }
+            }
+            _ => return,
+        }
+    }
+}
+
 pub(super) async fn upload(
     State(state): State<Arc<AppState>>,
     ApiPath(path): ApiPath<BlobPath>,
@@ -969,11 +985,16 @@ pub(super) async fn upload(
             missing: left,
         })
     };
+    // Nothing to write when the push was committed meanwhile or the content is here already (a
+    // retry, or an identical push's upload): the body is read to its end anyway, so that the
+    // answer does not cut off a client still sending it (hyper closes a connection whose
+    // request body was left unread, and the client's upload fails "connection closed").
     let Some(dir) = dir else {
+        drain(&mut body, size).await;
         return Ok(done(0));
     };
     if !have.contains(&path.sha256) {
-        // Already here (a retry): nothing to write.
+        drain(&mut body, size).await;
         return Ok(done(have.len()));
     }
     if let Some(n) = headers
