@@ -526,6 +526,7 @@ pub(crate) fn write_run(
     notes: &[String],
     warnings: &mut Vec<String>,
 ) -> Result<Written, RunError> {
+    crate::check_admitted(&opts.store, opts.key.as_ref(), crate::Writer::Import)?;
     // The machine profile.
     let (env_bytes, profile) = match &opts.env {
         EnvSource::Here => {

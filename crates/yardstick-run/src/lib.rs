@@ -135,6 +135,9 @@ pub enum RunError {
     /// The user's input is wrong (bad spec, missing key, unknown run id).
     #[error("{0}")]
     Invalid(String),
+    /// The spec's `provenance` names no key it requires, or one that cannot be read.
+    #[error("{0}")]
+    SigningKey(String),
     /// A store or warehouse failure.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -144,6 +147,91 @@ pub enum RunError {
     /// A bug.
     #[error("internal error: {0}")]
     Internal(String),
+    /// The store admits only runs a key it trusts signed, and the run would not be (refused
+    /// before any work).
+    #[error(
+        "the store {} admits only runs signed by a key it trusts, and this {} {refusal}",
+        store.display(),
+        match writer { Writer::Spec => "spec", Writer::Import => "import" }
+    )]
+    Untrusted {
+        /// The store directory.
+        store: PathBuf,
+        /// What would have written the run.
+        writer: Writer,
+        /// What the run lacks.
+        refusal: yardstick_store::trust::Refusal,
+    },
+}
+
+/// What writes a run into a store: a spec's execution (`yardstick run`, `gate --confirm`'s
+/// re-run) or an import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writer {
+    /// A spec, signed by its `provenance.key`.
+    Spec,
+    /// An import, signed by the key the caller passes.
+    Import,
+}
+
+impl yardstick_error::UserFacing for RunError {
+    fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            RunError::Invalid(_) | RunError::SigningKey(_) | RunError::Untrusted { .. }
+        )
+    }
+
+    fn hint(&self) -> Option<String> {
+        match self {
+            RunError::Untrusted {
+                writer: Writer::Spec,
+                ..
+            } => Some(
+                "set `provenance: {signing: required, key: PATH}` to a key whose .pub `yardstick trust list` shows, or `yardstick trust add PATH.pub`".into(),
+            ),
+            RunError::Untrusted {
+                writer: Writer::Import,
+                ..
+            } => Some("pass --key with a secret key whose .pub `yardstick trust list` shows".into()),
+            RunError::SigningKey(_) => Some(
+                "create a key with `yardstick keygen PATH`, or set `provenance.signing: optional`"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// Refuses, before any work, a run the store at `store` would not admit: one `key` (`None`:
+/// unsigned) does not sign with a key the store trusts, when its policy requires that
+/// (`yardstick trust require on`). Every path that writes a run into a store goes through here:
+/// [`execute`], the importers, and so `gate --confirm`'s re-run.
+pub fn check_admitted(
+    store: &Path,
+    key: Option<&ed25519_dalek::SigningKey>,
+    writer: Writer,
+) -> Result<(), RunError> {
+    let trust = yardstick_store::trust::load(store)?;
+    trust
+        .admits(key.map(|k| k.verifying_key()).as_ref())
+        .map_err(|refusal| RunError::Untrusted {
+            store: store.to_path_buf(),
+            writer,
+            refusal,
+        })
+}
+
+/// The key that signs a run of `spec` in the store at `store`: refused as invalid input when
+/// the spec names a key that cannot be read, or when the store would not admit what it signs
+/// ([`check_admitted`]).
+pub fn admitted_key(
+    spec: &BenchmarkRun,
+    store: &Path,
+) -> Result<Option<ed25519_dalek::SigningKey>, RunError> {
+    let key = signing_key(spec)?;
+    check_admitted(store, key.as_ref(), Writer::Spec)?;
+    Ok(key)
 }
 
 impl RunError {
@@ -351,12 +439,12 @@ pub fn signing_key(spec: &BenchmarkRun) -> Result<Option<ed25519_dalek::SigningK
     match (policy, path) {
         (Signing::Off, _) | (Signing::Optional, None) => Ok(None),
         (Signing::Optional, Some(p)) if !p.exists() => Ok(None),
-        (Signing::Required, None) => Err(RunError::Invalid(
+        (Signing::Required, None) => Err(RunError::SigningKey(
             "provenance.signing is required but no key is named".into(),
         )),
         (_, Some(p)) => match yardstick_store::sign::load_signing_key(&p) {
             Ok(k) => Ok(Some(k)),
-            Err(e) => Err(RunError::Invalid(format!(
+            Err(e) => Err(RunError::SigningKey(format!(
                 "{e} (create one with `yardstick keygen {}`)",
                 p.display()
             ))),

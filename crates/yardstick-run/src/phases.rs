@@ -354,7 +354,7 @@ fn prepare(
     resume: Option<&str>,
     opts: &mut RunOptions,
 ) -> Result<Prepared, RunError> {
-    let key = crate::signing_key(spec)?;
+    let key = crate::admitted_key(spec, &opts.store)?;
     let mut placement = placement::of(opts)?;
     let mut plan = checked_plan(spec, opts, placement.as_ref())?;
     let runs_dir = opts.store.join("runs");

@@ -34,6 +34,18 @@ pub struct Policy {
     pub require_signature: bool,
 }
 
+/// Why a store that requires signatures refuses a run (as the end of a sentence about the run:
+/// "this spec does not sign").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// No key signs the run.
+    #[error("does not sign")]
+    Unsigned,
+    /// A key signs it, but not one the store trusts.
+    #[error("signs with a key the store does not trust")]
+    UntrustedKey,
+}
+
 /// A store's trusted keys and policy.
 #[derive(Debug, Clone)]
 pub struct StoreTrust {
@@ -49,14 +61,14 @@ impl StoreTrust {
     /// Whether the store admits a run signed by `signer` (`None`: unsigned): always, unless it
     /// requires a signature, and then only by a key it trusts. The error says which of the two
     /// the run lacks.
-    pub fn admits(&self, signer: Option<&ed25519_dalek::VerifyingKey>) -> Result<(), String> {
+    pub fn admits(&self, signer: Option<&ed25519_dalek::VerifyingKey>) -> Result<(), Refusal> {
         if !self.require_signature {
             return Ok(());
         }
         match signer {
             Some(k) if self.keys.keys().iter().any(|t| &t.key == k) => Ok(()),
-            Some(_) => Err("signs with a key the store does not trust".into()),
-            None => Err("does not sign".into()),
+            Some(_) => Err(Refusal::UntrustedKey),
+            None => Err(Refusal::Unsigned),
         }
     }
 
@@ -208,9 +220,9 @@ mod tests {
         assert_eq!(trust.admits(Some(&ci.verifying_key())), Ok(()));
         assert_eq!(
             trust.admits(Some(&other.verifying_key())),
-            Err("signs with a key the store does not trust".into())
+            Err(Refusal::UntrustedKey)
         );
-        assert_eq!(trust.admits(None), Err("does not sign".into()));
+        assert_eq!(trust.admits(None), Err(Refusal::Unsigned));
         assert!(admit(s, &by_ci).unwrap().verified());
         for r in [&unsigned, &by_other] {
             let e = admit(s, r).unwrap_err();

@@ -17,7 +17,7 @@ use yardstick_store::{RunStatus, ToolInfo};
 type Events = Arc<Mutex<Vec<String>>>;
 
 /// A spec checked as `yardstick run` checks it; panics on any error.
-fn checked(text: &str) -> BenchmarkRun {
+pub(crate) fn checked(text: &str) -> BenchmarkRun {
     let c = yardstick_spec::check_str(text);
     assert!(c.is_valid(), "{:#?}", c.diagnostics);
     c.spec.expect("a decoded spec")
@@ -25,7 +25,10 @@ fn checked(text: &str) -> BenchmarkRun {
 
 /// Options of an in-process run storing under `store`; every event goes to the returned list,
 /// and `cancel` (when given) is cancelled once `cancel_after` replicates are done.
-fn options(store: &Path, cancel_after: Option<(usize, CancellationToken)>) -> (RunOptions, Events) {
+pub(crate) fn options(
+    store: &Path,
+    cancel_after: Option<(usize, CancellationToken)>,
+) -> (RunOptions, Events) {
     let events: Events = Arc::default();
     let seen = events.clone();
     let cancel = cancel_after
@@ -95,7 +98,7 @@ fn spec(name: &str, workload: Value, warmup: Value, layers: Value) -> String {
 }
 
 /// One serve point (concurrency 1) against the embedded simulator, 6 requests a replicate.
-fn serve_spec() -> String {
+pub(crate) fn serve_spec() -> String {
     let lengths = "D(20,10)";
     spec(
         "execute-serve",
@@ -142,7 +145,7 @@ fn command_spec(dir: &Path, fail: &[u32]) -> String {
 }
 
 /// Files of a run directory, relative to it, sorted.
-fn files(dir: &Path) -> Vec<String> {
+pub(crate) fn files(dir: &Path) -> Vec<String> {
     fn walk(root: &Path, d: &Path, out: &mut Vec<String>) {
         for e in std::fs::read_dir(d).unwrap().flatten() {
             let p = e.path();

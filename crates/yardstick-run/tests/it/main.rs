@@ -8,3 +8,4 @@ mod props;
 
 mod execute;
 mod prop_import;
+mod trust;

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
-use yardstick_run::RunError;
 use yardstick_run::import::{self, EnvSource, ImportFile, ImportOptions, Tool};
 
 use crate::cli::GlobalOpts;
@@ -213,21 +212,6 @@ pub fn run(args: ImportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         EnvSource::Unknown
     };
     let key = super::keygen::secret_key_arg(args.key.as_deref())?;
-    let trust =
-        yardstick_store::trust::load(&args.store).map_err(|e| invalid(e.to_string(), None))?;
-    if trust.require_signature
-        && !key
-            .as_ref()
-            .is_some_and(|k| trust.keys.keys().iter().any(|t| t.key == k.verifying_key()))
-    {
-        return Err(invalid(
-            format!(
-                "the store {} admits only runs signed by a key it trusts",
-                args.store.display()
-            ),
-            Some("pass --key with a secret key whose .pub `yardstick trust list` shows"),
-        ));
-    }
     let import_fn = if tool.is_serving() {
         yardstick_run::import_serving::import
     } else {
@@ -246,10 +230,7 @@ pub fn run(args: ImportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             key,
         },
     )
-    .map_err(|e| match e {
-        RunError::Invalid(m) => invalid(m, None),
-        other => anyhow::Error::new(other),
-    })?;
+    .map_err(crate::exit::lib_error)?;
     for w in &outcome.warnings {
         output::warn(w);
     }

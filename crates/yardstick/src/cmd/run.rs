@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use yardstick_run::{Event, RunError, RunOptions};
+use yardstick_run::{Event, RunOptions};
 use yardstick_store::{RunStatus, ToolInfo};
 
 use crate::cli::{GlobalOpts, verbosity};
@@ -234,30 +234,9 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             )
         })?;
     }
-    // The key is checked before anything runs.
-    let key = yardstick_run::signing_key(&spec).map_err(|e| {
-        invalid(
-            e.to_string(),
-            Some(
-                "create a key with `yardstick keygen PATH`, or set `provenance.signing: optional`",
-            ),
-        )
-    })?;
-    // A store that admits only runs its keys signed (`yardstick trust require on`) is told so
-    // now, not after the measurement.
-    let trust =
-        yardstick_store::trust::load(&args.store).map_err(|e| invalid(e.to_string(), None))?;
-    if let Err(why) = trust.admits(key.as_ref().map(|k| k.verifying_key()).as_ref()) {
-        return Err(invalid(
-            format!(
-                "the store {} admits only runs signed by a key it trusts, and this spec {why}",
-                args.store.display(),
-            ),
-            Some(
-                "set `provenance: {signing: required, key: PATH}` to a key whose .pub `yardstick trust list` shows, or `yardstick trust add PATH.pub`",
-            ),
-        ));
-    }
+    // The key is read, and the store's trust policy asked whether it would admit what the key
+    // signs, before anything runs (`execute` asks again; a dry run is told too).
+    yardstick_run::admitted_key(&spec, &args.store).map_err(crate::exit::lib_error)?;
     // Processes of a group other than 0 take their part in the steps that span the group and
     // store nothing.
     if let Some(group) = pods.as_ref().filter(|p| !p.leader())
@@ -419,7 +398,7 @@ fn run_member(
         pods: Some(group.clone()),
     };
     let out = yardstick_run::execute_member(spec, &options(&how)).map_err(|e| match e {
-        RunError::Invalid(m) => invalid(m, None),
+        e if yardstick_error::UserFacing::is_invalid_input(&e) => crate::exit::lib_error(e),
         other => anyhow::anyhow!(
             "process {} of {}: {other} (process 0 records the run)",
             group.index,
@@ -454,10 +433,8 @@ pub fn execute_spec(
     spec: &yardstick_spec::BenchmarkRun,
     how: &Execution,
 ) -> anyhow::Result<yardstick_run::RunOutcome> {
-    yardstick_run::execute(text, spec, how.resume.as_deref(), options(how)).map_err(|e| match e {
-        RunError::Invalid(m) => invalid(m, None),
-        other => anyhow::Error::new(other),
-    })
+    yardstick_run::execute(text, spec, how.resume.as_deref(), options(how))
+        .map_err(crate::exit::lib_error)
 }
 
 /// The options of a run of `how`: progress on standard error (unless `-q`), Ctrl-C stopping

@@ -426,6 +426,54 @@ fn confirm_keeps_a_reproducible_fail_and_downgrades_one_that_does_not_reproduce(
     drop(fast);
 }
 
+/// `gate --confirm` writes a run (the re-run of the failing points): a store that has come to
+/// require signatures since the runs were made refuses that re-run before any work, as it
+/// refuses any other run its keys would not sign.
+#[test]
+fn confirm_refuses_to_rerun_into_a_store_whose_keys_would_not_admit_the_rerun() {
+    let fast = sim_with_ttft(40);
+    let slow = sim_with_ttft(80);
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let a = run_spec(&store, "a", &spec_with(&fast.url, 12, WIDE));
+    let b = run_spec(&store, "b", &spec_with(&slow.url, 12, WIDE));
+    assert_eq!(
+        cmd(&store, &["baseline", "save", &a]).status.code(),
+        Some(0)
+    );
+    // The unsigned runs' store now trusts one key and requires it.
+    let key = tmp.path().join("ci.key");
+    assert!(
+        yardstick()
+            .arg("keygen")
+            .arg(&key)
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let public = format!("{}.pub", key.display());
+    assert!(cmd(&store, &["trust", "add", &public]).status.success());
+    assert!(cmd(&store, &["trust", "require", "on"]).status.success());
+    let runs_before = std::fs::read_dir(store.join("runs")).unwrap().count();
+
+    let out = cmd(&store, &["gate", &b, "--confirm", "-q"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("admits only runs signed by a key it trusts, and this spec does not sign"),
+        "{err}"
+    );
+    assert!(err.contains("yardstick trust list"), "the hint: {err}");
+    assert_eq!(
+        std::fs::read_dir(store.join("runs")).unwrap().count(),
+        runs_before,
+        "no confirmation run is stored"
+    );
+    // Without --confirm the gate still judges the stored runs.
+    assert_eq!(cmd(&store, &["gate", &b, "-q"]).status.code(), Some(3));
+}
+
 #[test]
 fn calibrate_records_a_a_comparisons_and_refuses_a_different_spec() {
     let sim = sim_with_ttft(40);

@@ -437,6 +437,48 @@ fn push_with_require_signature_admits_only_runs_a_trusted_key_signed() {
     );
 }
 
+/// The server store's own policy (`yardstick trust require on`), without `--require-signature`,
+/// is enough: the push path admits runs through the store's trust check like every other path
+/// that writes a run into it.
+#[test]
+fn a_store_that_requires_signatures_refuses_an_unsigned_push_without_the_server_flag() {
+    let tmp = scratch();
+    let srv_store = tmp.path().join("server");
+    let tok = token(&srv_store, "push");
+    let ci = tmp.path().join("ci.key");
+    let o = yardstick().arg("keygen").arg(&ci).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for args in [
+        vec![
+            "trust".to_string(),
+            "add".into(),
+            format!("{}.pub", ci.display()),
+        ],
+        vec!["trust".into(), "require".into(), "on".into()],
+    ] {
+        let o = yardstick()
+            .args(&args)
+            .arg("--store")
+            .arg(&srv_store)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let s = ServerProc::start(&srv_store, &[]);
+    let local = tmp.path().join("local");
+    let unsigned = quick_run(tmp.path(), &local, "unsigned", None);
+    let by_ci = quick_run(tmp.path(), &local, "by-ci", Some(&ci));
+
+    let o = push(&unsigned, &s.url, &local, Some(&tok));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("UNSIGNED"), "{}", stderr(&o));
+    assert!(run_ids(&s).is_empty());
+    assert!(stored(&srv_store).is_empty());
+    let o = push(&by_ci, &s.url, &local, Some(&tok));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(run_ids(&s), [by_ci.as_str()]);
+}
+
 #[test]
 fn concurrent_pushes_of_four_runs_all_land() {
     let tmp = scratch();
