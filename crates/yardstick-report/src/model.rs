@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use yardstick_store::record::ReplicateRecord;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -128,8 +129,8 @@ pub struct TurnPoint {
 }
 
 /// The turns a replicate's result records (`summary.turns`).
-fn turns_of(k: u32, v: &Value) -> Vec<TurnPoint> {
-    v["summary"]["turns"]
+fn turns_of(k: u32, v: &ReplicateRecord) -> Vec<TurnPoint> {
+    v.summary["turns"]
         .as_array()
         .map(|ts| {
             ts.iter()
@@ -167,8 +168,8 @@ pub struct CapacityProbe {
 }
 
 /// The probes a replicate's result records (`summary.capacity.probes`).
-fn probes_of(k: u32, v: &Value) -> Vec<CapacityProbe> {
-    let c = &v["summary"]["capacity"];
+fn probes_of(k: u32, v: &ReplicateRecord) -> Vec<CapacityProbe> {
+    let c = &v.summary["capacity"];
     let slo = [
         c["slo"]["ttft_ms"].as_f64(),
         c["slo"]["tpot_ms"].as_f64(),
@@ -467,22 +468,31 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
                 .collect()
         })
         .unwrap_or_default();
-    let mut results: BTreeMap<String, Vec<(u32, String, Value)>> = BTreeMap::new();
+    let mut results: BTreeMap<String, Vec<(u32, String, ReplicateRecord)>> = BTreeMap::new();
     for (path, _) in artifacts.iter().filter(|(p, _)| p.starts_with("results/")) {
-        let v = read_json(dir, path, &mut warnings);
-        let Some(point) = v["point"].as_str() else {
-            continue;
+        let record = match read_run_file(dir, path) {
+            Ok(bytes) => match ReplicateRecord::read(&bytes) {
+                Ok(r) => r,
+                Err(e) => {
+                    warnings.push(format!("{}: {e}", dir.join(path).display()));
+                    continue;
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                warnings.push(format!("{}: {e}", dir.join(path).display()));
+                continue;
+            }
         };
         let slug = path
             .trim_start_matches("results/")
             .rsplit_once('/')
             .map(|(s, _)| s.to_string())
             .unwrap_or_default();
-        results.entry(point.to_string()).or_default().push((
-            v["replicate"].as_u64().unwrap_or(0) as u32,
-            slug,
-            v,
-        ));
+        results
+            .entry(record.point.clone())
+            .or_default()
+            .push((record.replicate, slug, record));
     }
 
     let mut out_points = Vec::new();
@@ -493,17 +503,15 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
             .iter()
             .map(|(k, _, v)| ReplicateInfo {
                 replicate: *k,
-                error: v["summary"]["error"].as_str().map(str::to_owned),
-                warmup_trimmed: v["summary"][id::WARMUP]["trimmed"]
-                    .as_u64()
-                    .map(|n| n as usize),
+                error: v.error().map(str::to_owned),
+                warmup_trimmed: v.warmup_trimmed().map(|n| n as usize),
             })
             .collect();
         let latency = if kind == "serve" {
             let mut l = LatencySamples::default();
             let mut any = false;
             for (_, _, v) in &recs {
-                if let Some(rel) = v["samples"].as_str() {
+                if let Some(rel) = v.samples.as_deref() {
                     match read_serve_samples(dir, rel, &mut l) {
                         Ok(()) => any = true,
                         Err(e) => warnings.push(format!("{rel}: {e}")),
@@ -517,7 +525,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
         let mut steps = Vec::new();
         for (k, slug, v) in &recs {
             let prefix = format!("logs/{slug}/r{k}/");
-            let trimmed = v["summary"][id::WARMUP]["trimmed"].as_u64().unwrap_or(0) as usize;
+            let trimmed = v.warmup_trimmed().unwrap_or(0) as usize;
             for (path, _) in artifacts
                 .iter()
                 .filter(|(p, _)| p.starts_with(&prefix) && p.ends_with(".metrics.jsonl"))

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use yardstick_spec::metrics::Measurement;
 use yardstick_store::summary::{FailedReplicate, PointFailures, RunSummary};
@@ -20,109 +19,7 @@ pub fn unit_of(metric: &str) -> &'static str {
     yardstick_spec::metrics::unit_of(metric)
 }
 
-/// What one replicate measured: its figures and how many samples stand behind them. A
-/// replicate's sealed result record keeps them (`figures`), so a stored run is re-indexed from
-/// these typed rows, not from the shape of its summary.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Figures {
-    /// The samples behind the figures: a serving point's completed requests, an eval's items
-    /// (or a perplexity's tokens), else 1 (one run, one pass, one trial).
-    pub n: u64,
-    /// Every figure (non-finite values are left out: they have no fact).
-    pub measurements: Vec<Measurement>,
-}
-
-impl Figures {
-    /// Figures whose sample count is their completed requests (`requests/completed`), else 1.
-    pub fn new(measurements: Vec<Measurement>) -> Figures {
-        let n = measurements
-            .iter()
-            .find(|m| m.metric == id::REQUESTS && m.statistic == "completed")
-            .map_or(1, |m| m.value as u64);
-        Figures::with_n(measurements, n)
-    }
-
-    /// Figures from `n` samples. A figure given twice keeps its last value.
-    pub fn with_n(mut measurements: Vec<Measurement>, n: u64) -> Figures {
-        measurements.retain(|m| m.value.is_finite());
-        let mut seen = std::collections::HashSet::new();
-        let mut kept: Vec<Measurement> = measurements
-            .into_iter()
-            .rev()
-            .filter(|m| seen.insert((m.metric.clone(), m.statistic.clone())))
-            .collect();
-        kept.reverse();
-        Figures {
-            n,
-            measurements: kept,
-        }
-    }
-
-    /// The value of `(metric, statistic)`, if measured.
-    pub fn get(&self, metric: &str, statistic: &str) -> Option<f64> {
-        self.measurements
-            .iter()
-            .find(|m| m.metric == metric && m.statistic == statistic)
-            .map(|m| m.value)
-    }
-
-    /// The figures of a sealed result record (`results/<point>/rN.json`): its `figures`. A
-    /// record written before records carried them (yardstick 0.1) has only its summary; its
-    /// figures are then read from the summary's numbers ([`legacy_figures`]).
-    pub fn of_record(record: &Value) -> Result<Figures, String> {
-        match record.get("figures") {
-            Some(f) => Figures::deserialize(f).map_err(|e| format!("`figures`: {e}")),
-            None => Ok(legacy_figures(&record["summary"])),
-        }
-    }
-}
-
-/// The figures of a summary stored by a version that did not record them: every number at the
-/// top of the summary (`{"request_throughput": 238}` → `value`) or one level down
-/// (`{"ttft_ms": {"p50": 51}}` → `p50`), in the unit of its `units` map or the catalogue's.
-/// Only for reading old records; runners produce [`Figures`] from their typed results.
-pub fn legacy_figures(summary: &Value) -> Figures {
-    let mut out = Vec::new();
-    let Some(obj) = summary.as_object() else {
-        return Figures::with_n(out, 1);
-    };
-    let unit = |metric: &str| summary["units"][metric].as_str().map(str::to_owned);
-    for (k, v) in obj {
-        // These describe the point, not a measurement.
-        if [
-            "load",
-            "units",
-            "eval",
-            "custom_metrics",
-            "pass",
-            "capacity",
-        ]
-        .contains(&k.as_str())
-        {
-            continue;
-        }
-        match v {
-            Value::Number(n) => {
-                if let Some(x) = n.as_f64() {
-                    out.push(Measurement::value(k, x).in_unit(unit(k)));
-                }
-            }
-            Value::Object(inner) => {
-                for (st, x) in inner {
-                    if let Some(x) = x.as_f64() {
-                        out.push(Measurement::stat(k, st, x).in_unit(unit(k)));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    let n = summary[id::REQUESTS]["completed"]
-        .as_u64()
-        .or_else(|| summary["eval"]["n"].as_u64())
-        .unwrap_or(1);
-    Figures::with_n(out, n)
-}
+pub use yardstick_store::record::{Figures, legacy_figures};
 
 /// Facts of one replicate.
 pub fn replicate_facts(
@@ -309,6 +206,7 @@ pub fn headline(summary: &Value, figures: &Figures) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use yardstick_store::record::ReplicateRecord;
 
     #[test]
     fn a_loader_pass_reads_as_rates_and_waits() {
@@ -385,18 +283,19 @@ mod tests {
     #[test]
     fn a_record_reads_its_figures_and_an_old_record_its_summary() {
         let f = serving(100.0);
-        let record = serde_json::json!({"summary": {}, "figures": f});
-        assert_eq!(Figures::of_record(&record).unwrap(), f);
-        let old = serde_json::json!({"summary": {
+        let record = serde_json::json!({"point": "p", "replicate": 0, "summary": {}, "figures": f});
+        let read = |v: &Value| ReplicateRecord::read(&serde_json::to_vec(v).unwrap());
+        assert_eq!(read(&record).unwrap().figures(), f);
+        let old = serde_json::json!({"point": "p", "replicate": 0, "summary": {
             "request_throughput": 100.0, "ttft_ms": {"p50": 50.0},
             "requests": {"completed": 10, "failed": 0}, "load": {"value": 8},
             "units": {"request_throughput": "req/s"}, "scenario": "D(1,1)"}});
-        let legacy = Figures::of_record(&old).unwrap();
+        let legacy = read(&old).unwrap().figures();
         assert_eq!(legacy.n, 10);
         assert_eq!(legacy.get(id::TTFT_MS, "p50"), Some(50.0));
         assert_eq!(legacy.get(id::REQUESTS, "failed"), Some(0.0));
         assert!(!legacy.measurements.iter().any(|m| m.metric == "load"));
-        let bad = serde_json::json!({"figures": {"n": "ten"}});
-        assert!(Figures::of_record(&bad).unwrap_err().contains("figures"));
+        let bad = serde_json::json!({"point": "p", "replicate": 0, "figures": {"n": "ten"}});
+        assert!(read(&bad).unwrap_err().to_string().contains("`figures`"));
     }
 }

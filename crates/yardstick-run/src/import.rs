@@ -608,19 +608,20 @@ pub(crate) fn write_run(
         for (i, r) in p.replicates.iter().enumerate() {
             let replicate = i as u32;
             let now = yardstick_env::now_rfc3339();
-            let mut record = json!({
-                "point": p.id,
-                "replicate": replicate,
-                "source": r.artifact,
-                "summary": r.summary,
-                "figures": r.figures,
-            });
-            if !r.results.is_empty() {
-                record["results"] = Value::Array(r.results.clone());
-            }
+            let record = yardstick_store::record::ReplicateRecord {
+                point: p.id.clone(),
+                replicate,
+                started_at: None,
+                ended_at: None,
+                samples: None,
+                source: Some(r.artifact.clone()),
+                summary: r.summary.clone(),
+                figures: Some(r.figures.clone()),
+                results: r.results.clone(),
+            };
             writer.add(
                 &format!("results/{slug}/r{replicate}.json"),
-                &serde_json::to_vec_pretty(&record).expect("JSON"),
+                &record.to_bytes(),
                 "result",
             )?;
             wh.upsert_facts(&facts::replicate_facts(

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
+use yardstick_store::record::ReplicateRecord;
 use yardstick_store::summary::RunSummary;
 use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow, RunRows, Warehouse};
 use yardstick_store::{ReplicateStatus, StoreError};
@@ -38,33 +39,34 @@ pub(crate) fn replicate_rows(
     run_id: &str,
     point_id: &str,
     replicate: u32,
-    record: &Value,
+    record: &ReplicateRecord,
     started_fallback: &str,
-) -> Result<(ReplicateRow, Vec<FactRow>, Figures), String> {
-    let summary = &record["summary"];
+) -> (ReplicateRow, Vec<FactRow>, Figures) {
     // A measured replicate names its raw samples; an imported one the file it came from.
-    let artifact = record["samples"]
-        .as_str()
-        .or_else(|| record["source"].as_str())
-        .map(str::to_string);
-    let figures = Figures::of_record(record)?;
+    let artifact = record.artifact().map(str::to_string);
+    let figures = record.figures();
     let facts =
         crate::facts::replicate_facts(run_id, point_id, replicate, &figures, artifact.as_deref());
-    let time = |k: &str| record[k].as_str().map(str::to_string);
     let row = ReplicateRow {
         run_id: run_id.to_string(),
         point_id: point_id.to_string(),
         replicate,
-        status: if summary.get("error").is_some() {
+        status: if record.failed() {
             ReplicateStatus::Failed
         } else {
             ReplicateStatus::Complete
         },
-        started_at: time("started_at").unwrap_or_else(|| started_fallback.to_string()),
-        ended_at: time("ended_at").or_else(|| Some(started_fallback.to_string())),
+        started_at: record
+            .started_at
+            .clone()
+            .unwrap_or_else(|| started_fallback.to_string()),
+        ended_at: record
+            .ended_at
+            .clone()
+            .or_else(|| Some(started_fallback.to_string())),
         artifact,
     };
-    Ok((row, facts, figures))
+    (row, facts, figures)
 }
 
 fn bad(dir: &Path, what: impl std::fmt::Display) -> RunError {
@@ -88,23 +90,16 @@ pub fn read_run_dir(dir: &Path, location: &str) -> Result<RunRows, RunError> {
     let started = manifest.ended_at.as_deref().unwrap_or(&manifest.started_at);
 
     // Every replicate's sealed record, by point.
-    let mut by_point: BTreeMap<String, BTreeMap<u32, Value>> = BTreeMap::new();
+    let mut by_point: BTreeMap<String, BTreeMap<u32, ReplicateRecord>> = BTreeMap::new();
     for a in manifest.artifacts.iter().filter(|a| {
         a.kind == "result" && a.path.starts_with("results/") && a.path.ends_with(".json")
     }) {
-        let record: Value = serde_json::from_slice(&read(&a.path)?)
-            .map_err(|e| bad(dir, format!("{}: not JSON: {e}", a.path)))?;
-        let point = record["point"]
-            .as_str()
-            .ok_or_else(|| bad(dir, format!("{}: no `point`", a.path)))?;
-        let replicate = record["replicate"]
-            .as_u64()
-            .and_then(|r| u32::try_from(r).ok())
-            .ok_or_else(|| bad(dir, format!("{}: no `replicate`", a.path)))?;
+        let record = ReplicateRecord::read(&read(&a.path)?)
+            .map_err(|e| bad(dir, format!("{}: {e}", a.path)))?;
         by_point
-            .entry(point.to_string())
+            .entry(record.point.clone())
             .or_default()
-            .insert(replicate, record);
+            .insert(record.replicate, record);
     }
 
     let spec = read("spec.yaml")
@@ -190,8 +185,7 @@ pub fn read_run_dir(dir: &Path, location: &str) -> Result<RunRows, RunError> {
         let records = &by_point[&p.point_id];
         let mut figures = Vec::with_capacity(records.len());
         for (r, record) in records {
-            let (row, f, fig) = replicate_rows(&run_id, &p.point_id, *r, record, started)
-                .map_err(|e| bad(dir, format!("{} r{r}: {e}", p.point_id)))?;
+            let (row, f, fig) = replicate_rows(&run_id, &p.point_id, *r, record, started);
             figures.push((row.status != ReplicateStatus::Failed).then_some(fig));
             replicates.push(row);
             facts.extend(f);
@@ -390,7 +384,7 @@ spec:
         assert!(matches!(e, RunError::Invalid(_)), "{e}");
         assert!(e.to_string().contains("results/x/r0.json"), "{e}");
 
-        // A record whose figures do not read: refused, naming the point, replicate and field.
+        // A record whose figures do not read: refused, naming the record's file and the field.
         let dir = sealed(vec![result(
             0,
             serde_json::json!({
@@ -402,7 +396,7 @@ spec:
         assert!(matches!(e, RunError::Invalid(_)), "{e}");
         let msg = e.to_string();
         assert!(
-            msg.contains(&format!("{} r0", point.id)) && msg.contains("`figures`"),
+            msg.contains(&format!("results/{}/r0.json", point.slug)) && msg.contains("`figures`"),
             "{msg}"
         );
     }

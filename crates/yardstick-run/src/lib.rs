@@ -499,6 +499,14 @@ pub(crate) fn resolve_input(
     }
 }
 
+/// Reads a sealed replicate record of this run (`path`, in its run directory); a record that
+/// does not read is a bug of this yardstick, which wrote it.
+fn read_record(path: &Path) -> Result<yardstick_store::record::ReplicateRecord, RunError> {
+    let bytes = std::fs::read(path).map_err(StoreError::from)?;
+    yardstick_store::record::ReplicateRecord::read(&bytes)
+        .map_err(|e| RunError::Internal(format!("{}: {e}", path.display())))
+}
+
 /// Writes one sealed replicate record (`results/<point>/rN.json`) into the warehouse: its facts
 /// and its replicate row. Idempotent, so a resumed run can index again what a kill left unindexed.
 fn index_replicate(
@@ -506,13 +514,12 @@ fn index_replicate(
     run_id: &str,
     point_id: &str,
     replicate: u32,
-    record: &serde_json::Value,
+    record: &yardstick_store::record::ReplicateRecord,
 ) -> Result<(), RunError> {
-    let (row, facts, _) = index::replicate_rows(run_id, point_id, replicate, record, "")
-        .map_err(|e| RunError::Internal(format!("{point_id} r{replicate}: {e}")))?;
+    let (row, facts, _) = index::replicate_rows(run_id, point_id, replicate, record, "");
     wh.upsert_facts(&facts)?;
     wh.upsert_replicate(&ReplicateRow {
-        ended_at: record["ended_at"].as_str().map(str::to_string),
+        ended_at: record.ended_at.clone(),
         ..row
     })?;
     Ok(())

@@ -22,6 +22,7 @@ use crate::{
     EmbeddedSim, Event, Plan, Point, PointWork, RunError, RunOptions, RunOutcome, Step, bottleneck,
     e2e, eval, index, loader, micro, plan, profile, scaling, serve, startup,
 };
+use yardstick_store::record::ReplicateRecord;
 
 /// What every step of a run shares: where targets are, the inputs read, the trial policy and the
 /// layers of the spec, the scratch directory, the run, this program and Ctrl-C.
@@ -595,10 +596,7 @@ fn reindex_if_sealed(sink: &mut Sink<'_>, point: &Point, step: &Step) -> Result<
     if !sink.writer.has(&result_path) {
         return Ok(false);
     }
-    let path = sink.writer.dir().join(&result_path);
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).map_err(StoreError::from)?)
-            .map_err(|e| RunError::Internal(format!("{}: {e}", path.display())))?;
+    let record = crate::read_record(&sink.writer.dir().join(&result_path))?;
     if !step.profile {
         crate::index_replicate(sink.wh, sink.run_id, &point.id, step.replicate, &record)?;
     }
@@ -662,20 +660,18 @@ fn seal_step(
         writer.add(&samples_path, &bytes, "samples")?;
         sample_artifact = Some(samples_path);
     }
-    let record = serde_json::json!({
-        "point": point.id,
-        "replicate": step.replicate,
-        "started_at": started_at,
-        "ended_at": yardstick_env::now_rfc3339(),
-        "samples": sample_artifact,
-        "summary": summary,
-        "figures": figures,
-    });
-    writer.add(
-        &result_path,
-        &serde_json::to_vec_pretty(&record).expect("JSON"),
-        "result",
-    )?;
+    let record = ReplicateRecord {
+        point: point.id.clone(),
+        replicate: step.replicate,
+        started_at: Some(started_at.to_string()),
+        ended_at: Some(yardstick_env::now_rfc3339()),
+        samples: sample_artifact,
+        source: None,
+        summary,
+        figures: Some(figures),
+        results: Vec::new(),
+    };
+    writer.add(&result_path, &record.to_bytes(), "result")?;
     if step.profile {
         // The profiled replicate perturbs timing: its figures stay out of the facts.
         return Ok(());
@@ -684,7 +680,7 @@ fn seal_step(
     on_event(Event::StepDone {
         point: point.id.clone(),
         replicate: step.replicate,
-        headline: facts::headline(&summary, &figures),
+        headline: facts::headline(&record.summary, record.figures.as_ref().expect("just set")),
     });
     Ok(())
 }
@@ -757,14 +753,9 @@ fn read_results(run: &Prepared) -> Result<Stored, RunError> {
     for p in &run.plan.points {
         let (mut reps, mut figures_per_point) = (Vec::new(), Vec::new());
         for r in 0..run.plan.replicates {
-            let path = run.writer.dir().join(crate::artifact_paths(p, r).1);
-            let v: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&path).map_err(StoreError::from)?)
-                    .map_err(|e| RunError::Internal(format!("{}: {e}", path.display())))?;
-            let figures = Figures::of_record(&v)
-                .map_err(|e| RunError::Internal(format!("{}: {e}", path.display())))?;
-            figures_per_point.push(v["summary"].get("error").is_none().then_some(figures));
-            reps.push(v["summary"].clone());
+            let record = crate::read_record(&run.writer.dir().join(crate::artifact_paths(p, r).1))?;
+            figures_per_point.push((!record.failed()).then(|| record.figures()));
+            reps.push(record.summary);
         }
         per_point.push((p.id.clone(), reps));
         per_point_figures.push((p.id.clone(), figures_per_point));

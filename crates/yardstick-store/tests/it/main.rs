@@ -11,4 +11,5 @@ mod export_gc;
 mod prop_evidence;
 mod prop_query;
 mod query_sandbox;
+mod record;
 mod warehouse;

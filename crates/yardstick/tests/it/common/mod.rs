@@ -71,7 +71,7 @@ pub fn run_spec(spec: &std::path::Path, store: &std::path::Path, extra: &[&str])
 /// the summary or one level down, read the way records without figures are read): the facts a
 /// run stores say what its summaries say, for every kind of point. Returns the records read.
 pub fn assert_figures_are_the_summaries(store: &std::path::Path) -> usize {
-    use yardstick_run::facts::{Figures, legacy_figures};
+    use yardstick_store::record::{Figures, ReplicateRecord, legacy_figures};
     let key = |f: &Figures| {
         let mut v: Vec<(String, String, u64, String)> = f
             .measurements
@@ -97,15 +97,11 @@ pub fn assert_figures_are_the_summaries(store: &std::path::Path) -> usize {
                 if path.extension().is_none_or(|e| e != "json") {
                     continue;
                 }
-                let v: serde_json::Value =
-                    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-                assert!(
-                    v.get("figures").is_some(),
-                    "{}: a result record without figures",
-                    path.display()
-                );
-                let typed = Figures::of_record(&v).unwrap();
-                let from_summary = legacy_figures(&v["summary"]);
+                let record = ReplicateRecord::read(&std::fs::read(&path).unwrap()).unwrap();
+                let Some(typed) = record.figures.clone() else {
+                    panic!("{}: a result record without figures", path.display());
+                };
+                let from_summary = legacy_figures(&record.summary);
                 assert_eq!(
                     key(&typed),
                     key(&from_summary),
