@@ -129,8 +129,7 @@ impl LocalTokenizer {
 }
 
 #[cfg(all(test, feature = "tokenizer"))]
-#[path = "../../../testsupport/external.rs"]
-mod external;
+use yardstick_testsupport::external;
 
 #[cfg(all(test, feature = "tokenizer"))]
 mod tests {

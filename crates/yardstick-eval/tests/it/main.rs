@@ -3,8 +3,7 @@
 //! the crate and its dependencies again. Run one module with
 //! `cargo test -p yardstick-eval --test it prop_tasks::`.
 
-#[path = "../../../../testsupport/prop.rs"]
-mod props;
+use yardstick_testsupport::prop as props;
 
 mod prop_tasks;
 mod reference;

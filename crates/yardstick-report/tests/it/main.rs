@@ -3,10 +3,7 @@
 //! the crate and its dependencies again. Run one module with
 //! `cargo test -p yardstick-report --test it formats::`.
 
-#[path = "../../../../testsupport/chromium.rs"]
-mod chromium;
-#[path = "../../../../testsupport/external.rs"]
-mod external;
+use yardstick_testsupport::{chromium, external};
 mod fixture;
 
 mod formats;

@@ -3,8 +3,7 @@
 //! the crate and its dependencies again. Run one module with
 //! `cargo test -p yardstick-spec --test it catalogue::`.
 
-#[path = "../../../../testsupport/prop.rs"]
-mod props;
+use yardstick_testsupport::prop as props;
 
 mod catalogue;
 mod docs;

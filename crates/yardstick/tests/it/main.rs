@@ -2,13 +2,8 @@
 //! `tests/*.rs` file (and a test binary) of its own, and every test binary links the whole
 //! workspace. Run one module with `cargo test -p yardstick --test it run_cli::`.
 
-#[path = "../../../../testsupport/chromium.rs"]
-mod chromium;
 mod common;
-#[path = "../../../../testsupport/external.rs"]
-mod external;
-#[path = "../../../../testsupport/prop.rs"]
-mod props;
+use yardstick_testsupport::{chromium, external, prop as props};
 
 mod bench_eval;
 mod bench_exec;

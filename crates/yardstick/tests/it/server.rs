@@ -16,8 +16,7 @@ use crate::common::{json, yardstick};
 // The throwaway PostgreSQL cluster of the store's tests (it finds `external` here).
 use crate::external;
 #[allow(dead_code)]
-#[path = "../../../yardstick-store/tests/it/support/pg.rs"]
-pub(crate) mod pg;
+pub(crate) use yardstick_testsupport::pg;
 
 /// How long any one wait of these tests may take.
 pub(crate) const WAIT: Duration = Duration::from_secs(60);

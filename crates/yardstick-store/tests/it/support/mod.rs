@@ -1,9 +1,7 @@
 //! Shared by the store's integration tests: a throwaway PostgreSQL cluster and fixture runs.
 #![allow(dead_code)] // each test module uses a different part
 
-#[path = "../../../../../testsupport/external.rs"]
-pub mod external;
-pub mod pg;
+pub use yardstick_testsupport::pg;
 
 use yardstick_store::warehouse::{FactRow, PointRow, ReplicateRow, RunRow, Warehouse};
 

@@ -1,7 +1,6 @@
-//! Shared by the property tests of several crates (included with `#[path]`): a runner whose
+//! Shared by the property tests of several crates: a runner whose
 //! case count follows proptest's `PROPTEST_CASES` (default 256; CI sets 4096), a hang detector,
 //! and a line saying how many cases ran.
-#![allow(dead_code)]
 
 use std::io::Write;
 use std::sync::mpsc;

@@ -8,9 +8,7 @@
 //!   harness's output capture, so it shows in plain `cargo test` output) and
 //!   `skipped COMPONENT TEST` to the log; the test returns early.
 //!
-//! Each test crate includes this one file with `#[path = ".../testsupport/external.rs"] mod
-//! external;` (tests of different crates cannot share a module otherwise).
-#![allow(dead_code)]
+//! Every test crate uses it through the dev-dependency `yardstick-testsupport`.
 
 use std::io::Write;
 

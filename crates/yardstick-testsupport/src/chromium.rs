@@ -1,8 +1,6 @@
 //! Headless Chromium for the browser tests (the HTML report, the server's dashboard): where it
 //! is, how it is run (isolated: a fresh profile, no network services), and the console messages
-//! it logged. Included by `#[path]` from each test crate that needs it.
-
-#![allow(dead_code)]
+//! it logged. Used by each test crate that needs it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

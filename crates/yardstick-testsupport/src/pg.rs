@@ -100,7 +100,7 @@ impl PgCluster {
     /// Starts a cluster, or (PostgreSQL absent) fails under `YARDSTICK_REQUIRE_EXTERNAL=1` or
     /// prints `SKIPPED: …` and returns `None`.
     pub fn start(test: &str) -> Option<PgCluster> {
-        let bin = super::external::require(
+        let bin = crate::external::require(
             "postgresql",
             test,
             "looked in $YARDSTICK_PG_BIN, /usr/lib/postgresql/*/bin and PATH; install it with \
