@@ -21,6 +21,7 @@ pub mod merge;
 pub mod mlperf;
 pub mod openai;
 pub mod plan;
+pub mod point;
 pub mod record;
 use yardstick_timing::rng;
 pub mod power;

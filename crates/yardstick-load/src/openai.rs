@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 /// Which API a benchmark drives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Api {
     /// `/v1/chat/completions`
@@ -24,6 +26,16 @@ impl Api {
             Api::Completions => "/completions",
             Api::Embeddings => "/embeddings",
         }
+    }
+}
+
+impl std::fmt::Display for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+            Api::Embeddings => "embeddings",
+        })
     }
 }
 

@@ -544,9 +544,9 @@ fn start_sim(rt: &tokio::runtime::Runtime, plan: &Plan) -> Result<EmbeddedSim, R
         .iter()
         .find_map(|p| match &p.work {
             PointWork::Serve {
-                url: None, model, ..
-            }
-            | PointWork::Eval {
+                url: None, point, ..
+            } => Some(point.model.clone()),
+            PointWork::Eval {
                 url: None, model, ..
             } => Some(model.clone()),
             _ => None,

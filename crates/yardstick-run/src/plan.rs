@@ -2,6 +2,7 @@
 //! replicates execute. Pure: no I/O, so `--dry-run` and tests see exactly what a run would do.
 
 use std::time::Duration;
+use yardstick_load::point::{PointMode, ServePoint};
 
 use serde::Serialize;
 use yardstick_spec::rules::task_name;
@@ -72,54 +73,18 @@ pub enum PointWork {
         /// Problem sizes, when given.
         sizes: Option<Vec<u64>>,
     },
-    /// One (scenario, load level) of a serve layer.
+    /// One (scenario, load level) of a serve layer: the point as `yardstick-load` runs it, and
+    /// what only a run adds (the embedded simulator, a capacity search, a price).
     Serve {
         /// Base URL, or `None` for the embedded simulator.
         url: Option<String>,
-        /// API.
-        api: String,
-        /// Model name.
-        model: String,
-        /// Scenario as written.
-        scenario: String,
-        /// `concurrency` or `rate`.
-        load_mode: String,
-        /// The level.
-        load_value: f64,
-        /// Arrival process for rate mode.
-        arrival: Option<String>,
-        /// Gamma shape.
-        burstiness: Option<f64>,
-        /// Stop after this many measured requests.
-        max_requests: Option<u64>,
-        /// Stop after this long.
-        #[serde(with = "secs_opt")]
-        max_duration: Option<Duration>,
-        /// Warm-up requests excluded from metrics.
-        warmup_requests: u64,
-        /// SLOs.
-        slo_ttft_ms: Option<f64>,
-        /// SLOs.
-        slo_tpot_ms: Option<f64>,
-        /// SLOs.
-        slo_e2e_ms: Option<f64>,
-        /// Environment variable holding a bearer token.
-        api_key_env: Option<String>,
-        /// Extra CA certificates (PEM) for an https target.
-        ca_cert: Option<String>,
-        /// A `tokenizer.json` for exact prompt lengths and local token counts.
-        tokenizer: Option<String>,
-        /// MLPerf LoadGen scenario (`single-stream`, `multi-stream`, `server`, `offline`)
-        /// instead of a plain load point; `load_value` is then the samples per query
-        /// (multi-stream) or the target QPS (server).
-        mlperf: Option<String>,
+        /// The point (its fields are the point's flat `params`).
+        #[serde(flatten)]
+        point: yardstick_load::point::ServePoint,
         /// A capacity search (`load_mode` `capacity`) instead of one load level.
         capacity: Option<CapacityPlan>,
         /// Dollars per accelerator-hour and accelerators (`cost`).
         cost: Option<(f64, u32)>,
-        /// Multi-turn sessions (`sessions`): turns, think time, shared prefix tokens.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        sessions: Option<yardstick_spec::ServingSessions>,
     },
     /// One task (or the perplexity shard) of an eval layer: every item runs `repeat` times per
     /// replicate.
@@ -528,9 +493,9 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
         let target = c.target.clone().unwrap_or_default();
         let url = target.url.filter(|u| u != "sim");
         let api = match target.api.unwrap_or(Api::Chat) {
-            Api::Chat => "chat",
-            Api::Completions => "completions",
-            Api::Embeddings => "embeddings",
+            Api::Chat => yardstick_load::Api::Chat,
+            Api::Completions => yardstick_load::Api::Completions,
+            Api::Embeddings => yardstick_load::Api::Embeddings,
         };
         let load = c.load.clone().unwrap_or_default();
         let mode = match load.mode {
@@ -540,7 +505,6 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
         };
         let capacity = (load.mode == Some(LoadMode::Capacity))
             .then(|| CapacityPlan::of(&load.capacity.clone().unwrap_or_default()));
-        let arrival = load.arrival.map(|a| format!("{a:?}").to_lowercase());
         let stop = c.stop.clone().unwrap_or_default();
         let slo = c.slo.clone().unwrap_or_default();
         let mlperf = c.mlperf.map(|m| match m {
@@ -580,28 +544,30 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                     layer: "component".into(),
                     work: PointWork::Serve {
                         url: url.clone(),
-                        api: api.into(),
-                        model: target.model.clone().unwrap_or_default(),
-                        scenario: scenario.to_string(),
-                        load_mode: mode.clone(),
-                        load_value: *v,
-                        arrival: arrival.clone(),
-                        burstiness: load.burstiness,
-                        max_requests: stop.max_requests,
-                        max_duration,
-                        warmup_requests: warmup.requests.unwrap_or(0),
-                        slo_ttft_ms: slo.ttft_ms,
-                        slo_tpot_ms: slo.tpot_ms,
-                        slo_e2e_ms: slo.e2e_ms,
-                        api_key_env: target.api_key_env.clone(),
-                        ca_cert: target.ca_cert.clone(),
-                        tokenizer: target.tokenizer.clone(),
-                        mlperf: mlperf.map(str::to_owned),
+                        point: ServePoint {
+                            api,
+                            model: target.model.clone().unwrap_or_default(),
+                            scenario: scenario.to_string(),
+                            load_mode: PointMode::of(load.mode, c.mlperf),
+                            load_value: *v,
+                            arrival: load.arrival,
+                            burstiness: load.burstiness,
+                            max_requests: stop.max_requests,
+                            max_duration,
+                            warmup_requests: warmup.requests.unwrap_or(0),
+                            slo_ttft_ms: slo.ttft_ms,
+                            slo_tpot_ms: slo.tpot_ms,
+                            slo_e2e_ms: slo.e2e_ms,
+                            api_key_env: target.api_key_env.clone(),
+                            ca_cert: target.ca_cert.clone(),
+                            tokenizer: target.tokenizer.clone(),
+                            mlperf: c.mlperf,
+                            sessions: c.sessions.clone(),
+                        },
                         capacity: capacity.clone(),
                         cost: c.cost.as_ref().and_then(|k| {
                             Some((k.per_accelerator_hour?, k.accelerators.unwrap_or(1)))
                         }),
-                        sessions: c.sessions.clone(),
                     },
                 });
             }
@@ -923,7 +889,7 @@ mod tests {
             "component.0.serve/D(100,100)/mlperf-single-stream"
         );
         assert!(
-            matches!(&p.points[0].work, PointWork::Serve { mlperf: Some(m), .. } if m == "single-stream")
+            matches!(&p.points[0].work, PointWork::Serve { point, .. } if point.mlperf == Some(MlperfScenario::SingleStream))
         );
     }
 }
@@ -932,18 +898,34 @@ mod tests {
 mod session_tests {
     use super::*;
 
-    /// A sharded session point's shards run the same sessions: every shard's command line
-    /// carries the layer's session settings.
+    /// A sharded session point's shards run the same sessions: the file every shard reads
+    /// (`bench serve --point-file`) carries the whole point, the layer's sessions included, and
+    /// reads back as the same point.
     #[test]
     fn shards_of_a_session_point_carry_its_sessions() {
         let text = "apiVersion: yardstick/v1\nkind: BenchmarkRun\nmetadata: {name: s}\nspec:\n  layers:\n    component:\n      - kind: serve\n        target: {url: sim, api: chat, model: m}\n        scenarios: [\"D(8,4)\"]\n        load: {mode: rate, values: [4]}\n        sessions: {turns: 2-4, thinkTime: \"exp(250)\", sharedPrefix: 32}\n";
         let run = yardstick_spec::check_str(text).spec.expect("a valid spec");
         let p = plan(&run);
-        let args = crate::serve::shard_args(&p.points[0].work, "http://127.0.0.1:1", 7).unwrap();
-        let joined = args.join(" ");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("steps/x/point-0.json");
+        crate::serve::write_shard_job(&p.points[0].work, "http://127.0.0.1:1", 7, &file).unwrap();
+        let job = yardstick_load::point::ShardJob::read(&file).unwrap();
+        let PointWork::Serve { point, .. } = &p.points[0].work else {
+            panic!("a serve point");
+        };
+        assert_eq!(&job.point, point);
+        assert_eq!((job.url.as_str(), job.seed), ("http://127.0.0.1:1", 7));
+        let bench = job.point.bench(
+            &job.url,
+            job.seed,
+            tokio_util::sync::CancellationToken::new(),
+        );
+        let sessions = bench.sessions.expect("sessions");
+        assert_eq!((sessions.turns.min, sessions.turns.max), (2, 4));
+        assert_eq!(sessions.shared_prefix, 32);
+        assert_eq!(bench.loads.len(), 1);
         assert!(
-            joined.contains("--sessions --turns 2-4 --think-time exp(250) --shared-prefix 32"),
-            "{joined}"
+            matches!(bench.loads[0], yardstick_load::LoadModel::Rate { rate, .. } if rate == 4.0)
         );
     }
 }

@@ -243,10 +243,10 @@ impl PodGroup {
 
     /// This member's shard of a serve step: `exe ARGS --shard I/N --start-at T --output
     /// DIR/steps/<key>/shard-I`, and how it ended.
-    pub fn run_serve_shard(&self, exe: &Path, args: &[String], key: &str, start_at: f64) -> Done {
+    pub fn run_serve_shard(&self, exe: &Path, job: &Path, key: &str, start_at: f64) -> Done {
         let out = self.step_dir(key).join(format!("shard-{}", self.index));
         let status = std::process::Command::new(exe)
-            .args(args)
+            .args(crate::serve::shard_args(job))
             .arg("--shard")
             .arg(format!("{}/{}", self.index, self.count))
             .arg("--start-at")
@@ -256,6 +256,13 @@ impl PodGroup {
             .stdout(std::process::Stdio::null())
             .status();
         done_of(self.index, status)
+    }
+
+    /// Where this member writes the serve point its shard of step `key` reads (its own file:
+    /// every member writes the same point, none waits for another's).
+    pub fn shard_job(&self, key: &str) -> PathBuf {
+        self.step_dir(key)
+            .join(format!("point-{}.json", self.index))
     }
 
     /// This member's rank of a command step (a member other than 0; member 0's is measured).
@@ -360,12 +367,8 @@ pub struct MemberStep {
 pub fn spans_group(work: &crate::PointWork) -> bool {
     matches!(
         work,
-        crate::PointWork::Serve {
-            mlperf: None,
-            capacity: None,
-            ..
-        } | crate::PointWork::Command { .. }
-    )
+        crate::PointWork::Serve { capacity: None, .. } | crate::PointWork::Command { .. }
+    ) && !matches!(work, crate::PointWork::Serve { point, .. } if point.mlperf.is_some())
 }
 
 /// A member other than 0: captures its environment (and micro layer), then takes its part in
@@ -393,10 +396,11 @@ pub fn run_member(
         let (part, done) = match &point.work {
             crate::PointWork::Serve { url, .. } => {
                 let url = url.clone().unwrap_or_default();
-                let args = crate::serve::shard_args(&point.work, &url, seed)?;
+                let job = group.shard_job(&key);
+                crate::serve::write_shard_job(&point.work, &url, seed, &job)?;
                 (
                     "serve-shard",
-                    group.run_serve_shard(exe, &args, &key, start_at),
+                    group.run_serve_shard(exe, &job, &key, start_at),
                 )
             }
             crate::PointWork::Command { argv, .. } => {
@@ -535,9 +539,10 @@ impl PodPlacement {
     /// never arrived stops the run; a shard that failed fails the replicate.
     fn serve(&mut self, s: &ServeShards<'_>, key: &str) -> Result<ReplicateOutcome, RunError> {
         let g = self.g.clone();
-        let args = crate::serve::shard_args(s.work, s.url, s.seed)?;
+        let job = g.shard_job(key);
+        crate::serve::write_shard_job(s.work, s.url, s.seed, &job)?;
         let start_at = g.start(key).map_err(|e| self.gave_up(e))?;
-        let own = g.run_serve_shard(s.exe, &args, key, start_at);
+        let own = g.run_serve_shard(s.exe, &job, key, start_at);
         g.done(key, own.exit_code, own.error.clone());
         let done = g.wait_done(key).map_err(|e| self.gave_up(e))?;
         if let Some(bad) = done.iter().find(|d| d.exit_code != Some(0)) {

@@ -2,13 +2,12 @@
 //! connection pool; raw request records become a Parquet table.
 
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use yardstick_load::summary::CostModel;
 use yardstick_load::{
-    Api, Arrival, ClientConfig, ErrorClass, LoadModel, Mlperf, Progress, PromptTokenSource,
-    RequestRecord, ServeBench, Slo, StopRule, TokenSource,
+    Arrival, ErrorClass, LoadModel, Progress, PromptTokenSource, RequestRecord, ServeBench,
+    TokenSource,
 };
 use yardstick_store::samples::{Column, Table};
 
@@ -74,7 +73,7 @@ pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, Ru
     let work = &cx.point.work;
     let PointWork::Serve {
         url,
-        mlperf,
+        point,
         capacity,
         ..
     } = work
@@ -82,7 +81,7 @@ pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, Ru
         return Err(RunError::Internal("not a serve point".into()));
     };
     let url = cx.run.target(url.as_ref());
-    if mlperf.is_none() && capacity.is_none() {
+    if point.mlperf.is_none() && capacity.is_none() {
         let shards = ServeShards {
             work,
             step: cx.name(),
@@ -106,103 +105,18 @@ pub fn run_replicate(
     cancel: CancellationToken,
 ) -> Result<ReplicateOutcome, RunError> {
     let PointWork::Serve {
-        api,
-        model,
-        scenario,
-        load_mode,
-        load_value,
-        arrival,
-        burstiness,
-        max_requests,
-        max_duration,
-        warmup_requests,
-        slo_ttft_ms,
-        slo_tpot_ms,
-        slo_e2e_ms,
-        api_key_env,
-        ca_cert,
-        tokenizer,
-        mlperf,
+        point,
         capacity,
         cost,
-        sessions,
         ..
     } = work
     else {
         return Err(RunError::Internal("not a serve point".into()));
     };
-    let api = match api.as_str() {
-        "completions" => Api::Completions,
-        "embeddings" => Api::Embeddings,
-        _ => Api::Chat,
-    };
-    let load = if load_mode == "rate" {
-        let arrival = match arrival.as_deref() {
-            Some("constant") => Arrival::Constant,
-            Some("gamma") => Arrival::Gamma {
-                burstiness: burstiness.unwrap_or(1.0),
-            },
-            _ => Arrival::Poisson,
-        };
-        LoadModel::Rate {
-            rate: *load_value,
-            arrival,
-            max_in_flight: None,
-        }
-    } else {
-        LoadModel::Concurrency(load_value.round().max(1.0) as usize)
-    };
-    let bench = ServeBench {
-        client: ClientConfig {
-            url: url.to_string(),
-            api,
-            stream: api != Api::Embeddings,
-            request_timeout: Duration::from_secs(120),
-            bearer_env: api_key_env.clone(),
-            max_idle: 1,
-            ca_cert: ca_cert.clone().map(std::path::PathBuf::from),
-        },
-        model: model.clone(),
-        scenarios: vec![scenario.clone()],
-        loads: vec![load],
-        stop: StopRule {
-            max_requests: *max_requests,
-            max_duration: *max_duration,
-            warmup_requests: *warmup_requests,
-            warmup_duration: None,
-        },
-        slo: Slo {
-            ttft_ms: *slo_ttft_ms,
-            tpot_ms: *slo_tpot_ms,
-            e2e_ms: *slo_e2e_ms,
-        },
-        seed,
-        force_output: true,
-        shard: (0, 1),
-        start_at: None,
-        cancel,
-        dataset: sessions
-            .as_ref()
-            .and_then(|s| s.dataset.clone())
-            .map(std::path::PathBuf::from),
-        sessions: sessions
-            .as_ref()
-            .map(|s| yardstick_load::session::SessionConfig {
-                turns: s
-                    .turns
-                    .unwrap_or(yardstick_load::session::Turns { min: 1, max: 1 }),
-                think: s
-                    .think_time
-                    .unwrap_or(yardstick_load::session::ThinkTime::Constant(0.0)),
-                shared_prefix: s.shared_prefix.unwrap_or(0),
-            }),
-        tokenizer: tokenizer.clone().map(std::path::PathBuf::from),
-        server_metrics: None,
-        cost: cost.map(cost_model),
-        energy: Some(energy()),
-    };
+    let mut bench = point.bench(url, seed, cancel);
+    bench.cost = cost.map(cost_model);
+    bench.energy = Some(energy());
     // The server's own metrics, when its base URL serves them (`/metrics`).
-    let mut bench = bench;
     bench.server_metrics = rt.block_on(yardstick_load::scrape::resolve(
         "auto",
         url,
@@ -212,19 +126,7 @@ pub fn run_replicate(
     if let Some(c) = capacity {
         return run_capacity(rt, &bench, c, progress);
     }
-    if let Some(m) = mlperf {
-        let scenario = match m.as_str() {
-            "single-stream" => Mlperf::SingleStream,
-            "multi-stream" => Mlperf::MultiStream {
-                samples_per_query: load_value.round().max(1.0) as usize,
-            },
-            "server" => Mlperf::Server {
-                qps: *load_value,
-                ttft_bound_ms: slo_ttft_ms.unwrap_or(yardstick_load::mlperf::DEFAULT_TTFT_BOUND_MS),
-                tpot_bound_ms: slo_tpot_ms.unwrap_or(yardstick_load::mlperf::DEFAULT_TPOT_BOUND_MS),
-            },
-            _ => Mlperf::Offline,
-        };
+    if let Some(scenario) = point.mlperf_scenario() {
         let mut runs = rt
             .block_on(yardstick_load::mlperf::run(
                 &bench,
@@ -351,109 +253,36 @@ fn run_capacity(
     Ok(outcome(summary, measurements, records_table(&[]), None))
 }
 
-/// The `yardstick bench serve` arguments of one shard of a serve point against `url` (before
-/// `--shard I/N --start-at T --output DIR`): the same plan and seed in every shard, each its
-/// share of the arrivals or streams.
-pub fn shard_args(work: &PointWork, url: &str, seed: u64) -> Result<Vec<String>, RunError> {
-    let PointWork::Serve {
-        api,
-        model,
-        scenario,
-        load_mode,
-        load_value,
-        arrival,
-        burstiness,
-        max_requests,
-        max_duration,
-        warmup_requests,
-        slo_ttft_ms,
-        slo_tpot_ms,
-        slo_e2e_ms,
-        api_key_env,
-        ca_cert,
-        tokenizer,
-        sessions,
-        ..
-    } = work
-    else {
+/// The file every shard of one replicate of `work` reads (`yardstick bench serve --point-file`):
+/// the point as it is planned, the target and the replicate's seed, written to `path`. Each
+/// shard runs its `--shard I/N` of the same plan and arrivals.
+pub fn write_shard_job(
+    work: &PointWork,
+    url: &str,
+    seed: u64,
+    path: &std::path::Path,
+) -> Result<(), RunError> {
+    let PointWork::Serve { point, .. } = work else {
         return Err(RunError::Internal("not a serve point".into()));
     };
-    let mut args: Vec<String> = vec![
+    yardstick_load::point::ShardJob {
+        url: url.to_string(),
+        seed,
+        point: point.clone(),
+    }
+    .write(path)
+    .map_err(RunError::io(format!("writing {}", path.display())))
+}
+
+/// The command line of a shard of the job at `job` (before `--shard`, `--start-at`, `--output`).
+pub fn shard_args(job: &std::path::Path) -> Vec<std::ffi::OsString> {
+    vec![
         "--quiet".into(),
         "bench".into(),
         "serve".into(),
-        "--url".into(),
-        url.into(),
-        "--model".into(),
-        model.clone(),
-        "--api".into(),
-        api.clone(),
-        "--scenario".into(),
-        scenario.clone(),
-        "--request-timeout".into(),
-        "120s".into(),
-        "--seed".into(),
-        seed.to_string(),
-        "--warmup-requests".into(),
-        warmup_requests.to_string(),
-    ];
-    if load_mode == "rate" {
-        args.extend(["--rate".into(), load_value.to_string()]);
-        if let Some(a) = arrival {
-            args.extend(["--arrival".into(), a.clone()]);
-        }
-        if let Some(b) = burstiness {
-            args.extend(["--burstiness".into(), b.to_string()]);
-        }
-    } else {
-        args.extend([
-            "--concurrency".into(),
-            (load_value.round().max(1.0) as u64).to_string(),
-        ]);
-    }
-    if let Some(m) = max_requests {
-        args.extend(["--max-requests".into(), m.to_string()]);
-    }
-    if let Some(d) = max_duration {
-        args.extend(["--max-duration".into(), format!("{}ms", d.as_millis())]);
-    }
-    for (flag, v) in [
-        ("--slo-ttft-ms", slo_ttft_ms),
-        ("--slo-tpot-ms", slo_tpot_ms),
-        ("--slo-e2e-ms", slo_e2e_ms),
-    ] {
-        if let Some(v) = v {
-            args.extend([flag.into(), v.to_string()]);
-        }
-    }
-    if let Some(e) = api_key_env {
-        args.extend(["--bearer-env".into(), e.clone()]);
-    }
-    if let Some(c) = ca_cert {
-        args.extend(["--ca-cert".into(), c.clone()]);
-    }
-    if let Some(t) = tokenizer {
-        args.extend(["--tokenizer".into(), t.clone()]);
-    }
-    // Sessions: every shard plans the same sessions and runs its share of them.
-    if let Some(s) = sessions {
-        args.push("--sessions".into());
-        match &s.dataset {
-            Some(d) => args.extend(["--dataset".into(), d.clone()]),
-            None => {
-                if let Some(t) = s.turns {
-                    args.extend(["--turns".into(), t.to_string()]);
-                }
-            }
-        }
-        if let Some(t) = s.think_time {
-            args.extend(["--think-time".into(), t.to_string()]);
-        }
-        if let Some(p) = s.shared_prefix {
-            args.extend(["--shared-prefix".into(), p.to_string()]);
-        }
-    }
-    Ok(args)
+        "--point-file".into(),
+        job.into(),
+    ]
 }
 
 /// A common start a moment ahead (unix seconds), so every shard's schedule has the same origin.
@@ -520,11 +349,14 @@ pub fn run_replicate_sharded(
     dir: &std::path::Path,
 ) -> Result<ReplicateOutcome, RunError> {
     let n = alloc.ntasks.max(1);
-    let args = shard_args(work, url, seed)?;
     let start_at = start_ahead();
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir)
         .map_err(|e| RunError::Internal(format!("{}: {e}", dir.display())))?;
+    // Every task reads the point from the job directory, which the allocation shares.
+    let job = dir.join("point.json");
+    write_shard_job(work, url, seed, &job)?;
+    let args = shard_args(&job);
     let status = std::process::Command::new("srun")
         .arg(format!("--ntasks={n}"))
         .arg("--kill-on-bad-exit=1")
@@ -941,15 +773,10 @@ pub fn resolve_target_files(
     let mut read: Vec<(String, std::path::PathBuf)> = Vec::new();
     for p in &mut plan.points {
         let (ca_cert, tokenizer, dataset) = match &mut p.work {
-            PointWork::Serve {
-                ca_cert,
-                tokenizer,
-                sessions,
-                ..
-            } => (
-                ca_cert,
-                Some(tokenizer),
-                sessions.as_mut().map(|s| &mut s.dataset),
+            PointWork::Serve { point, .. } => (
+                &mut point.ca_cert,
+                Some(&mut point.tokenizer),
+                point.sessions.as_mut().map(|s| &mut s.dataset),
             ),
             PointWork::Eval { ca_cert, .. } => (ca_cert, None, None),
             _ => continue,
@@ -1066,7 +893,7 @@ mod tests {
                     "D(4,2)",
                     level.clone(),
                     &records,
-                    &Slo::default(),
+                    &yardstick_load::Slo::default(),
                     yardstick_load::StopReason::MaxRequests,
                 );
                 yardstick_load::PointResult { summary, records }

@@ -32,10 +32,10 @@ use crate::output;
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
-    #[arg(long, required_unless_present = "merge")]
+    #[arg(long, required_unless_present_any = ["merge", "point_file"])]
     pub url: Option<String>,
     /// Model name to request.
-    #[arg(long, required_unless_present = "merge")]
+    #[arg(long, required_unless_present_any = ["merge", "point_file"])]
     pub model: Option<String>,
     /// API: chat, completions or embeddings.
     #[arg(long, default_value = "chat")]
@@ -143,6 +143,11 @@ pub struct ServeArgs {
     /// merged records, histograms and summary there.
     #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with_all = ["url", "shard", "mlperf"])]
     pub merge: Vec<PathBuf>,
+    /// One serve point of a run, from the file the run wrote for its shards (the point, the
+    /// target and the seed; `yardstick run` on Slurm or pods starts each shard with it and
+    /// `--shard I/N --start-at T --output DIR`).
+    #[arg(long, hide = true, value_name = "FILE", conflicts_with_all = ["url", "model", "merge"])]
+    pub point_file: Option<PathBuf>,
     /// Runtime worker threads (default: one per core).
     #[arg(long)]
     pub workers: Option<usize>,
@@ -249,6 +254,28 @@ pub enum MlperfArg {
 }
 
 /// The MLPerf scenario asked for, checked against the other flags.
+/// `--shard I/N` (the whole point without it).
+fn shard_of(args: &ServeArgs) -> anyhow::Result<(u64, u64)> {
+    match &args.shard {
+        Some(s) => parse_shard(s),
+        None => Ok((0, 1)),
+    }
+}
+
+/// `--start-at T`: the first point's schedule starts at this unix time.
+fn start_at_of(args: &ServeArgs) -> anyhow::Result<Option<std::time::SystemTime>> {
+    match args.start_at {
+        Some(t) if t.is_finite() && t >= 0.0 => {
+            Ok(Some(std::time::UNIX_EPOCH + Duration::from_secs_f64(t)))
+        }
+        Some(t) => Err(exit::invalid(
+            format!("--start-at: `{t}` is not a unix time in seconds"),
+            None,
+        )),
+        None => Ok(None),
+    }
+}
+
 fn mlperf_of(args: &ServeArgs) -> anyhow::Result<Option<Mlperf>> {
     MlperfRequest {
         kind: args.mlperf.map(|k| match k {
@@ -281,13 +308,29 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if !args.merge.is_empty() {
         return merge(&args, g);
     }
-    let url = args.url.clone().expect("clap requires --url");
-    let model = args.model.clone().expect("clap requires --model");
-    let api: Api = args
-        .api
-        .parse()
-        .map_err(|e: String| exit::invalid(e, None))?;
-    let mlperf = mlperf_of(&args)?;
+    let job = match &args.point_file {
+        Some(f) => Some(yardstick_load::point::ShardJob::read(f).map_err(exit::lib_error)?),
+        None => None,
+    };
+    let url = match &job {
+        Some(j) => j.url.clone(),
+        None => args.url.clone().expect("clap requires --url"),
+    };
+    let model = match &job {
+        Some(j) => j.point.model.clone(),
+        None => args.model.clone().expect("clap requires --model"),
+    };
+    let api: Api = match &job {
+        Some(j) => j.point.api,
+        None => args
+            .api
+            .parse()
+            .map_err(|e: String| exit::invalid(e, None))?,
+    };
+    let mlperf = match &job {
+        Some(_) => None,
+        None => mlperf_of(&args)?,
+    };
     let arrival = match args.arrival {
         ArrivalArg::Poisson => Arrival::Poisson,
         ArrivalArg::Constant => Arrival::Constant,
@@ -332,72 +375,69 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     };
     let cancel =
         crate::interrupt::token("interrupted: draining requests in flight (Ctrl-C again to abort)");
-    let bench = ServeBench {
-        client: ClientConfig {
-            url: url.clone(),
-            api,
-            stream: !args.no_stream,
-            request_timeout: crate::cmd::parse_duration("request-timeout", &args.request_timeout)?,
-            bearer_env: args.bearer_env.clone(),
-            max_idle: 1,
-            ca_cert: args.ca_cert.clone(),
-        },
-        model: model.clone(),
-        scenarios,
-        loads,
-        stop: StopRule {
-            max_requests: args.max_requests,
-            max_duration,
-            warmup_requests: args.warmup_requests,
-            warmup_duration: match &args.warmup_duration {
-                Some(d) => Some(crate::cmd::parse_duration("warmup-duration", d)?),
+    let bench = if let Some(j) = &job {
+        // A planned point: the one conversion of a point to a bench, this shard's part of it.
+        let mut b = j.point.bench(&url, j.seed, cancel);
+        b.shard = shard_of(&args)?;
+        b.start_at = start_at_of(&args)?;
+        b
+    } else {
+        ServeBench {
+            client: ClientConfig {
+                url: url.clone(),
+                api,
+                stream: !args.no_stream,
+                request_timeout: crate::cmd::parse_duration(
+                    "request-timeout",
+                    &args.request_timeout,
+                )?,
+                bearer_env: args.bearer_env.clone(),
+                max_idle: 1,
+                ca_cert: args.ca_cert.clone(),
+            },
+            model: model.clone(),
+            scenarios,
+            loads,
+            stop: StopRule {
+                max_requests: args.max_requests,
+                max_duration,
+                warmup_requests: args.warmup_requests,
+                warmup_duration: match &args.warmup_duration {
+                    Some(d) => Some(crate::cmd::parse_duration("warmup-duration", d)?),
+                    None => None,
+                },
+            },
+            slo: Slo {
+                ttft_ms: args.slo_ttft_ms,
+                tpot_ms: args.slo_tpot_ms,
+                e2e_ms: args.slo_e2e_ms,
+            },
+            seed: args.seed,
+            force_output: !args.no_ignore_eos,
+            shard: shard_of(&args)?,
+            start_at: start_at_of(&args)?,
+            cancel,
+            dataset: args.dataset.clone(),
+            sessions: session_config(&args)?,
+            tokenizer: args.tokenizer.clone(),
+            server_metrics: None,
+            cost: match args.cost_per_accelerator_hour {
+                Some(p) if p > 0.0 && p.is_finite() && args.accelerators > 0 => {
+                    Some(yardstick_load::summary::CostModel {
+                        per_accelerator_hour: p,
+                        accelerators: args.accelerators,
+                    })
+                }
+                Some(_) => {
+                    return Err(exit::invalid(
+                        "--cost-per-accelerator-hour must be positive and --accelerators at least 1",
+                        Some("e.g. --cost-per-accelerator-hour 2.48 --accelerators 8"),
+                    ));
+                }
                 None => None,
             },
-        },
-        slo: Slo {
-            ttft_ms: args.slo_ttft_ms,
-            tpot_ms: args.slo_tpot_ms,
-            e2e_ms: args.slo_e2e_ms,
-        },
-        seed: args.seed,
-        force_output: !args.no_ignore_eos,
-        shard: match &args.shard {
-            Some(s) => parse_shard(s)?,
-            None => (0, 1),
-        },
-        start_at: match args.start_at {
-            Some(t) if t.is_finite() && t >= 0.0 => {
-                Some(std::time::UNIX_EPOCH + Duration::from_secs_f64(t))
-            }
-            Some(t) => {
-                return Err(exit::invalid(
-                    format!("--start-at: `{t}` is not a unix time in seconds"),
-                    None,
-                ));
-            }
-            None => None,
-        },
-        cancel,
-        dataset: args.dataset.clone(),
-        sessions: session_config(&args)?,
-        tokenizer: args.tokenizer.clone(),
-        server_metrics: None,
-        cost: match args.cost_per_accelerator_hour {
-            Some(p) if p > 0.0 && p.is_finite() && args.accelerators > 0 => {
-                Some(yardstick_load::summary::CostModel {
-                    per_accelerator_hour: p,
-                    accelerators: args.accelerators,
-                })
-            }
-            Some(_) => {
-                return Err(exit::invalid(
-                    "--cost-per-accelerator-hour must be positive and --accelerators at least 1",
-                    Some("e.g. --cost-per-accelerator-hour 2.48 --accelerators 8"),
-                ));
-            }
-            None => None,
-        },
-        energy: args.energy.then(yardstick_run::serve::energy),
+            energy: args.energy.then(yardstick_run::serve::energy),
+        }
     };
     let scenarios = bench.validate().map_err(exit::lib_error)?;
     if let Some(dir) = &args.output {
@@ -479,10 +519,11 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     });
     let (results, mlperf_results) = results.map_err(exit::lib_error)?;
 
+    let api_name = api.to_string();
     let flags = RunFlags {
         url: &url,
         model: &model,
-        api: &args.api,
+        api: &api_name,
         stream: !args.no_stream,
         seed: args.seed,
         slo: &bench.slo,

@@ -1,0 +1,252 @@
+//! One serve point as data: what a planned run measures at one (scenario, load level), typed,
+//! and serialisable — the plan carries it, a sharded replicate hands it to each shard as a file
+//! (`yardstick bench serve --point-file`), and [`ServePoint::bench`] is the one place it becomes
+//! a [`ServeBench`].
+//!
+//! Its JSON is the point's `params` in the warehouse and in `yardstick run --dry-run --json`:
+//! flat fields (`api`, `scenario`, `load_mode`, `load_value`, `arrival`, `slo_ttft_ms`, ...), as
+//! reports and queries read them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+use yardstick_spec::{Arrival as ArrivalKind, LoadMode, MlperfScenario, ServingSessions};
+
+/// What a point varies, as its `params.load_mode` says: a load mode of the spec, or the MLPerf
+/// scenario that sets the load itself (`mlperf-server`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PointMode {
+    /// Closed loop: `load_value` streams.
+    Concurrency,
+    /// Open loop: `load_value` requests per second.
+    Rate,
+    /// A capacity search under the SLO.
+    Capacity,
+    /// MLPerf single-stream.
+    MlperfSingleStream,
+    /// MLPerf multi-stream: `load_value` samples per query.
+    MlperfMultiStream,
+    /// MLPerf server: `load_value` queries per second.
+    MlperfServer,
+    /// MLPerf offline.
+    MlperfOffline,
+}
+
+impl PointMode {
+    /// The mode of a point of a serve layer with `mode` and, when it runs one, `mlperf`.
+    pub fn of(mode: Option<LoadMode>, mlperf: Option<MlperfScenario>) -> PointMode {
+        match (mlperf, mode) {
+            (Some(MlperfScenario::SingleStream), _) => PointMode::MlperfSingleStream,
+            (Some(MlperfScenario::MultiStream), _) => PointMode::MlperfMultiStream,
+            (Some(MlperfScenario::Server), _) => PointMode::MlperfServer,
+            (Some(MlperfScenario::Offline), _) => PointMode::MlperfOffline,
+            (None, Some(LoadMode::Rate)) => PointMode::Rate,
+            (None, Some(LoadMode::Capacity)) => PointMode::Capacity,
+            (None, Some(LoadMode::Concurrency) | None) => PointMode::Concurrency,
+        }
+    }
+}
+
+use crate::mlperf::{DEFAULT_TPOT_BOUND_MS, DEFAULT_TTFT_BOUND_MS, Mlperf};
+use crate::session::{SessionConfig, ThinkTime, Turns};
+use crate::{Api, Arrival, ClientConfig, LoadModel, ServeBench, Slo, StopRule};
+
+/// The time a request of a planned point may take before it counts as timed out.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One serve point of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServePoint {
+    /// The API.
+    pub api: Api,
+    /// The model name sent in requests.
+    pub model: String,
+    /// The traffic scenario as written (`D(100,100)`).
+    pub scenario: String,
+    /// What is varied: `concurrency`, `rate`, `capacity` (a search; the level is then 0), or
+    /// an MLPerf scenario (`mlperf-server`, ...).
+    pub load_mode: PointMode,
+    /// The level: streams, requests per second, an MLPerf multi-stream's samples per query or
+    /// server scenario's QPS.
+    pub load_value: f64,
+    /// The arrival process of a rate (Poisson when not said).
+    pub arrival: Option<ArrivalKind>,
+    /// The gamma shape of `arrival: gamma` (1 when not said).
+    pub burstiness: Option<f64>,
+    /// Stop after this many measured requests.
+    pub max_requests: Option<u64>,
+    /// Stop after this long (seconds in JSON).
+    #[serde(with = "secs_opt")]
+    pub max_duration: Option<Duration>,
+    /// Warm-up requests excluded from metrics.
+    pub warmup_requests: u64,
+    /// TTFT SLO for goodput, ms.
+    pub slo_ttft_ms: Option<f64>,
+    /// TPOT SLO for goodput, ms.
+    pub slo_tpot_ms: Option<f64>,
+    /// E2E SLO for goodput, ms.
+    pub slo_e2e_ms: Option<f64>,
+    /// The environment variable holding a bearer token (never the token).
+    pub api_key_env: Option<String>,
+    /// Extra CA certificates (PEM) for an https target.
+    pub ca_cert: Option<String>,
+    /// A `tokenizer.json` for exact prompt lengths and local token counts.
+    pub tokenizer: Option<String>,
+    /// An MLPerf LoadGen scenario instead of a plain load point.
+    pub mlperf: Option<MlperfScenario>,
+    /// Multi-turn sessions: turns, think time, shared prefix, or a conversation dataset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<ServingSessions>,
+}
+
+impl ServePoint {
+    /// The load model of the point (a capacity search's probes set their own).
+    pub fn load_model(&self) -> LoadModel {
+        if self.load_mode == PointMode::Rate {
+            let arrival = match self.arrival {
+                Some(ArrivalKind::Constant) => Arrival::Constant,
+                Some(ArrivalKind::Gamma) => Arrival::Gamma {
+                    burstiness: self.burstiness.unwrap_or(1.0),
+                },
+                Some(ArrivalKind::Poisson) | None => Arrival::Poisson,
+            };
+            LoadModel::Rate {
+                rate: self.load_value,
+                arrival,
+                max_in_flight: None,
+            }
+        } else {
+            LoadModel::Concurrency(self.load_value.round().max(1.0) as usize)
+        }
+    }
+
+    /// The MLPerf scenario the point runs, when it is one.
+    pub fn mlperf_scenario(&self) -> Option<Mlperf> {
+        Some(match self.mlperf? {
+            MlperfScenario::SingleStream => Mlperf::SingleStream,
+            MlperfScenario::MultiStream => Mlperf::MultiStream {
+                samples_per_query: self.load_value.round().max(1.0) as usize,
+            },
+            MlperfScenario::Server => Mlperf::Server {
+                qps: self.load_value,
+                ttft_bound_ms: self.slo_ttft_ms.unwrap_or(DEFAULT_TTFT_BOUND_MS),
+                tpot_bound_ms: self.slo_tpot_ms.unwrap_or(DEFAULT_TPOT_BOUND_MS),
+            },
+            MlperfScenario::Offline => Mlperf::Offline,
+        })
+    }
+
+    /// The SLOs of goodput.
+    pub fn slo(&self) -> Slo {
+        Slo {
+            ttft_ms: self.slo_ttft_ms,
+            tpot_ms: self.slo_tpot_ms,
+            e2e_ms: self.slo_e2e_ms,
+        }
+    }
+
+    /// The bench that measures one replicate of this point against `url`, its plans and
+    /// arrivals seeded by `seed`: one process, no server metrics, cost or energy (the caller
+    /// sets those it wants), forced output lengths, [`REQUEST_TIMEOUT`].
+    pub fn bench(&self, url: &str, seed: u64, cancel: CancellationToken) -> ServeBench {
+        ServeBench {
+            client: ClientConfig {
+                url: url.to_string(),
+                api: self.api,
+                stream: self.api != Api::Embeddings,
+                request_timeout: REQUEST_TIMEOUT,
+                bearer_env: self.api_key_env.clone(),
+                max_idle: 1,
+                ca_cert: self.ca_cert.clone().map(PathBuf::from),
+            },
+            model: self.model.clone(),
+            scenarios: vec![self.scenario.clone()],
+            loads: vec![self.load_model()],
+            stop: StopRule {
+                max_requests: self.max_requests,
+                max_duration: self.max_duration,
+                warmup_requests: self.warmup_requests,
+                warmup_duration: None,
+            },
+            slo: self.slo(),
+            seed,
+            force_output: true,
+            shard: (0, 1),
+            start_at: None,
+            cancel,
+            dataset: self
+                .sessions
+                .as_ref()
+                .and_then(|s| s.dataset.clone())
+                .map(PathBuf::from),
+            sessions: self.sessions.as_ref().map(|s| SessionConfig {
+                turns: s.turns.unwrap_or(Turns { min: 1, max: 1 }),
+                think: s.think_time.unwrap_or(ThinkTime::Constant(0.0)),
+                shared_prefix: s.shared_prefix.unwrap_or(0),
+            }),
+            tokenizer: self.tokenizer.clone().map(PathBuf::from),
+            server_metrics: None,
+            cost: None,
+            energy: None,
+        }
+    }
+}
+
+/// One shard's part of a sharded replicate, as the file `yardstick bench serve --point-file`
+/// reads: the point, the target and the seed every shard shares (each runs its `--shard I/N`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardJob {
+    /// The target's base URL.
+    pub url: String,
+    /// The seed of the replicate's plan and arrivals.
+    pub seed: u64,
+    /// The point.
+    pub point: ServePoint,
+}
+
+impl ShardJob {
+    /// Writes the job as JSON to `path` (whole or not at all: a temporary file renamed).
+    pub fn write(&self, path: &std::path::Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec_pretty(self).expect("a job is JSON"),
+        )?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Reads a job written by [`ShardJob::write`].
+    pub fn read(path: &std::path::Path) -> Result<ShardJob, crate::LoadError> {
+        let bytes = std::fs::read(path).map_err(|e| {
+            crate::LoadError::Config(format!("cannot read {}: {e}", path.display()))
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            crate::LoadError::Config(format!("{} is not a serve point: {e}", path.display()))
+        })
+    }
+}
+
+mod secs_opt {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Option::<f64>::deserialize(d)?
+            .map(|s| Duration::try_from_secs_f64(s).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
