@@ -4,7 +4,7 @@
 //! relative to it: efficiency = (T(N)/T(b)) / (N/b), and Amdahl's law is fitted to the speedup
 //! over b as a function of N/b (say so when quoting the serial fraction).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::AnalysisError;
 
@@ -21,7 +21,7 @@ pub fn amdahl_speedup(serial: f64, n: f64) -> f64 {
 }
 
 /// Amdahl's law fitted to measured speedups.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AmdahlFit {
     /// The serial fraction s in [0, 1] that best explains the speedups.
     pub serial_fraction: f64,
@@ -77,7 +77,7 @@ pub struct ScalingInput {
 }
 
 /// Scaling of one world size against the base.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScalingPoint {
     /// Number of devices.
     pub world_size: u32,
@@ -89,11 +89,11 @@ pub struct ScalingPoint {
     pub efficiency: f64,
     /// Qualitative band (docs/methodology.md#training): excellent > 90 %, good 70–90 %,
     /// moderate 50–70 %, poor.
-    pub band: &'static str,
+    pub band: String,
 }
 
 /// Scaling across world sizes.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScalingReport {
     /// What the throughput measures (e.g. `samples_per_s`).
     pub metric: String,
@@ -172,7 +172,7 @@ pub fn analyze_scaling(
                 throughput: t,
                 speedup: t / base_t,
                 efficiency,
-                band: band(efficiency),
+                band: band(efficiency).to_string(),
             }
         })
         .collect();

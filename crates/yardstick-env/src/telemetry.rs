@@ -25,7 +25,7 @@ use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::EnvError;
 use crate::gpu::{NvmlSession, is_throttling};
@@ -64,7 +64,8 @@ pub struct Row {
 }
 
 /// Summary of one GPU's series.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct GpuSummary {
     /// NVML index.
     pub index: u32,
@@ -84,8 +85,9 @@ pub struct GpuSummary {
     pub throttled_s: f64,
 }
 
-/// Summary of a telemetry series.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// Summary of a telemetry series (a run's `summary.json` keeps it as `telemetry`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default)]
 pub struct TelemetrySummary {
     /// Samples taken.
     pub samples: usize,

@@ -68,11 +68,11 @@ pub struct RunReport {
     #[serde(skip_serializing)]
     pub telemetry: Vec<TelemetryRow>,
     /// The telemetry summary of `summary.json`.
-    pub telemetry_summary: Value,
+    pub telemetry_summary: Option<yardstick_store::summary::TelemetrySummary>,
     /// The node-to-node consistency check of a run on several nodes (`summary.json`'s `nodes`,
-    /// the shape of `yardstick nodes check --json`); `Null` otherwise.
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub nodes: Value,
+    /// the shape of `yardstick nodes check --json`); `None` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<yardstick_store::summary::NodesReport>,
     /// The profiles of e2e points (`summary.json`'s `profiles`: the analysis of each point's
     /// profiled replicate, where its traces are, the profiler's overhead); `Null` without.
     #[serde(skip_serializing_if = "Value::is_null")]
@@ -575,8 +575,8 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
         replicates,
         points: out_points,
         telemetry,
-        telemetry_summary: section(|s| &s.telemetry),
-        nodes: section(|s| &s.nodes),
+        telemetry_summary: summary.as_ref().and_then(|s| s.telemetry.clone()),
+        nodes: summary.as_ref().and_then(|s| s.nodes.clone()),
         profiles: section(|s| &s.profiles),
         notes: manifest.map(|m| m.notes).unwrap_or_default(),
         warnings,

@@ -392,17 +392,18 @@ impl RunOutcome {
                 .unwrap_or_default()
         };
         // Scaling across world sizes (summary.json's scaling).
-        for sc in section(|s| &s.scaling).as_array().into_iter().flatten() {
-            for p in sc["points"].as_array().into_iter().flatten() {
+        let scaling = self.summary.as_ref().and_then(|s| s.scaling.as_ref());
+        for sc in scaling.into_iter().flatten() {
+            for p in &sc.report.points {
                 let _ = writeln!(
                     out,
                     "  e2e.{} N={}: {} {:.3}, speedup {:.2}x, efficiency {:.1} %",
-                    sc["layer"],
-                    p["world_size"],
-                    sc["metric"].as_str().unwrap_or_default(),
-                    p["throughput"].as_f64().unwrap_or(f64::NAN),
-                    p["speedup"].as_f64().unwrap_or(f64::NAN),
-                    p["efficiency"].as_f64().unwrap_or(f64::NAN) * 100.0
+                    sc.layer,
+                    p.world_size,
+                    sc.report.metric,
+                    p.throughput,
+                    p.speedup,
+                    p.efficiency * 100.0
                 );
             }
         }

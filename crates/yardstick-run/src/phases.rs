@@ -135,7 +135,7 @@ struct Prepared {
     scratch: PathBuf,
     placement: Box<dyn Placement>,
     /// The engine's node-to-node consistency check (`Null` without one).
-    nodes_report: serde_json::Value,
+    nodes_report: Option<yardstick_analysis::nodes::NodesReport>,
 }
 
 /// The warehouse's row of a run as its manifest `m` stands (an imported run's too).
@@ -686,12 +686,15 @@ fn seal_step(
 }
 
 /// After the last step (or an interruption): the simulator stops, telemetry is stored, the
-/// scratch directory goes. The telemetry's summary (`Null` without any).
-fn stop_services(run: &mut Prepared, opts: &mut RunOptions) -> Result<serde_json::Value, RunError> {
+/// scratch directory goes. The telemetry's summary (`None` without any).
+fn stop_services(
+    run: &mut Prepared,
+    opts: &mut RunOptions,
+) -> Result<Option<yardstick_env::telemetry::TelemetrySummary>, RunError> {
     if let Some(s) = run.sim.take() {
         s.stop(&run.rt);
     }
-    let mut telemetry_summary = serde_json::Value::Null;
+    let mut telemetry_summary = None;
     if let Some(sampler) = run.sampler.take() {
         match sampler.stop() {
             Ok(t) if !t.rows.is_empty() => {
@@ -708,7 +711,7 @@ fn stop_services(run: &mut Prepared, opts: &mut RunOptions) -> Result<serde_json
                     }
                     Err(e) => (opts.on_event)(Event::Warning(format!("telemetry not stored: {e}"))),
                 }
-                telemetry_summary = serde_json::to_value(&t.summary).unwrap_or_default();
+                telemetry_summary = Some(t.summary);
             }
             Ok(_) => {}
             Err(e) => (opts.on_event)(Event::Warning(format!("telemetry lost: {e}"))),
@@ -795,7 +798,7 @@ fn finish(
     mut run: Prepared,
     spec: &BenchmarkRun,
     opts: &mut RunOptions,
-    telemetry: serde_json::Value,
+    telemetry: Option<yardstick_env::telemetry::TelemetrySummary>,
 ) -> Result<RunOutcome, RunError> {
     let spec_body = spec.spec.as_ref();
     let level = spec_body
@@ -812,10 +815,10 @@ fn finish(
     if !profiles.is_empty() {
         summary.profiles = Some(profiles.into());
     }
-    summary.telemetry = Some(telemetry);
+    summary.telemetry = telemetry;
     let present = |v: serde_json::Value| (!v.is_null()).then_some(v);
-    summary.scaling = present(scaling::scaling(plan, &per_point));
-    summary.nodes = present(run.nodes_report.clone());
+    summary.scaling = Some(scaling::scaling(plan, &per_point)).filter(|s| !s.is_empty());
+    summary.nodes = run.nodes_report.clone();
     summary.eval = present(eval::eval_summary(plan, &per_point));
     let precision = spec_body.and_then(|s| s.workload.as_ref()?.precision);
     summary.bottlenecks = present(bottleneck::bottlenecks(plan, &aggregate, precision));

@@ -7,6 +7,7 @@
 //! them, and an engine never looks at the kind of point.
 
 use std::path::{Path, PathBuf};
+use yardstick_analysis::nodes::NodesReport;
 
 use yardstick_store::RunWriter;
 
@@ -89,9 +90,9 @@ pub(crate) trait Placement {
     }
 
     /// Before the first step: what the engine captures across its nodes or pods; returns their
-    /// consistency check (`summary.json`'s `nodes`, `Null` when there is none).
-    fn start(&mut self, _start: Start<'_>) -> Result<serde_json::Value, RunError> {
-        Ok(serde_json::Value::Null)
+    /// consistency check (`summary.json`'s `nodes`, `None` when there is none).
+    fn start(&mut self, _start: Start<'_>) -> Result<Option<NodesReport>, RunError> {
+        Ok(None)
     }
 
     /// The prefix that launches the command of `step` on every rank (empty: run it here). A
@@ -167,7 +168,7 @@ pub(crate) fn nodes_check(
     prefix: &str,
     rel_report: &str,
     on_event: &mut dyn FnMut(Event),
-) -> Result<serde_json::Value, RunError> {
+) -> Result<Option<NodesReport>, RunError> {
     let kind = rel_report.split('/').next().unwrap_or("nodes");
     let mut fleet = Vec::new();
     for (node, f) in files {
@@ -207,21 +208,19 @@ pub(crate) fn nodes_check(
             evidence.join("; ")
         )));
     }
-    let v = serde_json::to_value(&report).expect("JSON");
     writer.add(
         rel_report,
-        &serde_json::to_vec_pretty(&v).expect("JSON"),
+        &serde_json::to_vec_pretty(&report).expect("JSON"),
         kind,
     )?;
-    Ok(v)
+    Ok(Some(report))
 }
 
-/// A stored report read back (a resumed run's), `Null` when it cannot be read.
-pub(crate) fn stored_report(writer: &RunWriter, rel: &str) -> serde_json::Value {
+/// A stored report read back (a resumed run's), `None` when it cannot be read.
+pub(crate) fn stored_report(writer: &RunWriter, rel: &str) -> Option<NodesReport> {
     std::fs::read(writer.dir().join(rel))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
 }
 
 /// A node's or pod's name as a file name in the run.

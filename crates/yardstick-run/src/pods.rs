@@ -585,7 +585,10 @@ impl Placement for PodPlacement {
     /// figures (`pods/nodes.json`, returned; `Null` without a micro layer). A member whose
     /// files never come is a warning here; the first step that spans the group then finds it
     /// missing and stores the run as incomplete.
-    fn start(&mut self, s: Start<'_>) -> Result<serde_json::Value, RunError> {
+    fn start(
+        &mut self,
+        s: Start<'_>,
+    ) -> Result<Option<yardstick_analysis::nodes::NodesReport>, RunError> {
         let g = &self.g;
         if !s.writer.has(&format!("pods/env/pod-{}.json", g.index)) {
             capture_member(g, s.exe, s.plan, s.trials, s.tool_version, s.secret_env);
@@ -606,7 +609,7 @@ impl Placement for PodPlacement {
             }
         }
         if micro_args(s.plan, s.trials).is_none() {
-            return Ok(serde_json::Value::Null);
+            return Ok(None);
         }
         if s.writer.has("pods/nodes.json") {
             return Ok(stored_report(s.writer, "pods/nodes.json"));

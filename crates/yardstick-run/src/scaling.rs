@@ -5,14 +5,16 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use yardstick_analysis::scaling::{ScalingInput, analyze_scaling};
+
+use yardstick_store::summary::LayerScaling;
 
 use crate::plan::{Plan, PointWork};
 
-/// `[{"layer": i, ...ScalingReport}]` for every e2e entry swept over two or more world sizes
-/// whose replicates reported throughput; `Null` when there is none.
-pub fn scaling(plan: &Plan, per_point: &[(String, Vec<Value>)]) -> Value {
+/// The scaling of every e2e entry swept over two or more world sizes whose replicates reported
+/// throughput (empty when there is none).
+pub fn scaling(plan: &Plan, per_point: &[(String, Vec<Value>)]) -> Vec<LayerScaling> {
     let mut by_layer: BTreeMap<usize, Vec<(u32, &str)>> = BTreeMap::new();
     for p in &plan.points {
         if let PointWork::Command {
@@ -64,23 +66,17 @@ pub fn scaling(plan: &Plan, per_point: &[(String, Vec<Value>)]) -> Value {
         else {
             continue;
         };
-        if let Ok(report) = analyze_scaling(metric, &inputs)
-            && let Ok(Value::Object(mut m)) = serde_json::to_value(&report)
-        {
-            m.insert("layer".into(), json!(layer));
-            out.push(Value::Object(m));
+        if let Ok(report) = analyze_scaling(metric, &inputs) {
+            out.push(LayerScaling { layer, report });
         }
     }
-    if out.is_empty() {
-        Value::Null
-    } else {
-        Value::Array(out)
-    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use crate::plan::Point;
 
     #[test]
@@ -121,15 +117,21 @@ mod tests {
         ];
         let v = scaling(&plan, &per_point);
         let s = &v[0];
-        assert_eq!(s["metric"], "samples_per_s");
-        assert_eq!(s["layer"], 0);
-        let eff = s["points"][1]["efficiency"].as_f64().unwrap();
-        assert!((eff - 0.8125).abs() < 1e-12, "{s}");
+        assert_eq!(s.report.metric, "samples_per_s");
+        assert_eq!(s.layer, 0);
+        let eff = s.report.points[1].efficiency;
+        assert!((eff - 0.8125).abs() < 1e-12, "{s:?}");
+        // In summary.json the layer sits beside the report's fields.
+        let json = serde_json::to_value(s).unwrap();
+        assert_eq!(
+            (json["layer"].clone(), json["metric"].clone()),
+            (json!(0), json!("samples_per_s"))
+        );
         // One world size: nothing to say.
         let one = Plan {
             points: vec![point(1)],
             ..plan.clone()
         };
-        assert!(scaling(&one, &per_point).is_null());
+        assert!(scaling(&one, &per_point).is_empty());
     }
 }

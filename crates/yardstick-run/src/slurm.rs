@@ -536,11 +536,14 @@ impl SlurmPlacement {
     /// node's output (`slurm/<job>/micro/<node>.json`) and their consistency check
     /// (`slurm/<job>/nodes.json`, `yardstick_analysis::nodes`) are stored. `Null` when the plan
     /// has no such micro point.
-    fn micro_per_node(&mut self, s: &mut Start<'_>) -> Result<serde_json::Value, RunError> {
+    fn micro_per_node(
+        &mut self,
+        s: &mut Start<'_>,
+    ) -> Result<Option<yardstick_analysis::nodes::NodesReport>, RunError> {
         let a = &self.a;
         let rel_report = format!("slurm/{}/nodes.json", a.job_id);
         let Some(args) = crate::pods::micro_args(s.plan, s.trials) else {
-            return Ok(serde_json::Value::Null);
+            return Ok(None);
         };
         if s.writer.has(&rel_report) {
             return Ok(stored_report(s.writer, &rel_report));
@@ -576,7 +579,10 @@ impl Placement for SlurmPlacement {
         false
     }
 
-    fn start(&mut self, mut s: Start<'_>) -> Result<serde_json::Value, RunError> {
+    fn start(
+        &mut self,
+        mut s: Start<'_>,
+    ) -> Result<Option<yardstick_analysis::nodes::NodesReport>, RunError> {
         self.store_script_and_envs(&mut s)?;
         self.micro_per_node(&mut s)
     }

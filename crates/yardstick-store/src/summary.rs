@@ -9,6 +9,11 @@ use serde_json::Value;
 
 use crate::warehouse::FactRow;
 
+// The analyses' types a summary's sections hold, for its readers.
+pub use yardstick_analysis::nodes::NodesReport;
+pub use yardstick_analysis::scaling::ScalingReport;
+pub use yardstick_env::telemetry::TelemetrySummary;
+
 /// A run's `summary.json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunSummary {
@@ -26,16 +31,28 @@ pub struct RunSummary {
     /// The analysis of each profiled point, by point id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiles: Option<Value>,
-    /// The accelerator and host telemetry over the run (`null` when none was sampled; absent
-    /// for imports).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub telemetry: Option<Value>,
-    /// Throughput across world sizes, per e2e layer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scaling: Option<Value>,
+    /// The accelerator and host telemetry over the run (absent when none was sampled, and for
+    /// imports).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub telemetry: Option<TelemetrySummary>,
+    /// Throughput across world sizes, per e2e layer swept over two or more.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub scaling: Option<Vec<LayerScaling>>,
     /// Whether the nodes of a multi-node run measured alike.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nodes: Option<Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub nodes: Option<NodesReport>,
     /// Per eval point, the accuracy of every replicate and the pooled interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval: Option<Value>,
@@ -45,6 +62,27 @@ pub struct RunSummary {
     /// What an import's figures mean next to ours (imports only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,
+}
+
+/// The scaling of one e2e layer across its world sizes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LayerScaling {
+    /// The layer's index among the spec's e2e entries.
+    pub layer: usize,
+    /// Efficiency and Amdahl's fit.
+    #[serde(flatten)]
+    pub report: ScalingReport,
+}
+
+/// Reads an analysis section of a summary; one in a shape this version does not read (written
+/// by another version) is left out rather than making the whole summary unreadable.
+fn section<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
 }
 
 /// One point's aggregate figures.
@@ -228,5 +266,33 @@ mod tests {
         let back: RunSummary = serde_json::from_str(&text).unwrap();
         let ci = back.points[0].metrics["ttft_ms"]["p50"].ci.unwrap();
         assert!(ci[0].is_nan() && ci[1] == 1.0);
+    }
+
+    /// The analyses' sections are typed; one written in a shape this version does not read is
+    /// left out and the rest of the summary still reads.
+    #[test]
+    fn analysis_sections_read_typed_and_an_unreadable_one_is_left_out() {
+        let text = r#"{"name": "n", "replicates": 3, "confidence_level": 0.95, "points": [],
+            "telemetry": {"samples": 12, "interval_s": 1.0, "duration_s": 11.0, "window_s": 3.0,
+                          "cpu_util_mean_pct": 40.5, "gpus": []},
+            "scaling": [{"layer": 0, "metric": "samples_per_s", "base_world_size": 1,
+                         "points": [{"world_size": 1, "throughput": 100.0, "speedup": 1.0,
+                                     "efficiency": 1.0, "band": "excellent"}],
+                         "amdahl": null, "warnings": []}],
+            "nodes": {"nodes": "not a list"},
+            "eval": {"kept": true}}"#;
+        let s: RunSummary = serde_json::from_str(text).unwrap();
+        let t = s.telemetry.as_ref().unwrap();
+        assert_eq!((t.samples, t.cpu_util_mean_pct), (12, Some(40.5)));
+        let sc = &s.scaling.as_ref().unwrap()[0];
+        assert_eq!((sc.layer, sc.report.metric.as_str()), (0, "samples_per_s"));
+        assert_eq!(sc.report.points[0].band, "excellent");
+        assert_eq!(s.nodes, None);
+        assert_eq!(s.eval, Some(serde_json::json!({"kept": true})));
+        // Written back: the layer beside the report's fields, as before.
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["scaling"][0]["layer"], 0);
+        assert_eq!(v["scaling"][0]["base_world_size"], 1);
+        assert!(v.get("nodes").is_none());
     }
 }

@@ -104,7 +104,7 @@ pub fn components(r: &RunReport) -> Result<Option<Section>, ReportError> {
 /// node's deviation from the fleet reference as a bar, the tolerance band dashed, flagged nodes
 /// in red; the evidence of every flagged node as notes. `None` when the run has no check.
 pub fn nodes(r: &RunReport) -> Result<Option<Section>, ReportError> {
-    let Some(metrics) = r.nodes["metrics"].as_array() else {
+    let Some(report) = &r.nodes else {
         return Ok(None);
     };
     let mut sec = Section::new(
@@ -114,29 +114,19 @@ pub fn nodes(r: &RunReport) -> Result<Option<Section>, ReportError> {
          the dashed lines are the tolerance band. Red: flagged (the node's whole interval is \
          outside the band). The slowest node sets the speed of every synchronised job on it.",
     );
-    for (node, evidence) in r.nodes["flagged"].as_object().into_iter().flatten() {
-        for e in evidence.as_array().into_iter().flatten() {
-            sec.notes
-                .push(format!("{node}: {}", e.as_str().unwrap_or_default()));
+    for (node, evidence) in &report.flagged {
+        for e in evidence {
+            sec.notes.push(format!("{node}: {e}"));
         }
     }
-    for w in r.nodes["warnings"].as_array().into_iter().flatten() {
-        sec.notes.push(w.as_str().unwrap_or_default().to_string());
-    }
-    for m in metrics.iter().take(8) {
-        let metric = m["metric"].as_str().unwrap_or_default().to_string();
-        let tol = m["tolerance_pct"].as_f64().unwrap_or(5.0);
-        let cells: Vec<(String, f64, bool)> = m["nodes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| {
-                (
-                    c["node"].as_str().unwrap_or_default().to_string(),
-                    c["deviation_pct"].as_f64().unwrap_or(0.0),
-                    c["flagged"].as_bool().unwrap_or(false),
-                )
-            })
+    sec.notes.extend(report.warnings.iter().cloned());
+    for m in report.metrics.iter().take(8) {
+        let metric = m.metric.clone();
+        let tol = m.tolerance_pct;
+        let cells: Vec<(String, f64, bool)> = m
+            .nodes
+            .iter()
+            .map(|c| (c.node.clone(), c.deviation_pct, c.flagged))
             .collect();
         if cells.is_empty() {
             continue;

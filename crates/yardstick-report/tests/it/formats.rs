@@ -364,8 +364,9 @@ fn exporters_are_one_registry_in_writing_order() {
 #[test]
 fn a_run_on_several_nodes_has_a_nodes_section_naming_the_flagged_node() {
     let mut r = fixture::report(false);
-    r.run.nodes = serde_json::json!({
+    r.run.nodes = serde_json::from_value(serde_json::json!({
         "nodes": ["a", "b", "c"],
+        "tolerances": {"throughput_pct": 5.0, "memory_pct": 2.0},
         "metrics": [{
             "metric": "gemm.f32.peak", "unit": "GFLOP/s", "reference": 100.0,
             "reference_kind": "median", "tolerance_pct": 5.0,
@@ -377,7 +378,8 @@ fn a_run_on_several_nodes_has_a_nodes_section_naming_the_flagged_node() {
         }],
         "flagged": {"c": ["gemm.f32.peak 80.000 GFLOP/s is 20.0% below the fleet median 100"]},
         "warnings": []
-    });
+    }))
+    .unwrap();
     let html = yardstick_report::html::render(&r).unwrap();
     assert!(
         html.contains("gemm.f32.peak: deviation from the fleet, %"),
