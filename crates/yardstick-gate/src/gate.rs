@@ -1379,6 +1379,7 @@ mod tests {
             gated: Some("value"),
             definition: "Seconds per batch, filed under throughput.",
             headline: &[],
+            interval: yardstick_spec::metrics::IntervalMethod::LogT,
         };
         let direction = direction_in(Some(&def), def.class);
         let tol = tolerance_pct(def.class, None);

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use yardstick_spec::metrics::Measurement;
+use yardstick_spec::metrics::{IntervalMethod, Measurement};
 use yardstick_store::summary::{FailedReplicate, PointFailures, RunSummary};
 use yardstick_store::warehouse::FactRow;
 
@@ -49,10 +49,21 @@ pub fn replicate_facts(
         .collect()
 }
 
-/// Mean and Student-t interval of replicate values; the interval is absent below 2 values
-/// (yardstick-stats; why Student's t and not a bootstrap: docs/stats.md).
-pub fn mean_ci(values: &[f64], level: f64) -> (f64, Option<(f64, f64)>) {
-    yardstick_stats::descriptive::mean_t_interval(values, level)
+/// The aggregate of replicate values and its interval, by the metric's method (its unit's,
+/// [`IntervalMethod`]): for a positive ratio-scale quantity the geometric mean with the t
+/// interval of the logarithms, whose bounds stay positive (the arithmetic mean with its
+/// interval cut at zero when a replicate measured zero); else the arithmetic mean with
+/// Student's t interval. The interval is absent below 2 values (yardstick-stats; why Student's
+/// t and not a bootstrap, and why logarithms: docs/stats.md).
+pub fn mean_ci(values: &[f64], level: f64, method: IntervalMethod) -> (f64, Option<(f64, f64)>) {
+    use yardstick_stats::descriptive::{geometric_t_interval, mean_t_interval};
+    match method {
+        IntervalMethod::LogT => geometric_t_interval(values, level).unwrap_or_else(|| {
+            let (m, ci) = mean_t_interval(values, level);
+            (m, ci.map(|(lo, hi)| (lo.max(0.0), hi)))
+        }),
+        IntervalMethod::T => mean_t_interval(values, level),
+    }
 }
 
 /// Aggregates each point's replicate figures; a failed replicate (`None`) is left out, and `n`
@@ -74,7 +85,8 @@ pub fn aggregate(
                 .push(m.value);
         }
         for ((metric, statistic), values) in by_key {
-            let (mean, ci) = mean_ci(&values, level);
+            let unit = units.get(metric).copied().unwrap_or_default();
+            let (mean, ci) = mean_ci(&values, level, IntervalMethod::for_unit(unit));
             out.push(FactRow {
                 run_id: run_id.into(),
                 point_id: point.clone(),
@@ -206,6 +218,54 @@ pub fn headline(summary: &Value, figures: &Figures) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Three noisy replicates of a latency (10, 10 and 200 ms): the aggregate is their geometric
+    /// mean and its interval stays above zero; a count keeps the arithmetic mean and t interval;
+    /// a throughput with a zero replicate falls back to the arithmetic interval cut at zero.
+    #[test]
+    fn intervals_of_positive_quantities_never_go_below_zero() {
+        let rep = |ttft: f64, errors: f64, tput: f64| {
+            Some(Figures::with_n(
+                vec![
+                    Measurement::stat(id::TTFT_MS, "p50", ttft),
+                    Measurement::stat("errors", "value", errors).in_unit(Some("count")),
+                    Measurement::value(id::REQUEST_THROUGHPUT, tput),
+                ],
+                1,
+            ))
+        };
+        let per_point = vec![(
+            "p".to_string(),
+            vec![
+                rep(10.0, 1.0, 0.0),
+                rep(10.0, 2.0, 5.0),
+                rep(200.0, 30.0, 9.0),
+            ],
+        )];
+        let facts = aggregate("r", &per_point, 0.95);
+        let get = |m: &str| facts.iter().find(|f| f.metric == m).unwrap();
+        let ttft = get(id::TTFT_MS);
+        // scipy: gmean 27.144176165949055, exp(t interval of the logs) [0.3696, 1993.6].
+        assert!((ttft.value - 27.144176165949055).abs() < 1e-9, "{ttft:?}");
+        assert!(
+            (ttft.ci_lo.unwrap() - 0.36958690724730003).abs() < 1e-9,
+            "{ttft:?}"
+        );
+        assert!(
+            (ttft.ci_hi.unwrap() - 1993.5941595329866).abs() < 1e-6,
+            "{ttft:?}"
+        );
+        let errors = get("errors");
+        assert!((errors.value - 11.0).abs() < 1e-12);
+        assert!(
+            errors.ci_lo.unwrap() < 0.0,
+            "a count keeps Student's t: {errors:?}"
+        );
+        let tput = get(id::REQUEST_THROUGHPUT);
+        assert!((tput.value - 14.0 / 3.0).abs() < 1e-12, "{tput:?}");
+        assert_eq!(tput.ci_lo, Some(0.0), "{tput:?}");
+        assert!(tput.ci_hi.unwrap() > 9.0);
+    }
     use yardstick_store::record::ReplicateRecord;
 
     #[test]
@@ -244,20 +304,25 @@ mod tests {
             .iter()
             .find(|f| f.metric == "request_throughput")
             .unwrap();
-        assert_eq!(thr.value, 110.0);
+        // A rate: the geometric mean, with the t interval of the logarithms (scipy:
+        // gmean 109.69613104865239, exp(t.interval(0.95, 2, mean(log), sem(log)))).
+        assert!((thr.value - 109.69613104865239).abs() < 1e-9, "{thr:?}");
         assert_eq!(thr.n, 3);
         assert_eq!(thr.unit, "req/s");
-        // t(0.975, 2) = 4.302653; sd = 10; half = 4.302653 * 10 / sqrt(3) = 24.8414
         let (lo, hi) = (thr.ci_lo.unwrap(), thr.ci_hi.unwrap());
         assert!(
-            (hi - 110.0 - 24.8414).abs() < 1e-3 && (110.0 - lo - 24.8414).abs() < 1e-3,
+            (lo - 87.45986371595592).abs() < 1e-9 && (hi - 137.5858668854501).abs() < 1e-9,
             "{lo} {hi}"
         );
-        assert!(
-            facts
-                .iter()
-                .any(|f| f.metric == "ttft_ms" && f.statistic == "p50" && f.value == 55.0)
-        );
+        assert!(facts.iter().any(|f| f.metric == "ttft_ms"
+            && f.statistic == "p50"
+            && (f.value - 54.84806552432614).abs() < 1e-9));
+        // A count: the arithmetic mean with Student's t.
+        let completed = facts
+            .iter()
+            .find(|f| f.metric == id::REQUESTS && f.statistic == "completed")
+            .unwrap();
+        assert_eq!((completed.value, completed.ci_lo), (10.0, Some(10.0)));
         assert_eq!(unit_of("tokens_per_s"), "tok/s");
         assert_eq!(unit_of("step_time_s"), "s");
         assert_eq!(unit_of("max_rss_bytes"), "bytes");

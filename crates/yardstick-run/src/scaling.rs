@@ -76,8 +76,8 @@ pub fn scaling(plan: &Plan, per_point: &[(String, Vec<Value>)]) -> Vec<LayerScal
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use crate::plan::Point;
+    use serde_json::json;
 
     #[test]
     fn two_world_sizes_give_the_efficiency() {

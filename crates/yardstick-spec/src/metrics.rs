@@ -112,6 +112,75 @@ impl MetricClass {
     }
 }
 
+/// How the interval of a figure's mean over replicates is computed (docs/stats.md, "Intervals
+/// over replicates").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntervalMethod {
+    /// A positive quantity on a ratio scale (a time, a rate, a throughput, bytes, energy,
+    /// money): Student's t on the logarithms, so the aggregate is the geometric mean and its
+    /// interval is multiplicative and never leaves the positive axis. With a value of zero or
+    /// less among the replicates, the arithmetic mean with its t interval cut at zero.
+    LogT,
+    /// Any other figure (counts, fractions, scores, slopes): the arithmetic mean with Student's
+    /// t interval.
+    T,
+}
+
+/// Units of positive quantities on a ratio scale: their intervals are [`IntervalMethod::LogT`].
+const RATIO_UNITS: &[&str] = &[
+    "s",
+    "ms",
+    "us",
+    "ns",
+    "GB/s",
+    "MB/s",
+    "Gbit/s",
+    "tok/s",
+    "req/s",
+    "samples/s",
+    "sessions/s",
+    "items/s",
+    "GFLOP/s",
+    "TFLOP/s",
+    "IOPS",
+    "x",
+    "J",
+    "W",
+    "bytes",
+    "FLOP",
+    "$",
+];
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+impl IntervalMethod {
+    /// The method for a figure in `unit` (a unit of [`RATIO_UNITS`]: log-t; else t).
+    pub const fn for_unit(unit: &str) -> IntervalMethod {
+        let mut i = 0;
+        while i < RATIO_UNITS.len() {
+            if same(RATIO_UNITS[i], unit) {
+                return IntervalMethod::LogT;
+            }
+            i += 1;
+        }
+        IntervalMethod::T
+    }
+}
+
 /// One entry of the catalogue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct MetricDef {
@@ -132,6 +201,8 @@ pub struct MetricDef {
     /// The statistics a report's summary leads with, in order (empty: not a headline metric).
     /// Reports list headline metrics in catalogue order.
     pub headline: &'static [&'static str],
+    /// How the interval of its mean over replicates is computed (from its unit).
+    pub interval: IntervalMethod,
 }
 
 impl MetricDef {
@@ -391,6 +462,7 @@ macro_rules! m {
             gated: $gated,
             definition: $def,
             headline: $headline,
+            interval: IntervalMethod::for_unit($unit),
         }
     };
 }

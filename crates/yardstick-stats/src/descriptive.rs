@@ -95,6 +95,19 @@ pub fn mean_t_interval(values: &[f64], level: f64) -> (f64, Option<(f64, f64)>) 
     (m, Some((m - half, m + half)))
 }
 
+/// The geometric mean of positive `values` with Student's t interval computed on their
+/// logarithms and taken back: `exp(mean(ln x) ± t · sd(ln x) / √n)`. The interval is
+/// multiplicative around the geometric mean and its bounds are positive. `None` when a value is
+/// not a positive finite number; no interval for fewer than two values.
+pub fn geometric_t_interval(values: &[f64], level: f64) -> Option<(f64, Option<(f64, f64)>)> {
+    if values.is_empty() || values.iter().any(|&x| !(x.is_finite() && x > 0.0)) {
+        return None;
+    }
+    let logs: Vec<f64> = values.iter().map(|x| x.ln()).collect();
+    let (m, ci) = mean_t_interval(&logs, level);
+    Some((m.exp(), ci.map(|(lo, hi)| (lo.exp(), hi.exp()))))
+}
+
 /// numpy's pairwise summation (`pairwise_sum` in `loops_utils.h`): eight interleaved
 /// accumulators over blocks of up to 128 values, halving larger ranges. Error grows as O(log n).
 pub fn pairwise_sum(data: &[f64]) -> f64 {

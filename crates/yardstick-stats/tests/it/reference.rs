@@ -445,3 +445,40 @@ fn abc_of_the_mean_matches_an_independent_abcnon() {
     );
     assert!(abc_mean_ci(&[1.0], 0.95).is_err());
 }
+
+#[test]
+fn replicate_intervals_match_scipy_and_the_log_interval_stays_positive() {
+    // gen_replicates.py: scipy's t interval of the mean, and of the logarithms taken back.
+    use yardstick_stats::descriptive::{geometric_t_interval, mean_t_interval};
+    for c in fixture("replicates").as_array().unwrap() {
+        let x = floats(&c["values"]);
+        let level = c["level"].as_f64().unwrap();
+        let what = format!("{x:?} at {level}");
+        let (m, ci) = mean_t_interval(&x, level);
+        let ci = ci.unwrap();
+        let t = floats(&c["t"]);
+        close(m, c["mean"].as_f64().unwrap(), REL, &format!("{what} mean"));
+        close(ci.0, t[0], REL, &format!("{what} t lower"));
+        close(ci.1, t[1], REL, &format!("{what} t upper"));
+        let (g, gci) = geometric_t_interval(&x, level).unwrap();
+        let gci = gci.unwrap();
+        let log_t = floats(&c["log_t"]);
+        close(
+            g,
+            c["gmean"].as_f64().unwrap(),
+            REL,
+            &format!("{what} gmean"),
+        );
+        close(gci.0, log_t[0], REL, &format!("{what} log-t lower"));
+        close(gci.1, log_t[1], REL, &format!("{what} log-t upper"));
+        assert!(gci.0 > 0.0 && gci.0 < g && g < gci.1, "{what}: {gci:?}");
+    }
+    // 10, 10 and 200 ms: Student's t on the values goes below zero, on the logarithms it cannot.
+    assert!(mean_t_interval(&[10.0, 10.0, 200.0], 0.95).1.unwrap().0 < 0.0);
+    // Not a positive quantity: no geometric interval; one value: no interval.
+    assert_eq!(geometric_t_interval(&[3.0, 0.0, 4.0], 0.95), None);
+    assert_eq!(geometric_t_interval(&[3.0, -1.0], 0.95), None);
+    assert_eq!(geometric_t_interval(&[], 0.95), None);
+    let (one, none) = geometric_t_interval(&[5.0], 0.95).unwrap();
+    assert!((one - 5.0).abs() < 1e-12 && none.is_none());
+}
