@@ -152,4 +152,8 @@ pub enum Command {
     Push(cmd::push::PushArgs),
     /// Serve the store's runs as Model Context Protocol tools over stdio, for an AI assistant.
     Mcp(cmd::mcp::McpArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(cmd::shell::CompletionsArgs),
+    /// Write man pages: yardstick(1) and one per command, to a directory or standard output.
+    Man(cmd::shell::ManArgs),
 }

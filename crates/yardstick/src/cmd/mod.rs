@@ -21,6 +21,7 @@ pub mod run;
 pub mod runs;
 pub mod schema;
 pub mod server;
+pub mod shell;
 pub mod sim;
 pub mod slurm;
 pub mod stats;
@@ -61,6 +62,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Nodes(args) => nodes::run(args, g),
         Command::K8s(args) => k8s::run(args, g),
         Command::Mcp(args) => mcp::run(args, g),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man(args) => shell::man(args, g),
     }
 }
 

@@ -50,6 +50,7 @@ mod server_http_hardening;
 mod server_metrics;
 mod server_query;
 mod sessions;
+mod shell;
 mod sim_cli;
 mod sim_flags;
 mod stats_cli;
