@@ -45,18 +45,30 @@ pub struct StoreTrust {
     pub require_signature: bool,
 }
 
+/// What a run lacks for a store that requires a trusted signature (the message completes
+/// "the run ...").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotAdmitted {
+    /// Signed, but not by a trusted key.
+    #[error("signs with a key the store does not trust")]
+    Untrusted,
+    /// Not signed.
+    #[error("does not sign")]
+    Unsigned,
+}
+
 impl StoreTrust {
     /// Whether the store admits a run signed by `signer` (`None`: unsigned): always, unless it
     /// requires a signature, and then only by a key it trusts. The error says which of the two
     /// the run lacks.
-    pub fn admits(&self, signer: Option<&ed25519_dalek::VerifyingKey>) -> Result<(), String> {
+    pub fn admits(&self, signer: Option<&ed25519_dalek::VerifyingKey>) -> Result<(), NotAdmitted> {
         if !self.require_signature {
             return Ok(());
         }
         match signer {
             Some(k) if self.keys.keys().iter().any(|t| &t.key == k) => Ok(()),
-            Some(_) => Err("signs with a key the store does not trust".into()),
-            None => Err("does not sign".into()),
+            Some(_) => Err(NotAdmitted::Untrusted),
+            None => Err(NotAdmitted::Unsigned),
         }
     }
 
@@ -208,9 +220,14 @@ mod tests {
         assert_eq!(trust.admits(Some(&ci.verifying_key())), Ok(()));
         assert_eq!(
             trust.admits(Some(&other.verifying_key())),
-            Err("signs with a key the store does not trust".into())
+            Err(NotAdmitted::Untrusted)
         );
-        assert_eq!(trust.admits(None), Err("does not sign".into()));
+        assert_eq!(trust.admits(None), Err(NotAdmitted::Unsigned));
+        assert_eq!(
+            NotAdmitted::Untrusted.to_string(),
+            "signs with a key the store does not trust"
+        );
+        assert_eq!(NotAdmitted::Unsigned.to_string(), "does not sign");
         assert!(admit(s, &by_ci).unwrap().verified());
         for r in [&unsigned, &by_other] {
             let e = admit(s, r).unwrap_err();
