@@ -69,13 +69,18 @@ impl Figures {
     /// The figures of a sealed result record (`results/<point>/rN.json`): its `figures`. A
     /// record written before records carried them (yardstick 0.1) has only its summary; its
     /// figures are then read from the summary's numbers ([`legacy_figures`]).
-    pub fn of_record(record: &Value) -> Result<Figures, String> {
+    pub fn of_record(record: &Value) -> Result<Figures, BadFigures> {
         match record.get("figures") {
-            Some(f) => Figures::deserialize(f).map_err(|e| format!("`figures`: {e}")),
+            Some(f) => Figures::deserialize(f).map_err(BadFigures),
             None => Ok(legacy_figures(&record["summary"])),
         }
     }
 }
+
+/// A result record whose `figures` do not read.
+#[derive(Debug, thiserror::Error)]
+#[error("`figures`: {0}")]
+pub struct BadFigures(pub serde_json::Error);
 
 /// The figures of a summary stored by a version that did not record them: every number at the
 /// top of the summary (`{"request_throughput": 238}` → `value`) or one level down
@@ -397,6 +402,11 @@ mod tests {
         assert_eq!(legacy.get(id::REQUESTS, "failed"), Some(0.0));
         assert!(!legacy.measurements.iter().any(|m| m.metric == "load"));
         let bad = serde_json::json!({"figures": {"n": "ten"}});
-        assert!(Figures::of_record(&bad).unwrap_err().contains("figures"));
+        assert!(
+            Figures::of_record(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("figures")
+        );
     }
 }

@@ -40,7 +40,7 @@ pub(crate) fn replicate_rows(
     replicate: u32,
     record: &Value,
     started_fallback: &str,
-) -> Result<(ReplicateRow, Vec<FactRow>, Figures), String> {
+) -> Result<(ReplicateRow, Vec<FactRow>, Figures), crate::facts::BadFigures> {
     let summary = &record["summary"];
     // A measured replicate names its raw samples; an imported one the file it came from.
     let artifact = record["samples"]

@@ -286,7 +286,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let api: Api = args
         .api
         .parse()
-        .map_err(|e: String| exit::invalid(e, None))?;
+        .map_err(|e: yardstick_load::openai::UnknownApi| exit::invalid(e.to_string(), None))?;
     let mlperf = mlperf_of(&args)?;
     let arrival = match args.arrival {
         ArrivalArg::Poisson => Arrival::Poisson,
