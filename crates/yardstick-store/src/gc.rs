@@ -247,11 +247,11 @@ pub fn check_retention(
 #[derive(Debug, thiserror::Error)]
 enum Unchained {
     #[error("is about another run")]
-    OtherRun,
+    Run,
     #[error("names another manifest")]
-    OtherManifest,
+    Manifest,
     #[error("is not chained to this run's attestation")]
-    OtherAttestation,
+    Attestation,
 }
 
 /// Whether a retention statement is chained to this run: its predicate names the run id, the
@@ -264,14 +264,14 @@ fn chained(
 ) -> Result<(), Unchained> {
     let p = &statement.predicate;
     if p["run_id"].as_str() != Some(manifest.run_id.as_str()) {
-        return Err(Unchained::OtherRun);
+        return Err(Unchained::Run);
     }
     if p["manifest_sha256"].as_str() != Some(manifest_sha256) {
-        return Err(Unchained::OtherManifest);
+        return Err(Unchained::Manifest);
     }
     let want = attestation.map(sha256_bytes);
     if p["attestation_sha256"].as_str().map(str::to_owned) != want {
-        return Err(Unchained::OtherAttestation);
+        return Err(Unchained::Attestation);
     }
     Ok(())
 }
