@@ -42,3 +42,27 @@ impl yardstick_error::UserFacing for AnalysisError {
         }
     }
 }
+
+/// Why a `yardstick bench micro --json` document (or a `yardstick import --json` one) gives no
+/// figures: it is not JSON, or it lacks the results asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum MicroDocError {
+    /// The text is not JSON.
+    #[error("{0}")]
+    Json(serde_json::Error),
+    /// There is no `results` list to read ceilings from.
+    #[error("no `results` list")]
+    NoResultsList,
+    /// There is no `results` list to read a node's figures from.
+    #[error("no micro results (`results`)")]
+    NoMicroResults,
+    /// A result lacks its name or value.
+    #[error("results[{0}] has no `name` and `value`")]
+    Unnamed(usize),
+    /// The workload's dtype has no GEMM element type.
+    #[error("no GEMM element type for dtype `{0}`")]
+    NoGemmType(String),
+    /// The document lacks the GEMM or the memory result the ceilings need.
+    #[error("needs a gemm.{0}.N and a memory.triad result (`bench micro memory gemm`)")]
+    NoCeilings(String),
+}

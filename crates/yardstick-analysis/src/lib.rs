@@ -35,6 +35,6 @@ pub mod scaling;
 pub mod spec;
 pub mod training;
 
-pub use error::AnalysisError;
+pub use error::{AnalysisError, MicroDocError};
 pub use protocol::{MetricRecord, ParsedMetrics, parse_metrics};
 pub use training::{TrainingConfig, TrainingReport, analyze_training};

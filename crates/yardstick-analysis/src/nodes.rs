@@ -115,14 +115,16 @@ impl NodesReport {
 
 /// A node's figures from its `yardstick bench micro --json` output (`results[]`: name, value,
 /// ci, unit, higher_is_better).
-pub fn figures_from_micro_json(v: &serde_json::Value) -> Result<Vec<NodeFigure>, String> {
+pub fn figures_from_micro_json(
+    v: &serde_json::Value,
+) -> Result<Vec<NodeFigure>, crate::MicroDocError> {
     let results = v["results"]
         .as_array()
-        .ok_or("no micro results (`results`)")?;
+        .ok_or(crate::MicroDocError::NoMicroResults)?;
     let mut figures = Vec::new();
     for (i, r) in results.iter().enumerate() {
         let (Some(metric), Some(value)) = (r["name"].as_str(), r["value"].as_f64()) else {
-            return Err(format!("results[{i}] has no `name` and `value`"));
+            return Err(crate::MicroDocError::Unnamed(i));
         };
         let ci = match (r["ci"][0].as_f64(), r["ci"][1].as_f64()) {
             (Some(a), Some(b)) => Some([a, b]),

@@ -199,7 +199,7 @@ pub fn parse_metrics(text: &str) -> ParsedMetrics {
                 if out.malformed.len() < MAX_REPORTED_MALFORMED {
                     out.malformed.push(MalformedLine {
                         line: number,
-                        reason,
+                        reason: reason.to_string(),
                     });
                 }
             }
@@ -214,18 +214,53 @@ enum Line {
     Declare(String, Declaration),
 }
 
-fn parse_line(line: &str, number: usize) -> Result<Line, String> {
+/// Why one line of a metrics file was rejected.
+#[derive(Debug, thiserror::Error)]
+enum LineError {
+    #[error("{0}")]
+    Json(serde_json::Error),
+    #[error("not a JSON object: {0}")]
+    NotObject(&'static str),
+    #[error("`direction` must be \"higher_is_better\" or \"lower_is_better\", got \"{0}\"")]
+    Direction(String),
+    #[error("`{key}` of a declaration must be a non-empty string, got {got}")]
+    DeclarationValue { key: String, got: &'static str },
+    #[error("a declaration has `declare`, `unit` and `direction` only, not `{0}`")]
+    DeclarationKey(String),
+    #[error("`{0}` is a key of the protocol itself, not a custom metric to declare")]
+    DeclaresProtocolKey(String),
+    #[error("`step_time_s` is 0")]
+    ZeroStepTime,
+    #[error("`world_size` is 0")]
+    ZeroWorldSize,
+    #[error("`phase` must be a string, got {0}")]
+    PhaseNotString(&'static str),
+    #[error("`rank` {rank} is not below `world_size` {world_size}")]
+    RankOutOfWorld { rank: u32, world_size: u32 },
+    #[error("`{key}` must be a finite number, got {got}")]
+    NotFinite { key: String, got: &'static str },
+    #[error("`{key}` is negative ({value})")]
+    Negative { key: String, value: f64 },
+    #[error("`{key}` must be a non-negative integer, got {got}")]
+    NotUnsigned { key: String, got: String },
+    #[error("`{key}` {value} is too large")]
+    TooLarge { key: String, value: u64 },
+}
+
+fn parse_line(line: &str, number: usize) -> Result<Line, LineError> {
     let value: Value = match serde_json::from_str(line) {
         Ok(v) => v,
         Err(first) => {
             // Python's json.dumps writes NaN and Infinity, which JSON does not allow: read them
             // as strings so a diverging loss is reported as such instead of as a bad line.
-            let patched = quote_non_finite(line).ok_or_else(|| first.to_string())?;
-            serde_json::from_str(&patched).map_err(|_| first.to_string())?
+            match quote_non_finite(line).map(|patched| serde_json::from_str(&patched)) {
+                Some(Ok(v)) => v,
+                _ => return Err(LineError::Json(first)),
+            }
         }
     };
     let Value::Object(map) = value else {
-        return Err(format!("not a JSON object: {}", kind_of(&value)));
+        return Err(LineError::NotObject(kind_of(&value)));
     };
     if map.contains_key("declare") {
         return declaration_from_map(map, number).map(|(n, d)| Line::Declare(n, d));
@@ -236,7 +271,7 @@ fn parse_line(line: &str, number: usize) -> Result<Line, String> {
 fn declaration_from_map(
     map: Map<String, Value>,
     line: usize,
-) -> Result<(String, Declaration), String> {
+) -> Result<(String, Declaration), LineError> {
     let mut name = None;
     let mut d = Declaration {
         line,
@@ -251,39 +286,31 @@ fn declaration_from_map(
                 d.direction = match s.as_str() {
                     "higher_is_better" => Direction::HigherIsBetter,
                     "lower_is_better" => Direction::LowerIsBetter,
-                    other => {
-                        return Err(format!(
-                            "`direction` must be \"higher_is_better\" or \"lower_is_better\", got \"{other}\""
-                        ));
-                    }
+                    other => return Err(LineError::Direction(other.to_string())),
                 }
             }
             ("declare" | "unit" | "direction", other) => {
-                return Err(format!(
-                    "`{key}` of a declaration must be a non-empty string, got {}",
-                    match &other {
+                return Err(LineError::DeclarationValue {
+                    got: match &other {
                         Value::String(_) => "an empty string",
                         v => kind_of(v),
-                    }
-                ));
+                    },
+                    key,
+                });
             }
             (other, _) => {
-                return Err(format!(
-                    "a declaration has `declare`, `unit` and `direction` only, not `{other}`"
-                ));
+                return Err(LineError::DeclarationKey(other.to_string()));
             }
         }
     }
     let name = name.expect("the caller saw `declare`");
     if KNOWN_KEYS.contains(&name.as_str()) {
-        return Err(format!(
-            "`{name}` is a key of the protocol itself, not a custom metric to declare"
-        ));
+        return Err(LineError::DeclaresProtocolKey(name));
     }
     Ok((name, d))
 }
 
-fn record_from_map(map: Map<String, Value>, line: usize) -> Result<MetricRecord, String> {
+fn record_from_map(map: Map<String, Value>, line: usize) -> Result<MetricRecord, LineError> {
     let mut r = MetricRecord {
         line,
         ..MetricRecord::default()
@@ -294,7 +321,7 @@ fn record_from_map(map: Map<String, Value>, line: usize) -> Result<MetricRecord,
             "step_time_s" => {
                 let t = non_negative(&key, &value)?;
                 if t == 0.0 {
-                    return Err("`step_time_s` is 0".into());
+                    return Err(LineError::ZeroStepTime);
                 }
                 r.step_time_s = Some(t);
             }
@@ -314,13 +341,13 @@ fn record_from_map(map: Map<String, Value>, line: usize) -> Result<MetricRecord,
             "world_size" => {
                 let w = u32_of(&key, &value)?;
                 if w == 0 {
-                    return Err("`world_size` is 0".into());
+                    return Err(LineError::ZeroWorldSize);
                 }
                 r.world_size = Some(w);
             }
             "phase" => match value {
                 Value::String(s) => r.phase = Some(s),
-                other => return Err(format!("`phase` must be a string, got {}", kind_of(&other))),
+                other => return Err(LineError::PhaseNotString(kind_of(&other))),
             },
             _ => {
                 r.custom.insert(key, value);
@@ -330,7 +357,10 @@ fn record_from_map(map: Map<String, Value>, line: usize) -> Result<MetricRecord,
     if let (Some(rank), Some(w)) = (r.rank, r.world_size)
         && rank >= w
     {
-        return Err(format!("`rank` {rank} is not below `world_size` {w}"));
+        return Err(LineError::RankOutOfWorld {
+            rank,
+            world_size: w,
+        });
     }
     Ok(r)
 }
@@ -350,44 +380,50 @@ fn is_non_finite_word(s: &str) -> bool {
     matches!(s, "NaN" | "Infinity" | "-Infinity" | "nan" | "inf" | "-inf")
 }
 
-fn finite(key: &str, v: &Value) -> Result<f64, String> {
+fn finite(key: &str, v: &Value) -> Result<f64, LineError> {
     match v.as_f64() {
         Some(x) if x.is_finite() => Ok(x),
-        _ => Err(format!(
-            "`{key}` must be a finite number, got {}",
-            kind_of(v)
-        )),
+        _ => Err(LineError::NotFinite {
+            key: key.to_string(),
+            got: kind_of(v),
+        }),
     }
 }
 
-fn non_negative(key: &str, v: &Value) -> Result<f64, String> {
+fn non_negative(key: &str, v: &Value) -> Result<f64, LineError> {
     let x = finite(key, v)?;
     if x < 0.0 {
-        return Err(format!("`{key}` is negative ({x})"));
+        return Err(LineError::Negative {
+            key: key.to_string(),
+            value: x,
+        });
     }
     Ok(x)
 }
 
-fn uint(key: &str, v: &Value) -> Result<u64, String> {
+fn uint(key: &str, v: &Value) -> Result<u64, LineError> {
     if let Some(u) = v.as_u64() {
         return Ok(u);
     }
     // Accept integral floats (2.0) that some JSON writers emit.
     match v.as_f64() {
         Some(x) if x >= 0.0 && x.fract() == 0.0 && x < 9.0e15 => Ok(x as u64),
-        _ => Err(format!(
-            "`{key}` must be a non-negative integer, got {}",
-            match v {
+        _ => Err(LineError::NotUnsigned {
+            key: key.to_string(),
+            got: match v {
                 Value::Number(n) => n.to_string(),
                 other => kind_of(other).to_string(),
-            }
-        )),
+            },
+        }),
     }
 }
 
-fn u32_of(key: &str, v: &Value) -> Result<u32, String> {
+fn u32_of(key: &str, v: &Value) -> Result<u32, LineError> {
     let u = uint(key, v)?;
-    u32::try_from(u).map_err(|_| format!("`{key}` {u} is too large"))
+    u32::try_from(u).map_err(|_| LineError::TooLarge {
+        key: key.to_string(),
+        value: u,
+    })
 }
 
 /// Puts quotes around bare `NaN`, `Infinity` and `-Infinity` tokens outside strings; `None` when

@@ -779,9 +779,12 @@ pub fn ceilings_from_micro_json(
     text: &[u8],
     precision: &str,
     source: &str,
-) -> Result<(Ceilings, String), String> {
-    let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
-    let results = v["results"].as_array().ok_or("no `results` list")?;
+) -> Result<(Ceilings, String), crate::MicroDocError> {
+    use crate::MicroDocError;
+    let v: serde_json::Value = serde_json::from_slice(text).map_err(MicroDocError::Json)?;
+    let results = v["results"]
+        .as_array()
+        .ok_or(MicroDocError::NoResultsList)?;
     let triples: Vec<(&str, f64, &str)> = results
         .iter()
         .filter_map(|r| {
@@ -792,16 +795,14 @@ pub fn ceilings_from_micro_json(
             ))
         })
         .collect();
-    let dtype = gemm_dtype(precision)
-        .ok_or_else(|| format!("no GEMM element type for dtype `{precision}`"))?;
+    let dtype =
+        gemm_dtype(precision).ok_or_else(|| MicroDocError::NoGemmType(precision.to_string()))?;
     let (c, src) = Ceilings::from_micro_for(
         v["machine_profile"].as_str().unwrap_or("this machine"),
         precision,
         triples,
     )
-    .ok_or_else(|| {
-        format!("needs a gemm.{dtype}.N and a memory.triad result (`bench micro memory gemm`)")
-    })?;
+    .ok_or_else(|| MicroDocError::NoCeilings(dtype.to_string()))?;
     let note = src.note.map_or(String::new(), |n| format!("; {n}"));
     Ok((
         c,
@@ -996,10 +997,14 @@ mod tests {
         assert_eq!(src, "measured (micro.json: gemm.f32.2048, memory.triad)");
         let no_triad =
             br#"{"results": [{"name": "gemm.f32.64", "value": 1.0, "unit": "GFLOP/s"}]}"#;
-        let e = ceilings_from_micro_json(no_triad, "fp32", "m.json").unwrap_err();
+        let e = ceilings_from_micro_json(no_triad, "fp32", "m.json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("needs a gemm.f32.N and a memory.triad"), "{e}");
         assert_eq!(
-            ceilings_from_micro_json(b"{}", "fp32", "m.json").unwrap_err(),
+            ceilings_from_micro_json(b"{}", "fp32", "m.json")
+                .unwrap_err()
+                .to_string(),
             "no `results` list"
         );
         assert!(ceilings_from_micro_json(b"not json", "fp32", "m.json").is_err());

@@ -33,6 +33,39 @@ pub struct SubmitOut {
     pub pod0_log: Option<String>,
 }
 
+/// Why `yardstick k8s submit` could not apply the manifests or follow the Job.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// The async runtime could not be built.
+    #[error("{0}")]
+    Runtime(std::io::Error),
+    /// No kubeconfig (or service account) to reach a cluster with.
+    #[error("{0}")]
+    Config(kube::config::InferConfigError),
+    /// The client could not be built from the configuration.
+    #[error("{0}")]
+    Client(kube::Error),
+    /// The API server refused an object.
+    #[error("applying {name}: {error}")]
+    Apply {
+        /// The object's name.
+        name: String,
+        /// The API's answer.
+        error: kube::Error,
+    },
+    /// A rendered object of a kind this client does not apply.
+    #[error("no way to apply a {0}")]
+    UnknownKind(String),
+    /// The Job could not be read back.
+    #[error("reading job {name}: {error}")]
+    ReadJob {
+        /// The Job's name.
+        name: String,
+        /// The API's answer.
+        error: kube::Error,
+    },
+}
+
 /// The last lines of pod 0's output: the run it stored and where it went.
 async fn pod0_log(client: &Client, ns: &str, job: &str) -> Option<String> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
@@ -65,7 +98,7 @@ async fn apply<K>(
     ns: &str,
     name: &str,
     value: &serde_json::Value,
-) -> Result<(), String>
+) -> Result<(), SubmitError>
 where
     K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -81,7 +114,10 @@ where
     )
     .await
     .map(|_| ())
-    .map_err(|e| format!("applying {name}: {e}"))
+    .map_err(|error| SubmitError::Apply {
+        name: name.to_string(),
+        error,
+    })
 }
 
 /// Applies `r` in `namespace` (default: the kubeconfig context's) and, for a Job, follows it
@@ -90,22 +126,22 @@ pub fn submit(
     r: &Rendered,
     namespace: Option<&str>,
     log: &mut dyn FnMut(&str),
-) -> Result<SubmitOut, String> {
+) -> Result<SubmitOut, SubmitError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(SubmitError::Runtime)?;
     rt.block_on(async {
-        let config = Config::infer().await.map_err(|e| e.to_string())?;
+        let config = Config::infer().await.map_err(SubmitError::Config)?;
         let ns = namespace.map_or_else(|| config.default_namespace.clone(), str::to_string);
-        let client = Client::try_from(config).map_err(|e| e.to_string())?;
+        let client = Client::try_from(config).map_err(SubmitError::Client)?;
         for o in &r.objects {
             match o.kind.as_str() {
                 "ConfigMap" => apply::<ConfigMap>(&client, &ns, &o.name, &o.value).await?,
                 "Service" => apply::<Service>(&client, &ns, &o.name, &o.value).await?,
                 "Job" => apply::<Job>(&client, &ns, &o.name, &o.value).await?,
                 "CronJob" => apply::<CronJob>(&client, &ns, &o.name, &o.value).await?,
-                other => return Err(format!("no way to apply a {other}")),
+                other => return Err(SubmitError::UnknownKind(other.to_string())),
             }
             log(&format!("applied {} {ns}/{}", o.kind, o.name));
         }
@@ -126,7 +162,10 @@ pub fn submit(
             let job = jobs
                 .get(&r.name)
                 .await
-                .map_err(|e| format!("reading job {}: {e}", r.name))?;
+                .map_err(|error| SubmitError::ReadJob {
+                    name: r.name.clone(),
+                    error,
+                })?;
             let status = job.status.clone().unwrap_or_default();
             let condition = |t: &str| {
                 status

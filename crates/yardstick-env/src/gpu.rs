@@ -176,6 +176,20 @@ pub fn is_throttling(bits: u64) -> bool {
     )
 }
 
+/// Why there is no NVML session: the "no NVIDIA GPU: ..." reason.
+#[derive(Debug, thiserror::Error)]
+pub enum NoGpuError {
+    /// NVML could not be loaded or initialised.
+    #[error("{}", explain(.0))]
+    Init(NvmlError),
+    /// NVML loaded but could not count the devices.
+    #[error("no NVIDIA GPU: NVML could not count devices ({0})")]
+    Count(NvmlError),
+    /// NVML loaded and sees no device.
+    #[error("no NVIDIA GPU: NVML reports 0 devices")]
+    NoDevices,
+}
+
 fn explain(e: &NvmlError) -> String {
     match e {
         NvmlError::LibloadingError(inner) => {
@@ -197,9 +211,9 @@ fn version_string(v: i32) -> String {
 }
 
 impl NvmlSession {
-    /// Loads NVML (`libnvidia-ml.so.1`, then `libnvidia-ml.so`) and counts devices. `Err` holds
-    /// the "no NVIDIA GPU: ..." reason.
-    pub fn open() -> Result<Self, String> {
+    /// Loads NVML (`libnvidia-ml.so.1`, then `libnvidia-ml.so`) and counts devices. `Err` says
+    /// "no NVIDIA GPU: ..." and why.
+    pub fn open() -> Result<Self, NoGpuError> {
         let first = Nvml::builder()
             .lib_path(OsStr::new(if cfg!(windows) {
                 "nvml.dll"
@@ -210,15 +224,13 @@ impl NvmlSession {
         let nvml = match first {
             Ok(n) => n,
             Err(e1) => Nvml::init().map_err(|e2| match e2 {
-                NvmlError::LibloadingError(_) => explain(&e1),
-                other => explain(&other),
+                NvmlError::LibloadingError(_) => NoGpuError::Init(e1),
+                other => NoGpuError::Init(other),
             })?,
         };
-        let count = nvml
-            .device_count()
-            .map_err(|e| format!("no NVIDIA GPU: NVML could not count devices ({e})"))?;
+        let count = nvml.device_count().map_err(NoGpuError::Count)?;
         if count == 0 {
-            return Err("no NVIDIA GPU: NVML reports 0 devices".into());
+            return Err(NoGpuError::NoDevices);
         }
         Ok(Self { nvml, count })
     }
@@ -417,7 +429,7 @@ pub fn capture_gpus() -> (NvidiaInfo, Vec<GpuInfo>) {
         Err(reason) => (
             NvidiaInfo {
                 available: false,
-                reason: Some(reason),
+                reason: Some(reason.to_string()),
                 ..NvidiaInfo::default()
             },
             Vec::new(),

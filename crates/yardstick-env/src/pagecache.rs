@@ -6,14 +6,13 @@ use std::path::Path;
 
 /// `sync`, then `3` into `/proc/sys/vm/drop_caches` (page cache, dentries and inodes of the
 /// whole machine). Needs root (or a writable `/proc/sys/vm`); the error says why it failed.
-pub fn drop_page_cache() -> Result<(), String> {
+pub fn drop_page_cache() -> std::io::Result<()> {
     // SAFETY: sync(2) has no arguments.
     unsafe { libc::sync() };
     std::fs::OpenOptions::new()
         .write(true)
         .open("/proc/sys/vm/drop_caches")
         .and_then(|mut f| f.write_all(b"3\n"))
-        .map_err(|e| e.to_string())
 }
 
 /// Evicts one file's clean pages from the page cache (`posix_fadvise(POSIX_FADV_DONTNEED)`),

@@ -191,7 +191,7 @@ fn sample_loop(config: &SamplerConfig, stop: &AtomicBool) -> Telemetry {
     let (nvml, gpu_note) = if config.gpus {
         match NvmlSession::open() {
             Ok(s) => (Some(s), None),
-            Err(reason) => (None, Some(reason)),
+            Err(reason) => (None, Some(reason.to_string())),
         }
     } else {
         (None, Some("GPU sampling disabled".to_owned()))

@@ -49,6 +49,23 @@ pub enum PostError {
     Failed(String),
 }
 
+/// Why [`HttpBackend::generate`] got no generation (the item is recorded as failed with this).
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    /// The request failed: no answer, or an error answer (the load client's account of it).
+    #[error("{0}")]
+    Request(String),
+    /// The answer is not JSON.
+    #[error("response is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// The answer has no generated text.
+    #[error("response has no choices[0] text")]
+    NoText,
+    /// The task sending the request failed.
+    #[error("request task failed: {0}")]
+    Task(tokio::task::JoinError),
+}
+
 /// Attempts per request when the connection fails before the request was sent (a pooled
 /// connection the server had closed); never retried once the server may have seen it.
 const CONNECT_ATTEMPTS: usize = 3;
@@ -130,23 +147,23 @@ impl HttpBackend {
     }
 
     /// Sends `body` and returns the generation; every failure is an error with its cause.
-    pub async fn generate(&self, body: Vec<u8>) -> Result<Generation, String> {
+    pub async fn generate(&self, body: Vec<u8>) -> Result<Generation, GenerateError> {
         let rec = self.send(&Bytes::from(body)).await;
         if let Some(class) = rec.error {
-            return Err(rec
-                .error_message
-                .unwrap_or_else(|| class.name().to_string()));
+            return Err(GenerateError::Request(
+                rec.error_message
+                    .unwrap_or_else(|| class.name().to_string()),
+            ));
         }
         let latency_ms = match (rec.sent_ns, rec.done_ns) {
             (Some(a), Some(b)) => (b as f64 - a as f64) / 1e6,
             _ => 0.0,
         };
         let body = rec.response_body.unwrap_or_default();
-        let v: serde_json::Value =
-            serde_json::from_slice(&body).map_err(|e| format!("response is not JSON: {e}"))?;
+        let v: serde_json::Value = serde_json::from_slice(&body).map_err(GenerateError::NotJson)?;
         let c = &v["choices"][0];
         if c["message"]["content"].as_str().is_none() && c["text"].as_str().is_none() {
-            return Err("response has no choices[0] text".to_string());
+            return Err(GenerateError::NoText);
         }
         Ok(Generation {
             text: rec.content_text.unwrap_or_default(),

@@ -110,7 +110,7 @@ pub async fn run_eval(
     for h in handles {
         grid.push(Some(
             h.await
-                .unwrap_or_else(|e| Err(format!("request task failed: {e}"))),
+                .unwrap_or_else(|e| Err(crate::backend::GenerateError::Task(e))),
         ));
     }
     let elapsed_s = started.elapsed().as_secs_f64();
@@ -151,7 +151,7 @@ pub async fn run_eval(
                         score: 0.0,
                         latency_ms: None,
                         output_tokens: None,
-                        error: Some(e),
+                        error: Some(e.to_string()),
                         bleu_stats: None,
                     },
                 };

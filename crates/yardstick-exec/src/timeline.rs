@@ -153,6 +153,24 @@ fn line_ends(bytes: &[u8]) -> Vec<u64> {
     ends
 }
 
+/// The step records arrived too close together to time start-up and teardown by: the workload
+/// buffered its output.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "the {step_records} step records arrived within {span:.3} s although they report \
+     {later_steps:.3} s of steps after the first: the workload buffered its output, so \
+     start-up and teardown were not timed (write each line when its step ends, e.g. \
+     open(path, \"a\", buffering=1))"
+)]
+pub struct BufferedOutput {
+    /// Records with a step time.
+    pub step_records: usize,
+    /// Seconds between the first record's arrival and the last's.
+    pub span: f64,
+    /// Seconds of steps the records after the first report.
+    pub later_steps: f64,
+}
+
 /// The timeline of a run launched at `launch` that took `wall_s`, from the raw metric bytes,
 /// their parse and when they arrived. `Ok(None)` when no record has `step_time_s`; `Err` with
 /// the reason when the arrivals cannot be evidence (buffered output).
@@ -162,7 +180,7 @@ pub fn job_timeline(
     arrivals: &Arrivals,
     launch: Instant,
     wall_s: f64,
-) -> Result<Option<JobTimeline>, String> {
+) -> Result<Option<JobTimeline>, BufferedOutput> {
     let ends = line_ends(bytes);
     let mut first: Option<(f64, f64)> = None; // (arrival s, step time)
     let mut last: Option<f64> = None;
@@ -201,12 +219,11 @@ pub fn job_timeline(
     let later_steps = service - first_t;
     let span = last_at - first_at;
     if step_records >= 2 && span + 2.0 * resolution + BURST_SLACK_S < 0.5 * later_steps {
-        return Err(format!(
-            "the {step_records} step records arrived within {span:.3} s although they report \
-             {later_steps:.3} s of steps after the first: the workload buffered its output, so \
-             start-up and teardown were not timed (write each line when its step ends, e.g. \
-             open(path, \"a\", buffering=1))"
-        ));
+        return Err(BufferedOutput {
+            step_records,
+            span,
+            later_steps,
+        });
     }
     let startup = (first_at - first_t).max(0.0);
     let teardown = (wall_s - last_at).max(0.0);
@@ -284,7 +301,7 @@ mod tests {
         let launch = Instant::now();
         let a = arrivals(text.as_bytes(), launch, &[1600, 1600, 1600]);
         let e = job_timeline(text.as_bytes(), &parse_metrics(text), &a, launch, 1.6).unwrap_err();
-        assert!(e.contains("buffered its output"), "{e}");
+        assert!(e.to_string().contains("buffered its output"), "{e}");
     }
 
     #[test]

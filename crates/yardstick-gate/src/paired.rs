@@ -164,13 +164,17 @@ impl Items {
 
     /// Adds one JSON item record (`items.jsonl` line or an `eval.json` task's item);
     /// `task` is used when the record has none.
-    fn add_json(&mut self, v: &serde_json::Value, task: Option<&str>) -> Result<(), String> {
+    fn add_json(
+        &mut self,
+        v: &serde_json::Value,
+        task: Option<&str>,
+    ) -> Result<(), IncompleteItem> {
         let (Some(task), Some(id), Some(correct)) = (
             v["task"].as_str().or(task),
             v["id"].as_str(),
             v["correct"].as_bool(),
         ) else {
-            return Err("an item needs `task`, `id` and `correct`".into());
+            return Err(IncompleteItem);
         };
         let bleu: Option<BleuStats> = serde_json::from_value(v["bleu_stats"].clone()).ok();
         self.add(
@@ -213,7 +217,7 @@ impl Items {
                 };
                 let v: serde_json::Value =
                     serde_json::from_str(line).map_err(|e| bad(format!("not JSON: {e}")))?;
-                out.add_json(&v, None).map_err(bad)?;
+                out.add_json(&v, None).map_err(|e| bad(e.to_string()))?;
             }
         }
         Ok((!out.is_empty()).then_some(out))
@@ -246,6 +250,11 @@ impl Items {
         Ok(out)
     }
 }
+
+/// An item record that lacks what pairing needs.
+#[derive(Debug, thiserror::Error)]
+#[error("an item needs `task`, `id` and `correct`")]
+struct IncompleteItem;
 
 fn corpus_bleu(s: &[f64]) -> f64 {
     let u = |x: f64| x.round().max(0.0) as u64;

@@ -81,6 +81,17 @@ pub enum ClientError {
     Tls(String),
 }
 
+/// Why no connection could be had for a request (recorded as a connect error).
+#[derive(Debug, thiserror::Error)]
+enum ConnectError {
+    /// TCP (and TLS) did not connect.
+    #[error("connect: {0}")]
+    Connect(Box<dyn std::error::Error + Send + Sync>),
+    /// The HTTP/1 handshake failed.
+    #[error("handshake: {0}")]
+    Handshake(hyper::Error),
+}
+
 struct Conn {
     sender: http1::SendRequest<Full<Bytes>>,
     driver: Driver,
@@ -328,11 +339,11 @@ impl Client {
         self.stream
     }
 
-    async fn connect(&self) -> Result<Conn, String> {
+    async fn connect(&self) -> Result<Conn, ConnectError> {
         let mut c = self.connector.clone();
         let io = tower_service::Service::call(&mut c, self.connect_uri.clone())
             .await
-            .map_err(|e| format!("connect: {e}"))?;
+            .map_err(ConnectError::Connect)?;
         let rx = match &io {
             MaybeHttpsStream::Http(tcp) => tcp.stamp(),
             MaybeHttpsStream::Https(tls) => tls.inner().get_ref().0.inner().stamp(),
@@ -340,7 +351,7 @@ impl Client {
         let (sender, conn) = http1::Builder::new()
             .handshake(io)
             .await
-            .map_err(|e| format!("handshake: {e}"))?;
+            .map_err(ConnectError::Handshake)?;
         Ok(Conn {
             sender,
             driver: Box::pin(conn),
@@ -349,7 +360,7 @@ impl Client {
         })
     }
 
-    async fn checkout(&self) -> Result<Conn, String> {
+    async fn checkout(&self) -> Result<Conn, ConnectError> {
         loop {
             let c = self.idle.lock().expect("pool lock").pop();
             match c {
@@ -413,7 +424,7 @@ impl Client {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
                 rec.error = Some(ErrorClass::Connect);
-                rec.error_message = Some(e);
+                rec.error_message = Some(e.to_string());
                 rec.done_ns = Some(clock.now_ns());
                 return rec;
             }

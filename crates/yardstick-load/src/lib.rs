@@ -410,7 +410,7 @@ impl ServeBench {
                             }
                         }
                     }
-                    (Some(Err(why)), _) => summary.energy_unavailable = Some(why.clone()),
+                    (Some(Err(why)), _) => summary.energy_unavailable = Some(why.to_string()),
                     (Some(Ok(r)), None) => {
                         summary.energy_unavailable =
                             Some(format!("the {} counters could not be read", r.source()))

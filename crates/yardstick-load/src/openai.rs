@@ -39,16 +39,19 @@ impl std::fmt::Display for Api {
     }
 }
 
+/// A name that is not an [`Api`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown API `{0}` (accepted: chat, completions, embeddings)")]
+pub struct UnknownApi(pub String);
+
 impl std::str::FromStr for Api {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownApi;
+    fn from_str(s: &str) -> Result<Self, UnknownApi> {
         match s {
             "chat" => Ok(Api::Chat),
             "completions" => Ok(Api::Completions),
             "embeddings" => Ok(Api::Embeddings),
-            _ => Err(format!(
-                "unknown API `{s}` (accepted: chat, completions, embeddings)"
-            )),
+            _ => Err(UnknownApi(s.to_string())),
         }
     }
 }

@@ -18,6 +18,33 @@ pub trait EnergyCounter: Send + Sync + std::fmt::Debug {
     fn joules(&self, start: &[u64], end: &[u64]) -> f64;
 }
 
+/// Why there are no RAPL counters to read.
+#[derive(Debug, thiserror::Error)]
+pub enum RaplError {
+    /// The powercap root cannot be listed.
+    #[error("no RAPL counters ({}: {error})", root.display())]
+    NoRoot {
+        /// The powercap root.
+        root: PathBuf,
+        /// The operating system's reason.
+        error: std::io::Error,
+    },
+    /// Package domains exist but their counters cannot be read.
+    #[error("RAPL counters are not readable ({}: {error}; root can read them)", file.display())]
+    Unreadable {
+        /// The counter file last tried.
+        file: PathBuf,
+        /// The operating system's reason.
+        error: std::io::Error,
+    },
+    /// The root has no package domain.
+    #[error("no RAPL package domain under {}", root.display())]
+    NoPackage {
+        /// The powercap root.
+        root: PathBuf,
+    },
+}
+
 /// Where a serving point's energy comes from.
 #[derive(Debug, Clone)]
 pub enum Energy {
@@ -29,7 +56,7 @@ pub enum Energy {
 
 impl Energy {
     /// The counter to read, or why there is none.
-    pub fn open(&self) -> Result<Arc<dyn EnergyCounter>, String> {
+    pub fn open(&self) -> Result<Arc<dyn EnergyCounter>, RaplError> {
         match self {
             Energy::Rapl(root) => Rapl::open(root).map(|r| Arc::new(r) as Arc<dyn EnergyCounter>),
             Energy::Accelerators(c, root) => match c.read() {
@@ -51,9 +78,11 @@ pub const POWERCAP: &str = "/sys/class/powercap";
 
 impl Rapl {
     /// The package domains under `root` whose counters can be read, or why there are none.
-    pub fn open(root: &Path) -> Result<Rapl, String> {
-        let entries = std::fs::read_dir(root)
-            .map_err(|e| format!("no RAPL counters ({}: {e})", root.display()))?;
+    pub fn open(root: &Path) -> Result<Rapl, RaplError> {
+        let entries = std::fs::read_dir(root).map_err(|error| RaplError::NoRoot {
+            root: root.to_path_buf(),
+            error,
+        })?;
         let mut domains = Vec::new();
         let mut unreadable = None;
         for e in entries.flatten() {
@@ -73,14 +102,18 @@ impl Rapl {
                 .unwrap_or(u64::MAX);
             match std::fs::read_to_string(dir.join("energy_uj")) {
                 Ok(_) => domains.push((dir, range)),
-                Err(e) => unreadable = Some(format!("{}: {e}", dir.join("energy_uj").display())),
+                Err(error) => {
+                    unreadable = Some(RaplError::Unreadable {
+                        file: dir.join("energy_uj"),
+                        error,
+                    })
+                }
             }
         }
         if domains.is_empty() {
-            return Err(match unreadable {
-                Some(why) => format!("RAPL counters are not readable ({why}; root can read them)"),
-                None => format!("no RAPL package domain under {}", root.display()),
-            });
+            return Err(unreadable.unwrap_or_else(|| RaplError::NoPackage {
+                root: root.to_path_buf(),
+            }));
         }
         domains.sort();
         Ok(Rapl { domains })
@@ -160,6 +193,7 @@ mod tests {
         assert!(
             Rapl::open(empty.path())
                 .unwrap_err()
+                .to_string()
                 .contains("no RAPL package")
         );
         assert!(Rapl::open(&empty.path().join("nope")).is_err());

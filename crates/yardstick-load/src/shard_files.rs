@@ -43,13 +43,17 @@ const SAME_RUN_HINT: &str = "merge the shards of one run: same flags and seed";
 /// Records, each with the index of its point (`None` when the file does not say).
 pub type PointRecords = Vec<(Option<u64>, RequestRecord)>;
 
+/// Why a [`RecordsFormat`] could not encode or decode records: the format's own error (the
+/// format lives above this crate, so its error type is not known here).
+pub type RecordsFormatError = Box<dyn std::error::Error + Send + Sync>;
+
 /// How `requests.parquet` is written and read: every point's records in one table, each row
 /// tagged with its point index (`point`), scenario and load.
 pub trait RecordsFormat {
     /// Encodes the records of every point (in point order) as the file's bytes.
-    fn encode(&self, points: &[PointResult]) -> Result<Vec<u8>, String>;
+    fn encode(&self, points: &[PointResult]) -> Result<Vec<u8>, RecordsFormatError>;
     /// Decodes the file: each record with its point index (`None` when the row has none).
-    fn decode(&self, bytes: Vec<u8>) -> Result<PointRecords, String>;
+    fn decode(&self, bytes: Vec<u8>) -> Result<PointRecords, RecordsFormatError>;
     /// The scrapes of the server's metrics a shard kept for point `k` in `dir`
     /// (`server-metrics-p<k>.parquet`), when it kept any.
     fn server_series(
@@ -88,7 +92,7 @@ pub enum ShardFileError {
     Json(#[from] serde_json::Error),
     /// The records could not be encoded.
     #[error("{0}")]
-    Encode(String),
+    Encode(RecordsFormatError),
     /// A file could not be read.
     #[error("cannot read {}: {error}", path.display())]
     Read {
@@ -467,12 +471,12 @@ pub fn merge_dirs(dirs: &[PathBuf], format: &dyn RecordsFormat) -> Result<Merged
                 shard: s.shard,
                 scenario: p["scenario"].as_str().unwrap_or_default().to_string(),
                 load,
-                stop_reason: stop_reason_of(&p["stop_reason"]).map_err(|message| {
-                    ShardFileError::Malformed {
+                stop_reason: stop_reason_of(&p["stop_reason"]).map_err(
+                    |message: StopReasonError| ShardFileError::Malformed {
                         dir: dir.clone(),
                         message: format!("point {k}: {message}"),
-                    }
-                })?,
+                    },
+                )?,
                 schedule_origin_ns: p["schedule_origin_ns"].as_u64(),
                 records: s.records[k].clone(),
                 histograms: s.histograms.as_ref().map(|h| h[k].clone()),
@@ -528,11 +532,21 @@ pub fn merge_dirs(dirs: &[PathBuf], format: &dyn RecordsFormat) -> Result<Merged
     })
 }
 
+/// Why a point's `stop_reason` could not be read.
+#[derive(Debug, thiserror::Error)]
+enum StopReasonError {
+    /// The point has none.
+    #[error("no stop_reason")]
+    Missing,
+    /// The point has one that is not a stop reason.
+    #[error(transparent)]
+    Unknown(#[from] crate::summary::UnknownStopReason),
+}
+
 /// A point's `stop_reason` as a shard wrote it.
-fn stop_reason_of(v: &Value) -> Result<StopReason, String> {
-    let s = v.as_str().ok_or("no stop_reason")?;
-    s.parse()
-        .map_err(|e: crate::summary::UnknownStopReason| e.to_string())
+fn stop_reason_of(v: &Value) -> Result<StopReason, StopReasonError> {
+    let s = v.as_str().ok_or(StopReasonError::Missing)?;
+    Ok(s.parse()?)
 }
 
 #[cfg(test)]
@@ -549,7 +563,7 @@ mod tests {
     struct MemRecords(Mutex<Vec<PointRecords>>);
 
     impl RecordsFormat for MemRecords {
-        fn encode(&self, points: &[PointResult]) -> Result<Vec<u8>, String> {
+        fn encode(&self, points: &[PointResult]) -> Result<Vec<u8>, RecordsFormatError> {
             let mut all = self.0.lock().unwrap();
             all.push(
                 points
@@ -560,7 +574,7 @@ mod tests {
             );
             Ok((all.len() - 1).to_string().into_bytes())
         }
-        fn decode(&self, bytes: Vec<u8>) -> Result<PointRecords, String> {
+        fn decode(&self, bytes: Vec<u8>) -> Result<PointRecords, RecordsFormatError> {
             let k: usize = String::from_utf8(bytes)
                 .ok()
                 .and_then(|s| s.parse().ok())

@@ -143,6 +143,21 @@ pub struct GateView {
     pub rows: Vec<GateRow>,
 }
 
+/// Why a JSON document is not `gate --json` or `compare --json` output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateDocError {
+    /// It has the keys of neither.
+    #[error(
+        "neither `yardstick gate --json` nor `yardstick compare --json` output \
+         (expected `verdict` and `comparison`, or `baseline_run` and \
+         `candidate_run`)"
+    )]
+    NotGateOutput,
+    /// Its `metrics` is not a list.
+    #[error("`metrics` is not a list")]
+    MetricsNotList,
+}
+
 impl GateView {
     /// Reads a saved `gate --json` or `compare --json` output.
     pub fn read(path: &Path) -> Result<GateView, ReportError> {
@@ -151,25 +166,20 @@ impl GateView {
             path: path.display().to_string(),
             message: format!("not JSON: {e}"),
         })?;
-        GateView::from_json(&v).map_err(|message| ReportError::Malformed {
+        GateView::from_json(&v).map_err(|e| ReportError::Malformed {
             path: path.display().to_string(),
-            message,
+            message: e.to_string(),
         })
     }
 
     /// Interprets `gate --json` or `compare --json` output.
-    pub fn from_json(v: &Value) -> Result<GateView, String> {
+    pub fn from_json(v: &Value) -> Result<GateView, GateDocError> {
         let (kind, comparison) = if v.get("comparison").is_some() && v.get("verdict").is_some() {
             (GateKind::Gate, &v["comparison"])
         } else if v.get("baseline_run").is_some() && v.get("candidate_run").is_some() {
             (GateKind::Comparison, v)
         } else {
-            return Err(
-                "neither `yardstick gate --json` nor `yardstick compare --json` output \
-                        (expected `verdict` and `comparison`, or `baseline_run` and \
-                        `candidate_run`)"
-                    .into(),
-            );
+            return Err(GateDocError::NotGateOutput);
         };
         let s = |v: &Value| v.as_str().map(str::to_owned);
         let diffs = |v: &Value| -> Vec<FieldDiff> {
@@ -215,7 +225,7 @@ impl GateView {
         };
         let rows = rows_src
             .as_array()
-            .ok_or("`metrics` is not a list")?
+            .ok_or(GateDocError::MetricsNotList)?
             .iter()
             .map(|m| {
                 let point = m["point"].as_str().unwrap_or_default().to_string();

@@ -38,5 +38,5 @@ pub mod xlsx;
 
 pub use error::ReportError;
 pub use export::{Artifact, Dest, Exporter, Shape, Written, exporter, exporters};
-pub use gate::{GateKind, GateRow, GateView};
+pub use gate::{GateDocError, GateKind, GateRow, GateView};
 pub use model::{Report, RunReport, load_run};

@@ -25,7 +25,8 @@ pub struct ProfileOutcome {
     /// The profiler's files.
     pub files: Vec<(String, Vec<u8>)>,
     /// The analysis, or why there is none.
-    pub analysis: Result<yardstick_analysis::profiler::ProfilerAnalysis, String>,
+    pub analysis:
+        Result<yardstick_analysis::profiler::ProfilerAnalysis, crate::profile::ProfileError>,
 }
 
 /// One e2e replicate to run.
@@ -137,7 +138,8 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<ReplicateOutcome, RunError> 
     let (argv, prof_env) = match profile {
         Some(p) => {
             std::fs::create_dir_all(&prof_dir).map_err(|e| RunError::Internal(e.to_string()))?;
-            let w = crate::profile::wrap(&argv, p, &prof_dir).map_err(RunError::Workload)?;
+            let w = crate::profile::wrap(&argv, p, &prof_dir)
+                .map_err(|e| RunError::Workload(e.to_string()))?;
             (w.argv, w.env)
         }
         None => (argv, Vec::new()),

@@ -190,13 +190,128 @@ fn num(v: &Value) -> Option<f64> {
     }
 }
 
-fn parse_json(name: &str, text: &str, tool: Tool, hint: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| {
-        format!(
-            "{name}: not {} output (not JSON: {e}); {hint}",
-            tool.display()
-        )
+/// Why a serving tool's files could not be imported: what they lack, with how to give the
+/// right ones.
+#[derive(Debug, thiserror::Error)]
+pub enum ServingImportError {
+    /// A file is not JSON.
+    #[error("{name}: not {tool} output (not JSON: {error}); {hint}")]
+    NotJson {
+        /// The file.
+        name: String,
+        /// The tool, as [`Tool::display`] names it.
+        tool: &'static str,
+        /// The parser's reason.
+        error: serde_json::Error,
+        /// What to give instead.
+        hint: &'static str,
+    },
+    /// A JSON file that is not the tool's output.
+    #[error("{name}: not {tool} output ({lacks}); {hint}")]
+    NotOutput {
+        /// The file.
+        name: String,
+        /// The tool, as [`Tool::display`] names it.
+        tool: &'static str,
+        /// What it lacks, e.g. "no `benchmarks` list".
+        lacks: &'static str,
+        /// What to give instead.
+        hint: &'static str,
+    },
+    /// A genai-bench time unit other than seconds or milliseconds.
+    #[error("{name}: genai-bench time unit `{unit}` is neither `s` nor `ms`")]
+    GenaiBenchUnit {
+        /// The file.
+        name: String,
+        /// The unit given.
+        unit: String,
+    },
+    /// A genai-bench run without its concurrency.
+    #[error("{name}: genai-bench output without `aggregated_metrics.num_concurrency`")]
+    GenaiBenchNoConcurrency {
+        /// The file.
+        name: String,
+    },
+    /// No file of a genai-bench folder is a run.
+    #[error("{names}: no genai-bench run JSON (with `aggregated_metrics`); {hint}")]
+    GenaiBenchNoRun {
+        /// The files given, comma-separated.
+        names: String,
+        /// What to give instead.
+        hint: &'static str,
+    },
+    /// An AIPerf metric in a unit that is not a time.
+    #[error("{name}: AIPerf's `{metric}` has unit {unit} (expected ms, s, us or ns)")]
+    AiperfUnit {
+        /// The file.
+        name: String,
+        /// AIPerf's metric tag.
+        metric: &'static str,
+        /// The unit given (JSON).
+        unit: String,
+    },
+    /// AIPerf output without the load of its profiling phase.
+    #[error(
+        "{name}: AIPerf output without the profiling phase's concurrency or rate \
+         (`input_config.phases`)"
+    )]
+    AiperfNoLoad {
+        /// The file.
+        name: String,
+    },
+    /// A GuideLLM benchmark that is not a generative one.
+    #[error(
+        "{name}: benchmarks[{index}] has no `metrics.time_to_first_token_ms`: not a \
+         GuideLLM generative benchmark; {hint}"
+    )]
+    GuidellmNotGenerative {
+        /// The file.
+        name: String,
+        /// The benchmark's index.
+        index: usize,
+        /// What to give instead.
+        hint: &'static str,
+    },
+    /// A tool whose output is one file was given several (or none).
+    #[error("{tool} takes one file ({given} given)")]
+    OneFile {
+        /// The tool, as [`Tool::display`] names it.
+        tool: &'static str,
+        /// The number of files given.
+        given: usize,
+    },
+    /// The tool is not a serving benchmark.
+    #[error("{0} is not a serving benchmark")]
+    NotServing(&'static str),
+}
+
+fn parse_json(
+    name: &str,
+    text: &str,
+    tool: Tool,
+    hint: &'static str,
+) -> Result<Value, ServingImportError> {
+    serde_json::from_str(text).map_err(|error| ServingImportError::NotJson {
+        name: name.to_string(),
+        tool: tool.display(),
+        error,
+        hint,
     })
+}
+
+/// [`ServingImportError::NotOutput`] for `tool`.
+fn not_output(
+    name: &str,
+    tool: Tool,
+    lacks: &'static str,
+    hint: &'static str,
+) -> ServingImportError {
+    ServingImportError::NotOutput {
+        name: name.to_string(),
+        tool: tool.display(),
+        lacks,
+        hint,
+    }
 }
 
 /// The statistics of `o` under the names `map` gives (`(ours, theirs)`), scaled by `scale`.
@@ -260,7 +375,7 @@ fn fixed(input: Option<f64>, output: Option<f64>) -> Option<String> {
 
 /// genai-bench 0.0.5: an experiment folder's `experiment_metadata.json` and one JSON per
 /// scenario and concurrency (`aggregated_metrics`, `individual_request_metrics`).
-pub fn parse_genai_bench(files: &[(&str, &str)]) -> Result<ServingImport, String> {
+pub fn parse_genai_bench(files: &[(&str, &str)]) -> Result<ServingImport, ServingImportError> {
     let hint = "give genai-bench's experiment folder (experiment_metadata.json and one \
                 <scenario>_..._num_concurrency_<n>_...json per run) or one of its run JSONs";
     let mut out = ServingImport {
@@ -285,8 +400,11 @@ pub fn parse_genai_bench(files: &[(&str, &str)]) -> Result<ServingImport, String
                 // Another JSON in the folder: not a run of the tool.
                 continue;
             }
-            return Err(format!(
-                "{name}: not genai-bench output (no `aggregated_metrics` with `stats`); {hint}"
+            return Err(not_output(
+                name,
+                Tool::GenaiBench,
+                "no `aggregated_metrics` with `stats`",
+                hint,
             ));
         }
         let unit = v["_time_unit"]
@@ -298,17 +416,18 @@ pub fn parse_genai_bench(files: &[(&str, &str)]) -> Result<ServingImport, String
             "s" => 1000.0,
             "ms" => 1.0,
             other => {
-                return Err(format!(
-                    "{name}: genai-bench time unit `{other}` is neither `s` nor `ms`"
-                ));
+                return Err(ServingImportError::GenaiBenchUnit {
+                    name: name.to_string(),
+                    unit: other.to_string(),
+                });
             }
         };
         let (load_mode, load_value) = match a["iteration_type"].as_str() {
             Some("batch_size") => ("batch_size", num(&a["batch_size"])),
             _ => ("concurrency", num(&a["num_concurrency"])),
         };
-        let load_value = load_value.ok_or_else(|| {
-            format!("{name}: genai-bench output without `aggregated_metrics.num_concurrency`")
+        let load_value = load_value.ok_or_else(|| ServingImportError::GenaiBenchNoConcurrency {
+            name: name.to_string(),
         })?;
         let scenario = a["scenario"].as_str().unwrap_or("default").to_string();
         let stats = &a["stats"];
@@ -372,10 +491,10 @@ pub fn parse_genai_bench(files: &[(&str, &str)]) -> Result<ServingImport, String
     }
     if out.points.is_empty() {
         let names: Vec<&str> = files.iter().map(|f| f.0).collect();
-        return Err(format!(
-            "{}: no genai-bench run JSON (with `aggregated_metrics`); {hint}",
-            names.join(", ")
-        ));
+        return Err(ServingImportError::GenaiBenchNoRun {
+            names: names.join(", "),
+            hint,
+        });
     }
     out.points.sort_by(|a, b| {
         (a.scenario.as_str(), a.load_value)
@@ -398,13 +517,15 @@ fn aiperf_scale(unit: Option<&str>) -> Option<f64> {
 
 /// AIPerf 0.13: `profile_export_aiperf.json` (one record per metric tag: `unit`, `avg`, `min`,
 /// `max`, `p50`, ..., `count`; `input_config` with the load phases).
-pub fn parse_aiperf(name: &str, text: &str) -> Result<ServingImport, String> {
+pub fn parse_aiperf(name: &str, text: &str) -> Result<ServingImport, ServingImportError> {
     let hint = "give AIPerf's artifact directory or its profile_export_aiperf.json";
     let v = parse_json(name, text, Tool::Aiperf, hint)?;
     if !v["time_to_first_token"].is_object() && !v["request_latency"].is_object() {
-        return Err(format!(
-            "{name}: not AIPerf output (no `time_to_first_token` or `request_latency` record); \
-             {hint}"
+        return Err(not_output(
+            name,
+            Tool::Aiperf,
+            "no `time_to_first_token` or `request_latency` record",
+            hint,
         ));
     }
     let map = [
@@ -428,12 +549,12 @@ pub fn parse_aiperf(name: &str, text: &str) -> Result<ServingImport, String> {
         if !r.is_object() {
             continue;
         }
-        let scale = aiperf_scale(r["unit"].as_str()).ok_or_else(|| {
-            format!(
-                "{name}: AIPerf's `{theirs}` has unit {} (expected ms, s, us or ns)",
-                r["unit"]
-            )
-        })?;
+        let scale =
+            aiperf_scale(r["unit"].as_str()).ok_or_else(|| ServingImportError::AiperfUnit {
+                name: name.to_string(),
+                metric: theirs,
+                unit: r["unit"].to_string(),
+            })?;
         let d = dist(r, &map, scale);
         if !d.is_empty() {
             latencies.push((ours, d));
@@ -479,11 +600,8 @@ pub fn parse_aiperf(name: &str, text: &str) -> Result<ServingImport, String> {
             None => ("concurrency", num(&cfg["loadgen"]["concurrency"])),
         },
     };
-    let value = value.ok_or_else(|| {
-        format!(
-            "{name}: AIPerf output without the profiling phase's concurrency or rate \
-             (`input_config.phases`)"
-        )
+    let value = value.ok_or_else(|| ServingImportError::AiperfNoLoad {
+        name: name.to_string(),
     })?;
     let ds = &cfg["datasets"][0];
     let prompts = &ds["prompts"];
@@ -515,12 +633,15 @@ pub fn parse_aiperf(name: &str, text: &str) -> Result<ServingImport, String> {
 }
 
 /// `vllm bench serve --save-result` (vLLM 0.33): one flat JSON.
-pub fn parse_vllm_bench(name: &str, text: &str) -> Result<ServingImport, String> {
+pub fn parse_vllm_bench(name: &str, text: &str) -> Result<ServingImport, ServingImportError> {
     let hint = "give the JSON `vllm bench serve --save-result` wrote (--result-filename)";
     let v = parse_json(name, text, Tool::VllmBench, hint)?;
     if num(&v["completed"]).is_none() || num(&v["duration"]).is_none() {
-        return Err(format!(
-            "{name}: not vllm bench serve output (no `completed` and `duration`); {hint}"
+        return Err(not_output(
+            name,
+            Tool::VllmBench,
+            "no `completed` and `duration`",
+            hint,
         ));
     }
     // Per-request arrays (with --save-detailed; `latencies` is always there): successful ones.
@@ -650,12 +771,15 @@ fn ms(s: &[f64]) -> Vec<f64> {
 
 /// GuideLLM 0.8: `benchmarks.json` (`benchmarks[]`, one per strategy, each with `metrics`
 /// distributions split by request status).
-pub fn parse_guidellm(name: &str, text: &str) -> Result<ServingImport, String> {
+pub fn parse_guidellm(name: &str, text: &str) -> Result<ServingImport, ServingImportError> {
     let hint = "give GuideLLM's benchmarks.json (--output kind=json)";
     let v = parse_json(name, text, Tool::Guidellm, hint)?;
     let Some(benchmarks) = v["benchmarks"].as_array().filter(|b| !b.is_empty()) else {
-        return Err(format!(
-            "{name}: not GuideLLM output (no `benchmarks` list); {hint}"
+        return Err(not_output(
+            name,
+            Tool::Guidellm,
+            "no `benchmarks` list",
+            hint,
         ));
     };
     let data = &v["config"]["spec"]["data"][0];
@@ -677,10 +801,11 @@ pub fn parse_guidellm(name: &str, text: &str) -> Result<ServingImport, String> {
     for (i, b) in benchmarks.iter().enumerate() {
         let m = &b["metrics"];
         if !m["time_to_first_token_ms"].is_object() {
-            return Err(format!(
-                "{name}: benchmarks[{i}] has no `metrics.time_to_first_token_ms`: not a \
-                 GuideLLM generative benchmark; {hint}"
-            ));
+            return Err(ServingImportError::GuidellmNotGenerative {
+                name: name.to_string(),
+                index: i,
+                hint,
+            });
         }
         let ok = |k: &str| &m[k]["successful"];
         let stat = |o: &Value, with_count: bool| -> Dist {
@@ -775,15 +900,14 @@ pub fn parse_guidellm(name: &str, text: &str) -> Result<ServingImport, String> {
 
 /// Parses a serving tool's files (genai-bench: an experiment folder's JSONs; the others: one
 /// file).
-pub fn parse(tool: Tool, files: &[(&str, &str)]) -> Result<ServingImport, String> {
-    let one = || -> Result<(&str, &str), String> {
+pub fn parse(tool: Tool, files: &[(&str, &str)]) -> Result<ServingImport, ServingImportError> {
+    let one = || -> Result<(&str, &str), ServingImportError> {
         match files {
             [f] => Ok(*f),
-            _ => Err(format!(
-                "{} takes one file ({} given)",
-                tool.display(),
-                files.len()
-            )),
+            _ => Err(ServingImportError::OneFile {
+                tool: tool.display(),
+                given: files.len(),
+            }),
         }
     };
     match tool {
@@ -800,7 +924,7 @@ pub fn parse(tool: Tool, files: &[(&str, &str)]) -> Result<ServingImport, String
             let (n, t) = one()?;
             parse_guidellm(n, t)
         }
-        other => Err(format!("{} is not a serving benchmark", other.display())),
+        other => Err(ServingImportError::NotServing(other.display())),
     }
 }
 
@@ -843,7 +967,7 @@ pub fn import(
         .zip(&texts)
         .map(|(f, t)| (f.name.as_str(), *t))
         .collect();
-    let parsed = parse(tool, &pairs).map_err(RunError::Invalid)?;
+    let parsed = parse(tool, &pairs).map_err(|e| RunError::Invalid(e.to_string()))?;
     let mut warnings = Vec::new();
     let name = opts
         .name
@@ -1060,7 +1184,9 @@ mod tests {
         assert_eq!((p.completed, p.failed), (Some(48.0), Some(0.0)));
         assert_eq!(got.points[0].load_value, 1.0);
         // Not genai-bench: the file is named.
-        let e = parse_genai_bench(&[("x.json", "{\"a\":1}")]).unwrap_err();
+        let e = parse_genai_bench(&[("x.json", "{\"a\":1}")])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("x.json") && e.contains("aggregated_metrics"),
             "{e}"
@@ -1081,7 +1207,9 @@ mod tests {
         close(value(p, id::REQUEST_THROUGHPUT), 16.02584514970713);
         close(value(p, "duration_s"), 2.489332992);
         assert_eq!((p.completed, p.failed), (Some(40.0), Some(0.0)));
-        let e = parse_aiperf("v.json", &fixture("vllm-bench-0.33.0/vllm-bench.json")).unwrap_err();
+        let e = parse_aiperf("v.json", &fixture("vllm-bench-0.33.0/vllm-bench.json"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("v.json") && e.contains("not AIPerf"), "{e}");
     }
 
@@ -1115,7 +1243,7 @@ mod tests {
         assert!(stat(p, id::TTFT_MS, "p90").is_none());
         assert!(stat(p, id::TTFT_MS, "count").is_none());
         close(stat(p, id::E2E_MS, "count"), 40.0);
-        let e = parse_vllm_bench("g.json", "[1]").unwrap_err();
+        let e = parse_vllm_bench("g.json", "[1]").unwrap_err().to_string();
         assert!(e.contains("g.json"), "{e}");
     }
 
@@ -1135,7 +1263,7 @@ mod tests {
         close(stat(p, id::E2E_MS, "count"), 40.0);
         close(value(p, id::REQUEST_THROUGHPUT), 15.795649092362073);
         assert_eq!((p.completed, p.failed), (Some(40.0), Some(0.0)));
-        let e = parse_guidellm("x.json", "{}").unwrap_err();
+        let e = parse_guidellm("x.json", "{}").unwrap_err().to_string();
         assert!(e.contains("x.json") && e.contains("GuideLLM"), "{e}");
     }
 }

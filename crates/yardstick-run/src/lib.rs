@@ -109,7 +109,8 @@ pub fn execute_member(
         return Err(RunError::Invalid(why));
     }
     if let Some(only) = &opts.only_points {
-        plan.restrict(only).map_err(RunError::Invalid)?;
+        plan.restrict(only)
+            .map_err(|e| RunError::Invalid(e.to_string()))?;
     }
     check_group_targets(&plan, g)?;
     serve::resolve_target_files(&mut plan, opts.spec_dir.as_deref(), None)?;

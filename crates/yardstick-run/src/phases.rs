@@ -186,7 +186,8 @@ fn checked_plan(
         return Err(RunError::Invalid(why));
     }
     if let Some(only) = &opts.only_points {
-        plan.restrict(only).map_err(RunError::Invalid)?;
+        plan.restrict(only)
+            .map_err(|e| RunError::Invalid(e.to_string()))?;
     }
     placement.check(&plan)?;
     Ok(plan)
@@ -645,7 +646,7 @@ fn seal_step(
             Ok(a) => summary["profile"] = serde_json::to_value(&a).expect("JSON"),
             Err(why) => {
                 on_event(Event::Warning(format!("{} profile: {why}", point.id)));
-                summary["profile_error"] = why.into();
+                summary["profile_error"] = why.to_string().into();
             }
         }
     }

@@ -179,7 +179,8 @@ pub(crate) fn nodes_check(
             .map_err(|e| e.to_string())
             .and_then(|v| match v["error"].as_str() {
                 Some(e) => Err(e.to_string()),
-                None => yardstick_analysis::nodes::figures_from_micro_json(&v),
+                None => yardstick_analysis::nodes::figures_from_micro_json(&v)
+                    .map_err(|e| e.to_string()),
             });
         match parsed {
             Ok(figures) => {

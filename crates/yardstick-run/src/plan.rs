@@ -213,6 +213,18 @@ pub struct Step {
     pub profile: bool,
 }
 
+/// A point id that is not in the plan (`run --only`, `gate --confirm`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no point `{point}` in the plan of {plan}; its points are: {}", known.join(", "))]
+pub struct UnknownPoint {
+    /// The id asked for.
+    pub point: String,
+    /// The plan's name.
+    pub plan: String,
+    /// The plan's point ids.
+    pub known: Vec<String>,
+}
+
 /// The whole plan.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
@@ -255,17 +267,16 @@ impl Plan {
     /// re-running some points of a spec (`yardstick run --only`, `gate --confirm`). The duration
     /// estimate is dropped (it was for the whole plan). An unknown id is an error naming the
     /// known ones.
-    pub fn restrict(&mut self, ids: &[String]) -> Result<(), String> {
+    pub fn restrict(&mut self, ids: &[String]) -> Result<(), UnknownPoint> {
         if let Some(bad) = ids
             .iter()
             .find(|id| !self.points.iter().any(|p| &p.id == *id))
         {
-            let known: Vec<&str> = self.points.iter().map(|p| p.id.as_str()).collect();
-            return Err(format!(
-                "no point `{bad}` in the plan of {}; its points are: {}",
-                self.name,
-                known.join(", ")
-            ));
+            return Err(UnknownPoint {
+                point: bad.clone(),
+                plan: self.name.clone(),
+                known: self.points.iter().map(|p| p.id.clone()).collect(),
+            });
         }
         let mut new_index = vec![None; self.points.len()];
         let mut kept = Vec::new();
@@ -778,7 +789,7 @@ mod tests {
         let order: Vec<(usize, u32)> = p.steps.iter().map(|s| (s.point, s.replicate)).collect();
         assert_eq!(order, vec![(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
         assert_eq!(p.estimate_upper_s, None);
-        let err = p.restrict(&["nope".to_string()]).unwrap_err();
+        let err = p.restrict(&["nope".to_string()]).unwrap_err().to_string();
         assert!(
             err.contains("no point `nope`") && err.contains("e2e.0.train/tiny"),
             "{err}"

@@ -77,23 +77,106 @@ pub struct Done {
     pub error: Option<String>,
 }
 
+/// Why `--shard I/N` did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardArgError {
+    /// Not of the form `I/N`.
+    #[error("`{0}` is not I/N")]
+    NotIOverN(String),
+    /// `I` is not a number.
+    #[error("`{0}`: the index is not a number")]
+    Index(String),
+    /// `N` is not a number.
+    #[error("`{0}`: the count is not a number")]
+    Count(String),
+    /// `I` is not below `N`, or `N` is 0.
+    #[error("`{0}`: the index is 0 to N-1, N at least 1")]
+    OutOfRange(String),
+}
+
 /// Parses `I/N` (`--shard`).
-pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
+pub fn parse_shard(s: &str) -> Result<(u32, u32), ShardArgError> {
     let (i, n) = s
         .split_once('/')
-        .ok_or_else(|| format!("`{s}` is not I/N"))?;
+        .ok_or_else(|| ShardArgError::NotIOverN(s.to_string()))?;
     let i: u32 = i
         .trim()
         .parse()
-        .map_err(|_| format!("`{s}`: the index is not a number"))?;
+        .map_err(|_| ShardArgError::Index(s.to_string()))?;
     let n: u32 = n
         .trim()
         .parse()
-        .map_err(|_| format!("`{s}`: the count is not a number"))?;
+        .map_err(|_| ShardArgError::Count(s.to_string()))?;
     if n == 0 || i >= n {
-        return Err(format!("`{s}`: the index is 0 to N-1, N at least 1"));
+        return Err(ShardArgError::OutOfRange(s.to_string()));
     }
     Ok((i, n))
+}
+
+/// Why a wait on the other members of a pod group ended without what it waited for.
+#[derive(Debug, thiserror::Error)]
+pub enum WaitError {
+    /// Member 0 gave up the run (its reason).
+    #[error("member 0 gave up: {0}")]
+    Aborted(String),
+    /// What was waited for did not come in time.
+    #[error("{what} within {}", humantime::format_duration(*timeout))]
+    TimedOut {
+        /// What was waited for.
+        what: String,
+        /// How long.
+        timeout: Duration,
+    },
+}
+
+/// Why a member of a pod group could not take part in a step.
+#[derive(Debug, thiserror::Error)]
+pub enum PodGroupError {
+    /// A file of the shared directory could not be written.
+    #[error("{}: {error}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's reason.
+        error: std::io::Error,
+    },
+    /// Member 0: some members never reached the step.
+    #[error("pod(s) {} never reached step {key}: not {wait}", join(missing))]
+    NeverReached {
+        /// The members missing.
+        missing: Vec<u32>,
+        /// The step.
+        key: String,
+        /// Why the wait ended.
+        wait: WaitError,
+    },
+    /// Another member: member 0 never wrote the step's start time.
+    #[error("step {key}: {wait}")]
+    NoStartTime {
+        /// The step.
+        key: String,
+        /// Why the wait ended.
+        wait: WaitError,
+    },
+    /// The step's start time is not a time.
+    #[error("{}: not a time", path.display())]
+    NotATime {
+        /// The start file.
+        path: PathBuf,
+    },
+    /// Member 0: some members' parts of the step never arrived.
+    #[error(
+        "the shard of pod(s) {} of step {key} never arrived: not {wait}",
+        join(missing)
+    )]
+    ShardsMissing {
+        /// The members missing.
+        missing: Vec<u32>,
+        /// The step.
+        key: String,
+        /// Why the wait ended.
+        wait: WaitError,
+    },
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
@@ -140,7 +223,7 @@ impl PodGroup {
     }
 
     /// Waits until `ready` holds, polling; the error says what was missing.
-    fn wait(&self, what: &str, mut ready: impl FnMut() -> bool) -> Result<(), String> {
+    fn wait(&self, what: &str, mut ready: impl FnMut() -> bool) -> Result<(), WaitError> {
         let end = Instant::now() + self.timeout;
         loop {
             if ready() {
@@ -149,13 +232,13 @@ impl PodGroup {
             if !self.leader()
                 && let Some(why) = self.aborted()
             {
-                return Err(format!("member 0 gave up: {why}"));
+                return Err(WaitError::Aborted(why));
             }
             if Instant::now() >= end {
-                return Err(format!(
-                    "{what} within {}",
-                    humantime::format_duration(self.timeout)
-                ));
+                return Err(WaitError::TimedOut {
+                    what: what.to_string(),
+                    timeout: self.timeout,
+                });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -174,10 +257,14 @@ impl PodGroup {
 
     /// This member reached step `key`; waits for its start time (unix seconds). Member 0
     /// writes it once every member is ready.
-    pub fn start(&self, key: &str) -> Result<f64, String> {
+    pub fn start(&self, key: &str) -> Result<f64, PodGroupError> {
         let d = self.step_dir(key);
-        write_atomic(&d.join(format!("ready-{}", self.index)), b"")
-            .map_err(|e| format!("{}: {e}", d.display()))?;
+        write_atomic(&d.join(format!("ready-{}", self.index)), b"").map_err(|error| {
+            PodGroupError::Io {
+                path: d.clone(),
+                error,
+            }
+        })?;
         let start = d.join("start");
         if self.leader() {
             let missing = |g: &PodGroup| -> Vec<u32> {
@@ -186,23 +273,31 @@ impl PodGroup {
                     .collect()
             };
             self.wait("every pod ready", || missing(self).is_empty())
-                .map_err(|e| {
-                    format!(
-                        "pod(s) {} never reached step {key}: not {e}",
-                        join(&missing(self))
-                    )
+                .map_err(|wait| PodGroupError::NeverReached {
+                    missing: missing(self),
+                    key: key.to_string(),
+                    wait,
                 })?;
             let t = crate::serve::start_ahead();
-            write_atomic(&start, format!("{t:.3}").as_bytes())
-                .map_err(|e| format!("{}: {e}", start.display()))?;
+            write_atomic(&start, format!("{t:.3}").as_bytes()).map_err(|error| {
+                PodGroupError::Io {
+                    path: start.clone(),
+                    error,
+                }
+            })?;
             return Ok(t);
         }
         self.wait("the start time of step", || start.is_file())
-            .map_err(|e| format!("step {key}: {e}"))?;
+            .map_err(|wait| PodGroupError::NoStartTime {
+                key: key.to_string(),
+                wait,
+            })?;
         std::fs::read_to_string(&start)
             .ok()
             .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| format!("{}: not a time", start.display()))
+            .ok_or_else(|| PodGroupError::NotATime {
+                path: start.clone(),
+            })
     }
 
     /// This member's part of step `key` ended.
@@ -220,7 +315,7 @@ impl PodGroup {
 
     /// Member 0: waits for every other member's part of step `key`; an error names the members
     /// that never reported.
-    pub fn wait_done(&self, key: &str) -> Result<Vec<Done>, String> {
+    pub fn wait_done(&self, key: &str) -> Result<Vec<Done>, PodGroupError> {
         let d = self.step_dir(key);
         let missing = |g: &PodGroup| -> Vec<u32> {
             (0..g.count)
@@ -228,11 +323,10 @@ impl PodGroup {
                 .collect()
         };
         self.wait("every pod's part", || missing(self).is_empty())
-            .map_err(|e| {
-                format!(
-                    "the shard of pod(s) {} of step {key} never arrived: not {e}",
-                    join(&missing(self))
-                )
+            .map_err(|wait| PodGroupError::ShardsMissing {
+                missing: missing(self),
+                key: key.to_string(),
+                wait,
             })?;
         Ok((0..self.count)
             .filter_map(|i| {
@@ -391,7 +485,9 @@ pub fn run_member(
             continue;
         }
         let key = step_key(&point.slug, step.replicate);
-        let start_at = group.start(&key).map_err(RunError::Workload)?;
+        let start_at = group
+            .start(&key)
+            .map_err(|e| RunError::Workload(e.to_string()))?;
         let seed = seed ^ (u64::from(step.replicate) << 32);
         let (part, done) = match &point.work {
             crate::PointWork::Serve { url, .. } => {
@@ -529,7 +625,8 @@ impl PodPlacement {
     }
 
     /// A wait on the other members that failed: the run stops here.
-    fn gave_up(&mut self, e: String) -> RunError {
+    fn gave_up(&mut self, e: PodGroupError) -> RunError {
+        let e = e.to_string();
         self.abort = Some(e.clone());
         RunError::Workload(e)
     }
@@ -765,16 +862,16 @@ mod tests {
     fn a_member_that_never_comes_is_named_and_nothing_hangs() {
         let dir = tempfile::tempdir().unwrap();
         let leader = group(dir.path(), 0, 2, 200);
-        let e = leader.start("p-r0").unwrap_err();
+        let e = leader.start("p-r0").unwrap_err().to_string();
         assert!(e.contains("pod(s) 1 never reached step p-r0"), "{e}");
         leader.done("p-r1", Some(0), None);
-        let e = leader.wait_done("p-r1").unwrap_err();
+        let e = leader.wait_done("p-r1").unwrap_err().to_string();
         assert!(e.contains("pod(s) 1 of step p-r1 never arrived"), "{e}");
         // A member waiting for a start stops when member 0 gives up.
         leader.abort("gave up");
         let member = group(dir.path(), 1, 2, 60_000);
         let t = Instant::now();
-        let e = member.start("p-r2").unwrap_err();
+        let e = member.start("p-r2").unwrap_err().to_string();
         assert!(e.contains("member 0 gave up"), "{e}");
         assert!(t.elapsed() < Duration::from_secs(5));
     }

@@ -15,6 +15,91 @@ use std::path::{Path, PathBuf};
 use yardstick_analysis::profiler::{self, Interval, Kind, ProfilerAnalysis};
 use yardstick_spec::{ProfilerMode, ProfilerSpec, ProfilerTool};
 
+/// Why a profile could not be taken, or what it left could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The profiler asked for is not installed.
+    #[error("profile tool `{tool}` is not installed ({how})")]
+    NotInstalled {
+        /// The profiler.
+        tool: &'static str,
+        /// How to get it.
+        how: &'static str,
+    },
+    /// A torch profile left no trace.
+    #[error(
+        "the workload wrote no PyTorch trace: does it use the \
+         yardstick_profile module (python/yardstick_profile) and run at least \
+         wait + warmup + active steps?"
+    )]
+    NoTorchTrace,
+    /// A trace file could not be read.
+    #[error("{}: {error}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's reason.
+        error: std::io::Error,
+    },
+    /// A PyTorch trace is not one.
+    #[error("{file}: {error}")]
+    Trace {
+        /// The trace's file name.
+        file: String,
+        /// What is wrong with it.
+        error: profiler::ProfilerError,
+    },
+    /// py-spy left no profile.
+    #[error("py-spy wrote no profile ({}: {error})", path.display())]
+    NoPySpy {
+        /// The file looked for.
+        path: PathBuf,
+        /// The operating system's reason.
+        error: std::io::Error,
+    },
+    /// perf left no data.
+    #[error(
+        "perf wrote no perf.data (perf_event_paranoid, or no permission: \
+         run as root or lower /proc/sys/kernel/perf_event_paranoid)"
+    )]
+    NoPerfData,
+    /// `perf report` could not be run.
+    #[error("perf report: {0}")]
+    PerfReport(std::io::Error),
+    /// A profile (speedscope, perf report) could not be analysed.
+    #[error("{0}")]
+    Analysis(profiler::ProfilerError),
+    /// The Nsight Systems export could not be opened.
+    #[error("{}: {error}", path.display())]
+    Sqlite {
+        /// The database.
+        path: PathBuf,
+        /// SQLite's reason.
+        error: rusqlite::Error,
+    },
+    /// The database is not an Nsight Systems export.
+    #[error(
+        "{}: no CUPTI_ACTIVITY_KIND_KERNEL or NVTX_EVENTS table: not an Nsight Systems \
+         SQLite export",
+        path.display()
+    )]
+    NotNsys {
+        /// The database.
+        path: PathBuf,
+    },
+    /// A query of the export failed.
+    #[error("{sql}: {error}")]
+    Query {
+        /// The query.
+        sql: String,
+        /// SQLite's reason.
+        error: rusqlite::Error,
+    },
+    /// A row of the export could not be read.
+    #[error("{0}")]
+    Row(rusqlite::Error),
+}
+
 /// Where the profile goes and what the profiled command needs.
 pub struct Wrapped {
     /// The command to run.
@@ -30,13 +115,16 @@ pub fn tool_of(p: &ProfilerSpec) -> ProfilerTool {
 
 /// The command and environment of the profiled replicate, writing into `dir`; `Err` names a
 /// profiler that is not installed, with how to get it.
-pub fn wrap(argv: &[String], p: &ProfilerSpec, dir: &Path) -> Result<Wrapped, String> {
+pub fn wrap(argv: &[String], p: &ProfilerSpec, dir: &Path) -> Result<Wrapped, ProfileError> {
     let d = dir.display().to_string();
     let tool = tool_of(p);
-    let need = |prog: &str, how: &str| -> Result<String, String> {
+    let need = |prog: &str, how: &'static str| -> Result<String, ProfileError> {
         yardstick_env::software::which(prog)
             .map(|p| p.display().to_string())
-            .ok_or_else(|| format!("profile tool `{}` is not installed ({how})", tool.name()))
+            .ok_or(ProfileError::NotInstalled {
+                tool: tool.name(),
+                how,
+            })
     };
     let mut out = Wrapped {
         argv: Vec::new(),
@@ -108,45 +196,48 @@ pub fn wrap(argv: &[String], p: &ProfilerSpec, dir: &Path) -> Result<Wrapped, St
 
 /// Reads what the profiler left in `dir` after a run of `wall_s` seconds: the analysis, or why
 /// there is none. perf's report is written beside its data first (`perf-report.txt`).
-pub fn analyze(dir: &Path, p: &ProfilerSpec, wall_s: f64) -> Result<ProfilerAnalysis, String> {
+pub fn analyze(
+    dir: &Path,
+    p: &ProfilerSpec,
+    wall_s: f64,
+) -> Result<ProfilerAnalysis, ProfileError> {
     match tool_of(p) {
         ProfilerTool::Torch => {
             let mut intervals = Vec::new();
             let mut traces = files_ending(dir, ".pt.trace.json");
             if traces.is_empty() {
-                return Err("the workload wrote no PyTorch trace: does it use the \
-                    yardstick_profile module (python/yardstick_profile) and run at least \
-                    wait + warmup + active steps?"
-                    .into());
+                return Err(ProfileError::NoTorchTrace);
             }
             // Rank 0's traces when the ranks are named; every trace otherwise.
             if traces.iter().any(|t| file_name(t).starts_with("rank0")) {
                 traces.retain(|t| file_name(t).starts_with("rank0"));
             }
             for t in &traces {
-                let text =
-                    std::fs::read_to_string(t).map_err(|e| format!("{}: {e}", t.display()))?;
-                intervals.extend(
-                    profiler::torch_intervals(&text)
-                        .map_err(|e| format!("{}: {e}", file_name(t)))?,
-                );
+                let text = std::fs::read_to_string(t).map_err(|error| ProfileError::Read {
+                    path: t.clone(),
+                    error,
+                })?;
+                intervals.extend(profiler::torch_intervals(&text).map_err(|error| {
+                    ProfileError::Trace {
+                        file: file_name(t),
+                        error,
+                    }
+                })?);
             }
             Ok(profiler::from_intervals("torch", &intervals))
         }
         ProfilerTool::PySpy => {
             let f = dir.join("py-spy.speedscope.json");
-            let text = std::fs::read_to_string(&f)
-                .map_err(|e| format!("py-spy wrote no profile ({}: {e})", f.display()))?;
-            profiler::speedscope(&text).map_err(|e| e.to_string())
+            let text = std::fs::read_to_string(&f).map_err(|error| ProfileError::NoPySpy {
+                path: f.clone(),
+                error,
+            })?;
+            profiler::speedscope(&text).map_err(ProfileError::Analysis)
         }
         ProfilerTool::Perf => {
             let data = dir.join("perf.data");
             if !data.is_file() {
-                return Err(
-                    "perf wrote no perf.data (perf_event_paranoid, or no permission: \
-                    run as root or lower /proc/sys/kernel/perf_event_paranoid)"
-                        .into(),
-                );
+                return Err(ProfileError::NoPerfData);
             }
             let out = std::process::Command::new(
                 yardstick_env::software::which("perf").unwrap_or_else(|| "perf".into()),
@@ -156,10 +247,10 @@ pub fn analyze(dir: &Path, p: &ProfilerSpec, wall_s: f64) -> Result<ProfilerAnal
             .args(["--percent-limit", "0.5", "-i"])
             .arg(&data)
             .output()
-            .map_err(|e| format!("perf report: {e}"))?;
+            .map_err(ProfileError::PerfReport)?;
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             let _ = std::fs::write(dir.join("perf-report.txt"), &text);
-            profiler::perf_report(&text, wall_s).map_err(|e| e.to_string())
+            profiler::perf_report(&text, wall_s).map_err(ProfileError::Analysis)
         }
         ProfilerTool::Nsys => {
             let db = dir.join("nsys.sqlite");
@@ -195,9 +286,12 @@ fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
 /// `nsys profile --export sqlite`): kernels (`CUPTI_ACTIVITY_KIND_KERNEL`, names through
 /// `StringIds`), copies (`CUPTI_ACTIVITY_KIND_MEMCPY`) and NVTX ranges (`NVTX_EVENTS`: ranges
 /// named `ProfilerStep#N` are steps, ranges named like a phase are phases). Times are ns.
-pub fn nsys_sqlite(db: &Path) -> Result<Vec<Interval>, String> {
+pub fn nsys_sqlite(db: &Path) -> Result<Vec<Interval>, ProfileError> {
     let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|e| format!("{}: {e}", db.display()))?;
+        .map_err(|error| ProfileError::Sqlite {
+        path: db.to_path_buf(),
+        error,
+    })?;
     let has = |t: &str| -> bool {
         c.query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
@@ -208,15 +302,17 @@ pub fn nsys_sqlite(db: &Path) -> Result<Vec<Interval>, String> {
         .unwrap_or(false)
     };
     if !has("CUPTI_ACTIVITY_KIND_KERNEL") && !has("NVTX_EVENTS") {
-        return Err(format!(
-            "{}: no CUPTI_ACTIVITY_KIND_KERNEL or NVTX_EVENTS table: not an Nsight Systems \
-             SQLite export",
-            db.display()
-        ));
+        return Err(ProfileError::NotNsys {
+            path: db.to_path_buf(),
+        });
     }
     let mut out = Vec::new();
-    let mut read = |sql: &str, kind: Kind| -> Result<(), String> {
-        let mut q = c.prepare(sql).map_err(|e| format!("{sql}: {e}"))?;
+    let query = |sql: &str| {
+        let sql = sql.to_string();
+        move |error| ProfileError::Query { sql, error }
+    };
+    let mut read = |sql: &str, kind: Kind| -> Result<(), ProfileError> {
+        let mut q = c.prepare(sql).map_err(query(sql))?;
         let rows = q
             .query_map([], |r| {
                 Ok((
@@ -226,9 +322,9 @@ pub fn nsys_sqlite(db: &Path) -> Result<Vec<Interval>, String> {
                     r.get::<_, Option<String>>(3)?,
                 ))
             })
-            .map_err(|e| format!("{sql}: {e}"))?;
+            .map_err(query(sql))?;
         for row in rows {
-            let (name, start, end, lane) = row.map_err(|e| e.to_string())?;
+            let (name, start, end, lane) = row.map_err(ProfileError::Row)?;
             let name = name.unwrap_or_default();
             let kind = match kind {
                 Kind::Phase if name.starts_with("ProfilerStep#") => Kind::Step,
@@ -388,7 +484,7 @@ pub fn take(
                 summary["profile"] = serde_json::to_value(&a)
                     .map_err(|e| crate::RunError::Internal(e.to_string()))?
             }
-            Err(why) => summary["profile_error"] = why.into(),
+            Err(why) => summary["profile_error"] = why.to_string().into(),
         }
     }
     let mut entry = summary_entry(
@@ -522,6 +618,7 @@ mod tests {
         assert!(
             nsys_sqlite(&other)
                 .unwrap_err()
+                .to_string()
                 .contains("not an Nsight Systems")
         );
     }

@@ -596,17 +596,44 @@ fn opt(records: &[RequestRecord], f: impl Fn(&RequestRecord) -> Option<u64>) -> 
     Column::OptI64(records.iter().map(|r| f(r).map(|v| v as i64)).collect())
 }
 
+/// Why a row of a [`records_table`] Parquet file is not a request record.
+#[derive(Debug, thiserror::Error)]
+#[error("row {row}: {problem}")]
+pub struct RecordRowError {
+    /// The row's index.
+    pub row: usize,
+    /// What is wrong with it.
+    pub problem: RecordRowProblem,
+}
+
+/// What is wrong with a row of a [`records_table`] Parquet file.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordRowProblem {
+    /// A required column is missing or not an integer.
+    #[error("no `{0}`")]
+    Missing(String),
+    /// An error class this version does not know.
+    #[error("unknown error class `{0}`")]
+    ErrorClass(String),
+    /// A prompt token source this version does not know.
+    #[error("unknown prompt token source `{0}`")]
+    PromptTokenSource(String),
+    /// An output token source this version does not know.
+    #[error("unknown token source `{0}`")]
+    TokenSource(String),
+}
+
 /// Reads records back from the rows of a [`records_table`] Parquet file
 /// (`yardstick_store::samples::read_rows`), exactly: every timestamp and count the summary
 /// uses. Files written before the lossless columns existed rebuild content events from the
 /// inter-token gaps (to the nanosecond's rounding).
-pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord>, String> {
+pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord>, RecordRowError> {
     use serde_json::Value;
     let mut out = Vec::with_capacity(rows.len());
     for (k, row) in rows.iter().enumerate() {
-        let bad = |what: &str| format!("row {k}: {what}");
+        let bad = |problem: RecordRowProblem| RecordRowError { row: k, problem };
         let u = |name: &str| row.get(name).and_then(Value::as_i64).map(|v| v as u64);
-        let req = |name: &str| u(name).ok_or_else(|| bad(&format!("no `{name}`")));
+        let req = |name: &str| u(name).ok_or_else(|| bad(RecordRowProblem::Missing(name.into())));
         let s = |name: &str| row.get(name).and_then(Value::as_str).map(str::to_owned);
         let mut r = RequestRecord::new(
             req("index")?,
@@ -636,7 +663,7 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
                 ]
                 .into_iter()
                 .find(|e| e.name() == name)
-                .ok_or_else(|| bad(&format!("unknown error class `{name}`")))?,
+                .ok_or_else(|| bad(RecordRowProblem::ErrorClass(name.into())))?,
             ),
         };
         r.error_message = s("error_message");
@@ -646,7 +673,7 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
             None => None,
             Some(name) => Some(
                 PromptTokenSource::from_name(name)
-                    .ok_or_else(|| bad(&format!("unknown prompt token source `{name}`")))?,
+                    .ok_or_else(|| bad(RecordRowProblem::PromptTokenSource(name.into())))?,
             ),
         };
         r.output_tokens = u("output_tokens");
@@ -655,7 +682,7 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
             Some("server_usage") => Some(TokenSource::ServerUsage),
             Some("tokenizer") => Some(TokenSource::Tokenizer),
             Some("content_events") => Some(TokenSource::ContentEvents),
-            Some(other) => return Err(bad(&format!("unknown token source `{other}`"))),
+            Some(other) => return Err(bad(RecordRowProblem::TokenSource(other.into()))),
         };
         r.local_output_tokens = u("local_output_tokens");
         r.content_bytes = u("content_bytes").unwrap_or(0);
@@ -693,7 +720,10 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
 pub struct ParquetRecords;
 
 impl yardstick_load::shard_files::RecordsFormat for ParquetRecords {
-    fn encode(&self, results: &[yardstick_load::PointResult]) -> Result<Vec<u8>, String> {
+    fn encode(
+        &self,
+        results: &[yardstick_load::PointResult],
+    ) -> Result<Vec<u8>, yardstick_load::shard_files::RecordsFormatError> {
         let all: Vec<RequestRecord> = results
             .iter()
             .flat_map(|r| r.records.iter().cloned())
@@ -716,7 +746,7 @@ impl yardstick_load::shard_files::RecordsFormat for ParquetRecords {
             .with("load_mode", Column::Str(modes))
             .with("load_value", Column::F64(values))
             .to_parquet(&[("yardstick.kind", "serve")])
-            .map_err(|e| e.to_string())
+            .map_err(Into::into)
     }
 
     fn server_series(
@@ -748,8 +778,14 @@ impl yardstick_load::shard_files::RecordsFormat for ParquetRecords {
         (!readings.is_empty()).then_some(readings)
     }
 
-    fn decode(&self, bytes: Vec<u8>) -> Result<yardstick_load::shard_files::PointRecords, String> {
-        let rows = yardstick_store::samples::read_rows(bytes).map_err(|e| e.to_string())?;
+    fn decode(
+        &self,
+        bytes: Vec<u8>,
+    ) -> Result<
+        yardstick_load::shard_files::PointRecords,
+        yardstick_load::shard_files::RecordsFormatError,
+    > {
+        let rows = yardstick_store::samples::read_rows(bytes)?;
         let recs = records_from_rows(&rows)?;
         Ok(rows
             .iter()

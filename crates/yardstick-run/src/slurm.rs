@@ -180,19 +180,33 @@ pub fn parse_sacct(text: &str) -> BTreeMap<String, (String, Option<i32>)> {
         .collect()
 }
 
+/// Why Slurm's accounting could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SacctError {
+    /// `sacct` could not be run.
+    #[error("sacct: {0}")]
+    Spawn(std::io::Error),
+    /// `sacct` failed and said why (e.g. no accounting storage configured).
+    #[error("{0}")]
+    Said(String),
+    /// `sacct` failed silently.
+    #[error("sacct exited with {0}")]
+    Exit(std::process::ExitStatus),
+}
+
 /// The steps of `job` as Slurm's accounting recorded them, or why they cannot be read (no
 /// accounting storage configured: `sacct` says so and exits non-zero).
-pub fn sacct_steps(job: &str) -> Result<BTreeMap<String, (String, Option<i32>)>, String> {
+pub fn sacct_steps(job: &str) -> Result<BTreeMap<String, (String, Option<i32>)>, SacctError> {
     let o = Command::new("sacct")
         .args(["-j", job, "-P", "-n", "--format=JobID,State,ExitCode"])
         .output()
-        .map_err(|e| format!("sacct: {e}"))?;
+        .map_err(SacctError::Spawn)?;
     if !o.status.success() {
         let why = String::from_utf8_lossy(&o.stderr).trim().to_string();
         return Err(if why.is_empty() {
-            format!("sacct exited with {}", o.status)
+            SacctError::Exit(o.status)
         } else {
-            why
+            SacctError::Said(why)
         });
     }
     Ok(parse_sacct(&String::from_utf8_lossy(&o.stdout)))

@@ -43,10 +43,14 @@ pub use conn::HttpLimits;
 pub use error::{ApiError, ErrorBody, ServerError};
 pub use state::AppState;
 
+/// Why a run directory cannot be indexed: the indexer's own error (the indexer lives above
+/// this crate, so its type is not known here).
+pub type IndexError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Reads the warehouse rows of the run directory at the path, recorded as stored at the
 /// location (the store directory); the error says why the run cannot be indexed.
 pub type RunIndexer = Arc<
-    dyn Fn(&std::path::Path, &str) -> Result<yardstick_store::warehouse::RunRows, String>
+    dyn Fn(&std::path::Path, &str) -> Result<yardstick_store::warehouse::RunRows, IndexError>
         + Send
         + Sync,
 >;

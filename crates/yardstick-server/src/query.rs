@@ -46,26 +46,40 @@ impl Default for QuerySettings {
     }
 }
 
+/// Query settings that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuerySettingsError {
+    /// A zero time limit.
+    #[error("--query-timeout must be above zero")]
+    ZeroTimeout,
+    /// A zero row or byte limit.
+    #[error("--query-max-rows and --query-max-bytes must be above zero")]
+    ZeroSize,
+    /// A zero concurrency.
+    #[error("--query-concurrency and --query-concurrency-per-client must be above zero")]
+    ZeroConcurrency,
+    /// Queries could take every warehouse connection.
+    #[error(
+        "--query-concurrency {0} must be below {MAX_CONCURRENT_QUERIES}, the warehouse \
+         connections the whole API shares (queries may not take them all)"
+    )]
+    TooConcurrent(usize),
+}
+
 impl QuerySettings {
     /// Checks the settings can work: every limit above zero, and room left for the API.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), QuerySettingsError> {
         if self.time.is_zero() {
-            return Err("--query-timeout must be above zero".into());
+            return Err(QuerySettingsError::ZeroTimeout);
         }
         if self.max_rows == 0 || self.max_bytes == 0 {
-            return Err("--query-max-rows and --query-max-bytes must be above zero".into());
+            return Err(QuerySettingsError::ZeroSize);
         }
         if self.concurrent == 0 || self.per_client == 0 {
-            return Err(
-                "--query-concurrency and --query-concurrency-per-client must be above zero".into(),
-            );
+            return Err(QuerySettingsError::ZeroConcurrency);
         }
         if self.concurrent >= MAX_CONCURRENT_QUERIES {
-            return Err(format!(
-                "--query-concurrency {} must be below {MAX_CONCURRENT_QUERIES}, the warehouse \
-                 connections the whole API shares (queries may not take them all)",
-                self.concurrent
-            ));
+            return Err(QuerySettingsError::TooConcurrent(self.concurrent));
         }
         Ok(())
     }

@@ -66,7 +66,7 @@ impl AppState {
         }
         config.query.check().map_err(|m| {
             ServerError::config(
-                m,
+                m.to_string(),
                 Some("see `yardstick server --help` for the query limits"),
             )
         })?;

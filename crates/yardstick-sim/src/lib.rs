@@ -403,7 +403,7 @@ async fn handle(
             shared.log.write(&rec);
             return Ok(json_response(
                 StatusCode::BAD_REQUEST,
-                &openai::error_body(&msg, "invalid_request_error", 400),
+                &openai::error_body(&msg.to_string(), "invalid_request_error", 400),
             ));
         }
     };

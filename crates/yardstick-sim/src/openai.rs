@@ -72,27 +72,59 @@ fn count_content(v: &Value) -> u64 {
     }
 }
 
+/// Why a request body is refused (the message of a 400 answer).
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// The body is not JSON.
+    #[error("invalid JSON body: {0}")]
+    Json(serde_json::Error),
+    /// The body is JSON but not an object.
+    #[error("the body must be a JSON object")]
+    NotObject,
+    /// A count that is not a non-negative integer.
+    #[error("`{0}` must be a non-negative integer")]
+    NotCount(String),
+    /// A required field is missing.
+    #[error("`{0}` is required")]
+    Missing(&'static str),
+    /// A field of the wrong JSON type.
+    #[error("`{field}` must be {expected}")]
+    WrongType {
+        /// The field.
+        field: &'static str,
+        /// What it must be, e.g. "an array".
+        expected: &'static str,
+    },
+    /// A chat request without messages.
+    #[error("`messages` must not be empty")]
+    NoMessages,
+    /// `max_tokens` of 0.
+    #[error("`max_tokens` must be at least 1")]
+    ZeroMaxTokens,
+}
+
 /// Reads a JSON request body for `api`; the error is a message for a 400 answer.
-pub fn parse_request(api: Api, body: &[u8]) -> Result<ParsedRequest, String> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
-    let obj = v.as_object().ok_or("the body must be a JSON object")?;
-    let uint = |k: &str| -> Result<Option<u64>, String> {
+pub fn parse_request(api: Api, body: &[u8]) -> Result<ParsedRequest, RequestError> {
+    let v: Value = serde_json::from_slice(body).map_err(RequestError::Json)?;
+    let obj = v.as_object().ok_or(RequestError::NotObject)?;
+    let uint = |k: &str| -> Result<Option<u64>, RequestError> {
         match obj.get(k) {
             None | Some(Value::Null) => Ok(None),
             Some(x) => x
                 .as_u64()
                 .map(Some)
-                .ok_or_else(|| format!("`{k}` must be a non-negative integer")),
+                .ok_or_else(|| RequestError::NotCount(k.to_string())),
         }
     };
+    let wrong = |field, expected| RequestError::WrongType { field, expected };
     let (prompt_tokens, inputs) = match api {
         Api::Chat => {
             let msgs = obj
                 .get("messages")
                 .and_then(Value::as_array)
-                .ok_or("`messages` must be an array")?;
+                .ok_or(wrong("messages", "an array"))?;
             if msgs.is_empty() {
-                return Err("`messages` must not be empty".into());
+                return Err(RequestError::NoMessages);
             }
             let n = msgs
                 .iter()
@@ -101,21 +133,21 @@ pub fn parse_request(api: Api, body: &[u8]) -> Result<ParsedRequest, String> {
             (n, 1)
         }
         Api::Completions => {
-            let p = obj.get("prompt").ok_or("`prompt` is required")?;
+            let p = obj.get("prompt").ok_or(RequestError::Missing("prompt"))?;
             let n = match p {
                 Value::String(s) => count_words(s),
                 Value::Array(_) => count_content(p),
-                _ => return Err("`prompt` must be a string or an array".into()),
+                _ => return Err(wrong("prompt", "a string or an array")),
             };
             (n, 1)
         }
         Api::Embeddings => {
-            let i = obj.get("input").ok_or("`input` is required")?;
+            let i = obj.get("input").ok_or(RequestError::Missing("input"))?;
             match i {
                 Value::String(s) => (count_words(s), 1),
                 Value::Array(a) if a.iter().all(Value::is_number) => (a.len() as u64, 1),
                 Value::Array(a) => (count_content(i), a.len().max(1)),
-                _ => return Err("`input` must be a string or an array".into()),
+                _ => return Err(wrong("input", "a string or an array")),
             }
         }
     };
@@ -124,7 +156,7 @@ pub fn parse_request(api: Api, body: &[u8]) -> Result<ParsedRequest, String> {
         None => uint("max_tokens")?,
     };
     if max_tokens == Some(0) {
-        return Err("`max_tokens` must be at least 1".into());
+        return Err(RequestError::ZeroMaxTokens);
     }
     let include_usage = obj
         .get("stream_options")

@@ -87,21 +87,61 @@ fn prompt_hash(s: &str) -> u64 {
     h ^ (h >> 33)
 }
 
+/// Why an answers file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswersError {
+    /// A line is not an answer.
+    #[error("{source_name}:{line}: {problem}")]
+    Line {
+        /// The file (or probe) the text came from.
+        source_name: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        problem: AnswerLineProblem,
+    },
+    /// No line is an answer.
+    #[error("{source_name}: no answers")]
+    Empty {
+        /// The file (or probe) the text came from.
+        source_name: String,
+    },
+}
+
+/// What is wrong with a line of an answers file.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerLineProblem {
+    /// Not JSON.
+    #[error("{0}")]
+    Json(serde_json::Error),
+    /// No prompt to key the answer by.
+    #[error("needs `prompt` or `messages`")]
+    NoPrompt,
+    /// No answer.
+    #[error("needs `answer`, `references` or `keys`")]
+    NoAnswer,
+}
+
 impl Quality {
     /// Reads answers from JSON lines: `{"prompt": ..}` or `{"messages": [..]}`, and `answer`
     /// (the text), else the first of `references`, else — for items that ask for a JSON object
     /// with `keys` — an object with those keys. Eval task files are therefore answer files.
     /// Other fields are ignored; `source` names the text in errors.
-    pub fn add_answers(&mut self, source: &str, text: &str) -> Result<usize, String> {
+    pub fn add_answers(&mut self, source: &str, text: &str) -> Result<usize, AnswersError> {
         let mut table = (*self.answers).clone();
         let mut added = 0;
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let bad = |why: &str| format!("{source}:{}: {why}", i + 1);
-            let v: Value = serde_json::from_str(line).map_err(|e| bad(&e.to_string()))?;
-            let key = prompt_key(&v).ok_or_else(|| bad("needs `prompt` or `messages`"))?;
+            let bad = |problem: AnswerLineProblem| AnswersError::Line {
+                source_name: source.to_string(),
+                line: i + 1,
+                problem,
+            };
+            let v: Value =
+                serde_json::from_str(line).map_err(|e| bad(AnswerLineProblem::Json(e)))?;
+            let key = prompt_key(&v).ok_or_else(|| bad(AnswerLineProblem::NoPrompt))?;
             let answer = if let Some(a) = v.get("answer").and_then(Value::as_str) {
                 a.to_string()
             } else if let Some(r) = v
@@ -119,13 +159,15 @@ impl Quality {
                     .collect();
                 Value::Object(obj).to_string()
             } else {
-                return Err(bad("needs `answer`, `references` or `keys`"));
+                return Err(bad(AnswerLineProblem::NoAnswer));
             };
             table.insert(key, answer);
             added += 1;
         }
         if added == 0 {
-            return Err(format!("{source}: no answers"));
+            return Err(AnswersError::Empty {
+                source_name: source.to_string(),
+            });
         }
         self.answers = Arc::new(table);
         Ok(added)
@@ -308,6 +350,7 @@ mod tests {
         assert!(
             q.add_answers("bad", "{\"prompt\":\"x\"}")
                 .unwrap_err()
+                .to_string()
                 .starts_with("bad:1:")
         );
     }

@@ -69,7 +69,84 @@ pub struct ScenarioError {
     /// The string as given.
     pub input: String,
     /// What is wrong with it.
-    pub reason: String,
+    pub reason: ScenarioReason,
+}
+
+/// What is wrong with a scenario string.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ScenarioReason {
+    /// Nothing was given.
+    #[error("the scenario is empty")]
+    Empty,
+    /// Opening and closing parentheses do not pair up.
+    #[error(
+        "unbalanced parentheses; inside a YAML flow list `[...]` a comma splits items, \
+         so quote each scenario: [\"D(100,100)\"]"
+    )]
+    Unbalanced,
+    /// The distribution letter has no parameters.
+    #[error("missing parameters in parentheses")]
+    MissingParameters,
+    /// A group is not numbers in parentheses.
+    #[error("group {group} `{text}` must be numbers in parentheses, like (100,100)")]
+    NotParenthesized {
+        /// The group's position, from 1.
+        group: usize,
+        /// The group as written.
+        text: String,
+    },
+    /// A group has parentheses inside it.
+    #[error("group {group} `{text}` has nested parentheses")]
+    Nested {
+        /// The group's position, from 1.
+        group: usize,
+        /// The group as written.
+        text: String,
+    },
+    /// The distribution was given the wrong number of groups or numbers.
+    #[error("`{letter}` takes {want}, got {got}")]
+    Arity {
+        /// The distribution letter.
+        letter: char,
+        /// The shape it takes, e.g. `(_,_)/(_,_)`.
+        want: String,
+        /// The shape given.
+        got: String,
+    },
+    /// `U` was given a shape it does not take.
+    #[error("`U` takes (min,max) or (min_in,max_in)/(min_out,max_out), got {0}")]
+    UniformArity(String),
+    /// A normal distribution's mean is below one token.
+    #[error("means must be at least 1 token")]
+    MeanBelowOne,
+    /// A uniform range whose bounds are the wrong way round.
+    #[error("{what}: min {lo} is greater than max {hi}")]
+    MinAboveMax {
+        /// Which bounds.
+        what: &'static str,
+        /// The lower bound.
+        lo: u64,
+        /// The upper bound.
+        hi: u64,
+    },
+    /// A letter that names no distribution.
+    #[error("unknown distribution `{0}` (expected D, N, U or E)")]
+    UnknownDistribution(char),
+    /// A negative number.
+    #[error("`{0}` is negative; token counts are >= 0")]
+    Negative(String),
+    /// Not a whole number where one is required.
+    #[error("`{0}` is not a whole number of tokens")]
+    NotWhole(String),
+    /// Not a number at all.
+    #[error("`{0}` is not a number")]
+    NotANumber(String),
+    /// More than [`MAX_TOKENS`].
+    #[error("`{0}` tokens is more than the {MAX_TOKENS} a request may ask for")]
+    TooManyTokens(String),
+    /// A count that must be at least one is zero.
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
 }
 
 impl ScenarioError {
@@ -99,22 +176,16 @@ impl FromStr for Scenario {
     type Err = ScenarioError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = |reason: String| ScenarioError {
+        let err = |reason: ScenarioReason| ScenarioError {
             input: s.to_string(),
             reason,
         };
         let t = s.trim();
         let mut chars = t.chars();
-        let letter = chars
-            .next()
-            .ok_or_else(|| err("the scenario is empty".into()))?;
+        let letter = chars.next().ok_or_else(|| err(ScenarioReason::Empty))?;
         let rest = chars.as_str();
         if rest.matches('(').count() != rest.matches(')').count() {
-            return Err(err(
-                "unbalanced parentheses; inside a YAML flow list `[...]` a comma splits items, \
-                 so quote each scenario: [\"D(100,100)\"]"
-                    .into(),
-            ));
+            return Err(err(ScenarioReason::Unbalanced));
         }
         let groups = split_groups(rest).map_err(err)?;
         let arity = |want: &[usize]| -> Result<(), ScenarioError> {
@@ -122,11 +193,11 @@ impl FromStr for Scenario {
             if shape == want {
                 Ok(())
             } else {
-                Err(err(format!(
-                    "`{letter}` takes {}, got {}",
-                    describe_shape(want),
-                    describe_shape(&shape)
-                )))
+                Err(err(ScenarioReason::Arity {
+                    letter,
+                    want: describe_shape(want),
+                    got: describe_shape(&shape),
+                }))
             }
         };
         match letter {
@@ -145,7 +216,7 @@ impl FromStr for Scenario {
                 let output_mean = real(&groups[1][0]).map_err(err)?;
                 let output_sd = real(&groups[1][1]).map_err(err)?;
                 if input_mean < 1.0 || output_mean < 1.0 {
-                    return Err(err("means must be at least 1 token".into()));
+                    return Err(err(ScenarioReason::MeanBelowOne));
                 }
                 Ok(Scenario::Normal {
                     input_mean,
@@ -156,15 +227,16 @@ impl FromStr for Scenario {
             }
             'U' => {
                 let shape: Vec<usize> = groups.iter().map(Vec::len).collect();
-                let bounds = |g: &[String], what: &str| -> Result<(u64, u64), String> {
-                    let lo = int(&g[0])?;
-                    let hi = int(&g[1])?;
-                    positive(lo, what)?;
-                    if lo > hi {
-                        return Err(format!("{what}: min {lo} is greater than max {hi}"));
-                    }
-                    Ok((lo, hi))
-                };
+                let bounds =
+                    |g: &[String], what: &'static str| -> Result<(u64, u64), ScenarioReason> {
+                        let lo = int(&g[0])?;
+                        let hi = int(&g[1])?;
+                        positive(lo, what)?;
+                        if lo > hi {
+                            return Err(ScenarioReason::MinAboveMax { what, lo, hi });
+                        }
+                        Ok((lo, hi))
+                    };
                 match shape.as_slice() {
                     [2] => Ok(Scenario::Uniform {
                         input: bounds(&groups[0], "input tokens").map_err(err)?,
@@ -174,10 +246,7 @@ impl FromStr for Scenario {
                         input: bounds(&groups[0], "input tokens").map_err(err)?,
                         output: Some(bounds(&groups[1], "output tokens").map_err(err)?),
                     }),
-                    _ => Err(err(format!(
-                        "`U` takes (min,max) or (min_in,max_in)/(min_out,max_out), got {}",
-                        describe_shape(&shape)
-                    ))),
+                    _ => Err(err(ScenarioReason::UniformArity(describe_shape(&shape)))),
                 }
             }
             'E' => {
@@ -186,9 +255,7 @@ impl FromStr for Scenario {
                 positive(tokens, "tokens").map_err(err)?;
                 Ok(Scenario::Embedding { tokens })
             }
-            other => Err(err(format!(
-                "unknown distribution `{other}` (expected D, N, U or E)"
-            ))),
+            other => Err(err(ScenarioReason::UnknownDistribution(other))),
         }
     }
 }
@@ -216,9 +283,9 @@ impl fmt::Display for Scenario {
 }
 
 /// Splits `(a,b)/(c,d)` into `[[a,b],[c,d]]`.
-fn split_groups(rest: &str) -> Result<Vec<Vec<String>>, String> {
+fn split_groups(rest: &str) -> Result<Vec<Vec<String>>, ScenarioReason> {
     if rest.trim().is_empty() {
-        return Err("missing parameters in parentheses".into());
+        return Err(ScenarioReason::MissingParameters);
     }
     let mut groups = Vec::new();
     for (i, part) in rest.split('/').enumerate() {
@@ -226,14 +293,15 @@ fn split_groups(rest: &str) -> Result<Vec<Vec<String>>, String> {
         let inner = p
             .strip_prefix('(')
             .and_then(|p| p.strip_suffix(')'))
-            .ok_or_else(|| {
-                format!(
-                    "group {} `{p}` must be numbers in parentheses, like (100,100)",
-                    i + 1
-                )
+            .ok_or_else(|| ScenarioReason::NotParenthesized {
+                group: i + 1,
+                text: p.to_string(),
             })?;
         if inner.contains(['(', ')']) {
-            return Err(format!("group {} `{p}` has nested parentheses", i + 1));
+            return Err(ScenarioReason::Nested {
+                group: i + 1,
+                text: p.to_string(),
+            });
         }
         groups.push(inner.split(',').map(|x| x.trim().to_string()).collect());
     }
@@ -251,43 +319,41 @@ fn describe_shape(shape: &[usize]) -> String {
         .join("/")
 }
 
-fn int(s: &str) -> Result<u64, String> {
+fn int(s: &str) -> Result<u64, ScenarioReason> {
     if s.starts_with('-') {
-        return Err(format!("`{s}` is negative; token counts are >= 0"));
+        return Err(ScenarioReason::Negative(s.to_string()));
     }
     let v = s
         .parse::<u64>()
-        .map_err(|_| format!("`{s}` is not a whole number of tokens"))?;
+        .map_err(|_| ScenarioReason::NotWhole(s.to_string()))?;
     at_most_max(v as f64, s)?;
     Ok(v)
 }
 
-fn real(s: &str) -> Result<f64, String> {
+fn real(s: &str) -> Result<f64, ScenarioReason> {
     if s.starts_with('-') {
-        return Err(format!("`{s}` is negative; token counts are >= 0"));
+        return Err(ScenarioReason::Negative(s.to_string()));
     }
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() => {
             at_most_max(v, s)?;
             Ok(v)
         }
-        _ => Err(format!("`{s}` is not a number")),
+        _ => Err(ScenarioReason::NotANumber(s.to_string())),
     }
 }
 
-fn at_most_max(v: f64, s: &str) -> Result<(), String> {
+fn at_most_max(v: f64, s: &str) -> Result<(), ScenarioReason> {
     if v > MAX_TOKENS as f64 {
-        Err(format!(
-            "`{s}` tokens is more than the {MAX_TOKENS} a request may ask for"
-        ))
+        Err(ScenarioReason::TooManyTokens(s.to_string()))
     } else {
         Ok(())
     }
 }
 
-fn positive(v: u64, what: &str) -> Result<(), String> {
+fn positive(v: u64, what: &'static str) -> Result<(), ScenarioReason> {
     if v == 0 {
-        Err(format!("{what} must be at least 1"))
+        Err(ScenarioReason::Zero(what))
     } else {
         Ok(())
     }

@@ -30,19 +30,33 @@ impl std::fmt::Display for ThinkTime {
     }
 }
 
+/// Why a think time or a number of turns did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// Not a think time at all.
+    #[error("`{0}` is not {THINK_TIME_GRAMMAR}")]
+    ThinkTime(String),
+    /// A uniform think time whose bounds are the wrong way round.
+    #[error("`{0}`: the lower bound is above the upper one")]
+    ThinkTimeBounds(String),
+    /// Not a number of turns, or one out of range.
+    #[error("`{0}` is not a number of turns: `4`, or a range `2-6` (each from 1 to {MAX_TURNS})")]
+    Turns(String),
+}
+
 /// The think-time grammar, for hints.
 pub const THINK_TIME_GRAMMAR: &str = "a think time in ms: `1000` (constant), `exp(1000)` (exponential with that mean) or `U(500,1500)` (uniform)";
 
 impl FromStr for ThinkTime {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = SessionError;
+    fn from_str(s: &str) -> Result<Self, SessionError> {
         let t = s.trim();
-        let num = |x: &str| -> Result<f64, String> {
+        let num = |x: &str| -> Result<f64, SessionError> {
             x.trim()
                 .parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| format!("`{s}` is not {THINK_TIME_GRAMMAR}"))
+                .ok_or_else(|| SessionError::ThinkTime(s.to_string()))
         };
         let inner = |prefix: &str| {
             t.strip_prefix(prefix)
@@ -55,10 +69,10 @@ impl FromStr for ThinkTime {
         if let Some(r) = inner("U(") {
             let (a, b) = r
                 .split_once(',')
-                .ok_or_else(|| format!("`{s}` is not {THINK_TIME_GRAMMAR}"))?;
+                .ok_or_else(|| SessionError::ThinkTime(s.to_string()))?;
             let (a, b) = (num(a)?, num(b)?);
             if a > b {
-                return Err(format!("`{s}`: the lower bound is above the upper one"));
+                return Err(SessionError::ThinkTimeBounds(s.to_string()));
             }
             return Ok(ThinkTime::Uniform(a, b));
         }
@@ -76,13 +90,9 @@ pub struct Turns {
 }
 
 impl FromStr for Turns {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || {
-            format!(
-                "`{s}` is not a number of turns: `4`, or a range `2-6` (each from 1 to {MAX_TURNS})"
-            )
-        };
+    type Err = SessionError;
+    fn from_str(s: &str) -> Result<Self, SessionError> {
+        let bad = || SessionError::Turns(s.to_string());
         let n = |x: &str| x.trim().parse::<u32>().map_err(|_| bad());
         let (min, max) = match s.split_once('-') {
             Some((a, b)) => (n(a)?, n(b)?),
@@ -106,7 +116,9 @@ impl std::fmt::Display for Turns {
 }
 
 /// Reads `T` from a string or a number (YAML `turns: 4` and `turns: "2-6"` alike).
-fn from_text<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(d: D) -> Result<T, D::Error> {
+fn from_text<'de, D: Deserializer<'de>, T: FromStr<Err = SessionError>>(
+    d: D,
+) -> Result<T, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {
@@ -183,7 +195,7 @@ mod tests {
             "U(5, 10)".parse::<ThinkTime>(),
             Ok(ThinkTime::Uniform(5.0, 10.0))
         );
-        let e = "soon".parse::<ThinkTime>().unwrap_err();
+        let e = "soon".parse::<ThinkTime>().unwrap_err().to_string();
         assert!(e.contains("exp(1000)"), "{e}");
         assert!("U(9,1)".parse::<ThinkTime>().is_err());
         assert!("-1".parse::<ThinkTime>().is_err());

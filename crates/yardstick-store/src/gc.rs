@@ -90,15 +90,23 @@ pub fn read_record(run_dir: &Path) -> Result<Option<GcRecord>, StoreError> {
     }
 }
 
-fn parse_record(bytes: &[u8]) -> Result<GcRecord, String> {
-    let r: GcRecord =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a retention record: {e}"))?;
+/// Why a retention record is refused (the message completes "gc.json ...").
+#[derive(Debug, thiserror::Error)]
+enum RecordError {
+    #[error("not a retention record: {0}")]
+    NotRecord(serde_json::Error),
+    #[error("names the artifact path {path:?}, which is refused: {why}")]
+    UnsafePath { path: String, why: &'static str },
+}
+
+fn parse_record(bytes: &[u8]) -> Result<GcRecord, RecordError> {
+    let r: GcRecord = serde_json::from_slice(bytes).map_err(RecordError::NotRecord)?;
     for d in &r.dropped {
         if let Some(why) = unsafe_relative(&d.path) {
-            return Err(format!(
-                "names the artifact path {:?}, which is refused: {why}",
-                d.path
-            ));
+            return Err(RecordError::UnsafePath {
+                path: d.path.clone(),
+                why,
+            });
         }
     }
     Ok(r)
@@ -234,6 +242,18 @@ pub fn check_retention(
     Ok((Some(check), record.dropped))
 }
 
+/// How a retention statement is not chained to its run (the message completes
+/// "gc.dsse.json ...").
+#[derive(Debug, thiserror::Error)]
+enum Unchained {
+    #[error("is about another run")]
+    Run,
+    #[error("names another manifest")]
+    Manifest,
+    #[error("is not chained to this run's attestation")]
+    Attestation,
+}
+
 /// Whether a retention statement is chained to this run: its predicate names the run id, the
 /// manifest's sha256 and the attestation's sha256 (null for an unsigned run).
 fn chained(
@@ -241,17 +261,17 @@ fn chained(
     manifest: &Manifest,
     manifest_sha256: &str,
     attestation: Option<&[u8]>,
-) -> Result<(), String> {
+) -> Result<(), Unchained> {
     let p = &statement.predicate;
     if p["run_id"].as_str() != Some(manifest.run_id.as_str()) {
-        return Err("is about another run".into());
+        return Err(Unchained::Run);
     }
     if p["manifest_sha256"].as_str() != Some(manifest_sha256) {
-        return Err("names another manifest".into());
+        return Err(Unchained::Manifest);
     }
     let want = attestation.map(sha256_bytes);
     if p["attestation_sha256"].as_str().map(str::to_owned) != want {
-        return Err("is not chained to this run's attestation".into());
+        return Err(Unchained::Attestation);
     }
     Ok(())
 }

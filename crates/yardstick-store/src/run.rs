@@ -497,26 +497,56 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, StoreError> {
 /// Checks what a manifest names before anything is read, hashed, exported or deleted on its
 /// word: every artifact path stays inside the run directory ([`crate::fsutil::unsafe_relative`])
 /// and is listed once, and the run id is a plain name.
-pub fn check_manifest(m: &Manifest) -> Result<(), String> {
+pub fn check_manifest(m: &Manifest) -> Result<(), ManifestError> {
     if let Some(why) = unsafe_run_id(&m.run_id) {
-        return Err(format!("run id {:?} is refused: {why}", m.run_id));
+        return Err(ManifestError::RunId {
+            run_id: m.run_id.clone(),
+            why,
+        });
     }
     let mut seen = std::collections::HashSet::new();
     for a in &m.artifacts {
         if let Some(why) = crate::fsutil::unsafe_relative(&a.path) {
-            return Err(format!(
-                "artifact path {:?} is refused: {why} (paths must stay inside the run directory)",
-                a.path
-            ));
+            return Err(ManifestError::UnsafePath {
+                path: a.path.clone(),
+                why,
+            });
         }
         if a.path == MANIFEST || a.path == ATTESTATION {
-            return Err(format!("artifact path {:?} is reserved", a.path));
+            return Err(ManifestError::Reserved(a.path.clone()));
         }
         if !seen.insert(a.path.as_str()) {
-            return Err(format!("artifact {:?} is listed twice", a.path));
+            return Err(ManifestError::Duplicate(a.path.clone()));
         }
     }
     Ok(())
+}
+
+/// What a manifest names that is refused ([`check_manifest`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    /// The run id is not a plain name.
+    #[error("run id {run_id:?} is refused: {why}")]
+    RunId {
+        /// The run id.
+        run_id: String,
+        /// Why it is refused.
+        why: &'static str,
+    },
+    /// An artifact path that leaves the run directory.
+    #[error("artifact path {path:?} is refused: {why} (paths must stay inside the run directory)")]
+    UnsafePath {
+        /// The path.
+        path: String,
+        /// Why it is refused.
+        why: &'static str,
+    },
+    /// An artifact path the run directory keeps for itself.
+    #[error("artifact path {0:?} is reserved")]
+    Reserved(String),
+    /// An artifact listed twice.
+    #[error("artifact {0:?} is listed twice")]
+    Duplicate(String),
 }
 
 /// A file-system-safe slug of a point id: the directory name of its artifacts

@@ -386,35 +386,53 @@ fn b64_decode(s: &str) -> Option<Vec<u8>> {
         .ok()
 }
 
+/// Why an envelope does not parse strictly.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    /// Not JSON with exactly the DSSE fields.
+    #[error(
+        "not a DSSE envelope (payloadType, payload, signatures[{{keyid, sig}}] and nothing else): {0}"
+    )]
+    NotDsse(serde_json::Error),
+    /// A payload type other than yardstick's.
+    #[error("payloadType is `{0}`, expected `{PAYLOAD_TYPE}`")]
+    PayloadType(String),
+    /// The payload is not base64.
+    #[error("the payload is not base64")]
+    PayloadNotBase64,
+    /// The payload is not an in-toto Statement v1.
+    #[error("the payload is not an in-toto Statement v1: {0}")]
+    NotStatement(serde_json::Error),
+    /// A statement type other than in-toto's v1.
+    #[error("the statement's _type is `{0}`, expected `{STATEMENT_TYPE}`")]
+    StatementType(String),
+    /// No signature at all.
+    #[error("the envelope has no signature")]
+    Unsigned,
+    /// A signature that is not one.
+    #[error("signature with key id `{0}` is not a base64 ed25519 signature")]
+    BadSignature(String),
+}
+
 /// Parses an envelope strictly: exactly the DSSE fields, yardstick's payload type, a base64
 /// payload that is an in-toto Statement v1, and at least one well-formed signature.
-pub fn parse_envelope(bytes: &[u8]) -> Result<(Envelope, Statement), String> {
-    let envelope: Envelope = serde_json::from_slice(bytes)
-        .map_err(|e| format!("not a DSSE envelope (payloadType, payload, signatures[{{keyid, sig}}] and nothing else): {e}"))?;
+pub fn parse_envelope(bytes: &[u8]) -> Result<(Envelope, Statement), EnvelopeError> {
+    let envelope: Envelope = serde_json::from_slice(bytes).map_err(EnvelopeError::NotDsse)?;
     if envelope.payload_type != PAYLOAD_TYPE {
-        return Err(format!(
-            "payloadType is `{}`, expected `{PAYLOAD_TYPE}`",
-            envelope.payload_type
-        ));
+        return Err(EnvelopeError::PayloadType(envelope.payload_type));
     }
-    let payload = b64_decode(&envelope.payload).ok_or("the payload is not base64")?;
-    let statement: Statement = serde_json::from_slice(&payload)
-        .map_err(|e| format!("the payload is not an in-toto Statement v1: {e}"))?;
+    let payload = b64_decode(&envelope.payload).ok_or(EnvelopeError::PayloadNotBase64)?;
+    let statement: Statement =
+        serde_json::from_slice(&payload).map_err(EnvelopeError::NotStatement)?;
     if statement.statement_type != STATEMENT_TYPE {
-        return Err(format!(
-            "the statement's _type is `{}`, expected `{STATEMENT_TYPE}`",
-            statement.statement_type
-        ));
+        return Err(EnvelopeError::StatementType(statement.statement_type));
     }
     if envelope.signatures.is_empty() {
-        return Err("the envelope has no signature".into());
+        return Err(EnvelopeError::Unsigned);
     }
     for s in &envelope.signatures {
         if b64_decode(&s.sig).is_none_or(|b| b.len() != 64) {
-            return Err(format!(
-                "signature with key id `{}` is not a base64 ed25519 signature",
-                s.keyid
-            ));
+            return Err(EnvelopeError::BadSignature(s.keyid.clone()));
         }
     }
     Ok((envelope, statement))
@@ -433,7 +451,7 @@ pub fn check_envelope(
     let invalid = |r: String| (SignatureCheck::Invalid { reason: r }, None);
     let (envelope, statement) = match parse_envelope(bytes) {
         Ok(x) => x,
-        Err(e) => return invalid(e),
+        Err(e) => return invalid(e.to_string()),
     };
     if statement.predicate_type != predicate_type {
         return invalid(format!(

@@ -163,7 +163,7 @@ pub fn list_files(cfg: &ReaderConfig) -> Result<Vec<PathBuf>, LoaderError> {
 /// What a worker hands the loop.
 enum Msg {
     Batch { samples: u64, bytes: u64 },
-    Failed(String),
+    Failed(ReadError),
 }
 
 /// Gathers samples into batches and sends them; `false` once the loop has gone away.
@@ -198,22 +198,50 @@ impl Batcher<'_> {
     }
 }
 
+/// Why a file of the pass could not be read (the pass fails with this).
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    #[error("{}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}:{line}: not a JSON line: {error}", path.display())]
+    Json {
+        path: PathBuf,
+        line: usize,
+        error: serde_json::Error,
+    },
+    #[error("{}: {error}", path.display())]
+    Parquet {
+        path: PathBuf,
+        error: parquet::errors::ParquetError,
+    },
+}
+
 /// Decodes one file into samples; `Ok(false)` when the loop stopped listening.
-fn read_file(path: &Path, format: LoaderFormat, b: &mut Batcher<'_>) -> Result<bool, String> {
-    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+fn read_file(path: &Path, format: LoaderFormat, b: &mut Batcher<'_>) -> Result<bool, ReadError> {
+    let at = |error| ReadError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let pq = |error| ReadError::Parquet {
+        path: path.to_path_buf(),
+        error,
+    };
     match format {
         LoaderFormat::Raw => {
-            let bytes = std::fs::read(path).map_err(|e| at(&e))?;
+            let bytes = std::fs::read(path).map_err(at)?;
             std::hint::black_box(&bytes);
             Ok(b.sample(bytes.len() as f64))
         }
         LoaderFormat::Jsonl => {
-            let mut r = BufReader::with_capacity(1 << 16, File::open(path).map_err(|e| at(&e))?);
+            let mut r = BufReader::with_capacity(1 << 16, File::open(path).map_err(at)?);
             let mut line = String::new();
             let mut n = 0usize;
             loop {
                 line.clear();
-                let len = r.read_line(&mut line).map_err(|e| at(&e))?;
+                let len = r.read_line(&mut line).map_err(at)?;
                 if len == 0 {
                     return Ok(true);
                 }
@@ -222,8 +250,12 @@ fn read_file(path: &Path, format: LoaderFormat, b: &mut Batcher<'_>) -> Result<b
                 if text.is_empty() {
                     continue;
                 }
-                let v: serde_json::Value = serde_json::from_str(text)
-                    .map_err(|e| format!("{}:{n}: not a JSON line: {e}", path.display()))?;
+                let v: serde_json::Value =
+                    serde_json::from_str(text).map_err(|error| ReadError::Json {
+                        path: path.to_path_buf(),
+                        line: n,
+                        error,
+                    })?;
                 std::hint::black_box(&v);
                 if !b.sample(len as f64) {
                     return Ok(false);
@@ -232,14 +264,14 @@ fn read_file(path: &Path, format: LoaderFormat, b: &mut Batcher<'_>) -> Result<b
         }
         LoaderFormat::Parquet => {
             use parquet::file::reader::{FileReader, SerializedFileReader};
-            let f = File::open(path).map_err(|e| at(&e))?;
-            let reader = SerializedFileReader::new(f).map_err(|e| at(&e))?;
+            let f = File::open(path).map_err(at)?;
+            let reader = SerializedFileReader::new(f).map_err(pq)?;
             for i in 0..reader.metadata().num_row_groups() {
-                let rg = reader.get_row_group(i).map_err(|e| at(&e))?;
+                let rg = reader.get_row_group(i).map_err(pq)?;
                 let rows = rg.metadata().num_rows().max(1) as f64;
                 let per_row = rg.metadata().compressed_size() as f64 / rows;
-                for row in rg.get_row_iter(None).map_err(|e| at(&e))? {
-                    let row = row.map_err(|e| at(&e))?;
+                for row in rg.get_row_iter(None).map_err(pq)? {
+                    let row = row.map_err(pq)?;
                     std::hint::black_box(&row);
                     if !b.sample(per_row) {
                         return Ok(false);
@@ -366,7 +398,7 @@ pub fn read_pass(cfg: &ReaderConfig, files: &[PathBuf], cancelled: &dyn Fn() -> 
                 last = now;
             }
             Some(Msg::Failed(e)) => {
-                error = Some(e);
+                error = Some(e.to_string());
                 break;
             }
             None => {}

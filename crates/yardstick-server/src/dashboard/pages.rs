@@ -243,7 +243,18 @@ enum GateOf {
     /// The run is the baseline.
     IsBaseline,
     /// `gate --json`'s output, or why it cannot be computed.
-    Done(Result<Value, String>),
+    Done(Result<Value, GateFailure>),
+}
+
+/// Why the gate of a run against its baseline could not be computed.
+#[derive(Debug, thiserror::Error)]
+enum GateFailure {
+    /// Loading the runs, their noise floors, or the gate itself failed.
+    #[error(transparent)]
+    Gate(#[from] yardstick_gate::GateError),
+    /// The report did not serialize.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
 }
 
 /// The gate of a run against its stored baseline.
@@ -255,19 +266,18 @@ fn gate_of(st: &AppState, w: &mut dyn Warehouse, run: &RunRow) -> GateOf {
     if base.run_id == run.run_id {
         return GateOf::IsBaseline;
     }
-    let mut go = || -> Result<Value, String> {
-        let cand = yardstick_gate::load_run(&mut w, &run.run_id).map_err(|e| e.to_string())?;
-        let base = yardstick_gate::load_run(&mut w, &base.run_id).map_err(|e| e.to_string())?;
+    let mut go = || -> Result<Value, GateFailure> {
+        let cand = yardstick_gate::load_run(&mut w, &run.run_id)?;
+        let base = yardstick_gate::load_run(&mut w, &base.run_id)?;
         let profile = cand.run.machine_profile.clone().unwrap_or_default();
-        let noise_floors =
-            calibrate::noise_floors(&mut w, &profile, &cand.run.name).map_err(|e| e.to_string())?;
+        let noise_floors = calibrate::noise_floors(&mut w, &profile, &cand.run.name)?;
         let opts = GateOptions {
             cross_profile: false,
             tolerances: None,
             noise_floors,
         };
-        let report = yardstick_gate::gate(&base, &cand, &opts).map_err(|e| e.to_string())?;
-        serde_json::to_value(&report).map_err(|e| e.to_string())
+        let report = yardstick_gate::gate(&base, &cand, &opts)?;
+        Ok(serde_json::to_value(&report)?)
     };
     GateOf::Done(go())
 }
@@ -427,7 +437,7 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
             let _ = writeln!(
                 o,
                 "<p class=\"warn\">gate against the baseline: {}</p>",
-                esc(e)
+                esc(&e.to_string())
             );
         }
         (GateOf::IsBaseline, _) => {

@@ -48,6 +48,20 @@ pub fn from_bf16(b: u16) -> f32 {
     f32::from_bits(u32::from(b) << 16)
 }
 
+/// Why there is no bf16 kernel on this machine (`gemm.bf16` is reported as skipped with it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoBf16 {
+    /// [`DISABLE_ENV`] is set.
+    #[error("CPU lacks avx512_bf16 (forced by ${DISABLE_ENV})")]
+    Disabled,
+    /// An x86-64 CPU without `avx512_bf16` (or `avx512f`).
+    #[error("CPU lacks avx512_bf16")]
+    Missing,
+    /// Not an x86-64 CPU.
+    #[error("CPU lacks avx512_bf16 (not an x86-64 CPU; no bf16 kernel for this architecture)")]
+    OtherArch,
+}
+
 /// Proof that this CPU runs the bf16 kernel (`avx512_bf16` and `avx512f`).
 #[derive(Debug, Clone, Copy)]
 pub struct Bf16Kernel {
@@ -56,15 +70,15 @@ pub struct Bf16Kernel {
 
 impl Bf16Kernel {
     /// The kernel when this CPU has `avx512_bf16` (and [`DISABLE_ENV`] is not set), else why not.
-    pub fn detect() -> Result<Self, String> {
+    pub fn detect() -> Result<Self, NoBf16> {
         if std::env::var(DISABLE_ENV).is_ok_and(|v| !v.is_empty() && v != "0") {
-            return Err(format!("CPU lacks avx512_bf16 (forced by ${DISABLE_ENV})"));
+            return Err(NoBf16::Disabled);
         }
         Self::detect_cpu()
     }
 
     /// The kernel when this CPU has `avx512_bf16`, ignoring [`DISABLE_ENV`].
-    pub fn detect_cpu() -> Result<Self, String> {
+    pub fn detect_cpu() -> Result<Self, NoBf16> {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512bf16")
@@ -72,15 +86,12 @@ impl Bf16Kernel {
             {
                 Ok(Self { _private: () })
             } else {
-                Err("CPU lacks avx512_bf16".into())
+                Err(NoBf16::Missing)
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            Err(
-                "CPU lacks avx512_bf16 (not an x86-64 CPU; no bf16 kernel for this architecture)"
-                    .into(),
-            )
+            Err(NoBf16::OtherArch)
         }
     }
 
@@ -356,7 +367,7 @@ mod tests {
             Ok(k) => k,
             Err(reason) => {
                 // Off a bf16 CPU the kernel must refuse to exist, with the reason to report.
-                assert!(reason.contains("avx512_bf16"), "{reason}");
+                assert!(reason.to_string().contains("avx512_bf16"), "{reason}");
                 return;
             }
         };

@@ -130,7 +130,7 @@ impl Measured {
 pub fn run_with(
     config: &MicroConfig,
     policy: &TrialPolicy,
-    bf16: Result<Bf16Kernel, String>,
+    bf16: Result<Bf16Kernel, bf16::NoBf16>,
 ) -> Result<MicroReport, MicroError> {
     let sizes: Vec<u64> = if config.sizes.is_empty() {
         DEFAULT_SIZES.to_vec()
@@ -476,12 +476,7 @@ mod tests {
 
     #[test]
     fn a_cpu_without_avx512_bf16_measures_f32_and_says_why_bf16_is_missing() {
-        let r = run_with(
-            &config(&[24]),
-            &quick(),
-            Err("CPU lacks avx512_bf16".into()),
-        )
-        .unwrap();
+        let r = run_with(&config(&[24]), &quick(), Err(bf16::NoBf16::Missing)).unwrap();
         assert_eq!(names(&r), ["gemm.f32.24", "gemm.f32.peak"]);
         assert_eq!(
             r.skipped,
@@ -493,7 +488,7 @@ mod tests {
         // Asking for bf16 alone gives no figure at all, only the reason.
         let mut only = config(&[24]);
         only.dtypes = vec![Precision::Bf16];
-        let r = run_with(&only, &quick(), Err("CPU lacks avx512_bf16".into())).unwrap();
+        let r = run_with(&only, &quick(), Err(bf16::NoBf16::Missing)).unwrap();
         assert!(r.results.is_empty());
         assert_eq!(r.skipped.len(), 1);
     }
@@ -542,7 +537,7 @@ mod tests {
     fn unknown_kernels_are_listed_not_measured() {
         let mut c = config(&[16]);
         c.dtypes = vec![Precision::Fp16, Precision::Fp64];
-        let r = run_with(&c, &quick(), Err("CPU lacks avx512_bf16".into())).unwrap();
+        let r = run_with(&c, &quick(), Err(bf16::NoBf16::Missing)).unwrap();
         assert_eq!(names(&r), ["gemm.f64.16", "gemm.f64.peak"]);
         assert_eq!(r.skipped[0].name, "gemm.fp16");
     }

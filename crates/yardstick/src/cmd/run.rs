@@ -229,7 +229,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if !args.only.is_empty() {
         plan.restrict(&args.only).map_err(|e| {
             invalid(
-                e,
+                e.to_string(),
                 Some("list the point ids with `yardstick run SPEC --dry-run`"),
             )
         })?;

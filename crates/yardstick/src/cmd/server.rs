@@ -162,7 +162,7 @@ impl QueryLimitArgs {
         };
         settings
             .check()
-            .map_err(|m| exit::invalid(m, Some("see `yardstick server --help`")))?;
+            .map_err(|m| exit::invalid(m.to_string(), Some("see `yardstick server --help`")))?;
         Ok(settings)
     }
 }
@@ -316,7 +316,7 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
         allow_privileged_warehouse: args.query.allow_privileged_warehouse,
         staging,
         index: Some(Arc::new(|dir, location| {
-            yardstick_run::index::read_run_dir(dir, location).map_err(|e| e.to_string())
+            yardstick_run::index::read_run_dir(dir, location).map_err(Into::into)
         })),
         tls,
         allowed_hosts: args.allowed_hosts.clone(),

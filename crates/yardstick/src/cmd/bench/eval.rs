@@ -116,7 +116,7 @@ pub fn run(args: EvalArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let api: Api = args
         .api
         .parse()
-        .map_err(|e: String| exit::invalid(e, None))?;
+        .map_err(|e: yardstick_load::openai::UnknownApi| exit::invalid(e.to_string(), None))?;
     if api == Api::Embeddings {
         return Err(exit::invalid(
             "bench eval needs --api chat or completions",

@@ -58,6 +58,7 @@ pub fn ceilings_from_micro_file(
             dtype,
             &path.display().to_string(),
         )
+        .map_err(|e| e.to_string())
     })
     .map_err(|why| {
         crate::exit::invalid(

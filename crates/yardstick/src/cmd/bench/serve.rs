@@ -325,7 +325,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         None => args
             .api
             .parse()
-            .map_err(|e: String| exit::invalid(e, None))?,
+            .map_err(|e: yardstick_load::openai::UnknownApi| exit::invalid(e.to_string(), None))?,
     };
     let mlperf = match &job {
         Some(_) => None,
