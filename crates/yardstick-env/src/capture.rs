@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use crate::EnvError;
 use crate::cpu::{self, CpuInfo};
 use crate::gpu::{self, GpuInfo, NvidiaInfo};
-use crate::profile::{MachineProfile, ProfileBasis};
 use crate::software::{self, ProbeRecord, SoftwareInfo};
 use crate::system::{self, ContainerInfo, MemoryInfo, OsInfo};
 
@@ -67,7 +66,7 @@ pub struct Capture {
     pub captured_at: String,
     /// The coarse machine-profile key.
     pub machine_profile: String,
-    /// `sha256:` hash of the stable part of the capture ([`ProfileBasis`]).
+    /// `sha256:` hash of the stable part of the capture ([`ProfileBasis`](crate::ProfileBasis)).
     pub profile_hash: String,
     /// The operating system and host.
     pub os: OsInfo,
@@ -92,24 +91,6 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// Recomputes [`Capture::machine_profile`] and [`Capture::profile_hash`] from the fields.
-    pub fn refresh_profile(&mut self) -> MachineProfile {
-        let p = MachineProfile::of(self);
-        self.machine_profile = p.key.clone();
-        self.profile_hash = p.hash.clone();
-        p
-    }
-
-    /// The machine profile of this capture.
-    pub fn profile(&self) -> MachineProfile {
-        MachineProfile::of(self)
-    }
-
-    /// The stable fields the profile hash covers.
-    pub fn basis(&self) -> ProfileBasis {
-        crate::profile::basis(self)
-    }
-
     /// Reads a capture from JSON (an `env.json`, or a fixture).
     pub fn from_json(text: &str) -> Result<Self, EnvError> {
         Ok(serde_json::from_str(text)?)

@@ -127,6 +127,27 @@ impl MachineProfile {
     }
 }
 
+// The machine profile of a capture: derived here, recorded by `capture::capture`.
+impl Capture {
+    /// Recomputes [`Capture::machine_profile`] and [`Capture::profile_hash`] from the fields.
+    pub fn refresh_profile(&mut self) -> MachineProfile {
+        let p = MachineProfile::of(self);
+        self.machine_profile = p.key.clone();
+        self.profile_hash = p.hash.clone();
+        p
+    }
+
+    /// The machine profile of this capture.
+    pub fn profile(&self) -> MachineProfile {
+        MachineProfile::of(self)
+    }
+
+    /// The stable fields the profile hash covers.
+    pub fn basis(&self) -> ProfileBasis {
+        basis(self)
+    }
+}
+
 /// The stable part of a capture.
 pub fn basis(c: &Capture) -> ProfileBasis {
     let cpu = &c.cpu;

@@ -5,8 +5,8 @@
 //! * [`score`]: scorers `exact`, `contains`, `regex`, `choice`, `numeric`, `f1`, `rouge-l`, `bleu`,
 //!   `json_keys`,
 //!   with normalisation options.
-//! * [`run`]: deterministic decoding (temperature 0, fixed seed, max tokens, stop sequences),
-//!   `repeat` runs and the determinism rate.
+//! * [`decoding`]: deterministic decoding (temperature 0, fixed seed, max tokens, stop sequences).
+//! * [`run`]: running tasks under it, `repeat` runs and the determinism rate.
 //! * [`report`]: per-task accuracy with a Wilson score interval, mean F1, latency; McNemar
 //!   comparisons of two runs.
 //!
@@ -16,15 +16,17 @@
 
 pub mod backend;
 pub mod bleu;
+pub mod decoding;
 pub mod perplexity;
 pub mod report;
 pub mod run;
 pub mod score;
 pub mod task;
 
+pub use decoding::Decoding;
 pub use perplexity::{Perplexity, Shard};
 pub use report::{Comparison, Difference, EvalReport, TaskComparison, TaskResult, compare, wilson};
-pub use run::{Decoding, RunOptions, run_eval};
+pub use run::{RunOptions, run_eval};
 pub use score::{Normalize, Score, Scorer};
 pub use task::{Item, Message, Task};
 

@@ -8,7 +8,7 @@ use yardstick_load::Api;
 use yardstick_stats::hypothesis::{McNemarMethod, holm, mcnemar};
 
 use crate::EvalError;
-use crate::run::Decoding;
+use crate::decoding::Decoding;
 
 /// One request's outcome (a line of `items.jsonl`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

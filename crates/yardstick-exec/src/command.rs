@@ -11,10 +11,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
-use yardstick_stats::bootstrap::{self, BootstrapConfig, Method, Statistic};
+use yardstick_stats::bootstrap::{self, BootstrapConfig, Method};
 use yardstick_stats::descriptive::Descriptive;
 use yardstick_stats::outliers;
 use yardstick_stats::report::default_resamples;
+use yardstick_stats::statistic::Statistic;
 
 use yardstick_analysis::bottleneck::{self, JobTimeline, TrainingBottleneck};
 use yardstick_analysis::protocol::{MalformedLine, parse_metrics};

@@ -52,13 +52,11 @@ pub fn admit(store: Option<&Path>, run_id: &str) -> Result<(), GateError> {
         return Ok(());
     }
     let one = yardstick_store::run::resolve_dir(dir, run_id).map_err(|e| match e {
-        yardstick_store::warehouse::FindRunError::Store(e) => GateError::Store(e),
-        e @ yardstick_store::warehouse::FindRunError::NoDirectory { .. } => {
-            GateError::Invalid(format!(
-                "{e}: this store requires signed runs, so a baseline needs the run's directory \
+        yardstick_store::run::FindRunError::Store(e) => GateError::Store(e),
+        e @ yardstick_store::run::FindRunError::NoDirectory { .. } => GateError::Invalid(format!(
+            "{e}: this store requires signed runs, so a baseline needs the run's directory \
                  to verify"
-            ))
-        }
+        )),
         e => GateError::Invalid(e.with_hint()),
     })?;
     yardstick_store::trust::admit(dir, &one)?;

@@ -5,12 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
-use yardstick_spec::metrics::id;
+use yardstick_spec::metrics::{MetricClass, id};
 use yardstick_stats::bootstrap::{BootstrapConfig, Method, ratio_of_medians_ci};
 use yardstick_stats::descriptive::median;
 use yardstick_stats::hypothesis::mann_whitney;
 
-use crate::gate::{MetricClass, classify};
 use crate::{GateError, RunData};
 
 /// Seed of every bootstrap of the gate (reproducible intervals).
@@ -28,6 +27,24 @@ pub struct FieldDiff {
     pub baseline: Value,
     /// The candidate's value (`null` when absent).
     pub candidate: Value,
+}
+
+/// The headline metrics the gate and `compare` look at, by (metric, statistic): the statistic
+/// the metric catalogue (`yardstick_spec::metrics`, `yardstick metrics`) gates by default. Medians, rates
+/// and quality (docs/methodology.md#baselines-and-regression-gates): tails need many more
+/// samples than a replicate has, so they are gated only on request ([`classify`] with the
+/// spec's `gates.tails`).
+pub fn headline(metric: &str, statistic: &str) -> Option<MetricClass> {
+    Some(yardstick_spec::metrics::gated(metric, statistic)?.class)
+        .filter(|c| *c != MetricClass::Descriptive)
+}
+
+/// [`headline`], plus the latency tail statistics listed in `tails` (`["p99"]`).
+pub fn classify(metric: &str, statistic: &str, tails: &[&str]) -> Option<MetricClass> {
+    headline(metric, statistic).or_else(|| {
+        (yardstick_spec::metrics::tail_gated(metric) && tails.contains(&statistic))
+            .then_some(MetricClass::Tail)
+    })
 }
 
 /// One point × headline metric of a comparison.

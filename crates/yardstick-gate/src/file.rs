@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use yardstick_store::warehouse::{FactRow, PointRow, RunRow, Warehouse};
 
-use crate::gate::classify;
+use crate::compare::classify;
 use crate::{GateError, RunData, load_run};
 
 /// Format version of baseline files.

@@ -49,16 +49,6 @@ fn direction_in(def: Option<&MetricDef>, class: MetricClass) -> Direction {
         .unwrap_or(Direction::LowerIsBetter)
 }
 
-/// The headline metrics the gate and `compare` look at, by (metric, statistic): the statistic
-/// the metric catalogue (`yardstick_spec::metrics`, `yardstick metrics`) gates by default. Medians, rates
-/// and quality (docs/methodology.md#baselines-and-regression-gates): tails need many more
-/// samples than a replicate has, so they are gated only on request ([`classify`] with the
-/// spec's `gates.tails`).
-pub fn headline(metric: &str, statistic: &str) -> Option<MetricClass> {
-    Some(yardstick_spec::metrics::gated(metric, statistic)?.class)
-        .filter(|c| *c != MetricClass::Descriptive)
-}
-
 /// The tolerance of one metric: the spec's per-metric override (`metric/statistic`, then
 /// `metric`), else its class's ([`tolerance_pct`]).
 pub fn metric_tolerance(
@@ -74,14 +64,6 @@ pub fn metric_tolerance(
         })
         .copied()
         .unwrap_or_else(|| tolerance_pct(class, t))
-}
-
-/// [`headline`], plus the latency tail statistics listed in `tails` (`["p99"]`).
-pub fn classify(metric: &str, statistic: &str, tails: &[&str]) -> Option<MetricClass> {
-    headline(metric, statistic).or_else(|| {
-        (yardstick_spec::metrics::tail_gated(metric) && tails.contains(&statistic))
-            .then_some(MetricClass::Tail)
-    })
 }
 
 /// The tolerance of a class — percent, points for accuracy and quality scores, none for the
@@ -747,6 +729,7 @@ fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::headline;
     use yardstick_error::UserFacing;
     use yardstick_store::warehouse::FactRow;
 

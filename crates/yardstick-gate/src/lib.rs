@@ -31,11 +31,13 @@ pub mod paired;
 mod testutil;
 pub mod text;
 
-pub use compare::{Comparison, FieldDiff, MetricComparison, compare, diff_values, env_key_fields};
+pub use compare::{
+    Comparison, FieldDiff, MetricComparison, classify, compare, diff_values, env_key_fields,
+    headline,
+};
 pub use error::GateError;
 pub use gate::{
     Direction, GateOptions, GateReport, MIN_REPLICATES, MetricClass, MetricVerdict, Verdict,
-    check_profiles, classify, direction_of, gate, headline, metric_tolerance, points_scale,
-    ratio_bound, tolerance_pct,
+    check_profiles, direction_of, gate, metric_tolerance, points_scale, ratio_bound, tolerance_pct,
 };
 pub use load::{RunData, find_run, load_run};

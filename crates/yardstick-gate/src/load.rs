@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use yardstick_spec::BenchmarkRun;
-use yardstick_store::warehouse::{FactRow, FindRunError, RunRow, Warehouse};
+use yardstick_store::run::FindRunError;
+use yardstick_store::warehouse::{FactRow, RunRow, Warehouse};
 
 use crate::GateError;
 

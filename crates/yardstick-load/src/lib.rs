@@ -17,6 +17,8 @@
 
 pub mod capacity;
 pub mod client;
+pub mod corpus;
+mod error;
 pub mod merge;
 pub mod mlperf;
 pub mod openai;
@@ -40,9 +42,10 @@ use tokio_util::sync::CancellationToken;
 use yardstick_spec::scenario::{Scenario, ScenarioError};
 
 pub use client::{Client, ClientConfig, ClientError};
+pub use error::PlanError;
 pub use mlperf::{Mlperf, MlperfKind, MlperfRequest, MlperfResult, MlperfRun};
 pub use openai::{Api, BodyOptions};
-pub use plan::{PlanError, Planner};
+pub use plan::Planner;
 pub use record::{Clock, ErrorClass, PromptTokenSource, RequestRecord, TokenSource};
 pub use runner::{Arrival, LoadModel, PointOptions, Progress, StopReason, StopRule};
 pub use summary::{Distribution, LoadLevel, PointSummary, ShardInfo, Slo, UnknownStopReason};

@@ -1,7 +1,7 @@
 //! The request plan: what request number `i` of a run sends, a pure function of the seed and
 //! `i`, so a plan is reproducible and can be split across workers without coordination.
 //!
-//! Prompts come from a bundled corpus of original English prose (`corpus/essays.txt`, dedicated
+//! Prompts come from a bundled corpus of original English prose ([`crate::corpus`], dedicated
 //! to the public domain): request `i` starts at a seeded word and takes the next `n` words,
 //! wrapping around. That is exactly `n` prompt tokens for `yardstick sim` (which counts
 //! whitespace-separated words); for a real model's vocabulary, give a `tokenizer.json` and
@@ -15,53 +15,10 @@ use bytes::Bytes;
 use serde_json::Value;
 use yardstick_spec::scenario::Scenario;
 
+use crate::PlanError;
+use crate::corpus::corpus_prompt;
 use crate::openai::{self, Api, BodyOptions};
 use crate::rng::Rng;
-
-/// The bundled corpus as written (comment lines start with `#`).
-const CORPUS: &str = include_str!("../corpus/essays.txt");
-
-/// The corpus text: comment lines dropped, every run of whitespace one space.
-pub fn corpus_text() -> &'static str {
-    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    TEXT.get_or_init(|| {
-        CORPUS
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .flat_map(str::split_whitespace)
-            .collect::<Vec<_>>()
-            .join(" ")
-    })
-}
-
-/// The corpus's words, in order.
-pub fn corpus_words() -> &'static [&'static str] {
-    static WORDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    WORDS.get_or_init(|| corpus_text().split(' ').collect())
-}
-
-/// Why a plan cannot be made.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum PlanError {
-    /// A dataset file could not be read or understood.
-    #[error("dataset {path}: {why}")]
-    Dataset {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        why: String,
-    },
-    /// An embeddings scenario with a generation API, or the reverse.
-    #[error("scenario `{scenario}` does not fit the `{api}` API: {why}")]
-    Mismatch {
-        /// The scenario as written.
-        scenario: String,
-        /// The API name.
-        api: &'static str,
-        /// What to change.
-        why: &'static str,
-    },
-}
 
 /// Token counts of one planned request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,20 +69,6 @@ pub fn sample_lengths(scenario: &Scenario, rng: &mut Rng) -> Lengths {
             output: None,
         },
     }
-}
-
-/// A prompt of exactly `n` corpus words: the `n` words from a seeded start, wrapping around.
-pub fn corpus_prompt(n: u64, rng: &mut Rng) -> String {
-    let words = corpus_words();
-    let start = (rng.next_u64() % words.len() as u64) as usize;
-    let mut s = String::with_capacity(n as usize * 6);
-    for k in 0..n as usize {
-        if k > 0 {
-            s.push(' ');
-        }
-        s.push_str(words[(start + k) % words.len()]);
-    }
-    s
 }
 
 /// One request of the plan, ready to send.
@@ -588,23 +531,6 @@ mod tests {
             assert!((1..=max).contains(&l.input), "{l:?}");
             assert!((1..=max).contains(&l.output.unwrap()), "{l:?}");
         }
-    }
-
-    #[test]
-    fn corpus_prompts_are_running_text_of_exact_word_counts() {
-        let words = corpus_words();
-        assert!(words.len() > 3000, "{}", words.len());
-        assert!(!corpus_text().contains('#') && !corpus_text().contains("  "));
-        let mut rng = Rng::new(4, 2);
-        for n in [1u64, 2, 17, 500, words.len() as u64 + 10] {
-            let p = corpus_prompt(n, &mut rng);
-            assert_eq!(p.split_whitespace().count() as u64, n);
-        }
-        // Consecutive words of the text (not a bag of words): the prompt is a substring of the
-        // corpus, or of it wrapped once.
-        let p = corpus_prompt(40, &mut Rng::new(1, 1));
-        let twice = format!("{} {}", corpus_text(), corpus_text());
-        assert!(twice.contains(&p), "{p}");
     }
 
     #[test]

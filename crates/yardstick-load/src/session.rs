@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::plan::PlanError;
+use crate::PlanError;
 use crate::record::MAX_TURNS;
 use crate::rng::Rng;
 

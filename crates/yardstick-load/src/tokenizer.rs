@@ -82,7 +82,7 @@ impl LocalTokenizer {
                 return String::new();
             }
             let n = n as usize;
-            let words = crate::plan::corpus_words();
+            let words = crate::corpus::corpus_words();
             let start = (rng.next_u64() % words.len() as u64) as usize;
             let mut take = n + 16;
             loop {
@@ -91,7 +91,7 @@ impl LocalTokenizer {
                     .collect::<Vec<_>>()
                     .join(" ");
                 let Ok(enc) = self.inner.encode(text.as_str(), false) else {
-                    return crate::plan::corpus_prompt(n as u64, rng);
+                    return crate::corpus::corpus_prompt(n as u64, rng);
                 };
                 let offsets = enc.get_offsets();
                 if offsets.len() < n + 8 {
@@ -123,7 +123,7 @@ impl LocalTokenizer {
         }
         #[cfg(not(feature = "tokenizer"))]
         {
-            crate::plan::corpus_prompt(n, rng)
+            crate::corpus::corpus_prompt(n, rng)
         }
     }
 }
@@ -215,7 +215,7 @@ mod tests {
             let p = t.prompt(30, &mut Rng::new(3, 3));
             let first = p.split(' ').next().unwrap();
             assert!(
-                crate::plan::corpus_words().contains(&first) || p.len() < 3,
+                crate::corpus::corpus_words().contains(&first) || p.len() < 3,
                 "{p}"
             );
         }

@@ -7,8 +7,9 @@ use yardstick_store::record::ReplicateRecord;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use yardstick_store::run::FindRunError;
 use yardstick_store::summary::RunSummary;
-use yardstick_store::warehouse::{FactRow, FindRunError, PointRow, RunRow, Warehouse};
+use yardstick_store::warehouse::{FactRow, PointRow, RunRow, Warehouse};
 
 use crate::ReportError;
 use crate::gate::GateView;

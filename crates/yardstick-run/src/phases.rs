@@ -214,7 +214,7 @@ fn open_writer(
         return Err(RunError::Invalid(format!("`{id}` is not a run id: {why}")));
     }
     let dir = runs_dir.join(id);
-    if !dir.join(yardstick_store::run::MANIFEST).exists() {
+    if !dir.join(yardstick_store::layout::MANIFEST).exists() {
         return Err(RunError::Invalid(format!(
             "no run {id} in {}",
             runs_dir.display()

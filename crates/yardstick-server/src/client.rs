@@ -23,7 +23,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use yardstick_error::UserFacing;
 use yardstick_gate::RunData;
-use yardstick_store::run::{ATTESTATION, MANIFEST};
+use yardstick_store::layout::MANIFEST;
+use yardstick_store::run::ATTESTATION;
 use yardstick_store::warehouse::{BaselineRow, FactRow, RunRow};
 
 use crate::api::push::{BlobStored, PushGate, PushStart, PushState, PushStatus};

@@ -8,7 +8,7 @@ use axum::response::IntoResponse;
 use schemars::JsonSchema;
 use serde::Serialize;
 use yardstick_store::StoreError;
-use yardstick_store::warehouse::FindRunError;
+use yardstick_store::run::FindRunError;
 
 /// Why the server could not start (or a token could not be created).
 #[derive(Debug, thiserror::Error)]

@@ -288,7 +288,7 @@ pub(crate) fn run_dir(store: Option<&Path>, run: &RunRow) -> Option<PathBuf> {
         .chain(std::iter::once(PathBuf::from(&run.location)));
     for root in candidates {
         let dir = root.join("runs").join(&run.run_id);
-        if dir.join(yardstick_store::run::MANIFEST).is_file() {
+        if dir.join(yardstick_store::layout::MANIFEST).is_file() {
             return Some(dir);
         }
     }
@@ -319,7 +319,7 @@ impl<'a> Located<'a> {
             && store
                 .join("runs")
                 .join(&run.run_id)
-                .join(yardstick_store::run::MANIFEST)
+                .join(yardstick_store::layout::MANIFEST)
                 .is_file()
         {
             run.location = store.display().to_string();

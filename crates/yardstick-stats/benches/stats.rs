@@ -6,9 +6,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
 use yardstick_stats::bootstrap::{
-    BootstrapConfig, Method, Statistic, abc_mean_ci, bootstrap_ci, cluster_bootstrap_ci,
+    BootstrapConfig, Method, abc_mean_ci, bootstrap_ci, cluster_bootstrap_ci,
 };
 use yardstick_stats::hypothesis::mann_whitney;
+use yardstick_stats::statistic::Statistic;
 use yardstick_stats::{report, samples};
 
 /// Log-normal-ish latencies (ms): a skewed body with a tail, like real serving data.

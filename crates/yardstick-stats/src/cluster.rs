@@ -20,9 +20,9 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::bootstrap::Statistic;
 use crate::percentile::{lerp, virtual_index};
 use crate::resample::{self, MeanScratch, binomial, blocked_sum, order_statistic_indices_of};
+use crate::statistic::Statistic;
 
 /// Replicates prepared for resampling: each sorted, with its block layout for the mean.
 pub(crate) struct Clusters {

@@ -7,7 +7,8 @@
 //!   streaming).
 //! * [`percentile`]: numpy-compatible percentiles and distribution-free order-statistic CIs.
 //! * [`histogram`]: mergeable HDR histograms for latency streams.
-//! * [`bootstrap`]: percentile and BCa bootstrap CIs, cluster bootstrap, ratio of medians.
+//! * [`bootstrap`]: percentile and BCa bootstrap CIs, cluster bootstrap, ratio of medians, for a
+//!   [`statistic`] (mean, median or a quantile).
 //! * [`outliers`]: Tukey fences and MAD modified z-scores (reported, trimmed only on request).
 //! * [`steady_state`]: MSER-5 warm-up truncation.
 //! * [`hypothesis`]: Welch's t, Mann–Whitney U, paired t, Wilcoxon signed-rank, McNemar,
@@ -33,6 +34,7 @@ pub mod percentile;
 pub mod report;
 mod resample;
 pub mod samples;
+pub mod statistic;
 pub mod steady_state;
 pub mod tail;
 pub mod text;

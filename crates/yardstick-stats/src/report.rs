@@ -3,11 +3,12 @@
 
 use serde::Serialize;
 
-use crate::bootstrap::{self, BootstrapConfig, Method, Statistic};
+use crate::bootstrap::{self, BootstrapConfig, Method};
 use crate::descriptive::Descriptive;
 use crate::hypothesis::{self, MwuMethod};
 use crate::outliers;
 use crate::percentile::{min_samples_for_quantile_ci, percentile_sorted, quantile_ci_sorted};
+use crate::statistic::Statistic;
 use crate::steady_state::{self, Mser};
 use crate::tail::{self, NormalTail};
 use crate::{StatsError, check_finite, sorted};

@@ -22,9 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
 use crate::fsutil::{resolve_in, sha256_bytes, sha256_in, unsafe_relative, write_atomic};
-use crate::run::{ATTESTATION, Artifact, MANIFEST, Manifest, RunStatus, read_manifest};
-use crate::sign::{SignatureCheck, Statement, Subject, TrustSet};
-use crate::verify::SignatureState;
+use crate::layout::MANIFEST;
+use crate::run::{ATTESTATION, Artifact, Manifest, RunStatus, read_manifest};
+use crate::sign::{SignatureCheck, SignatureState, Statement, Subject, TrustSet};
 
 /// File name of the retention record, beside `manifest.json`.
 pub const GC_RECORD: &str = "gc.json";

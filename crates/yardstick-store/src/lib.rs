@@ -5,6 +5,7 @@
 pub mod export;
 pub mod fsutil;
 pub mod gc;
+pub mod layout;
 pub mod record;
 pub mod run;
 pub mod samples;

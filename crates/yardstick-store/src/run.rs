@@ -11,11 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
 use crate::fsutil::{seal_file, sha256_bytes, write_atomic};
+use crate::layout::MANIFEST;
 
 /// Manifest schema identifier.
 pub const MANIFEST_SCHEMA: &str = "yardstick.manifest/v1";
-/// File name of the manifest.
-pub const MANIFEST: &str = "manifest.json";
 /// File name of the attestation.
 pub const ATTESTATION: &str = "attestation.dsse.json";
 
@@ -437,11 +436,61 @@ pub fn run_dir(store: &Path, run_id: &str) -> Result<PathBuf, StoreError> {
     }
 }
 
+/// Why [`crate::warehouse::find_run`] or [`resolve_dir`] found no single run.
+#[derive(Debug, thiserror::Error)]
+pub enum FindRunError {
+    /// No run has that id or starts with it.
+    #[error("no run `{0}` in the warehouse")]
+    NotFound(String),
+    /// No run directory has that id or starts with it ([`resolve_dir`]).
+    #[error("no run `{id}` under {}", runs.display())]
+    NoDirectory {
+        /// The id or prefix asked for.
+        id: String,
+        /// The store's `runs/` directory.
+        runs: std::path::PathBuf,
+    },
+    /// Several runs start with it.
+    #[error("`{id}` matches {count} runs")]
+    Ambiguous {
+        /// The id or prefix asked for.
+        id: String,
+        /// How many runs it matches.
+        count: usize,
+    },
+    /// The warehouse failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl FindRunError {
+    /// What to do about it, for a person.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            FindRunError::NotFound(_) => Some("`yardstick runs list` shows the stored runs"),
+            FindRunError::NoDirectory { .. } => Some(
+                "pass a run id (or a unique prefix) with --store, or the run directory itself; \
+                 `yardstick runs list` shows the stored runs",
+            ),
+            FindRunError::Ambiguous { .. } => Some("give more characters of the run id"),
+            FindRunError::Store(_) => None,
+        }
+    }
+
+    /// The message with its hint in one sentence, for errors that carry no separate hint.
+    pub fn with_hint(&self) -> String {
+        match (self, self.hint()) {
+            (FindRunError::NotFound(_), Some(h)) => format!("{self} ({h})"),
+            (_, Some(h)) => format!("{self}; {h}"),
+            (_, None) => self.to_string(),
+        }
+    }
+}
+
 /// The directory of the run a person names, the way [`crate::warehouse::find_run`] finds its
 /// row: `name` is a run directory itself (it holds a `manifest.json`), a run id under
 /// `<store>/runs/`, or a unique prefix of one in any case (run ids are upper-case ULIDs).
-pub fn resolve_dir(store: &Path, name: &str) -> Result<PathBuf, crate::warehouse::FindRunError> {
-    use crate::warehouse::FindRunError;
+pub fn resolve_dir(store: &Path, name: &str) -> Result<PathBuf, FindRunError> {
     let as_dir = Path::new(name);
     if as_dir.join(MANIFEST).is_file() {
         return Ok(as_dir.to_path_buf());
@@ -574,7 +623,6 @@ mod tests {
 
     #[test]
     fn a_run_directory_is_found_by_path_id_or_unique_prefix_in_any_case() {
-        use crate::warehouse::FindRunError;
         let store = tempfile::tempdir().unwrap();
         let runs = store.path().join("runs");
         for id in ["01JD8YAAAA", "01JD8YBBBB", "01JD9ZCCCC"] {

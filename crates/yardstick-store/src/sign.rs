@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
 use crate::fsutil::sha256_bytes;
+use crate::layout::MANIFEST;
 
 /// DSSE payload type of an in-toto statement.
 pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
@@ -218,10 +219,7 @@ pub fn sign_statement(statement: &Statement, key: &SigningKey) -> Envelope {
 pub fn attest(manifest_bytes: &[u8], predicate: serde_json::Value, key: &SigningKey) -> Envelope {
     let statement = Statement {
         statement_type: STATEMENT_TYPE.into(),
-        subject: vec![Subject::sha256(
-            crate::run::MANIFEST,
-            &sha256_bytes(manifest_bytes),
-        )],
+        subject: vec![Subject::sha256(MANIFEST, &sha256_bytes(manifest_bytes))],
         predicate_type: PREDICATE_TYPE.into(),
         predicate,
     };
@@ -361,6 +359,19 @@ impl SignatureCheck {
             SignatureCheck::Invalid { reason } => format!("INVALID: {reason}"),
         }
     }
+}
+
+/// The signature state of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum SignatureState {
+    /// No attestation file.
+    Unsigned,
+    /// An attestation exists; see the check.
+    Signed {
+        /// The result of checking it.
+        check: SignatureCheck,
+    },
 }
 
 fn list_or_none(ids: &[String]) -> String {
@@ -515,7 +526,7 @@ pub fn check(envelope_bytes: &[u8], manifest_bytes: &[u8], trust: &TrustSet) -> 
     check_envelope(
         envelope_bytes,
         PREDICATE_TYPE,
-        crate::run::MANIFEST,
+        MANIFEST,
         &sha256_bytes(manifest_bytes),
         trust,
     )

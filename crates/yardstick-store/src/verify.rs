@@ -8,8 +8,9 @@ use serde::Serialize;
 use crate::StoreError;
 use crate::fsutil::{sha256_bytes, sha256_in};
 use crate::gc::{DroppedArtifact, GC_ENVELOPE, GC_RECORD, RetentionCheck};
-use crate::run::{ATTESTATION, MANIFEST, RunStatus, read_manifest};
-use crate::sign::{SignatureCheck, TrustSet};
+use crate::layout::MANIFEST;
+use crate::run::{ATTESTATION, RunStatus, read_manifest};
+use crate::sign::{SignatureCheck, SignatureState, TrustSet};
 
 /// One finding about one file.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -38,19 +39,6 @@ impl FileProblem {
             detail: None,
         }
     }
-}
-
-/// The signature state of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum SignatureState {
-    /// No attestation file.
-    Unsigned,
-    /// An attestation exists; see the check.
-    Signed {
-        /// The result of checking it.
-        check: SignatureCheck,
-    },
 }
 
 /// What a verifier trusts and demands.

@@ -41,7 +41,8 @@ use http_body_util::BodyExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use yardstick_store::run::{ATTESTATION, MANIFEST, MANIFEST_SCHEMA};
+use yardstick_store::layout::MANIFEST;
+use yardstick_store::run::{ATTESTATION, MANIFEST_SCHEMA};
 use yardstick_store::verify::{VerifyOptions, signature_line, signature_passes, signature_state};
 use yardstick_store::warehouse::{RunRows, Warehouse};
 use yardstick_store::{Manifest, RunStatus};
@@ -431,7 +432,7 @@ fn check_signature(opts: &VerifyOptions, p: &Pushed) -> Result<(String, bool), A
     }
     let verified = matches!(
         &state,
-        yardstick_store::verify::SignatureState::Signed { check } if check.is_verified()
+        yardstick_store::sign::SignatureState::Signed { check } if check.is_verified()
     );
     Ok((line, verified))
 }

@@ -2,12 +2,11 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use yardstick_stats::bootstrap::{
-    BootstrapConfig, Method, Statistic, bootstrap_ci, ratio_of_medians_ci,
-};
+use yardstick_stats::bootstrap::{BootstrapConfig, Method, bootstrap_ci, ratio_of_medians_ci};
 use yardstick_stats::descriptive::{Descriptive, RunningStats};
 use yardstick_stats::histogram::LatencyHistogram;
 use yardstick_stats::percentile::{percentile, quantile_ci};
+use yardstick_stats::statistic::Statistic;
 
 fn samples(max: usize) -> impl Strategy<Value = Vec<f64>> {
     prop::collection::vec(-1e6f64..1e6, 1..max)

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 use yardstick_stats::bootstrap::{
-    BootstrapConfig, Method, Statistic, abc_mean_ci, bca_interval, bootstrap_ci, jackknife,
+    BootstrapConfig, Method, abc_mean_ci, bca_interval, bootstrap_ci, jackknife,
     percentile_interval, ratio_of_medians_jackknife,
 };
 use yardstick_stats::descriptive::Descriptive;
@@ -14,6 +14,7 @@ use yardstick_stats::hypothesis::{
     McNemarMethod, cliffs_delta, cohens_d, holm, mann_whitney, mcnemar, paired_t, welch_t, wilcoxon,
 };
 use yardstick_stats::percentile::{min_samples_for_quantile_ci, percentile, quantile_ci_ranks};
+use yardstick_stats::statistic::Statistic;
 use yardstick_stats::{StatsError, outliers, steady_state, tail};
 
 fn fixture(name: &str) -> Value {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
+use crate::run::FindRunError;
 pub use crate::run::{ReplicateStatus, RunStatus};
 
 pub mod postgres;
@@ -342,57 +343,6 @@ pub trait Warehouse {
     }
     /// The schema version the database is at.
     fn schema_version(&mut self) -> Result<u32, StoreError>;
-}
-
-/// Why [`find_run`] found no single run.
-#[derive(Debug, thiserror::Error)]
-pub enum FindRunError {
-    /// No run has that id or starts with it.
-    #[error("no run `{0}` in the warehouse")]
-    NotFound(String),
-    /// No run directory has that id or starts with it ([`crate::run::resolve_dir`]).
-    #[error("no run `{id}` under {}", runs.display())]
-    NoDirectory {
-        /// The id or prefix asked for.
-        id: String,
-        /// The store's `runs/` directory.
-        runs: std::path::PathBuf,
-    },
-    /// Several runs start with it.
-    #[error("`{id}` matches {count} runs")]
-    Ambiguous {
-        /// The id or prefix asked for.
-        id: String,
-        /// How many runs it matches.
-        count: usize,
-    },
-    /// The warehouse failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-impl FindRunError {
-    /// What to do about it, for a person.
-    pub fn hint(&self) -> Option<&'static str> {
-        match self {
-            FindRunError::NotFound(_) => Some("`yardstick runs list` shows the stored runs"),
-            FindRunError::NoDirectory { .. } => Some(
-                "pass a run id (or a unique prefix) with --store, or the run directory itself; \
-                 `yardstick runs list` shows the stored runs",
-            ),
-            FindRunError::Ambiguous { .. } => Some("give more characters of the run id"),
-            FindRunError::Store(_) => None,
-        }
-    }
-
-    /// The message with its hint in one sentence, for errors that carry no separate hint.
-    pub fn with_hint(&self) -> String {
-        match (self, self.hint()) {
-            (FindRunError::NotFound(_), Some(h)) => format!("{self} ({h})"),
-            (_, Some(h)) => format!("{self}; {h}"),
-            (_, None) => self.to_string(),
-        }
-    }
 }
 
 /// The run a person names: its id, or a unique prefix of one (in any case: run ids are

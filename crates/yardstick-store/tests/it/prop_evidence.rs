@@ -15,7 +15,8 @@ use ed25519_dalek::SigningKey;
 use proptest::prelude::*;
 use yardstick_store::fsutil::{resolve_in, unsafe_relative};
 use yardstick_store::gc::{GC_RECORD, GcOptions, gc_with};
-use yardstick_store::run::{MANIFEST, RunWriter, ToolInfo, read_manifest};
+use yardstick_store::layout::MANIFEST;
+use yardstick_store::run::{RunWriter, ToolInfo, read_manifest};
 use yardstick_store::sign::{SignatureCheck, TrustSet, check};
 use yardstick_store::verify::{VerifyOptions, verify_run};
 

@@ -4,13 +4,12 @@
 use std::collections::BTreeMap;
 
 use yardstick_spec::model::OutlierPolicy;
-use yardstick_stats::bootstrap::{
-    BootstrapConfig, Method, Statistic, bootstrap_ci, cluster_bootstrap_ci,
-};
+use yardstick_stats::bootstrap::{BootstrapConfig, Method, bootstrap_ci, cluster_bootstrap_ci};
 use yardstick_stats::descriptive::Descriptive;
 use yardstick_stats::outliers;
 use yardstick_stats::percentile::{percentile, quantile_ci};
 use yardstick_stats::report::default_resamples;
+use yardstick_stats::statistic::Statistic;
 use yardstick_stats::steady_state::mser5;
 
 use super::{MicroError, MicroResult, OutlierCounts, TrialPolicy, Warmup};

@@ -3,8 +3,9 @@
 
 use serde::Serialize;
 use yardstick_store::StoreError;
+use yardstick_store::run::FindRunError;
 use yardstick_store::warehouse::{
-    FactRow, FindRunError, PointRow, ReplicateRow, RunFilter, RunRow, Warehouse, find_run,
+    FactRow, PointRow, ReplicateRow, RunFilter, RunRow, Warehouse, find_run,
     open_existing_warehouse, resolve_since,
 };
 
