@@ -103,6 +103,12 @@ pub fn geometric_t_interval(values: &[f64], level: f64) -> Option<(f64, Option<(
     if values.is_empty() || values.iter().any(|&x| !(x.is_finite() && x > 0.0)) {
         return None;
     }
+    // Equal values (one replicate, or identical ones) are their own mean, exactly: the round
+    // trip through ln and exp would move the last digit.
+    if values.iter().all(|&x| x == values[0]) {
+        let ci = (values.len() >= 2).then_some((values[0], values[0]));
+        return Some((values[0], ci));
+    }
     let logs: Vec<f64> = values.iter().map(|x| x.ln()).collect();
     let (m, ci) = mean_t_interval(&logs, level);
     Some((m.exp(), ci.map(|(lo, hi)| (lo.exp(), hi.exp()))))

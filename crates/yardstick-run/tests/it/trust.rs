@@ -3,7 +3,7 @@
 //! `gate --confirm`'s re-run, which goes through it) and the importers refuse a run no trusted
 //! key would sign, before anything is stored, and admit one a trusted key signs.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use yardstick_run::import::{EnvSource, ImportFile, ImportOptions, Tool, import};
 use yardstick_run::{RunError, Writer, execute};
@@ -12,12 +12,17 @@ use yardstick_store::{RunStatus, ToolInfo};
 
 use crate::execute::{checked, files, options, serve_spec};
 
-/// A store that trusts `trusted`'s public key and requires signatures; returns the store.
-fn strict_store(root: &Path, trusted: &Path) -> std::path::PathBuf {
+/// Two key pairs under `root/keys` (`ci`, `other`) and a store under `root` that trusts `ci`'s
+/// public key and requires signatures: (ci's secret key, other's, the store).
+fn strict_store(root: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let ci = root.join("keys/ci.key");
+    let other = root.join("keys/other.key");
+    yardstick_store::sign::keygen(&ci).unwrap();
+    yardstick_store::sign::keygen(&other).unwrap();
     let store = root.join("store");
-    yardstick_store::trust::add_key(&store, &yardstick_store::sign::pub_path(trusted)).unwrap();
+    yardstick_store::trust::add_key(&store, &yardstick_store::sign::pub_path(&ci)).unwrap();
     yardstick_store::trust::set_required(&store, true).unwrap();
-    store
+    (ci, other, store)
 }
 
 /// What is under `store/runs` (nothing, when the directory does not exist).
@@ -42,11 +47,7 @@ fn signed_serve_spec(key: &Path) -> String {
 #[test]
 fn execute_refuses_a_run_the_store_would_not_admit_and_stores_one_a_trusted_key_signs() {
     let dir = tempfile::tempdir().unwrap();
-    let ci = dir.path().join("keys/ci.key");
-    let other = dir.path().join("keys/other.key");
-    yardstick_store::sign::keygen(&ci).unwrap();
-    yardstick_store::sign::keygen(&other).unwrap();
-    let store = strict_store(dir.path(), &ci);
+    let (ci, other, store) = strict_store(dir.path());
 
     // Unsigned, then signed by a key the store does not trust: refused before any work.
     for (text, refusal) in [
@@ -90,11 +91,7 @@ fn execute_refuses_a_run_the_store_would_not_admit_and_stores_one_a_trusted_key_
 #[test]
 fn import_refuses_a_run_the_store_would_not_admit_and_stores_one_a_trusted_key_signs() {
     let dir = tempfile::tempdir().unwrap();
-    let ci = dir.path().join("keys/ci.key");
-    let other = dir.path().join("keys/other.key");
-    yardstick_store::sign::keygen(&ci).unwrap();
-    yardstick_store::sign::keygen(&other).unwrap();
-    let store = strict_store(dir.path(), &ci);
+    let (ci, other, store) = strict_store(dir.path());
     let stream = std::fs::read(format!(
         "{}/../yardstick-workloads/tests/fixtures/stream_omp.txt",
         env!("CARGO_MANIFEST_DIR")

@@ -91,7 +91,7 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             let remote = args.remote.remote(url)?;
             let (base, dir) =
                 yardstick_server::client::fetch_baseline(&remote, &args.baseline, &cand)
-                    .map_err(exit::lib_error)?;
+                    .map_err(|e| args.remote.error(e, "read"))?;
             (base, Some(dir))
         }
         None => (

@@ -68,6 +68,29 @@ impl RemoteOpts {
         )
         .map_err(lib_error)
     }
+
+    /// A failed exchange with the server, in the command line's terms: a refused token (401,
+    /// 403) says which variable the token came from and how to get one of the `scope` needed,
+    /// not only the HTTP header the server asks for.
+    pub fn error(&self, e: yardstick_server::client::ClientError, scope: &str) -> anyhow::Error {
+        use yardstick_server::client::ClientError;
+        let var = &self.token_env;
+        let create = format!("`yardstick server token create --scope {scope}` on the server");
+        let hint = match &e {
+            ClientError::Status { status: 401, .. } if std::env::var_os(var).is_none() => format!(
+                "the server wants a token and ${var} is not set: set it to a token ({create}), \
+                 or name another variable with --token-env VAR"
+            ),
+            ClientError::Status { status: 401, .. } => {
+                format!("the server does not know the token in ${var}: create one with {create}")
+            }
+            ClientError::Status { status: 403, .. } => {
+                format!("the token in ${var} lacks the scope `{scope}`: create one with {create}")
+            }
+            _ => return lib_error(e),
+        };
+        invalid(e.to_string(), Some(&hint))
+    }
 }
 
 /// Runs `yardstick push`.
@@ -75,7 +98,8 @@ pub fn run(args: PushArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let dir = yardstick_store::run::resolve_dir(&args.store, &args.run)
         .map_err(|e| invalid(e.with_hint(), None))?;
     let remote = args.remote.remote(&args.to)?;
-    let out = yardstick_server::client::push(&remote, &dir).map_err(lib_error)?;
+    let out =
+        yardstick_server::client::push(&remote, &dir).map_err(|e| args.remote.error(e, "push"))?;
     if g.json {
         output::json(&out)?;
     } else {

@@ -369,22 +369,26 @@ fn a_p99_claim_from_20_requests_is_inconclusive() {
     assert_eq!(metric(&g, "ttft_ms", "p50")["verdict"], "PASS", "{g}");
 }
 
+/// A run `a` against a server with 40 ms TTFT saved as the baseline, and a run `b` against one
+/// with 80 ms: (the fast server, the slow one, b's id). Wide tolerances: the slowdown (+100 %
+/// TTFT) FAILs far beyond 25 % in the run and in a confirmation, and a re-run against a fast
+/// server again (an A/A comparison) cannot FAIL on noise, so "did not confirm" is decided by
+/// --confirm, not by the machine's load.
+fn failing_pair(store: &Path) -> (Sim, Sim, String) {
+    let fast = sim_with_ttft(40);
+    let slow = sim_with_ttft(80);
+    let a = run_spec(store, "a", &spec_with(&fast.url, 12, WIDE));
+    let b = run_spec(store, "b", &spec_with(&slow.url, 12, WIDE));
+    assert_eq!(cmd(store, &["baseline", "save", &a]).status.code(), Some(0));
+    (fast, slow, b)
+}
+
 #[test]
 fn confirm_keeps_a_reproducible_fail_and_downgrades_one_that_does_not_reproduce() {
-    let fast = sim_with_ttft(40);
-    let mut slow = sim_with_ttft(80);
-    let slow_port: u16 = slow.addr.rsplit(':').next().unwrap().parse().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
-    // Wide tolerances: the slowdown (+100 % TTFT) FAILs far beyond 25 % in the run and in its
-    // confirmation, and the re-run against a fast server again (an A/A comparison) cannot FAIL
-    // on noise, so "did not confirm" is decided by --confirm, not by the machine's load.
-    let a = run_spec(&store, "a", &spec_with(&fast.url, 12, WIDE));
-    let b = run_spec(&store, "b", &spec_with(&slow.url, 12, WIDE));
-    assert_eq!(
-        cmd(&store, &["baseline", "save", &a]).status.code(),
-        Some(0)
-    );
+    let (fast, mut slow, b) = failing_pair(&store);
+    let slow_port: u16 = slow.addr.rsplit(':').next().unwrap().parse().unwrap();
 
     // The slow server is still slow: the re-run fails too, FAIL stands.
     let out = cmd(&store, &["gate", &b, "--confirm", "--json", "-q"]);
@@ -431,16 +435,9 @@ fn confirm_keeps_a_reproducible_fail_and_downgrades_one_that_does_not_reproduce(
 /// refuses any other run its keys would not sign.
 #[test]
 fn confirm_refuses_to_rerun_into_a_store_whose_keys_would_not_admit_the_rerun() {
-    let fast = sim_with_ttft(40);
-    let slow = sim_with_ttft(80);
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
-    let a = run_spec(&store, "a", &spec_with(&fast.url, 12, WIDE));
-    let b = run_spec(&store, "b", &spec_with(&slow.url, 12, WIDE));
-    assert_eq!(
-        cmd(&store, &["baseline", "save", &a]).status.code(),
-        Some(0)
-    );
+    let (_fast, _slow, b) = failing_pair(&store);
     // The unsigned runs' store now trusts one key and requires it.
     let key = tmp.path().join("ci.key");
     assert!(

@@ -218,13 +218,37 @@ fn push_refuses_bad_tokens_tampered_files_bad_manifests_and_another_run_under_th
     let s = ServerProc::start(&srv_store, &[]);
     let id = &f.runs[1];
 
-    // Tokens: none is 401, a read token 403; both exit 2 with the server's word.
+    // Tokens: none is 401, a read token 403, an unknown one 401; each exits 2 with the
+    // server's word and a hint in the command line's terms (the variable, the scope).
     let o = push(id, &s.url, &f.store, None);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("401"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("$YARDSTICK_TOKEN is not set") && stderr(&o).contains("--token-env"),
+        "{}",
+        stderr(&o)
+    );
     let o = push(id, &s.url, &f.store, Some(&read));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("403"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("lacks the scope `push`")
+            && stderr(&o).contains("yardstick server token create --scope push"),
+        "{}",
+        stderr(&o)
+    );
+    let o = push(
+        id,
+        &s.url,
+        &f.store,
+        Some("ysk_not_a_token_this_server_made"),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("does not know the token in $YARDSTICK_TOKEN"),
+        "{}",
+        stderr(&o)
+    );
     let r = s.request("POST", "/api/v1/pushes", &[], b"{}");
     assert_eq!(r.error().0, 401);
     assert_eq!(r.header("www-authenticate"), Some("Bearer"));
