@@ -397,7 +397,8 @@ pub struct ExecReport {
     /// Scaling across `worldSize` values, when scanned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scaling: Option<ScalingReport>,
-    /// Where the logs are.
+    /// Where the logs are; empty when they were not kept (`bench exec` without `--logs`
+    /// removes its temporary log directory when every run succeeded).
     pub logs_dir: PathBuf,
     /// Cancelled before the end: the report covers what finished.
     pub interrupted: bool,

@@ -60,7 +60,14 @@ pub fn report(report: &ExecReport) -> String {
         }
         let _ = writeln!(out);
     }
-    let _ = writeln!(out, "{d}logs: {}{r}", report.logs_dir.display());
+    if report.logs_dir.as_os_str().is_empty() {
+        let _ = writeln!(
+            out,
+            "{d}logs: not kept (every run succeeded; --logs DIR keeps them){r}"
+        );
+    } else {
+        let _ = writeln!(out, "{d}logs: {}{r}", report.logs_dir.display());
+    }
     std::mem::take(out)
 }
 

@@ -501,3 +501,58 @@ fn bad_input_exits_2_with_a_hint() {
     // No command at all: clap's usage error, also exit 2.
     assert_eq!(run(&["bench", "exec"]).status.code(), Some(2));
 }
+
+/// Without --logs, `bench exec` leaves nothing in the temporary directory when every run
+/// succeeded (it used to leave a directory per call), and keeps and names the logs when a run
+/// failed.
+#[test]
+fn without_logs_nothing_is_left_in_the_temp_dir_unless_a_run_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let litter = || -> Vec<String> {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("yardstick-exec-"))
+            .collect()
+    };
+    let exec = |cmd: &str| {
+        yardstick()
+            .args(["bench", "exec", "--runs", "3", "--", "sh", "-c", cmd])
+            .env("TMPDIR", tmp.path())
+            .output()
+            .unwrap()
+    };
+    let o = exec("echo fine");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("logs: not kept"), "{out}");
+    assert_eq!(litter(), Vec::<String>::new());
+
+    let o = exec("echo broken >&2; exit 3");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let kept = litter();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "logs kept in {}",
+            tmp.path().join(&kept[0]).display()
+        )),
+        "{err}"
+    );
+    let logs: Vec<_> = std::fs::read_dir(tmp.path().join(&kept[0]))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(
+        logs.iter()
+            .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("broken"))),
+        "the failed run's stderr is kept"
+    );
+}

@@ -3,7 +3,8 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
 
 use yardstick_analysis::flops;
 use yardstick_analysis::roofline::Ceilings;
@@ -57,7 +58,8 @@ pub struct ExecArgs {
     /// Extra environment variable for the command, KEY=VALUE (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,
-    /// Directory for stdout/stderr/metrics of every run (default: a new temporary directory).
+    /// Directory for stdout/stderr/metrics of every run, kept. Without it they go to a temporary
+    /// directory that is removed when every run succeeded and kept (and named) when one failed.
     #[arg(long, value_name = "DIR")]
     pub logs: Option<PathBuf>,
     /// Confidence level of the interval of the mean.
@@ -160,18 +162,8 @@ fn positive(flag: &str, v: Option<f64>) -> anyhow::Result<()> {
     }
 }
 
-/// Builds the library configuration from the flags.
-fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
-    let log_dir = match &args.logs {
-        Some(d) => d.clone(),
-        None => {
-            let stamp = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0);
-            std::env::temp_dir().join(format!("yardstick-exec-{}-{stamp}", std::process::id()))
-        }
-    };
+/// Builds the library configuration from the flags, with the runs' logs in `log_dir`.
+fn config(args: &ExecArgs, log_dir: PathBuf) -> anyhow::Result<ExecConfig> {
     let mut cfg = ExecConfig::new(args.command.clone(), log_dir);
     cfg.runs = args.runs;
     cfg.warmup = args.warmup;
@@ -281,7 +273,23 @@ fn config(args: &ExecArgs) -> anyhow::Result<ExecConfig> {
 
 /// Runs `bench exec`.
 pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
-    let mut cfg = config(&args)?;
+    // Without --logs the logs go to a temporary directory that is removed when every run
+    // succeeded, and kept (and named) when a run failed or the benchmark was interrupted.
+    let scratch = match &args.logs {
+        Some(_) => None,
+        None => Some(
+            tempfile::Builder::new()
+                .prefix("yardstick-exec-")
+                .tempdir()
+                .context("creating a temporary directory for the logs")?,
+        ),
+    };
+    let log_dir = match (&args.logs, &scratch) {
+        (Some(d), _) => d.clone(),
+        (None, Some(t)) => t.path().to_path_buf(),
+        (None, None) => unreachable!("a scratch directory without --logs"),
+    };
+    let mut cfg = config(&args, log_dir)?;
     cfg.cancel = Some(crate::interrupt::token(
         "interrupted: stopping the current run (Ctrl-C again to abort)",
     ));
@@ -307,8 +315,13 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             let _ = err.flush();
         }
     };
-    let report =
+    let mut report =
         run_command_benchmark_with_progress(&cfg, &mut progress).map_err(exit::lib_error)?;
+    let keep_logs = scratch.is_none() || !report.ok() || report.interrupted;
+    if !keep_logs {
+        // Removed below: the report says so instead of naming a directory that is gone.
+        report.logs_dir = PathBuf::new();
+    }
     if show_progress {
         eprint!("\r\x1b[2K");
     }
@@ -355,6 +368,15 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         output::warn(
             "MOCKED: these timings were made up by a test build (--debug-mock-times), not measured",
         );
+    }
+    if let Some(dir) = scratch {
+        if keep_logs {
+            let kept = dir.keep();
+            output::info(&format!("logs kept in {}", kept.display()));
+        } else {
+            dir.close()
+                .with_context(|| format!("removing {}", cfg.log_dir.display()))?;
+        }
     }
     Ok(if report.ok() {
         Status::Ok
