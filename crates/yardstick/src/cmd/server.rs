@@ -278,8 +278,20 @@ fn serve(args: ServerArgs) -> anyhow::Result<Status> {
         WarehouseLocation::Postgres(_) => None,
     };
     let warehouse = args.warehouse.clone().unwrap_or_else(|| args.store.clone());
-    // A store directory without a warehouse yet (a server that only receives pushes) gets an
-    // empty one; a directory that does not exist is refused (exit 2).
+    // A store directory that does not exist yet is created (a new team server that will receive
+    // pushes), and said so; one that cannot be created is invalid input (exit 2). A store
+    // without a warehouse yet gets an empty one.
+    if let Some(dir) = &store_dir
+        && !dir.exists()
+    {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            exit::invalid(
+                format!("--store {}: cannot create it: {e}", dir.display()),
+                Some("pass --store DIR, a directory this user can write"),
+            )
+        })?;
+        output::info(&format!("created a new, empty store at {}", dir.display()));
+    }
     let max_push_bytes = yardstick_spec::units::parse_bytes(&args.max_push_bytes)
         .map_err(|e| crate::cmd::flag_error("max-push-bytes", e))?;
     let limits = yardstick_server::HttpLimits {

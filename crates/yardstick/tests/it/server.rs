@@ -913,11 +913,45 @@ fn server_refuses_bad_setups_with_exit_2() {
         "k.pem",
     ]);
     assert_eq!(code, Some(2), "{err}");
-    let (code, err) = run(&["--listen", "127.0.0.1:0", "--store", "/nonexistent/store"]);
+    // A store that cannot be created (its parent is a file) is refused naming --store.
+    let file = f.store.parent().unwrap().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let under_file = file.join("store");
+    let (code, err) = run(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        under_file.to_str().unwrap(),
+    ]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--store"), "{err}");
+    assert!(
+        err.contains("--store") && err.contains("cannot create it"),
+        "{err}"
+    );
     let (code, err) = run(&["--listen", "not-an-address"]);
     assert_eq!(code, Some(2), "{err}");
+}
+
+/// `yardstick server --store DIR` on a directory that does not exist yet creates it (a new team
+/// server that will receive pushes), says so, and serves an empty store.
+#[test]
+fn a_store_that_does_not_exist_yet_is_created() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let s = ServerProc::start(&store, &[]);
+    assert_eq!(s.get("/healthz").status, 200);
+    let runs = s.get("/api/v1/runs");
+    assert_eq!(runs.status, 200);
+    assert_eq!(runs.json()["runs"].as_array().map(Vec::len), Some(0));
+    assert!(store.is_dir());
+    assert!(
+        s.stderr().contains(&format!(
+            "created a new, empty store at {}",
+            store.display()
+        )),
+        "{}",
+        s.stderr()
+    );
 }
 
 #[test]

@@ -41,7 +41,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "chat")]
     pub api: String,
     /// Traffic scenario (repeatable): D(in,out), N(mu,sd)/(mu,sd), U(min,max)/(min,max),
-    /// U(min,max), E(tokens).
+    /// U(min,max), E(tokens). Default: D(100,100), or E(100) with --api embeddings.
     #[arg(long = "scenario", value_name = "S")]
     pub scenarios: Vec<String>,
     /// Closed-loop concurrency levels, comma-separated.
