@@ -42,7 +42,12 @@ fn a_slow_node_fails_the_check_and_alike_nodes_pass() {
     let (a, b, c) = (
         write(dir.path(), "node-a", &node(&base, 1.0)),
         write(dir.path(), "node-b", &node(&base, 1.0)),
-        write(dir.path(), "node-c", &node(&base, 0.5)),
+        // A fifth of the bandwidth. A node is flagged only when its whole interval is outside
+        // the 2 % band, and three replicates of 8 MiB on a machine busy with the rest of the
+        // test suite can give an upper bound near twice the value: at half the bandwidth such a
+        // node was (rightly) "uncertain" once in a CI rehearsal; at a fifth the bound would have
+        // to exceed 4.9 times the value.
+        write(dir.path(), "node-c", &node(&base, 0.2)),
     );
     let ok = yardstick()
         .args(["nodes", "check", &a, &b])
@@ -56,7 +61,7 @@ fn a_slow_node_fails_the_check_and_alike_nodes_pass() {
     );
     assert!(String::from_utf8_lossy(&ok.stdout).contains("PASS: 2 nodes alike"));
 
-    // Half the bandwidth on node-c: flagged on every memory kernel, exit 3.
+    // A fifth of the bandwidth on node-c: flagged on every memory kernel, exit 3.
     let o = yardstick()
         .args(["--json", "nodes", "check", &a, &b])
         .arg(format!("slow={c}"))
@@ -83,7 +88,7 @@ fn a_slow_node_fails_the_check_and_alike_nodes_pass() {
         triad
             .as_str()
             .unwrap()
-            .contains("50.0% below the fleet median"),
+            .contains("80.0% below the fleet median"),
         "{triad}"
     );
     let text = yardstick()
