@@ -459,10 +459,13 @@ pub struct MemberStep {
 /// Whether a point spans the group: serve points (not MLPerf scenarios or capacity searches,
 /// which run on member 0) and command points.
 pub fn spans_group(work: &crate::PointWork) -> bool {
-    matches!(
-        work,
-        crate::PointWork::Serve { capacity: None, .. } | crate::PointWork::Command { .. }
-    ) && !matches!(work, crate::PointWork::Serve { point, .. } if point.mlperf.is_some())
+    match work {
+        crate::PointWork::Serve {
+            point, capacity, ..
+        } => point.mlperf.is_none() && capacity.is_none(),
+        crate::PointWork::Command { .. } => true,
+        _ => false,
+    }
 }
 
 /// A member other than 0: captures its environment (and micro layer), then takes its part in
