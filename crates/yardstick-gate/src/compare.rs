@@ -447,6 +447,18 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
     if metrics.is_empty() {
         warnings.push("no headline metric in common: nothing to compare".into());
     }
+    // Points in the candidate's plan order (a sweep's 1, 8, 32), not as text (1, 32, 8).
+    yardstick_store::order::sort_by_plan(
+        &mut metrics,
+        &yardstick_store::order::plan_order(&candidate.dir),
+        |m| m.point.as_str(),
+    );
+    let mut profiles = profiles(baseline, candidate);
+    yardstick_store::order::sort_by_plan(
+        &mut profiles,
+        &yardstick_store::order::plan_order(&candidate.dir),
+        |p| p.point.as_str(),
+    );
     Ok(Comparison {
         baseline_run: baseline.run.run_id.clone(),
         candidate_run: candidate.run.run_id.clone(),
@@ -457,7 +469,7 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
         env_diffs,
         warnings,
         metrics,
-        profiles: profiles(baseline, candidate),
+        profiles,
     })
 }
 
@@ -465,6 +477,56 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Issue 39: points come in the candidate's plan order (its `summary.json`), not sorted as
+    /// text (`concurrency=1, 32, 8`); without a summary, in natural order.
+    #[test]
+    fn points_come_in_plan_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = ["serve/c=1", "serve/c=8", "serve/c=32", "micro/a"];
+        let with_points = |run: &str| {
+            let mut d = crate::testutil::run_data(run, dir.path(), &[]);
+            for p in ids {
+                d.facts.extend(
+                    crate::testutil::run_data(run, dir.path(), &[10.0, 10.1, 9.9])
+                        .facts
+                        .into_iter()
+                        .map(|mut f| {
+                            f.point_id = p.into();
+                            f
+                        }),
+                );
+            }
+            d
+        };
+        let points =
+            |c: &Comparison| -> Vec<String> { c.metrics.iter().map(|m| m.point.clone()).collect() };
+        let (a, b) = (with_points("a"), with_points("b"));
+        // No summary.json: natural order.
+        let c = compare(&a, &b).unwrap();
+        assert_eq!(
+            points(&c),
+            ["micro/a", "serve/c=1", "serve/c=8", "serve/c=32"]
+        );
+        // The plan's order, as summary.json lists it.
+        let summary = yardstick_store::summary::RunSummary {
+            points: ids
+                .iter()
+                .map(|id| yardstick_store::summary::PointAggregates {
+                    id: id.to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        std::fs::write(
+            dir.path().join("summary.json"),
+            serde_json::to_vec(&summary).unwrap(),
+        )
+        .unwrap();
+        let c = compare(&a, &b).unwrap();
+        assert_eq!(points(&c), ids);
+    }
 
     #[test]
     fn an_execution_change_is_named_unless_it_is_the_variable() {

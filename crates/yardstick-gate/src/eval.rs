@@ -138,6 +138,7 @@ pub fn compare_eval(
                 p_holm: None,
                 verdict: Verdict::Inconclusive,
                 reason: String::new(),
+                to_decide: None,
             });
         }
     }
@@ -146,6 +147,7 @@ pub fn compare_eval(
         if m.paired.is_none() && m.bound.is_some() {
             m.verdict = Verdict::Inconclusive;
             m.reason = "no items both files answered: nothing to pair".to_string();
+            m.to_decide = None;
         }
     }
     let mut tasks = Vec::new();

@@ -181,6 +181,10 @@ pub struct MetricVerdict {
     pub verdict: Verdict,
     /// Why, in a sentence.
     pub reason: String,
+    /// For an INCONCLUSIVE verdict, what would decide it: how many replicates per side would
+    /// narrow the interval enough if the ratio holds, or that the ratio sits on the bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_decide: Option<String>,
 }
 
 /// How to gate.
@@ -524,6 +528,7 @@ pub fn gate(
             p_holm: None,
             verdict: Verdict::Inconclusive,
             reason: String::new(),
+            to_decide: None,
         });
     }
     let candidates: Vec<&[f64]> = comparison
@@ -581,8 +586,81 @@ pub(crate) fn decide(
         }
         v.verdict = verdict;
         v.reason = reason;
+        v.to_decide = (verdict == Verdict::Inconclusive)
+            .then(|| to_decide(v))
+            .flatten();
     }
     Ok(())
+}
+
+/// Most replicates per side [`to_decide`] suggests; beyond it the ratio sits on the bound.
+const MOST_REPLICATES: usize = 30;
+
+/// What would turn an INCONCLUSIVE metric into a verdict, for people: the replicates per side
+/// that would narrow its interval enough to clear the bound if the ratio holds (an interval's
+/// width shrinks as one over the square root of the replicates), or, when the ratio sits so
+/// near the bound that no reasonable count would do, that the tolerance is what to revisit.
+fn to_decide(v: &MetricVerdict) -> Option<String> {
+    let have = v.n.0.min(v.n.1);
+    if let Some(p) = &v.paired {
+        // Paired eval items: the interval narrows with the items both runs answered.
+        let (r, lo, hi, bnd) = (v.ratio?, v.ci_lo?, v.ci_hi?, v.bound?);
+        let gap = (r - bnd).abs();
+        let factor = ((hi - lo) / 2.0 / gap).powi(2);
+        return Some(if gap > 0.0 && factor.is_finite() && factor <= 10.0 {
+            format!(
+                "about {:.0} items answered by both runs (now {}) would narrow the interval \
+                 enough if the ratio holds at {r:.3}",
+                (p.items as f64 * factor.max(1.0)).ceil(),
+                p.items
+            )
+        } else {
+            format!(
+                "the ratio {r:.3} sits too near the bound {bnd:.3} for a larger task to settle \
+                 it: decide whether a change this size matters and set the tolerance \
+                 (`gates.tolerances`) accordingly"
+            )
+        });
+    }
+    if have < MIN_REPLICATES {
+        return Some(format!(
+            "run at least {MIN_REPLICATES} replicates per side (`trials.replicates` in the spec)"
+        ));
+    }
+    if let (Some(req), Some(min)) = (v.required_samples, v.min_samples)
+        && min < req
+    {
+        return Some(format!(
+            "run at least {req} requests per replicate (`load.requests`) for a {} with an interval",
+            v.statistic
+        ));
+    }
+    let (r, lo, hi, bnd) = (v.ratio?, v.ci_lo?, v.ci_hi?, v.bound?);
+    if r <= 0.0 || lo <= 0.0 || hi <= lo || bnd <= 0.0 {
+        return None;
+    }
+    let half = (hi.ln() - lo.ln()) / 2.0;
+    let gap = (r.ln() - bnd.ln()).abs();
+    let floor = if v.noise_floor_pct.is_none() {
+        "; or record this machine's noise with A/A runs (`yardstick gate --calibrate`)"
+    } else {
+        ""
+    };
+    let need = (gap > 0.0)
+        .then(|| (have as f64 * (half / gap).powi(2)).ceil() as usize)
+        .filter(|n| *n <= MOST_REPLICATES)
+        .map(|n| n.max(have + 1));
+    Some(match need {
+        Some(n) => format!(
+            "about {n} replicates per side (now {have}) would narrow the interval enough if the \
+             ratio holds at {r:.3} (`trials.replicates: {n}`){floor}"
+        ),
+        None => format!(
+            "the ratio {r:.3} sits too near the bound {bnd:.3} for more replicates to settle it \
+             (over {MOST_REPLICATES} per side): decide whether a change this size matters and set \
+             the tolerance (`gates.tolerances`) accordingly{floor}"
+        ),
+    })
 }
 
 /// The verdict of one metric whose bound, CI and Holm p-value are known.
@@ -1323,6 +1401,55 @@ mod tests {
         assert_eq!(r.metrics[0].tolerance_pct, 5.0);
     }
 
+    /// Issue 39: an INCONCLUSIVE verdict says what would decide it. A ratio near 1.03 whose
+    /// interval straddles the 1.05 bound with 3 replicates: more replicates (a count that would
+    /// narrow the interval to clear the bound if the ratio holds, above 3), or the noise floor
+    /// when none is recorded. A PASS carries no such advice; a ratio on the bound gets the
+    /// tolerance, not a replicate count.
+    #[test]
+    fn an_inconclusive_verdict_says_what_would_decide_it() {
+        let base = run_data("a", &[40.0, 41.5, 39.0], &[]);
+        let near = run_data("b", &[39.5, 41.8, 40.6], &[]);
+        let r = gate(&base, &near, &GateOptions::default()).unwrap();
+        let m = &r.metrics[0];
+        assert_eq!(m.verdict, Verdict::Inconclusive, "{m:#?}");
+        let advice = m.to_decide.as_deref().unwrap();
+        let n: usize = advice
+            .strip_prefix("about ")
+            .and_then(|s| s.split(' ').next())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{advice}"));
+        assert!(n > 3 && n <= MOST_REPLICATES, "{advice}");
+        assert!(
+            advice.contains(&format!("trials.replicates: {n}")),
+            "{advice}"
+        );
+        assert!(advice.contains("gate --calibrate"), "{advice}");
+        // The JSON carries it too.
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["metrics"][0]["to_decide"], advice);
+
+        let quiet = run_data("c", &[40.0, 40.1, 39.9], &[]);
+        let same = run_data("d", &[40.05, 40.0, 39.95], &[]);
+        let r = gate(&quiet, &same, &GateOptions::default()).unwrap();
+        assert_ne!(
+            r.metrics[0].verdict,
+            Verdict::Inconclusive,
+            "{:#?}",
+            r.metrics[0]
+        );
+        assert!(r.metrics[0].to_decide.is_none());
+
+        // A ratio on the bound itself: no replicate count settles it.
+        let mut v = m.clone();
+        v.ratio = Some(m.bound.unwrap());
+        let advice = to_decide(&v).unwrap();
+        assert!(advice.contains("sits too near the bound"), "{advice}");
+        // Too few replicates: the floor of three.
+        v.n = (2, 3);
+        assert!(to_decide(&v).unwrap().contains("at least 3 replicates"));
+    }
+
     #[test]
     fn a_noise_floor_wider_than_the_tolerance_widens_the_bound() {
         let base = run_data("a", &[40.0, 40.3, 39.9, 40.1, 40.2], &[]);
@@ -1391,6 +1518,7 @@ mod tests {
                 p_holm: Some(1e-4),
                 verdict: Verdict::Inconclusive,
                 reason: String::new(),
+                to_decide: None,
             };
             judge(&v, direction, &[], 0.025)
         };

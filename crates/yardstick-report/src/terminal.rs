@@ -114,6 +114,77 @@ pub fn plain_table(headers: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// The width tables fold to: `COLUMNS` when set, else the terminal's width when stdout is a
+/// terminal, else 100 (a log or a pipe).
+pub fn width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|w| *w >= 20)
+        .or_else(|| terminal_size::terminal_size().map(|(w, _)| w.0 as usize))
+        .unwrap_or(100)
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a longer word stands on
+/// its own line).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut cur = String::new();
+    for word in text.split_whitespace() {
+        let len = cur.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+/// [`plain_table`] whose rows each carry a note (a sentence too long for a column: why a
+/// verdict was given), printed under its row, indented, dimmed and wrapped to `width`. The
+/// first column's cells may be verdicts (`PASS`, `FAIL`, ...), which are coloured.
+pub fn table_with_notes(
+    headers: &[&str],
+    rows: &[Vec<String>],
+    notes: &[String],
+    width: usize,
+) -> String {
+    let col = widths(headers, rows.iter().map(|r| r.iter().map(String::as_str)));
+    let align: Vec<Align> = (0..headers.len())
+        .map(|i| {
+            let numeric = rows.iter().all(|r| {
+                r.get(i)
+                    .is_none_or(|c| c.parse::<f64>().is_ok() || c == "-")
+            });
+            if numeric { Align::Right } else { Align::Left }
+        })
+        .collect();
+    let head: Vec<(String, &str)> = headers.iter().map(|h| (h.to_string(), BOLD)).collect();
+    let mut out = format!("{}\n", line(&col, &align, head));
+    const INDENT: &str = "    ";
+    for (i, r) in rows.iter().enumerate() {
+        let cells: Vec<(String, &str)> = r
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (c.clone(), if k == 0 { verdict_style(c) } else { "" }))
+            .collect();
+        out.push_str(&line(&col, &align, cells));
+        out.push('\n');
+        if let Some(note) = notes.get(i).filter(|n| !n.is_empty()) {
+            for l in wrap(note, width.saturating_sub(INDENT.len()).max(30)) {
+                let _ = writeln!(out, "{INDENT}{DIM}{l}{RESET}");
+            }
+        }
+    }
+    out
+}
+
 /// Renders the report for a terminal.
 pub fn render(report: &Report) -> String {
     let r = &report.run;
@@ -272,6 +343,32 @@ pub fn render(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn notes_wrap_under_their_rows_at_the_width() {
+        let rows = vec![
+            vec!["FAIL".to_string(), "p".to_string(), "1.2".to_string()],
+            vec!["PASS".to_string(), "q".to_string(), "1.0".to_string()],
+        ];
+        let notes = vec![
+            "one two three four five six seven eight nine ten eleven twelve".to_string(),
+            String::new(),
+        ];
+        let out = table_with_notes(&["VERDICT", "POINT", "B/A"], &rows, &notes, 40);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 5, "{out}");
+        assert!(
+            lines[1].contains("FAIL") && lines[1].contains("1.2"),
+            "{out}"
+        );
+        assert_eq!(
+            lines[2],
+            "    \x1b[2mone two three four five six seven\x1b[0m"
+        );
+        assert_eq!(lines[3], "    \x1b[2meight nine ten eleven twelve\x1b[0m");
+        assert!(lines[4].contains("PASS"), "{out}");
+        assert_eq!(wrap("a verylongword b", 4), vec!["a", "verylongword", "b"]);
+    }
 
     #[test]
     fn plain_tables_align_numbers_right_and_text_left() {

@@ -6,6 +6,7 @@ pub mod export;
 pub mod fsutil;
 pub mod gc;
 pub mod layout;
+pub mod order;
 pub mod record;
 pub mod run;
 pub mod samples;

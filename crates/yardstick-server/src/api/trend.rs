@@ -163,24 +163,31 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
                 gated_against: r.gated_against,
             });
     }
+    // A series per profile and point: points in natural order (a sweep's 1, 8, 32).
+    let mut series: Vec<TrendSeries> = series
+        .into_iter()
+        .map(|((profile, point_id), points)| TrendSeries {
+            baseline_run: baselines
+                .iter()
+                .find(|b| Some(&b.machine_profile) == profile.as_ref())
+                .map(|b| b.run_id.clone()),
+            machine_profile: profile,
+            point_id,
+            points,
+        })
+        .collect();
+    series.sort_by(|a, b| {
+        a.machine_profile
+            .cmp(&b.machine_profile)
+            .then_with(|| yardstick_store::order::natural_cmp(&a.point_id, &b.point_id))
+    });
     Ok(TrendOut {
         benchmark: q.benchmark.clone(),
         metric: q.metric.clone(),
         better: def.map(|d| d.direction.as_str().to_string()),
         statistic,
         unit,
-        series: series
-            .into_iter()
-            .map(|((profile, point_id), points)| TrendSeries {
-                baseline_run: baselines
-                    .iter()
-                    .find(|b| Some(&b.machine_profile) == profile.as_ref())
-                    .map(|b| b.run_id.clone()),
-                machine_profile: profile,
-                point_id,
-                points,
-            })
-            .collect(),
+        series,
     })
 }
 
