@@ -26,17 +26,29 @@ pub struct BaselineArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum BaselineCommand {
     /// Make a complete run the baseline of its machine profile and benchmark name.
+    #[command(after_help = "Examples:\n  yardstick baseline save 01JD7X…\n  \
+yardstick baseline save 01JD7X… --force   # replace the baseline in force")]
     Save(SaveArgs),
     /// Every stored baseline.
+    #[command(after_help = "Examples:\n  yardstick baseline list\n  \
+yardstick baseline list --json")]
     List(ListArgs),
     /// The baseline of one benchmark (and profile), with the run it points at.
+    #[command(
+        after_help = "Examples:\n  yardstick baseline show --name quickstart\n  \
+yardstick baseline show --name quickstart --profile cpu-EPYC-7B13x2c_linux6.1 --json"
+    )]
     Show(ShowArgs),
     /// Write `<DIR>/<profile>.json` per machine profile (for repos that keep baselines in git;
     /// `gate --baseline FILE` reads them).
+    #[command(after_help = "Examples:\n  yardstick baseline export --dir baselines")]
     Export(ExportArgs),
     /// Read a baseline file (from `baseline export`) into this warehouse, so that
     /// `gate --baseline auto` finds its baselines. Replacing another run's baseline needs
     /// `--force`.
+    #[command(
+        after_help = "Examples:\n  yardstick baseline import baselines/cpu-EPYC-7B13x2c_linux6.1.json"
+    )]
     Import(ImportArgs),
 }
 

@@ -19,6 +19,10 @@ use crate::output;
 /// compute capability; or CPU model×usable CPUs and kernel): baselines are compared only within
 /// one key. The hash covers every stable field. Field list and key rules: docs/env.md.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  yardstick env\n  \
+yardstick env --key                      # the machine-profile key alone\n  \
+yardstick env --json --no-python > env.json\n  \
+yardstick env compare this.json other.json")]
 pub struct EnvArgs {
     /// Do not run the Python interpreter (no Python, torch or NCCL-wheel versions).
     #[arg(long)]

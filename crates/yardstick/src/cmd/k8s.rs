@@ -11,6 +11,10 @@ use crate::output;
 
 /// Run a spec on Kubernetes with Kueue: render its manifests, or submit them.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick k8s render bench.yaml -o k8s/\n  \
+yardstick k8s submit bench.yaml --push https://yardstick.internal:8686"
+)]
 pub struct K8sArgs {
     #[command(subcommand)]
     pub command: K8sCommand,

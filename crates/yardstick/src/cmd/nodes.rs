@@ -10,6 +10,8 @@ use crate::exit::{Status, invalid};
 
 /// Check that the nodes of a fleet measure alike.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  yardstick nodes check micro-*.json\n  \
+yardstick nodes check gpu-a=a.json gpu-b=b.json gpu-c=c.json --json")]
 pub struct NodesArgs {
     #[command(subcommand)]
     pub command: NodesCommand,
@@ -27,7 +29,7 @@ pub enum NodesCommand {
     /// outside the band whose interval reaches into it is reported as uncertain: re-measure it.
     /// Exit 3 when a node is flagged, so a scheduler prologue can drain it.
     #[command(after_help = "Examples:\n  \
-srun --ntasks-per-node=1 sh -c 'yardstick --json bench micro --kind gemm --kind memory > micro-$(hostname).json'\n  \
+srun --ntasks-per-node=1 sh -c 'yardstick --json bench micro gemm memory > micro-$(hostname).json'\n  \
 yardstick nodes check micro-*.json\n  \
 yardstick nodes check gpu-a=a.json gpu-b=b.json gpu-c=c.json --throughput-tolerance 3 --json")]
     Check(CheckArgs),

@@ -26,7 +26,7 @@ use crate::output;
 yardstick run bench.yaml --dry-run\n  yardstick run bench.yaml --resume 01JD...\n  \
 yardstick verify 01JD...\n  \
 YARDSTICK_TOKEN=ysk_… yardstick run bench.yaml --push https://yardstick.internal:8686\n  \
-yardstick run /spec/spec.yaml --shard \"$JOB_COMPLETION_INDEX/2\" --shard-dir /results/shards/job-1\n\n\
+yardstick run /spec/spec.yaml --shard \"$JOB_COMPLETION_INDEX/2\" --shard-dir /results/job-1\n\n\
 With --shard I/N (what the pods of `yardstick k8s render`'s Indexed Job run), N processes that \
 share --shard-dir run the spec together: each captures its environment (and micro layer); serve \
 points are split into N shards with a common start time, command points run once per process as \

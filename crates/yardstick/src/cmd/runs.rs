@@ -76,8 +76,12 @@ pub struct RunsArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum RunsCommand {
     /// Runs, newest first.
+    #[command(after_help = "Examples:\n  yardstick runs list\n  \
+yardstick runs list --since 7d --name quickstart --json")]
     List(ListArgs),
     /// One run: its points, replicates and facts.
+    #[command(after_help = "Examples:\n  yardstick runs show 01JD7X…\n  \
+yardstick runs show 01JD7X --json")]
     Show(ShowArgs),
 }
 

@@ -33,8 +33,9 @@ yardstick server --store ./yardstick-store --listen 127.0.0.1:0\n  \
 yardstick server --store /srv/ys --warehouse postgres://ys@db:5432/ys --require-read-token\n  \
 yardstick server --store /srv/ys --listen 0.0.0.0:8686 --tls-cert cert.pem --tls-key key.pem\n  \
 yardstick server token create --scope push --store /srv/ys --note ci\n  \
-yardstick server --store /srv/ys --require-signature --max-push-bytes 2GiB   # takes `yardstick push`\n  \
-yardstick server --store /srv/ys --allowed-host ys.internal --header-timeout 5s --max-connections 256\n  \
+yardstick server --store /srv/ys --require-signature --max-push-bytes 2GiB  # for `push`\n  \
+yardstick server --store /srv/ys --allowed-host ys.internal --header-timeout 5s\n  \
+yardstick server --store /srv/ys --max-connections 256\n  \
 yardstick server --store /srv/ys --max-staged-bytes 20GiB --max-open-pushes 32 --push-expiry 6h\n  \
 curl -s http://127.0.0.1:8686/api/v1/runs?limit=5"
 )]
@@ -191,8 +192,15 @@ pub enum TokenCommand {
     /// Create a token and print it once (it cannot be shown again; only its hash is kept).
     Create(TokenCreateArgs),
     /// List the tokens (id, scope, creation time, note; never the tokens).
+    #[command(
+        after_help = "Examples:\n  yardstick server token list --store /srv/ys\n  \
+yardstick server token list --json"
+    )]
     List(TokenStoreArgs),
     /// Revoke a token by its id (`token list`); the server refuses it at once.
+    #[command(
+        after_help = "Examples:\n  yardstick server token revoke 3f9a1c0b2d4e --store /srv/ys"
+    )]
     Revoke(TokenRevokeArgs),
 }
 

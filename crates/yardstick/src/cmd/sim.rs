@@ -17,6 +17,12 @@ use crate::exit::{self, Status};
 /// interrupted. Time to first token = --ttft-ms + --ttft-per-token-ms × prompt words (after
 /// queueing beyond --max-running); then a token every --itl-ms. See docs/sim.md.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick sim --port 8000                          # an OpenAI-compatible server on :8000\n  \
+yardstick sim --port 0 --ttft-ms 40 --itl-ms 5 --max-running 64\n  \
+yardstick sim --port 8000 --error-rate 0.02 --disconnect-rate 0.01   # a flaky server\n  \
+yardstick sim --port 8000 --itl-slowdown 1.1       # 10 % slower decode, to see a gate FAIL"
+)]
 pub struct SimArgs {
     /// Address to bind (loopback by default).
     #[arg(long, default_value = "127.0.0.1")]

@@ -16,7 +16,8 @@ const INPUT_HINT: &str = "give one number per line (blank lines and `#` comments
 
 /// Summarise and compare samples of numbers (a ministat for benchmarks).
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Methods and references: docs/stats.md. Example:\n  \
+#[command(after_help = "Methods and references: docs/stats.md.\n\nExamples:\n  \
+yardstick stats summarize latencies.txt\n  \
 yardstick stats compare baseline.txt candidate.txt --json")]
 pub struct StatsArgs {
     #[command(subcommand)]
@@ -27,8 +28,17 @@ pub struct StatsArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum StatsCommand {
     /// Describe one sample: percentiles, confidence intervals, outliers, steady state.
+    #[command(
+        after_help = "Examples:\n  yardstick stats summarize latencies.txt\n  \
+yardstick stats summarize samples.csv --json\n  \
+seq 1 100 | yardstick stats summarize"
+    )]
     Summarize(SummarizeArgs),
     /// Compare a baseline A with a candidate B: rank and t tests, ratio of medians, verdict.
+    #[command(
+        after_help = "Examples:\n  yardstick stats compare baseline.txt candidate.txt\n  \
+yardstick stats compare a.csv b.csv --json"
+    )]
     Compare(CompareArgs),
 }
 

@@ -37,20 +37,29 @@ pub struct TrustArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum TrustCommand {
     /// Trust a public key (`.pub`, as `yardstick keygen` writes it).
+    #[command(after_help = "Examples:\n  yardstick trust add ci-signing.key.pub\n  \
+yardstick trust add ci-signing.key.pub --store /srv/ys --json")]
     Add {
         /// The public key file.
         #[arg(value_name = "PUB")]
         public: PathBuf,
     },
     /// The trusted keys and the policy.
+    #[command(after_help = "Examples:\n  yardstick trust list\n  \
+yardstick trust list --json")]
     List,
     /// Stop trusting a key.
+    #[command(after_help = "Examples:\n  yardstick trust remove 3f2a9c0d1e7b4a61")]
     Remove {
         /// Its key id (`yardstick trust list` shows them).
         #[arg(value_name = "KEYID")]
         keyid: String,
     },
     /// Refuse (`on`) or accept (`off`) runs that no trusted key signed.
+    #[command(
+        after_help = "Examples:\n  yardstick trust require on      # refuse runs no trusted key signed\n  \
+yardstick trust require off"
+    )]
     Require {
         /// `on` or `off`.
         #[arg(value_name = "on|off", value_parser = ["on", "off"])]

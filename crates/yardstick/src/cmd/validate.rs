@@ -12,7 +12,9 @@ use crate::output::style;
 /// Check BenchmarkRun specs. Prints every problem at once as `file:line:col: error[rule]:
 /// message` with a hint; exits 0 when all specs are valid, 2 otherwise.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Rules and fields: docs/spec.md. Example:\n  \
+#[command(after_help = "Rules and fields: docs/spec.md.\n\nExamples:\n  \
+yardstick validate bench.yaml\n  \
+yardstick validate specs/*.yaml --deny-warnings --json\n  \
 yardstick init --template serve | yardstick validate -")]
 pub struct ValidateArgs {
     /// Spec files to check; `-` reads standard input.

@@ -22,6 +22,12 @@ use crate::output;
 /// gate` would give (PASS/WARN/FAIL/INCONCLUSIVE: a paired item bootstrap of the ratio B/A
 /// against --tolerance-points).
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick bench eval --url http://127.0.0.1:8000 --model m\n  \
+yardstick bench eval --url http://localhost:8000 --model m --tasks arith,my.jsonl --repeat 3\n  \
+yardstick bench eval --url http://localhost:8000 --model m --tasks none --perplexity builtin\n  \
+yardstick bench eval --compare eval-a/eval.json eval-b/eval.json"
+)]
 pub struct EvalArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
     #[arg(long, required_unless_present = "compare")]

@@ -26,6 +26,11 @@ use crate::output;
 /// (JSON lines to $YARDSTICK_METRICS, see docs/metric-protocol.md) also get a training analysis:
 /// step time, tokens/s, MFU, loss, cost, stragglers, scaling.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  yardstick bench exec -- sleep 0.1\n  \
+yardstick bench exec --runs 10 --warmup 2 -- python train.py --steps 100\n  \
+yardstick bench exec --param batch=8,16,32 -- python train.py --batch {batch}\n  \
+yardstick bench exec --world-sizes 1,2,4 -- torchrun --nproc-per-node {worldSize} train.py\n  \
+yardstick bench exec --expect-metrics --json -- python train.py   # the script reports steps")]
 pub struct ExecArgs {
     /// Measured runs per benchmark.
     #[arg(short = 'r', long, default_value_t = 10)]

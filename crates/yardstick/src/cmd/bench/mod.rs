@@ -12,6 +12,13 @@ use crate::exit::Status;
 
 /// Measure a system directly: `serve` drives an OpenAI-compatible server.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick bench serve --url http://127.0.0.1:8000 --model m --concurrency 1,8,32\n  \
+yardstick bench micro memory gemm\n  \
+yardstick bench exec --runs 10 -- python train.py\n  \
+yardstick bench train --steps 50\n  \
+yardstick bench eval --url http://127.0.0.1:8000 --model m --tasks arith,format"
+)]
 pub struct BenchArgs {
     #[command(subcommand)]
     pub command: BenchCommand,

@@ -30,6 +30,13 @@ use crate::output;
 /// summary from the union of their raw records, exactly as one machine would, and adds their
 /// HDR histograms.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  yardstick bench serve --url http://127.0.0.1:8000 --model m --concurrency 1,8,32\n  \
+yardstick bench serve --url http://localhost:8000 --model m --rate 2,4,8 --scenario 'D(512,128)'\n  \
+yardstick bench serve --url http://localhost:8000 --model m --find-capacity --slo-ttft-ms 500\n  \
+yardstick bench serve --url https://api.example.com --model m --bearer-env OPENAI_API_KEY\n  \
+yardstick bench serve --url http://localhost:8000 --model m --output results/ --json"
+)]
 pub struct ServeArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
     #[arg(long, required_unless_present_any = ["merge", "point_file"])]

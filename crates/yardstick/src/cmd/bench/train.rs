@@ -10,6 +10,9 @@ use std::path::PathBuf;
 /// peak (or --peak-flops). Every step is also written as a metric-protocol line to --metrics, or
 /// to $YARDSTICK_METRICS when yardstick runs it as a workload.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  yardstick bench train\n  \
+yardstick bench train --preset small --steps 100 --batch 8 --threads 2\n  \
+yardstick bench train --steps 50 --json > train.json")]
 pub struct TrainArgs {
     /// Model size: tiny (H 64, L 2) or small (H 256, L 4).
     #[arg(long, default_value = "tiny")]
