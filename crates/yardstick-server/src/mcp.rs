@@ -26,9 +26,9 @@ use serde::{Deserialize, Serialize};
 use yardstick_store::warehouse::QueryResult;
 
 use crate::ApiError;
-use crate::api::contracts::{self, Contracts};
-use crate::api::gate::{self, GateOut, GateQuery};
-use crate::api::runs::{self, CompareQuery, RunDetail, RunsPage, RunsQuery};
+use crate::api::contracts;
+use crate::api::gate::{self, GateQuery};
+use crate::api::runs::{self, CompareQuery, RunsPage, RunsQuery};
 use crate::api::trend::{self, TrendOut, TrendQuery};
 use crate::api::validate::{self, ValidateOut, ValidateQuery};
 use crate::state::AppState;
