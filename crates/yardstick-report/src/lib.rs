@@ -26,6 +26,7 @@ mod error;
 pub mod export;
 pub mod format;
 pub mod gate;
+pub mod headlines;
 pub mod html;
 pub mod junit;
 pub mod markdown;

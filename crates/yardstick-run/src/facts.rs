@@ -175,14 +175,20 @@ pub fn headline(summary: &Value, figures: &Figures) -> String {
             figures.get(id::REQUESTS, "failed").unwrap_or(0.0) as u64
         );
     }
+    // A figure in its metric's unit, for people (`201 ms`, `2.56k tok/s`, `15.6 GB/s`).
+    let h = |metric: &str, stat: &str| {
+        figures.get(metric, stat).map_or("-".to_string(), |x| {
+            yardstick_spec::human::human(x, yardstick_spec::metrics::unit_of(metric))
+        })
+    };
     if figures.get(id::STEP_TIME_S, "p50").is_some() {
         return format!(
-            "step p50 {} s, {} tok/s p50, loss {} -> {}, wall {} s",
-            f(id::STEP_TIME_S, "p50", 1.0, 4),
-            f(id::TOKENS_PER_S, "p50", 1.0, 0),
+            "step p50 {}, {} p50, loss {} -> {}, wall {}",
+            h(id::STEP_TIME_S, "p50"),
+            h(id::TOKENS_PER_S, "p50"),
             f(id::LOSS, "first", 1.0, 3),
             f(id::LOSS, "last", 1.0, 3),
-            f(id::WALL_S, "value", 1.0, 2),
+            h(id::WALL_S, "value"),
         );
     }
     if let Some(rate) = figures.get(id::LOADER_SAMPLES_PER_S, "value") {
@@ -202,10 +208,15 @@ pub fn headline(summary: &Value, figures: &Figures) -> String {
         .into_iter()
         .take(4)
         .map(|m| {
+            let unit = m
+                .unit
+                .as_deref()
+                .unwrap_or_else(|| yardstick_spec::metrics::unit_of(&m.metric));
+            let shown = yardstick_spec::human::human(m.value, unit);
             if m.statistic == "value" {
-                format!("{} {:.3}", m.metric, m.value)
+                format!("{} {shown}", m.metric)
             } else {
-                format!("{}.{} {:.3}", m.metric, m.statistic, m.value)
+                format!("{}.{} {shown}", m.metric, m.statistic)
             }
         })
         .collect();
@@ -267,6 +278,33 @@ mod tests {
         assert!(tput.ci_hi.unwrap() > 9.0);
     }
     use yardstick_store::record::ReplicateRecord;
+
+    /// Issue 37: progress lines carry units in the catalogue's human formatting
+    /// (`memory.copy 15.6 GB/s`, not `memory.copy 15.558`).
+    #[test]
+    fn micro_and_training_progress_lines_carry_units() {
+        let micro = Figures::new(vec![
+            Measurement::value("memory.copy", 15.558).in_unit(Some("GB/s")),
+            Measurement::value("gemm.f32.256", 46.286).in_unit(Some("GFLOP/s")),
+        ]);
+        assert_eq!(
+            headline(&serde_json::json!({}), &micro),
+            "memory.copy 15.6 GB/s, gemm.f32.256 46.3 GFLOP/s"
+        );
+        let train = Figures::new(vec![
+            Measurement::stat(id::STEP_TIME_S, "p50", 0.2004),
+            Measurement::stat(id::TOKENS_PER_S, "p50", 2555.0),
+            Measurement::stat(id::LOSS, "first", 5.551),
+            Measurement::stat(id::LOSS, "last", 2.101),
+            Measurement::value(id::WALL_S, 12.37),
+        ]);
+        let line = headline(&serde_json::json!({}), &train);
+        assert!(
+            line.starts_with("step p50 200 ms, 2.56k tok/s p50"),
+            "{line}"
+        );
+        assert!(line.ends_with("loss 5.551 -> 2.101, wall 12.4 s"), "{line}");
+    }
 
     #[test]
     fn a_loader_pass_reads_as_rates_and_waits() {

@@ -11,6 +11,7 @@
 
 pub mod bottleneck;
 pub mod e2e;
+pub mod estimate;
 pub mod eval;
 pub mod facts;
 pub mod import;

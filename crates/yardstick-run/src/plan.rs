@@ -243,8 +243,14 @@ pub struct Plan {
 
 impl Plan {
     /// The plan as `yardstick run` shows it: the counts, one line per point, and the duration
-    /// estimate.
+    /// estimate ([`Plan::estimate_line`] with no history; `yardstick run` gives it the store's).
     pub fn text(&self) -> String {
+        self.text_with(&Default::default())
+    }
+
+    /// [`Plan::text`], the estimate timing points by `history` (point id → seconds per
+    /// replicate, [`crate::estimate::history`]).
+    pub fn text_with(&self, history: &std::collections::BTreeMap<String, f64>) -> String {
         let mut lines = vec![format!(
             "plan: {} point(s) x {} replicate(s) = {} step(s)",
             self.points.len(),
@@ -254,12 +260,7 @@ impl Plan {
         for p in &self.points {
             lines.push(format!("  {}", p.id));
         }
-        lines.push(match self.estimate_upper_s {
-            Some(s) => format!("estimate: at most {}", fmt_secs(s)),
-            None => "estimate: unknown (a point has no time limit, or an eval point reads its \
-                     items from a file)"
-                .to_string(),
-        });
+        lines.push(self.estimate_line(history));
         lines.join("\n")
     }
 
@@ -702,7 +703,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
     }
 }
 
-fn fmt_secs(s: f64) -> String {
+pub(crate) fn fmt_secs(s: f64) -> String {
     if s >= 3600.0 {
         format!("{:.1} h", s / 3600.0)
     } else if s >= 60.0 {
@@ -764,7 +765,8 @@ mod tests {
         assert_eq!(lines[0], "plan: 9 point(s) x 3 replicate(s) = 27 step(s)");
         assert_eq!(lines[1], "  micro.0.memory");
         assert_eq!(lines.len(), 11);
-        assert!(lines[10].starts_with("estimate: at most "), "{text}");
+        assert!(lines[10].starts_with("estimate: about "), "{text}");
+        assert!(lines[10].contains("; at most "), "{text}");
     }
 
     #[test]

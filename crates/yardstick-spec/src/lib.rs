@@ -10,6 +10,7 @@
 
 mod decode;
 pub mod diag;
+pub mod human;
 mod locate;
 pub mod metrics;
 pub mod model;

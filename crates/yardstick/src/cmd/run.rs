@@ -244,11 +244,22 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     {
         return run_member(&args, group, &spec, spec_dir, telemetry_interval, g.json);
     }
+    // How long the last run of this benchmark in the store took, point by point: the plan's
+    // estimate of what to expect (an absent or unreadable store has no history).
+    let history = {
+        let store = args
+            .warehouse
+            .clone()
+            .unwrap_or_else(|| args.store.display().to_string());
+        yardstick_store::warehouse::open_existing_warehouse(&store)
+            .map(|mut w| yardstick_run::estimate::history(w.as_mut(), &plan.name))
+            .unwrap_or_default()
+    };
     if args.dry_run {
         if g.json {
             output::json(&plan)?;
         } else {
-            output::info(&plan.text());
+            output::info(&plan.text_with(&history));
             if let Some(x) = &submit {
                 let job = super::slurm::Job::new(&args, x, &plan.name, Path::new("<job dir>"))?;
                 output::info(&format!("batch script (engine slurm):\n{}", job.script));
@@ -260,7 +271,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         return super::slurm::submit(&args, g, x, &plan.name);
     }
     if verbosity() >= 0 && !g.json {
-        output::info(&plan.text());
+        output::info(&plan.text_with(&history));
     }
     // The warehouse records where the run directory is; a relative path would only resolve from
     // this working directory.
@@ -303,25 +314,32 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             slurm: None,
         })?;
     } else {
-        use std::io::Write;
-        output::text(&outcome.text())?;
-        let mut out = std::io::stdout().lock();
+        let mut text = outcome.text();
+        let (id, store) = (&outcome.run_id, args.store.display());
         if outcome.status == RunStatus::Incomplete {
-            writeln!(
-                out,
-                "  continue with: yardstick run {} --store {} --resume {}",
+            text.push_str(&format!(
+                "  continue with: yardstick run {} --store {store} --resume {id}\n",
                 args.spec.display(),
-                args.store.display(),
-                outcome.run_id
-            )?;
+            ));
         } else {
-            writeln!(
-                out,
-                "  check it with: yardstick verify {} --store {}",
-                outcome.run_id,
-                args.store.display()
-            )?;
+            // The run ends on its answer: each point's headline figures, then what to do next.
+            let headlines = outcome
+                .summary
+                .as_ref()
+                .map(yardstick_report::headlines::table)
+                .unwrap_or_default();
+            if !headlines.is_empty() {
+                text.push('\n');
+                text.push_str(&headlines);
+            }
+            text.push_str(&format!(
+                "\nnext:\n  yardstick report {id} --store {store} --html report.html\n  \
+                 yardstick verify {id} --store {store}\n  \
+                 yardstick gate {id} --store {store}   # against the stored baseline; \
+                 `yardstick baseline save {id}` makes this run the baseline\n"
+            ));
         }
+        output::text(&text)?;
     }
     if let Some(p) = &pushed
         && !g.json
