@@ -519,6 +519,62 @@ mod tests {
         );
     }
 
+    /// The `eval` section from replicate summaries: a task with a failed replicate, and a
+    /// perplexity the server could not give; written with every field, `null` where missing.
+    #[test]
+    fn the_eval_section_pools_the_replicates_of_each_point() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval.yaml"),
+        )
+        .unwrap();
+        let c = yardstick_spec::check_str(&text);
+        let plan = crate::plan::plan(&c.spec.unwrap());
+        let task = |acc: f64| {
+            json!({"eval": {"task": "arith", "n": 4, "repeat": 2, "confidence": 0.95},
+                   "accuracy": acc, "accuracy_ci": {"lo": 0.3, "hi": null}, "determinism": 1.0})
+        };
+        let ppl = json!({"eval": {"perplexity": "builtin", "n": 0, "paragraphs": 7},
+                         "unsupported": "no logprobs"});
+        let per_point = vec![
+            (
+                "component.0.eval/arith".to_string(),
+                vec![task(0.75), json!({"error": "boom"}), task(0.5)],
+            ),
+            (
+                "component.0.eval/format".to_string(),
+                vec![json!({"error": "boom"})],
+            ),
+            ("component.0.eval/perplexity".to_string(), vec![ppl]),
+        ];
+        let e = eval_summary(&plan, &per_point).unwrap();
+        assert_eq!(e.len(), 3);
+        assert_eq!((e[0].task.as_deref(), e[0].n), (Some("arith"), Some(4)));
+        assert_eq!((e[0].replicates, e[0].failed_replicates), (3, 1));
+        assert_eq!(e[0].accuracy.as_deref(), Some(&[0.75, 0.5][..]));
+        assert!(!e[0].replicates_agree);
+        let ci = e[0].wilson_ci_first_replicate.unwrap();
+        assert!(ci.lo == 0.3 && ci.hi.is_nan());
+        // Every replicate failed: nothing from a first good one.
+        assert_eq!(
+            (e[1].task.as_ref(), e[1].n, e[1].confidence),
+            (None, None, None)
+        );
+        assert!(e[1].replicates_agree);
+        assert_eq!(e[2].perplexity_unsupported.as_deref(), Some("no logprobs"));
+        assert_eq!(
+            (e[2].accuracy.as_ref(), e[2].wilson_ci_first_replicate),
+            (None, None)
+        );
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v[0]["wilson_ci_first_replicate"],
+            json!({"lo": 0.3, "hi": null})
+        );
+        assert_eq!(v[1].as_object().unwrap().len(), 12, "{v}");
+        assert!(v[1]["task"].is_null() && v[1]["accuracy"].is_null());
+        assert_eq!(v[2]["n"], 0);
+    }
+
     #[test]
     fn an_unsupported_perplexity_gives_no_number() {
         let p = yardstick_eval::Perplexity {
