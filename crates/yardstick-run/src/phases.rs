@@ -663,6 +663,8 @@ fn seal_step(
         writer.add(&samples_path, &bytes, "samples")?;
         sample_artifact = Some(samples_path);
     }
+    // The progress line's headline, from the figures before the record holds them.
+    let headline = facts::headline(&summary, &figures);
     let record = ReplicateRecord {
         point: point.id.clone(),
         replicate: step.replicate,
@@ -683,7 +685,7 @@ fn seal_step(
     on_event(Event::StepDone {
         point: point.id.clone(),
         replicate: step.replicate,
-        headline: facts::headline(&record.summary, record.figures.as_ref().expect("just set")),
+        headline,
     });
     Ok(())
 }
