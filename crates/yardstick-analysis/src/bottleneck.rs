@@ -10,9 +10,9 @@
 //! times is service time; when control-plane time is at least half the wall time the run is
 //! control-plane-bound ([`classify_job`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::roofline::{self, Ceilings, Classification, Observation};
+use crate::roofline::{self, CeilingSources, Ceilings, Classification, InputBalance, Observation};
 use crate::training::TrainingReport;
 
 /// Where one run's wall time went (seconds). `yardstick_exec::timeline::job_timeline` measures
@@ -62,6 +62,53 @@ pub struct TrainingBottleneck {
     /// timed as they arrived.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control_plane: Option<JobTimeline>,
+}
+
+/// The bottlenecks of a run's training points, classified on the run's own micro ceilings
+/// (`summary.json`'s `bottlenecks`, written by `yardstick run`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunBottlenecks {
+    /// One device's ceilings from the run's micro layer; `null` without a micro layer (then
+    /// only input, communication and control-plane stalls are told apart).
+    pub ceilings: Option<Ceilings>,
+    /// Which micro results the ceilings came from; `null` with them.
+    pub ceilings_source: Option<CeilingSources>,
+    /// Every e2e point that reported training steps and could be classified, in plan order.
+    pub points: Vec<PointBottleneck>,
+}
+
+/// One training point of a run, classified.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PointBottleneck {
+    /// The point id.
+    pub point: String,
+    /// The bottleneck, its evidence and the roofline placement (on the job's ceilings: one
+    /// device's times `devices`) when FLOPs and bytes per step were known.
+    #[serde(flatten)]
+    pub classification: Classification,
+    /// What the point's step was observed to do (aggregates over its replicates).
+    pub observation: Observation,
+    /// The devices of the job.
+    pub devices: u32,
+    /// Start-up and teardown against the wall time, when the command's timeline was measured;
+    /// `null` otherwise.
+    pub control_plane: Option<ControlPlaneShare>,
+    /// The trainer's input demand against the data loader the run measured; `null` without
+    /// a data-loader layer.
+    pub input: Option<InputBalance>,
+}
+
+/// Where a job's wall time went outside its steps (means over replicates, seconds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ControlPlaneShare {
+    /// Launch to the first step.
+    pub startup_s: f64,
+    /// The last step to exit.
+    pub teardown_s: f64,
+    /// Launch to exit.
+    pub wall_s: f64,
+    /// `(startup_s + teardown_s) / wall_s`.
+    pub share: f64,
 }
 
 /// The observation of a training replicate: median measured step.

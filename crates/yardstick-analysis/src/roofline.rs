@@ -162,8 +162,29 @@ impl Ceilings {
     }
 }
 
+/// The roof a workload sits under: memory bandwidth below the ridge point, peak compute at or
+/// above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Roof {
+    /// Below the ridge point: memory bandwidth limits it.
+    Memory,
+    /// At or above the ridge point: peak compute limits it.
+    Compute,
+}
+
+impl Roof {
+    /// `memory` or `compute`, as it is written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Roof::Memory => "memory",
+            Roof::Compute => "compute",
+        }
+    }
+}
+
 /// Where a workload sits on a roofline.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Placement {
     /// Arithmetic intensity, FLOP/byte.
     pub intensity: f64,
@@ -172,7 +193,7 @@ pub struct Placement {
     /// min(peak, bandwidth · intensity), FLOP/s.
     pub attainable_flops: f64,
     /// `memory` below the ridge, `compute` at or above it.
-    pub roof: &'static str,
+    pub roof: Roof,
     /// Achieved FLOP/s, when a step time was given.
     pub achieved_flops: Option<f64>,
     /// Achieved / attainable.
@@ -195,9 +216,9 @@ pub fn place(c: &Ceilings, flops: f64, bytes: f64, step_s: Option<f64>) -> Optio
         ridge,
         attainable_flops: attainable,
         roof: if intensity < ridge {
-            "memory"
+            Roof::Memory
         } else {
-            "compute"
+            Roof::Compute
         },
         achieved_flops: achieved,
         efficiency: achieved.map(|a| a / attainable),
@@ -251,8 +272,22 @@ pub enum Bottleneck {
     Undetermined,
 }
 
+impl Bottleneck {
+    /// Its name as it is written (`compute`, `control-plane`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bottleneck::Compute => "compute",
+            Bottleneck::Memory => "memory",
+            Bottleneck::Communication => "communication",
+            Bottleneck::Input => "input",
+            Bottleneck::ControlPlane => "control-plane",
+            Bottleneck::Undetermined => "undetermined",
+        }
+    }
+}
+
 /// A classification with the evidence behind it.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Classification {
     /// The bottleneck.
     pub bottleneck: Bottleneck,
@@ -397,7 +432,7 @@ fn roofline_evidence(c: &Ceilings, p: &Placement) -> Vec<String> {
     let mut evidence = vec![format!(
         "arithmetic intensity {:.2} FLOP/B is {} the ridge point {:.2} FLOP/B of {}",
         p.intensity,
-        if p.roof == "memory" {
+        if p.roof == Roof::Memory {
             "below"
         } else {
             "at or above"
@@ -512,7 +547,7 @@ pub fn classify(c: &Ceilings, o: &Observation) -> Classification {
         Some(p) => {
             evidence.extend(roofline_evidence(c, p));
             Classification {
-                bottleneck: if p.roof == "memory" {
+                bottleneck: if p.roof == Roof::Memory {
                     Bottleneck::Memory
                 } else {
                     Bottleneck::Compute
@@ -829,12 +864,13 @@ mod tests {
         let c = vm();
         // Triad-like: 2 FLOPs per 24 bytes.
         let p = place(&c, 2.0, 24.0, None).unwrap();
-        assert_eq!(p.roof, "memory");
+        assert_eq!(p.roof, Roof::Memory);
+        assert_eq!(serde_json::to_value(p.roof).unwrap(), p.roof.as_str());
         assert!((p.attainable_flops - 14.6e9 / 12.0).abs() < 1.0);
         // GEMM 1024: 2n³ FLOPs over 3n² * 4 bytes.
         let n = 1024.0f64;
         let p = place(&c, 2.0 * n.powi(3), 12.0 * n * n, Some(0.02)).unwrap();
-        assert_eq!(p.roof, "compute");
+        assert_eq!(p.roof, Roof::Compute);
         assert_eq!(p.attainable_flops, 131e9);
         assert!((p.efficiency.unwrap() - 2.0 * n.powi(3) / 0.02 / 131e9).abs() < 1e-12);
         assert!(place(&c, 0.0, 1.0, None).is_none());

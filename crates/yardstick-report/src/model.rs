@@ -75,9 +75,10 @@ pub struct RunReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nodes: Option<yardstick_store::summary::NodesReport>,
     /// The profiles of e2e points (`summary.json`'s `profiles`: the analysis of each point's
-    /// profiled replicate, where its traces are, the profiler's overhead); `Null` without.
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub profiles: Value,
+    /// profiled replicate, where its traces are, the profiler's overhead), by point id; left
+    /// out without.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<String, yardstick_store::summary::ProfileEntry>,
     /// Manifest notes (resumes, machine-profile changes).
     pub notes: Vec<String>,
     /// Artifacts that could not be read, and similar.
@@ -562,12 +563,6 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
             Err(e) => warnings.push(format!("{path}: {e}")),
         }
     }
-    let section = |pick: fn(&RunSummary) -> &Option<Value>| {
-        summary
-            .as_ref()
-            .and_then(|s| pick(s).clone())
-            .unwrap_or_default()
-    };
     RunReport {
         run,
         spec_yaml,
@@ -578,7 +573,10 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
         telemetry,
         telemetry_summary: summary.as_ref().and_then(|s| s.telemetry.clone()),
         nodes: summary.as_ref().and_then(|s| s.nodes.clone()),
-        profiles: section(|s| &s.profiles),
+        profiles: summary
+            .as_ref()
+            .and_then(|s| s.profiles.clone())
+            .unwrap_or_default(),
         notes: manifest.map(|m| m.notes).unwrap_or_default(),
         warnings,
     }

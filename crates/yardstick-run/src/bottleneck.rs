@@ -9,7 +9,7 @@
 //! classifies each point with its evidence. A data-loader layer in the same run adds its
 //! measured supply: a loader slower than the trainer's demand makes the step input-bound.
 
-use serde_json::{Value, json};
+use yardstick_analysis::bottleneck::{ControlPlaneShare, PointBottleneck, RunBottlenecks};
 use yardstick_analysis::roofline::{self, Ceilings, Observation};
 use yardstick_spec::metrics::id as metric_id;
 use yardstick_spec::model::Precision;
@@ -35,11 +35,15 @@ fn profile_shares(facts: &[FactRow], point: &str) -> Option<(f64, f64)> {
     Some((data / step, comm * (1.0 - overlap) / step))
 }
 
-/// `{"ceilings", "ceilings_source", "points": [{"point", "bottleneck", "evidence", "placement",
-/// "observation"}]}` for the e2e points that reported training steps; `Null` when there are
-/// none. Without micro ceilings only input and communication stalls can be told apart.
-/// `precision` is the workload's (`spec.workload.precision`; fp32 when not given).
-pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precision>) -> Value {
+/// The e2e points that reported training steps, classified (`summary.json`'s `bottlenecks`);
+/// `None` when there are none. Without micro ceilings only input, communication and
+/// control-plane stalls can be told apart. `precision` is the workload's
+/// (`spec.workload.precision`; fp32 when not given).
+pub fn bottlenecks(
+    plan: &Plan,
+    aggregate: &[FactRow],
+    precision: Option<Precision>,
+) -> Option<RunBottlenecks> {
     let micro_points: Vec<&str> = plan
         .points
         .iter()
@@ -136,33 +140,32 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
                      {t:.3} s of {w:.3} s wall (means over replicates)"
                 );
                 k.cite_job_split(split, (s + t) / w, "");
-                json!({
-                    (metric_id::STARTUP_S): s,
-                    (metric_id::TEARDOWN_S): t,
-                    (metric_id::WALL_S): w,
-                    "share": (s + t) / w,
+                Some(ControlPlaneShare {
+                    startup_s: s,
+                    teardown_s: t,
+                    wall_s: w,
+                    share: (s + t) / w,
                 })
             }
-            _ => Value::Null,
+            _ => None,
         };
-        points.push(json!({
-            "point": id,
-            "bottleneck": k.bottleneck,
-            "evidence": k.evidence,
-            "placement": k.placement,
-            "observation": obs,
-            "devices": devices,
-            "control_plane": control_plane,
-            "input": input,
-        }));
+        points.push(PointBottleneck {
+            point: id.to_string(),
+            classification: k,
+            observation: obs,
+            devices,
+            control_plane,
+            input,
+        });
     }
     if points.is_empty() {
-        return Value::Null;
+        return None;
     }
-    json!({
-        "ceilings": ceilings.as_ref().map(|(c, _)| c),
-        "ceilings_source": ceilings.as_ref().map(|(_, s)| s),
-        "points": points,
+    let (ceilings, ceilings_source) = ceilings.unzip();
+    Some(RunBottlenecks {
+        ceilings,
+        ceilings_source,
+        points,
     })
 }
 
@@ -170,6 +173,7 @@ pub fn bottlenecks(plan: &Plan, aggregate: &[FactRow], precision: Option<Precisi
 mod tests {
     use super::*;
     use crate::plan::{Point, PointWork};
+    use yardstick_analysis::roofline::Bottleneck;
 
     fn row(point: &str, metric: &str, statistic: &str, value: f64, unit: &str) -> FactRow {
         FactRow {
@@ -241,20 +245,23 @@ mod tests {
             row("e2e.0.train", "flops_per_step", "value", 1.31e9, ""),
             row("e2e.0.train", "bytes_per_step", "value", 1e7, ""),
         ];
-        let v = bottlenecks(&plan(), &facts, Some(Precision::Fp32));
-        assert_eq!(v["ceilings"]["peak_flops"], 131e9);
-        assert_eq!(v["ceilings_source"]["peak"], "gemm.f32.2048");
-        let p = &v["points"][0];
-        assert_eq!(p["point"], "e2e.0.train");
+        let v = bottlenecks(&plan(), &facts, Some(Precision::Fp32)).unwrap();
+        assert_eq!(v.ceilings.as_ref().unwrap().peak_flops, 131e9);
+        assert_eq!(v.ceilings_source.as_ref().unwrap().peak, "gemm.f32.2048");
+        let p = &v.points[0];
+        assert_eq!(p.point, "e2e.0.train");
         // 131 FLOP/B against a ridge of 131/14.6 = 8.97: compute-bound, at 20 % of the peak.
-        assert_eq!(p["bottleneck"], "compute");
-        assert!((p["placement"]["efficiency"].as_f64().unwrap() - 0.2).abs() < 1e-12);
-        assert!(
-            p["evidence"][0]
-                .as_str()
-                .unwrap()
-                .contains("this run's micro layer")
-        );
+        let k = &p.classification;
+        assert_eq!(k.bottleneck, Bottleneck::Compute);
+        let placement = k.placement.as_ref().unwrap();
+        assert!((placement.efficiency.unwrap() - 0.2).abs() < 1e-12);
+        assert!(k.evidence[0].contains("this run's micro layer"));
+        // Written as summary.json has it: the classification beside the point, every field.
+        let j = serde_json::to_value(&v).unwrap();
+        assert_eq!(j["points"][0]["bottleneck"], "compute");
+        assert_eq!(j["points"][0]["placement"]["roof"], "compute");
+        assert!(j["points"][0]["control_plane"].is_null() && j["points"][0]["input"].is_null());
+        assert_eq!(j["ceilings_source"]["memory"], "memory.triad");
     }
 
     /// A workload that reports no input wait or collective time: its profile's shares of the
@@ -275,16 +282,18 @@ mod tests {
                 "fraction",
             ),
         ];
-        let v = bottlenecks(&plan(), &facts, None);
-        let p = &v["points"][0];
-        assert_eq!(p["bottleneck"], "communication", "{p}");
-        assert!((p["observation"]["comm_s"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9);
-        let cited = p["evidence"].as_array().unwrap().iter().any(|e| {
-            e.as_str()
-                .unwrap()
-                .contains("the profile (one profiled replicate) puts 5.0 % of the step in the data loader and 33.3 %")
+        let v = bottlenecks(&plan(), &facts, None).unwrap();
+        let p = &v.points[0];
+        assert_eq!(
+            p.classification.bottleneck,
+            Bottleneck::Communication,
+            "{p:?}"
+        );
+        assert!((p.observation.comm_s.unwrap() - 1.0 / 3.0).abs() < 1e-9);
+        let cited = p.classification.evidence.iter().any(|e| {
+            e.contains("the profile (one profiled replicate) puts 5.0 % of the step in the data loader and 33.3 %")
         });
-        assert!(cited, "{p}");
+        assert!(cited, "{p:?}");
     }
 
     #[test]
@@ -293,11 +302,15 @@ mod tests {
             row("e2e.0.train", "step_time_s", "p50", 1.0, "s"),
             row("e2e.0.train", "flops_per_step", "value", 1e9, ""),
         ];
-        assert!(bottlenecks(&plan(), &facts, None).is_null());
+        assert_eq!(bottlenecks(&plan(), &facts, None), None);
         facts.push(row("e2e.0.train", "data_wait_s", "value", 0.4, "s"));
-        let v = bottlenecks(&plan(), &facts, None);
-        assert!(v["ceilings"].is_null());
-        assert_eq!(v["points"][0]["bottleneck"], "input");
+        let v = bottlenecks(&plan(), &facts, None).unwrap();
+        assert_eq!((&v.ceilings, &v.ceilings_source), (&None, &None));
+        assert_eq!(v.points[0].classification.bottleneck, Bottleneck::Input);
+        // Without ceilings they are written as null, as before.
+        let j = serde_json::to_value(&v).unwrap();
+        assert!(j["ceilings"].is_null() && j["ceilings_source"].is_null());
+        assert!(j.as_object().unwrap().contains_key("ceilings"));
     }
 
     #[test]
@@ -310,24 +323,24 @@ mod tests {
             row("e2e.0.train", "wall_s", "value", 1.8, "s"),
         ];
         // No micro layer: start-up against wall time needs no ceilings.
-        let v = bottlenecks(&plan(), &facts, None);
-        let p = &v["points"][0];
-        assert_eq!(p["bottleneck"], "control-plane", "{p}");
-        assert!(
-            p["evidence"][0]
-                .as_str()
-                .unwrap()
-                .starts_with("89% of the job's wall time (1.600 s of 1.800 s)"),
-            "{p}"
+        let v = bottlenecks(&plan(), &facts, None).unwrap();
+        let p = &v.points[0];
+        let evidence = &p.classification.evidence;
+        assert_eq!(
+            p.classification.bottleneck,
+            Bottleneck::ControlPlane,
+            "{p:?}"
         );
         assert!(
-            p["evidence"][1]
-                .as_str()
-                .unwrap()
-                .contains("start-up (launch to the first step) 1.500 s")
+            evidence[0].starts_with("89% of the job's wall time (1.600 s of 1.800 s)"),
+            "{p:?}"
         );
-        assert_eq!(p["control_plane"]["startup_s"], 1.5);
-        assert_eq!(p["observation"]["queue_s"], 1.6);
+        assert!(evidence[1].contains("start-up (launch to the first step) 1.500 s"));
+        assert_eq!(p.control_plane.as_ref().unwrap().startup_s, 1.5);
+        assert_eq!(p.observation.queue_s, Some(1.6));
+        let j = serde_json::to_value(p).unwrap();
+        assert_eq!(j["control_plane"]["startup_s"], 1.5);
+        assert_eq!(j["bottleneck"], "control-plane");
         // A long run with the same start-up: the steps decide (here, their input wait).
         for f in facts.iter_mut() {
             match f.metric.as_str() {
@@ -337,14 +350,15 @@ mod tests {
             }
         }
         facts.push(row("e2e.0.train", "data_wait_s", "value", 0.004, "s"));
-        let v = bottlenecks(&plan(), &facts, None);
-        let p = &v["points"][0];
-        assert_eq!(p["bottleneck"], "input", "{p}");
-        assert!(p["evidence"].as_array().unwrap().iter().any(|e| {
-            e.as_str()
-                .unwrap()
-                .starts_with("start-up and teardown are 8% of the wall time")
-        }));
+        let v = bottlenecks(&plan(), &facts, None).unwrap();
+        let p = &v.points[0];
+        assert_eq!(p.classification.bottleneck, Bottleneck::Input, "{p:?}");
+        assert!(
+            p.classification
+                .evidence
+                .iter()
+                .any(|e| e.starts_with("start-up and teardown are 8% of the wall time"))
+        );
     }
 
     #[test]
@@ -357,14 +371,14 @@ mod tests {
             row("e2e.0.train", "bytes_per_step", "value", 1e7, ""),
         ];
         // No bf16 figure (a CPU without avx512_bf16): the f32 peak, with the reason.
-        let v = bottlenecks(&plan(), &facts, Some(Precision::Bf16));
-        assert_eq!(v["ceilings_source"]["peak"], "gemm.f32.1024");
-        assert!(
-            v["ceilings_source"]["note"]
-                .as_str()
+        let source = |p: Option<Precision>, facts: &[FactRow]| {
+            bottlenecks(&plan(), facts, p)
+                .and_then(|v| v.ceilings_source)
                 .unwrap()
-                .contains("no gemm.bf16 figure")
-        );
+        };
+        let s = source(Some(Precision::Bf16), &facts);
+        assert_eq!(s.peak, "gemm.f32.1024");
+        assert!(s.note.unwrap().contains("no gemm.bf16 figure"));
         facts.push(row(
             "micro.1.gemm",
             "gemm.bf16.1024",
@@ -373,16 +387,16 @@ mod tests {
             "GFLOP/s",
         ));
         for p in [Precision::Bf16, Precision::Mixed] {
-            let v = bottlenecks(&plan(), &facts, Some(p));
-            assert_eq!(v["ceilings"]["peak_flops"], 262e9);
-            assert_eq!(v["ceilings_source"]["peak"], "gemm.bf16.1024");
-            assert!(v["ceilings_source"]["note"].is_null());
+            let v = bottlenecks(&plan(), &facts, Some(p)).unwrap();
+            assert_eq!(v.ceilings.as_ref().unwrap().peak_flops, 262e9);
+            let s = v.ceilings_source.as_ref().unwrap();
+            assert_eq!((s.peak.as_str(), &s.note), ("gemm.bf16.1024", &None));
             // 26.2 GFLOP/s achieved against 262: 10 % of the bf16 peak.
-            let eff = v["points"][0]["placement"]["efficiency"].as_f64().unwrap();
+            let placement = v.points[0].classification.placement.as_ref().unwrap();
+            let eff = placement.efficiency.unwrap();
             assert!((eff - 0.1).abs() < 1e-12, "{eff}");
         }
         // An fp32 workload keeps the f32 peak.
-        let v = bottlenecks(&plan(), &facts, None);
-        assert_eq!(v["ceilings_source"]["peak"], "gemm.f32.1024");
+        assert_eq!(source(None, &facts).peak, "gemm.f32.1024");
     }
 }

@@ -15,6 +15,7 @@ use yardstick_eval::backend::HttpBackend;
 use yardstick_eval::{Decoding, EvalError, EvalReport, Shard, Task};
 use yardstick_load::Api;
 use yardstick_spec::metrics::{Measurement, id, push_stats};
+use yardstick_store::summary::{AccuracyInterval, EvalPointSummary};
 
 use crate::RunError;
 use crate::facts::Figures;
@@ -395,44 +396,47 @@ pub fn headline(summary: &Value) -> Option<String> {
 
 /// `summary.json`'s `eval` section: per eval point, the accuracy of every replicate, the Wilson
 /// interval of the first, the determinism rates and the perplexity, from the replicate
-/// summaries. `Null` when the plan has no eval points.
-pub fn eval_summary(plan: &Plan, per_point: &[(String, Vec<Value>)]) -> Value {
+/// summaries. `None` when the plan has no eval points.
+pub fn eval_summary(
+    plan: &Plan,
+    per_point: &[(String, Vec<Value>)],
+) -> Option<Vec<EvalPointSummary>> {
     let mut out = Vec::new();
     for (p, (id, reps)) in plan.points.iter().zip(per_point) {
         if !matches!(p.work, PointWork::Eval { .. }) {
             continue;
         }
         let ok: Vec<&Value> = reps.iter().filter(|r| r.get("error").is_none()).collect();
-        let first = ok.first().copied().cloned().unwrap_or(Value::Null);
-        let accuracy: Vec<f64> = ok.iter().filter_map(|r| r[id::ACCURACY].as_f64()).collect();
-        let perplexity: Vec<f64> = ok
-            .iter()
-            .filter_map(|r| r[id::PERPLEXITY].as_f64())
-            .collect();
-        let determinism: Vec<f64> = ok
-            .iter()
-            .filter_map(|r| r[id::DETERMINISM].as_f64())
-            .collect();
-        out.push(json!({
-            "point": id,
-            "task": first["eval"]["task"],
-            "n": first["eval"]["n"],
-            "replicates": reps.len(),
-            "failed_replicates": reps.len() - ok.len(),
-            (id::ACCURACY): (!accuracy.is_empty()).then_some(&accuracy),
-            "wilson_ci_first_replicate": first.get(id::ACCURACY_CI),
-            "confidence": first["eval"]["confidence"],
-            (id::DETERMINISM): (!determinism.is_empty()).then_some(&determinism),
-            "replicates_agree": accuracy.windows(2).all(|w| w[0] == w[1]),
-            (id::PERPLEXITY): (!perplexity.is_empty()).then_some(&perplexity),
-            "perplexity_unsupported": first.get("unsupported"),
-        }));
+        let first = ok.first().copied().unwrap_or(&Value::Null);
+        let all = |metric: &str| {
+            let v: Vec<f64> = ok.iter().filter_map(|r| r[metric].as_f64()).collect();
+            (!v.is_empty()).then_some(v)
+        };
+        let accuracy = all(id::ACCURACY);
+        let end = |k: &str| first[id::ACCURACY_CI][k].as_f64().unwrap_or(f64::NAN);
+        out.push(EvalPointSummary {
+            point: id.clone(),
+            task: first["eval"]["task"].as_str().map(str::to_owned),
+            n: first["eval"]["n"].as_u64(),
+            replicates: reps.len(),
+            failed_replicates: reps.len() - ok.len(),
+            replicates_agree: accuracy
+                .as_deref()
+                .unwrap_or_default()
+                .windows(2)
+                .all(|w| w[0] == w[1]),
+            accuracy,
+            wilson_ci_first_replicate: first.get(id::ACCURACY_CI).map(|_| AccuracyInterval {
+                lo: end("lo"),
+                hi: end("hi"),
+            }),
+            confidence: first["eval"]["confidence"].as_f64(),
+            determinism: all(id::DETERMINISM),
+            perplexity: all(id::PERPLEXITY),
+            perplexity_unsupported: first["unsupported"].as_str().map(str::to_owned),
+        });
     }
-    if out.is_empty() {
-        Value::Null
-    } else {
-        Value::Array(out)
-    }
+    (!out.is_empty()).then_some(out)
 }
 
 #[cfg(test)]
@@ -513,6 +517,62 @@ mod tests {
             s["error"].as_str().unwrap().contains("every request"),
             "{s}"
         );
+    }
+
+    /// The `eval` section from replicate summaries: a task with a failed replicate, and a
+    /// perplexity the server could not give; written with every field, `null` where missing.
+    #[test]
+    fn the_eval_section_pools_the_replicates_of_each_point() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval.yaml"),
+        )
+        .unwrap();
+        let c = yardstick_spec::check_str(&text);
+        let plan = crate::plan::plan(&c.spec.unwrap());
+        let task = |acc: f64| {
+            json!({"eval": {"task": "arith", "n": 4, "repeat": 2, "confidence": 0.95},
+                   "accuracy": acc, "accuracy_ci": {"lo": 0.3, "hi": null}, "determinism": 1.0})
+        };
+        let ppl = json!({"eval": {"perplexity": "builtin", "n": 0, "paragraphs": 7},
+                         "unsupported": "no logprobs"});
+        let per_point = vec![
+            (
+                "component.0.eval/arith".to_string(),
+                vec![task(0.75), json!({"error": "boom"}), task(0.5)],
+            ),
+            (
+                "component.0.eval/format".to_string(),
+                vec![json!({"error": "boom"})],
+            ),
+            ("component.0.eval/perplexity".to_string(), vec![ppl]),
+        ];
+        let e = eval_summary(&plan, &per_point).unwrap();
+        assert_eq!(e.len(), 3);
+        assert_eq!((e[0].task.as_deref(), e[0].n), (Some("arith"), Some(4)));
+        assert_eq!((e[0].replicates, e[0].failed_replicates), (3, 1));
+        assert_eq!(e[0].accuracy.as_deref(), Some(&[0.75, 0.5][..]));
+        assert!(!e[0].replicates_agree);
+        let ci = e[0].wilson_ci_first_replicate.unwrap();
+        assert!(ci.lo == 0.3 && ci.hi.is_nan());
+        // Every replicate failed: nothing from a first good one.
+        assert_eq!(
+            (e[1].task.as_ref(), e[1].n, e[1].confidence),
+            (None, None, None)
+        );
+        assert!(e[1].replicates_agree);
+        assert_eq!(e[2].perplexity_unsupported.as_deref(), Some("no logprobs"));
+        assert_eq!(
+            (e[2].accuracy.as_ref(), e[2].wilson_ci_first_replicate),
+            (None, None)
+        );
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v[0]["wilson_ci_first_replicate"],
+            json!({"lo": 0.3, "hi": null})
+        );
+        assert_eq!(v[1].as_object().unwrap().len(), 12, "{v}");
+        assert!(v[1]["task"].is_null() && v[1]["accuracy"].is_null());
+        assert_eq!(v[2]["n"], 0);
     }
 
     #[test]

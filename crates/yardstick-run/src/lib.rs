@@ -387,12 +387,6 @@ impl RunOutcome {
                 let _ = writeln!(out, "    - r{}: {}", r.replicate, r.error);
             }
         }
-        let section = |pick: fn(&RunSummary) -> &Option<serde_json::Value>| {
-            self.summary
-                .as_ref()
-                .and_then(|s| pick(s).clone())
-                .unwrap_or_default()
-        };
         // Scaling across world sizes (summary.json's scaling).
         let scaling = self.summary.as_ref().and_then(|s| s.scaling.as_ref());
         for sc in scaling.into_iter().flatten() {
@@ -410,19 +404,16 @@ impl RunOutcome {
             }
         }
         // Training points classified on the run's own micro ceilings (summary.json).
-        for p in section(|s| &s.bottlenecks)["points"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
+        let bottlenecks = self.summary.as_ref().and_then(|s| s.bottlenecks.as_ref());
+        for p in bottlenecks.into_iter().flat_map(|b| &b.points) {
             let _ = writeln!(
                 out,
                 "  {}: {}-bound",
-                p["point"].as_str().unwrap_or("?"),
-                p["bottleneck"].as_str().unwrap_or("undetermined")
+                p.point,
+                p.classification.bottleneck.as_str()
             );
-            for e in p["evidence"].as_array().into_iter().flatten() {
-                let _ = writeln!(out, "    - {}", e.as_str().unwrap_or_default());
+            for e in &p.classification.evidence {
+                let _ = writeln!(out, "    - {e}");
             }
         }
         out

@@ -7,6 +7,7 @@
 //! arm per kind), and [`seal_step`] stores whatever the runner returned the same way for every
 //! kind. What differs between engines is the run's [`Placement`].
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,7 @@ use crate::{
     e2e, eval, index, loader, micro, plan, profile, scaling, serve, startup,
 };
 use yardstick_store::record::ReplicateRecord;
+use yardstick_store::summary::ProfileEntry;
 
 /// What every step of a run shares: where targets are, the inputs read, the trial policy and the
 /// layers of the spec, the scratch directory, the run, this program and Ctrl-C.
@@ -661,6 +663,8 @@ fn seal_step(
         writer.add(&samples_path, &bytes, "samples")?;
         sample_artifact = Some(samples_path);
     }
+    // The progress line's headline, from the figures before the record holds them.
+    let headline = facts::headline(&summary, &figures);
     let record = ReplicateRecord {
         point: point.id.clone(),
         replicate: step.replicate,
@@ -681,7 +685,7 @@ fn seal_step(
     on_event(Event::StepDone {
         point: point.id.clone(),
         replicate: step.replicate,
-        headline: facts::headline(&record.summary, record.figures.as_ref().expect("just set")),
+        headline,
     });
     Ok(())
 }
@@ -773,8 +777,8 @@ fn profile_facts(
     run: &Prepared,
     per_point: &[(String, Vec<serde_json::Value>)],
     aggregate: &mut Vec<yardstick_store::warehouse::FactRow>,
-) -> Result<serde_json::Map<String, serde_json::Value>, RunError> {
-    let mut profiles = serde_json::Map::new();
+) -> Result<BTreeMap<String, ProfileEntry>, RunError> {
+    let mut profiles = BTreeMap::new();
     for p in &run.plan.points {
         let path = run
             .writer
@@ -813,16 +817,13 @@ fn finish(
     let plan = &run.plan;
     let mut summary = facts::summary(plan, &aggregate, level);
     summary.failures = Some(facts::failures(&per_point));
-    if !profiles.is_empty() {
-        summary.profiles = Some(profiles.into());
-    }
+    summary.profiles = Some(profiles).filter(|p| !p.is_empty());
     summary.telemetry = telemetry;
-    let present = |v: serde_json::Value| (!v.is_null()).then_some(v);
     summary.scaling = Some(scaling::scaling(plan, &per_point)).filter(|s| !s.is_empty());
     summary.nodes = run.nodes_report.clone();
-    summary.eval = present(eval::eval_summary(plan, &per_point));
+    summary.eval = eval::eval_summary(plan, &per_point);
     let precision = spec_body.and_then(|s| s.workload.as_ref()?.precision);
-    summary.bottlenecks = present(bottleneck::bottlenecks(plan, &aggregate, precision));
+    summary.bottlenecks = bottleneck::bottlenecks(plan, &aggregate, precision);
     run.writer.add(
         "summary.json",
         &serde_json::to_vec_pretty(&summary).expect("JSON"),

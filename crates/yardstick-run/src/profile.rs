@@ -12,8 +12,10 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use yardstick_analysis::profiler::{self, Interval, Kind, ProfilerAnalysis};
 use yardstick_spec::{ProfilerMode, ProfilerSpec, ProfilerTool};
+use yardstick_store::summary::ProfileEntry;
 
 /// Why a profile could not be taken, or what it left could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -403,7 +405,7 @@ pub fn summary_entry(
     per_point: &[(String, Vec<serde_json::Value>)],
     point_id: &str,
     slug: &str,
-) -> serde_json::Value {
+) -> ProfileEntry {
     let p50 = |s: &serde_json::Value| s[yardstick_spec::metrics::id::STEP_TIME_S]["p50"].as_f64();
     let measured: Vec<f64> = per_point
         .iter()
@@ -413,22 +415,21 @@ pub fn summary_entry(
     let unprofiled =
         (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / measured.len() as f64);
     let profiled = p50(summary);
-    let mut e = serde_json::json!({
-        "dir": format!("profile/{slug}/"),
-        "step_time_s_profiled": profiled,
-        "step_time_s_unprofiled": unprofiled,
-        "overhead": match (profiled, unprofiled) {
-            (Some(a), Some(b)) if b > 0.0 => serde_json::json!(a / b),
-            _ => serde_json::Value::Null,
+    ProfileEntry {
+        dir: format!("profile/{slug}/"),
+        step_time_s_profiled: profiled,
+        step_time_s_unprofiled: unprofiled,
+        overhead: match (profiled, unprofiled) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
         },
-    });
-    if summary.get("profile").is_some() {
-        e["analysis"] = summary["profile"].clone();
+        analysis: summary
+            .get("profile")
+            .and_then(|a| ProfilerAnalysis::deserialize(a).ok()),
+        error: summary
+            .get("profile_error")
+            .map(|why| why.as_str().map_or_else(|| why.to_string(), str::to_owned)),
     }
-    if let Some(why) = summary.get("profile_error") {
-        e["error"] = why.clone();
-    }
-    e
 }
 
 /// Runs `argv` once more under `profile`, writes the profiler's files into `dir`, and returns
@@ -442,7 +443,7 @@ pub fn take(
     dir: &std::path::Path,
     measured: Vec<serde_json::Value>,
     cancel: tokio_util::sync::CancellationToken,
-) -> Result<serde_json::Value, crate::RunError> {
+) -> Result<ProfileEntry, crate::RunError> {
     let io = crate::RunError::io;
     let layer = yardstick_spec::E2eLayer {
         kind: Some(yardstick_spec::E2eKind::Command),
@@ -493,45 +494,41 @@ pub fn take(
         "command",
         "",
     );
-    entry["dir"] = dir.display().to_string().into();
+    entry.dir = dir.display().to_string();
     Ok(entry)
 }
 
 /// A profile entry as people read it: the phases, the kinds of work and the top five.
-pub fn text(e: &serde_json::Value) -> String {
+pub fn text(e: &ProfileEntry) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let a = &e["analysis"];
-    if a.is_null() {
+    let Some(a) = &e.analysis else {
         let _ = writeln!(
             s,
             "profile: none ({})",
-            e["error"].as_str().unwrap_or("unreadable")
+            e.error.as_deref().unwrap_or("unreadable")
         );
         return s;
-    }
+    };
     let _ = writeln!(
         s,
         "profile ({}, one more run, not measured): traces in {}{}",
-        a["tool"].as_str().unwrap_or("?"),
-        e["dir"].as_str().unwrap_or("?"),
-        e["overhead"]
-            .as_f64()
+        a.tool,
+        e.dir,
+        e.overhead
             .map(|o| format!("; profiled step ×{o:.2} of unprofiled"))
             .unwrap_or_default()
     );
-    for key in ["phases", "categories"] {
-        let parts: Vec<String> = a[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| p["share"].as_f64().unwrap_or(0.0) > 0.0)
+    for (key, shares) in [("phases", &a.phases), ("categories", &a.categories)] {
+        let parts: Vec<String> = shares
+            .iter()
+            .filter(|p| p.share > 0.0)
             .map(|p| {
                 format!(
                     "{} {:.1} ms ({:.0} %)",
-                    p["name"].as_str().unwrap_or("?"),
-                    p["s_per_step"].as_f64().unwrap_or(0.0) * 1e3,
-                    p["share"].as_f64().unwrap_or(0.0) * 100.0
+                    p.name,
+                    p.s_per_step * 1e3,
+                    p.share * 100.0
                 )
             })
             .collect();
@@ -539,13 +536,8 @@ pub fn text(e: &serde_json::Value) -> String {
             let _ = writeln!(s, "  per step, {key}: {}", parts.join(", "));
         }
     }
-    for t in a["top"].as_array().into_iter().flatten().take(5) {
-        let _ = writeln!(
-            s,
-            "  {:>5.1} %  {}",
-            t["share"].as_f64().unwrap_or(0.0) * 100.0,
-            t["name"].as_str().unwrap_or("?")
-        );
+    for t in a.top.iter().take(5) {
+        let _ = writeln!(s, "  {:>5.1} %  {}", t.share * 100.0, t.name);
     }
     s
 }

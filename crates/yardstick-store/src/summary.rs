@@ -10,7 +10,9 @@ use serde_json::Value;
 use crate::warehouse::FactRow;
 
 // The analyses' types a summary's sections hold, for its readers.
+pub use yardstick_analysis::bottleneck::{ControlPlaneShare, PointBottleneck, RunBottlenecks};
 pub use yardstick_analysis::nodes::NodesReport;
+pub use yardstick_analysis::profiler::ProfilerAnalysis;
 pub use yardstick_analysis::scaling::ScalingReport;
 pub use yardstick_env::telemetry::TelemetrySummary;
 
@@ -29,8 +31,12 @@ pub struct RunSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failures: Option<Vec<PointFailures>>,
     /// The analysis of each profiled point, by point id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profiles: Option<Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub profiles: Option<BTreeMap<String, ProfileEntry>>,
     /// The accelerator and host telemetry over the run (absent when none was sampled, and for
     /// imports).
     #[serde(
@@ -53,12 +59,20 @@ pub struct RunSummary {
         deserialize_with = "section"
     )]
     pub nodes: Option<NodesReport>,
-    /// Per eval point, the accuracy of every replicate and the pooled interval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub eval: Option<Value>,
+    /// Per eval point, the accuracy of every replicate and the interval of the first.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub eval: Option<Vec<EvalPointSummary>>,
     /// Training points classified on the run's own micro ceilings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bottlenecks: Option<Value>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub bottlenecks: Option<RunBottlenecks>,
     /// What an import's figures mean next to ours (imports only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,
@@ -72,6 +86,76 @@ pub struct LayerScaling {
     /// Efficiency and Amdahl's fit.
     #[serde(flatten)]
     pub report: ScalingReport,
+}
+
+/// One profiled point's entry in a summary's `profiles`: the analysis of its profiled replicate
+/// (one more run, never measured), where its traces are, and the profiler's overhead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProfileEntry {
+    /// Where the traces are: `profile/<point slug>/` in the run directory (`bench exec` and
+    /// `bench train`: the `--profile-dir` given).
+    pub dir: String,
+    /// The profiled replicate's median step time, s; `null` when it reported no steps.
+    pub step_time_s_profiled: Option<f64>,
+    /// The measured replicates' median step time (mean of their medians), s; `null` when they
+    /// reported no steps.
+    pub step_time_s_unprofiled: Option<f64>,
+    /// Profiled over unprofiled step time; `null` without both.
+    pub overhead: Option<f64>,
+    /// Where the time went, when the profile could be read (an analysis in a shape this
+    /// version does not read is left out, the rest of the entry kept).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub analysis: Option<ProfilerAnalysis>,
+    /// Why there is no analysis, when the profile could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One eval point's entry in a summary's `eval`, from its replicates' summaries. The fields of
+/// the first replicate that did not fail are `null` when every replicate failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EvalPointSummary {
+    /// The point id.
+    pub point: String,
+    /// The task (the first good replicate's); `null` for a perplexity point.
+    pub task: Option<String>,
+    /// Items of the task, or tokens of the perplexity (the first good replicate's).
+    pub n: Option<u64>,
+    /// Replicates run.
+    pub replicates: usize,
+    /// Replicates that failed.
+    pub failed_replicates: usize,
+    /// Accuracy of every good replicate, a fraction in [0, 1]; `null` when none measured it.
+    pub accuracy: Option<Vec<f64>>,
+    /// The Wilson interval of the first good replicate's accuracy.
+    pub wilson_ci_first_replicate: Option<AccuracyInterval>,
+    /// The level of that interval.
+    pub confidence: Option<f64>,
+    /// The determinism rate of every good replicate (`repeat` ≥ 2); `null` when none measured
+    /// it.
+    pub determinism: Option<Vec<f64>>,
+    /// Whether every good replicate measured the same accuracy.
+    pub replicates_agree: bool,
+    /// The perplexity of every good replicate; `null` when none measured it.
+    pub perplexity: Option<Vec<f64>>,
+    /// Why the server could not give a perplexity (the first good replicate's), when it could
+    /// not.
+    pub perplexity_unsupported: Option<String>,
+}
+
+/// An accuracy interval. An end that was not finite is written `null` and read back as NaN.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AccuracyInterval {
+    /// Lower end.
+    #[serde(deserialize_with = "number")]
+    pub lo: f64,
+    /// Upper end.
+    #[serde(deserialize_with = "number")]
+    pub hi: f64,
 }
 
 /// Reads an analysis section of a summary; one in a shape this version does not read (written
@@ -288,11 +372,11 @@ mod tests {
         assert_eq!((sc.layer, sc.report.metric.as_str()), (0, "samples_per_s"));
         assert_eq!(sc.report.points[0].band, "excellent");
         assert_eq!(s.nodes, None);
-        assert_eq!(s.eval, Some(serde_json::json!({"kept": true})));
+        assert_eq!(s.eval, None);
         // Written back: the layer beside the report's fields, as before.
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(v["scaling"][0]["layer"], 0);
         assert_eq!(v["scaling"][0]["base_world_size"], 1);
-        assert!(v.get("nodes").is_none());
+        assert!(v.get("nodes").is_none() && v.get("eval").is_none());
     }
 }

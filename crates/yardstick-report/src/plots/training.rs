@@ -272,9 +272,9 @@ pub fn rank_boxes(r: &RunReport) -> Result<Section, ReportError> {
 /// and one of its categories (compute, communication, copies, data, idle), the top operators by
 /// self time in a table, and how to open the raw trace.
 pub fn profiles(r: &RunReport) -> Result<Option<Section>, ReportError> {
-    let Some(map) = r.profiles.as_object().filter(|m| !m.is_empty()) else {
+    if r.profiles.is_empty() {
         return Ok(None);
-    };
+    }
     let mut sec = Section::new(
         "profiles",
         "Where the step time goes (profiles)",
@@ -287,35 +287,29 @@ pub fn profiles(r: &RunReport) -> Result<Option<Section>, ReportError> {
          in the Nsight Systems GUI.",
     );
     let mut rows = Vec::new();
-    for (id, p) in map {
-        let a = &p["analysis"];
-        if a.is_null() {
+    for (id, p) in &r.profiles {
+        let Some(a) = &p.analysis else {
             sec.notes.push(format!(
                 "{id}: {}",
-                p["error"]
-                    .as_str()
+                p.error
+                    .as_deref()
                     .unwrap_or("the profile could not be read")
             ));
             continue;
-        }
-        let tool = a["tool"].as_str().unwrap_or("?");
-        let bars: Vec<(&str, Vec<(String, f64)>)> = [("phases", "phases"), ("kinds", "categories")]
-            .into_iter()
-            .map(|(label, key)| {
-                let v = a[key]
-                    .as_array()
-                    .map(|xs| {
-                        xs.iter()
-                            .filter_map(|x| {
-                                Some((x["name"].as_str()?.to_string(), x["s_per_step"].as_f64()?))
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                (label, v)
-            })
-            .filter(|(_, v): &(&str, Vec<(String, f64)>)| !v.is_empty())
-            .collect();
+        };
+        let tool = a.tool.as_str();
+        let bars: Vec<(&str, Vec<(String, f64)>)> =
+            [("phases", &a.phases), ("kinds", &a.categories)]
+                .into_iter()
+                .map(|(label, shares)| {
+                    let v = shares
+                        .iter()
+                        .map(|x| (x.name.clone(), x.s_per_step))
+                        .collect();
+                    (label, v)
+                })
+                .filter(|(_, v): &(&str, Vec<(String, f64)>)| !v.is_empty())
+                .collect();
         if !bars.is_empty() {
             let total = bars
                 .iter()
@@ -323,8 +317,8 @@ pub fn profiles(r: &RunReport) -> Result<Option<Section>, ReportError> {
                 .fold(0.0, f64::max)
                 * 1.05
                 + 1e-12;
-            let overhead = p["overhead"]
-                .as_f64()
+            let overhead = p
+                .overhead
                 .map(|o| format!(" (profiled step ×{o:.2} of unprofiled)"))
                 .unwrap_or_default();
             let title = format!("{id} · {tool} · time per step{overhead}");
@@ -393,14 +387,14 @@ pub fn profiles(r: &RunReport) -> Result<Option<Section>, ReportError> {
             })?;
             sec.figures.push(Figure { title, svg });
         }
-        for t in a["top"].as_array().into_iter().flatten().take(10) {
+        for t in a.top.iter().take(10) {
             rows.push(vec![
                 id.clone(),
                 tool.to_string(),
-                t["name"].as_str().unwrap_or("").chars().take(80).collect(),
-                format!("{:.4}", t["self_s"].as_f64().unwrap_or(0.0)),
-                format!("{:.1} %", t["share"].as_f64().unwrap_or(0.0) * 100.0),
-                t["calls"].as_u64().map_or("-".into(), |c| c.to_string()),
+                t.name.chars().take(80).collect(),
+                format!("{:.4}", t.self_s),
+                format!("{:.1} %", t.share * 100.0),
+                t.calls.map_or("-".into(), |c| c.to_string()),
             ]);
         }
     }

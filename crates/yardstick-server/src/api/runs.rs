@@ -166,8 +166,9 @@ pub struct RunDetail {
     pub summary: Option<serde_json::Value>,
     /// The failed replicates and why (the summary's `failures`).
     pub failures: Option<serde_json::Value>,
-    /// The bottleneck verdicts (the summary's `bottlenecks`).
-    pub bottlenecks: Option<serde_json::Value>,
+    /// The bottleneck verdicts (the summary's `bottlenecks`; left out of this field, not of
+    /// `summary`, when written in a shape this version does not read).
+    pub bottlenecks: Option<yardstick_store::summary::RunBottlenecks>,
     /// `env.json`: the environment capture.
     pub env: Option<serde_json::Value>,
     /// The spec as it was given (`spec.yaml`).
@@ -205,7 +206,7 @@ pub fn detail(state: &AppState, w: &mut dyn Warehouse, id: &str) -> Result<RunDe
     };
     Ok(RunDetail {
         failures: field("failures"),
-        bottlenecks: field("bottlenecks"),
+        bottlenecks: field("bottlenecks").and_then(|b| serde_json::from_value(b).ok()),
         run,
         points,
         replicates,

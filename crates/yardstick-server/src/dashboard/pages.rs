@@ -16,6 +16,7 @@ use yardstick_report::html::table_html;
 use yardstick_report::model::{PointReport, RunReport};
 use yardstick_report::{GateView, Report, tables};
 use yardstick_spec::metrics::id;
+use yardstick_store::summary::{PointBottleneck, RunBottlenecks};
 use yardstick_store::warehouse::{RunFilter, RunRow, Warehouse};
 
 use super::{PageError, enc, esc, html_page};
@@ -329,23 +330,33 @@ pub(super) async fn run(State(state): State<Arc<AppState>>, Path(id): Path<Strin
         .map_err(PageError::from)?
 }
 
-/// The run's `summary.json` (`Null` when its run directory is not here).
-fn summary_of(st: &AppState, run: &RunRow) -> Value {
+/// The bottleneck verdicts of the run's `summary.json` (none when its run directory is not
+/// here, or its summary has no readable `bottlenecks`). Only that section is read, so a summary
+/// whose other parts this version cannot read still shows its verdicts.
+fn bottlenecks_of(st: &AppState, run: &RunRow) -> Vec<PointBottleneck> {
+    #[derive(serde::Deserialize)]
+    struct Section {
+        bottlenecks: Option<RunBottlenecks>,
+    }
     st.run_dir(run)
         .and_then(|d| yardstick_store::fsutil::read_in(&d, "summary.json").ok())
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null)
+        .and_then(|b| serde_json::from_slice::<Section>(&b).ok())
+        .and_then(|s| s.bottlenecks)
+        .map(|b| b.points)
+        .unwrap_or_default()
 }
 
 /// The headline cards of the first `max` points: throughput, TTFT and TPOT p99 against the
 /// spec's SLO, MFU (or the wall or step time of a point without latencies), the bottleneck
 /// verdict and the failed replicates.
-fn point_cards(o: &mut String, r: &RunReport, summary: &Value, max: usize, rest: &str) {
+fn point_cards(
+    o: &mut String,
+    r: &RunReport,
+    bottlenecks: &[PointBottleneck],
+    max: usize,
+    rest: &str,
+) {
     let slo = slo(r.spec_yaml.as_deref());
-    let bottlenecks = summary["bottlenecks"]["points"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
     for p in r.points.iter().take(max) {
         let _ = writeln!(o, "<h3>{}</h3><div class=\"cards\">", esc(&p.id));
         let thr = first_metric(
@@ -370,9 +381,10 @@ fn point_cards(o: &mut String, r: &RunReport, summary: &Value, max: usize, rest:
             let t = first_metric(p, &[id::STEP_TIME_S, id::WALL_S]);
             stat_card(o, "time", t, None);
         }
-        if let Some(b) = bottlenecks.iter().find(|b| b["point"] == p.id.as_str()) {
-            let verdict = b["bottleneck"].as_str().unwrap_or("-");
-            let evidence = b["evidence"].as_str().unwrap_or("");
+        if let Some(b) = bottlenecks.iter().find(|b| b.point == p.id) {
+            let verdict = b.classification.bottleneck.as_str();
+            // The strongest piece of evidence (they come strongest first).
+            let evidence = b.classification.evidence.first().map_or("", String::as_str);
             card(o, "", "bottleneck", &esc(verdict), evidence);
         }
         let failed = p.failed_replicates().count();
@@ -394,7 +406,7 @@ fn point_cards(o: &mut String, r: &RunReport, summary: &Value, max: usize, rest:
 fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
     let r = load_report(st, w, id)?;
     let run = r.run.clone();
-    let summary = summary_of(st, &run);
+    let bottlenecks = bottlenecks_of(st, &run);
     let gate = gate_of(st, w, &run);
     let view = match &gate {
         GateOf::Done(Ok(v)) => GateView::from_json(v).ok(),
@@ -447,7 +459,7 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
             o.push_str("<p class=\"note\">No baseline is stored for this benchmark and machine profile (<code>yardstick baseline save RUN</code>).</p>\n");
         }
     }
-    point_cards(&mut o, &r, &summary, 12, "in the tables below");
+    point_cards(&mut o, &r, &bottlenecks, 12, "in the tables below");
     let report = Report::new(r, view);
     sections_html(&mut o, &report)?;
     let r = &report.run;
@@ -881,7 +893,13 @@ fn compare_page(st: &AppState, w: &mut dyn Warehouse, p: &HashMap<String, String
             run_link(&r.run.run_id)
         );
         run_header(&mut o, &r.run);
-        point_cards(&mut o, r, &summary_of(st, &r.run), 6, "on the run's page");
+        point_cards(
+            &mut o,
+            r,
+            &bottlenecks_of(st, &r.run),
+            6,
+            "on the run's page",
+        );
         o.push_str("</div>");
     }
     o.push_str("</div>\n");

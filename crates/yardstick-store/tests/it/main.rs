@@ -11,4 +11,5 @@ mod prop_evidence;
 mod prop_query;
 mod query_sandbox;
 mod record;
+mod summary;
 mod warehouse;

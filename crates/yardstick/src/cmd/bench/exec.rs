@@ -357,7 +357,7 @@ pub fn run(args: ExecArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if g.json {
         let mut out = yardstick_exec::command::ExecOutput::of(&report);
         if let yardstick_exec::command::ExecOutput::Single { profile: p, .. } = &mut out {
-            *p = profile;
+            *p = profile.as_ref().map(serde_json::to_value).transpose()?;
         }
         output::json(&out)?;
     } else {
@@ -459,7 +459,7 @@ pub(crate) fn take_profile(
     env: &[(String, String)],
     dir: &std::path::Path,
     measured: Vec<serde_json::Value>,
-) -> anyhow::Result<serde_json::Value> {
+) -> anyhow::Result<yardstick_store::summary::ProfileEntry> {
     let cancel = crate::interrupt::token("interrupted: stopping the profiled run");
     yardstick_run::profile::take(argv, profile, timeout, env, dir, measured, cancel).map_err(|e| {
         match e {

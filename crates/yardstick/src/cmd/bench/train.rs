@@ -183,7 +183,7 @@ mod imp {
         /// The profile of one more run (`--profile`): the analysis, where the traces are, the
         /// profiler's overhead.
         #[serde(skip_serializing_if = "Option::is_none")]
-        pub profile: Option<serde_json::Value>,
+        pub profile: Option<yardstick_store::summary::ProfileEntry>,
     }
 
     /// The peak FLOP/s and where it came from.
