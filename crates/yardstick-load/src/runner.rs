@@ -90,11 +90,23 @@ pub struct Progress {
     pub in_flight: AtomicU64,
     /// Output tokens received by finished requests.
     pub output_tokens: AtomicU64,
+    /// When the counters were last reset: the start of the point (or probe) they count.
+    pub started: Mutex<Option<Instant>>,
 }
 
 impl Progress {
-    /// Resets every counter (between points).
+    /// How long the point the counters count has been running (since the last [`reset`]),
+    /// seconds; `None` before the first.
+    ///
+    /// [`reset`]: Progress::reset
+    pub fn elapsed_s(&self) -> Option<f64> {
+        let started = *self.started.lock().unwrap_or_else(|e| e.into_inner());
+        started.map(|t| t.elapsed().as_secs_f64())
+    }
+
+    /// Resets every counter (between points) and notes when.
     pub fn reset(&self) {
+        *self.started.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         for a in [
             &self.completed,
             &self.failed,

@@ -398,6 +398,36 @@ pub fn client_lag_warning(p99_ms: f64, capped: bool) -> Option<String> {
     })
 }
 
+/// Beyond this share of an open-loop point's duration spent draining (the last responses after
+/// the last send), its throughput says more about its length than about the rate.
+pub const DRAIN_SHARE: f64 = 0.2;
+
+/// The warning for an open-loop point of `requests` measured requests over `duration_s` at the
+/// offered rate `load.value`: sending them takes `requests / rate` seconds; when the rest of
+/// the duration (the drain) exceeds [`DRAIN_SHARE`] of it, the measured throughput is well
+/// below the rate (a `--rate 20` point of 40 requests: 2 s of sending, about 1 s of drain,
+/// 12.5 req/s). Says how many requests would make the drain 5 % of the point.
+pub fn short_point_warning(load: &LoadLevel, requests: u64, duration_s: f64) -> Option<String> {
+    let rate = load.value;
+    if load.mode != "rate" || rate <= 0.0 || requests == 0 || duration_s <= 0.0 {
+        return None;
+    }
+    let sending = requests as f64 / rate;
+    let drain = duration_s - sending;
+    if drain <= DRAIN_SHARE * duration_s {
+        return None;
+    }
+    let enough = (drain * 19.0 * rate - 1e-9).ceil() as u64;
+    Some(format!(
+        "the point is too short to reach its rate: {requests} requests take {sending:.2} s to \
+         send at {rate} req/s, and the last responses took {drain:.2} s more ({:.0} % of the \
+         point), so its throughput ({:.3} req/s) counts that drain; for a steady-state figure \
+         measure about {enough} requests or more (--max-requests, stop.maxRequests)",
+        drain / duration_s * 100.0,
+        requests as f64 / duration_s,
+    ))
+}
+
 /// The load level of a point.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct LoadLevel {
@@ -510,6 +540,11 @@ pub struct PointSummary {
     /// the requests in flight, so the latencies include the load generator's own delay.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_bottleneck: Option<String>,
+    /// Set when an open-loop point was too short to reach its rate: the responses still
+    /// arriving after the last send (the drain) are a large share of its duration, so its
+    /// throughput is below the offered rate ([`short_point_warning`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_point: Option<String>,
     /// Dollars per million output tokens at this point's throughput (with a cost model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_per_1m_output_tokens: Option<f64>,
@@ -751,6 +786,7 @@ pub fn summarize(
     };
     let reasoned = ok.iter().any(|r| r.reasoning_tokens.is_some_and(|n| n > 0));
     let sessions = sessions_of(&measured, &ok);
+    let short_point = short_point_warning(&load, measured.len() as u64, duration_s);
     PointSummary {
         answer_ttft_ms: if reasoned {
             dist(&RequestRecord::answer_ttft_ms)
@@ -805,6 +841,7 @@ pub fn summarize(
         schedule_origin_ns: None,
         shard: None,
         client_bottleneck: None,
+        short_point,
         cost_per_1m_output_tokens: None,
         cost_per_1k_requests: None,
         energy_j_per_output_token: None,
@@ -839,6 +876,27 @@ pub(crate) mod tests {
     #[test]
     fn the_client_is_called_the_bottleneck_only_when_it_lags_uncapped() {
         assert!(super::client_lag_warning(3.0, false).is_none());
+        // Issue 39: a `--rate 20` point of 40 requests that took 3.2 s (2 s of sending, 1.2 s
+        // of drain) is flagged with the requests that would make it steady; a long point and a
+        // closed loop are not.
+        let rate = |v: f64| super::LoadLevel {
+            mode: "rate".into(),
+            value: v,
+            arrival: None,
+        };
+        let w = super::short_point_warning(&rate(20.0), 40, 3.2).unwrap();
+        assert!(w.contains("too short to reach its rate"), "{w}");
+        assert!(
+            w.contains("12.500 req/s") && w.contains("about 456 requests"),
+            "{w}"
+        );
+        assert!(super::short_point_warning(&rate(20.0), 400, 21.2).is_none());
+        let closed = super::LoadLevel {
+            mode: "concurrency".into(),
+            value: 8.0,
+            arrival: None,
+        };
+        assert!(super::short_point_warning(&closed, 40, 3.2).is_none());
         let w = super::client_lag_warning(25.0, false).unwrap();
         assert!(w.contains("25.0 ms") && w.contains("--shard"), "{w}");
         // A cap on requests in flight makes the wait part of the load model.

@@ -23,15 +23,37 @@ pub fn capacity(r: &crate::capacity::CapacityResult) -> String {
     out
 }
 
+/// The tail the probe table shows: the smallest of p90, p95 and p99 at or above the share of
+/// requests the SLO is judged at (a p90 SLO shows p90, not p99), p99 beyond.
+fn tail_of(share: f64) -> (&'static str, fn(&crate::Distribution) -> f64) {
+    if share <= 0.90 + 1e-9 {
+        ("p90", |d| d.p90)
+    } else if share <= 0.95 + 1e-9 {
+        ("p95", |d| d.p95)
+    } else {
+        ("p99", |d| d.p99)
+    }
+}
+
 fn write_capacity(out: &mut String, r: &crate::capacity::CapacityResult) -> std::fmt::Result {
+    let share = match r.criterion {
+        crate::capacity::Criterion::Percentile(p) | crate::capacity::Criterion::Attainment(p) => p,
+    };
+    let (tail, at) = tail_of(share);
     writeln!(
         out,
         "{BOLD}{:>10}  {:>8}  {:>5}  {:>10}  {:>10}  {:>10}  {:<10}  missed{RESET}",
-        r.axis, "requests", "parts", "p50 TTFT", "p99 TTFT", "p99 TPOT", "SLO"
+        r.axis,
+        "requests",
+        "parts",
+        "p50 TTFT",
+        format!("{tail} TTFT"),
+        format!("{tail} TPOT"),
+        "SLO"
     )?;
-    let ms = |d: &Option<crate::Distribution>, p99: bool| {
+    let ms = |d: &Option<crate::Distribution>, q: Option<fn(&crate::Distribution) -> f64>| {
         d.as_ref()
-            .map(|d| format!("{:.1} ms", if p99 { d.p99 } else { d.p50 }))
+            .map(|d| format!("{:.1} ms", q.map_or(d.p50, |q| q(d))))
             .unwrap_or_else(|| "-".into())
     };
     for p in &r.probes {
@@ -46,9 +68,9 @@ fn write_capacity(out: &mut String, r: &crate::capacity::CapacityResult) -> std:
             format!("{}", (p.load * 100.0).round() / 100.0),
             p.requests,
             p.parts,
-            ms(&p.summary.ttft_ms, false),
-            ms(&p.summary.ttft_ms, true),
-            ms(&p.summary.tpot_ms, true),
+            ms(&p.summary.ttft_ms, None),
+            ms(&p.summary.ttft_ms, Some(at)),
+            ms(&p.summary.tpot_ms, Some(at)),
             match p.outcome {
                 yardstick_stats::early_stopping::ShareTest::Holds => "holds",
                 yardstick_stats::early_stopping::ShareTest::Breaks => "breaks",
@@ -282,7 +304,7 @@ fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
             (None, Some(why)) => writeln!(out, "  energy: unavailable ({why})")?,
             _ => {}
         }
-        if let Some(w) = &s.client_bottleneck {
+        for w in [&s.client_bottleneck, &s.short_point].into_iter().flatten() {
             writeln!(out, "  {BOLD}warning{RESET}: {w}")?;
         }
         if let Some(m) = &s.server {
@@ -313,6 +335,32 @@ mod tests {
     use crate::record::ErrorClass;
     use crate::summary::tests::rec;
     use crate::summary::{LoadLevel, StopReason, summarize};
+
+    /// Issue 39: the capacity probe table shows the tail the SLO is judged at (a p90 SLO's
+    /// table showed p99): the smallest of p90/p95/p99 at or above the share.
+    #[test]
+    fn the_capacity_table_shows_the_slo_s_own_tail() {
+        let d = crate::Distribution {
+            count: 100,
+            mean: 1.0,
+            p50: 1.0,
+            p90: 9.0,
+            p95: 9.5,
+            p99: 9.9,
+            min: 0.0,
+            max: 10.0,
+        };
+        let shown = |share: f64| {
+            let (name, at) = tail_of(share);
+            (name, at(&d))
+        };
+        assert_eq!(shown(0.90), ("p90", 9.0));
+        assert_eq!(shown(0.95), ("p95", 9.5));
+        assert_eq!(shown(0.99), ("p99", 9.9));
+        // Between two: the stricter one, never a tail looser than the SLO's.
+        assert_eq!(shown(0.97), ("p99", 9.9));
+        assert_eq!(shown(0.5), ("p90", 9.0));
+    }
 
     #[test]
     fn a_point_reads_as_counts_then_one_row_per_latency() {

@@ -609,21 +609,19 @@ pub(super) async fn progress_ticker(p: Arc<Progress>) {
     } else {
         Duration::from_secs(5)
     };
-    let mut last = (Instant::now(), 0u64, 0u64);
+    // Rates are over the point so far (since the counters were last reset), not over the last
+    // tick: a tick with no completion (the start of a point, a drain of slow requests) read
+    // as "0.0 req/s" while the point ran at full speed.
+    let since = Instant::now();
     loop {
         tokio::time::sleep(every).await;
-        let done = p.completed.load(Ordering::Relaxed);
-        let failed = p.failed.load(Ordering::Relaxed);
-        let tokens = p.output_tokens.load(Ordering::Relaxed);
-        let now = Instant::now();
-        let dt = now.duration_since(last.0).as_secs_f64();
-        // A point's start resets the counters: a rate then starts from zero, never negative.
-        let rate = done.saturating_sub(last.1) as f64 / dt;
-        let tok_rate = tokens.saturating_sub(last.2) as f64 / dt;
-        last = (now, done, tokens);
-        let line = format!(
-            "  {done} done, {failed} failed, {} in flight, {rate:.1} req/s, {tok_rate:.0} output tok/s",
-            p.in_flight.load(Ordering::Relaxed)
+        let line = progress_line(
+            p.completed.load(Ordering::Relaxed),
+            p.failed.load(Ordering::Relaxed),
+            p.in_flight.load(Ordering::Relaxed),
+            p.output_tokens.load(Ordering::Relaxed),
+            p.elapsed_s()
+                .unwrap_or_else(|| since.elapsed().as_secs_f64()),
         );
         if tty {
             eprint!("\r\x1b[2K{line}");
@@ -631,6 +629,27 @@ pub(super) async fn progress_ticker(p: Arc<Progress>) {
             eprintln!("{line}");
         }
     }
+}
+
+/// One progress line: what finished, what is in flight, and the rates over the point so far.
+/// Before the first completion there is no rate to show yet.
+pub(super) fn progress_line(
+    done: u64,
+    failed: u64,
+    in_flight: u64,
+    tokens: u64,
+    elapsed_s: f64,
+) -> String {
+    if done + failed == 0 {
+        return format!("  starting: {in_flight} in flight, none finished yet");
+    }
+    let secs = elapsed_s.max(1e-3);
+    format!(
+        "  {done} done, {failed} failed, {in_flight} in flight; {} and {} over {}",
+        yardstick_spec::human::human(done as f64 / secs, "req/s"),
+        yardstick_spec::human::human(tokens as f64 / secs, "tok/s"),
+        yardstick_spec::human::human(elapsed_s, "s"),
+    )
 }
 
 /// The session workload the flags ask for, if any (`--sessions`, `--turns`, `--think-time`,
@@ -676,5 +695,20 @@ mod tests {
         for bad in ["4/4", "1/0", "x/2", "1", "-1/2"] {
             assert!(parse_shard(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Issue 39: progress lines read "0 done, 0 failed, 6 in flight, 0.0 req/s" at a point's
+    /// start and "97 done, 0 failed, 2 in flight, 0.0 req/s" during a drain; the rate is now
+    /// over the point so far, in human units, and a point with nothing finished says so.
+    #[test]
+    fn progress_lines_rate_the_point_so_far() {
+        assert_eq!(
+            progress_line(0, 0, 6, 0, 0.4),
+            "  starting: 6 in flight, none finished yet"
+        );
+        assert_eq!(
+            progress_line(97, 0, 2, 1552, 3.2),
+            "  97 done, 0 failed, 2 in flight; 30.3 req/s and 485 tok/s over 3.20 s"
+        );
     }
 }
