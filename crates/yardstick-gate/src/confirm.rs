@@ -1,5 +1,8 @@
 //! `gate --confirm`: before a FAIL stands, the failing points of the candidate's spec are re-run
 //! as a new run and gated against the same baseline; FAIL stays only where the re-run fails too.
+//! The points of INCONCLUSIVE rows are re-run in the same run, and those rows are decided on the
+//! candidate's replicates and the re-run's pooled ([`pool`], [`apply_pooled`]): more replicates
+//! narrow the interval that straddled the bound.
 //!
 //! The re-run itself belongs to the orchestration above this crate: [`plan`] says what to run,
 //! the caller runs it and gates it, and [`apply`] folds the second verdicts into the first.
@@ -24,7 +27,7 @@ pub fn spec_asks(candidate: &RunData) -> bool {
 /// What re-running a report's failing points takes.
 #[derive(Debug, Clone)]
 pub struct Rerun {
-    /// The failing point ids, sorted (the re-run's `only`).
+    /// The point ids of FAIL and INCONCLUSIVE rows, sorted (the re-run's `only`).
     pub points: Vec<String>,
     /// The candidate's `spec.yaml`.
     pub spec_path: PathBuf,
@@ -36,14 +39,18 @@ pub struct Rerun {
     pub store_dir: PathBuf,
 }
 
-/// Reads and validates the candidate's spec from its run directory and lists the failing
-/// points; the store is the candidate's, or `default_store` when its directory has no parent.
+/// Reads and validates the candidate's spec from its run directory and lists the points of
+/// FAIL and INCONCLUSIVE rows; the store is the candidate's, or `default_store` when its
+/// directory has no parent.
 pub fn plan(
     report: &GateReport,
     candidate: &RunData,
     default_store: &Path,
 ) -> Result<Rerun, GateError> {
-    let points = report.failing_points();
+    let mut points = report.failing_points();
+    points.extend(report.inconclusive_points());
+    points.sort();
+    points.dedup();
     let spec_path = candidate.dir.join("spec.yaml");
     let spec_text =
         std::fs::read_to_string(&spec_path).map_err(|error| GateError::ConfirmSpecUnreadable {
@@ -106,6 +113,68 @@ pub fn apply(report: &mut GateReport, again: &GateReport, rerun_id: &str) {
     report.recompute_verdict();
 }
 
+/// The candidate with the re-run's replicates of `points` added to its own (numbered after
+/// them): what an INCONCLUSIVE row is decided on. The points' aggregates are dropped (they were
+/// of the candidate's replicates alone); other points are the candidate's.
+pub fn pool(candidate: &RunData, again: &RunData, points: &[String]) -> RunData {
+    let mut pooled = candidate.clone();
+    let pooled_point = |p: &str| points.iter().any(|q| q == p);
+    pooled
+        .facts
+        .retain(|f| !(pooled_point(&f.point_id) && f.replicate.is_none()));
+    let next = candidate
+        .facts
+        .iter()
+        .filter(|f| pooled_point(&f.point_id))
+        .filter_map(|f| f.replicate)
+        .max()
+        .map_or(0, |k| k + 1);
+    pooled.facts.extend(
+        again
+            .facts
+            .iter()
+            .filter(|f| pooled_point(&f.point_id))
+            .filter_map(|f| {
+                let mut f = f.clone();
+                f.replicate = Some(f.replicate? + next);
+                Some(f)
+            }),
+    );
+    pooled
+}
+
+/// Decides the rows of `report` keyed in `inconclusive` (point, metric, statistic: those that
+/// were INCONCLUSIVE before the re-run) by the gate of the pooled candidate ([`pool`]): its
+/// verdict, with a reason that says the replicates were pooled. The overall verdict is
+/// recomputed.
+pub fn apply_pooled(
+    report: &mut GateReport,
+    pooled: &GateReport,
+    inconclusive: &[(String, String, String)],
+    rerun_id: &str,
+) {
+    for m in report.metrics.iter_mut().filter(|m| {
+        inconclusive
+            .iter()
+            .any(|(p, k, s)| *p == m.point && *k == m.metric && *s == m.statistic)
+    }) {
+        let Some(r) = pooled
+            .metrics
+            .iter()
+            .find(|r| r.point == m.point && r.metric == m.metric && r.statistic == m.statistic)
+        else {
+            continue;
+        };
+        let first = std::mem::take(&mut m.reason);
+        *m = r.clone();
+        m.reason = format!(
+            "{} with re-run {rerun_id}'s replicates pooled ({} vs {}): {} (before: {first})",
+            m.verdict, m.n.0, m.n.1, r.reason
+        );
+    }
+    report.recompute_verdict();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +225,48 @@ mod tests {
             r.metrics[0].reason.ends_with(
                 "has no value for it (did its requests fail? `yardstick runs show RERUN`)"
             )
+        );
+    }
+
+    /// Issue 39: an INCONCLUSIVE row is decided on the candidate's replicates and the re-run's
+    /// pooled. Three noisy A/A replicates straddle the bound; three more from the re-run narrow
+    /// the interval inside it: PASS, the reason saying so.
+    #[test]
+    fn an_inconclusive_row_is_decided_on_pooled_replicates() {
+        let base = run_data(
+            "a",
+            Path::new("/x/runs/a"),
+            &[40.0, 41.5, 39.0, 40.5, 39.5, 40.2],
+        );
+        let noisy = run_data("b", Path::new("/x/runs/b"), &[39.5, 41.8, 40.6]);
+        let report = gate(&base, &noisy, &GateOptions::default()).unwrap();
+        assert_eq!(
+            report.verdict,
+            Verdict::Inconclusive,
+            "{:#?}",
+            report.metrics
+        );
+        assert_eq!(report.inconclusive_points(), ["p"]);
+        let again = run_data("c", Path::new("/x/runs/c"), &[40.1, 39.8, 40.3]);
+        let pooled = pool(&noisy, &again, &["p".to_string()]);
+        let reps: Vec<u32> = pooled.facts.iter().filter_map(|f| f.replicate).collect();
+        assert_eq!(reps, [0, 1, 2, 3, 4, 5]);
+        let second = gate(&base, &pooled, &GateOptions::default()).unwrap();
+        let keys: Vec<(String, String, String)> = report
+            .metrics
+            .iter()
+            .map(|m| (m.point.clone(), m.metric.clone(), m.statistic.clone()))
+            .collect();
+        let mut r = report.clone();
+        apply_pooled(&mut r, &second, &keys, "RERUN");
+        assert_eq!(r.verdict, Verdict::Pass, "{:#?}", r.metrics);
+        assert_eq!(r.metrics[0].n, (6, 6));
+        assert!(
+            r.metrics[0]
+                .reason
+                .starts_with("PASS with re-run RERUN's replicates pooled (6 vs 6): CI ["),
+            "{}",
+            r.metrics[0].reason
         );
     }
 

@@ -228,6 +228,19 @@ impl GateReport {
         v
     }
 
+    /// Point ids with an INCONCLUSIVE row (what `--confirm` pools more replicates for).
+    pub fn inconclusive_points(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .metrics
+            .iter()
+            .filter(|m| m.verdict == Verdict::Inconclusive)
+            .map(|m| m.point.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
     /// What to record of this gating in the warehouse (a row per point × metric, for trends);
     /// nothing for a cross-profile comparison, whose baseline is not of the candidate's
     /// machine profile (an exploratory spec's verdicts are recorded: they are what the gate

@@ -53,8 +53,9 @@ pub struct GateArgs {
     #[arg(long, conflicts_with = "confirm")]
     pub calibrate: bool,
     /// Before a FAIL stands, re-run only the failing points (a new run in the candidate's store)
-    /// and keep FAIL only for metrics that fail again; the others become INCONCLUSIVE. Also on
-    /// when the spec says `gates.confirm: true`.
+    /// and keep FAIL only for metrics that fail again; the others become INCONCLUSIVE. The
+    /// points of INCONCLUSIVE rows are re-run too, and those rows decided on the candidate's
+    /// and the re-run's replicates pooled. Also on when the spec says `gates.confirm: true`.
     #[arg(long)]
     pub confirm: bool,
     /// Ignore recorded noise floors (tolerances only).
@@ -141,7 +142,7 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
 
     let mut confirm_run = None;
     if (args.confirm || confirm::spec_asks(&cand))
-        && report.verdict == Verdict::Fail
+        && matches!(report.verdict, Verdict::Fail | Verdict::Inconclusive)
         && !report.exploratory
     {
         let id = confirm_failures(&mut report, &base, &cand, &args.store, &opts, w.as_mut())?;
@@ -181,8 +182,10 @@ pub fn run(args: GateArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     })
 }
 
-/// Re-runs the failing points of the candidate's spec as a new run, gates it against the
-/// baseline, and keeps FAIL only where the re-run fails too. Returns the confirmation run's id.
+/// Re-runs the points of FAIL and INCONCLUSIVE rows of the candidate's spec as a new run and
+/// gates it against the baseline: FAIL stays only where the re-run fails too; an INCONCLUSIVE
+/// row is decided on the candidate's and the re-run's replicates pooled. Returns the
+/// confirmation run's id.
 fn confirm_failures(
     report: &mut GateReport,
     base: &RunData,
@@ -197,10 +200,17 @@ fn confirm_failures(
         .starts_with("postgres")
         .then(|| store.store.clone());
     output::info(&format!(
-        "gate: FAIL on {} point(s); confirming by re-running them: {}",
+        "gate: {} on {} point(s); confirming by re-running them: {}",
+        report.verdict,
         rerun.points.len(),
         rerun.points.join(", ")
     ));
+    let inconclusive: Vec<(String, String, String)> = report
+        .metrics
+        .iter()
+        .filter(|m| m.verdict == Verdict::Inconclusive)
+        .map(|m| (m.point.clone(), m.metric.clone(), m.statistic.clone()))
+        .collect();
     let outcome = execute_spec(
         &rerun.spec_text,
         &rerun.spec,
@@ -220,7 +230,13 @@ fn confirm_failures(
     )?;
     let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(exit::lib_error)?;
     let second = yardstick_gate::gate(base, &again, opts).map_err(exit::lib_error)?;
+    let pooled_points = report.inconclusive_points();
     confirm::apply(report, &second, &outcome.run_id);
+    if !inconclusive.is_empty() {
+        let pooled = confirm::pool(cand, &again, &pooled_points);
+        let third = yardstick_gate::gate(base, &pooled, opts).map_err(exit::lib_error)?;
+        confirm::apply_pooled(report, &third, &inconclusive, &outcome.run_id);
+    }
     Ok(outcome.run_id)
 }
 

@@ -637,7 +637,7 @@ fn init_ci_github_writes_a_workflow_whose_commands_exist() {
     for needle in [
         "yardstick validate bench/serve.yaml",
         "yardstick run bench/serve.yaml --json",
-        "yardstick gate \"$RUN_ID\" --baseline baselines/ --json",
+        "yardstick gate \"$RUN_ID\" --baseline baselines/ --confirm --json",
         "--markdown report.md --junit junit.xml --html report.html",
         "GITHUB_STEP_SUMMARY",
     ] {
@@ -651,7 +651,7 @@ fn init_ci_github_writes_a_workflow_whose_commands_exist() {
     // Every yardstick flag the workflow uses exists in that command's --help.
     for (sub, flags) in [
         ("run", &["--json"][..]),
-        ("gate", &["--baseline", "--json"][..]),
+        ("gate", &["--baseline", "--confirm", "--json"][..]),
         ("report", &["--gate", "--markdown", "--junit", "--html"][..]),
     ] {
         let help = yardstick().args([sub, "--help"]).output().unwrap();
