@@ -35,6 +35,7 @@ pub mod sse;
 pub mod summary;
 pub mod text;
 pub mod tokenizer;
+pub mod trace;
 
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
