@@ -141,6 +141,9 @@ pub struct ServeBench {
     /// Measure energy per output token from accelerators' or the CPU's counters ([`power`]);
     /// unavailable is said, not estimated.
     pub energy: Option<power::Energy>,
+    /// Replay this trace ([`trace`]): its requests' lengths and shared prompt blocks, each sent
+    /// at its time under a load of `Rate { arrival: Arrival::Trace { .. } }`; no scenario.
+    pub trace: Option<Arc<trace::Trace>>,
 }
 
 /// One finished point.
@@ -155,7 +158,7 @@ pub struct PointResult {
 impl ServeBench {
     /// Checks every setting that can be checked without the server; returns the scenarios.
     pub fn validate(&self) -> Result<Vec<(String, Scenario)>, LoadError> {
-        if self.scenarios.is_empty() && self.dataset.is_none() {
+        if self.scenarios.is_empty() && self.dataset.is_none() && self.trace.is_none() {
             return Err(LoadError::Config("at least one scenario is needed".into()));
         }
         match (&self.dataset, &self.sessions) {
@@ -241,6 +244,16 @@ impl ServeBench {
                 }
             };
             out.push((format!("dataset:{}", name.unwrap_or_default()), sc));
+        }
+        if let Some(t) = &self.trace {
+            // Lengths come from the trace: the scenario is only the point's name.
+            let name = t.file.file_name().map(|n| n.to_string_lossy().into_owned());
+            let sc = Scenario::Uniform {
+                input: (1, 1),
+                output: None,
+            };
+            out.push((format!("trace:{}", name.unwrap_or_default()), sc));
+            return Ok(out);
         }
         for s in &self.scenarios {
             let sc: Scenario = s.parse()?;
@@ -347,6 +360,10 @@ impl ServeBench {
                     self.seed,
                     self.body_options(),
                 )?;
+                let planner = match &self.trace {
+                    Some(t) => planner.with_trace(t.clone()),
+                    None => planner,
+                };
                 let planner = match &dataset {
                     Some(items) => planner.with_dataset(items.clone()),
                     None => planner,
@@ -479,12 +496,24 @@ pub fn level_of(load: &LoadModel) -> LoadLevel {
             value: *n as f64,
             arrival: None,
         },
+        LoadModel::Rate {
+            arrival: Arrival::Trace { speedup },
+            ..
+        } => LoadLevel {
+            mode: "trace".into(),
+            value: *speedup,
+            arrival: Some(arrival_name(*speedup)),
+        },
         LoadModel::Rate { rate, arrival, .. } => LoadLevel {
             mode: "rate".into(),
             value: *rate,
             arrival: Some(arrival.name()),
         },
     }
+}
+
+fn arrival_name(speedup: f64) -> String {
+    Arrival::Trace { speedup }.name()
 }
 
 /// Raises the soft open-file limit to the hard limit (many connections need many descriptors).

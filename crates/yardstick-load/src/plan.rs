@@ -193,6 +193,7 @@ pub struct Planner {
     seed: u64,
     opts: BodyOptions,
     sessions: Option<Sessions>,
+    trace: Option<Arc<crate::trace::Trace>>,
 }
 
 /// A planner's session workload.
@@ -239,7 +240,68 @@ impl Planner {
             seed,
             opts,
             sessions: None,
+            trace: None,
         })
+    }
+
+    /// Plans the requests of `trace` instead of the scenario's: request `i` is the trace's
+    /// `i`-th, with its prompt and output lengths; a prompt with hash ids is built from one
+    /// text per block id (the same id is always the same text), so requests that share leading
+    /// blocks share a prompt prefix as they did in production. Replay it with
+    /// [`crate::Arrival::Trace`].
+    pub fn with_trace(mut self, trace: Arc<crate::trace::Trace>) -> Self {
+        self.trace = Some(trace);
+        self
+    }
+
+    /// When request `i` of the trace is due, seconds after the replay's start at `speedup`
+    /// times the trace's pace; `None` past its last request (or without a trace).
+    pub fn trace_due_s(&self, i: u64, speedup: f64) -> Option<f64> {
+        let r = self
+            .trace
+            .as_ref()?
+            .requests
+            .get(usize::try_from(i).ok()?)?;
+        Some(r.at_ms / 1e3 / speedup.max(1e-9))
+    }
+
+    /// Request `i` of the trace (the caller checked `i` is within it).
+    fn trace_request(&self, trace: &crate::trace::Trace, i: u64) -> PlannedRequest {
+        let r = &trace.requests[i as usize % trace.requests.len()];
+        let text = |n: u64, rng: &mut Rng| match &self.tokenizer {
+            Some(t) => t.prompt(n, rng),
+            None => corpus_prompt(n, rng),
+        };
+        let prompt = if r.hash_ids.is_empty() {
+            text(r.input_tokens, &mut Rng::new(self.seed, i))
+        } else {
+            // One text per block id, seeded by the id alone (not by the request), cut at the
+            // prompt's length in its last block.
+            let mut parts = Vec::with_capacity(r.hash_ids.len());
+            let mut left = r.input_tokens;
+            for id in &r.hash_ids {
+                if left == 0 {
+                    break;
+                }
+                let n = left.min(crate::trace::BLOCK_TOKENS);
+                parts.push(text(n, &mut Rng::new(self.seed ^ 0xB10C, *id)));
+                left -= n;
+            }
+            if left > 0 {
+                parts.push(text(left, &mut Rng::new(self.seed, i)));
+            }
+            parts.join(" ")
+        };
+        let output = (self.api != Api::Embeddings).then_some(r.output_tokens);
+        let body = openai::request_body(self.api, &self.model, &prompt, output, &self.opts);
+        PlannedRequest {
+            index: i,
+            lengths: Lengths {
+                input: r.input_tokens,
+                output,
+            },
+            body: Bytes::from(body),
+        }
     }
 
     /// Plans multi-turn sessions instead of single requests: from `conversations` when given,
@@ -404,6 +466,9 @@ impl Planner {
 
     /// Request `i` of the plan.
     pub fn request(&self, i: u64) -> PlannedRequest {
+        if let Some(trace) = &self.trace {
+            return self.trace_request(trace, i);
+        }
         let mut rng = Rng::new(self.seed, i);
         if let Some(items) = &self.dataset {
             let item = &items[(rng.next_u64() % items.len() as u64) as usize];

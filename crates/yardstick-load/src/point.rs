@@ -191,6 +191,7 @@ impl ServePoint {
             server_metrics: None,
             cost: None,
             energy: None,
+            trace: None,
         }
     }
 }

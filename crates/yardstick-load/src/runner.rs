@@ -27,6 +27,12 @@ pub enum Arrival {
         /// The shape parameter.
         burstiness: f64,
     },
+    /// Each request at its time in the planner's trace ([`Planner::with_trace`]), divided by
+    /// `speedup`; the point ends with the trace.
+    Trace {
+        /// How many times faster than the trace's own pace (1: as recorded).
+        speedup: f64,
+    },
 }
 
 impl Arrival {
@@ -36,6 +42,7 @@ impl Arrival {
             Arrival::Constant => "constant".into(),
             Arrival::Poisson => "poisson".into(),
             Arrival::Gamma { burstiness } => format!("gamma({burstiness})"),
+            Arrival::Trace { speedup } => format!("trace(x{speedup})"),
         }
     }
 
@@ -45,6 +52,8 @@ impl Arrival {
             Arrival::Constant => 1.0 / rate,
             Arrival::Poisson => rng.exp1() / rate,
             Arrival::Gamma { burstiness } => rng.gamma(*burstiness) / (rate * burstiness),
+            // The open loop takes a trace's times from the trace; this is its mean gap.
+            Arrival::Trace { .. } => 1.0 / rate,
         }
     }
 }
@@ -433,9 +442,22 @@ async fn open_loop(
                 // Every shard draws the same arrival sequence and keeps its own indices.
                 let i = seq;
                 seq += 1;
-                let gap = arrival.gap(rate, &mut rng);
-                let deadline = start + Duration::from_secs_f64(offset);
-                offset += gap;
+                let deadline = match arrival {
+                    Arrival::Trace { speedup } => {
+                        // A replayed trace: the request's own time; none left ends the point.
+                        let Some(due) = ctx.planner.trace_due_s(i, speedup) else {
+                            ctx.halt(StopReason::TraceEnd);
+                            break;
+                        };
+                        start + Duration::from_secs_f64(due)
+                    }
+                    _ => {
+                        let gap = arrival.gap(rate, &mut rng);
+                        let deadline = start + Duration::from_secs_f64(offset);
+                        offset += gap;
+                        deadline
+                    }
+                };
                 let warm = warm_until.is_some_and(|w| deadline < w);
                 if warm {
                     ctx.time_warm.fetch_add(1, Ordering::Relaxed);

@@ -22,6 +22,8 @@ pub enum StopReason {
     TargetUnreachable(String),
     /// Asked to stop from outside (Ctrl-C, a cancelled run).
     Interrupted,
+    /// A replayed trace had no more requests.
+    TraceEnd,
     /// The shards of a merged point stopped for these different reasons.
     Shards(Vec<StopReason>),
 }
@@ -31,7 +33,7 @@ impl StopReason {
     pub fn is_early(&self) -> bool {
         match self {
             StopReason::TargetUnreachable(_) | StopReason::Interrupted => true,
-            StopReason::MaxRequests | StopReason::MaxDuration => false,
+            StopReason::MaxRequests | StopReason::MaxDuration | StopReason::TraceEnd => false,
             StopReason::Shards(v) => v.iter().any(StopReason::is_early),
         }
     }
@@ -74,6 +76,7 @@ impl std::fmt::Display for StopReason {
             StopReason::MaxDuration => f.write_str("max_duration"),
             StopReason::TargetUnreachable(m) => write!(f, "target_unreachable: {m}"),
             StopReason::Interrupted => f.write_str("interrupted"),
+            StopReason::TraceEnd => f.write_str("trace_end"),
             StopReason::Shards(v) => {
                 for (i, r) in v.iter().enumerate() {
                     if i > 0 {
@@ -90,7 +93,7 @@ impl std::fmt::Display for StopReason {
 /// A stop reason that is none of the known ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "`{0}` is not a stop reason (max_requests, max_duration, interrupted, target_unreachable: ...)"
+    "`{0}` is not a stop reason (max_requests, max_duration, interrupted, trace_end, target_unreachable: ...)"
 )]
 pub struct UnknownStopReason(pub String);
 
@@ -105,6 +108,7 @@ impl std::str::FromStr for StopReason {
             "max_requests" => Some(StopReason::MaxRequests),
             "max_duration" => Some(StopReason::MaxDuration),
             "interrupted" => Some(StopReason::Interrupted),
+            "trace_end" => Some(StopReason::TraceEnd),
             _ => s
                 .strip_prefix("target_unreachable:")
                 .map(|m| StopReason::TargetUnreachable(m.trim_start().to_string())),
@@ -134,10 +138,10 @@ impl schemars::JsonSchema for StopReason {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "Why a point stopped: max_requests, max_duration, interrupted, \
+            "description": "Why a point stopped: max_requests, max_duration, interrupted, trace_end, \
                 target_unreachable: MESSAGE, or a merged point's different reasons joined with \
                 ', '.",
-            "pattern": "^(max_requests|max_duration|interrupted|target_unreachable: .*)(, .+)*$"
+            "pattern": "^(max_requests|max_duration|interrupted|trace_end|target_unreachable: .*)(, .+)*$"
         })
     }
 }

@@ -61,6 +61,7 @@ fn bench(url: String, energy: Energy) -> ServeBench {
         server_metrics: None,
         cost: None,
         energy: Some(energy),
+        trace: None,
     }
 }
 

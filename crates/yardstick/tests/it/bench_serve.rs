@@ -787,3 +787,122 @@ fn tokenizer_json_sets_prompt_lengths_and_counts_output_locally() {
     let o = bench(&sim.url, &["--tokenizer", "/nonexistent/tokenizer.json"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Issue 33: a Mooncake trace replayed against the simulator on the trace's own clock. Every
+/// request is sent with its trace lengths (the simulator's log has the prompt and output token
+/// counts); the point ends with the trace (`trace_end`) and takes at least the trace's span;
+/// prompts built from the hash ids share prefixes as the trace's requests did, so the
+/// simulator's prefix cache (vLLM's scheme, 16-token blocks, large enough to keep everything)
+/// serves exactly the share of prompt tokens the trace's theoretical hit rate says, and the
+/// client reports the same rate from the responses' usage.
+#[test]
+fn a_mooncake_trace_replays_on_its_clock_with_its_prefixes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sim.jsonl");
+    let trace = dir.path().join("mooncake.jsonl");
+    // (ms, input, output, hash ids): requests 2 and 4 share request 1's blocks, request 3
+    // shares its first block and ends in a partial block of its own; request 5 is new.
+    let rows: [(u64, u64, u64, &[u64]); 5] = [
+        (1000, 1024, 4, &[1, 2]),
+        (1150, 1024, 3, &[1, 2]),
+        (1300, 700, 5, &[1, 3]),
+        (1450, 1536, 2, &[1, 2, 4]),
+        (1600, 512, 6, &[9]),
+    ];
+    let text: String = rows
+        .iter()
+        .map(|(t, i, o, h)| {
+            format!(
+                "{{\"timestamp\": {t}, \"input_length\": {i}, \"output_length\": {o}, \"hash_ids\": {h:?}}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(&trace, text).unwrap();
+    let sim = Sim::start(&[
+        "--ttft-ms",
+        "5",
+        "--itl-ms",
+        "1",
+        "--prefix-cache-tokens",
+        "1000000",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let started = Instant::now();
+    let o = bench(
+        &sim.url,
+        &[
+            "--trace",
+            trace.to_str().unwrap(),
+            "--trace-format",
+            "mooncake",
+        ],
+    );
+    let took = started.elapsed();
+    let doc = json_of(&o);
+    let p = &doc["points"][0];
+    assert_eq!(p["scenario"], "trace:mooncake.jsonl", "{p}");
+    assert_eq!(p["load"]["mode"], "trace");
+    assert_eq!(p["stop_reason"], "trace_end");
+    assert_eq!(p["requests"]["completed"].as_u64(), Some(5), "{p}");
+    // The schedule spans 600 ms: no replay of it can take less.
+    assert!(took >= Duration::from_millis(600), "{took:?}");
+    // Each request's lengths, as the simulator counted them (log order is completion order).
+    let mut got: Vec<(u64, u64)> = sim_log(&log, 5)
+        .iter()
+        .map(|r| {
+            (
+                r["prompt_tokens"].as_u64().unwrap(),
+                r["output_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    let mut want: Vec<(u64, u64)> = rows.iter().map(|(_, i, o, _)| (*i, *o)).collect();
+    want.sort();
+    assert_eq!(got, want);
+    // Theoretical: request 2 hits 1024, request 3 its first block (512), request 4 its first
+    // two (1024): 2560 of 4796 prompt tokens.
+    let theoretical = 2560.0 / 4796.0;
+    let log = sim_log(&log, 5);
+    let cached: u64 = log
+        .iter()
+        .map(|r| r["cached_tokens"].as_u64().unwrap())
+        .sum();
+    let prompt: u64 = log
+        .iter()
+        .map(|r| r["prompt_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!((cached, prompt), (2560, 4796), "{log:?}");
+    let measured = f(&p["prompt_cache_hit_rate"]);
+    assert!(
+        (measured - theoretical).abs() < 1e-9,
+        "{measured} vs {theoretical}"
+    );
+    // What the client said before sending anything.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("5 requests over") && err.contains("prefix-cache hit rate at most 53.4 %"),
+        "{err}"
+    );
+}
+
+/// A trace that is out of order is refused before any request is sent (exit 2), naming the
+/// file, line and column.
+#[test]
+fn a_bad_trace_is_refused_with_its_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"at_ms\": 10, \"input_tokens\": 4, \"output_tokens\": 2}\n{\"at_ms\": 5, \"input_tokens\": 4, \"output_tokens\": 2}\n",
+    )
+    .unwrap();
+    let o = bench("http://127.0.0.1:9", &["--trace", trace.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("t.jsonl:2:2: the time goes back (5 after 10)") && err.contains("hint:"),
+        "{err}"
+    );
+}

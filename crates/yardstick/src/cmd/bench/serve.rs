@@ -1,7 +1,7 @@
 //! `yardstick bench serve`: wiring of the load generator (crate `yardstick-load`) to the CLI.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -35,7 +35,8 @@ use crate::output;
 yardstick bench serve --url http://localhost:8000 --model m --rate 2,4,8 --scenario 'D(512,128)'\n  \
 yardstick bench serve --url http://localhost:8000 --model m --find-capacity --slo-ttft-ms 500\n  \
 yardstick bench serve --url https://api.example.com --model m --bearer-env OPENAI_API_KEY\n  \
-yardstick bench serve --url http://localhost:8000 --model m --output results/ --json"
+yardstick bench serve --url http://localhost:8000 --model m --output results/ --json\n  \
+yardstick bench serve --url http://localhost:8000 --model m --trace t.jsonl --trace-format mooncake"
 )]
 pub struct ServeArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
@@ -78,6 +79,21 @@ pub struct ServeArgs {
     /// Also exclude requests scheduled within this time of each point's start, e.g. 10s.
     #[arg(long)]
     pub warmup_duration: Option<String>,
+    /// Replay a request trace on its own clock: each request at its time, with its prompt and
+    /// output lengths (and shared prompt blocks, from Mooncake hash ids). Formats:
+    /// docs/traces.md. Replaces --scenario, --rate and --concurrency.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["rate", "concurrency", "scenarios", "dataset", "sessions"])]
+    pub trace: Option<PathBuf>,
+    /// The trace's format.
+    #[arg(long, value_name = "FORMAT", value_parser = ["mooncake", "azure", "burstgpt", "jsonl"], default_value = "jsonl", requires = "trace")]
+    pub trace_format: String,
+    /// Replay this many times faster than recorded (0.5: half speed).
+    #[arg(long, value_name = "X", default_value_t = 1.0, requires = "trace")]
+    pub speedup: f64,
+    /// Replay only the requests that arrived in this window of the trace, FROM..TO after its
+    /// first request (durations: 10m..20m, ..30s, 1h..).
+    #[arg(long, value_name = "FROM..TO", requires = "trace")]
+    pub trace_window: Option<String>,
     /// Prompts from a dataset: JSON lines ({"prompt": ..}) or ShareGPT JSON. Output lengths
     /// come from the scenario when it forces them (D, N, U(..)/(..)), else from the dataset.
     #[arg(long, value_name = "FILE")]
@@ -303,6 +319,58 @@ fn mlperf_of(args: &ServeArgs) -> anyhow::Result<Option<Mlperf>> {
     .map_err(exit::lib_error)
 }
 
+/// Reads and checks `--trace` (windowed by `--trace-window`) and says what it holds: requests,
+/// span, mean rate at the speed-up, and the theoretical prefix-cache hit rate of its blocks.
+fn read_trace(args: &ServeArgs, file: &Path) -> anyhow::Result<yardstick_load::trace::Trace> {
+    use yardstick_load::trace::{Trace, TraceFormat};
+    if !(args.speedup.is_finite() && args.speedup > 0.0) {
+        return Err(exit::invalid(
+            format!("--speedup must be > 0, not {}", args.speedup),
+            Some("e.g. --speedup 2 replays twice as fast"),
+        ));
+    }
+    let format = TraceFormat::parse(&args.trace_format).expect("clap checked the format");
+    let mut t = Trace::load(file, format).map_err(exit::lib_error)?;
+    if let Some(w) = &args.trace_window {
+        let (from, to) = w.split_once("..").ok_or_else(|| {
+            exit::invalid(
+                format!("--trace-window {w:?} is not FROM..TO"),
+                Some("e.g. --trace-window 10m..20m, ..30s or 1h.."),
+            )
+        })?;
+        let ms = |part: &str| -> anyhow::Result<Option<f64>> {
+            if part.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(
+                crate::cmd::parse_duration("trace-window", part)?.as_secs_f64() * 1e3,
+            ))
+        };
+        t = t.window(ms(from)?, ms(to)?).map_err(exit::lib_error)?;
+    }
+    let hit = t
+        .prefix_hit_rate(None)
+        .map(|h| {
+            format!(
+                ", prefix-cache hit rate at most {:.1} % (every block kept)",
+                h * 100.0
+            )
+        })
+        .unwrap_or_default();
+    output::info(&format!(
+        "trace {}: {} requests over {} ({} at x{}){hit}",
+        file.display(),
+        t.requests.len(),
+        yardstick_spec::human::human(t.span_s() / args.speedup, "s"),
+        yardstick_spec::human::human(
+            t.requests.len() as f64 / (t.span_s() / args.speedup).max(1e-3),
+            "req/s"
+        ),
+        args.speedup,
+    ));
+    Ok(t)
+}
+
 /// `--shard i/N` (yardstick-run's reader: the same grammar as `run --shard`).
 fn parse_shard(s: &str) -> anyhow::Result<(u64, u64)> {
     yardstick_run::pods::parse_shard(s)
@@ -345,7 +413,20 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             burstiness: args.burstiness,
         },
     };
-    let loads: Vec<LoadModel> = if let Some(m) = mlperf {
+    let trace = match &args.trace {
+        Some(f) => Some(std::sync::Arc::new(read_trace(&args, f)?)),
+        None => None,
+    };
+    let loads: Vec<LoadModel> = if let Some(t) = &trace {
+        // Its mean rate sizes the connection pool; the times are the trace's.
+        vec![LoadModel::Rate {
+            rate: (t.requests.len() as f64 / t.span_s().max(1e-3) * args.speedup).max(1.0),
+            arrival: Arrival::Trace {
+                speedup: args.speedup,
+            },
+            max_in_flight: args.max_in_flight,
+        }]
+    } else if let Some(m) = mlperf {
         vec![m.load_model(args.max_requests).map_err(exit::lib_error)?]
     } else if !args.rate.is_empty() {
         args.rate
@@ -369,7 +450,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         None if args.max_requests.is_none() => Some(Duration::from_secs(60)),
         None => None,
     };
-    let scenarios = if args.scenarios.is_empty() && args.dataset.is_some() {
+    let scenarios = if trace.is_some() || (args.scenarios.is_empty() && args.dataset.is_some()) {
         Vec::new() // one point, lengths from the dataset
     } else if args.scenarios.is_empty() {
         vec![if api == Api::Embeddings {
@@ -444,6 +525,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 None => None,
             },
             energy: args.energy.then(yardstick_run::serve::energy),
+            trace: trace.clone(),
         }
     };
     let scenarios = bench.validate().map_err(exit::lib_error)?;
