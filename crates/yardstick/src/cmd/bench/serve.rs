@@ -36,7 +36,7 @@ yardstick bench serve --url http://localhost:8000 --model m --rate 2,4,8 --scena
 yardstick bench serve --url http://localhost:8000 --model m --find-capacity --slo-ttft-ms 500\n  \
 yardstick bench serve --url https://api.example.com --model m --bearer-env OPENAI_API_KEY\n  \
 yardstick bench serve --url http://localhost:8000 --model m --output results/ --json\n  \
-yardstick bench serve --url http://localhost:8000 --model m --trace t.jsonl --trace-format mooncake"
+yardstick bench serve --url http://localhost:8000 --model m --trace t.csv --trace-format azure"
 )]
 pub struct ServeArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
