@@ -83,7 +83,7 @@ pub fn check_group_targets(plan: &Plan, g: &pods::PodGroup) -> Result<(), RunErr
         return Ok(());
     }
     match plan.points.iter().find(|p| {
-        pods::spans_group(&p.work) && matches!(&p.work, PointWork::Serve { url: None, .. })
+        p.work.spans_group() && matches!(&p.work, PointWork::Serve { url: None, .. })
     }) {
         Some(p) => Err(RunError::Invalid(format!(
             "{}: the serve target is the bundled simulator (`url: sim`), which would run inside \

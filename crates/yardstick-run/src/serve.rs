@@ -71,17 +71,11 @@ pub fn server_series_table(rows: &[yardstick_load::scrape::Reading]) -> Option<T
 /// in this process otherwise.
 pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, RunError> {
     let work = &cx.point.work;
-    let PointWork::Serve {
-        url,
-        point,
-        capacity,
-        ..
-    } = work
-    else {
+    let PointWork::Serve { url, .. } = work else {
         return Err(RunError::Internal("not a serve point".into()));
     };
     let url = cx.run.target(url.as_ref());
-    if point.mlperf.is_none() && capacity.is_none() {
+    if work.spans_group() {
         let shards = ServeShards {
             work,
             step: cx.name(),
