@@ -5,7 +5,9 @@ use std::path::Path;
 
 use yardstick_store::warehouse::{BaselineRow, RunRow, Warehouse};
 
-use crate::{GateError, RunData, find_run, load_run};
+use crate::error::GateError;
+use crate::file::load_run;
+use crate::load::{RunData, find_run};
 
 /// Saves `run_id` (or a unique prefix) as the baseline of its machine profile and benchmark.
 /// Only complete runs with a machine profile can be baselines.

@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use yardstick_stats::percentile::percentile_sorted;
 use yardstick_store::warehouse::{CalibrationRow, Warehouse};
 
+use crate::error::GateError;
+use crate::gate::GateReport;
 use crate::gate::MetricClass;
-use crate::{GateError, GateReport};
 
 /// A/A comparisons a metric needs before its noise floor is used.
 pub const MIN_CALIBRATIONS: usize = 5;
@@ -142,7 +143,7 @@ pub struct Calibration {
     /// The B run.
     pub candidate_run: String,
     /// What the gate would have said of the A/A pair.
-    pub a_a_verdict: crate::Verdict,
+    pub a_a_verdict: crate::gate::Verdict,
     /// A/A comparisons a metric needs before its floor is used.
     pub min_comparisons: usize,
     /// Each metric's floor so far.

@@ -10,7 +10,8 @@ use yardstick_stats::bootstrap::{BootstrapConfig, Method, ratio_of_medians_ci};
 use yardstick_stats::descriptive::median;
 use yardstick_stats::hypothesis::mann_whitney;
 
-use crate::{GateError, RunData};
+use crate::error::GateError;
+use crate::load::RunData;
 
 /// Seed of every bootstrap of the gate (reproducible intervals).
 pub(crate) const SEED: u64 = 0x5EED_0008;

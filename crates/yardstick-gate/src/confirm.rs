@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use yardstick_spec::BenchmarkRun;
 
-use crate::{GateError, GateReport, RunData, Verdict};
+use crate::error::GateError;
+use crate::gate::{GateReport, Verdict};
+use crate::load::RunData;
 
 /// Whether the candidate's spec asks for confirmation (`gates.confirm: true`).
 pub fn spec_asks(candidate: &RunData) -> bool {
@@ -178,8 +180,8 @@ pub fn apply_pooled(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::{GateOptions, gate};
     use crate::testutil::run_data;
-    use crate::{GateOptions, gate};
     use yardstick_error::UserFacing;
 
     const BASE: [f64; 5] = [40.0, 40.3, 39.9, 40.1, 40.2];

@@ -9,11 +9,12 @@ use yardstick_eval::TaskComparison;
 use yardstick_spec::Tolerances;
 use yardstick_spec::metrics::id;
 
+use crate::compare as cmp;
+use crate::error::GateError;
 use crate::gate::{
     MetricClass, MetricVerdict, Verdict, decide, direction_of, metric_tolerance, ratio_bound,
 };
 use crate::paired::{ItemStatistic, Items, paired};
-use crate::{GateError, compare as cmp};
 
 /// How to judge an eval comparison.
 #[derive(Debug, Clone)]

@@ -9,7 +9,8 @@ use serde_json::Value;
 use yardstick_store::warehouse::{FactRow, PointRow, RunRow, Warehouse};
 
 use crate::compare::classify;
-use crate::{GateError, RunData, load_run};
+use crate::error::GateError;
+use crate::load::{RunData, find_run, load_stored};
 
 /// Format version of baseline files.
 pub const SCHEMA: u32 = 1;
@@ -203,6 +204,22 @@ pub fn import(w: &mut dyn Warehouse, path: &Path, force: bool) -> Result<Vec<Imp
         });
     }
     Ok(out)
+}
+
+/// Loads a run (by id or unique prefix): facts from the warehouse, spec and env from its run
+/// directory, or from the baseline file it was imported from ([`IMPORTED_PREFIX`]). A missing
+/// `env.json` or undecodable spec leaves `Null` (the diff then says so).
+pub fn load_run(w: &mut dyn Warehouse, id: &str) -> Result<RunData, GateError> {
+    let run = find_run(w, id)?;
+    let facts = w.facts(&run.run_id)?;
+    if let Some(file) = run.location.strip_prefix(IMPORTED_PREFIX) {
+        // A baseline imported from a baseline file: its spec and env live in that file.
+        let mut data = load(Path::new(file), &run.name)?;
+        data.run = run;
+        data.facts = facts;
+        return Ok(data);
+    }
+    load_stored(run, facts)
 }
 
 /// Reads the baseline of `benchmark` from a baseline file, as a run to gate against.

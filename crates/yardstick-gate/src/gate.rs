@@ -9,7 +9,8 @@ use yardstick_stats::hypothesis::{binomial_coefficient, holm, ratio_beyond, rati
 use yardstick_stats::percentile::min_samples_for_quantile_ci;
 
 use crate::compare::{Comparison, compare};
-use crate::{GateError, RunData};
+use crate::error::GateError;
+use crate::load::RunData;
 
 pub use yardstick_spec::metrics::MetricClass;
 use yardstick_spec::metrics::MetricDef;
@@ -954,7 +955,7 @@ mod tests {
         b.spec_value = serde_json::json!({"spec": {"trials": {"replicates": 5}, "x": 1}});
         b.env =
             serde_json::json!({"machine_profile": "cpu-test", "cpu": {"governor": "powersave"}});
-        let c = crate::compare(&a, &b).unwrap();
+        let c = crate::compare::compare(&a, &b).unwrap();
         assert_eq!(c.spec_diffs[0].path, "spec.trials.replicates");
         assert_eq!(c.env_diffs[0].path, "env.cpu.governor");
         assert!(
@@ -966,7 +967,7 @@ mod tests {
         );
         // One moved field: no such warning.
         b.env = a.env.clone();
-        let c = crate::compare(&a, &b).unwrap();
+        let c = crate::compare::compare(&a, &b).unwrap();
         assert!(
             !c.warnings
                 .iter()

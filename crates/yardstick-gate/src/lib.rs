@@ -36,8 +36,9 @@ pub use compare::{
     headline,
 };
 pub use error::GateError;
+pub use file::load_run;
 pub use gate::{
     Direction, GateOptions, GateReport, MIN_REPLICATES, MetricClass, MetricVerdict, Verdict,
     check_profiles, direction_of, gate, metric_tolerance, points_scale, ratio_bound, tolerance_pct,
 };
-pub use load::{RunData, find_run, load_run};
+pub use load::{RunData, find_run};

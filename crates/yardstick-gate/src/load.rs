@@ -7,7 +7,7 @@ use yardstick_spec::BenchmarkRun;
 use yardstick_store::run::FindRunError;
 use yardstick_store::warehouse::{FactRow, RunRow, Warehouse};
 
-use crate::GateError;
+use crate::error::GateError;
 
 /// Everything the comparison needs of one run.
 #[derive(Debug, Clone)]
@@ -34,18 +34,11 @@ pub fn find_run(w: &mut dyn Warehouse, id: &str) -> Result<RunRow, GateError> {
     })
 }
 
-/// Loads a run (by id or unique prefix): facts from the warehouse, spec and env from its run
-/// directory. A missing `env.json` or undecodable spec leaves `Null` (the diff then says so).
-pub fn load_run(w: &mut dyn Warehouse, id: &str) -> Result<RunData, GateError> {
-    let run = find_run(w, id)?;
-    let facts = w.facts(&run.run_id)?;
-    if let Some(file) = run.location.strip_prefix(crate::file::IMPORTED_PREFIX) {
-        // A baseline imported from a baseline file: its spec and env live in that file.
-        let mut data = crate::file::load(Path::new(file), &run.name)?;
-        data.run = run;
-        data.facts = facts;
-        return Ok(data);
-    }
+/// Loads a run stored in a run directory: `facts` from the warehouse, spec and env from the run
+/// directory `run.location` names. A missing `env.json` or undecodable spec leaves `Null` (the
+/// diff then says so). A run imported from a baseline file is read by
+/// [`crate::file::load_run`], which calls this for every other run.
+pub fn load_stored(run: RunRow, facts: Vec<FactRow>) -> Result<RunData, GateError> {
     if let Some(why) = yardstick_store::run::unsafe_run_id(&run.run_id) {
         return Err(GateError::Malformed {
             path: run.location.clone(),

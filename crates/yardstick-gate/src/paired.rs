@@ -18,7 +18,7 @@ use yardstick_spec::metrics::id;
 use yardstick_stats::bootstrap::{BootstrapConfig, Method, paired_ratio_of_sums_ci};
 use yardstick_stats::hypothesis::{McNemarMethod, mcnemar};
 
-use crate::GateError;
+use crate::error::GateError;
 
 /// The statistic of a set of eval items that a gated metric is.
 #[derive(

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use yardstick_store::warehouse::{FactRow, RunRow};
 
-use crate::RunData;
+use crate::load::RunData;
 
 /// A complete run of benchmark `t` on machine profile `cpu-test`, stored in `location`.
 pub(crate) fn run_row(id: &str, location: &str) -> RunRow {

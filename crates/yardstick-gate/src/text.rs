@@ -7,7 +7,8 @@ use yardstick_report::terminal::{plain_table, table_with_notes, width, wrap};
 use yardstick_stats::descriptive::median;
 use yardstick_stats::text::style::{DIM, RESET};
 
-use crate::{Comparison, FieldDiff, GateReport};
+use crate::compare::{Comparison, FieldDiff};
+use crate::gate::GateReport;
 
 /// A JSON value shortened to 60 characters for a table cell.
 fn short(v: &serde_json::Value) -> String {
@@ -252,14 +253,14 @@ pub fn calibration(c: &crate::calibrate::Calibration, profile: &str, benchmark: 
 mod tests {
     use std::path::Path;
 
+    use crate::gate::{GateOptions, Verdict};
     use crate::testutil::run_data;
-    use crate::{GateOptions, Verdict};
 
     #[test]
     fn the_tables_show_values_in_their_unit_and_the_verdict_with_its_reason() {
         let base = run_data("a", Path::new("/x/runs/a"), &[50.0, 51.0, 49.0, 50.5, 49.5]);
         let slow = run_data("b", Path::new("/x/runs/b"), &[80.0, 81.0, 79.0, 80.5, 79.5]);
-        let report = crate::gate(&base, &slow, &GateOptions::default()).unwrap();
+        let report = crate::gate::gate(&base, &slow, &GateOptions::default()).unwrap();
         assert_eq!(report.verdict, Verdict::Fail);
         let text = super::report_at(&report, 100);
         let lines: Vec<&str> = text.lines().collect();

@@ -14,10 +14,9 @@ use yardstick_store::samples::{Column, Table};
 
 use crate::RunError;
 use crate::facts::Figures;
-use crate::phases::RunContext;
-use crate::phases::StepContext;
 use crate::plan::{PointWork, Step};
 use crate::replicate::ReplicateOutcome;
+use crate::step::{RunContext, StepContext};
 
 /// What a profiled replicate leaves: the profiler's files (name relative to the profile
 /// directory, contents) and what they say.

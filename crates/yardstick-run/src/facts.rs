@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use yardstick_spec::metrics::{IntervalMethod, Measurement};
+use yardstick_store::Manifest;
 use yardstick_store::summary::{FailedReplicate, PointFailures, RunSummary};
-use yardstick_store::warehouse::FactRow;
+use yardstick_store::warehouse::{FactRow, RunRow};
 
 use crate::plan::Plan;
 use yardstick_spec::metrics::id;
@@ -224,6 +225,24 @@ pub fn headline(summary: &Value, figures: &Figures) -> String {
         parts.push("done".into());
     }
     parts.join(", ")
+}
+
+/// The warehouse's row of a run as its manifest `m` stands (an imported run's too).
+pub(crate) fn run_row(m: &Manifest, mode: Option<String>, location: &str) -> RunRow {
+    RunRow {
+        run_id: m.run_id.clone(),
+        name: m.name.clone(),
+        status: m.effective_status(),
+        mode,
+        spec_sha256: m.spec_sha256.clone(),
+        machine_profile: m.machine_profile.clone(),
+        env_sha256: m.env_sha256.clone(),
+        started_at: m.started_at.clone(),
+        ended_at: m.ended_at.clone(),
+        tool_version: m.tool.version.clone(),
+        git_commit: m.tool.git_commit.clone(),
+        location: location.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -586,7 +586,7 @@ pub(crate) fn write_run(
         .unwrap_or_else(|| opts.store.display().to_string());
     let mut wh = yardstick_store::warehouse::open_warehouse(&location)?;
     let run_id = writer.run_id().to_string();
-    let run_row = |m: &yardstick_store::Manifest| crate::phases::run_row(m, None, &location);
+    let run_row = |m: &yardstick_store::Manifest| crate::facts::run_row(m, None, &location);
     wh.upsert_run(&run_row(writer.manifest()))?;
     wh.upsert_points(
         &points

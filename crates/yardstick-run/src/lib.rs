@@ -30,6 +30,7 @@ pub mod scaling;
 pub mod serve;
 pub mod slurm;
 pub mod startup;
+mod step;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -82,9 +83,11 @@ pub fn check_group_targets(plan: &Plan, g: &pods::PodGroup) -> Result<(), RunErr
     if g.count < 2 {
         return Ok(());
     }
-    match plan.points.iter().find(|p| {
-        pods::spans_group(&p.work) && matches!(&p.work, PointWork::Serve { url: None, .. })
-    }) {
+    match plan
+        .points
+        .iter()
+        .find(|p| p.work.spans_group() && matches!(&p.work, PointWork::Serve { url: None, .. }))
+    {
         Some(p) => Err(RunError::Invalid(format!(
             "{}: the serve target is the bundled simulator (`url: sim`), which would run inside \
              each pod; {} pods split the load of one server every pod reaches (a URL)",

@@ -8,17 +8,16 @@
 //! kind. What differs between engines is the run's [`Placement`].
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use tokio_util::sync::CancellationToken;
-use yardstick_spec::{BenchmarkRun, ComponentLayer, E2eLayer, Trials};
+use yardstick_spec::{BenchmarkRun, Trials};
 use yardstick_store::warehouse::{PointRow, RunRow, Warehouse};
-use yardstick_store::{Manifest, RunStatus, RunWriter, StoreError};
+use yardstick_store::{RunStatus, RunWriter, StoreError};
 
-use crate::facts::{self, Figures};
-use crate::placement::{self, Placement, StepName};
+use crate::facts::{self, Figures, run_row};
+use crate::placement::{Placement, Start, StepName};
 use crate::replicate::{ReplicateOutcome, ReplicateStatus};
+use crate::step::{RunContext, StepContext};
 use crate::{
     EmbeddedSim, Event, Plan, Point, PointWork, RunError, RunOptions, RunOutcome, Step, bottleneck,
     e2e, eval, index, loader, micro, plan, profile, scaling, serve, startup,
@@ -26,63 +25,20 @@ use crate::{
 use yardstick_store::record::ReplicateRecord;
 use yardstick_store::summary::ProfileEntry;
 
-/// What every step of a run shares: where targets are, the inputs read, the trial policy and the
-/// layers of the spec, the scratch directory, the run, this program and Ctrl-C.
-pub(crate) struct RunContext<'a> {
-    /// The async runtime the serving and eval runners use.
-    pub rt: &'a tokio::runtime::Runtime,
-    /// The embedded simulator, when a target is `url: sim`.
-    pub sim: Option<SocketAddr>,
-    /// The eval tasks and texts, read before the run started.
-    pub eval_inputs: &'a eval::EvalInputs,
-    /// The trial policy.
-    pub trials: &'a Trials,
-    /// The spec's e2e layers (a command or trainer point's timeout, environment, profile).
-    pub e2e_layers: &'a [E2eLayer],
-    /// The spec's component layers (a start-up point's readiness).
-    pub component_layers: &'a [ComponentLayer],
-    /// Logs and files while a step runs.
-    pub scratch: &'a Path,
-    /// The spec's directory.
-    pub spec_dir: Option<&'a Path>,
-    /// The run id.
-    pub run_id: &'a str,
-    /// This program.
-    pub exe: &'a Path,
-    /// Cancelled on Ctrl-C.
-    pub cancel: &'a CancellationToken,
-}
-
-impl RunContext<'_> {
-    /// The URL of a target: the one the spec names, or the embedded simulator's.
-    pub fn target(&self, url: Option<&String>) -> String {
-        match (url, &self.sim) {
-            (Some(u), _) => u.clone(),
-            (None, Some(addr)) => format!("http://{addr}"),
-            (None, None) => unreachable!("the simulator starts when a target needs it"),
+/// The placement `opts` asks for: a pod group's member 0, a Slurm allocation, or this machine.
+fn placement_of(opts: &RunOptions) -> Result<Box<dyn Placement>, RunError> {
+    Ok(match (&opts.pods, &opts.slurm) {
+        (Some(_), Some(_)) => {
+            return Err(RunError::Invalid(
+                "a pod group's member (`--shard I/N`) does not run inside a Slurm allocation's \
+                 inner run"
+                    .into(),
+            ));
         }
-    }
-}
-
-/// One step as its runner sees it: the run, where it runs, the point, the replicate, its seed.
-pub(crate) struct StepContext<'a> {
-    /// What the run's steps share.
-    pub run: &'a RunContext<'a>,
-    /// The engine.
-    pub placement: &'a mut dyn Placement,
-    /// The point.
-    pub point: &'a Point,
-    /// The step (replicate, profiled or not).
-    pub step: &'a Step,
-    /// The replicate's seed.
-    pub seed: u64,
-}
-
-impl<'a> StepContext<'a> {
-    /// The step's name, as engines record it.
-    pub fn name(&self) -> StepName<'a> {
-        StepName::of(self.point, self.step)
-    }
+        (Some(g), None) => Box::new(crate::pods::PodPlacement::new(g.clone())),
+        (None, Some(a)) => Box::new(crate::slurm::SlurmPlacement::new(a.clone())),
+        (None, None) => Box::new(crate::local::Local),
+    })
 }
 
 /// Runs one step with the runner of its point's kind. A runner kind is one module and one arm
@@ -138,24 +94,6 @@ struct Prepared {
     placement: Box<dyn Placement>,
     /// The engine's node-to-node consistency check (`Null` without one).
     nodes_report: Option<yardstick_analysis::nodes::NodesReport>,
-}
-
-/// The warehouse's row of a run as its manifest `m` stands (an imported run's too).
-pub(crate) fn run_row(m: &Manifest, mode: Option<String>, location: &str) -> RunRow {
-    RunRow {
-        run_id: m.run_id.clone(),
-        name: m.name.clone(),
-        status: m.effective_status(),
-        mode,
-        spec_sha256: m.spec_sha256.clone(),
-        machine_profile: m.machine_profile.clone(),
-        env_sha256: m.env_sha256.clone(),
-        started_at: m.started_at.clone(),
-        ended_at: m.ended_at.clone(),
-        tool_version: m.tool.version.clone(),
-        git_commit: m.tool.git_commit.clone(),
-        location: location.to_string(),
-    }
 }
 
 /// Executes a spec as a new run (`resume: None`) or continues an incomplete one.
@@ -359,7 +297,7 @@ fn prepare(
     opts: &mut RunOptions,
 ) -> Result<Prepared, RunError> {
     let key = crate::admitted_key(spec, &opts.store)?;
-    let mut placement = placement::of(opts)?;
+    let mut placement = placement_of(opts)?;
     let mut plan = checked_plan(spec, opts, placement.as_ref())?;
     let runs_dir = opts.store.join("runs");
     // Input files are read before anything is created: a bad one is invalid input. A resumed run
@@ -423,7 +361,7 @@ fn prepare(
     let scratch = opts.store.join("tmp").join(&run_id);
     let sampler = start_telemetry(opts);
     // The engine's start: every node's or pod's environment and micro figures.
-    let nodes_report = placement.start(placement::Start {
+    let nodes_report = placement.start(Start {
         writer: &mut writer,
         exe: &opts.self_exe,
         plan: &plan,

@@ -12,7 +12,7 @@ use yardstick_analysis::nodes::NodesReport;
 use yardstick_store::RunWriter;
 
 use crate::replicate::ReplicateOutcome;
-use crate::{Event, Plan, Point, PointWork, RunError, RunOptions, Step};
+use crate::{Event, Plan, Point, PointWork, RunError, Step};
 
 /// What an engine needs to start: the run directory it stores its captures in, this program
 /// (run again on every node or pod), the plan and the trial policy (the micro layer's
@@ -141,22 +141,6 @@ pub(crate) trait Placement {
 
     /// The run was stored incomplete for `why`: the engine's other processes stop.
     fn stopped(&self, _why: &str) {}
-}
-
-/// The placement `opts` asks for: a pod group's member 0, a Slurm allocation, or this machine.
-pub(crate) fn of(opts: &RunOptions) -> Result<Box<dyn Placement>, RunError> {
-    Ok(match (&opts.pods, &opts.slurm) {
-        (Some(_), Some(_)) => {
-            return Err(RunError::Invalid(
-                "a pod group's member (`--shard I/N`) does not run inside a Slurm allocation's \
-                 inner run"
-                    .into(),
-            ));
-        }
-        (Some(g), None) => Box::new(crate::pods::PodPlacement::new(g.clone())),
-        (None, Some(a)) => Box::new(crate::slurm::SlurmPlacement::new(a.clone())),
-        (None, None) => Box::new(crate::local::Local),
-    })
 }
 
 /// The micro figures of every node (`files`: node name and `bench micro --json` output), each

@@ -241,6 +241,21 @@ pub struct Plan {
     pub estimate_upper_s: Option<f64>,
 }
 
+impl PointWork {
+    /// Whether a step of this point is split across an engine's processes (the pods of a group,
+    /// the tasks of a Slurm allocation): serve points (not MLPerf scenarios or capacity
+    /// searches, which run in one process) and command points.
+    pub fn spans_group(&self) -> bool {
+        match self {
+            PointWork::Serve {
+                point, capacity, ..
+            } => point.mlperf.is_none() && capacity.is_none(),
+            PointWork::Command { .. } => true,
+            _ => false,
+        }
+    }
+}
+
 impl Plan {
     /// The plan as `yardstick run` shows it: the counts, one line per point, and the duration
     /// estimate ([`Plan::estimate_line`] with no history; `yardstick run` gives it the store's).

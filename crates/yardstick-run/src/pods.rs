@@ -456,18 +456,6 @@ pub struct MemberStep {
     pub done: Done,
 }
 
-/// Whether a point spans the group: serve points (not MLPerf scenarios or capacity searches,
-/// which run on member 0) and command points.
-pub fn spans_group(work: &crate::PointWork) -> bool {
-    match work {
-        crate::PointWork::Serve {
-            point, capacity, ..
-        } => point.mlperf.is_none() && capacity.is_none(),
-        crate::PointWork::Command { .. } => true,
-        _ => false,
-    }
-}
-
 /// A member other than 0: captures its environment (and micro layer), then takes its part in
 /// every step of `plan` that spans the group, in the plan's order. Stores no run.
 pub fn run_member(
@@ -484,7 +472,7 @@ pub fn run_member(
     for step in &plan.steps {
         let point = &plan.points[step.point];
         // Profiles are taken by one process (pod 0 skips them in a group too).
-        if !spans_group(&point.work) || step.profile {
+        if !point.work.spans_group() || step.profile {
             continue;
         }
         let key = step_key(&point.slug, step.replicate);

@@ -13,10 +13,10 @@ use yardstick_store::samples::{Column, Table};
 
 use crate::RunError;
 use crate::facts::Figures;
-use crate::phases::StepContext;
 use crate::placement::ServeShards;
 use crate::plan::PointWork;
 use crate::replicate::ReplicateOutcome;
+use crate::step::StepContext;
 use yardstick_spec::metrics::{Measured, Measurement, id};
 
 /// The outcome of one serve replicate run in this process: the point summary as JSON (the shape
@@ -71,17 +71,11 @@ pub fn server_series_table(rows: &[yardstick_load::scrape::Reading]) -> Option<T
 /// in this process otherwise.
 pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, RunError> {
     let work = &cx.point.work;
-    let PointWork::Serve {
-        url,
-        point,
-        capacity,
-        ..
-    } = work
-    else {
+    let PointWork::Serve { url, .. } = work else {
         return Err(RunError::Internal("not a serve point".into()));
     };
     let url = cx.run.target(url.as_ref());
-    if point.mlperf.is_none() && capacity.is_none() {
+    if work.spans_group() {
         let shards = ServeShards {
             work,
             step: cx.name(),
@@ -332,65 +326,6 @@ pub fn merge_shards(
         ReplicateOutcome::new(summary, Figures::new(result.summary.measurements()))
             .with_samples(records_table(&result.records)),
     )
-}
-
-/// One replicate of a serve point split across every task of a Slurm allocation: one `srun`
-/// step runs `yardstick bench serve --shard $SLURM_PROCID/N --start-at T` in each task (the
-/// same plan, seed and start time, each task its share of the arrivals or streams), and the
-/// shards' records are merged exactly into one point (`yardstick_load::shard_files`), the same
-/// summary and samples as one process would give. MLPerf scenarios are not sharded: they run in
-/// this process.
-pub fn run_replicate_sharded(
-    work: &PointWork,
-    url: &str,
-    seed: u64,
-    alloc: &crate::slurm::Allocation,
-    exe: &std::path::Path,
-    dir: &std::path::Path,
-) -> Result<ReplicateOutcome, RunError> {
-    let n = alloc.ntasks.max(1);
-    let start_at = start_ahead();
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir)
-        .map_err(|e| RunError::Internal(format!("{}: {e}", dir.display())))?;
-    // Every task reads the point from the job directory, which the allocation shares.
-    let job = dir.join("point.json");
-    write_shard_job(work, url, seed, &job)?;
-    let args = shard_args(&job);
-    let status = std::process::Command::new("srun")
-        .arg(format!("--ntasks={n}"))
-        .arg("--kill-on-bad-exit=1")
-        .arg("--job-name=serve")
-        .args([
-            "sh",
-            "-c",
-            "d=\"$1\"; n=\"$2\"; t=\"$3\"; shift 3; exec \"$@\" --shard \"$SLURM_PROCID/$n\" \
-             --start-at \"$t\" --output \"$d/shard-$SLURM_PROCID\" > /dev/null",
-            "serve",
-        ])
-        .arg(dir)
-        .arg(n.to_string())
-        .arg(format!("{start_at:.3}"))
-        .arg(exe)
-        .args(&args)
-        .status();
-    let exit = status
-        .as_ref()
-        .ok()
-        .and_then(std::process::ExitStatus::code);
-    if exit != Some(0) {
-        return Err(RunError::Workload(format!(
-            "the sharded serve step failed ({})",
-            match status {
-                Ok(s) => s.to_string(),
-                Err(e) => e.to_string(),
-            }
-        )));
-    }
-    let dirs: Vec<std::path::PathBuf> = (0..n).map(|i| dir.join(format!("shard-{i}"))).collect();
-    let out = merge_shards(work, &dirs)?;
-    let _ = std::fs::remove_dir_all(dir);
-    Ok(out)
 }
 
 /// A point's schedule origin is a wall-clock timestamp, not a measurement: it stays in the raw

@@ -24,6 +24,7 @@ use crate::placement::{
     Placement, ServeShards, Start, StepName, nodes_check, store_slug, stored_report,
 };
 use crate::replicate::ReplicateOutcome;
+use crate::serve;
 use crate::{Event, RunError};
 use yardstick_store::RunWriter;
 
@@ -618,7 +619,7 @@ impl Placement for SlurmPlacement {
             .job_dir
             .join("serve")
             .join(format!("{}-r{}", s.step.slug, s.step.replicate));
-        let out = crate::serve::run_replicate_sharded(s.work, s.url, s.seed, &self.a, s.exe, &dir);
+        let out = run_replicate_sharded(s.work, s.url, s.seed, &self.a, s.exe, &dir);
         // The step either merged (srun exited 0) or failed.
         let (exit, state) = match &out {
             Ok(_) => (Some(0), "COMPLETED"),
@@ -691,6 +692,65 @@ impl Placement for SlurmPlacement {
         }
         Ok(())
     }
+}
+
+/// One replicate of a serve point split across every task of a Slurm allocation: one `srun`
+/// step runs `yardstick bench serve --shard $SLURM_PROCID/N --start-at T` in each task (the
+/// same plan, seed and start time, each task its share of the arrivals or streams), and the
+/// shards' records are merged exactly into one point (`yardstick_load::shard_files`), the same
+/// summary and samples as one process would give. MLPerf scenarios are not sharded: they run in
+/// this process.
+pub fn run_replicate_sharded(
+    work: &crate::plan::PointWork,
+    url: &str,
+    seed: u64,
+    alloc: &Allocation,
+    exe: &std::path::Path,
+    dir: &std::path::Path,
+) -> Result<ReplicateOutcome, RunError> {
+    let n = alloc.ntasks.max(1);
+    let start_at = serve::start_ahead();
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)
+        .map_err(|e| RunError::Internal(format!("{}: {e}", dir.display())))?;
+    // Every task reads the point from the job directory, which the allocation shares.
+    let job = dir.join("point.json");
+    serve::write_shard_job(work, url, seed, &job)?;
+    let args = serve::shard_args(&job);
+    let status = std::process::Command::new("srun")
+        .arg(format!("--ntasks={n}"))
+        .arg("--kill-on-bad-exit=1")
+        .arg("--job-name=serve")
+        .args([
+            "sh",
+            "-c",
+            "d=\"$1\"; n=\"$2\"; t=\"$3\"; shift 3; exec \"$@\" --shard \"$SLURM_PROCID/$n\" \
+             --start-at \"$t\" --output \"$d/shard-$SLURM_PROCID\" > /dev/null",
+            "serve",
+        ])
+        .arg(dir)
+        .arg(n.to_string())
+        .arg(format!("{start_at:.3}"))
+        .arg(exe)
+        .args(&args)
+        .status();
+    let exit = status
+        .as_ref()
+        .ok()
+        .and_then(std::process::ExitStatus::code);
+    if exit != Some(0) {
+        return Err(RunError::Workload(format!(
+            "the sharded serve step failed ({})",
+            match status {
+                Ok(s) => s.to_string(),
+                Err(e) => e.to_string(),
+            }
+        )));
+    }
+    let dirs: Vec<std::path::PathBuf> = (0..n).map(|i| dir.join(format!("shard-{i}"))).collect();
+    let out = serve::merge_shards(work, &dirs)?;
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -27,7 +27,8 @@ use yardstick_store::layout::MANIFEST;
 use yardstick_store::run::ATTESTATION;
 use yardstick_store::warehouse::{BaselineRow, FactRow, RunRow};
 
-use crate::api::push::{BlobStored, PushGate, PushStart, PushState, PushStatus};
+use crate::api::gate::PushGate;
+use crate::api::push::{BlobStored, PushStart, PushState, PushStatus};
 
 /// How long one request may take (an upload of a large artifact included).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(3600);

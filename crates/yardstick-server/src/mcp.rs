@@ -204,12 +204,12 @@ impl YardstickMcp {
         &self,
         Parameters(args): Parameters<ValidateSpecArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        if args.spec.len() > crate::api::VALIDATE_BODY_LIMIT {
+        if args.spec.len() > crate::api::validate::VALIDATE_BODY_LIMIT {
             return Ok(refusal(ApiError::bad_request(
                 format!(
                     "the spec is {} bytes; at most {} are validated",
                     args.spec.len(),
-                    crate::api::VALIDATE_BODY_LIMIT
+                    crate::api::validate::VALIDATE_BODY_LIMIT
                 ),
                 None,
             )));
@@ -532,7 +532,7 @@ pub fn http_service(
         StreamableHttpServerConfig, StreamableHttpService,
     };
     let mut config = StreamableHttpServerConfig::default()
-        .with_max_request_body_bytes(crate::api::VALIDATE_BODY_LIMIT + 64 * 1024);
+        .with_max_request_body_bytes(crate::api::validate::VALIDATE_BODY_LIMIT + 64 * 1024);
     if !loopback {
         config = config.disable_allowed_hosts();
     }

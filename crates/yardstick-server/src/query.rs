@@ -15,7 +15,11 @@ use axum::http::StatusCode;
 use yardstick_store::warehouse::{QueryLimits, QueryResult};
 
 use crate::ApiError;
-use crate::state::{AppState, MAX_CONCURRENT_QUERIES};
+use crate::state::AppState;
+
+/// At most this many requests use the warehouse at once (the rest wait their turn), so a burst
+/// of requests cannot open more connections than a PostgreSQL server accepts.
+pub const MAX_CONCURRENT_QUERIES: usize = 16;
 
 /// How ad-hoc queries are bounded (`yardstick server --query-*`).
 #[derive(Debug, Clone)]

@@ -26,10 +26,6 @@ pub type Conn = Box<dyn Warehouse + Send>;
 
 /// At most this many idle warehouse connections are kept.
 const MAX_IDLE: usize = 8;
-/// At most this many requests use the warehouse at once (the rest wait their turn), so a burst
-/// of requests cannot open more connections than a PostgreSQL server accepts.
-pub const MAX_CONCURRENT_QUERIES: usize = 16;
-
 /// The state shared by handlers.
 pub struct AppState {
     /// The configuration.
@@ -75,7 +71,9 @@ impl AppState {
             metrics: Metrics::default(),
             push_lock: tokio::sync::Mutex::new(()),
             idle: Mutex::new(Vec::new()),
-            permits: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_QUERIES)),
+            permits: Arc::new(tokio::sync::Semaphore::new(
+                crate::query::MAX_CONCURRENT_QUERIES,
+            )),
             tokens: Mutex::new((None, Tokens::default())),
             labels: Mutex::new(HashMap::new()),
             config,

@@ -13,10 +13,18 @@ use yardstick_gate::{GateError, GateOptions, GateReport, baseline, calibrate};
 use yardstick_store::warehouse::{BaselineRow, Warehouse};
 
 use super::extract::{ApiPath, ApiQuery, JsonBody};
-use super::push::PushGate;
 use super::runs::RunPath;
 use crate::ApiError;
 use crate::state::{AppState, Located};
+
+/// The server's gating of a pushed run, recorded for trends.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PushGate {
+    /// `PASS`, `WARN`, `FAIL` or `INCONCLUSIVE`.
+    pub verdict: String,
+    /// The baseline run it was gated against.
+    pub baseline_run: String,
+}
 
 /// Which baseline to gate against.
 #[derive(Debug, Default, Deserialize, JsonSchema)]

@@ -52,9 +52,6 @@ pub use runs::{RunDetail, RunsPage};
 pub use trend::{TrendOut, TrendPoint, TrendSeries, TrendsOut};
 pub use validate::ValidateOut;
 
-/// Largest request body of `POST /api/v1/validate`.
-pub const VALIDATE_BODY_LIMIT: usize = 1024 * 1024;
-
 /// Every route the server answers, as `METHOD path` with OpenAPI's `{name}` parameters.
 pub const ROUTES: &[&str] = &[
     "GET /healthz",
@@ -334,7 +331,9 @@ pub fn documented_routes() -> (axum::Router<Arc<AppState>>, String) {
                     "Validate a spec (YAML in the body): what `yardstick validate --json` prints",
                 )
             })
-            .layer(axum::extract::DefaultBodyLimit::max(VALIDATE_BODY_LIMIT)),
+            .layer(axum::extract::DefaultBodyLimit::max(
+                validate::VALIDATE_BODY_LIMIT,
+            )),
         )
         .api_route(
             "/api/v1/pushes",

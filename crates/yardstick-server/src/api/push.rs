@@ -48,6 +48,7 @@ use yardstick_store::warehouse::{RunRows, Warehouse};
 use yardstick_store::{Manifest, RunStatus};
 
 use super::extract::{ApiPath, JsonBody, RawBody};
+use super::gate::PushGate;
 use crate::ApiError;
 use crate::state::AppState;
 
@@ -158,15 +159,6 @@ pub struct PushStatus {
     /// machine profile and benchmark (null when none is set, or before the commit).
     #[serde(default)]
     pub gate: Option<PushGate>,
-}
-
-/// The server's gating of a pushed run, recorded for trends.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct PushGate {
-    /// `PASS`, `WARN`, `FAIL` or `INCONCLUSIVE`.
-    pub verdict: String,
-    /// The baseline run it was gated against.
-    pub baseline_run: String,
 }
 
 /// The answer to one upload.

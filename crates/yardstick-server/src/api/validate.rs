@@ -9,6 +9,9 @@ use yardstick_spec::Diagnostic;
 use super::extract::{ApiQuery, TextBody};
 use crate::ApiError;
 
+/// Largest request body of `POST /api/v1/validate`.
+pub const VALIDATE_BODY_LIMIT: usize = 1024 * 1024;
+
 /// Options of a validation.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -607,7 +607,7 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
         );
     }
     for s in &t.series {
-        let pts: Vec<(&crate::api::TrendPoint, f64)> = s
+        let pts: Vec<(&crate::api::trend::TrendPoint, f64)> = s
             .points
             .iter()
             .filter_map(|p| {
