@@ -362,38 +362,6 @@ pub fn measurements(report: &EvalReport) -> (Vec<Measurement>, u64) {
     }
 }
 
-/// A one-line headline of an eval replicate summary, if it is one.
-pub fn headline(summary: &Value) -> Option<String> {
-    let e = summary.get("eval")?;
-    if let Some(acc) = summary[id::ACCURACY].as_f64() {
-        let mut h = format!(
-            "{}: accuracy {:.3} [{:.3}, {:.3}] of {} items",
-            e["task"].as_str().unwrap_or("?"),
-            acc,
-            summary[id::ACCURACY_CI]["lo"].as_f64().unwrap_or(f64::NAN),
-            summary[id::ACCURACY_CI]["hi"].as_f64().unwrap_or(f64::NAN),
-            e["n"]
-        );
-        if let Some(d) = summary[id::DETERMINISM].as_f64() {
-            h.push_str(&format!(", determinism {d:.3}"));
-        }
-        let errors = summary[id::ERRORS].as_u64().unwrap_or(0);
-        if errors > 0 {
-            h.push_str(&format!(", {errors} failed requests"));
-        }
-        return Some(h);
-    }
-    if let Some(p) = summary[id::PERPLEXITY].as_f64() {
-        return Some(format!(
-            "perplexity {p:.3} over {} tokens",
-            summary[id::PERPLEXITY_TOKENS]
-        ));
-    }
-    summary["unsupported"]
-        .as_str()
-        .map(|why| format!("perplexity unsupported by this server: {why}"))
-}
-
 /// `summary.json`'s `eval` section: per eval point, the accuracy of every replicate, the Wilson
 /// interval of the first, the determinism rates and the perplexity, from the replicate
 /// summaries. `None` when the plan has no eval points.
@@ -505,7 +473,11 @@ mod tests {
             ("value", "fraction", 2)
         );
         assert!(!facts.iter().any(|f| f.metric == "eval"));
-        assert!(headline(&s).unwrap().starts_with("t: accuracy 0.500"));
+        assert!(
+            crate::facts::eval_headline(&s)
+                .unwrap()
+                .starts_with("t: accuracy 0.500")
+        );
 
         let failed = vec![
             item("a", 0, false, Some("connect")),
@@ -589,6 +561,10 @@ mod tests {
         let s = summarize(&r);
         assert!(s.get("perplexity").is_none(), "{s}");
         assert!(measurements(&r).0.is_empty());
-        assert!(headline(&s).unwrap().contains("unsupported"));
+        assert!(
+            crate::facts::eval_headline(&s)
+                .unwrap()
+                .contains("unsupported")
+        );
     }
 }

@@ -157,7 +157,7 @@ pub fn headline(summary: &Value, figures: &Figures) -> String {
     if let Some(e) = summary.get("error").and_then(Value::as_str) {
         return format!("failed: {e}");
     }
-    if let Some(h) = crate::eval::headline(summary) {
+    if let Some(h) = eval_headline(summary) {
         return h;
     }
     let f = |metric: &str, stat: &str, scale: f64, d: usize| {
@@ -243,6 +243,38 @@ pub(crate) fn run_row(m: &Manifest, mode: Option<String>, location: &str) -> Run
         git_commit: m.tool.git_commit.clone(),
         location: location.to_string(),
     }
+}
+
+/// A one-line headline of an eval replicate summary, if it is one.
+pub(crate) fn eval_headline(summary: &Value) -> Option<String> {
+    let e = summary.get("eval")?;
+    if let Some(acc) = summary[id::ACCURACY].as_f64() {
+        let mut h = format!(
+            "{}: accuracy {:.3} [{:.3}, {:.3}] of {} items",
+            e["task"].as_str().unwrap_or("?"),
+            acc,
+            summary[id::ACCURACY_CI]["lo"].as_f64().unwrap_or(f64::NAN),
+            summary[id::ACCURACY_CI]["hi"].as_f64().unwrap_or(f64::NAN),
+            e["n"]
+        );
+        if let Some(d) = summary[id::DETERMINISM].as_f64() {
+            h.push_str(&format!(", determinism {d:.3}"));
+        }
+        let errors = summary[id::ERRORS].as_u64().unwrap_or(0);
+        if errors > 0 {
+            h.push_str(&format!(", {errors} failed requests"));
+        }
+        return Some(h);
+    }
+    if let Some(p) = summary[id::PERPLEXITY].as_f64() {
+        return Some(format!(
+            "perplexity {p:.3} over {} tokens",
+            summary[id::PERPLEXITY_TOKENS]
+        ));
+    }
+    summary["unsupported"]
+        .as_str()
+        .map(|why| format!("perplexity unsupported by this server: {why}"))
 }
 
 #[cfg(test)]

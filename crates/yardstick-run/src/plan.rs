@@ -749,12 +749,12 @@ mod tests {
             vec![
                 "micro.0.memory",
                 "micro.1.gemm",
-                "component.0.serve/D(100,100)/concurrency=1",
-                "component.0.serve/D(100,100)/concurrency=8",
-                "component.0.serve/D(100,100)/concurrency=32",
-                "component.0.serve/N(480,240)/(300,150)/concurrency=1",
-                "component.0.serve/N(480,240)/(300,150)/concurrency=8",
-                "component.0.serve/N(480,240)/(300,150)/concurrency=32",
+                "component.0.serve/D(64,32)/concurrency=1",
+                "component.0.serve/D(64,32)/concurrency=8",
+                "component.0.serve/D(64,32)/concurrency=32",
+                "component.0.serve/N(128,64)/(32,16)/concurrency=1",
+                "component.0.serve/N(128,64)/(32,16)/concurrency=8",
+                "component.0.serve/N(128,64)/(32,16)/concurrency=32",
                 "e2e.0.train/tiny",
             ]
         );
@@ -772,7 +772,7 @@ mod tests {
         );
         assert_eq!(
             p.points[5].slug,
-            "component.0.serve_N_480_240_300_150_concurrency_1"
+            "component.0.serve_N_128_64_32_16_concurrency_1"
         );
         assert!(p.estimate_upper_s.is_some());
         let text = p.text();
@@ -791,14 +791,14 @@ mod tests {
         )));
         let keep = vec![
             "e2e.0.train/tiny".to_string(),
-            "component.0.serve/D(100,100)/concurrency=8".to_string(),
+            "component.0.serve/D(64,32)/concurrency=8".to_string(),
         ];
         p.restrict(&keep).unwrap();
         let ids: Vec<&str> = p.points.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(
             ids,
             vec![
-                "component.0.serve/D(100,100)/concurrency=8",
+                "component.0.serve/D(64,32)/concurrency=8",
                 "e2e.0.train/tiny"
             ]
         );
@@ -904,9 +904,9 @@ mod tests {
         assert_eq!(
             ids,
             vec![
-                "component.0.serve/D(100,100)/mlperf-server=1",
-                "component.0.serve/D(100,100)/mlperf-server=8",
-                "component.0.serve/D(100,100)/mlperf-server=32",
+                "component.0.serve/D(64,32)/mlperf-server=1",
+                "component.0.serve/D(64,32)/mlperf-server=8",
+                "component.0.serve/D(64,32)/mlperf-server=32",
             ]
         );
         let text = text.replace("mlperf: server", "mlperf: single-stream");
@@ -914,7 +914,7 @@ mod tests {
         assert_eq!(p.points.len(), 1);
         assert_eq!(
             p.points[0].id,
-            "component.0.serve/D(100,100)/mlperf-single-stream"
+            "component.0.serve/D(64,32)/mlperf-single-stream"
         );
         assert!(
             matches!(&p.points[0].work, PointWork::Serve { point, .. } if point.mlperf == Some(MlperfScenario::SingleStream))
