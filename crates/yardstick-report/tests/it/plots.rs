@@ -140,3 +140,38 @@ fn a_log_histogram_only_for_a_sample_spanning_a_decade() {
         "{wide:?}"
     );
 }
+
+#[test]
+fn micro_points_have_headline_cards() {
+    let mut r = fixture::run();
+    let mut micro = r.points[2].clone();
+    micro.id = "micro.0.memory".into();
+    micro.layer = "micro".into();
+    micro.kind = "memory".into();
+    micro.steps.clear();
+    micro.metrics = ["memory.copy", "memory.triad"]
+        .iter()
+        .map(|m| yardstick_report::model::MetricStat {
+            metric: m.to_string(),
+            statistic: "value".into(),
+            unit: "GB/s".into(),
+            mean: 15.6,
+            ci: Some((15.0, 16.2)),
+            n: 3,
+            replicates: vec![],
+        })
+        .collect();
+    r.points.insert(0, micro);
+    let html = yardstick_report::html::render(&yardstick_report::Report::new(r, None)).unwrap();
+    let cards = &html[html.find("<h3>micro.0.memory</h3>").unwrap()..];
+    let cards = &cards[..cards.find("</div>\n").unwrap()];
+    // triad (what the gate compares) first, then copy, in human units.
+    let triad = cards
+        .find("<div class=\"k\">memory.triad</div>")
+        .expect(cards);
+    let copy = cards
+        .find("<div class=\"k\">memory.copy</div>")
+        .expect(cards);
+    assert!(triad < copy, "{cards}");
+    assert!(cards.contains("15.6 GB/s ± 3.8 %"), "{cards}");
+}
