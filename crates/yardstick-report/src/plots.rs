@@ -305,7 +305,7 @@ fn distinct_ticks(
         let mut sorted = labels.clone();
         sorted.sort();
         sorted.dedup();
-        labels.len() >= 2.min(n) && sorted.len() == labels.len()
+        labels.len() >= 2 && sorted.len() == labels.len()
     };
     for digits in 3..=6 {
         for n in (4..=wanted.max(4)).rev() {
