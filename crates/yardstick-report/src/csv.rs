@@ -58,6 +58,7 @@ mod tests {
     fn quotes_fields_and_keeps_full_precision() {
         let t = Table {
             name: "t".into(),
+            level: None,
             title: "T".into(),
             headers: vec!["point".into(), "value".into(), "ci".into()],
             rows: vec![vec![

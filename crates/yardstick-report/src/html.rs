@@ -6,8 +6,9 @@
 use std::fmt::Write;
 
 use crate::ReportError;
-use crate::format::xml_escape as esc;
-use crate::model::Report;
+use crate::format::{human, human_with_ci, metric_unit, xml_escape as esc};
+use crate::gate::GateView;
+use crate::model::{MetricStat, PointReport, Report, RunReport};
 use crate::plots::{self, Section};
 use crate::tables::{self, Table};
 
@@ -31,13 +32,19 @@ figcaption{font-size:13px;color:#444;margin-bottom:4px}
 pre{background:#fff;border:1px solid #ddd;padding:10px;overflow:auto;font-size:12px}
 nav a{margin-right:12px}
 .warn{background:#fff6e0;border-left:4px solid #e69100;padding:6px 10px;margin:6px 0}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0 18px}
+.card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:150px}
+.card .k{font-size:12px;color:#555}.card .v{font-size:20px;font-weight:600}
+.card .s{font-size:12px;color:#555}
+.card.bad{border-color:#d62728;background:#fdeeee}.card.good{border-color:#2c9f2c}
+details>summary{cursor:pointer;font-weight:600;margin:8px 0}
 ";
 
 /// Writes a table as HTML (every cell escaped), at most `max_rows` rows with a note on the rest.
 pub fn table_html(out: &mut String, t: &Table, max_rows: usize) {
     let _ = writeln!(out, "<div class=\"scroll\"><table><thead><tr>");
     for h in &t.headers {
-        let _ = write!(out, "<th>{}</th>", esc(h));
+        let _ = write!(out, "<th>{}</th>", esc(&tables::column_name(h, t.level)));
     }
     let _ = writeln!(out, "</tr></thead><tbody>");
     for r in t.rows.iter().take(max_rows) {
@@ -69,7 +76,226 @@ pub fn table_html(out: &mut String, t: &Table, max_rows: usize) {
     }
 }
 
-fn section_html(out: &mut String, s: &Section) {
+/// One headline card: a key, its value (HTML), a line under it; `class` is `good`, `bad` or
+/// empty.
+pub fn card(o: &mut String, class: &str, key: &str, value_html: &str, sub: &str) {
+    let _ = write!(
+        o,
+        "<div class=\"card {class}\"><div class=\"k\">{}</div><div class=\"v\">{}</div>\
+         <div class=\"s\">{}</div></div>",
+        esc(key),
+        value_html,
+        esc(sub)
+    );
+}
+
+/// The SLO a serving point was held to: its component layer's (`component.<i>.…`), else the
+/// first bound of each objective over the spec's layers; none for other points or without a
+/// readable spec.
+pub fn slo_of(spec_yaml: Option<&str>, p: &PointReport) -> yardstick_spec::model::Slo {
+    let mut out = yardstick_spec::model::Slo::default();
+    if p.kind != "serve" {
+        return out;
+    }
+    let spec = spec_yaml.and_then(|s| yardstick_spec::check_bytes(s.as_bytes()).spec);
+    let layers = spec
+        .and_then(|s| s.spec)
+        .and_then(|s| s.layers)
+        .and_then(|l| l.component)
+        .unwrap_or_default();
+    let own =
+        p.id.strip_prefix("component.")
+            .and_then(|rest| rest.split(['.', '/']).next())
+            .and_then(|i| i.parse::<usize>().ok());
+    for (i, l) in layers.into_iter().enumerate() {
+        if own.is_some_and(|k| k != i) {
+            continue;
+        }
+        if let Some(s) = l.slo {
+            out.ttft_ms = out.ttft_ms.or(s.ttft_ms);
+            out.tpot_ms = out.tpot_ms.or(s.tpot_ms);
+            out.e2e_ms = out.e2e_ms.or(s.e2e_ms);
+        }
+    }
+    out
+}
+
+/// A name people read for a headline figure: `TTFT p99`, `output token throughput`, or the
+/// catalogue id for the rest (`memory.triad`, `gemm.f32.peak`).
+fn figure_label(metric: &str, statistic: &str) -> String {
+    let name = match metric {
+        "ttft_ms" => "TTFT",
+        "tpot_ms" => "TPOT",
+        "itl_ms" => "ITL",
+        "e2e_ms" => "E2E latency",
+        "step_time_s" => "step time",
+        "mfu" => "MFU",
+        m if !m.contains('.') => return plain_label(m, statistic),
+        m => m,
+    };
+    match statistic {
+        "value" | "aggregate" => name.to_string(),
+        s => format!("{name} {s}"),
+    }
+}
+
+fn plain_label(metric: &str, statistic: &str) -> String {
+    let name = match metric {
+        "wall_s" => "wall time".to_string(),
+        "max_rss_bytes" => "max RSS".to_string(),
+        "peak_mem_bytes" => "peak memory".to_string(),
+        m => {
+            let m = m.replace("_per_s", "/s");
+            let m = ["_ms", "_s", "_bytes"]
+                .iter()
+                .find_map(|u| m.strip_suffix(u))
+                .unwrap_or(&m)
+                .to_string();
+            m.replace('_', " ")
+        }
+    };
+    match statistic {
+        "value" | "aggregate" => name,
+        s => format!("{name} {s}"),
+    }
+}
+
+/// At most this many figures per point.
+const CARDS_PER_POINT: usize = 6;
+
+/// The headline cards of the first `max` points of `r`, each point under its id: its headline
+/// figures ([`crate::headlines::picks`]) as the mean over replicates with the interval in
+/// human units; the p99 of each objective its SLO bounds, met or missed; the gate's verdict on
+/// a figure when `gate` judged it; the bottleneck of a training point; its failed replicates.
+/// `rest` says where the points past `max` are.
+pub fn point_cards(o: &mut String, r: &RunReport, gate: Option<&GateView>, max: usize, rest: &str) {
+    for p in r.points.iter().take(max) {
+        let _ = writeln!(o, "<h3>{}</h3><div class=\"cards\">", esc(&p.id));
+        let have: Vec<(&str, &str)> = p
+            .metrics
+            .iter()
+            .map(|m| (m.metric.as_str(), m.statistic.as_str()))
+            .collect();
+        let mut shown: Vec<&MetricStat> = crate::headlines::picks(&have)
+            .iter()
+            .take(CARDS_PER_POINT)
+            .filter_map(|k| p.metric(k.metric, k.statistic))
+            .collect();
+        let slo = slo_of(r.spec_yaml.as_deref(), p);
+        let bounds: Vec<(&str, f64)> = [
+            (yardstick_spec::metrics::id::TTFT_MS, slo.ttft_ms),
+            (yardstick_spec::metrics::id::TPOT_MS, slo.tpot_ms),
+            (yardstick_spec::metrics::id::E2E_MS, slo.e2e_ms),
+        ]
+        .into_iter()
+        .filter_map(|(m, b)| Some((m, b?)))
+        .collect();
+        for (m, _) in &bounds {
+            if let Some(s) = p.metric(m, "p99")
+                && !shown.iter().any(|x| std::ptr::eq(*x, s))
+            {
+                shown.push(s);
+            }
+        }
+        if shown.is_empty() {
+            let what = if p.metrics.is_empty() {
+                "measured nothing"
+            } else {
+                "no headline figure"
+            };
+            card(o, "", "result", what, rest);
+        }
+        for m in shown {
+            let unit = metric_unit(&m.metric, &m.unit);
+            let value = esc(&human_with_ci(m.mean, m.ci, unit));
+            let key = figure_label(&m.metric, &m.statistic);
+            let bound = bounds
+                .iter()
+                .find(|(b, _)| m.statistic == "p99" && *b == m.metric)
+                .map(|b| b.1);
+            let judged = gate.and_then(|g| {
+                g.rows
+                    .iter()
+                    .find(|x| x.point == p.id && x.metric == m.metric && x.statistic == m.statistic)
+            });
+            let (class, sub) = if let Some(limit) = bound {
+                let ok = m.mean <= limit;
+                (
+                    if ok { "good" } else { "bad" },
+                    format!(
+                        "SLO {} · {}",
+                        human(limit, unit),
+                        if ok { "met" } else { "missed" }
+                    ),
+                )
+            } else if let Some(row) = judged
+                && let Some(v) = &row.verdict
+            {
+                let class = match v.as_str() {
+                    "PASS" => "good",
+                    "FAIL" => "bad",
+                    _ => "",
+                };
+                (
+                    class,
+                    format!(
+                        "gate {v} · {} vs baseline",
+                        crate::format::delta_pct(row.ratio)
+                    ),
+                )
+            } else {
+                ("", format!("{} · n = {}", m.metric, m.n))
+            };
+            card(o, class, &key, &value, &sub);
+        }
+        if let Some(b) = r.bottlenecks.iter().find(|b| b.point == p.id) {
+            let verdict = b.classification.bottleneck.as_str();
+            // The strongest piece of evidence (they come strongest first).
+            let evidence = b.classification.evidence.first().map_or("", String::as_str);
+            card(o, "", "bottleneck", &esc(verdict), evidence);
+        }
+        let failed = p.failed_replicates().count();
+        if failed > 0 {
+            card(o, "bad", "failed replicates", &failed.to_string(), rest);
+        }
+        o.push_str("</div>\n");
+    }
+    if r.points.len() > max {
+        let _ = writeln!(
+            o,
+            "<p class=\"note\">{} more points {}.</p>",
+            r.points.len() - max,
+            esc(rest)
+        );
+    }
+}
+
+/// The gate's verdict as a card: the verdict, the baseline, the count of each verdict.
+/// `extra_html` goes after the counts (a link).
+pub fn gate_card(o: &mut String, g: &GateView, extra_html: &str) {
+    let Some(v) = &g.verdict else {
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "<div class=\"cards\"><div class=\"card {}\"><div class=\"k\">gate against baseline</div>\
+         <div class=\"v\"><span class=\"badge {v}\">{v}</span></div><div class=\"s\">baseline \
+         <code>{}</code>{extra_html} · {} PASS, {} WARN, {} INCONCLUSIVE, {} FAIL</div></div></div>",
+        match v.as_str() {
+            "PASS" => "good",
+            "FAIL" => "bad",
+            _ => "",
+        },
+        esc(&g.baseline_run),
+        g.count("PASS"),
+        g.count("WARN"),
+        g.count("INCONCLUSIVE"),
+        g.count("FAIL")
+    );
+}
+
+/// A plot section: its heading, caption, figures and table; its notes say what is not plotted.
+pub fn section_html(out: &mut String, s: &Section) {
     let _ = writeln!(out, "<h2 id=\"{}\">{}</h2>", s.id, esc(&s.title));
     if !s.figures.is_empty() {
         let _ = writeln!(out, "<p class=\"sub\">{}</p>", esc(&s.caption));
@@ -102,6 +328,35 @@ fn section_html(out: &mut String, s: &Section) {
     }
 }
 
+/// Whether a section has anything to show (a figure or a table); one without is left out of
+/// the page, its notes gathered with the others' ([`not_plotted_html`]).
+pub fn has_content(s: &Section) -> bool {
+    !s.figures.is_empty() || s.table.is_some()
+}
+
+/// The notes of the sections left out ([`has_content`]), folded under one line: what the run
+/// has no data for is worth a look, not a heading each.
+pub fn not_plotted_html(out: &mut String, sections: &[Section]) {
+    let notes: Vec<&String> = sections
+        .iter()
+        .filter(|s| !has_content(s))
+        .flat_map(|s| &s.notes)
+        .collect();
+    if notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<details id=\"not-plotted\"><summary>Not plotted ({} plot{} without data in this run)</summary>",
+        notes.len(),
+        if notes.len() == 1 { "" } else { "s" }
+    );
+    for n in notes {
+        let _ = writeln!(out, "<p class=\"note\">Not plotted: {}.</p>", esc(n));
+    }
+    let _ = writeln!(out, "</details>");
+}
+
 /// The plot sections of a report, in reading order.
 pub fn sections(report: &Report) -> Result<Vec<Section>, ReportError> {
     let r = &report.run;
@@ -127,7 +382,17 @@ pub fn sections(report: &Report) -> Result<Vec<Section>, ReportError> {
     Ok(out)
 }
 
-/// Renders the report as one HTML document.
+/// A table folded under its title.
+fn folded(o: &mut String, id: Option<&str>, title: &str, t: &Table, max_rows: usize) {
+    let id = id.map(|i| format!(" id=\"{i}\"")).unwrap_or_default();
+    let _ = writeln!(o, "<details{id}><summary>{}</summary>", esc(title));
+    table_html(o, t, max_rows);
+    let _ = writeln!(o, "</details>");
+}
+
+/// Renders the report as one HTML document. It opens on the answer, as the server's run page
+/// does: the gate's verdict and each point's headline cards, then the plots (sections without
+/// data left out, their notes folded), then every table folded.
 pub fn render(report: &Report) -> Result<String, ReportError> {
     let r = &report.run;
     let run = &r.run;
@@ -159,19 +424,28 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
         esc(run.machine_profile.as_deref().unwrap_or("-")),
         esc(&run.started_at)
     );
-    if let Some(g) = &report.gate
-        && let Some(v) = &g.verdict
-    {
-        let _ = writeln!(
-            o,
-            "<p>Gate against baseline <code>{}</code>: <span class=\"badge {v}\">{v}</span> \
-             ({} PASS, {} WARN, {} INCONCLUSIVE, {} FAIL)</p>",
-            esc(&g.baseline_run),
-            g.count("PASS"),
-            g.count("WARN"),
-            g.count("INCONCLUSIVE"),
-            g.count("FAIL")
-        );
+    for w in r.notes.iter().chain(&report.warnings) {
+        let _ = writeln!(o, "<p class=\"warn\">{}</p>", esc(w));
+    }
+    let _ = write!(o, "<nav><a href=\"#headlines\">Headlines</a>");
+    for s in sections.iter().filter(|s| has_content(s)) {
+        let _ = write!(o, "<a href=\"#{}\">{}</a>", s.id, esc(&s.title));
+    }
+    let _ = writeln!(
+        o,
+        "<a href=\"#tables\">Tables</a><a href=\"#environment\">Environment</a>\
+         <a href=\"#spec\">Spec</a></nav>"
+    );
+
+    let _ = writeln!(o, "<h2 id=\"headlines\">Headlines</h2>");
+    let _ = writeln!(
+        o,
+        "<p class=\"sub\">Each point's headline figures: the mean over replicates with its {} \
+         (± a percentage when symmetric).</p>",
+        esc(&crate::format::level_header(r.level))
+    );
+    if let Some(g) = &report.gate {
+        gate_card(&mut o, g, "");
         if let Some(why) = &g.exploratory_reason {
             let _ = writeln!(
                 o,
@@ -179,38 +453,6 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
                 esc(why)
             );
         }
-    }
-    for w in r.notes.iter().chain(&report.warnings) {
-        let _ = writeln!(o, "<p class=\"warn\">{}</p>", esc(w));
-    }
-    let _ = write!(o, "<nav><a href=\"#summary\">Summary</a>");
-    if report.gate.is_some() {
-        let _ = write!(o, "<a href=\"#gate\">Gate</a>");
-    }
-    for s in &sections {
-        if !s.figures.is_empty() {
-            let _ = write!(o, "<a href=\"#{}\">{}</a>", s.id, esc(&s.title));
-        }
-    }
-    let _ = writeln!(
-        o,
-        "<a href=\"#environment\">Environment</a><a href=\"#spec\">Spec</a></nav>"
-    );
-
-    let _ = writeln!(o, "<h2 id=\"summary\">Summary</h2>");
-    let summary = tables::summary(r);
-    let _ = writeln!(o, "<p class=\"sub\">{}</p>", esc(&summary.title));
-    table_html(&mut o, &summary, 500);
-    if let Some(t) = tables::latency(r) {
-        let _ = writeln!(o, "<h3>{}</h3>", esc(&t.title));
-        table_html(&mut o, &t, 500);
-    }
-    if let Some(t) = tables::scaling(r) {
-        let _ = writeln!(o, "<h3>{}</h3>", esc(&t.title));
-        table_html(&mut o, &t, 500);
-    }
-    if let (Some(g), Some(t)) = (&report.gate, tables::gate(report)) {
-        let _ = writeln!(o, "<h2 id=\"gate\">{}</h2>", esc(&t.title));
         for d in g.spec_diffs.iter().chain(&g.env_diffs) {
             let _ = writeln!(
                 o,
@@ -223,13 +465,32 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
         for w in &g.warnings {
             let _ = writeln!(o, "<p class=\"warn\">{}</p>", esc(w));
         }
-        table_html(&mut o, &t, 500);
     }
-    for s in &sections {
+    point_cards(
+        &mut o,
+        r,
+        report.gate.as_ref(),
+        usize::MAX,
+        "in the tables below",
+    );
+
+    for s in sections.iter().filter(|s| has_content(s)) {
         section_html(&mut o, s);
     }
+    not_plotted_html(&mut o, &sections);
 
-    let _ = writeln!(o, "<h2 id=\"points\">Points</h2>");
+    let _ = writeln!(o, "<h2 id=\"tables\">Tables</h2>");
+    let summary = tables::summary(r);
+    folded(&mut o, Some("summary"), &summary.title, &summary, 500);
+    if let Some(t) = tables::latency(r) {
+        folded(&mut o, None, &t.title, &t, 500);
+    }
+    if let Some(t) = tables::scaling(r) {
+        folded(&mut o, None, &t.title, &t, 500);
+    }
+    if let Some(t) = tables::gate(report) {
+        folded(&mut o, Some("gate"), &t.title, &t, 500);
+    }
     for (i, p) in r.points.iter().enumerate() {
         let t = tables::point(i, p, r.level);
         let _ = writeln!(
@@ -248,7 +509,7 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
 
     let _ = writeln!(
         o,
-        "<h2 id=\"environment\">Environment and machine profile</h2>"
+        "<details id=\"environment\"><summary>Environment and machine profile</summary>"
     );
     let _ = writeln!(
         o,
@@ -265,7 +526,8 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
         let _ = writeln!(o, "<h3>{}</h3>", esc(&t.title));
         table_html(&mut o, &t, 200);
     }
-    let _ = writeln!(o, "<h2 id=\"spec\">Spec</h2>");
+    let _ = writeln!(o, "</details>");
+    let _ = writeln!(o, "<details id=\"spec\"><summary>Spec</summary>");
     match &r.spec_yaml {
         Some(y) => {
             let _ = writeln!(o, "<pre>{}</pre>", esc(y));
@@ -277,6 +539,7 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
             );
         }
     }
+    let _ = writeln!(o, "</details>");
     let _ = writeln!(
         o,
         "<p class=\"note\">yardstick {} · report of run {}</p>",

@@ -79,6 +79,11 @@ pub struct RunReport {
     /// out without.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub profiles: BTreeMap<String, yardstick_store::summary::ProfileEntry>,
+    /// The bottleneck verdicts of the training points (`summary.json`'s `bottlenecks`, read on
+    /// its own so that a summary whose other parts cannot be read still gives them); shown on
+    /// the headline cards, left out of `--json` (the summary carries them).
+    #[serde(skip)]
+    pub bottlenecks: Vec<yardstick_store::summary::PointBottleneck>,
     /// Manifest notes (resumes, machine-profile changes).
     pub notes: Vec<String>,
     /// Artifacts that could not be read, and similar.
@@ -416,7 +421,13 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
         .ok()
         .and_then(|b| String::from_utf8(b).ok());
     let env = read_json(dir, "env.json", &mut warnings);
-    let summary = match read_json(dir, "summary.json", &mut warnings) {
+    let summary_json = read_json(dir, "summary.json", &mut warnings);
+    let bottlenecks = serde_json::from_value::<yardstick_store::summary::RunBottlenecks>(
+        summary_json["bottlenecks"].clone(),
+    )
+    .map(|b| b.points)
+    .unwrap_or_default();
+    let summary = match summary_json {
         Value::Null => None,
         v => RunSummary::deserialize(v)
             .map_err(|e| warnings.push(format!("{}: {e}", dir.join("summary.json").display())))
@@ -577,6 +588,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
             .as_ref()
             .and_then(|s| s.profiles.clone())
             .unwrap_or_default(),
+        bottlenecks,
         notes: manifest.map(|m| m.notes).unwrap_or_default(),
         warnings,
     }

@@ -90,6 +90,26 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
     /// How people read each column's numbers; a missing entry is [`ColumnUnit::Plain`].
     pub units: Vec<ColumnUnit>,
+    /// The confidence level of its `ci_*` columns, when it is the run's ([`column_name`]).
+    pub level: Option<f64>,
+}
+
+/// A column header for people (HTML): `ci_half_width_pct` is `95 % CI half-width` at `level`
+/// 0.95, `p99_normal` is `p99 if normal`, other snake_case names lose their underscores. CSV
+/// and Excel keep the names as they are, for scripts.
+pub fn column_name(header: &str, level: Option<f64>) -> String {
+    let ci = level.map_or("CI".to_string(), format::level_header);
+    match header {
+        "ci_lo" => format!("{ci} low"),
+        "ci_hi" => format!("{ci} high"),
+        "ci_half_width_pct" => format!("{ci} half-width"),
+        "p99_normal" => "p99 if normal".into(),
+        "p99_normal_error_pct" => "p99 if normal: error".into(),
+        "noise_floor_pct" => "noise floor".into(),
+        "p_value" => "p-value".into(),
+        "n" => "n".into(),
+        h => h.strip_suffix("_pct").unwrap_or(h).replace('_', " "),
+    }
 }
 
 impl Table {
@@ -190,6 +210,7 @@ pub fn run_table(r: &RunReport) -> Table {
     }
     Table {
         name: "run".into(),
+        level: None,
         title: "Run".into(),
         headers: vec!["field".into(), "value".into()],
         rows,
@@ -231,6 +252,7 @@ pub fn summary(r: &RunReport) -> Table {
     }
     Table {
         name: "summary".into(),
+        level: Some(r.level),
         title: format!(
             "Summary (mean over replicates, {})",
             format::level_header(r.level)
@@ -306,6 +328,7 @@ pub fn point(index: usize, p: &PointReport, level: f64) -> Table {
         .collect();
     Table {
         name: format!("point-{:02}", index + 1),
+        level: Some(level),
         title: format!(
             "Point {}: {} ({})",
             index + 1,
@@ -360,6 +383,7 @@ pub fn latency(r: &RunReport) -> Option<Table> {
     }
     (!rows.is_empty()).then(|| Table {
         name: "latency".into(),
+        level: None,
         title: "Request latency (measured requests pooled over replicates)".into(),
         headers: [
             "point",
@@ -434,6 +458,7 @@ pub fn scaling(r: &RunReport) -> Option<Table> {
     let pts = scaling_points(r);
     (!pts.is_empty()).then(|| Table {
         name: "scaling".into(),
+        level: None,
         title: "Scaling efficiency T(N) / (N/N0 · T(N0))".into(),
         headers: ["world_size", "metric", "throughput", "efficiency"]
             .map(String::from)
@@ -488,6 +513,7 @@ pub fn gate(report: &Report) -> Option<Table> {
         .collect();
     Some(Table {
         name: "gate".into(),
+        level: None,
         title: match &g.verdict {
             Some(v) => format!(
                 "Gate: {v} ({} baseline vs {} candidate)",
@@ -574,6 +600,7 @@ pub fn env_fields(env: &Value) -> Vec<(String, String)> {
 pub fn environment(env: &Value) -> Table {
     Table {
         name: "environment".into(),
+        level: None,
         title: "Environment and machine profile".into(),
         headers: vec!["field".into(), "value".into()],
         rows: env_fields(env)
@@ -617,6 +644,7 @@ pub fn telemetry(r: &RunReport) -> Option<Table> {
         .collect();
     (!rows.is_empty()).then(|| Table {
         name: "telemetry".into(),
+        level: None,
         title: "Telemetry".into(),
         headers: [
             "device", "metric", "samples", "mean", "min", "max", "first", "last",

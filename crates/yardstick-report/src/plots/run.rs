@@ -51,24 +51,13 @@ pub fn components(r: &RunReport) -> Result<Option<Section>, ReportError> {
         let title = format!("{what} ({metric}, {unit})");
         let n = pts.len();
         let svg = svg(&title, (W, H), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(64)
-                .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top.max(f64::MIN_POSITIVE))?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_labels(n)
-                .x_label_formatter(&|v| {
-                    tick(*v)
-                        .and_then(|i| labels.get(i).cloned())
-                        .unwrap_or_default()
-                })
-                .y_desc(unit.as_str())
-                .y_label_formatter(&|v| num(*v))
-                .draw()?;
+            let name = |v: &f64| category(&labels, *v);
+            let y_fmt = |v: &f64| axis_label(*v, &unit);
+            let mut chart = Axes::categories(&title, n, &name, 0.0..top.max(f64::MIN_POSITIVE))
+                .desc("", unit.as_str())
+                .y_fmt(&y_fmt)
+                .areas(40, 64)
+                .draw(root)?;
             for (i, (_, m)) in pts.iter().enumerate() {
                 let x = i as f64;
                 chart.draw_series([Rectangle::new(
@@ -135,23 +124,11 @@ pub fn nodes(r: &RunReport) -> Result<Option<Section>, ReportError> {
         let n = cells.len();
         let title = format!("{metric}: deviation from the fleet, %");
         let svg = svg(&title, (W, H), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(56)
-                .build_cartesian_2d(-0.5..(n as f64 - 0.5), -span..span)?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_labels(n)
-                .x_label_formatter(&|v| {
-                    tick(*v)
-                        .and_then(|i| cells.get(i).map(|c| c.0.clone()))
-                        .unwrap_or_default()
-                })
-                .y_desc("%")
-                .draw()?;
+            let names: Vec<String> = cells.iter().map(|c| c.0.clone()).collect();
+            let name = |v: &f64| category(&names, *v);
+            let mut chart = Axes::categories(&title, n, &name, -span..span)
+                .desc("", "%")
+                .draw(root)?;
             for y in [-tol, tol] {
                 chart.draw_series(DashedLineSeries::new(
                     vec![(-0.5, y), (n as f64 - 0.5, y)],
@@ -241,20 +218,14 @@ pub fn telemetry(r: &RunReport) -> Result<Section, ReportError> {
             0.1,
         );
         let title = format!("Telemetry · {metric}");
+        let unit = telemetry_unit(metric);
+        let y_fmt = |v: &f64| axis_label(*v, unit);
         let svg = svg(&title, (W, 300), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(36)
-                .y_label_area_size(72)
-                .build_cartesian_2d(x0..x1, y0.max(0.0)..y1)?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_desc("seconds since start")
-                .y_desc(metric)
-                .y_label_formatter(&|v| num(*v))
-                .draw()?;
+            let mut chart = Axes::new(&title, x0..x1, y0.max(0.0)..y1)
+                .desc("seconds since start", metric)
+                .y_fmt(&y_fmt)
+                .areas(36, 72)
+                .draw(root)?;
             for (i, (d, pts)) in lines.iter().enumerate() {
                 let c = color(i);
                 chart
@@ -337,20 +308,17 @@ pub fn trend(
         .collect();
     let mut positions = Vec::new();
     let out = svg("trend", (W, H), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(x0..x1, y0..y1)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_labels(6)
-            .y_desc(y_label)
-            .x_label_formatter(&|v| x_label(*v))
-            .y_label_formatter(&|v| num(*v))
-            .label_style((FONT, 12))
-            .draw()?;
+        let x_fmt = |v: &f64| x_label(*v);
+        let y_fmt = |v: &f64| num(*v);
+        let mut axes = Axes::new("", x0..x1, y0..y1)
+            .desc("", y_label)
+            .y_fmt(&y_fmt)
+            .areas(40, 64);
+        axes.title = None;
+        axes.x_fmt = Some(&x_fmt);
+        axes.x_labels = Some(6);
+        axes.label_size = Some(12);
+        let mut chart = axes.draw(root)?;
         let c = color(0);
         if line.ci.iter().any(Option::is_some) {
             let band: Vec<(f64, f64)> = lo_hi

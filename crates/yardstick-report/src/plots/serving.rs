@@ -2,6 +2,7 @@
 //! serving frontier, capacity probes and multi-turn sessions.
 
 use super::*;
+use crate::format::human;
 use crate::model::{PointReport, RunReport};
 use yardstick_spec::metrics::id;
 
@@ -13,9 +14,15 @@ const LATENCIES: [(&str, &str); 4] = [
     (id::E2E_MS, "E2E latency"),
 ];
 
-/// Histogram of one latency sample, linear or log-spaced bins on a log axis, with mean, p95 and
-/// p99 marked and the normal-assumption p99 (mean + 2.326 sd) beside the empirical p99.
-pub fn histogram(title: &str, data: &[f64], log: bool) -> Result<Option<String>, ReportError> {
+/// Histogram of one latency sample in `unit` (`ms`), linear or log-spaced bins on a log axis,
+/// with mean, p95 and p99 marked (in human units, [`crate::format::human`]) and the
+/// normal-assumption p99 (mean + 2.326 sd) beside the empirical p99.
+pub fn histogram(
+    title: &str,
+    data: &[f64],
+    unit: &str,
+    log: bool,
+) -> Result<Option<String>, ReportError> {
     let s = sorted(data);
     let s: Vec<f64> = if log {
         s.into_iter().filter(|x| *x > 0.0).collect()
@@ -58,11 +65,12 @@ pub fn histogram(title: &str, data: &[f64], log: bool) -> Result<Option<String>,
     }
     let ymax = *counts.iter().max().unwrap_or(&1) as f64 * 1.15;
     let (x0, x1) = (edges[0], edges[bins]);
+    let h = |x: f64| crate::format::human(x, unit);
     let marks: Vec<(String, f64, RGBColor, bool)> = [
-        Some((format!("mean {}", num(mean)), mean, color(2), false)),
-        Some((format!("p95 {}", num(p95)), p95, color(1), false)),
-        Some((format!("p99 {}", num(p99)), p99, color(3), false)),
-        normal.map(|x| (format!("p99 if normal {}", num(x)), x, color(4), true)),
+        Some((format!("mean {}", h(mean)), mean, color(2), false)),
+        Some((format!("p95 {}", h(p95)), p95, color(1), false)),
+        Some((format!("p99 {}", h(p99)), p99, color(3), false)),
+        normal.map(|x| (format!("p99 if normal {}", h(x)), x, color(4), true)),
     ]
     .into_iter()
     .flatten()
@@ -73,31 +81,25 @@ pub fn histogram(title: &str, data: &[f64], log: bool) -> Result<Option<String>,
         "{title} ({} axis, n = {n})",
         if log { "log" } else { "linear" }
     );
-    let label = |v: &f64| {
-        if log {
-            let x = 10f64.powf(*v);
-            // Three significant digits.
-            let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
-            num(format!("{x:.digits$}").parse().unwrap_or(x))
-        } else {
-            num(*v)
-        }
+    // On a log axis, as many ticks (up to 10) as have distinct labels at 3 significant
+    // digits, more digits only when even 4 ticks would repeat one.
+    let at = |v: f64, digits: usize| significant(10f64.powf(v), digits);
+    let (ticks, digits) = if log {
+        distinct_ticks(x0..x1, 10, &at)
+    } else {
+        (10, 0)
+    };
+    let label = |v: &f64| if log { at(*v, digits) } else { num(*v) };
+    let x_desc = if log {
+        format!("{unit} (log scale)")
+    } else {
+        unit.to_string()
     };
     svg(title, (W, H), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&caption, (FONT, 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
-            .build_cartesian_2d(x0..x1, 0.0..ymax)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc(if log { "ms (log scale)" } else { "ms" })
-            .y_desc("requests")
-            .x_labels(10)
-            .x_label_formatter(&label)
-            .draw()?;
+        let mut axes = Axes::new(&caption, x0..x1, 0.0..ymax).desc(&x_desc, "requests");
+        axes.x_fmt = Some(&label);
+        axes.x_labels = Some(ticks);
+        let mut chart = axes.draw(root)?;
         chart.draw_series(edges.windows(2).zip(&counts).map(|(e, c)| {
             Rectangle::new(
                 [(e[0], 0.0), (e[1], *c as f64)],
@@ -125,7 +127,20 @@ pub fn histogram(title: &str, data: &[f64], log: bool) -> Result<Option<String>,
     .map(Some)
 }
 
-/// Latency histograms (linear and log) of TTFT and E2E per serving point.
+/// Whether a sample spans at least a decade (largest / smallest positive value ≥ 10): only
+/// then does a log axis show something the linear one does not.
+fn spans_a_decade(data: &[f64]) -> bool {
+    let (lo, hi) = data
+        .iter()
+        .filter(|x| x.is_finite() && **x > 0.0)
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+            (lo.min(*x), hi.max(*x))
+        });
+    lo.is_finite() && hi / lo >= 10.0
+}
+
+/// Latency histograms of TTFT and E2E per serving point: linear, and log too where the sample
+/// spans a decade or more.
 pub fn latency_histograms(r: &RunReport) -> Result<Section, ReportError> {
     let mut sec = Section::new(
         "latency-histograms",
@@ -133,7 +148,8 @@ pub fn latency_histograms(r: &RunReport) -> Result<Section, ReportError> {
         "Measured requests pooled over replicates. Solid lines: empirical mean, p95 and p99; \
          dashed: the p99 a normal distribution with the same mean and standard deviation \
          would have (mean + 2.326 sd). The gap between them is how much the normal assumption \
-         misjudges the tail.",
+         misjudges the tail. A log-axis version is drawn only for a sample that spans a decade \
+         or more.",
     );
     let serve: Vec<&PointReport> = r.points.iter().filter(|p| p.kind == "serve").collect();
     if serve.is_empty() {
@@ -147,9 +163,13 @@ pub fn latency_histograms(r: &RunReport) -> Result<Section, ReportError> {
             continue;
         };
         for (metric, label) in [LATENCIES[0], LATENCIES[3]] {
+            let data = l.get(metric);
             for log in [false, true] {
+                if log && !spans_a_decade(data) {
+                    continue;
+                }
                 let title = format!("{label} · {}", p.id);
-                match histogram(&title, l.get(metric), log)? {
+                match histogram(&title, data, "ms", log)? {
                     Some(svg) => sec.figures.push(Figure {
                         title: format!("{title} ({})", if log { "log" } else { "linear" }),
                         svg,
@@ -406,27 +426,12 @@ pub fn percentiles(r: &RunReport) -> Result<Section, ReportError> {
             continue;
         }
         let y1 = ys.iter().copied().fold(0.0, f64::max) * 1.15;
-        let n = serve.len() as f64;
         let title = format!("{label} percentiles");
         let svg = svg(&title, (W, H), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(56)
-                .build_cartesian_2d(-0.5..n - 0.5, 0.0..y1.max(1e-9))?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .disable_x_mesh()
-                .x_labels(serve.len().clamp(2, 12))
-                .x_label_formatter(&|v| {
-                    tick(*v)
-                        .and_then(|i| labels.get(i).cloned())
-                        .unwrap_or_default()
-                })
-                .y_desc("ms")
-                .draw()?;
+            let name = |v: &f64| category(&labels, *v);
+            let mut chart = Axes::categories(&title, serve.len(), &name, 0.0..y1.max(1e-9))
+                .desc("", "ms")
+                .draw(root)?;
             for (k, pts) in series.iter().enumerate() {
                 let c = color(k);
                 let off = (k as f64 - 1.0) * 0.12;
@@ -700,10 +705,10 @@ pub fn frontier(runs: &[&RunReport]) -> Result<Option<Section>, ReportError> {
         rows.push(vec![
             p.curve.clone(),
             p.load.clone(),
-            num(p.throughput),
-            num(p.per_user),
-            p.ttft.0.map(num).unwrap_or_else(|| "-".into()),
-            p.ttft.1.map(num).unwrap_or_else(|| "-".into()),
+            human(p.throughput, "tok/s"),
+            human(p.per_user, "tok/s"),
+            p.ttft.0.map_or_else(|| "-".into(), |t| human(t, "ms")),
+            p.ttft.1.map_or_else(|| "-".into(), |t| human(t, "ms")),
         ]);
     }
     sec.table = Some((
@@ -712,8 +717,8 @@ pub fn frontier(runs: &[&RunReport]) -> Result<Option<Section>, ReportError> {
             "load".into(),
             format!("output tok/s {per}"),
             "tok/s per user".into(),
-            "TTFT p50 ms".into(),
-            "TTFT p99 ms".into(),
+            "TTFT p50".into(),
+            "TTFT p99".into(),
         ],
         rows,
     ));
@@ -837,12 +842,13 @@ pub fn turns(r: &RunReport) -> Result<Option<Section>, ReportError> {
             let f = |x: Option<f64>, d: usize| {
                 x.map_or("-".to_string(), |x| format!("{x:.prec$}", prec = d))
             };
+            let ms = |x: Option<f64>| x.map_or("-".to_string(), |x| human(x, "ms"));
             rows.push(vec![
                 p.id.clone(),
                 (t + 1).to_string(),
                 f(s[2], 0),
-                f(s[0], 1),
-                f(s[1], 1),
+                ms(s[0]),
+                ms(s[1]),
                 s[3].map_or("-".to_string(), |r| format!("{:.0} %", r * 100.0)),
             ]);
         }
@@ -890,8 +896,8 @@ pub fn turns(r: &RunReport) -> Result<Option<Section>, ReportError> {
             "point",
             "turn",
             "prompt tokens",
-            "p50 TTFT ms",
-            "p99 TTFT ms",
+            "p50 TTFT",
+            "p99 TTFT",
             "cached",
         ]
         .iter()

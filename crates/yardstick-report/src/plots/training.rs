@@ -78,19 +78,12 @@ pub fn step_times(r: &RunReport) -> Result<Section, ReportError> {
             .fold(f64::NEG_INFINITY, f64::max);
         let title = format!("Step time · {}", p.id);
         let svg = svg(&title, (W, H), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(64)
-                .build_cartesian_2d(x0..x1, 0.0..y1.max(1e-9))?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .x_desc("step")
-                .y_desc("step time (s)")
-                .y_label_formatter(&|v| num(*v))
-                .draw()?;
+            let y_fmt = |v: &f64| num(*v);
+            let mut chart = Axes::new(&title, x0..x1, 0.0..y1.max(1e-9))
+                .desc("step", "step time (s)")
+                .y_fmt(&y_fmt)
+                .areas(40, 64)
+                .draw(root)?;
             if warm.is_finite() {
                 chart
                     .draw_series(std::iter::once(Rectangle::new(
@@ -219,28 +212,16 @@ pub fn rank_boxes(r: &RunReport) -> Result<Section, ReportError> {
             continue;
         }
         let y1 = data.iter().map(|d| d.1[d.1.len() - 1]).fold(0.0, f64::max) * 1.15;
-        let n = data.len() as f64;
         let title = format!("Step time per rank · {}", p.id);
         let svg = svg(&title, (W, H), |root| {
-            let mut chart = ChartBuilder::on(root)
-                .caption(&title, (FONT, 16))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(64)
-                .build_cartesian_2d(-0.5..n - 0.5, 0.0..y1.max(1e-9))?;
-            chart
-                .configure_mesh()
-                .light_line_style(TRANSPARENT)
-                .disable_x_mesh()
-                .x_labels(data.len().clamp(2, 16))
-                .x_label_formatter(&|v| {
-                    tick(*v)
-                        .and_then(|i| data.get(i).map(|d| format!("rank {}", d.0)))
-                        .unwrap_or_default()
-                })
-                .y_desc("step time (s)")
-                .y_label_formatter(&|v| num(*v))
-                .draw()?;
+            let names: Vec<String> = data.iter().map(|d| format!("rank {}", d.0)).collect();
+            let name = |v: &f64| category(&names, *v);
+            let y_fmt = |v: &f64| num(*v);
+            let mut chart = Axes::categories(&title, names.len(), &name, 0.0..y1.max(1e-9))
+                .desc("", "step time (s)")
+                .y_fmt(&y_fmt)
+                .areas(40, 64)
+                .draw(root)?;
             for (i, (_, v)) in data.iter().enumerate() {
                 let x = i as f64;
                 let (lo, q1, m, q3, hi) = box_stats(v);

@@ -233,6 +233,31 @@ fn html_outline(page: &str) -> String {
             "h1" | "h2" | "h3" | "figcaption" | "summary" => {
                 out.push(format!("{name}: {}", inner(body, &format!("</{name}>"))));
             }
+            "div"
+                if tag.starts_with("div class=\"card") && !tag.starts_with("div class=\"cards") =>
+            {
+                let part = |class: &str| {
+                    body.split(&format!("<div class=\"{class}\">"))
+                        .nth(1)
+                        .map(|b| inner(b, "</div>"))
+                        .unwrap_or_default()
+                };
+                let class = tag
+                    .trim_start_matches("div class=\"card")
+                    .trim_end_matches('"')
+                    .trim();
+                out.push(format!(
+                    "  card{}: {} = {} ({})",
+                    if class.is_empty() {
+                        String::new()
+                    } else {
+                        format!(".{class}")
+                    },
+                    part("k"),
+                    part("v"),
+                    part("s")
+                ));
+            }
             "p" if tag.contains("class=\"note\"") || tag.contains("class=\"warn\"") => {
                 out.push(format!("p.note: {}", inner(body, "</p>")));
             }

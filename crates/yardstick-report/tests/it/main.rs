@@ -8,3 +8,4 @@ mod fixture;
 
 mod formats;
 mod html_chromium;
+mod plots;

@@ -3,9 +3,9 @@
 //!
 //! * `/` redirects to `/runs`;
 //! * `/runs`: the stored runs, newest first, filtered by `name`, `profile`, `status`, paged;
-//! * `/runs/{id}`: headline cards (throughput, TTFT and TPOT p99 against the SLO, MFU, the
-//!   bottleneck verdict, the gate verdict against the stored baseline), the report's plots,
-//!   then the tables, folded;
+//! * `/runs/{id}`: headline cards (the report's: each point's headline figures from the metric
+//!   catalogue, micro points' value figures, SLO verdicts, the bottleneck verdict, the gate
+//!   verdict against the stored baseline), the report's plots, then the tables, folded;
 //! * `/trend`: one plot per metric over time, CI band, baseline line, each run a linked point
 //!   coloured by how it compares with the baseline;
 //! * `/compare?a=&b=`: two runs side by side and their comparison;
@@ -180,16 +180,10 @@ header.top{background:#1d1d1f;color:#fff;padding:8px 24px}
 header.top a{color:#fff;text-decoration:none;margin-right:18px}
 header.top a.on{border-bottom:2px solid #fff}
 header.top b{margin-right:24px}
-.cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0 18px}
-.card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:150px}
-.card .k{font-size:12px;color:#555}.card .v{font-size:20px;font-weight:600}
-.card .s{font-size:12px;color:#555}
-.card.bad{border-color:#d62728;background:#fdeeee}.card.good{border-color:#2c9f2c}
 form.filters{display:flex;flex-wrap:wrap;gap:8px;align-items:end;margin:8px 0 14px}
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:#444}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:18px}.cols>div{min-width:0}
 a.pt circle{stroke:#fff;stroke-width:1}a.pt:hover circle{stroke:#000;stroke-width:2}
-details>summary{cursor:pointer;font-weight:600;margin:8px 0}
 ";
 
 /// A whole page: the navigation bar, `title`, the body.

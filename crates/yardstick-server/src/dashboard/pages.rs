@@ -11,12 +11,10 @@ use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use serde_json::Value;
 use yardstick_gate::{GateOptions, baseline, calibrate};
-use yardstick_report::format::{human, human_with_ci};
-use yardstick_report::html::table_html;
-use yardstick_report::model::{PointReport, RunReport};
+use yardstick_report::format::human_with_ci;
+use yardstick_report::html::{point_cards, table_html};
+use yardstick_report::model::RunReport;
 use yardstick_report::{GateView, Report, tables};
-use yardstick_spec::metrics::id;
-use yardstick_store::summary::{PointBottleneck, RunBottlenecks};
 use yardstick_store::warehouse::{RunFilter, RunRow, Warehouse};
 
 use super::{PageError, enc, esc, html_page};
@@ -164,79 +162,6 @@ pub(super) async fn runs(State(state): State<Arc<AppState>>, q: Params) -> PageR
         .map_err(PageError::from)
 }
 
-/// The SLO of the spec's serving layers (the first each objective is set in).
-fn slo(spec_yaml: Option<&str>) -> yardstick_spec::model::Slo {
-    let mut out = yardstick_spec::model::Slo::default();
-    let spec = spec_yaml.and_then(|s| yardstick_spec::check_bytes(s.as_bytes()).spec);
-    let layers = spec
-        .and_then(|s| s.spec)
-        .and_then(|s| s.layers)
-        .and_then(|l| l.component)
-        .unwrap_or_default();
-    for l in layers {
-        if let Some(s) = l.slo {
-            out.ttft_ms = out.ttft_ms.or(s.ttft_ms);
-            out.tpot_ms = out.tpot_ms.or(s.tpot_ms);
-            out.e2e_ms = out.e2e_ms.or(s.e2e_ms);
-        }
-    }
-    out
-}
-
-/// The first of `metrics` the point has, with its preferred statistic.
-fn first_metric<'a>(
-    p: &'a PointReport,
-    metrics: &[&str],
-) -> Option<&'a yardstick_report::model::MetricStat> {
-    metrics.iter().find_map(|m| {
-        let def = yardstick_spec::metrics::lookup(m);
-        let pref = def.and_then(|d| d.gated.or(d.statistics.first().copied()));
-        pref.and_then(|s| p.metric(m, s))
-            .or_else(|| p.metrics.iter().find(|x| x.metric == *m))
-    })
-}
-
-fn card(o: &mut String, class: &str, key: &str, value: &str, sub: &str) {
-    let _ = write!(
-        o,
-        "<div class=\"card {class}\"><div class=\"k\">{}</div><div class=\"v\">{}</div>\
-         <div class=\"s\">{}</div></div>",
-        esc(key),
-        value,
-        esc(sub)
-    );
-}
-
-fn stat_card(
-    o: &mut String,
-    key: &str,
-    m: Option<&yardstick_report::model::MetricStat>,
-    slo: Option<f64>,
-) {
-    let Some(m) = m else { return };
-    let (class, sub) = match slo {
-        Some(limit) => {
-            let ok = m.mean <= limit;
-            (
-                if ok { "good" } else { "bad" },
-                format!(
-                    "SLO {} · {}",
-                    human(limit, &m.unit),
-                    if ok { "met" } else { "missed" }
-                ),
-            )
-        }
-        None => ("", format!("{} · n={}", m.statistic, m.n)),
-    };
-    card(
-        o,
-        class,
-        key,
-        &esc(&human_with_ci(m.mean, m.ci, &m.unit)),
-        &sub,
-    );
-}
-
 /// A run against its stored baseline.
 enum GateOf {
     /// No baseline stored for its benchmark and machine profile.
@@ -330,83 +255,9 @@ pub(super) async fn run(State(state): State<Arc<AppState>>, Path(id): Path<Strin
         .map_err(PageError::from)?
 }
 
-/// The bottleneck verdicts of the run's `summary.json` (none when its run directory is not
-/// here, or its summary has no readable `bottlenecks`). Only that section is read, so a summary
-/// whose other parts this version cannot read still shows its verdicts.
-fn bottlenecks_of(st: &AppState, run: &RunRow) -> Vec<PointBottleneck> {
-    #[derive(serde::Deserialize)]
-    struct Section {
-        bottlenecks: Option<RunBottlenecks>,
-    }
-    st.run_dir(run)
-        .and_then(|d| yardstick_store::fsutil::read_in(&d, "summary.json").ok())
-        .and_then(|b| serde_json::from_slice::<Section>(&b).ok())
-        .and_then(|s| s.bottlenecks)
-        .map(|b| b.points)
-        .unwrap_or_default()
-}
-
-/// The headline cards of the first `max` points: throughput, TTFT and TPOT p99 against the
-/// spec's SLO, MFU (or the wall or step time of a point without latencies), the bottleneck
-/// verdict and the failed replicates.
-fn point_cards(
-    o: &mut String,
-    r: &RunReport,
-    bottlenecks: &[PointBottleneck],
-    max: usize,
-    rest: &str,
-) {
-    let slo = slo(r.spec_yaml.as_deref());
-    for p in r.points.iter().take(max) {
-        let _ = writeln!(o, "<h3>{}</h3><div class=\"cards\">", esc(&p.id));
-        let thr = first_metric(
-            p,
-            &[
-                id::OUTPUT_TOKEN_THROUGHPUT,
-                id::REQUEST_THROUGHPUT,
-                id::TOKENS_PER_S,
-                id::SAMPLES_PER_S,
-                id::LOADER_SAMPLES_PER_S,
-            ],
-        );
-        let key = format!(
-            "throughput ({})",
-            thr.map(|m| m.metric.as_str()).unwrap_or("")
-        );
-        stat_card(o, &key, thr, None);
-        stat_card(o, "TTFT p99", p.metric(id::TTFT_MS, "p99"), slo.ttft_ms);
-        stat_card(o, "TPOT p99", p.metric(id::TPOT_MS, "p99"), slo.tpot_ms);
-        stat_card(o, "MFU", first_metric(p, &[id::MFU]), None);
-        if p.metric(id::TTFT_MS, "p99").is_none() && p.metric(id::TPOT_MS, "p99").is_none() {
-            let t = first_metric(p, &[id::STEP_TIME_S, id::WALL_S]);
-            stat_card(o, "time", t, None);
-        }
-        if let Some(b) = bottlenecks.iter().find(|b| b.point == p.id) {
-            let verdict = b.classification.bottleneck.as_str();
-            // The strongest piece of evidence (they come strongest first).
-            let evidence = b.classification.evidence.first().map_or("", String::as_str);
-            card(o, "", "bottleneck", &esc(verdict), evidence);
-        }
-        let failed = p.failed_replicates().count();
-        if failed > 0 {
-            card(o, "bad", "failed replicates", &failed.to_string(), rest);
-        }
-        o.push_str("</div>\n");
-    }
-    if r.points.len() > max {
-        let _ = writeln!(
-            o,
-            "<p class=\"note\">{} more points {}.</p>",
-            r.points.len() - max,
-            esc(rest)
-        );
-    }
-}
-
 fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
     let r = load_report(st, w, id)?;
     let run = r.run.clone();
-    let bottlenecks = bottlenecks_of(st, &run);
     let gate = gate_of(st, w, &run);
     let view = match &gate {
         GateOf::Done(Ok(v)) => GateView::from_json(v).ok(),
@@ -459,7 +310,7 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
             o.push_str("<p class=\"note\">No baseline is stored for this benchmark and machine profile (<code>yardstick baseline save RUN</code>).</p>\n");
         }
     }
-    point_cards(&mut o, &r, &bottlenecks, 12, "in the tables below");
+    point_cards(&mut o, &r, view.as_ref(), 12, "in the tables below");
     let report = Report::new(r, view);
     sections_html(&mut o, &report)?;
     let r = &report.run;
@@ -893,13 +744,7 @@ fn compare_page(st: &AppState, w: &mut dyn Warehouse, p: &HashMap<String, String
             run_link(&r.run.run_id)
         );
         run_header(&mut o, &r.run);
-        point_cards(
-            &mut o,
-            r,
-            &bottlenecks_of(st, &r.run),
-            6,
-            "on the run's page",
-        );
+        point_cards(&mut o, r, None, 6, "on the run's page");
         o.push_str("</div>");
     }
     o.push_str("</div>\n");
@@ -1038,6 +883,7 @@ pub(super) async fn contracts() -> Html<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use yardstick_spec::metrics::id;
 
     #[test]
     fn trend_verdicts_follow_the_tolerance_and_the_interval() {
