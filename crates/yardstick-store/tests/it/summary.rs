@@ -61,7 +61,7 @@ fn analysis_sections_of_todays_format_read_typed_and_write_back_the_same() {
     assert_eq!(arith.determinism.as_deref(), Some(&[1.0; 3][..]));
     assert!(arith.replicates_agree);
     let ci = arith.wilson_ci_first_replicate.unwrap();
-    assert_eq!((ci.lo, ci.hi), (0.30064184258142067, 0.9544127391902597));
+    assert_eq!((ci.lo, ci.hi), (0.3006418425814207, 0.9544127391902597));
     assert_eq!(arith.confidence, Some(0.95));
     assert_eq!(
         (
