@@ -218,10 +218,15 @@ pub struct GateReport {
 impl GateReport {
     /// Point ids with a FAIL (what `--confirm` re-runs).
     pub fn failing_points(&self) -> Vec<String> {
+        self.points_with(Verdict::Fail)
+    }
+
+    /// Point ids with a row of `verdict`, sorted, each once.
+    fn points_with(&self, verdict: Verdict) -> Vec<String> {
         let mut v: Vec<String> = self
             .metrics
             .iter()
-            .filter(|m| m.verdict == Verdict::Fail)
+            .filter(|m| m.verdict == verdict)
             .map(|m| m.point.clone())
             .collect();
         v.sort();
@@ -231,15 +236,7 @@ impl GateReport {
 
     /// Point ids with an INCONCLUSIVE row (what `--confirm` pools more replicates for).
     pub fn inconclusive_points(&self) -> Vec<String> {
-        let mut v: Vec<String> = self
-            .metrics
-            .iter()
-            .filter(|m| m.verdict == Verdict::Inconclusive)
-            .map(|m| m.point.clone())
-            .collect();
-        v.sort();
-        v.dedup();
-        v
+        self.points_with(Verdict::Inconclusive)
     }
 
     /// What to record of this gating in the warehouse (a row per point × metric, for trends);

@@ -90,12 +90,9 @@ fn table(out: &mut String, headers: &[&str], align: &[Align], rows: &[Vec<(Strin
     }
 }
 
-/// An aligned table of plain cells, as the command line prints lists: a bold header line, two
-/// spaces between columns, a column right-aligned when every cell in it is a number or `-`.
-/// Every row has one cell per header.
-pub fn plain_table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let width = widths(headers, rows.iter().map(|r| r.iter().map(String::as_str)));
-    let align: Vec<Align> = (0..headers.len())
+/// Each column's alignment: right when every cell in it is a number or `-`, else left.
+fn numeric_right(columns: usize, rows: &[Vec<String>]) -> Vec<Align> {
+    (0..columns)
         .map(|i| {
             let numeric = rows.iter().all(|r| {
                 r.get(i)
@@ -103,7 +100,15 @@ pub fn plain_table(headers: &[&str], rows: &[Vec<String>]) -> String {
             });
             if numeric { Align::Right } else { Align::Left }
         })
-        .collect();
+        .collect()
+}
+
+/// An aligned table of plain cells, as the command line prints lists: a bold header line, two
+/// spaces between columns, a column right-aligned when every cell in it is a number or `-`.
+/// Every row has one cell per header.
+pub fn plain_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let width = widths(headers, rows.iter().map(|r| r.iter().map(String::as_str)));
+    let align = numeric_right(headers.len(), rows);
     let plain = |cells: &[String]| cells.iter().map(|c| (c.clone(), "")).collect();
     let head: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
     let mut out = format!("{BOLD}{}{RESET}\n", line(&width, &align, plain(&head)));
@@ -156,15 +161,7 @@ pub fn table_with_notes(
     width: usize,
 ) -> String {
     let col = widths(headers, rows.iter().map(|r| r.iter().map(String::as_str)));
-    let align: Vec<Align> = (0..headers.len())
-        .map(|i| {
-            let numeric = rows.iter().all(|r| {
-                r.get(i)
-                    .is_none_or(|c| c.parse::<f64>().is_ok() || c == "-")
-            });
-            if numeric { Align::Right } else { Align::Left }
-        })
-        .collect();
+    let align = numeric_right(headers.len(), rows);
     let head: Vec<(String, &str)> = headers.iter().map(|h| (h.to_string(), BOLD)).collect();
     let mut out = format!("{}\n", line(&col, &align, head));
     const INDENT: &str = "    ";
