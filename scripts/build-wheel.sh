@@ -17,7 +17,11 @@ if [ -z "${MATURIN:-}" ]; then
   "$work/maturin/bin/pip" install -q "maturin>=1.5,<2"
   MATURIN="$work/maturin/bin/maturin"
 fi
-"$MATURIN" build --release --locked -m packaging/pypi/pyproject.toml -o "$DIST" --compatibility linux
+mkdir -p "$DIST"
+DIST=$(cd "$DIST" && pwd)
+# maturin reads packaging/pypi/pyproject.toml from its directory (its manifest-path names the
+# crate).
+(cd packaging/pypi && "$MATURIN" build --release --locked -o "$DIST" --compatibility linux)
 wheel=$(ls -t "$DIST"/yardstick_bench-*.whl | head -1)
 echo "wheel: $wheel ($(du -h "$wheel" | cut -f1))"
 
