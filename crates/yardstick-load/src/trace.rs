@@ -563,37 +563,11 @@ fn csv_rows(text: &str, path: &str, format: TraceFormat) -> Result<Vec<TraceRequ
 }
 
 /// Milliseconds since 1970 of `YYYY-MM-DD HH:MM:SS[.fraction]` (UTC; a `T` may stand for the
-/// space); `None` when it is not such a time.
+/// space, a `Z` may end it); `None` when it is not such a time.
 fn datetime_ms(s: &str) -> Option<f64> {
-    let (date, time) = s.split_once([' ', 'T'])?;
-    let mut d = date.split('-');
-    let (y, m, day): (i64, i64, i64) = (
-        d.next()?.parse().ok()?,
-        d.next()?.parse().ok()?,
-        d.next()?.parse().ok()?,
-    );
-    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let time = time.trim_end_matches('Z');
-    let mut t = time.split(':');
-    let (hh, mm): (i64, i64) = (t.next()?.parse().ok()?, t.next()?.parse().ok()?);
-    let sec: f64 = t.next()?.parse().ok()?;
-    if t.next().is_some()
-        || !(0..24).contains(&hh)
-        || !(0..60).contains(&mm)
-        || !(0.0..61.0).contains(&sec)
-    {
-        return None;
-    }
-    // Days from the civil date (H. Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(((days * 86_400 + hh * 3600 + mm * 60) as f64 + sec) * 1e3)
+    let t = humantime::parse_rfc3339_weak(s).ok()?;
+    let since = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some(since.as_secs_f64() * 1e3)
 }
 
 #[cfg(test)]
