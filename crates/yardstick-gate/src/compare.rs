@@ -449,17 +449,10 @@ pub fn compare(baseline: &RunData, candidate: &RunData) -> Result<Comparison, Ga
         warnings.push("no headline metric in common: nothing to compare".into());
     }
     // Points in the candidate's plan order (a sweep's 1, 8, 32), not as text (1, 32, 8).
-    yardstick_store::order::sort_by_plan(
-        &mut metrics,
-        &yardstick_store::order::plan_order(&candidate.dir),
-        |m| m.point.as_str(),
-    );
+    let plan = yardstick_store::order::plan_order(&candidate.dir);
+    yardstick_store::order::sort_by_plan(&mut metrics, &plan, |m| m.point.as_str());
     let mut profiles = profiles(baseline, candidate);
-    yardstick_store::order::sort_by_plan(
-        &mut profiles,
-        &yardstick_store::order::plan_order(&candidate.dir),
-        |p| p.point.as_str(),
-    );
+    yardstick_store::order::sort_by_plan(&mut profiles, &plan, |p| p.point.as_str());
     Ok(Comparison {
         baseline_run: baseline.run.run_id.clone(),
         candidate_run: candidate.run.run_id.clone(),
