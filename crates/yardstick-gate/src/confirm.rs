@@ -177,6 +177,35 @@ pub fn apply_pooled(
     report.recompute_verdict();
 }
 
+/// Folds the confirmation run `again` (run `rerun_id`) into `report`, the gate of `candidate`
+/// against `baseline`: FAIL rows must fail again in the re-run alone ([`apply`]); rows that were
+/// INCONCLUSIVE are decided on the candidate's and the re-run's replicates pooled ([`pool`],
+/// [`apply_pooled`]). The overall verdict is recomputed.
+pub fn settle(
+    report: &mut GateReport,
+    baseline: &RunData,
+    candidate: &RunData,
+    again: &RunData,
+    opts: &crate::gate::GateOptions,
+    rerun_id: &str,
+) -> Result<(), GateError> {
+    let inconclusive: Vec<(String, String, String)> = report
+        .metrics
+        .iter()
+        .filter(|m| m.verdict == Verdict::Inconclusive)
+        .map(|m| (m.point.clone(), m.metric.clone(), m.statistic.clone()))
+        .collect();
+    let points = report.inconclusive_points();
+    let second = crate::gate::gate(baseline, again, opts)?;
+    apply(report, &second, rerun_id);
+    if !inconclusive.is_empty() {
+        let pooled = pool(candidate, again, &points);
+        let third = crate::gate::gate(baseline, &pooled, opts)?;
+        apply_pooled(report, &third, &inconclusive, rerun_id);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

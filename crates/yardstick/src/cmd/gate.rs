@@ -205,12 +205,6 @@ fn confirm_failures(
         rerun.points.len(),
         rerun.points.join(", ")
     ));
-    let inconclusive: Vec<(String, String, String)> = report
-        .metrics
-        .iter()
-        .filter(|m| m.verdict == Verdict::Inconclusive)
-        .map(|m| (m.point.clone(), m.metric.clone(), m.statistic.clone()))
-        .collect();
     let outcome = execute_spec(
         &rerun.spec_text,
         &rerun.spec,
@@ -229,14 +223,7 @@ fn confirm_failures(
         },
     )?;
     let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(exit::lib_error)?;
-    let second = yardstick_gate::gate(base, &again, opts).map_err(exit::lib_error)?;
-    let pooled_points = report.inconclusive_points();
-    confirm::apply(report, &second, &outcome.run_id);
-    if !inconclusive.is_empty() {
-        let pooled = confirm::pool(cand, &again, &pooled_points);
-        let third = yardstick_gate::gate(base, &pooled, opts).map_err(exit::lib_error)?;
-        confirm::apply_pooled(report, &third, &inconclusive, &outcome.run_id);
-    }
+    confirm::settle(report, base, cand, &again, opts, &outcome.run_id).map_err(exit::lib_error)?;
     Ok(outcome.run_id)
 }
 
