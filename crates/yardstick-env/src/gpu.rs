@@ -358,6 +358,8 @@ impl NvmlSession {
             memory_utilization_pct: util.as_ref().map(|u| f64::from(u.memory)),
             memory_used_bytes: d.memory_info().ok().map(|m| m.used as f64),
             sm_clock_mhz: d.clock_info(Clock::SM).ok().map(f64::from),
+            mem_clock_mhz: d.clock_info(Clock::Memory).ok().map(f64::from),
+            energy_mj: d.total_energy_consumption().ok().map(|mj| mj as f64),
             power_w: d.power_usage().ok().map(|mw| f64::from(mw) / 1e3),
             temperature_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
             throttle_reasons: d.current_throttle_reasons().ok().map(|r| r.bits()),
@@ -376,6 +378,10 @@ pub struct GpuSample {
     pub memory_used_bytes: Option<f64>,
     /// SM clock, MHz.
     pub sm_clock_mhz: Option<f64>,
+    /// Memory clock, MHz.
+    pub mem_clock_mhz: Option<f64>,
+    /// Total energy since the driver loaded, mJ (Volta and later).
+    pub energy_mj: Option<f64>,
     /// Power draw, W.
     pub power_w: Option<f64>,
     /// Die temperature, °C.

@@ -250,6 +250,8 @@ fn sample_loop(config: &SamplerConfig, stop: &AtomicBool) -> Telemetry {
                 push(&dev, "memory_util_pct", s.memory_utilization_pct);
                 push(&dev, "memory_used_bytes", s.memory_used_bytes);
                 push(&dev, "sm_clock_mhz", s.sm_clock_mhz);
+                push(&dev, "mem_clock_mhz", s.mem_clock_mhz);
+                push(&dev, "energy_mj", s.energy_mj);
                 push(&dev, "power_w", s.power_w);
                 push(&dev, "temperature_c", s.temperature_c);
                 push(

@@ -208,6 +208,7 @@ mod tests {
                     PointWork::Micro {
                         micro: "memory".into(),
                         sizes: None,
+                        dtype: None,
                     },
                 ),
                 point(
@@ -216,6 +217,7 @@ mod tests {
                     PointWork::Micro {
                         micro: "gemm".into(),
                         sizes: None,
+                        dtype: None,
                     },
                 ),
                 point(

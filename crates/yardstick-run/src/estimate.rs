@@ -65,10 +65,13 @@ pub fn history(w: &mut dyn Warehouse, name: &str) -> BTreeMap<String, f64> {
 /// says how long it takes.
 fn modelled(p: &Point) -> Option<f64> {
     match &p.work {
-        PointWork::Micro { micro, sizes } => {
+        PointWork::Micro { micro, sizes, .. } => {
             let n = sizes.as_ref().map_or(1, Vec::len).max(1) as f64;
             let each = match micro.as_str() {
                 "memory" | "gemm" => 1.5,
+                // Every size of every type, a few seconds each at the largest.
+                "gpu-gemm" => 20.0,
+                "gpu-memory" | "gpu-pcie" => 3.0,
                 _ => 5.0,
             };
             Some(n * each)

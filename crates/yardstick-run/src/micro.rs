@@ -2,6 +2,7 @@
 //! sockets) of the built-in micro benchmark; its iterations are the raw samples.
 
 use yardstick_spec::metrics::Measured;
+use yardstick_spec::model::Precision;
 use yardstick_spec::{MicroKind, Trials};
 use yardstick_store::samples::{Column, Table};
 use yardstick_workloads::micro::{self, MicroConfig, TrialPolicy};
@@ -16,19 +17,18 @@ use crate::replicate::ReplicateOutcome;
 pub fn run_replicate(
     kind: &str,
     sizes: Option<&Vec<u64>>,
+    dtype: Option<Precision>,
     trials: &Trials,
     seed: u64,
 ) -> Result<ReplicateOutcome, RunError> {
-    let kind = match kind {
-        "memory" => MicroKind::Memory,
-        "gemm" => MicroKind::Gemm,
-        "storage" => MicroKind::Storage,
-        _ => MicroKind::Network,
-    };
+    let kind: MicroKind = kind
+        .parse()
+        .map_err(|e: yardstick_spec::units::UnitError| RunError::Invalid(e.to_string()))?;
     let mut config = MicroConfig::new(kind);
     if let Some(s) = sizes {
         config.sizes = s.clone();
     }
+    config.dtypes = dtype.into_iter().collect();
     let mut policy = TrialPolicy::from_spec(trials);
     // The orchestrator repeats the point `replicates` times; each call is one replicate.
     policy.replicates = 1;
@@ -50,6 +50,13 @@ pub fn run_replicate(
         }
     }
     summary.insert("units".into(), units.into());
+    if !report.skipped.is_empty() {
+        // What was not measured, and why (e.g. a GPU probe on a machine without one).
+        summary.insert(
+            "skipped".into(),
+            serde_json::to_value(&report.skipped).unwrap_or_default(),
+        );
+    }
     if !report.warnings.is_empty() || !report.skipped.is_empty() {
         summary.insert(
             "warnings".into(),

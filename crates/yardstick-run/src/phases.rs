@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use yardstick_spec::model::Requirement;
 use yardstick_spec::{BenchmarkRun, Trials};
 use yardstick_store::warehouse::{PointRow, RunRow, Warehouse};
 use yardstick_store::{RunStatus, RunWriter, StoreError};
@@ -51,9 +52,11 @@ fn run_step(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, RunError> {
         PointWork::Eval { url, .. } => {
             eval::run_replicate(run.rt, work, run.eval_inputs, &run.target(url.as_ref()))
         }
-        PointWork::Micro { micro: kind, sizes } => {
-            micro::run_replicate(kind, sizes.as_ref(), run.trials, cx.seed)
-        }
+        PointWork::Micro {
+            micro: kind,
+            sizes,
+            dtype,
+        } => micro::run_replicate(kind, sizes.as_ref(), *dtype, run.trials, cx.seed),
         PointWork::Train { .. } => e2e::run_train(cx),
         PointWork::Startup { layer, argv, cache } => {
             let entry = run
@@ -119,6 +122,17 @@ fn checked_plan(
     opts: &RunOptions,
     placement: &dyn Placement,
 ) -> Result<Plan, RunError> {
+    if spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.requires.as_ref())
+        .is_some_and(|r| r.has(Requirement::Gpu))
+        && let Err(reason) = yardstick_workloads::micro::gpu_available()
+    {
+        return Err(RunError::Invalid(format!(
+            "this spec requires a GPU (`requires: gpu`) and none can be used here: {reason}"
+        )));
+    }
     let mut plan = plan::plan(spec);
     if let Some(why) = crate::nothing_to_run(&plan)
         .or_else(|| crate::engine_unsupported(spec).filter(|_| opts.pods.is_none()))

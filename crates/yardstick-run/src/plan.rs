@@ -8,7 +8,7 @@ use serde::Serialize;
 use yardstick_spec::rules::task_name;
 use yardstick_spec::{
     Api, BenchmarkRun, CacheMode, CacheModes, ComponentKind, ComponentLayer, E2eKind, LoadMode,
-    MicroKind, MlperfScenario, Order, ScenarioSpec,
+    MlperfScenario, Order, ScenarioSpec,
 };
 
 /// A capacity search's settings, with the defaults filled in (`load: {mode: capacity}`).
@@ -72,6 +72,9 @@ pub enum PointWork {
         micro: String,
         /// Problem sizes, when given.
         sizes: Option<Vec<u64>>,
+        /// Element type (GEMM), when given.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        dtype: Option<yardstick_spec::model::Precision>,
     },
     /// One (scenario, load level) of a serve layer: the point as `yardstick-load` runs it, and
     /// what only a run adds (the embedded simulator, a capacity search, a price).
@@ -433,12 +436,8 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
     let layers = spec.layers.clone().unwrap_or_default();
 
     for (i, m) in layers.micro.iter().flatten().enumerate() {
-        let kind = match m.kind {
-            Some(MicroKind::Memory) => "memory",
-            Some(MicroKind::Gemm) => "gemm",
-            Some(MicroKind::Storage) => "storage",
-            Some(MicroKind::Network) => "network",
-            None => continue,
+        let Some(kind) = m.kind.map(yardstick_workloads::micro::kind_name) else {
+            continue;
         };
         let id = format!("micro.{i}.{kind}");
         estimate = estimate.map(|e| e + 10.0);
@@ -449,6 +448,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
             work: PointWork::Micro {
                 micro: kind.into(),
                 sizes: m.sizes.clone(),
+                dtype: m.dtype,
             },
         });
     }

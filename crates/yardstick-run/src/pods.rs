@@ -515,19 +515,39 @@ pub fn micro_args(plan: &crate::Plan, trials: &yardstick_spec::Trials) -> Option
     let mut args: Vec<String> = vec!["--json".into(), "bench".into(), "micro".into()];
     let mut kinds = 0;
     for p in &plan.points {
-        let crate::PointWork::Micro { micro, sizes } = &p.work else {
+        let crate::PointWork::Micro {
+            micro,
+            sizes,
+            dtype,
+        } = &p.work
+        else {
             continue;
         };
         let flag = match micro.as_str() {
             "memory" => "--memory-size",
             "gemm" => "--gemm-size",
             "storage" => "--storage-size",
+            "gpu-memory" => "--gpu-memory-size",
+            "gpu-pcie" => "--pcie-size",
+            "gpu-gemm" => "--gpu-gemm-size",
             _ => continue,
         };
         args.push(micro.clone());
         kinds += 1;
         for s in sizes.iter().flatten() {
             args.extend([flag.to_string(), s.to_string()]);
+        }
+        if let Some(d) = dtype {
+            let flag = if micro == "gpu-gemm" {
+                "--gpu-gemm-dtype"
+            } else {
+                "--gemm-dtype"
+            };
+            let name = serde_json::to_value(d)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            args.extend([flag.to_string(), name]);
         }
     }
     if kinds == 0 {

@@ -76,6 +76,9 @@ pub struct Spec {
     /// The three-layer stack: micro, component, end-to-end.
     #[schemars(required)]
     pub layers: Option<Layers>,
+    /// What the machine must have, checked before any work: `gpu` (or `[gpu]`) refuses to
+    /// start where no GPU can be used, instead of recording GPU probes as skipped.
+    pub requires: Option<Requires>,
     /// Regression gate settings.
     pub gates: Option<Gates>,
     /// Artifact signing.
@@ -543,12 +546,12 @@ impl Layers {
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
 pub struct MicroLayer {
-    /// `memory`, `gemm`, `storage` or `network`.
+    /// `memory`, `gemm`, `storage`, `network`, `gpu-memory`, `gpu-pcie` or `gpu-gemm`.
     #[schemars(required)]
     pub kind: Option<MicroKind>,
     /// A name for reports (defaults to the kind).
     pub name: Option<String>,
-    /// Problem sizes (bytes for memory/storage, N for an N×N GEMM).
+    /// Problem sizes (bytes for memory/storage/gpu-memory/gpu-pcie, N for an N×N GEMM).
     pub sizes: Option<Vec<u64>>,
     /// Element type for GEMM.
     pub dtype: Option<Precision>,
@@ -556,6 +559,34 @@ pub struct MicroLayer {
     pub path: Option<String>,
     /// How long each measurement lasts.
     pub duration: Option<DurationSpec>,
+}
+
+/// What a run needs of the machine (`requires:`), one name or a list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Requires {
+    /// One requirement, e.g. `requires: gpu`.
+    One(Requirement),
+    /// Several, e.g. `requires: [gpu]`.
+    Many(Vec<Requirement>),
+}
+
+/// One thing a run needs of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Requirement {
+    /// A GPU the CUDA driver can use.
+    Gpu,
+}
+
+impl Requires {
+    /// Whether `what` is among the requirements.
+    pub fn has(&self, what: Requirement) -> bool {
+        match self {
+            Requires::One(r) => *r == what,
+            Requires::Many(v) => v.contains(&what),
+        }
+    }
 }
 
 /// Micro benchmark kinds.
@@ -567,6 +598,15 @@ pub enum MicroKind {
     Gemm,
     Storage,
     Network,
+    /// GPU memory (HBM) bandwidth: copy, read and write kernels.
+    #[serde(rename = "gpu-memory")]
+    GpuMemory,
+    /// Host↔device bandwidth with pinned memory, and peer-to-peer between GPUs.
+    #[serde(rename = "gpu-pcie")]
+    GpuPcie,
+    /// The matmul peak (cuBLASLt) over a shape sweep, per element type.
+    #[serde(rename = "gpu-gemm")]
+    GpuGemm,
 }
 
 /// A component benchmark.

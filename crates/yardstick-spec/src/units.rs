@@ -99,17 +99,20 @@ fn name_error(what: &'static str, got: &str, choices: &'static str) -> UnitError
 impl FromStr for MicroKind {
     type Err = UnitError;
     /// `memory` (`mem`, `stream`), `gemm` (`matmul`), `storage` (`disk`, `io`), `network`
-    /// (`net`); any case.
+    /// (`net`), `gpu-memory` (`hbm`), `gpu-pcie` (`pcie`), `gpu-gemm` (`gpu-matmul`); any case.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "memory" | "mem" | "stream" => Ok(MicroKind::Memory),
             "gemm" | "matmul" => Ok(MicroKind::Gemm),
             "storage" | "disk" | "io" => Ok(MicroKind::Storage),
             "network" | "net" => Ok(MicroKind::Network),
+            "gpu-memory" | "gpu-mem" | "hbm" => Ok(MicroKind::GpuMemory),
+            "gpu-pcie" | "pcie" => Ok(MicroKind::GpuPcie),
+            "gpu-gemm" | "gpu-matmul" => Ok(MicroKind::GpuGemm),
             _ => Err(name_error(
                 "micro benchmark",
                 s,
-                "memory, gemm, storage, network",
+                "memory, gemm, storage, network, gpu-memory, gpu-pcie, gpu-gemm",
             )),
         }
     }

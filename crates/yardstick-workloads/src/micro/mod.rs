@@ -19,6 +19,8 @@
 
 pub mod bf16;
 pub mod gemm;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod ingest;
 pub mod memory;
 pub mod network;
@@ -241,6 +243,19 @@ impl MicroConfig {
     }
 }
 
+/// Whether the GPU probes can run here: `Err` says why not (no driver library, with where it
+/// was looked for; no GPU; or a build without them).
+pub fn gpu_available() -> Result<usize, String> {
+    #[cfg(feature = "gpu")]
+    {
+        gpu::gpu_count()
+    }
+    #[cfg(not(feature = "gpu"))]
+    {
+        Err("this build has no GPU probes (built without the `gpu` feature)".into())
+    }
+}
+
 /// The lower-case name of a kind.
 pub fn kind_name(kind: MicroKind) -> &'static str {
     match kind {
@@ -248,6 +263,9 @@ pub fn kind_name(kind: MicroKind) -> &'static str {
         MicroKind::Gemm => "gemm",
         MicroKind::Storage => "storage",
         MicroKind::Network => "network",
+        MicroKind::GpuMemory => "gpu-memory",
+        MicroKind::GpuPcie => "gpu-pcie",
+        MicroKind::GpuGemm => "gpu-gemm",
     }
 }
 
@@ -355,6 +373,17 @@ pub fn run(config: &MicroConfig, policy: &TrialPolicy) -> Result<MicroReport, Mi
         MicroKind::Gemm => gemm::run(config, policy)?,
         MicroKind::Storage => storage::run(config, policy)?,
         MicroKind::Network => network::run(config, policy)?,
+        #[cfg(feature = "gpu")]
+        MicroKind::GpuMemory | MicroKind::GpuPcie | MicroKind::GpuGemm => gpu::run(config, policy)?,
+        #[cfg(not(feature = "gpu"))]
+        MicroKind::GpuMemory | MicroKind::GpuPcie | MicroKind::GpuGemm => MicroReport {
+            skipped: vec![Skipped {
+                name: kind_name(config.kind).into(),
+                reason: "skipped: this build has no GPU probes (built without the `gpu` feature)"
+                    .into(),
+            }],
+            ..MicroReport::default()
+        },
     };
     if cfg!(debug_assertions) {
         report.warnings.push(

@@ -23,6 +23,7 @@ mod env_cli;
 mod eval_perplexity;
 mod eval_real_model;
 mod gate_cli;
+mod gpu_micro;
 mod human_snapshots;
 mod import_cli;
 mod import_serving;

@@ -13,7 +13,11 @@ use crate::cli::{GlobalOpts, verbosity};
 use crate::exit::{self, Status};
 use crate::output::{self, style};
 
-/// Measure subsystem limits: memory bandwidth, GEMM FLOP/s, storage and network.
+/// Measure subsystem limits: memory bandwidth, GEMM FLOP/s, storage, network and GPUs.
+///
+/// GPU probes (gpu-memory, gpu-pcie, gpu-gemm, or `gpu` for all three) run on every GPU the
+/// CUDA driver shows; the driver and cuBLASLt are loaded when they run, and where either or a
+/// GPU is missing the probe is listed as skipped with what it looked for.
 ///
 /// Each benchmark runs warm-up iterations (discarded), then --replicates independent
 /// replicates (fresh buffers, files, connections) of --iterations measured iterations; a
@@ -24,10 +28,13 @@ use crate::output::{self, style};
     after_help = "Examples:\n  yardstick bench micro memory gemm --json\n  \
 yardstick bench micro storage --path /mnt/data --storage-size 1GiB\n  \
 yardstick bench micro network --listen 0.0.0.0:9753      # on the peer\n  \
-yardstick bench micro network --peer HOST:9753            # here"
+yardstick bench micro network --peer HOST:9753            # here\n  \
+yardstick bench micro gpu --json                          # HBM, PCIe and matmul peak\n  \
+yardstick bench micro gpu-gemm --gpu-gemm-dtype bf16,fp8 --gpu-gemm-size 4096,8192"
 )]
 pub struct MicroArgs {
-    /// Benchmarks to run: memory, gemm, storage, network [default: all four].
+    /// Benchmarks to run: memory, gemm, storage, network, gpu-memory, gpu-pcie, gpu-gemm, or
+    /// gpu (the three GPU probes) [default: the four CPU-side ones].
     #[arg(value_name = "KIND")]
     pub kinds: Vec<String>,
     /// Independent replicates of each benchmark (the methodology asks for >= 3).
@@ -61,6 +68,21 @@ pub struct MicroArgs {
     /// where the CPU has avx512_bf16, else listed as skipped; both give gemm.bf16_vs_f32.N].
     #[arg(long, value_delimiter = ',', value_name = "DTYPE")]
     pub gemm_dtype: Vec<String>,
+    /// Bytes per GPU buffer of gpu-memory, comma-separated [default: 16MiB,256MiB,1GiB,4GiB;
+    /// the largest gives gpu.hbm.copy/read/write].
+    #[arg(long, value_delimiter = ',', value_name = "SIZE")]
+    pub gpu_memory_size: Vec<String>,
+    /// Shapes N (N×N×N) of gpu-gemm, multiples of 16, comma-separated
+    /// [default: 1024,2048,4096,8192,16384].
+    #[arg(long, value_delimiter = ',', value_name = "N")]
+    pub gpu_gemm_size: Vec<u64>,
+    /// Element types of gpu-gemm, comma-separated: bf16, fp16, tf32, fp32, fp8
+    /// [default: bf16,fp16,tf32,fp8 — fp8 where the GPU has it].
+    #[arg(long, value_delimiter = ',', value_name = "DTYPE")]
+    pub gpu_gemm_dtype: Vec<String>,
+    /// Bytes per host↔device transfer of gpu-pcie [default: 256MiB].
+    #[arg(long, value_name = "SIZE")]
+    pub pcie_size: Option<String>,
     /// Directory of the storage benchmark [default: the system temp directory].
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
@@ -159,9 +181,15 @@ fn configs(args: &MicroArgs) -> anyhow::Result<Vec<MicroConfig>> {
     } else {
         let mut v = Vec::new();
         for s in &args.kinds {
-            let k = parse_kind(s)?;
-            if !v.contains(&k) {
-                v.push(k);
+            let ks = if s.trim().eq_ignore_ascii_case("gpu") {
+                vec![MicroKind::GpuMemory, MicroKind::GpuPcie, MicroKind::GpuGemm]
+            } else {
+                vec![parse_kind(s)?]
+            };
+            for k in ks {
+                if !v.contains(&k) {
+                    v.push(k);
+                }
             }
         }
         v
@@ -217,6 +245,25 @@ fn configs(args: &MicroArgs) -> anyhow::Result<Vec<MicroConfig>> {
                 if let Some(s) = &args.network_size {
                     c.sizes.push(parse_size("network-size", s)?);
                 }
+            }
+            MicroKind::GpuMemory => {
+                for s in &args.gpu_memory_size {
+                    c.sizes.push(parse_size("gpu-memory-size", s)?);
+                }
+            }
+            MicroKind::GpuPcie => {
+                if let Some(s) = &args.pcie_size {
+                    c.sizes.push(parse_size("pcie-size", s)?);
+                }
+            }
+            MicroKind::GpuGemm => {
+                c.sizes = args.gpu_gemm_size.clone();
+                c.dtypes = args
+                    .gpu_gemm_dtype
+                    .iter()
+                    .map(|d| d.parse::<Precision>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| crate::cmd::flag_error("gpu-gemm-dtype", e))?;
             }
         }
         out.push(c);
