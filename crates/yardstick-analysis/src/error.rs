@@ -65,4 +65,10 @@ pub enum MicroDocError {
     /// The document lacks the GEMM or the memory result the ceilings need.
     #[error("needs a gemm.{0}.N and a memory.triad result (`bench micro memory gemm`)")]
     NoCeilings(String),
+    /// The document holds GPU figures but lacks the GPU GEMM or HBM result the ceilings need.
+    #[error(
+        "holds GPU results but needs a gpu.gemm.{0}.peak (or gpu.gemm.{0}.N) and a gpu.hbm.copy \
+         result (the GPU micro layer)"
+    )]
+    NoGpuCeilings(String),
 }

@@ -30,10 +30,14 @@ pub struct NodeFigure {
 /// Tolerances, in percent of the reference, by kind of figure.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tolerances {
-    /// Compute, storage and network throughput and latency (default 5 %).
+    /// Compute (`gemm.*`, GPU `gpu*.gemm.*`), storage and network throughput and latency
+    /// (default 5 %).
     pub throughput_pct: f64,
     /// Memory bandwidth (`memory.*`, default 2 %): nodes of one model barely differ there, so
-    /// a small gap already means a bad DIMM or a wrong NUMA setting.
+    /// a small gap already means a bad DIMM or a wrong NUMA setting. The GPU bandwidths get it
+    /// too — HBM (`gpu*.hbm.*`), host to device (`gpu*.pcie.*`) and device to device
+    /// (`gpu*.p2p.*`): a slower HBM stack, a link trained at a lower PCIe generation or width,
+    /// or a peer path through the host instead of NVLink is a node fault, not noise.
     pub memory_pct: f64,
 }
 
@@ -47,9 +51,14 @@ impl Default for Tolerances {
 }
 
 impl Tolerances {
-    /// The tolerance of `metric`, in percent.
+    /// The tolerance of `metric`, in percent: the memory tolerance for `memory.*` and the GPU
+    /// bandwidths (`gpu.hbm.*`, `gpu.pcie.*`, `gpu.p2p.*`, or `gpu<i>.…` on a node with several
+    /// GPUs), the throughput tolerance for the rest (GPU GEMM `gpu*.gemm.*` included).
     pub fn of(&self, metric: &str) -> f64 {
-        if metric.starts_with("memory.") {
+        let gpu_bandwidth = crate::roofline::split_gpu(metric).is_some_and(|(_, rest)| {
+            ["hbm", "pcie", "p2p"].contains(&rest.split('.').next().unwrap_or_default())
+        });
+        if metric.starts_with("memory.") || gpu_bandwidth {
             self.memory_pct
         } else {
             self.throughput_pct
@@ -347,6 +356,98 @@ mod tests {
         // Within tolerance: neither.
         let r = check(&fleet(97.0, None), Tolerances::default());
         assert!(r.passed());
+    }
+
+    #[test]
+    fn gpu_bandwidths_get_the_memory_tolerance_and_gpu_gemm_the_throughput_one() {
+        let t = Tolerances::default();
+        for bandwidth in [
+            "gpu.hbm.copy",
+            "gpu.hbm.read",
+            "gpu.hbm.write.4294967296",
+            "gpu.pcie.h2d",
+            "gpu.pcie.d2h",
+            "gpu.p2p.0to1",
+            "gpu3.hbm.copy",
+            "gpu7.p2p.7to0",
+            "memory.triad",
+        ] {
+            assert_eq!(t.of(bandwidth), 2.0, "{bandwidth}");
+        }
+        for compute in [
+            "gpu.gemm.bf16.peak",
+            "gpu.gemm.fp8.8192",
+            "gpu1.gemm.tf32.peak",
+            "gemm.f32.peak",
+            // Not GPU results: the throughput tolerance as any other figure.
+            "gpus.hbm.copy",
+            "gpux.pcie.h2d",
+        ] {
+            assert_eq!(t.of(compute), 5.0, "{compute}");
+        }
+        let custom = Tolerances {
+            throughput_pct: 8.0,
+            memory_pct: 1.0,
+        };
+        assert_eq!(custom.of("gpu0.hbm.copy"), 1.0);
+        assert_eq!(custom.of("gpu0.gemm.bf16.peak"), 8.0);
+    }
+
+    /// Four H200 nodes: HBM copy ~4300 GB/s, bf16 GEMM peak ~790 TFLOP/s.
+    fn h200_fleet(slow_hbm: f64, slow_gemm: f64) -> Vec<(String, Vec<NodeFigure>)> {
+        let gpu = |metric: &str, value: f64, unit: &str| NodeFigure {
+            metric: metric.into(),
+            value,
+            ci: Some([value * 0.998, value * 1.002]),
+            unit: unit.into(),
+            higher_is_better: true,
+        };
+        [
+            ("h200-a", 4310.0, 791.0),
+            ("h200-b", 4296.0, 787.0),
+            ("h200-c", slow_hbm, slow_gemm),
+            ("h200-d", 4303.0, 794.0),
+        ]
+        .into_iter()
+        .map(|(node, hbm, gemm)| {
+            (
+                node.to_string(),
+                vec![
+                    gpu("gpu.hbm.copy", hbm, "GB/s"),
+                    gpu("gpu.pcie.h2d", 53.8, "GB/s"),
+                    gpu("gpu.gemm.bf16.peak", gemm, "TFLOP/s"),
+                ],
+            )
+        })
+        .collect()
+    }
+
+    #[test]
+    fn a_slow_hbm_is_flagged_at_2_percent_and_gemm_tolerates_5() {
+        // h200-c: HBM 3.4 % below the median, GEMM 3.8 % below: only the HBM is flagged.
+        let r = check(&h200_fleet(4150.0, 760.0), Tolerances::default());
+        assert_eq!(r.flagged.keys().collect::<Vec<_>>(), ["h200-c"]);
+        let evidence = &r.flagged["h200-c"];
+        assert_eq!(evidence.len(), 1, "{evidence:?}");
+        // Median of 4310, 4296, 4150, 4303 is 4299.5.
+        assert!(
+            evidence[0].starts_with(
+                "gpu.hbm.copy 4150 GB/s is 3.5% below the fleet median 4300 (tolerance ±2%)"
+            ),
+            "{}",
+            evidence[0]
+        );
+        let row = |m: &str| r.metrics.iter().find(|x| x.metric == m).unwrap();
+        assert_eq!(row("gpu.hbm.copy").tolerance_pct, 2.0);
+        assert_eq!(row("gpu.pcie.h2d").tolerance_pct, 2.0);
+        let gemm = row("gpu.gemm.bf16.peak");
+        assert_eq!(gemm.tolerance_pct, 5.0);
+        assert_eq!(gemm.unit, "TFLOP/s");
+        assert!(gemm.nodes.iter().all(|c| !c.flagged && !c.uncertain));
+        // A GEMM 8 % down is flagged too.
+        let r = check(&h200_fleet(4300.0, 727.0), Tolerances::default());
+        assert_eq!(r.flagged["h200-c"].len(), 1);
+        assert!(r.flagged["h200-c"][0].starts_with("gpu.gemm.bf16.peak 727 TFLOP/s"));
     }
 
     #[test]

@@ -9,6 +9,18 @@
 //! checking the causes that a roofline cannot see first — waiting for input, collectives,
 //! queueing — because "do not over-index on GPU utilisation": a step that waits for data is
 //! input-bound however its kernels would sit on the roofline.
+//!
+//! **GPU ceilings.** When the micro results hold figures of a GPU (any result named `gpu.…`,
+//! or `gpu<i>.…` on a node with several), the workload is taken to run on that GPU and the
+//! ceilings are the GPU's alone ([`Ceilings::from_micro_gpu`]): the peak is
+//! `gpu.gemm.<dtype>.peak` (else the best `gpu.gemm.<dtype>.<N>`) of the workload's
+//! precision, the bandwidth `gpu.hbm.copy`. CPU figures in the same results are then not used,
+//! and a GPU peak is never paired with a CPU bandwidth or the reverse: GPU figures that lack
+//! one of the two give no ceilings rather than a mixed roofline. Results without GPU figures
+//! keep the CPU path (`gemm.<dtype>.<N>`, `memory.triad`). A caller that knows better — a CPU
+//! workload on a GPU node — names the device with [`Target`] ([`Ceilings::from_micro_on`]).
+//! With several GPUs each ceiling is the lowest of the GPUs' figures: a synchronised job runs
+//! at the pace of its slowest device (`yardstick nodes check` is where a slow one is found).
 
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +65,51 @@ pub fn gemm_dtype(precision: &str) -> Option<&'static str> {
     }
 }
 
+/// The GPU GEMM types (`bf16`, `fp16`, `tf32`, `fp8`, as the GPU micro layer names them) whose
+/// peak bounds a workload of `precision`, in order of preference: its own type first, then the
+/// types it falls back to when the GPU has no figure of its own type. Empty for types without
+/// a GPU GEMM figure (fp64, int8, ...).
+///
+/// fp32 maps to tf32: on a GPU, fp32 matrix products reach tensor cores only as tf32, so the
+/// tf32 peak bounds them (and overstates a workload that keeps TF32 off). fp8 falls back to
+/// bf16 then fp16 (a GPU without fp8 tensor cores runs fp8 models' GEMMs in 16-bit), bf16 and
+/// fp16 to each other (tensor cores run both at one rate).
+pub fn gpu_gemm_dtypes(precision: &str) -> &'static [&'static str] {
+    match precision.to_ascii_lowercase().as_str() {
+        "fp8" | "f8" | "e4m3" | "e5m2" => &["fp8", "bf16", "fp16"],
+        "bf16" | "bfloat16" | "mixed" => &["bf16", "fp16"],
+        "fp16" | "f16" | "half" => &["fp16", "bf16"],
+        "tf32" | "fp32" | "f32" | "float32" => &["tf32"],
+        _ => &[],
+    }
+}
+
+/// The device prefix and the rest of a GPU micro result's name: `("gpu", "hbm.copy")` for
+/// `gpu.hbm.copy`, `("gpu1", "gemm.bf16.peak")` for `gpu1.gemm.bf16.peak` (a node with several
+/// GPUs numbers them). `None` for any other name.
+pub fn split_gpu(name: &str) -> Option<(&str, &str)> {
+    let (device, rest) = name.split_once('.')?;
+    let index = device.strip_prefix("gpu")?;
+    (index.bytes().all(|b| b.is_ascii_digit()) && !rest.is_empty()).then_some((device, rest))
+}
+
+/// Which device's micro figures give the ceilings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Target {
+    /// The GPU's when the results hold any GPU figure (`gpu.…`, `gpu<i>.…`), else the CPU's.
+    #[default]
+    Auto,
+    /// The CPU's (`gemm.<dtype>.<N>`, `memory.triad`), whatever else the results hold.
+    Cpu,
+    /// The GPU's (`gpu.gemm.<dtype>.peak`, `gpu.hbm.copy`) or none.
+    Gpu,
+}
+
+/// Whether micro results hold figures of a GPU (any `gpu.…` or `gpu<i>.…` name).
+pub fn has_gpu_figures<'a>(names: impl IntoIterator<Item = &'a str>) -> bool {
+    names.into_iter().any(|n| split_gpu(n).is_some())
+}
+
 /// Converts a throughput in `unit` to per-second base units (FLOP/s or bytes/s).
 fn scale(unit: &str) -> Option<f64> {
     match unit {
@@ -61,6 +118,7 @@ fn scale(unit: &str) -> Option<f64> {
         "MFLOP/s" | "MB/s" => Some(1e6),
         "GFLOP/s" | "GB/s" => Some(1e9),
         "TFLOP/s" | "TB/s" => Some(1e12),
+        "PFLOP/s" | "PB/s" => Some(1e15),
         "MiB/s" => Some(1_048_576.0),
         "GiB/s" => Some(1_073_741_824.0),
         _ => None,
@@ -99,14 +157,7 @@ impl Ceilings {
                 peak = Some((v, name.to_owned()));
             } else if name == yardstick_spec::metrics::id::MEMORY_TRIAD && better(&mem, v) {
                 mem = Some((v, name.to_owned()));
-            } else if name.starts_with("nccl.")
-                && name
-                    .split('.')
-                    .collect::<Vec<_>>()
-                    .windows(2)
-                    .any(|w| w[0] == "busbw" && w[1].parse::<u64>().is_ok())
-                && better(&link, v)
-            {
+            } else if is_busbw_size(name) && better(&link, v) {
                 link = Some((v, name.to_owned()));
             }
         }
@@ -134,13 +185,157 @@ impl Ceilings {
     /// lists `gemm.bf16` as skipped) falls back to the f32 peak, said so in `note`: without
     /// the instructions, the CPU does that arithmetic in f32 units, so f32 is its ceiling.
     /// `None` when neither is there, or the precision has no CPU GEMM.
+    ///
+    /// Results that hold GPU figures give the GPU's ceilings instead ([`Target::Auto`]; see
+    /// the module documentation and [`Ceilings::from_micro_gpu`]).
     pub fn from_micro_for<'a>(
         label: impl Into<String>,
         precision: &str,
         results: impl IntoIterator<Item = (&'a str, f64, &'a str)>,
     ) -> Option<(Ceilings, CeilingSources)> {
-        let dtype = gemm_dtype(precision)?;
+        Self::from_micro_on(label, precision, Target::Auto, results)
+    }
+
+    /// The ceilings of `target`'s figures for a workload of `precision`: the GPU's
+    /// ([`Ceilings::from_micro_gpu`]) or the CPU's (the f32 fallback of
+    /// [`Ceilings::from_micro_for`]); [`Target::Auto`] picks the GPU when the results hold any
+    /// GPU figure, and then never falls back to the CPU's.
+    pub fn from_micro_on<'a>(
+        label: impl Into<String>,
+        precision: &str,
+        target: Target,
+        results: impl IntoIterator<Item = (&'a str, f64, &'a str)>,
+    ) -> Option<(Ceilings, CeilingSources)> {
         let results: Vec<(&str, f64, &str)> = results.into_iter().collect();
+        let gpu = match target {
+            Target::Auto => has_gpu_figures(results.iter().map(|r| r.0)),
+            Target::Cpu => false,
+            Target::Gpu => true,
+        };
+        if gpu {
+            Self::from_micro_gpu(label, precision, results)
+        } else {
+            Self::from_micro_cpu(label, precision, results)
+        }
+    }
+
+    /// The GPU's ceilings for a workload of `precision`, from the GPU micro layer's results:
+    /// the peak is `gpu.gemm.<dtype>.peak` — else the best `gpu.gemm.<dtype>.<N>` — of the first
+    /// type of [`gpu_gemm_dtypes`] that has a figure (a fallback type, or an fp32 workload
+    /// bounded by the tf32 peak, is said so in `note`), the bandwidth `gpu.hbm.copy` (bytes
+    /// read plus bytes written per second, as the roofline counts bytes moved), the link peak
+    /// the best nccl-tests busbw as on the CPU path. On a node with several GPUs (`gpu0.…`,
+    /// `gpu1.…`) each ceiling is the lowest of the GPUs that measured it, said so in `note`.
+    /// `None` without a GEMM figure of a usable type or without `gpu.hbm.copy`.
+    pub fn from_micro_gpu<'a>(
+        label: impl Into<String>,
+        precision: &str,
+        results: impl IntoIterator<Item = (&'a str, f64, &'a str)>,
+    ) -> Option<(Ceilings, CeilingSources)> {
+        use std::collections::BTreeMap;
+        type Best = Option<(f64, String)>;
+        #[derive(Default)]
+        struct Device {
+            /// dtype -> (`.peak`, best `.<N>`)
+            gemm: BTreeMap<String, (Best, Best)>,
+            copy: Best,
+        }
+        let better = |slot: &Best, v: f64| slot.as_ref().is_none_or(|(b, _)| v > *b);
+        let mut devices: BTreeMap<&str, Device> = BTreeMap::new();
+        let mut link: Best = None;
+        for (name, value, unit) in results {
+            let Some(k) = scale(unit) else { continue };
+            let v = value * k;
+            if !(v.is_finite() && v > 0.0) {
+                continue;
+            }
+            if is_busbw_size(name) && better(&link, v) {
+                link = Some((v, name.to_owned()));
+                continue;
+            }
+            let Some((device, rest)) = split_gpu(name) else {
+                continue;
+            };
+            let d = devices.entry(device).or_default();
+            let parts: Vec<&str> = rest.split('.').collect();
+            match parts.as_slice() {
+                ["hbm", "copy"] => d.copy = Some((v, name.to_owned())),
+                ["gemm", dtype, size] => {
+                    let (peak, best) = d.gemm.entry((*dtype).to_owned()).or_default();
+                    if *size == "peak" {
+                        *peak = Some((v, name.to_owned()));
+                    } else if size.parse::<u64>().is_ok() && better(best, v) {
+                        *best = Some((v, name.to_owned()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        // The lowest over the devices that have a figure: (value, name, how many had one).
+        fn lowest<'d>(
+            figures: impl Iterator<Item = &'d (f64, String)>,
+        ) -> Option<((f64, String), usize)> {
+            let all: Vec<&(f64, String)> = figures.collect();
+            let low = all.iter().min_by(|a, b| a.0.total_cmp(&b.0))?;
+            Some(((*low).clone(), all.len()))
+        }
+        let chain = gpu_gemm_dtypes(precision);
+        let (dtype, (peak, peak_devices)) = chain.iter().find_map(|t| {
+            let per_device = devices.values().filter_map(|d| {
+                let (peak, best) = d.gemm.get(*t)?;
+                peak.as_ref().or(best.as_ref())
+            });
+            lowest(per_device).map(|p| (*t, p))
+        })?;
+        let (memory, memory_devices) = lowest(devices.values().filter_map(|d| d.copy.as_ref()))?;
+        let mut notes = Vec::new();
+        let own = chain[0];
+        if dtype != own {
+            notes.push(format!(
+                "no gpu.gemm.{own} figure for this {precision} workload: the {dtype} GEMM peak \
+                 is the ceiling ({})",
+                if own == "fp8" {
+                    "a GPU without fp8 tensor cores runs fp8 models' matrix products in 16 bits"
+                } else {
+                    "tensor cores run bf16 and fp16 at the same rate"
+                }
+            ));
+        } else if !precision.eq_ignore_ascii_case("tf32") && own == "tf32" {
+            notes.push(format!(
+                "the tf32 GEMM peak bounds this {precision} workload: on the GPU, fp32 matrix \
+                 products reach tensor cores only as tf32 (with TF32 off they run well below it)"
+            ));
+        }
+        let gpus = peak_devices.max(memory_devices);
+        if gpus > 1 {
+            notes.push(format!(
+                "each ceiling is the lowest of {gpus} GPUs' figures: a synchronised job runs at \
+                 the pace of its slowest device"
+            ));
+        }
+        Some((
+            Ceilings {
+                label: label.into(),
+                peak_flops: peak.0,
+                memory_bw: memory.0,
+                link_bw: link.as_ref().map(|l| l.0),
+            },
+            CeilingSources {
+                peak: peak.1,
+                memory: memory.1,
+                link: link.map(|l| l.1),
+                note: (!notes.is_empty()).then(|| notes.join("; ")),
+            },
+        ))
+    }
+
+    /// The CPU path of [`Ceilings::from_micro_for`].
+    fn from_micro_cpu(
+        label: impl Into<String>,
+        precision: &str,
+        results: Vec<(&str, f64, &str)>,
+    ) -> Option<(Ceilings, CeilingSources)> {
+        let dtype = gemm_dtype(precision)?;
         let label = label.into();
         if let Some(found) = Self::from_micro(label.clone(), dtype, results.iter().copied()) {
             return Some(found);
@@ -160,6 +355,17 @@ impl Ceilings {
     pub fn ridge(&self) -> f64 {
         self.peak_flops / self.memory_bw
     }
+}
+
+/// Whether `name` is an nccl-tests bus bandwidth at one message size
+/// (`nccl.<op>.busbw.<bytes>`).
+fn is_busbw_size(name: &str) -> bool {
+    name.starts_with("nccl.")
+        && name
+            .split('.')
+            .collect::<Vec<_>>()
+            .windows(2)
+            .any(|w| w[0] == "busbw" && w[1].parse::<u64>().is_ok())
 }
 
 /// The roof a workload sits under: memory bandwidth below the ridge point, peak compute at or
@@ -724,9 +930,15 @@ pub fn comparison_text(
     use std::fmt::Write;
     let mut out = String::new();
     let (b, d, r) = ("\x1b[1m", "\x1b[2m", "\x1b[0m");
+    // The bandwidth the sources name (`memory.triad` on a CPU, `gpu.hbm.copy` on a GPU).
+    let bandwidth = match sources.map(|s| s.contains("hbm.copy")) {
+        [true, true] => "gpu.hbm.copy",
+        [false, false] => "memory.triad",
+        _ => "memory.triad or gpu.hbm.copy",
+    };
     let _ = writeln!(
         out,
-        "{b}comparative roofline{r} {d}({} GEMM peak, memory.triad bandwidth){r}",
+        "{b}comparative roofline{r} {d}({} GEMM peak, {bandwidth} bandwidth){r}",
         dtype
     );
     let _ = writeln!(out, "{b}{:<10}{r} {:<44} B", "", "A");
@@ -808,8 +1020,10 @@ pub fn comparison_text(
 
 /// One device's ceilings from the text of a `yardstick bench micro --json` (or `yardstick import
 /// --json`) document: the best `gemm.<dtype>.N` of the workload's `precision` and
-/// `memory.triad` ([`Ceilings::from_micro_for`]), with a description of the source that names
-/// `source` (the file). The error says what the document lacks.
+/// `memory.triad` ([`Ceilings::from_micro_for`]) — or, when the document holds GPU figures,
+/// the GPU's `gpu.gemm.<dtype>.peak` and `gpu.hbm.copy` ([`Ceilings::from_micro_gpu`]) — with a
+/// description of the source that names `source` (the file). The error says what the document
+/// lacks.
 pub fn ceilings_from_micro_json(
     text: &[u8],
     precision: &str,
@@ -830,14 +1044,19 @@ pub fn ceilings_from_micro_json(
             ))
         })
         .collect();
-    let dtype =
-        gemm_dtype(precision).ok_or_else(|| MicroDocError::NoGemmType(precision.to_string()))?;
-    let (c, src) = Ceilings::from_micro_for(
-        v["machine_profile"].as_str().unwrap_or("this machine"),
-        precision,
-        triples,
-    )
-    .ok_or_else(|| MicroDocError::NoCeilings(dtype.to_string()))?;
+    let label = v["machine_profile"].as_str().unwrap_or("this machine");
+    let (c, src) = if has_gpu_figures(triples.iter().map(|t| t.0)) {
+        let own = gpu_gemm_dtypes(precision)
+            .first()
+            .ok_or_else(|| MicroDocError::NoGemmType(precision.to_string()))?;
+        Ceilings::from_micro_gpu(label, precision, triples)
+            .ok_or_else(|| MicroDocError::NoGpuCeilings(own.to_string()))?
+    } else {
+        let dtype = gemm_dtype(precision)
+            .ok_or_else(|| MicroDocError::NoGemmType(precision.to_string()))?;
+        Ceilings::from_micro_on(label, precision, Target::Cpu, triples)
+            .ok_or_else(|| MicroDocError::NoCeilings(dtype.to_string()))?
+    };
     let note = src.note.map_or(String::new(), |n| format!("; {n}"));
     Ok((
         c,
@@ -1157,6 +1376,308 @@ mod tests {
         assert_eq!(train.roof, ["compute", "compute"]);
         assert_eq!((train.ratio_b_over_a, train.faster), (0.5, "a"));
         assert!(compare_profiles(&a, &b, &[("bad", -1.0)]).is_none());
+    }
+
+    /// An H200's GPU micro results (HBM copy ~4.3 TB/s, bf16 GEMM peak ~790 TFLOP/s), beside
+    /// its host CPU's and an 8-GPU nccl-tests import.
+    fn h200() -> Vec<(&'static str, f64, &'static str)> {
+        vec![
+            ("memory.triad", 231.0, "GB/s"),
+            ("gemm.f32.2048", 3150.0, "GFLOP/s"),
+            ("gemm.bf16.2048", 6020.0, "GFLOP/s"),
+            ("gemm.f64.2048", 1580.0, "GFLOP/s"),
+            ("gpu.hbm.copy", 4310.0, "GB/s"),
+            ("gpu.hbm.read", 4420.0, "GB/s"),
+            ("gpu.hbm.write", 4180.0, "GB/s"),
+            ("gpu.hbm.copy.268435456", 4120.0, "GB/s"),
+            ("gpu.hbm.copy.4294967296", 4310.0, "GB/s"),
+            ("gpu.pcie.h2d", 53.8, "GB/s"),
+            ("gpu.pcie.d2h", 54.6, "GB/s"),
+            ("gpu.gemm.bf16.4096", 712.0, "TFLOP/s"),
+            ("gpu.gemm.bf16.8192", 768.0, "TFLOP/s"),
+            ("gpu.gemm.bf16.peak", 791.0, "TFLOP/s"),
+            ("gpu.gemm.fp16.peak", 786.0, "TFLOP/s"),
+            ("gpu.gemm.tf32.peak", 402.0, "TFLOP/s"),
+            ("gpu.gemm.fp8.peak", 1452.0, "TFLOP/s"),
+            ("nccl.all_reduce.busbw.8589934592", 478.5, "GB/s"),
+        ]
+    }
+
+    #[test]
+    fn gpu_names_and_gemm_types() {
+        assert_eq!(split_gpu("gpu.hbm.copy"), Some(("gpu", "hbm.copy")));
+        assert_eq!(
+            split_gpu("gpu12.gemm.bf16.peak"),
+            Some(("gpu12", "gemm.bf16.peak"))
+        );
+        assert_eq!(split_gpu("gpu0.p2p.0to1"), Some(("gpu0", "p2p.0to1")));
+        for not_gpu in [
+            "gpu",
+            "gpu.",
+            "gpus.hbm.copy",
+            "gpux1.hbm",
+            "memory.triad",
+            "gemm.f32.1",
+        ] {
+            assert_eq!(split_gpu(not_gpu), None, "{not_gpu}");
+        }
+        assert!(has_gpu_figures(["memory.triad", "gpu3.pcie.h2d"]));
+        assert!(!has_gpu_figures(["memory.triad", "gemm.f32.peak"]));
+        assert_eq!(gpu_gemm_dtypes("BF16"), ["bf16", "fp16"]);
+        assert_eq!(gpu_gemm_dtypes("mixed"), ["bf16", "fp16"]);
+        assert_eq!(gpu_gemm_dtypes("fp16"), ["fp16", "bf16"]);
+        assert_eq!(gpu_gemm_dtypes("fp8"), ["fp8", "bf16", "fp16"]);
+        assert_eq!(gpu_gemm_dtypes("fp32"), ["tf32"]);
+        assert!(gpu_gemm_dtypes("fp64").is_empty());
+        assert!(gpu_gemm_dtypes("int8").is_empty());
+    }
+
+    #[test]
+    fn a_gpu_workload_gets_the_gpus_ceilings_over_the_cpus() {
+        let (c, src) = Ceilings::from_micro_for("h200-node", "bf16", h200()).unwrap();
+        // The probe's peak over the best square size, HBM copy over the host's triad.
+        assert_eq!(c.peak_flops, 791e12);
+        assert_eq!(c.memory_bw, 4310e9);
+        assert_eq!(c.link_bw, Some(478.5e9));
+        assert_eq!(src.peak, "gpu.gemm.bf16.peak");
+        assert_eq!(src.memory, "gpu.hbm.copy");
+        assert_eq!(
+            src.link.as_deref(),
+            Some("nccl.all_reduce.busbw.8589934592")
+        );
+        assert_eq!(src.note, None);
+        // Ridge 791e12 / 4.31e12 = 183.5 FLOP/B.
+        assert!((c.ridge() - 791.0 / 4.31).abs() < 1e-9);
+        // Batch-1 decode (~2 FLOP/B) is far below it: 2 x 4.31 TB/s attainable.
+        let decode = place(&c, 2e12, 1e12, None).unwrap();
+        assert_eq!(decode.roof, Roof::Memory);
+        assert!((decode.attainable_flops - 8.62e12).abs() < 1e3);
+        // A large training GEMM (8192³ in bf16: 2n³ over 3n²·2 bytes = 2731 FLOP/B) is on the
+        // compute roof; a product achieving 700 TFLOP/s is at 88.5 % of the attainable.
+        let n = 8192.0f64;
+        let flops = 2.0 * n.powi(3);
+        let p = place(&c, flops, 6.0 * n * n, Some(flops / 700e12)).unwrap();
+        assert_eq!(p.roof, Roof::Compute);
+        assert_eq!(p.attainable_flops, 791e12);
+        assert!((p.efficiency.unwrap() - 700.0 / 791.0).abs() < 1e-12);
+        // Other precisions take their own GPU peak.
+        let peak = |precision: &str| {
+            Ceilings::from_micro_for("h200-node", precision, h200())
+                .map(|(c, s)| (c.peak_flops, s.peak, s.note.is_some()))
+        };
+        assert_eq!(
+            peak("fp8"),
+            Some((1452e12, "gpu.gemm.fp8.peak".into(), false))
+        );
+        assert_eq!(
+            peak("fp16"),
+            Some((786e12, "gpu.gemm.fp16.peak".into(), false))
+        );
+        assert_eq!(
+            peak("tf32"),
+            Some((402e12, "gpu.gemm.tf32.peak".into(), false))
+        );
+        // fp32 is bounded by tf32, and says so.
+        let (c, src) = Ceilings::from_micro_for("h200-node", "fp32", h200()).unwrap();
+        assert_eq!(c.peak_flops, 402e12);
+        assert!(
+            src.note
+                .unwrap()
+                .contains("the tf32 GEMM peak bounds this fp32 workload")
+        );
+        // No GPU fp64 figure: no ceilings, never the CPU's for a workload on the GPU.
+        assert!(Ceilings::from_micro_for("h200-node", "fp64", h200()).is_none());
+        // A CPU workload on the same node names its device.
+        let (c, src) = Ceilings::from_micro_on("h200-node", "bf16", Target::Cpu, h200()).unwrap();
+        assert_eq!((c.peak_flops, c.memory_bw), (6020e9, 231e9));
+        assert_eq!(
+            (src.peak.as_str(), src.memory.as_str()),
+            ("gemm.bf16.2048", "memory.triad")
+        );
+        let (c, _) = Ceilings::from_micro_on("h200-node", "fp64", Target::Cpu, h200()).unwrap();
+        assert_eq!(c.peak_flops, 1580e9);
+    }
+
+    #[test]
+    fn the_gpu_peak_without_the_probes_summary_is_the_best_size() {
+        let sizes = [
+            ("gpu.hbm.copy", 3.02, "TB/s"),
+            ("gpu.gemm.bf16.2048", 402.0, "TFLOP/s"),
+            ("gpu.gemm.bf16.8192", 688.0, "TFLOP/s"),
+            ("gpu.gemm.bf16.16384", 671.0, "TFLOP/s"),
+        ];
+        let (c, src) = Ceilings::from_micro_for("h100", "bf16", sizes).unwrap();
+        assert_eq!(c.peak_flops, 688e12);
+        assert_eq!(src.peak, "gpu.gemm.bf16.8192");
+        // TB/s and GB/s, TFLOP/s and GFLOP/s are the same figures.
+        assert_eq!(c.memory_bw, 3.02e12);
+        let in_giga = [
+            ("gpu.hbm.copy", 3020.0, "GB/s"),
+            ("gpu.gemm.bf16.8192", 688_000.0, "GFLOP/s"),
+        ];
+        let (g, _) = Ceilings::from_micro_for("h100", "bf16", in_giga).unwrap();
+        assert_eq!((g.peak_flops, g.memory_bw), (c.peak_flops, c.memory_bw));
+        // A figure in a unit that is no rate is not a ceiling.
+        let bad_unit = [
+            ("gpu.hbm.copy", 3020.0, "GB"),
+            ("gpu.gemm.bf16.8192", 688.0, "TFLOP/s"),
+        ];
+        assert!(Ceilings::from_micro_for("h100", "bf16", bad_unit).is_none());
+    }
+
+    #[test]
+    fn a_gpu_without_a_figure_of_the_workloads_type_falls_back_with_a_note() {
+        // An H100 whose fp8 probe was skipped, with bf16 only.
+        let h100 = [
+            ("gpu.hbm.copy", 3010.0, "GB/s"),
+            ("gpu.gemm.bf16.peak", 712.0, "TFLOP/s"),
+        ];
+        let (c, src) = Ceilings::from_micro_for("h100", "fp8", h100).unwrap();
+        assert_eq!(c.peak_flops, 712e12);
+        assert_eq!(src.peak, "gpu.gemm.bf16.peak");
+        let note = src.note.unwrap();
+        assert!(
+            note.starts_with("no gpu.gemm.fp8 figure for this fp8 workload: the bf16"),
+            "{note}"
+        );
+        let (c, src) = Ceilings::from_micro_for("h100", "fp16", h100).unwrap();
+        assert_eq!(c.peak_flops, 712e12);
+        assert!(src.note.unwrap().contains("same rate"));
+        // tf32 has nothing to fall back to.
+        assert!(Ceilings::from_micro_for("h100", "tf32", h100).is_none());
+    }
+
+    #[test]
+    fn gpu_and_cpu_figures_are_never_mixed() {
+        // A GPU GEMM without its HBM figure: the host's triad is not its bandwidth.
+        let no_hbm = [
+            ("memory.triad", 231.0, "GB/s"),
+            ("gemm.bf16.2048", 6020.0, "GFLOP/s"),
+            ("gpu.gemm.bf16.peak", 791.0, "TFLOP/s"),
+            ("gpu.hbm.copy.4294967296", 4310.0, "GB/s"),
+        ];
+        assert!(Ceilings::from_micro_for("n", "bf16", no_hbm).is_none());
+        assert!(Ceilings::from_micro_on("n", "bf16", Target::Gpu, no_hbm).is_none());
+        // HBM without a GPU GEMM: the CPU's GEMM is not its peak.
+        let no_gemm = [
+            ("memory.triad", 231.0, "GB/s"),
+            ("gemm.bf16.2048", 6020.0, "GFLOP/s"),
+            ("gpu.hbm.copy", 4310.0, "GB/s"),
+        ];
+        assert!(Ceilings::from_micro_for("n", "bf16", no_gemm).is_none());
+        // Told it is a CPU workload, the CPU figures serve.
+        let (c, _) = Ceilings::from_micro_on("n", "bf16", Target::Cpu, no_gemm).unwrap();
+        assert_eq!((c.peak_flops, c.memory_bw), (6020e9, 231e9));
+        // Told it is a GPU workload, CPU-only results give nothing.
+        let cpu_only = [
+            ("memory.triad", 14.6, "GB/s"),
+            ("gemm.f32.2048", 131.0, "GFLOP/s"),
+        ];
+        assert!(Ceilings::from_micro_on("vm", "fp32", Target::Gpu, cpu_only).is_none());
+        assert!(Ceilings::from_micro_on("vm", "fp32", Target::Auto, cpu_only).is_some());
+    }
+
+    #[test]
+    fn several_gpus_give_the_lowest_of_their_figures() {
+        // An 8-GPU H100 node: gpu3 computes 6 % slow, gpu5's HBM is 4 % slow.
+        let names: Vec<(String, f64, &str)> = (0..8)
+            .flat_map(|i| {
+                let peak = if i == 3 { 668.0 } else { 711.0 + f64::from(i) };
+                let copy = if i == 5 {
+                    2890.0
+                } else {
+                    3010.0 + f64::from(i)
+                };
+                [
+                    (format!("gpu{i}.gemm.bf16.peak"), peak, "TFLOP/s"),
+                    (format!("gpu{i}.gemm.bf16.8192"), peak - 20.0, "TFLOP/s"),
+                    (format!("gpu{i}.hbm.copy"), copy, "GB/s"),
+                    (format!("gpu{i}.pcie.h2d"), 55.1, "GB/s"),
+                ]
+            })
+            .collect();
+        let results = names.iter().map(|(n, v, u)| (n.as_str(), *v, *u));
+        let (c, src) = Ceilings::from_micro_for("h100x8", "bf16", results).unwrap();
+        assert_eq!(c.peak_flops, 668e12);
+        assert_eq!(c.memory_bw, 2890e9);
+        assert_eq!(src.peak, "gpu3.gemm.bf16.peak");
+        assert_eq!(src.memory, "gpu5.hbm.copy");
+        assert!(
+            src.note
+                .unwrap()
+                .starts_with("each ceiling is the lowest of 8 GPUs' figures"),
+        );
+        // The job's ceilings are eight of that device.
+        let job = crate::bottleneck::job_ceilings(&c, 8);
+        assert_eq!(job.peak_flops, 8.0 * 668e12);
+    }
+
+    #[test]
+    fn gpu_ceilings_from_a_micro_json_document() {
+        let doc = br#"{"machine_profile": "h200-sxm", "results": [
+            {"name": "memory.triad", "value": 231.0, "unit": "GB/s"},
+            {"name": "gemm.f32.2048", "value": 3150.0, "unit": "GFLOP/s"},
+            {"name": "gpu.hbm.copy", "value": 4310.0, "unit": "GB/s",
+             "ci": [4302.0, 4316.0], "higher_is_better": true, "params": {"bytes": 4294967296}},
+            {"name": "gpu.gemm.bf16.peak", "value": 791.0, "unit": "TFLOP/s",
+             "params": {"m": 8192, "n": 8192, "k": 8192}}
+        ]}"#;
+        let (c, src) = ceilings_from_micro_json(doc, "bf16", "h200.json").unwrap();
+        assert_eq!((c.peak_flops, c.memory_bw), (791e12, 4310e9));
+        assert_eq!(c.label, "h200-sxm");
+        assert_eq!(
+            src,
+            "measured (h200.json: gpu.gemm.bf16.peak, gpu.hbm.copy)"
+        );
+        let (_, src) = ceilings_from_micro_json(doc, "fp8", "h200.json").unwrap();
+        assert!(src.contains("no gpu.gemm.fp8 figure"), "{src}");
+        let e = ceilings_from_micro_json(doc, "tf32", "h200.json")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "holds GPU results but needs a gpu.gemm.tf32.peak (or gpu.gemm.tf32.N) and a \
+             gpu.hbm.copy result (the GPU micro layer)"
+        );
+        let e = ceilings_from_micro_json(doc, "int8", "h200.json")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "no GEMM element type for dtype `int8`");
+    }
+
+    #[test]
+    fn an_h100_against_an_h200_on_the_gpu_roofline() {
+        let h100 = [
+            ("gpu.hbm.copy", 3010.0, "GB/s"),
+            ("gpu.gemm.bf16.peak", 712.0, "TFLOP/s"),
+        ];
+        let (a, sa) = Ceilings::from_micro_for("h100", "bf16", h100).unwrap();
+        let (b, sb) = Ceilings::from_micro_for("h200", "bf16", h200()).unwrap();
+        let cmp = compare_profiles(&a, &b, &[("decode", 2.0), ("train", 2731.0)]).unwrap();
+        // The H200 is better in both: no crossover; decode gains the bandwidth ratio, a large
+        // GEMM the (smaller) peak ratio.
+        assert_eq!(cmp.crossover_intensity, None);
+        assert!((cmp.workloads[0].ratio_b_over_a - 4310.0 / 3010.0).abs() < 1e-12);
+        assert!((cmp.workloads[1].ratio_b_over_a - 791.0 / 712.0).abs() < 1e-12);
+        let sources = [
+            format!("measured (a.json: {}, {})", sa.peak, sa.memory),
+            format!("measured (b.json: {}, {})", sb.peak, sb.memory),
+        ];
+        let text = comparison_text("bf16", ["h100", "h200"], [&sources[0], &sources[1]], &cmp);
+        assert!(
+            text.contains("(bf16 GEMM peak, gpu.hbm.copy bandwidth)"),
+            "{text}"
+        );
+        assert!(text.contains("712.000 TFLOP/s"), "{text}");
+        assert!(text.contains("4.310 TB/s"), "{text}");
+        // CPU sources keep their header.
+        let cpu = comparison_text(
+            "bf16",
+            ["a", "b"],
+            ["gemm.bf16.8192, memory.triad"; 2],
+            &cmp,
+        );
+        assert!(cpu.contains("(bf16 GEMM peak, memory.triad bandwidth)"));
     }
 
     #[test]

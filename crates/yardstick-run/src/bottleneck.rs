@@ -2,7 +2,8 @@
 //! measures the machine's ceilings (best `gemm.<dtype>.N` of the workload's precision as the
 //! peak — `gemm.bf16.N` for a bf16 workload, f32 otherwise or as the noted fallback —
 //! `memory.triad` as the
-//! bandwidth), the e2e layer's training analysis gives each point's FLOPs, bytes and time per
+//! bandwidth; when the micro layer measured a GPU, the GPU's `gpu.gemm.<dtype>.peak` and
+//! `gpu.hbm.copy` instead, as `yardstick_analysis::roofline` documents), the e2e layer's training analysis gives each point's FLOPs, bytes and time per
 //! step (and input wait, exposed collective time and its bus bandwidth when the workload
 //! reports them), the command's timeline its start-up and teardown against its wall time
 //! (control-plane time, mean over replicates), and `yardstick_analysis::roofline` places and

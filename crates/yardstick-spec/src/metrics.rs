@@ -5,7 +5,9 @@
 //! spelling their names: [`lookup`] resolves an id (`ttft_ms`, `memory.triad`,
 //! `nccl.all_reduce.busbw.8589934592`) to its [`MetricDef`]. Ids with a `<placeholder>` segment
 //! (`gemm.<dtype>.<n>`) stand for a family; a placeholder matches within one dot-separated
-//! segment (`<percentile>_us` matches `p99_us`).
+//! segment (`<percentile>_us` matches `p99_us`). A placeholder is never empty unless its name
+//! ends in `?`: `gpu<i?>` matches `gpu` (a node with one GPU) as well as `gpu0`, `gpu1`, ... (a
+//! node with several).
 //!
 //! A metric that is not here — a micro benchmark given a name of its own, an imported result — is
 //! stored with the unit its producer declares (a summary's `units` map) and is never gated. A
@@ -214,13 +216,14 @@ impl MetricDef {
             match (want.next(), have.next()) {
                 (None, None) => return true,
                 (Some(w), Some(h)) => {
-                    // `<name>` is any non-empty segment; `<name>_us` any that ends in `_us`.
+                    // `<name>` is any non-empty segment; `<name>_us` any that ends in `_us`;
+                    // `gpu<i?>` is `gpu` followed by anything, nothing included.
                     let ok = match (w.find('<'), w.find('>')) {
                         (Some(a), Some(z)) if a < z => {
                             let (pre, post) = (&w[..a], &w[z + 1..]);
-                            h.len() > pre.len() + post.len()
-                                && h.starts_with(pre)
-                                && h.ends_with(post)
+                            let least =
+                                pre.len() + post.len() + usize::from(!w[..z].ends_with('?'));
+                            h.len() >= least && h.starts_with(pre) && h.ends_with(post)
                         }
                         _ => w == h,
                     };
@@ -1450,6 +1453,69 @@ pub const CATALOGUE: &[MetricDef] = &[
         "Square GEMM throughput of a data type at size n."
     ),
     m!(
+        "gpu<i?>.hbm.copy",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        Some("value"),
+        "GPU memory (HBM) bandwidth of a device-to-device copy at the largest buffer measured, counting bytes read plus bytes written; the GPU roofline's bandwidth (`gpu` on a node with one GPU, `gpu0`, `gpu1`, ... with several)."
+    ),
+    m!(
+        "gpu<i?>.hbm.<kernel>",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "GPU memory (HBM) bandwidth of a read-only or write-only kernel at the largest buffer measured."
+    ),
+    m!(
+        "gpu<i?>.hbm.<kernel>.<bytes>",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "GPU memory (HBM) bandwidth of one kernel (copy, read, write) at one buffer size in bytes, bytes read plus written per second."
+    ),
+    m!(
+        "gpu<i?>.pcie.<direction>",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "Bandwidth of copies between host memory and the GPU: h2d (host to device) or d2h (device to host)."
+    ),
+    m!(
+        "gpu<i?>.p2p.<pair>",
+        "GB/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        None,
+        "Bandwidth of copies from one GPU to another (`<i>to<j>`), over whatever path joins them (NVLink, PCIe)."
+    ),
+    m!(
+        "gpu<i?>.gemm.<dtype>.peak",
+        "TFLOP/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        Some("value"),
+        "The best GPU GEMM throughput of a data type (bf16, fp16, tf32, fp8) over the shapes measured, its shape in params m, n, k; the GPU roofline's peak. Operands are random, since zeros make tensor cores look faster; fp8 accumulates in the fast, reduced-precision mode."
+    ),
+    m!(
+        "gpu<i?>.gemm.<dtype>.<n>",
+        "TFLOP/s",
+        HigherIsBetter,
+        Throughput,
+        MICRO,
+        Some("value"),
+        "GPU GEMM throughput of a data type for an n x n x n product (2n^3 FLOPs), on random operands."
+    ),
+    m!(
         "storage.<pattern>.<percentile>_us",
         "us",
         LowerIsBetter,
@@ -1699,7 +1765,29 @@ mod tests {
             "storage.<pattern>.<percentile>_us"
         );
         assert_eq!(lookup("storage.seq_read").unwrap().unit, "MB/s");
-        // A placeholder matches one whole segment, never none or several.
+        // GPU results: one GPU (`gpu.`) or several (`gpu<i>.`) alike.
+        for (id, family) in [
+            ("gpu.hbm.copy", "gpu<i?>.hbm.copy"),
+            ("gpu3.hbm.copy", "gpu<i?>.hbm.copy"),
+            ("gpu.hbm.read", "gpu<i?>.hbm.<kernel>"),
+            ("gpu.hbm.copy.4294967296", "gpu<i?>.hbm.<kernel>.<bytes>"),
+            ("gpu1.pcie.h2d", "gpu<i?>.pcie.<direction>"),
+            ("gpu.p2p.0to1", "gpu<i?>.p2p.<pair>"),
+            ("gpu.gemm.bf16.peak", "gpu<i?>.gemm.<dtype>.peak"),
+            ("gpu7.gemm.fp8.8192", "gpu<i?>.gemm.<dtype>.<n>"),
+        ] {
+            assert_eq!(lookup(id).unwrap().id, family, "{id}");
+        }
+        assert_eq!(lookup("gpu.hbm.copy").unwrap().gated, Some("value"));
+        assert_eq!(lookup("gpu.hbm.read").unwrap().gated, None);
+        assert_eq!(lookup("gpu0.gemm.bf16.peak").unwrap().unit, "TFLOP/s");
+        assert_eq!(
+            lookup("gpu0.gemm.bf16.peak").unwrap().interval,
+            IntervalMethod::LogT
+        );
+        assert!(lookup("gpu.gemm.bf16").is_none());
+        assert!(lookup("gp.hbm.copy").is_none());
+        // A placeholder matches one whole segment, never none (unless it says `?`) or several.
         assert!(lookup("gemm.f32").is_none());
         assert!(lookup("memory.").is_none());
         assert!(lookup("gemm.f32.1024.extra").is_none());

@@ -54,7 +54,8 @@ pub enum EnvCommand {
 /// A and B are `yardstick bench micro memory gemm --json` outputs of the two machines (or any
 /// JSON with `machine_profile` and `results: [{name, value, unit}]`, e.g. datasheet figures
 /// written as `gemm.bf16.8192` in TFLOP/s and `memory.triad` in TB/s). The peak is the best
-/// `gemm.<dtype>.N` of --dtype; the bandwidth `memory.triad`.
+/// `gemm.<dtype>.N` of --dtype; the bandwidth `memory.triad`. A file with GPU results
+/// (`gpu.gemm.<dtype>.peak`, `gpu.hbm.copy`) is compared on its GPU's roofline instead.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  yardstick env compare this.json other.json --workload decode=2 --workload train=300\n  \
@@ -148,10 +149,15 @@ fn parse_workload(s: &str) -> anyhow::Result<(String, f64)> {
 }
 
 fn compare(args: CompareArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
-    if roofline::gemm_dtype(&args.dtype).is_none() {
+    if roofline::gemm_dtype(&args.dtype).is_none()
+        && roofline::gpu_gemm_dtypes(&args.dtype).is_empty()
+    {
         return Err(exit::invalid(
-            format!("--dtype: no CPU GEMM figure for `{}`", args.dtype),
-            Some("choose bf16, fp32, fp64 or fp16"),
+            format!(
+                "--dtype: no CPU GEMM figure for `{}`, nor a GPU one",
+                args.dtype
+            ),
+            Some("choose bf16, fp32, fp64 or fp16 (tf32 and fp8 too with GPU results)"),
         ));
     }
     let workloads = args

@@ -44,7 +44,8 @@ pub struct CheckArgs {
     /// Tolerance for compute, storage and network figures, percent of the reference.
     #[arg(long, default_value_t = 5.0, value_name = "PCT")]
     pub throughput_tolerance: f64,
-    /// Tolerance for memory bandwidth (`memory.*`), percent of the reference.
+    /// Tolerance for memory bandwidth (`memory.*`, and the GPU's `gpu*.hbm.*`, `gpu*.pcie.*`,
+    /// `gpu*.p2p.*`), percent of the reference.
     #[arg(long, default_value_t = 2.0, value_name = "PCT")]
     pub memory_tolerance: f64,
 }
