@@ -40,6 +40,7 @@ nav a{margin-right:12px}
 .card .k{font-size:12px;color:#555}.card .v{font-size:20px;font-weight:600}
 .card .s{font-size:12px;color:#555}
 .card.bad{border-color:#d62728;background:#fdeeee}.card.good{border-color:#2c9f2c}
+.headline b,.headline .more{white-space:nowrap}.headline .more{color:#666;font-size:12px}
 details>summary{cursor:pointer;font-weight:600;margin:8px 0}
 ";
 
@@ -228,6 +229,77 @@ fn plain_label(metric: &str, statistic: &str) -> String {
 /// At most this many figures per point.
 const CARDS_PER_POINT: usize = 6;
 
+/// The (metric, statistic) pairs of `metrics`.
+fn pairs(metrics: &[MetricStat]) -> Vec<(&str, &str)> {
+    metrics
+        .iter()
+        .map(|m| (m.metric.as_str(), m.statistic.as_str()))
+        .collect()
+}
+
+/// The statistics of `metrics` that `picks` names, in its order.
+fn picked<'m>(metrics: &'m [MetricStat], picks: &[crate::headlines::Pick]) -> Vec<&'m MetricStat> {
+    picks
+        .iter()
+        .filter_map(|k| {
+            metrics
+                .iter()
+                .find(|m| m.metric == k.metric && m.statistic == k.statistic)
+        })
+        .collect()
+}
+
+/// The figures a point leads with, among its `metrics`, in reading order
+/// ([`crate::headlines::picks`]): its headline cards' ([`point_cards`]).
+pub fn headline_figures(metrics: &[MetricStat]) -> Vec<&MetricStat> {
+    picked(metrics, &crate::headlines::picks(&pairs(metrics)))
+}
+
+/// A run's headline in a line, for a list of runs: of the first of its `points` (id and
+/// metrics) with a headline figure, the first two of its cards' figures
+/// ([`headline_figures`], [`crate::headlines::first_two`]: a serving point's request rate and
+/// TTFT, a training point's step time and tokens/s, a micro point's figure), each labelled and
+/// valued as on its card (the mean in human units; its interval and the point in the element's
+/// title), then how many other points the run has. Empty when no point has a headline figure.
+pub fn headline_line(points: &[(String, Vec<MetricStat>)]) -> String {
+    let Some((id, figures)) = points.iter().find_map(|(id, metrics)| {
+        let have = pairs(metrics);
+        let two = picked(
+            metrics,
+            &crate::headlines::first_two(&crate::headlines::picks(&have)),
+        );
+        (!two.is_empty()).then_some((id, two))
+    }) else {
+        return String::new();
+    };
+    let mut title = id.clone();
+    let mut o = String::new();
+    for (i, m) in figures.iter().enumerate() {
+        let unit = metric_unit(&m.metric, &m.unit);
+        let label = figure_label(&m.metric, &m.statistic);
+        let _ = write!(
+            o,
+            "{}<span class=\"fig\">{} <b>{}</b></span>",
+            if i > 0 { " · " } else { "" },
+            esc(&label),
+            esc(&human(m.mean, unit))
+        );
+        let _ = write!(title, "\n{label}: {}", human_with_ci(m.mean, m.ci, unit));
+    }
+    if points.len() > 1 {
+        let _ = write!(
+            o,
+            " <span class=\"more\">+{} point{}</span>",
+            points.len() - 1,
+            if points.len() == 2 { "" } else { "s" }
+        );
+    }
+    format!(
+        "<span class=\"headline\" title=\"{}\">{o}</span>",
+        esc(&title)
+    )
+}
+
 /// The headline cards of the first `max` points of `r`, each point under its id: its headline
 /// figures ([`crate::headlines::picks`]) as the mean over replicates with the interval in
 /// human units; the p99 of each objective its SLO bounds, met or missed; the gate's verdict on
@@ -236,15 +308,9 @@ const CARDS_PER_POINT: usize = 6;
 pub fn point_cards(o: &mut String, r: &RunReport, gate: Option<&GateView>, max: usize, rest: &str) {
     for p in r.points.iter().take(max) {
         let _ = writeln!(o, "<h3>{}</h3><div class=\"cards\">", esc(&p.id));
-        let have: Vec<(&str, &str)> = p
-            .metrics
-            .iter()
-            .map(|m| (m.metric.as_str(), m.statistic.as_str()))
-            .collect();
-        let mut shown: Vec<&MetricStat> = crate::headlines::picks(&have)
-            .iter()
+        let mut shown: Vec<&MetricStat> = headline_figures(&p.metrics)
+            .into_iter()
             .take(CARDS_PER_POINT)
-            .filter_map(|k| p.metric(k.metric, k.statistic))
             .collect();
         let slo = slo_of(r.spec_yaml.as_deref(), p);
         let bounds: Vec<(&str, f64)> = [

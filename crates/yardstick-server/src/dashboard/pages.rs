@@ -12,8 +12,8 @@ use axum::response::Html;
 use serde_json::Value;
 use yardstick_gate::{GateOptions, baseline, calibrate};
 use yardstick_report::format::human_with_ci;
-use yardstick_report::html::{gate_table_html, point_cards, table_html};
-use yardstick_report::model::RunReport;
+use yardstick_report::html::{gate_table_html, headline_line, point_cards, table_html};
+use yardstick_report::model::{RunReport, metrics_by_point};
 use yardstick_report::{GateView, Report, tables};
 use yardstick_store::warehouse::{RunFilter, RunRow, Warehouse};
 
@@ -45,7 +45,7 @@ fn badge(v: &str) -> String {
     format!("<span class=\"badge {v}\">{v}</span>", v = esc(v))
 }
 
-/// `/runs`: the stored runs, newest first, filtered and paged.
+/// `/runs`: the stored runs, newest first, each with its headline, filtered and paged.
 pub(super) async fn runs(State(state): State<Arc<AppState>>, q: Params) -> PageResult {
     let p = params(q)?;
     let status = match p.get("status").map(String::as_str) {
@@ -80,6 +80,13 @@ pub(super) async fn runs(State(state): State<Arc<AppState>>, q: Params) -> PageR
     state
         .blocking(move |st, w| {
             let page = select(st, w, &query)?;
+            // Each listed run's headline, as its page's cards lead with it, from its facts in the
+            // warehouse (no artifact is read): one query per run shown.
+            let headlines = page
+                .runs
+                .iter()
+                .map(|r| Ok(headline_line(&metrics_by_point(&w.facts(&r.run_id)?))))
+                .collect::<Result<Vec<String>, yardstick_store::StoreError>>()?;
             let mut o = String::new();
             o.push_str("<h1>Runs</h1>\n<form class=\"filters\" method=\"get\" action=\"/runs\">");
             for (k, label) in [
@@ -109,21 +116,28 @@ pub(super) async fn runs(State(state): State<Arc<AppState>>, q: Params) -> PageR
             } else {
                 o.push_str(
                     "<div class=\"scroll\"><table><thead><tr><th>run</th><th>benchmark</th>\
-                     <th>status</th><th>machine profile</th><th>started</th><th>git commit</th>\
-                     <th>yardstick</th><th></th></tr></thead><tbody>\n",
+                     <th>headline</th><th>status</th><th>machine profile</th><th>started (UTC)</th>\
+                     <th>git commit</th><th>yardstick</th><th></th></tr></thead><tbody>\n",
                 );
-                for r in &page.runs {
+                for (r, headline) in page.runs.iter().zip(&headlines) {
                     let _ = writeln!(
                         o,
-                        "<tr><td>{}</td><td><a href=\"/runs?name={}\">{}</a></td><td>{}</td>\
-                         <td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td>\
+                        "<tr><td>{}</td><td class=\"t\"><a href=\"/runs?name={}\">{}</a></td>\
+                         <td class=\"t\">{}</td><td>{}</td><td class=\"t\">{}</td>\
+                         <td title=\"{}\">{}</td>\
+                         <td><code>{}</code></td><td>{}</td>\
                          <td><a href=\"/trend?name={}\">trend</a></td></tr>",
                         run_link(&r.run_id),
                         enc(&r.name),
                         esc(&r.name),
+                        if headline.is_empty() { "-" } else { headline },
                         r.status,
                         esc(r.machine_profile.as_deref().unwrap_or("-")),
                         esc(&r.started_at),
+                        // To the minute (the whole time in the tooltip): the list keeps within
+                        // the page.
+                        esc(&parse_time(&r.started_at)
+                            .map_or_else(|| r.started_at.clone(), fmt_time)),
                         esc(r
                             .git_commit
                             .as_deref()
