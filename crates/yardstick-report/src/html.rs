@@ -22,7 +22,10 @@ h3{font-size:1em;margin:18px 0 6px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:13px;background:#fff}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}td{white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums}
-td.w{white-space:normal;min-width:320px}.scroll{overflow-x:auto}
+td.t{white-space:normal;overflow-wrap:anywhere;min-width:4em}
+td.w{white-space:normal;overflow-wrap:anywhere;min-width:14em}.scroll{overflow-x:auto}
+tr.lead>td{border-bottom:0}
+tr.why>td{white-space:normal;overflow-wrap:anywhere;border-top:0;color:#555;padding:0 8px 5px 28px}
 figure{margin:12px 0 24px;background:#fff;border:1px solid #e3e3e3;padding:8px}
 figure svg{display:block;max-width:100%;height:auto}
 figcaption{font-size:13px;color:#444;margin-bottom:4px}
@@ -37,34 +40,93 @@ nav a{margin-right:12px}
 .card .k{font-size:12px;color:#555}.card .v{font-size:20px;font-weight:600}
 .card .s{font-size:12px;color:#555}
 .card.bad{border-color:#d62728;background:#fdeeee}.card.good{border-color:#2c9f2c}
+.headline b,.headline .more{white-space:nowrap}.headline .more{color:#666;font-size:12px}
 details>summary{cursor:pointer;font-weight:600;margin:8px 0}
 ";
 
 /// Writes a table as HTML (every cell escaped), at most `max_rows` rows with a note on the rest.
+/// Numbers keep to one line; text may wrap, and break inside a word (a long point id or metric
+/// name) where the page is too narrow for it, so the table fits the page.
 pub fn table_html(out: &mut String, t: &Table, max_rows: usize) {
+    let cols: Vec<usize> = (0..t.headers.len()).collect();
+    write_table(out, t, &cols, None, max_rows);
+}
+
+/// [`table_html`] for a table whose rows each carry a verdict and a sentence saying why (the
+/// gate's, [`tables::gate`]): the `lead` column (the verdict) first, then the others in order,
+/// and the `note` column's text (the reason) not in a column but on a line of its own under its
+/// row, spanning the table and wrapping, as [`crate::terminal::table_with_notes`] prints it on
+/// a terminal. A lead column with no value in any row (a comparison's) is left out. A column
+/// name not in the table is ignored.
+pub fn table_with_notes_html(out: &mut String, t: &Table, lead: &str, note: &str, max_rows: usize) {
+    let find = |name: &str| t.headers.iter().position(|h| h == name);
+    let (lead, note) = (find(lead), find(note));
+    let shown = lead.filter(|&l| {
+        t.rows
+            .iter()
+            .any(|r| !matches!(r.get(l), None | Some(tables::Cell::Empty)))
+    });
+    let cols: Vec<usize> = shown
+        .into_iter()
+        .chain((0..t.headers.len()).filter(|&i| Some(i) != lead && Some(i) != note))
+        .collect();
+    write_table(out, t, &cols, note, max_rows);
+}
+
+/// The gate's (or a comparison's) table: [`table_with_notes_html`] led by the verdict, each
+/// reason under its row.
+pub fn gate_table_html(out: &mut String, t: &Table, max_rows: usize) {
+    table_with_notes_html(out, t, "verdict", "reason", max_rows);
+}
+
+/// Writes columns `cols` of `t` in that order, and column `note`'s text under each row.
+fn write_table(out: &mut String, t: &Table, cols: &[usize], note: Option<usize>, max_rows: usize) {
     let _ = writeln!(out, "<div class=\"scroll\"><table><thead><tr>");
-    for h in &t.headers {
-        let _ = write!(out, "<th>{}</th>", esc(&tables::column_name(h, t.level)));
+    for &i in cols {
+        let _ = write!(
+            out,
+            "<th>{}</th>",
+            esc(&tables::column_name(&t.headers[i], t.level))
+        );
     }
     let _ = writeln!(out, "</tr></thead><tbody>");
     for r in t.rows.iter().take(max_rows) {
-        let _ = write!(out, "<tr>");
-        for (i, c) in r.iter().enumerate() {
+        let why = note.and_then(|k| r.get(k)).and_then(|c| match c {
+            tables::Cell::Text(s) if !s.trim().is_empty() => Some(s.as_str()),
+            _ => None,
+        });
+        let _ = write!(
+            out,
+            "<tr{}>",
+            if why.is_some() { " class=\"lead\"" } else { "" }
+        );
+        for &i in cols {
             let text = t.human(r, i);
-            let class = match c {
-                tables::Cell::Num(_) => " class=\"n\"",
-                _ if text.chars().count() > 48 => " class=\"w\"",
+            let class = match r.get(i) {
+                Some(tables::Cell::Num(_)) => " class=\"n\"",
+                // A sentence wraps in a column of its own width; a name (a point id) breaks.
+                Some(tables::Cell::Text(_)) if text.chars().count() > 48 && text.contains(' ') => {
+                    " class=\"w\""
+                }
+                Some(tables::Cell::Text(_)) if !is_verdict(&text) => " class=\"t\"",
                 _ => "",
             };
-            let text = match text.as_str() {
-                v @ ("PASS" | "FAIL" | "WARN" | "INCONCLUSIVE") => {
-                    format!("<span class=\"badge {v}\">{v}</span>")
-                }
-                _ => esc(&text),
+            let text = if is_verdict(&text) {
+                format!("<span class=\"badge {text}\">{text}</span>")
+            } else {
+                esc(&text)
             };
             let _ = write!(out, "<td{class}>{text}</td>");
         }
         let _ = writeln!(out, "</tr>");
+        if let Some(why) = why {
+            let _ = writeln!(
+                out,
+                "<tr class=\"why\"><td colspan=\"{}\">{}</td></tr>",
+                cols.len(),
+                esc(why)
+            );
+        }
     }
     let _ = writeln!(out, "</tbody></table></div>");
     if t.rows.len() > max_rows {
@@ -74,6 +136,10 @@ pub fn table_html(out: &mut String, t: &Table, max_rows: usize) {
             t.rows.len() - max_rows
         );
     }
+}
+
+fn is_verdict(text: &str) -> bool {
+    matches!(text, "PASS" | "FAIL" | "WARN" | "INCONCLUSIVE")
 }
 
 /// One headline card: a key, its value (HTML), a line under it; `class` is `good`, `bad` or
@@ -163,6 +229,77 @@ fn plain_label(metric: &str, statistic: &str) -> String {
 /// At most this many figures per point.
 const CARDS_PER_POINT: usize = 6;
 
+/// The (metric, statistic) pairs of `metrics`.
+fn pairs(metrics: &[MetricStat]) -> Vec<(&str, &str)> {
+    metrics
+        .iter()
+        .map(|m| (m.metric.as_str(), m.statistic.as_str()))
+        .collect()
+}
+
+/// The statistics of `metrics` that `picks` names, in its order.
+fn picked<'m>(metrics: &'m [MetricStat], picks: &[crate::headlines::Pick]) -> Vec<&'m MetricStat> {
+    picks
+        .iter()
+        .filter_map(|k| {
+            metrics
+                .iter()
+                .find(|m| m.metric == k.metric && m.statistic == k.statistic)
+        })
+        .collect()
+}
+
+/// The figures a point leads with, among its `metrics`, in reading order
+/// ([`crate::headlines::picks`]): its headline cards' ([`point_cards`]).
+pub fn headline_figures(metrics: &[MetricStat]) -> Vec<&MetricStat> {
+    picked(metrics, &crate::headlines::picks(&pairs(metrics)))
+}
+
+/// A run's headline in a line, for a list of runs: of the first of its `points` (id and
+/// metrics) with a headline figure, the first two of its cards' figures
+/// ([`headline_figures`], [`crate::headlines::first_two`]: a serving point's request rate and
+/// TTFT, a training point's step time and tokens/s, a micro point's figure), each labelled and
+/// valued as on its card (the mean in human units; its interval and the point in the element's
+/// title), then how many other points the run has. Empty when no point has a headline figure.
+pub fn headline_line(points: &[(String, Vec<MetricStat>)]) -> String {
+    let Some((id, figures)) = points.iter().find_map(|(id, metrics)| {
+        let have = pairs(metrics);
+        let two = picked(
+            metrics,
+            &crate::headlines::first_two(&crate::headlines::picks(&have)),
+        );
+        (!two.is_empty()).then_some((id, two))
+    }) else {
+        return String::new();
+    };
+    let mut title = id.clone();
+    let mut o = String::new();
+    for (i, m) in figures.iter().enumerate() {
+        let unit = metric_unit(&m.metric, &m.unit);
+        let label = figure_label(&m.metric, &m.statistic);
+        let _ = write!(
+            o,
+            "{}<span class=\"fig\">{} <b>{}</b></span>",
+            if i > 0 { " · " } else { "" },
+            esc(&label),
+            esc(&human(m.mean, unit))
+        );
+        let _ = write!(title, "\n{label}: {}", human_with_ci(m.mean, m.ci, unit));
+    }
+    if points.len() > 1 {
+        let _ = write!(
+            o,
+            " <span class=\"more\">+{} point{}</span>",
+            points.len() - 1,
+            if points.len() == 2 { "" } else { "s" }
+        );
+    }
+    format!(
+        "<span class=\"headline\" title=\"{}\">{o}</span>",
+        esc(&title)
+    )
+}
+
 /// The headline cards of the first `max` points of `r`, each point under its id: its headline
 /// figures ([`crate::headlines::picks`]) as the mean over replicates with the interval in
 /// human units; the p99 of each objective its SLO bounds, met or missed; the gate's verdict on
@@ -171,15 +308,9 @@ const CARDS_PER_POINT: usize = 6;
 pub fn point_cards(o: &mut String, r: &RunReport, gate: Option<&GateView>, max: usize, rest: &str) {
     for p in r.points.iter().take(max) {
         let _ = writeln!(o, "<h3>{}</h3><div class=\"cards\">", esc(&p.id));
-        let have: Vec<(&str, &str)> = p
-            .metrics
-            .iter()
-            .map(|m| (m.metric.as_str(), m.statistic.as_str()))
-            .collect();
-        let mut shown: Vec<&MetricStat> = crate::headlines::picks(&have)
-            .iter()
+        let mut shown: Vec<&MetricStat> = headline_figures(&p.metrics)
+            .into_iter()
             .take(CARDS_PER_POINT)
-            .filter_map(|k| p.metric(k.metric, k.statistic))
             .collect();
         let slo = slo_of(r.spec_yaml.as_deref(), p);
         let bounds: Vec<(&str, f64)> = [
@@ -384,9 +515,21 @@ pub fn sections(report: &Report) -> Result<Vec<Section>, ReportError> {
 
 /// A table folded under its title.
 fn folded(o: &mut String, id: Option<&str>, title: &str, t: &Table, max_rows: usize) {
+    folded_with(o, id, title, t, max_rows, table_html);
+}
+
+/// [`folded`], the table written by `write` ([`table_html`], [`gate_table_html`]).
+fn folded_with(
+    o: &mut String,
+    id: Option<&str>,
+    title: &str,
+    t: &Table,
+    max_rows: usize,
+    write: fn(&mut String, &Table, usize),
+) {
     let id = id.map(|i| format!(" id=\"{i}\"")).unwrap_or_default();
     let _ = writeln!(o, "<details{id}><summary>{}</summary>", esc(title));
-    table_html(o, t, max_rows);
+    write(o, t, max_rows);
     let _ = writeln!(o, "</details>");
 }
 
@@ -489,7 +632,7 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
         folded(&mut o, None, &t.title, &t, 500);
     }
     if let Some(t) = tables::gate(report) {
-        folded(&mut o, Some("gate"), &t.title, &t, 500);
+        folded_with(&mut o, Some("gate"), &t.title, &t, 500, gate_table_html);
     }
     for (i, p) in r.points.iter().enumerate() {
         let t = tables::point(i, p, r.level);

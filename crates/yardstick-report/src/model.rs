@@ -646,6 +646,18 @@ fn stat_rank(statistic: &str) -> usize {
         .unwrap_or(ORDER.len())
 }
 
+/// The metrics of every point of a run's warehouse facts ([`Warehouse::facts`]), by point id:
+/// what [`load_run`] reads of them, without the run directory (for a list of runs, where
+/// loading every run's artifacts would be too slow).
+pub fn metrics_by_point(facts: &[FactRow]) -> Vec<(String, Vec<MetricStat>)> {
+    let mut ids: Vec<&str> = facts.iter().map(|f| f.point_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter()
+        .map(|id| (id.to_string(), point_metrics(facts, id)))
+        .collect()
+}
+
 /// The aggregate facts of a point with their replicate values; a (metric, statistic) stored only
 /// per replicate (an incomplete run) gets the mean of its replicates and no CI.
 fn point_metrics(facts: &[FactRow], point: &str) -> Vec<MetricStat> {

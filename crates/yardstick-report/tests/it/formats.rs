@@ -280,6 +280,18 @@ fn html_outline(page: &str) -> String {
                     .map(|c| inner(c.split_once('>').map_or("", |x| x.1), "</td>"))
                     .collect();
                 out.push(format!("  first row: {}", cells.join(" | ")));
+                // The line under it (the gate's reason), when the row has one.
+                let under = body
+                    .split("<tbody>")
+                    .nth(1)
+                    .and_then(|b| b.split("</tr>").nth(1))
+                    .and_then(|r| r.trim().strip_prefix("<tr class=\"why\">"));
+                if let Some(r) = under {
+                    out.push(format!(
+                        "  under it: {}",
+                        inner(r.split_once('>').map_or("", |x| x.1), "</td>")
+                    ));
+                }
             }
             _ => {}
         }
@@ -299,6 +311,89 @@ fn html_structure_of_a_gate_result() {
     assert!(outline.contains("step_time_s | p50 | 410 ms"), "{outline}");
     assert_eq!(outline.matches("\n  table: ").count(), 12, "{outline}");
     insta::assert_snapshot!(outline);
+}
+
+/// The part of `page` from `from` to the next `to`.
+fn between<'a>(page: &'a str, from: &str, to: &str) -> &'a str {
+    let start = page
+        .find(from)
+        .unwrap_or_else(|| panic!("{from:?} not in the page"));
+    let rest = &page[start..];
+    &rest[..rest.find(to).unwrap_or(rest.len())]
+}
+
+#[test]
+fn html_gate_table_leads_with_the_verdict_and_puts_each_reason_under_its_row() {
+    let report = fixture::report_with_long_gate_rows();
+    let page = yardstick_report::html::render(&report).unwrap();
+    let gate = between(&page, "<details id=\"gate\">", "</details>");
+    // The verdict first; the reason is no column (a 200-character column is what made the
+    // table wider than the page).
+    let head = between(gate, "<thead>", "</thead>");
+    assert!(
+        head.starts_with("<thead><tr>\n<th>verdict</th><th>point</th>"),
+        "{head}"
+    );
+    assert!(!head.contains("<th>reason</th>"), "{head}");
+    let columns = head.matches("<th>").count();
+    assert_eq!(columns, 13, "{head}");
+    let body = between(gate, "<tbody>", "</tbody>");
+    let rows: Vec<&str> = body.split("</tr>").filter(|r| r.contains("<td")).collect();
+    assert_eq!(
+        rows.len(),
+        2 * report.gate.as_ref().unwrap().rows.len(),
+        "{body}"
+    );
+    for (row, g) in rows.chunks(2).zip(&report.gate.as_ref().unwrap().rows) {
+        let (lead, why) = (row[0], row[1]);
+        // The row: its verdict badge, its point id in a cell that may break, numbers on one
+        // line.
+        let verdict = g.verdict.as_deref().unwrap();
+        assert!(
+            lead.contains("<tr class=\"lead\"><td><span class=\"badge"),
+            "{lead}"
+        );
+        assert!(lead.contains(&format!(">{verdict}</span>")), "{lead}");
+        assert!(
+            lead.contains(&format!(
+                "<td class=\"t\">{}</td>",
+                yardstick_report::format::xml_escape(&g.point)
+            )),
+            "{lead}"
+        );
+        assert!(lead.contains("<td class=\"n\">"), "{lead}");
+        assert!(!lead.contains("to decide"), "{lead}");
+        // Under it, the reason in one cell spanning every column, which wraps.
+        let reason = yardstick_report::format::xml_escape(g.reason.as_deref().unwrap());
+        assert!(reason.chars().count() > 200);
+        assert_eq!(
+            why.trim(),
+            format!("<tr class=\"why\"><td colspan=\"{columns}\">{reason}</td>")
+        );
+    }
+    // The rules that let it fit: text breaks (even inside a long id), numbers do not, and the
+    // reason's row wraps.
+    let css = yardstick_report::html::CSS;
+    for rule in [
+        "td{white-space:nowrap}",
+        "td.t{white-space:normal;overflow-wrap:anywhere;",
+        "tr.why>td{white-space:normal;overflow-wrap:anywhere;",
+    ] {
+        assert!(css.contains(rule), "{rule} missing from the style sheet");
+        assert!(page.contains(rule));
+    }
+    // A comparison has no verdicts: no verdict column, no line under the rows.
+    let mut cmp = fixture::report(true);
+    let g = cmp.gate.as_mut().unwrap();
+    g.verdict = None;
+    for r in &mut g.rows {
+        r.verdict = None;
+        r.reason = None;
+    }
+    let page = yardstick_report::html::render(&cmp).unwrap();
+    let table = between(&page, "<details id=\"gate\">", "</details>");
+    assert!(table.contains("<thead><tr>\n<th>point</th>"), "{table}");
+    assert!(!table.contains("<th>verdict</th>") && !table.contains("class=\"why\""));
 }
 
 #[test]

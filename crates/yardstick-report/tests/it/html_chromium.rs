@@ -192,3 +192,67 @@ fn html_renders_in_headless_chromium_without_console_errors() {
         std::fs::copy(&png, keep).unwrap();
     }
 }
+
+/// How far each table of `html` reaches past the page, laid out by Chromium in a window
+/// `width` pixels wide with every `<details>` open: `(scroll width of the document, window
+/// width, [(table heading, overflow in pixels)])`, the tables that overflow only.
+fn overflow_at(bin: &Path, dir: &Path, html: &str, width: u32) -> (f64, f64, Vec<(String, f64)>) {
+    let probe = dir.join(format!("wide-{width}.html"));
+    std::fs::write(
+        &probe,
+        html.replace("<details", "<details open").replace(
+            "</body>",
+            "<script>const o = Array.from(document.querySelectorAll('.scroll')).map(d => { \
+             const s = d.closest('details'); const t = s ? s.querySelector('summary').textContent \
+             : ''; return [t, d.scrollWidth - d.clientWidth]; }).filter(x => x[1] > 0); \
+             document.body.setAttribute('data-overflow', JSON.stringify([ \
+             document.documentElement.scrollWidth, window.innerWidth, o]));</script></body>",
+        ),
+    )
+    .unwrap();
+    let out = run_chromium(
+        bin,
+        &dir.join(format!("w{width}")),
+        &probe,
+        &["--dump-dom", &format!("--window-size={width},2000")],
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let raw = dom
+        .split("data-overflow=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| panic!("no probe output: {}", &dom[..dom.len().min(500)]))
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    let tables = v[2]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t[0].as_str().unwrap().to_string(), t[1].as_f64().unwrap()))
+        .collect();
+    (v[0].as_f64().unwrap(), v[1].as_f64().unwrap(), tables)
+}
+
+#[test]
+fn the_gate_table_fits_a_1100_pixel_page_in_headless_chromium() {
+    let Some(bin) = external::require(
+        "chromium",
+        "the_gate_table_fits_a_1100_pixel_page_in_headless_chromium",
+        "looked at $YARDSTICK_CHROMIUM, else chromium/chromium-browser in /usr/bin and PATH; \
+         install it with `apt-get install -y chromium fonts-liberation` (.ci/run does on CI)",
+        chromium::find(),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let html = yardstick_report::html::render(&fixture::report_with_long_gate_rows()).unwrap();
+    assert!(html.contains(fixture::LONG_POINT));
+    let (doc, window, tables) = overflow_at(&bin, dir.path(), &html, 1100);
+    eprintln!("at 1100 px: document {doc} px in a {window} px window; overflowing: {tables:?}");
+    assert!(doc <= window, "the page scrolls sideways: {doc} > {window}");
+    assert!(
+        !tables.iter().any(|(t, _)| t.starts_with("Gate")),
+        "the gate table scrolls sideways: {tables:?}"
+    );
+}

@@ -2,7 +2,8 @@
 //! the JSON API, one URL per view so that a link can be pasted into a chat.
 //!
 //! * `/` redirects to `/runs`;
-//! * `/runs`: the stored runs, newest first, filtered by `name`, `profile`, `status`, paged;
+//! * `/runs`: the stored runs, newest first, each with its headline figures, filtered by `name`,
+//!   `profile`, `status`, paged;
 //! * `/runs/{id}`: headline cards (the report's: each point's headline figures from the metric
 //!   catalogue, micro points' value figures, SLO verdicts, the bottleneck verdict, the gate
 //!   verdict against the stored baseline), the report's plots, then the tables, folded;

@@ -12,8 +12,8 @@ use axum::response::Html;
 use serde_json::Value;
 use yardstick_gate::{GateOptions, baseline, calibrate};
 use yardstick_report::format::human_with_ci;
-use yardstick_report::html::{point_cards, table_html};
-use yardstick_report::model::RunReport;
+use yardstick_report::html::{gate_table_html, headline_line, point_cards, table_html};
+use yardstick_report::model::{RunReport, metrics_by_point};
 use yardstick_report::{GateView, Report, tables};
 use yardstick_store::warehouse::{RunFilter, RunRow, Warehouse};
 
@@ -45,7 +45,7 @@ fn badge(v: &str) -> String {
     format!("<span class=\"badge {v}\">{v}</span>", v = esc(v))
 }
 
-/// `/runs`: the stored runs, newest first, filtered and paged.
+/// `/runs`: the stored runs, newest first, each with its headline, filtered and paged.
 pub(super) async fn runs(State(state): State<Arc<AppState>>, q: Params) -> PageResult {
     let p = params(q)?;
     let status = match p.get("status").map(String::as_str) {
@@ -80,6 +80,13 @@ pub(super) async fn runs(State(state): State<Arc<AppState>>, q: Params) -> PageR
     state
         .blocking(move |st, w| {
             let page = select(st, w, &query)?;
+            // Each listed run's headline, as its page's cards lead with it, from its facts in the
+            // warehouse (no artifact is read): one query per run shown.
+            let headlines = page
+                .runs
+                .iter()
+                .map(|r| Ok(headline_line(&metrics_by_point(&w.facts(&r.run_id)?))))
+                .collect::<Result<Vec<String>, yardstick_store::StoreError>>()?;
             let mut o = String::new();
             o.push_str("<h1>Runs</h1>\n<form class=\"filters\" method=\"get\" action=\"/runs\">");
             for (k, label) in [
@@ -109,21 +116,28 @@ pub(super) async fn runs(State(state): State<Arc<AppState>>, q: Params) -> PageR
             } else {
                 o.push_str(
                     "<div class=\"scroll\"><table><thead><tr><th>run</th><th>benchmark</th>\
-                     <th>status</th><th>machine profile</th><th>started</th><th>git commit</th>\
-                     <th>yardstick</th><th></th></tr></thead><tbody>\n",
+                     <th>headline</th><th>status</th><th>machine profile</th><th>started (UTC)</th>\
+                     <th>git commit</th><th>yardstick</th><th></th></tr></thead><tbody>\n",
                 );
-                for r in &page.runs {
+                for (r, headline) in page.runs.iter().zip(&headlines) {
                     let _ = writeln!(
                         o,
-                        "<tr><td>{}</td><td><a href=\"/runs?name={}\">{}</a></td><td>{}</td>\
-                         <td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td>\
+                        "<tr><td>{}</td><td class=\"t\"><a href=\"/runs?name={}\">{}</a></td>\
+                         <td class=\"t\">{}</td><td>{}</td><td class=\"t\">{}</td>\
+                         <td title=\"{}\">{}</td>\
+                         <td><code>{}</code></td><td>{}</td>\
                          <td><a href=\"/trend?name={}\">trend</a></td></tr>",
                         run_link(&r.run_id),
                         enc(&r.name),
                         esc(&r.name),
+                        if headline.is_empty() { "-" } else { headline },
                         r.status,
                         esc(r.machine_profile.as_deref().unwrap_or("-")),
                         esc(&r.started_at),
+                        // To the minute (the whole time in the tooltip): the list keeps within
+                        // the page.
+                        esc(&parse_time(&r.started_at)
+                            .map_or_else(|| r.started_at.clone(), fmt_time)),
                         esc(r
                             .git_commit
                             .as_deref()
@@ -315,23 +329,21 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
     sections_html(&mut o, &report)?;
     let r = &report.run;
     o.push_str("<h2 id=\"tables\">Tables</h2>\n");
-    let fold = |o: &mut String, title: &str, t: &tables::Table, open: bool| {
-        let _ = writeln!(
-            o,
-            "<details{}><summary>{}</summary>",
-            if open { " open" } else { "" },
-            esc(title)
-        );
-        table_html(o, t, 1000);
+    let fold = |o: &mut String,
+                title: &str,
+                t: &tables::Table,
+                write: fn(&mut String, &tables::Table, usize)| {
+        let _ = writeln!(o, "<details><summary>{}</summary>", esc(title));
+        write(o, t, 1000);
         o.push_str("</details>\n");
     };
     let s = tables::summary(r);
-    fold(&mut o, &s.title.clone(), &s, false);
+    fold(&mut o, &s.title.clone(), &s, table_html);
     if let Some(t) = tables::latency(r) {
-        fold(&mut o, &t.title.clone(), &t, false);
+        fold(&mut o, &t.title.clone(), &t, table_html);
     }
     if let Some(t) = tables::gate(&report) {
-        fold(&mut o, &t.title.clone(), &t, false);
+        fold(&mut o, &t.title.clone(), &t, gate_table_html);
     }
     for (i, p) in r.points.iter().enumerate() {
         let t = tables::point(i, p, r.level);
@@ -339,10 +351,15 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
             &mut o,
             &format!("{} — {} statistics", t.title, t.rows.len()),
             &t,
-            false,
+            table_html,
         );
     }
-    fold(&mut o, "Environment", &tables::environment(&r.env), false);
+    fold(
+        &mut o,
+        "Environment",
+        &tables::environment(&r.env),
+        table_html,
+    );
     if let Some(spec) = &r.spec_yaml {
         let _ = writeln!(
             o,
@@ -765,7 +782,7 @@ fn compare_page(st: &AppState, w: &mut dyn Warehouse, p: &HashMap<String, String
     let report = Report::new(rb, view);
     if let Some(t) = tables::gate(&report) {
         let _ = writeln!(o, "<h2>{}</h2>", esc(&t.title));
-        table_html(&mut o, &t, 1000);
+        gate_table_html(&mut o, &t, 1000);
     }
     if let Some(g) = &report.gate {
         let s = yardstick_report::plots::gate_ratios(g)?;
@@ -818,16 +835,18 @@ pub(super) async fn contracts() -> Html<String> {
         "<h1>The methodology contract</h1>\n<p class=\"sub\">As data: \
          <a href=\"/api/benchmark/contracts\">/api/benchmark/contracts</a>.</p>\n",
     );
-    o.push_str("<h2>Metrics</h2><div class=\"scroll\"><table><thead><tr><th>metric</th><th>unit</th><th>better</th><th>statistics</th><th>gated</th><th>definition</th></tr></thead><tbody>\n");
+    // Each definition and hint on a line of its own under its row (as the gate's reasons): the
+    // tables keep within the page.
+    o.push_str("<h2>Metrics</h2><div class=\"scroll\"><table><thead><tr><th>metric</th><th>unit</th><th>better</th><th>gated</th><th>statistics</th></tr></thead><tbody>\n");
     for m in yardstick_spec::metrics::CATALOGUE {
         let _ = writeln!(
             o,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"w\">{}</td></tr>",
+            "<tr class=\"lead\"><td class=\"t\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td></tr>\n<tr class=\"why\"><td colspan=\"5\">{}</td></tr>",
             esc(m.id),
             esc(m.unit),
             esc(m.direction.as_str()),
-            esc(&m.statistics.join(", ")),
             esc(m.gated.unwrap_or("-")),
+            esc(&m.statistics.join(", ")),
             esc(m.definition)
         );
     }
@@ -865,11 +884,11 @@ pub(super) async fn contracts() -> Html<String> {
         "</tbody></table></div><p class=\"note\">At least {} replicates per side for a verdict other than INCONCLUSIVE.</p>",
         yardstick_gate::MIN_REPLICATES
     );
-    o.push_str("<h2>Validation rules</h2><div class=\"scroll\"><table><thead><tr><th>rule</th><th>checks</th><th>why (methodology.md)</th><th>hint</th></tr></thead><tbody>\n");
+    o.push_str("<h2>Validation rules</h2><div class=\"scroll\"><table><thead><tr><th>rule</th><th>checks</th><th>why (methodology.md)</th></tr></thead><tbody>\n");
     for r in yardstick_spec::rules::RULES {
         let _ = writeln!(
             o,
-            "<tr><td><code>{}</code></td><td class=\"w\">{}</td><td>{}</td><td class=\"w\">{}</td></tr>",
+            "<tr class=\"lead\"><td class=\"t\"><code>{}</code></td><td class=\"w\">{}</td><td class=\"t\">{}</td></tr>\n<tr class=\"why\"><td colspan=\"3\">hint: {}</td></tr>",
             esc(r.id),
             esc(r.summary),
             esc(r.section),

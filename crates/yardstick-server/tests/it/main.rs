@@ -4,6 +4,7 @@
 //! keep the command-line contract and what needs a real connection (timeouts, TLS, shutdown).
 //! Run one module with `cargo test -p yardstick-server --test it guard::`.
 
+mod dashboard;
 mod guard;
 mod queries;
 
