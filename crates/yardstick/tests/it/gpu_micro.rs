@@ -93,6 +93,8 @@ fn a_bad_gpu_gemm_setting_is_refused_with_exit_2() {
     for (args, want) in [
         (vec!["--gpu-gemm-dtype", "int4"], "int4"),
         (vec!["--gpu-memory-size", "lots"], "gpu-memory-size"),
+        (vec!["--gpu-memory-size", "4KiB"], "at least 64 kib"),
+        (vec!["--gpu-gemm-size", "100"], "multiple of 16"),
     ] {
         let out = yardstick()
             .args(["bench", "micro", "gpu"])

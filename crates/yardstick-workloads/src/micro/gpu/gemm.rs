@@ -37,7 +37,7 @@ const WORKSPACE: usize = 32 << 20;
 const TILE: usize = 1 << 22;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
+pub(super) enum Kind {
     Bf16,
     Fp16,
     Tf32,
@@ -309,13 +309,9 @@ impl Drop for Handle {
     }
 }
 
-pub(super) fn run(
-    device: &Device,
-    prefix: &str,
-    config: &MicroConfig,
-    policy: &TrialPolicy,
-    report: &mut MicroReport,
-) -> Result<(), MicroError> {
+/// The types and shapes `config` asks for, checked: types this probe has, shapes multiples of
+/// 16, sorted.
+pub(super) fn check(config: &MicroConfig) -> Result<(Vec<Kind>, Vec<u64>), MicroError> {
     let kinds: Vec<Kind> = if config.dtypes.is_empty() {
         vec![Kind::Bf16, Kind::Fp16, Kind::Tf32, Kind::Fp8]
     } else {
@@ -338,6 +334,17 @@ pub(super) fn run(
              need it): give e.g. 1024,4096,8192"
         )));
     }
+    Ok((kinds, sizes))
+}
+
+pub(super) fn run(
+    device: &Device,
+    prefix: &str,
+    config: &MicroConfig,
+    policy: &TrialPolicy,
+    report: &mut MicroReport,
+) -> Result<(), MicroError> {
+    let (kinds, sizes) = check(config)?;
     device.bind()?;
     let handle = Handle(blas(lt::create_handle(), "cublasLtCreate")?);
     let workspace = DevBuf::new(WORKSPACE)?;
@@ -438,7 +445,7 @@ pub(super) fn run(
                 let (samples, warm) =
                     batches(device, policy, measured, BATCH_S, flops / 1e12, &mut op)?;
                 device.sync()?;
-                check(kind, n as usize, &tiles, &d)?;
+                check_product(kind, n as usize, &tiles, &d)?;
                 m.push_replicate(samples, warm);
             }
             let r = summarize(&m, policy)?;
@@ -460,7 +467,7 @@ pub(super) fn run(
 }
 
 /// Checks elements of D = Aᵀ·B against a host computation from the tiles.
-fn check(kind: Kind, n: usize, tiles: &(Tile, Tile), d: &DevBuf) -> Result<(), MicroError> {
+fn check_product(kind: Kind, n: usize, tiles: &(Tile, Tile), d: &DevBuf) -> Result<(), MicroError> {
     let (m, k) = (n, n);
     let width = kind.out_bytes();
     for (i, j) in [

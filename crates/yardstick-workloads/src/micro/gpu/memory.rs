@@ -35,11 +35,7 @@ pub(super) fn run(
     };
     sizes.sort_unstable();
     sizes.dedup();
-    if let Some(&s) = sizes.iter().find(|&&s| s < 1 << 16) {
-        return Err(MicroError::InvalidConfig(format!(
-            "gpu-memory size {s} bytes is too small: give at least 64 KiB per buffer"
-        )));
-    }
+    check_sizes(&sizes)?;
     // Two buffers per size; leave a tenth of the memory to the driver and others.
     let free = device.free_bytes()?;
     let fits = |s: u64| 2 * s <= free / 10 * 9;
@@ -165,6 +161,16 @@ pub(super) fn run(
     let at = report.results.len() - sizes.len() * OPS.len();
     for (i, h) in headline.into_iter().enumerate() {
         report.results.insert(at + i, h);
+    }
+    Ok(())
+}
+
+/// Refuses buffer sizes below 64 KiB.
+pub(super) fn check_sizes(sizes: &[u64]) -> Result<(), MicroError> {
+    if let Some(&s) = sizes.iter().find(|&&s| s < 1 << 16) {
+        return Err(MicroError::InvalidConfig(format!(
+            "gpu-memory size {s} bytes is too small: give at least 64 KiB per buffer"
+        )));
     }
     Ok(())
 }

@@ -144,6 +144,16 @@ fn stem(kind: MicroKind) -> &'static str {
 
 /// Runs one GPU micro benchmark on every GPU of the node.
 pub fn run(config: &MicroConfig, policy: &TrialPolicy) -> Result<MicroReport, MicroError> {
+    // Bad settings are refused on every machine, GPU or not.
+    match config.kind {
+        MicroKind::GpuMemory => memory::check_sizes(&config.sizes)?,
+        MicroKind::GpuPcie => {
+            pcie::size(config)?;
+        }
+        _ => {
+            gemm::check(config)?;
+        }
+    }
     let mut report = MicroReport::default();
     let count = match gpu_count() {
         Ok(n) => n,

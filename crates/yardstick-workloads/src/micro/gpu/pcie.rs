@@ -14,7 +14,7 @@ pub const DEFAULT_BYTES: u64 = 256 << 20;
 pub const DEFAULT_ITERATIONS: usize = 10;
 const BATCH_S: f64 = 0.005;
 
-fn size(config: &MicroConfig) -> Result<u64, MicroError> {
+pub(super) fn size(config: &MicroConfig) -> Result<u64, MicroError> {
     let bytes = config.sizes.first().copied().unwrap_or(DEFAULT_BYTES);
     if bytes < 1 << 16 {
         return Err(MicroError::InvalidConfig(format!(
