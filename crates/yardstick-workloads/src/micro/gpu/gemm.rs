@@ -488,7 +488,9 @@ fn check_product(kind: Kind, n: usize, tiles: &(Tile, Tile), d: &DevBuf) -> Resu
         d.read((i + j * m) * width, &mut raw[..width])?;
         let got = kind.decode_out(&raw[..width]);
         let tolerance = magnitude / 512.0 + reference.abs() / 128.0;
-        if !((got - reference).abs() <= tolerance) {
+        // A NaN output fails too: it is not within any tolerance.
+        let within = (got - reference).abs() <= tolerance;
+        if !within {
             return Err(MicroError::Validation(format!(
                 "gpu-gemm {}: element ({i}, {j}) of the {n}x{n}x{n} product is {got}, the host \
                  computes {reference} (tolerance {tolerance:.3})",
