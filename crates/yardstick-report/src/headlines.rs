@@ -269,6 +269,34 @@ mod tests {
             names(&[("memory.triad", "value"), ("wall_s", "value")]),
             ["wall_s"]
         );
+        // GPU probes: the HBM copy (gated) at the largest size, not each size; the matmul
+        // peaks; PCIe both ways; with several GPUs, each GPU's.
+        assert_eq!(
+            names(&[
+                ("gpu.hbm.copy", "value"),
+                ("gpu.hbm.read", "value"),
+                ("gpu.hbm.write", "value"),
+                ("gpu.hbm.copy.16777216", "value"),
+            ])[0],
+            "gpu.hbm.copy"
+        );
+        assert_eq!(
+            names(&[
+                ("gpu.gemm.bf16.4096", "value"),
+                ("gpu.gemm.bf16.peak", "value"),
+                ("gpu.gemm.fp8.4096", "value"),
+                ("gpu.gemm.fp8.peak", "value"),
+            ]),
+            ["gpu.gemm.bf16.peak", "gpu.gemm.fp8.peak"]
+        );
+        assert_eq!(
+            names(&[("gpu.pcie.h2d", "value"), ("gpu.pcie.d2h", "value")]),
+            ["gpu.pcie.h2d", "gpu.pcie.d2h"]
+        );
+        assert_eq!(
+            names(&[("gpu1.gemm.bf16.peak", "value"), ("gpu1.gemm.bf16.8192", "value")]),
+            ["gpu1.gemm.bf16.peak"]
+        );
         assert!(names(&[("no.such.metric", "value")]).is_empty());
         assert_eq!(
             super::first_two(&super::picks(&[
