@@ -113,6 +113,22 @@ if len(e) > 1:
 missing = [m for m in need if m not in have]
 print(("PASS" if not missing else "FAIL") + f"  telemetry GPU series present (missing: {missing or 'none'})")
 EOF
+  python3 - "$O"/store/runs/*/summary.json <<'EOF' | tee -a "$O/check.txt"
+import json, sys
+def find(o, key):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == key:
+                yield v
+            yield from find(v, key)
+    elif isinstance(o, list):
+        for v in o:
+            yield from find(v, key)
+s = json.load(open(sys.argv[1]))
+per_step = list(find(s, "energy_j_per_step"))
+print(f"  energy_j_per_step of the training point: {json.dumps(per_step)[:300]}")
+print(("PASS" if per_step else "FAIL") + "  energy per training step recorded")
+EOF
 else
   say "FAIL  no telemetry parquet in the run"
 fi

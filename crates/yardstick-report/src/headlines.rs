@@ -294,7 +294,10 @@ mod tests {
             ["gpu.pcie.h2d", "gpu.pcie.d2h"]
         );
         assert_eq!(
-            names(&[("gpu1.gemm.bf16.peak", "value"), ("gpu1.gemm.bf16.8192", "value")]),
+            names(&[
+                ("gpu1.gemm.bf16.peak", "value"),
+                ("gpu1.gemm.bf16.8192", "value")
+            ]),
             ["gpu1.gemm.bf16.peak"]
         );
         assert!(names(&[("no.such.metric", "value")]).is_empty());

@@ -160,7 +160,14 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<ReplicateOutcome, RunError> 
     cfg.seed = seed;
     cfg.ignore_failure = true;
     cfg.cancel = Some(cancel);
+    // The accelerators' (else the CPU's) energy counters around the whole process.
+    let counter = crate::serve::energy().open().ok();
+    let energy_start = counter.as_ref().and_then(|c| c.read());
     let report = yardstick_exec::run_command_benchmark(&cfg);
+    let energy = match (&counter, energy_start) {
+        (Some(c), Some(start)) => c.read().map(|end| (c.source(), c.joules(&start, &end))),
+        _ => None,
+    };
     let report = report.map_err(|e| RunError::Workload(e.to_string()))?;
     let bench = report
         .benchmarks
@@ -200,6 +207,16 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<ReplicateOutcome, RunError> 
     if let Some(t) = &run.training {
         measurements.extend(t.measurements());
     }
+    let steps = run.training.as_ref().map_or(0, |t| t.steps);
+    if let Some((_, joules)) = energy {
+        measurements.push(Measurement::value(id::ENERGY_J, joules));
+        if steps > 0 {
+            measurements.push(Measurement::value(
+                id::ENERGY_J_PER_STEP,
+                joules / steps as f64,
+            ));
+        }
+    }
 
     let mut summary = serde_json::Map::new();
     summary.insert(id::WALL_S.into(), serde_json::json!({"value": run.wall_s}));
@@ -210,6 +227,16 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<ReplicateOutcome, RunError> 
         serde_json::json!({"value": run.max_rss_bytes}),
     );
     summary.insert(id::EXIT_CODE.into(), run.exit_code.into());
+    if let Some((source, joules)) = energy {
+        summary.insert(id::ENERGY_J.into(), serde_json::json!({ "value": joules }));
+        if steps > 0 {
+            summary.insert(
+                id::ENERGY_J_PER_STEP.into(),
+                serde_json::json!({ "value": joules / steps as f64 }),
+            );
+        }
+        summary.insert("energy_source".into(), source.into());
+    }
     for (k, v) in &timeline {
         summary.insert((*k).into(), serde_json::json!({ "value": v }));
     }

@@ -443,6 +443,10 @@ pub mod id {
     pub const TTFT_CLIENT_MINUS_SERVER_MS: &str = "ttft_client_minus_server_ms";
     /// `measured_steps`.
     pub const MEASURED_STEPS: &str = "measured_steps";
+    /// `energy_j`.
+    pub const ENERGY_J: &str = "energy_j";
+    /// `energy_j_per_step`.
+    pub const ENERGY_J_PER_STEP: &str = "energy_j_per_step";
     /// `records`.
     pub const RECORDS: &str = "records";
     /// `malformed_lines`.
@@ -640,6 +644,24 @@ pub const CATALOGUE: &[MetricDef] = &[
         VALUE,
         None,
         "Energy per output token over the point: this machine's GPUs' total-energy counters (NVML) or, without them, the CPU's RAPL counters (/sys/class/powercap); absent where there are none."
+    ),
+    m!(
+        id::ENERGY_J,
+        "J",
+        LowerIsBetter,
+        Cost,
+        VALUE,
+        None,
+        "Energy a training replicate's process used from launch to exit: this machine's GPUs' total-energy counters (NVML) or, without them, the CPU's RAPL counters; absent where there are none."
+    ),
+    m!(
+        id::ENERGY_J_PER_STEP,
+        "J",
+        LowerIsBetter,
+        Cost,
+        VALUE,
+        None,
+        "energy_j over the training steps the replicate ran (start-up and warm-up steps included, so a short run overstates it)."
     ),
     m!(
         id::CAPACITY_RPS,
