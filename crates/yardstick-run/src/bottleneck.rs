@@ -51,12 +51,22 @@ pub fn bottlenecks(
         .filter(|p| p.layer == "micro")
         .map(|p| p.id.as_str())
         .collect();
-    let triples = aggregate
+    let triples: Vec<(&str, f64, &str)> = aggregate
         .iter()
         .filter(|f| micro_points.contains(&f.point_id.as_str()) && f.statistic == "value")
-        .map(|f| (f.metric.as_str(), f.value, f.unit.as_str()));
+        .map(|f| (f.metric.as_str(), f.value, f.unit.as_str()))
+        .collect();
     let precision = precision.map_or("fp32", yardstick_analysis::spec::precision_name);
-    let ceilings = Ceilings::from_micro_for("this run's micro layer", precision, triples);
+    let label = "this run's micro layer";
+    // A command may run on the node's GPUs (their ceilings when the micro layer measured
+    // them); the built-in reference trainer runs on the CPU, so its ceilings are the CPU's.
+    let on_any = Ceilings::from_micro_for(label, precision, triples.iter().copied());
+    let on_cpu = Ceilings::from_micro_on(
+        label,
+        precision,
+        yardstick_analysis::roofline::Target::Cpu,
+        triples.iter().copied(),
+    );
     // The data loader's steady-state supply, when the run measured one (its warm pass when it
     // has both: a trainer reads its data more than once).
     let supply = plan
@@ -71,6 +81,11 @@ pub fn bottlenecks(
     let mut points = Vec::new();
     for p in plan.points.iter().filter(|p| p.layer == "e2e") {
         let id = p.id.as_str();
+        let ceilings = if matches!(p.work, crate::plan::PointWork::Train { .. }) {
+            &on_cpu
+        } else {
+            &on_any
+        };
         let Some(step_s) = fact(aggregate, id, metric_id::STEP_TIME_S, "p50") else {
             continue;
         };
@@ -162,7 +177,14 @@ pub fn bottlenecks(
     if points.is_empty() {
         return None;
     }
-    let (ceilings, ceilings_source) = ceilings.unzip();
+    // The run's ceilings are those its training points were placed against: the CPU's when
+    // they are all the built-in trainer's.
+    let all_builtin = plan
+        .points
+        .iter()
+        .filter(|p| p.layer == "e2e")
+        .all(|p| matches!(p.work, crate::plan::PointWork::Train { .. }));
+    let (ceilings, ceilings_source) = if all_builtin { on_cpu } else { on_any }.unzip();
     Some(RunBottlenecks {
         ceilings,
         ceilings_source,
@@ -265,6 +287,32 @@ mod tests {
         assert_eq!(j["points"][0]["placement"]["roof"], "compute");
         assert!(j["points"][0]["control_plane"].is_null() && j["points"][0]["input"].is_null());
         assert_eq!(j["ceilings_source"]["memory"], "memory.triad");
+    }
+
+    /// On a GPU node (the micro layer measured an H200 beside the CPU), the built-in trainer —
+    /// which runs on the CPU — is still placed against the CPU's ceilings: a GPU roof would
+    /// call it "0 % of attainable" and memory-bound for no reason it could act on.
+    #[test]
+    fn the_builtin_trainer_is_placed_on_the_cpu_roof_on_a_gpu_node() {
+        let facts = vec![
+            row("micro.0.memory", "memory.triad", "value", 14.6, "GB/s"),
+            row("micro.1.gemm", "gemm.f32.2048", "value", 131.0, "GFLOP/s"),
+            row("micro.0.memory", "gpu.hbm.copy", "value", 4230.0, "GB/s"),
+            row(
+                "micro.1.gemm",
+                "gpu.gemm.tf32.peak",
+                "value",
+                360.0,
+                "TFLOP/s",
+            ),
+            row("e2e.0.train", "step_time_s", "p50", 0.05, "s"),
+            row("e2e.0.train", "flops_per_step", "value", 1.31e9, ""),
+            row("e2e.0.train", "bytes_per_step", "value", 1e7, ""),
+        ];
+        let v = bottlenecks(&plan(), &facts, Some(Precision::Fp32)).unwrap();
+        assert_eq!(v.ceilings.as_ref().unwrap().peak_flops, 131e9);
+        assert_eq!(v.ceilings_source.as_ref().unwrap().memory, "memory.triad");
+        assert_eq!(v.points[0].classification.bottleneck, Bottleneck::Compute);
     }
 
     /// A workload that reports no input wait or collective time: its profile's shares of the
