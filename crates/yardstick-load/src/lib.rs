@@ -94,6 +94,7 @@ impl yardstick_error::UserFacing for LoadError {
         match self {
             LoadError::Scenario(_) => Some(ScenarioError::hint()),
             LoadError::Invalid { hint, .. } => hint.map(str::to_string),
+            LoadError::Trace(e) => yardstick_error::UserFacing::hint(e),
             _ => None,
         }
     }
@@ -464,10 +465,13 @@ impl ServeBench {
                     }
                 }
                 summary.schedule_origin_ns = Some(run.origin_ns);
-                if let (Some(t), LoadModel::Rate {
-                    arrival: Arrival::Trace { speedup },
-                    ..
-                }) = (&self.trace, load)
+                if let (
+                    Some(t),
+                    LoadModel::Rate {
+                        arrival: Arrival::Trace { speedup },
+                        ..
+                    },
+                ) = (&self.trace, load)
                 {
                     summary.trace = Some(summary::TraceInfo::of(t, *speedup));
                 }

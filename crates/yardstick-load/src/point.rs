@@ -125,7 +125,8 @@ impl TracePoint {
     /// Reads, checks and windows the trace: the one reading of a spec's trace, before any work
     /// (to refuse a bad one) and by each replicate.
     pub fn load(&self) -> Result<crate::trace::Trace, crate::LoadError> {
-        let t = crate::trace::Trace::load(std::path::Path::new(&self.trace_file), self.trace_format)?;
+        let t =
+            crate::trace::Trace::load(std::path::Path::new(&self.trace_file), self.trace_format)?;
         match &self.trace_window {
             None => Ok(t),
             Some(w) => {

@@ -511,8 +511,8 @@ impl ScheduleLateness {
         due.sort_unstable();
         let mut gaps: Vec<f64> = due.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e6).collect();
         gaps.sort_by(f64::total_cmp);
-        let median_gap_ms = (!gaps.is_empty())
-            .then(|| yardstick_stats::percentile::percentile_sorted(&gaps, 0.5));
+        let median_gap_ms =
+            (!gaps.is_empty()).then(|| yardstick_stats::percentile::percentile_sorted(&gaps, 0.5));
         Some(ScheduleLateness {
             count: late.len(),
             p50: p(0.5),
@@ -1051,7 +1051,9 @@ pub(crate) mod tests {
         assert!(ScheduleLateness::of(&[]).is_none());
         // Due every 100 ms; sent 0, 1, 2, .. 99 ms late, the last one 250 ms late.
         let ms = 1_000_000u64;
-        let mut pairs: Vec<(u64, u64)> = (0..100u64).map(|i| (i * 100 * ms, i * 100 * ms + i * ms)).collect();
+        let mut pairs: Vec<(u64, u64)> = (0..100u64)
+            .map(|i| (i * 100 * ms, i * 100 * ms + i * ms))
+            .collect();
         pairs[99].1 = 99 * 100 * ms + 250 * ms;
         let l = ScheduleLateness::of(&pairs).unwrap();
         assert_eq!(l.count, 100);
@@ -1064,7 +1066,9 @@ pub(crate) mod tests {
         assert_eq!(l.threshold_ms, 5.0);
         assert!(l.warning().unwrap().contains("did not keep the schedule"));
         // A client on time: no warning; an early send counts as 0.
-        let on_time: Vec<(u64, u64)> = (0..50u64).map(|i| (i * 10 * ms, i * 10 * ms + 20_000)).collect();
+        let on_time: Vec<(u64, u64)> = (0..50u64)
+            .map(|i| (i * 10 * ms, i * 10 * ms + 20_000))
+            .collect();
         let l = ScheduleLateness::of(&on_time).unwrap();
         assert!((l.p99 - 0.02).abs() < 1e-9 && l.late == 0, "{l:?}");
         assert_eq!(l.threshold_ms, 1.0); // 5 % of 10 ms is 0.5 ms: the 1 ms floor
@@ -1075,7 +1079,8 @@ pub(crate) mod tests {
         // In a summary: open loops (rate, trace) get the block, closed loops do not.
         let recs: Vec<crate::RequestRecord> = (0..4u64)
             .map(|i| {
-                let mut r = crate::RequestRecord::new(i, format!("r{i}"), false, 7, Some(3), i * 100 * ms);
+                let mut r =
+                    crate::RequestRecord::new(i, format!("r{i}"), false, 7, Some(3), i * 100 * ms);
                 r.sent_ns = Some(i * 100 * ms + 30 * ms);
                 r.done_ns = Some(i * 100 * ms + 60 * ms);
                 r

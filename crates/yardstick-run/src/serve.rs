@@ -762,9 +762,8 @@ pub fn resolve_target_files(
             let abs = crate::resolve_input(base, frozen, "target", &spec_name);
             t.trace_file = abs.display().to_string();
             if !read.iter().any(|(n, _)| *n == spec_name) {
-                t.load().map_err(|e| {
-                    RunError::Invalid(format!("load.trace.file of {}: {e}", p.id))
-                })?;
+                t.load()
+                    .map_err(|e| RunError::Invalid(format!("load.trace.file of {}: {e}", p.id)))?;
                 read.push((spec_name, abs));
             }
         }

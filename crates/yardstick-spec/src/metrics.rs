@@ -757,7 +757,15 @@ pub const CATALOGUE: &[MetricDef] = &[
         "ms",
         LowerIsBetter,
         Descriptive,
-        &["count", "p50", "p99", "max", "late", "median_gap_ms", "threshold_ms"],
+        &[
+            "count",
+            "p50",
+            "p99",
+            "max",
+            "late",
+            "median_gap_ms",
+            "threshold_ms"
+        ],
         None,
         "Schedule fidelity of an open-loop point (a rate or a replayed trace): actual send time minus due time of each measured request (p50, p99, max), with `late` the requests sent more than 10 ms late (a count) and the median gap between due times. The point warns (`schedule_warning`) when the p99 exceeds `threshold_ms`: 5 % of the median gap, clamped to 1..10 ms. Absent for closed loops."
     ),

@@ -989,7 +989,9 @@ fn trace_rules(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             cx.error_at_key(
                 "load-trace",
                 &format!("{base}/{name}"),
-                format!("`{name}` does not combine with `mode: trace`: the trace sets every request"),
+                format!(
+                    "`{name}` does not combine with `mode: trace`: the trace sets every request"
+                ),
                 "replay the trace in a serve layer of its own, or remove it",
             );
         }

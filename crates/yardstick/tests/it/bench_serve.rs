@@ -885,7 +885,10 @@ fn a_mooncake_trace_replays_on_its_clock_with_its_prefixes() {
     let (p50, p99, max) = (f(&l["p50"]), f(&l["p99"]), f(&l["max"]));
     assert!(0.0 <= p50 && p50 <= p99 && p99 <= max, "{l}");
     assert!(max < 5_000.0, "{l}");
-    assert!(l["late"].as_u64().is_some() && f(&l["threshold_ms"]) > 0.0, "{l}");
+    assert!(
+        l["late"].as_u64().is_some() && f(&l["threshold_ms"]) > 0.0,
+        "{l}"
+    );
     assert_eq!(p["trace"]["requests"].as_u64(), Some(5), "{p}");
     assert!((f(&p["trace"]["theoretical_prefix_hit_rate"]) - theoretical).abs() < 1e-9);
     // What the client said before sending anything.

@@ -780,7 +780,9 @@ fn a_spec_replays_a_trace_and_refuses_a_bad_one() {
             .replace("        scenarios: [\"D(20,10)\"]\n", "")
             .replace(
                 "load: {mode: concurrency, values: [1, 4]}",
-                &format!("load: {{mode: trace, trace: {{file: {file}, format: jsonl, speedup: 2}}}}"),
+                &format!(
+                    "load: {{mode: trace, trace: {{file: {file}, format: jsonl, speedup: 2}}}}"
+                ),
             )
             .replace("concurrency: [1, 4]", "concurrency: 1")
     };
@@ -801,11 +803,19 @@ fn a_spec_replays_a_trace_and_refuses_a_bad_one() {
     assert_eq!(v["status"], "complete", "{v}");
     let p = &v["summary"]["points"][0];
     assert_eq!(p["id"], "component.0.serve/trace=small", "{p}");
-    assert!(p["metrics"]["schedule_lateness_ms"]["p99"]["mean"].as_f64().is_some(), "{p}");
+    assert!(
+        p["metrics"]["schedule_lateness_ms"]["p99"]["mean"]
+            .as_f64()
+            .is_some(),
+        "{p}"
+    );
     let run_dir = Path::new(v["dir"].as_str().unwrap());
     let stored = files_under(&run_dir.join("inputs"), "jsonl");
     assert!(
-        stored.iter().any(|f| std::fs::read(f).unwrap() == std::fs::read(spec_dir.join("small.jsonl")).unwrap()),
+        stored
+            .iter()
+            .any(|f| std::fs::read(f).unwrap()
+                == std::fs::read(spec_dir.join("small.jsonl")).unwrap()),
         "the trace is stored with the run: {stored:?}"
     );
     let recs = files_under(&run_dir.join("results"), "json");
@@ -816,10 +826,16 @@ fn a_spec_replays_a_trace_and_refuses_a_bad_one() {
         assert_eq!(s["stop_reason"], "trace_end", "{s}");
         assert_eq!(s["requests"]["completed"].as_u64(), Some(12), "{s}");
         assert_eq!(s["trace"]["requests"].as_u64(), Some(12), "{s}");
-        assert!(s["trace"]["theoretical_prefix_hit_rate"].as_f64().is_some(), "{s}");
+        assert!(
+            s["trace"]["theoretical_prefix_hit_rate"].as_f64().is_some(),
+            "{s}"
+        );
         let l = &s["schedule_lateness_ms"];
         let g = |k: &str| l[k].as_f64().unwrap();
-        assert!(0.0 <= g("p50") && g("p50") <= g("p99") && g("p99") <= g("max"), "{l}");
+        assert!(
+            0.0 <= g("p50") && g("p50") <= g("p99") && g("p99") <= g("max"),
+            "{l}"
+        );
     }
 
     // Time going back on line 3: refused before anything runs, with file:line:col.
@@ -839,11 +855,20 @@ fn a_spec_replays_a_trace_and_refuses_a_bad_one() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("bad.jsonl:3:2: the time goes back"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("bad.jsonl:3:2: the time goes back"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!store2.join("runs").exists(), "nothing ran");
     // A missing file: validate refuses it at the field.
     std::fs::write(&spec, with_trace("missing.jsonl")).unwrap();
     let o = yardstick().arg("validate").arg(&spec).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("trace file `missing.jsonl` does not exist") && stderr(&o).contains("load-trace"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("trace file `missing.jsonl` does not exist")
+            && stderr(&o).contains("load-trace"),
+        "{}",
+        stderr(&o)
+    );
 }

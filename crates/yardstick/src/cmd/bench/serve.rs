@@ -463,7 +463,10 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         crate::interrupt::token("interrupted: draining requests in flight (Ctrl-C again to abort)");
     let bench = if let Some(j) = &job {
         // A planned point: the one conversion of a point to a bench, this shard's part of it.
-        let mut b = j.point.bench(&url, j.seed, cancel).map_err(exit::lib_error)?;
+        let mut b = j
+            .point
+            .bench(&url, j.seed, cancel)
+            .map_err(exit::lib_error)?;
         b.shard = shard_of(&args)?;
         b.start_at = start_at_of(&args)?;
         b
