@@ -66,6 +66,9 @@ pub enum LoadError {
     /// The tokenizer could not be loaded.
     #[error(transparent)]
     Tokenizer(#[from] tokenizer::TokenizerError),
+    /// A request trace cannot be replayed.
+    #[error(transparent)]
+    Trace(#[from] trace::TraceError),
     /// Some other setting is out of range.
     #[error("{0}")]
     Config(String),
@@ -91,6 +94,7 @@ impl yardstick_error::UserFacing for LoadError {
         match self {
             LoadError::Scenario(_) => Some(ScenarioError::hint()),
             LoadError::Invalid { hint, .. } => hint.map(str::to_string),
+            LoadError::Trace(e) => yardstick_error::UserFacing::hint(e),
             _ => None,
         }
     }
@@ -461,6 +465,16 @@ impl ServeBench {
                     }
                 }
                 summary.schedule_origin_ns = Some(run.origin_ns);
+                if let (
+                    Some(t),
+                    LoadModel::Rate {
+                        arrival: Arrival::Trace { speedup },
+                        ..
+                    },
+                ) = (&self.trace, load)
+                {
+                    summary.trace = Some(summary::TraceInfo::of(t, *speedup));
+                }
                 if sharded {
                     summary.shard = Some(ShardInfo {
                         index: self.shard.0,
@@ -485,6 +499,17 @@ impl ServeBench {
             }
         }
         Ok(results)
+    }
+}
+
+/// The load model that replays `trace` at `speedup`: an open loop whose times are the trace's;
+/// its mean rate (at least 1 req/s) only sizes the connection pool. `bench serve --trace` and a
+/// spec's `load: {mode: trace}` both replay a trace through it.
+pub fn trace_load(trace: &trace::Trace, speedup: f64, max_in_flight: Option<usize>) -> LoadModel {
+    LoadModel::Rate {
+        rate: (trace.requests.len() as f64 / trace.span_s().max(1e-3) * speedup).max(1.0),
+        arrival: Arrival::Trace { speedup },
+        max_in_flight,
     }
 }
 

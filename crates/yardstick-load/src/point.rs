@@ -33,6 +33,8 @@ pub enum PointMode {
     MlperfServer,
     /// MLPerf offline.
     MlperfOffline,
+    /// A request trace replayed on its own clock: `load_value` is the speed-up.
+    Trace,
 }
 
 impl PointMode {
@@ -45,6 +47,7 @@ impl PointMode {
             (Some(MlperfScenario::Offline), _) => PointMode::MlperfOffline,
             (None, Some(LoadMode::Rate)) => PointMode::Rate,
             (None, Some(LoadMode::Capacity)) => PointMode::Capacity,
+            (None, Some(LoadMode::Trace)) => PointMode::Trace,
             (None, Some(LoadMode::Concurrency) | None) => PointMode::Concurrency,
         }
     }
@@ -100,10 +103,44 @@ pub struct ServePoint {
     /// Multi-turn sessions: turns, think time, shared prefix, or a conversation dataset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<ServingSessions>,
+    /// The trace a `trace` point replays (`trace_file`, `trace_format`, `trace_window`; the
+    /// speed-up is `load_value`).
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TracePoint>,
+}
+
+/// The trace of a `trace` point: the file (resolved before any work), its format and window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TracePoint {
+    /// The trace file.
+    pub trace_file: String,
+    /// Its format.
+    pub trace_format: crate::trace::TraceFormat,
+    /// `FROM..TO` after its first request, as the spec wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_window: Option<String>,
+}
+
+impl TracePoint {
+    /// Reads, checks and windows the trace: the one reading of a spec's trace, before any work
+    /// (to refuse a bad one) and by each replicate.
+    pub fn load(&self) -> Result<crate::trace::Trace, crate::LoadError> {
+        let t =
+            crate::trace::Trace::load(std::path::Path::new(&self.trace_file), self.trace_format)?;
+        match &self.trace_window {
+            None => Ok(t),
+            Some(w) => {
+                let (from, to) = yardstick_spec::parse_trace_window(w)
+                    .map_err(|e| crate::LoadError::Config(format!("trace: {e}")))?;
+                Ok(t.window(from, to)?)
+            }
+        }
+    }
 }
 
 impl ServePoint {
-    /// The load model of the point (a capacity search's probes set their own).
+    /// The load model of the point (a capacity search's probes set their own; a trace point's
+    /// is [`crate::trace_load`] of its trace).
     pub fn load_model(&self) -> LoadModel {
         if self.load_mode == PointMode::Rate {
             let arrival = match self.arrival {
@@ -150,9 +187,23 @@ impl ServePoint {
 
     /// The bench that measures one replicate of this point against `url`, its plans and
     /// arrivals seeded by `seed`: one process, no server metrics, cost or energy (the caller
-    /// sets those it wants), forced output lengths, [`REQUEST_TIMEOUT`].
-    pub fn bench(&self, url: &str, seed: u64, cancel: CancellationToken) -> ServeBench {
-        ServeBench {
+    /// sets those it wants), forced output lengths, [`REQUEST_TIMEOUT`]. A trace point reads its
+    /// trace here (an error when it no longer reads).
+    pub fn bench(
+        &self,
+        url: &str,
+        seed: u64,
+        cancel: CancellationToken,
+    ) -> Result<ServeBench, crate::LoadError> {
+        let trace = match &self.trace {
+            Some(t) => Some(std::sync::Arc::new(t.load()?)),
+            None => None,
+        };
+        let loads = match &trace {
+            Some(t) => vec![crate::trace_load(t, self.load_value, None)],
+            None => vec![self.load_model()],
+        };
+        Ok(ServeBench {
             client: ClientConfig {
                 url: url.to_string(),
                 api: self.api,
@@ -164,7 +215,7 @@ impl ServePoint {
             },
             model: self.model.clone(),
             scenarios: vec![self.scenario.clone()],
-            loads: vec![self.load_model()],
+            loads,
             stop: StopRule {
                 max_requests: self.max_requests,
                 max_duration: self.max_duration,
@@ -191,8 +242,8 @@ impl ServePoint {
             server_metrics: None,
             cost: None,
             energy: None,
-            trace: None,
-        }
+            trace,
+        })
     }
 }
 

@@ -241,6 +241,21 @@ impl Measured for PointSummary {
             self.prompt_cache_hit_rate
                 .map(|v| Measurement::value(id::PROMPT_CACHE_HIT_RATE, v)),
         );
+        if let Some(l) = &self.schedule_lateness_ms {
+            push_stats(
+                &mut out,
+                id::SCHEDULE_LATENESS_MS,
+                [
+                    ("count", Some(l.count as f64)),
+                    ("p50", Some(l.p50)),
+                    ("p99", Some(l.p99)),
+                    ("max", Some(l.max)),
+                    ("late", Some(l.late as f64)),
+                    ("median_gap_ms", l.median_gap_ms),
+                    ("threshold_ms", Some(l.threshold_ms)),
+                ],
+            );
+        }
         if let Some(s) = &self.sessions {
             push_stats(
                 &mut out,
@@ -402,6 +417,131 @@ pub fn client_lag_warning(p99_ms: f64, capped: bool) -> Option<String> {
     })
 }
 
+/// A request sent more than this long after its due time (ms) counts as late in
+/// [`ScheduleLateness::late`].
+pub const LATE_MS: f64 = 10.0;
+
+/// The floor of the lateness threshold, ms: below it, scheduling jitter is not worth a warning.
+pub const LATENESS_FLOOR_MS: f64 = 1.0;
+
+/// The share of the median gap between due times that the p99 lateness may reach.
+pub const LATENESS_GAP_SHARE: f64 = 0.05;
+
+/// Schedule fidelity of an open-loop point (a rate or a replayed trace): how late each measured
+/// request was sent, actual send time − due time, in milliseconds. Closed loops have no
+/// schedule and no such block.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct ScheduleLateness {
+    /// Requests sent (measured ones).
+    pub count: usize,
+    /// Median lateness.
+    pub p50: f64,
+    /// 99th percentile of the lateness.
+    pub p99: f64,
+    /// Largest lateness.
+    pub max: f64,
+    /// Requests sent more than [`LATE_MS`] (10 ms) after their due time.
+    pub late: u64,
+    /// The median gap between consecutive due times (`null` with fewer than two requests).
+    pub median_gap_ms: Option<f64>,
+    /// The p99 lateness beyond which the point warns: [`LATENESS_GAP_SHARE`] (5 %) of the
+    /// median gap, clamped to [[`LATENESS_FLOOR_MS`], [`LATE_MS`]] (1..10 ms).
+    pub threshold_ms: f64,
+}
+
+/// A replayed trace, as a point's summary describes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct TraceInfo {
+    /// The trace file's name.
+    pub file: String,
+    /// Its format.
+    pub format: String,
+    /// Its requests (after the window).
+    pub requests: u64,
+    /// First to last arrival as recorded, seconds.
+    pub span_s: f64,
+    /// The replay's speed-up.
+    pub speedup: f64,
+    /// The share of prompt tokens a prefix cache keeping every block could serve, from the
+    /// trace's hash ids (`null` without them): an upper bound for `prompt_cache_hit_rate`.
+    pub theoretical_prefix_hit_rate: Option<f64>,
+}
+
+impl TraceInfo {
+    /// The description of `trace` replayed at `speedup`.
+    pub fn of(trace: &crate::trace::Trace, speedup: f64) -> TraceInfo {
+        TraceInfo {
+            file: trace
+                .file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            format: trace.format.as_str().to_string(),
+            requests: trace.requests.len() as u64,
+            span_s: trace.span_s(),
+            speedup,
+            theoretical_prefix_hit_rate: trace.prefix_hit_rate(None),
+        }
+    }
+}
+
+/// The p99 lateness beyond which a point did not keep its schedule: 5 % of the median gap
+/// between due times, at least 1 ms and at most 10 ms (10 ms without a gap).
+pub fn lateness_threshold_ms(median_gap_ms: Option<f64>) -> f64 {
+    match median_gap_ms {
+        Some(g) if g.is_finite() => (LATENESS_GAP_SHARE * g).clamp(LATENESS_FLOOR_MS, LATE_MS),
+        _ => LATE_MS,
+    }
+}
+
+impl ScheduleLateness {
+    /// The lateness of requests given as (due, sent) in nanoseconds of one clock; `None`
+    /// without any. A request sent early (never, by the dispatcher) counts as 0.
+    pub fn of(due_sent: &[(u64, u64)]) -> Option<ScheduleLateness> {
+        if due_sent.is_empty() {
+            return None;
+        }
+        let mut late: Vec<f64> = due_sent
+            .iter()
+            .map(|&(due, sent)| sent.saturating_sub(due) as f64 / 1e6)
+            .collect();
+        late.sort_by(f64::total_cmp);
+        let p = |q: f64| yardstick_stats::percentile::percentile_sorted(&late, q);
+        let mut due: Vec<u64> = due_sent.iter().map(|&(d, _)| d).collect();
+        due.sort_unstable();
+        let mut gaps: Vec<f64> = due.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e6).collect();
+        gaps.sort_by(f64::total_cmp);
+        let median_gap_ms =
+            (!gaps.is_empty()).then(|| yardstick_stats::percentile::percentile_sorted(&gaps, 0.5));
+        Some(ScheduleLateness {
+            count: late.len(),
+            p50: p(0.5),
+            p99: p(0.99),
+            max: late[late.len() - 1],
+            late: late.iter().filter(|&&x| x > LATE_MS).count() as u64,
+            median_gap_ms,
+            threshold_ms: lateness_threshold_ms(median_gap_ms),
+        })
+    }
+
+    /// The warning for a client that did not keep its schedule: p99 lateness beyond
+    /// [`ScheduleLateness::threshold_ms`].
+    pub fn warning(&self) -> Option<String> {
+        (self.p99 > self.threshold_ms).then(|| {
+            format!(
+                "the client did not keep the schedule: p99 lateness {:.2} ms is over {:.2} ms                  (5 % of the median gap between due times{}, within 1..10 ms); {} of {}                  requests were sent more than {LATE_MS} ms late, and every latency counts from                  the due time, so it includes this delay; give the client more cores                  (--workers), split the load (--shard), or lift a --max-in-flight cap",
+                self.p99,
+                self.threshold_ms,
+                self.median_gap_ms
+                    .map(|g| format!(", {g:.2} ms"))
+                    .unwrap_or_default(),
+                self.late,
+                self.count,
+            )
+        })
+    }
+}
+
 /// Beyond this share of an open-loop point's duration spent draining (the last responses after
 /// the last send), its throughput says more about its length than about the rate.
 pub const DRAIN_SHARE: f64 = 0.2;
@@ -544,6 +684,18 @@ pub struct PointSummary {
     /// the requests in flight, so the latencies include the load generator's own delay.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_bottleneck: Option<String>,
+    /// The replayed trace (a `trace` point): what it holds, as `bench serve --trace` prints
+    /// before sending; it describes the point's input, not a measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceInfo>,
+    /// Schedule fidelity of an open-loop point (rate or trace): actual send − due time of each
+    /// measured request; absent for closed loops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_lateness_ms: Option<ScheduleLateness>,
+    /// Set when an open-loop point's client did not keep its schedule (p99 lateness beyond
+    /// [`ScheduleLateness::threshold_ms`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_warning: Option<String>,
     /// Set when an open-loop point was too short to reach its rate: the responses still
     /// arriving after the last send (the drain) are a large share of its duration, so its
     /// throughput is below the offered rate ([`short_point_warning`]).
@@ -791,6 +943,17 @@ pub fn summarize(
     let reasoned = ok.iter().any(|r| r.reasoning_tokens.is_some_and(|n| n > 0));
     let sessions = sessions_of(&measured, &ok);
     let short_point = short_point_warning(&load, measured.len() as u64, duration_s);
+    let open_loop = load.mode == "rate" || load.mode == "trace";
+    let schedule_lateness_ms = if open_loop {
+        let due_sent: Vec<(u64, u64)> = measured
+            .iter()
+            .filter_map(|r| r.sent_ns.map(|s| (r.scheduled_ns, s)))
+            .collect();
+        ScheduleLateness::of(&due_sent)
+    } else {
+        None
+    };
+    let schedule_warning = schedule_lateness_ms.as_ref().and_then(|l| l.warning());
     PointSummary {
         answer_ttft_ms: if reasoned {
             dist(&RequestRecord::answer_ttft_ms)
@@ -845,6 +1008,9 @@ pub fn summarize(
         schedule_origin_ns: None,
         shard: None,
         client_bottleneck: None,
+        trace: None,
+        schedule_lateness_ms,
+        schedule_warning,
         short_point,
         cost_per_1m_output_tokens: None,
         cost_per_1k_requests: None,
@@ -875,6 +1041,67 @@ pub(crate) mod tests {
         assert!((tok.unwrap() - 2.48 * 8.0 / 3600.0 / 1000.0 * 1e6).abs() < 1e-9);
         assert!((req.unwrap() - 2.48 * 8.0 / 3600.0 / 4.0 * 1e3).abs() < 1e-9);
         assert_eq!(c.of(0.0, 0.0), (None, None));
+    }
+
+    /// Lateness is send − due per request; its threshold is 5 % of the median gap between due
+    /// times within 1..10 ms; closed loops have no schedule block.
+    #[test]
+    fn schedule_lateness_is_send_minus_due() {
+        use super::ScheduleLateness;
+        assert!(ScheduleLateness::of(&[]).is_none());
+        // Due every 100 ms; sent 0, 1, 2, .. 99 ms late, the last one 250 ms late.
+        let ms = 1_000_000u64;
+        let mut pairs: Vec<(u64, u64)> = (0..100u64)
+            .map(|i| (i * 100 * ms, i * 100 * ms + i * ms))
+            .collect();
+        pairs[99].1 = 99 * 100 * ms + 250 * ms;
+        let l = ScheduleLateness::of(&pairs).unwrap();
+        assert_eq!(l.count, 100);
+        assert!((l.p50 - 49.5).abs() < 1e-9, "{l:?}");
+        assert!(l.p99 >= l.p50 && l.max >= l.p99, "{l:?}");
+        assert_eq!(l.max, 250.0);
+        // 11..=98 and the last: 89 requests over 10 ms.
+        assert_eq!(l.late, 89);
+        assert_eq!(l.median_gap_ms, Some(100.0));
+        assert_eq!(l.threshold_ms, 5.0);
+        assert!(l.warning().unwrap().contains("did not keep the schedule"));
+        // A client on time: no warning; an early send counts as 0.
+        let on_time: Vec<(u64, u64)> = (0..50u64)
+            .map(|i| (i * 10 * ms, i * 10 * ms + 20_000))
+            .collect();
+        let l = ScheduleLateness::of(&on_time).unwrap();
+        assert!((l.p99 - 0.02).abs() < 1e-9 && l.late == 0, "{l:?}");
+        assert_eq!(l.threshold_ms, 1.0); // 5 % of 10 ms is 0.5 ms: the 1 ms floor
+        assert!(l.warning().is_none());
+        assert_eq!(ScheduleLateness::of(&[(5, 3)]).unwrap().max, 0.0);
+        assert_eq!(super::lateness_threshold_ms(Some(1e6)), 10.0);
+        assert_eq!(super::lateness_threshold_ms(None), 10.0);
+        // In a summary: open loops (rate, trace) get the block, closed loops do not.
+        let recs: Vec<crate::RequestRecord> = (0..4u64)
+            .map(|i| {
+                let mut r =
+                    crate::RequestRecord::new(i, format!("r{i}"), false, 7, Some(3), i * 100 * ms);
+                r.sent_ns = Some(i * 100 * ms + 30 * ms);
+                r.done_ns = Some(i * 100 * ms + 60 * ms);
+                r
+            })
+            .collect();
+        let level = |mode: &'static str| super::LoadLevel {
+            mode: mode.into(),
+            value: 1.0,
+            arrival: None,
+        };
+        let stop = super::StopReason::MaxRequests;
+        for mode in ["rate", "trace"] {
+            let s = super::summarize("x", level(mode), &recs, &Default::default(), stop.clone());
+            let l = s.schedule_lateness_ms.as_ref().unwrap();
+            assert_eq!((l.count, l.p50, l.late), (4, 30.0, 4), "{mode}");
+            assert!(s.schedule_warning.is_some());
+        }
+        let s = super::summarize("x", level("concurrency"), &recs, &Default::default(), stop);
+        assert!(s.schedule_lateness_ms.is_none() && s.schedule_warning.is_none());
+        let json = serde_json::to_value(&s).unwrap();
+        assert!(json.get("schedule_lateness_ms").is_none());
     }
 
     #[test]

@@ -304,7 +304,36 @@ fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
             (None, Some(why)) => writeln!(out, "  energy: unavailable ({why})")?,
             _ => {}
         }
-        for w in [&s.client_bottleneck, &s.short_point].into_iter().flatten() {
+        if let Some(t) = &s.trace {
+            writeln!(
+                out,
+                "  trace: {} ({}), {} requests over {:.2} s at x{}{}",
+                t.file,
+                t.format,
+                t.requests,
+                t.span_s,
+                t.speedup,
+                t.theoretical_prefix_hit_rate
+                    .map(|h| format!(", prefix-cache hit rate at most {:.1} %", h * 100.0))
+                    .unwrap_or_default()
+            )?;
+        }
+        if let Some(l) = &s.schedule_lateness_ms {
+            writeln!(
+                out,
+                "  schedule: sent late by p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {} of {} more than {} ms late",
+                l.p50,
+                l.p99,
+                l.max,
+                l.late,
+                l.count,
+                crate::summary::LATE_MS
+            )?;
+        }
+        for w in [&s.client_bottleneck, &s.schedule_warning, &s.short_point]
+            .into_iter()
+            .flatten()
+        {
             writeln!(out, "  {BOLD}warning{RESET}: {w}")?;
         }
         if let Some(m) = &s.server {

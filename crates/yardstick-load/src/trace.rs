@@ -30,7 +30,9 @@ pub const BLOCK_TOKENS: u64 = 512;
 pub const MAX_REQUESTS: usize = 10_000_000;
 
 /// The format of a trace file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum TraceFormat {
     /// Mooncake's JSON lines.

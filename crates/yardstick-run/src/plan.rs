@@ -2,7 +2,8 @@
 //! replicates execute. Pure: no I/O, so `--dry-run` and tests see exactly what a run would do.
 
 use std::time::Duration;
-use yardstick_load::point::{PointMode, ServePoint};
+use yardstick_load::point::{PointMode, ServePoint, TracePoint};
+use yardstick_load::trace::TraceFormat;
 
 use serde::Serialize;
 use yardstick_spec::rules::task_name;
@@ -252,7 +253,7 @@ impl PointWork {
         match self {
             PointWork::Serve {
                 point, capacity, ..
-            } => point.mlperf.is_none() && capacity.is_none(),
+            } => point.mlperf.is_none() && capacity.is_none() && point.trace.is_none(),
             PointWork::Command { .. } => true,
             _ => false,
         }
@@ -550,6 +551,76 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
             Some(m) => format!("mlperf-{m}"),
             None => mode.to_string(),
         };
+        let serve_point = |scenario: String, v: f64, trace: Option<TracePoint>| ServePoint {
+            api,
+            model: target.model.clone().unwrap_or_default(),
+            scenario,
+            load_mode: PointMode::of(load.mode, c.mlperf),
+            load_value: v,
+            arrival: load.arrival,
+            burstiness: load.burstiness,
+            max_requests: stop.max_requests,
+            max_duration: stop.max_duration.map(|d| d.0),
+            warmup_requests: warmup.requests.unwrap_or(0),
+            slo_ttft_ms: slo.ttft_ms,
+            slo_tpot_ms: slo.tpot_ms,
+            slo_e2e_ms: slo.e2e_ms,
+            api_key_env: target.api_key_env.clone(),
+            ca_cert: target.ca_cert.clone(),
+            tokenizer: target.tokenizer.clone(),
+            mlperf: c.mlperf,
+            sessions: c.sessions.clone(),
+            trace,
+        };
+        let cost = c
+            .cost
+            .as_ref()
+            .and_then(|k| Some((k.per_accelerator_hour?, k.accelerators.unwrap_or(1))));
+        if load.mode == Some(LoadMode::Trace) {
+            // One point: the trace replayed on its own clock, named by its file.
+            let t = load.trace.clone().unwrap_or_default();
+            let file = t.file.clone().unwrap_or_default();
+            let path = std::path::Path::new(&file);
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let name = path
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let id = format!("component.{i}.serve/trace={stem}");
+            estimate = match (estimate, stop.max_duration) {
+                (Some(e), Some(d)) => Some(e + d.0.as_secs_f64()),
+                _ => None,
+            };
+            let format = match t.format.unwrap_or(yardstick_spec::TraceFormat::Jsonl) {
+                yardstick_spec::TraceFormat::Mooncake => TraceFormat::Mooncake,
+                yardstick_spec::TraceFormat::Azure => TraceFormat::Azure,
+                yardstick_spec::TraceFormat::Burstgpt => TraceFormat::Burstgpt,
+                yardstick_spec::TraceFormat::Jsonl => TraceFormat::Jsonl,
+            };
+            points.push(Point {
+                slug: slug(&id),
+                id,
+                layer: "component".into(),
+                work: PointWork::Serve {
+                    url: url.clone(),
+                    point: serve_point(
+                        format!("trace:{name}"),
+                        t.speedup.unwrap_or(1.0),
+                        Some(TracePoint {
+                            trace_file: file,
+                            trace_format: format,
+                            trace_window: t.window.clone(),
+                        }),
+                    ),
+                    capacity: None,
+                    cost,
+                },
+            });
+            continue;
+        }
         for sc in c.scenarios.iter().flatten() {
             let ScenarioSpec(scenario) = sc;
             for v in &values {
@@ -571,30 +642,9 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                     layer: "component".into(),
                     work: PointWork::Serve {
                         url: url.clone(),
-                        point: ServePoint {
-                            api,
-                            model: target.model.clone().unwrap_or_default(),
-                            scenario: scenario.to_string(),
-                            load_mode: PointMode::of(load.mode, c.mlperf),
-                            load_value: *v,
-                            arrival: load.arrival,
-                            burstiness: load.burstiness,
-                            max_requests: stop.max_requests,
-                            max_duration,
-                            warmup_requests: warmup.requests.unwrap_or(0),
-                            slo_ttft_ms: slo.ttft_ms,
-                            slo_tpot_ms: slo.tpot_ms,
-                            slo_e2e_ms: slo.e2e_ms,
-                            api_key_env: target.api_key_env.clone(),
-                            ca_cert: target.ca_cert.clone(),
-                            tokenizer: target.tokenizer.clone(),
-                            mlperf: c.mlperf,
-                            sessions: c.sessions.clone(),
-                        },
+                        point: serve_point(scenario.to_string(), *v, None),
                         capacity: capacity.clone(),
-                        cost: c.cost.as_ref().and_then(|k| {
-                            Some((k.per_accelerator_hour?, k.accelerators.unwrap_or(1)))
-                        }),
+                        cost,
                     },
                 });
             }
@@ -943,11 +993,14 @@ mod session_tests {
         };
         assert_eq!(&job.point, point);
         assert_eq!((job.url.as_str(), job.seed), ("http://127.0.0.1:1", 7));
-        let bench = job.point.bench(
-            &job.url,
-            job.seed,
-            tokio_util::sync::CancellationToken::new(),
-        );
+        let bench = job
+            .point
+            .bench(
+                &job.url,
+                job.seed,
+                tokio_util::sync::CancellationToken::new(),
+            )
+            .unwrap();
         let sessions = bench.sessions.expect("sessions");
         assert_eq!((sessions.turns.min, sessions.turns.max), (2, 4));
         assert_eq!(sessions.shared_prefix, 32);

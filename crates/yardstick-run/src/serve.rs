@@ -107,7 +107,9 @@ pub fn run_replicate(
     else {
         return Err(RunError::Internal("not a serve point".into()));
     };
-    let mut bench = point.bench(url, seed, cancel);
+    let mut bench = point
+        .bench(url, seed, cancel)
+        .map_err(|e| RunError::Workload(e.to_string()))?;
     bench.cost = cost.map(cost_model);
     bench.energy = Some(energy());
     // The server's own metrics, when its base URL serves them (`/metrics`).
@@ -743,15 +745,28 @@ pub fn resolve_target_files(
 ) -> Result<Vec<(String, std::path::PathBuf)>, RunError> {
     let mut read: Vec<(String, std::path::PathBuf)> = Vec::new();
     for p in &mut plan.points {
-        let (ca_cert, tokenizer, dataset) = match &mut p.work {
+        let (ca_cert, tokenizer, dataset, trace) = match &mut p.work {
             PointWork::Serve { point, .. } => (
                 &mut point.ca_cert,
                 Some(&mut point.tokenizer),
                 point.sessions.as_mut().map(|s| &mut s.dataset),
+                point.trace.as_mut(),
             ),
-            PointWork::Eval { ca_cert, .. } => (ca_cert, None, None),
+            PointWork::Eval { ca_cert, .. } => (ca_cert, None, None, None),
             _ => continue,
         };
+        if let Some(t) = trace {
+            // The trace: read and checked whole now (a bad line refuses the run, exit 2, with
+            // its file, line and column), then replayed from the resolved path.
+            let spec_name = t.trace_file.clone();
+            let abs = crate::resolve_input(base, frozen, "target", &spec_name);
+            t.trace_file = abs.display().to_string();
+            if !read.iter().any(|(n, _)| *n == spec_name) {
+                t.load()
+                    .map_err(|e| RunError::Invalid(format!("load.trace.file of {}: {e}", p.id)))?;
+                read.push((spec_name, abs));
+            }
+        }
         let fields = [(ca_cert, "caCert")]
             .into_iter()
             .chain(tokenizer.map(|t| (t, "tokenizer")))

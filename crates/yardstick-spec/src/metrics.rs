@@ -287,6 +287,8 @@ pub mod id {
     pub const E2E_MS: &str = "e2e_ms";
     /// `client_queue_ms`.
     pub const CLIENT_QUEUE_MS: &str = "client_queue_ms";
+    /// `schedule_lateness_ms`.
+    pub const SCHEDULE_LATENESS_MS: &str = "schedule_lateness_ms";
     /// `answer_ttft_ms`.
     pub const ANSWER_TTFT_MS: &str = "answer_ttft_ms";
     /// `reasoning_tokens`.
@@ -749,6 +751,23 @@ pub const CATALOGUE: &[MetricDef] = &[
         DIST,
         None,
         "Time a request waited inside the client: actual send minus scheduled send."
+    ),
+    m!(
+        id::SCHEDULE_LATENESS_MS,
+        "ms",
+        LowerIsBetter,
+        Descriptive,
+        &[
+            "count",
+            "p50",
+            "p99",
+            "max",
+            "late",
+            "median_gap_ms",
+            "threshold_ms"
+        ],
+        None,
+        "Schedule fidelity of an open-loop point (a rate or a replayed trace): actual send time minus due time of each measured request (p50, p99, max), with `late` the requests sent more than 10 ms late (a count) and the median gap between due times. The point warns (`schedule_warning`) when the p99 exceeds `threshold_ms`: 5 % of the median gap, clamped to 1..10 ms. Absent for closed loops."
     ),
     m!(
         id::ANSWER_TTFT_MS,

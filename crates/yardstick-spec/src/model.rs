@@ -832,8 +832,9 @@ pub enum Api {
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
 pub struct Load {
-    /// `concurrency` (closed loop), `rate` (open loop, requests per second) or `capacity` (the
-    /// highest load at which the layer's `slo` holds, searched).
+    /// `concurrency` (closed loop), `rate` (open loop, requests per second), `capacity` (the
+    /// highest load at which the layer's `slo` holds, searched) or `trace` (a request trace
+    /// replayed on its own clock).
     #[schemars(required)]
     pub mode: Option<LoadMode>,
     /// Sweep points: concurrency levels or rates (not for `capacity`).
@@ -845,6 +846,84 @@ pub struct Load {
     pub burstiness: Option<f64>,
     /// The search of `mode: capacity`.
     pub capacity: Option<CapacitySearch>,
+    /// The trace `mode: trace` replays (docs/traces.md).
+    pub trace: Option<TraceLoad>,
+}
+
+/// A request trace replayed on its own clock (`load: {mode: trace, trace: {..}}`): each request
+/// at its time, with its prompt and output lengths and shared prompt blocks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct TraceLoad {
+    /// The trace file, relative to the spec's directory; stored with the run.
+    #[schemars(required)]
+    pub file: Option<String>,
+    /// Its format: `mooncake`, `azure`, `burstgpt` or `jsonl` (default jsonl).
+    pub format: Option<TraceFormat>,
+    /// Replay this many times faster than recorded (default 1; 0.5 is half speed).
+    pub speedup: Option<f64>,
+    /// Only the requests that arrived in this window of the trace, `FROM..TO` after its first
+    /// request (`10m..20m`, `..30s`, `1h..`).
+    pub window: Option<String>,
+}
+
+/// Trace formats (docs/traces.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum TraceFormat {
+    Mooncake,
+    Azure,
+    Burstgpt,
+    Jsonl,
+}
+
+impl TraceFormat {
+    /// Its name, as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceFormat::Mooncake => "mooncake",
+            TraceFormat::Azure => "azure",
+            TraceFormat::Burstgpt => "burstgpt",
+            TraceFormat::Jsonl => "jsonl",
+        }
+    }
+}
+
+impl TraceLoad {
+    /// The window `FROM..TO` as milliseconds after the trace's first request (either bound
+    /// open); `Err` says what is wrong.
+    pub fn window_ms(&self) -> Result<(Option<f64>, Option<f64>), String> {
+        match &self.window {
+            Some(w) => parse_trace_window(w),
+            None => Ok((None, None)),
+        }
+    }
+}
+
+/// A trace window `FROM..TO` (durations after the trace's first request, either side open:
+/// `10m..20m`, `..30s`, `1h..`) as milliseconds; `Err` says what is wrong.
+pub fn parse_trace_window(w: &str) -> Result<(Option<f64>, Option<f64>), String> {
+    let (from, to) = w
+        .split_once("..")
+        .ok_or_else(|| format!("window {w:?} is not FROM..TO"))?;
+    let ms = |part: &str| -> Result<Option<f64>, String> {
+        let part = part.trim();
+        if part.is_empty() {
+            return Ok(None);
+        }
+        crate::units::parse_duration(part)
+            .map(|d| Some(d.as_secs_f64() * 1e3))
+            .map_err(|e| format!("window {w:?}: {e}"))
+    };
+    let (a, b) = (ms(from)?, ms(to)?);
+    if let (Some(a), Some(b)) = (a, b)
+        && a >= b
+    {
+        return Err(format!("window {w:?} is empty: FROM must come before TO"));
+    }
+    Ok((a, b))
 }
 
 /// A serve layer's session workload (`sessions:`): synthetic conversations whose turns take
@@ -874,6 +953,7 @@ pub enum LoadMode {
     Concurrency,
     Rate,
     Capacity,
+    Trace,
 }
 
 /// A capacity search (`load: {mode: capacity}`): bracketing then bisection of the load, each

@@ -191,6 +191,12 @@ pub const RULES: &[RuleInfo] = &[
         hint: "use positive load values (whole numbers for concurrency); a gamma arrival needs burstiness",
     },
     RuleInfo {
+        id: "load-trace",
+        summary: "a trace replay names an existing trace file, a positive speed-up and a FROM..TO window",
+        section: "serving-stack-comparisons",
+        hint: "give the layer `load: {mode: trace, trace: {file: trace.jsonl, format: jsonl}}`",
+    },
+    RuleInfo {
         id: "load-capacity",
         summary: "a capacity search has an SLO to hold, no sweep values, and settings in range",
         section: "serving-stack-comparisons",
@@ -923,6 +929,75 @@ fn profile_config(
     }
 }
 
+/// `load: {mode: trace}`: the trace file exists (relative to the spec's directory), the
+/// speed-up is positive, the window reads, and nothing else sets the load.
+fn trace_rules(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
+    let lptr = format!("{base}/load");
+    let Some(t) = c.load.as_ref().and_then(|l| l.trace.as_ref()) else {
+        if !cx.loc.exists(&format!("{lptr}/trace")) {
+            cx.error_at_key(
+                "load-trace",
+                &lptr,
+                "`mode: trace` has no `trace` to replay".into(),
+                "add `trace: {file: trace.jsonl, format: jsonl}` (formats: docs/traces.md)",
+            );
+        }
+        return;
+    };
+    let tptr = format!("{lptr}/trace");
+    match (&t.file, cx.base) {
+        (None, _) if !cx.loc.exists(&format!("{tptr}/file")) => cx.error_at_key(
+            "load-trace",
+            &tptr,
+            "the trace has no `file`".into(),
+            "add `file: trace.jsonl` (relative to the spec's directory)",
+        ),
+        (Some(f), Some(dir)) if !dir.join(f).is_file() => cx.error(
+            "load-trace",
+            &format!("{tptr}/file"),
+            format!(
+                "trace file `{f}` does not exist (paths are relative to the spec's directory, {})",
+                dir.display()
+            ),
+            "check the path; it names a trace in one of the formats of docs/traces.md",
+        ),
+        _ => {}
+    }
+    if let Some(x) = t.speedup
+        && !(x.is_finite() && x > 0.0)
+    {
+        cx.error(
+            "load-trace",
+            &format!("{tptr}/speedup"),
+            format!("trace.speedup is {x}; it must be > 0"),
+            "e.g. `speedup: 2` replays twice as fast, `0.5` at half speed",
+        );
+    }
+    if let Err(e) = t.window_ms() {
+        cx.error(
+            "load-trace",
+            &format!("{tptr}/window"),
+            format!("trace.{e}"),
+            "e.g. `window: 10m..20m`, `..30s` or `1h..`",
+        );
+    }
+    for (name, present) in [
+        ("mlperf", c.mlperf.is_some()),
+        ("sessions", c.sessions.is_some()),
+    ] {
+        if present {
+            cx.error_at_key(
+                "load-trace",
+                &format!("{base}/{name}"),
+                format!(
+                    "`{name}` does not combine with `mode: trace`: the trace sets every request"
+                ),
+                "replay the trace in a serve layer of its own, or remove it",
+            );
+        }
+    }
+}
+
 /// `target.caCert` and `target.tokenizer` name files relative to the spec's directory.
 fn target_files(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
     if let (Some(p), Some(dir)) = (
@@ -1273,7 +1348,22 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             );
         }
     }
+    let trace_mode = c
+        .load
+        .as_ref()
+        .is_some_and(|l| l.mode == Some(LoadMode::Trace));
+    if trace_mode {
+        trace_rules(c, base, cx);
+    }
     match &c.scenarios {
+        Some(_) if trace_mode => cx.warn(
+            "load-trace",
+            &format!("{base}/scenarios"),
+            "`mode: trace` takes every request's lengths from the trace: `scenarios` are ignored"
+                .into(),
+            "remove `scenarios`",
+        ),
+        None if trace_mode => {}
         Some(s) if !s.is_empty() => {
             for (j, sc) in s.iter().enumerate() {
                 let embedding = sc.0.is_embedding();
@@ -1315,7 +1405,23 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             if capacity || load.capacity.is_some() {
                 capacity_rules(cx, c, load, &lptr);
             }
+            if load.trace.is_some() && load.mode != Some(LoadMode::Trace) {
+                cx.warn(
+                    "load-trace",
+                    &format!("{lptr}/trace"),
+                    "`trace` applies to `mode: trace`; it is ignored here".into(),
+                    "use `mode: trace`, or remove `trace`",
+                );
+            }
             match &load.values {
+                Some(_) if trace_mode => cx.warn(
+                    "load-trace",
+                    &format!("{lptr}/values"),
+                    "`mode: trace` sends each request at its time in the trace: `values` are ignored"
+                        .into(),
+                    "remove `values`; `trace.speedup` replays faster or slower",
+                ),
+                None if trace_mode => {}
                 Some(_) if capacity => cx.warn(
                     "load-capacity",
                     &format!("{lptr}/values"),
@@ -1369,7 +1475,9 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
     let bounded = c.stop.as_ref().is_some_and(|s| {
         s.max_requests.is_some_and(|n| n > 0) || s.max_duration.is_some_and(|d| !d.0.is_zero())
     });
+    // A trace ends by itself.
     if !bounded
+        && !trace_mode
         && !cx.loc.exists(&format!("{base}/stop/maxRequests"))
         && !cx.loc.exists(&format!("{base}/stop/maxDuration"))
     {

@@ -77,6 +77,7 @@ pub fn legacy_figures(summary: &Value) -> Figures {
             "custom_metrics",
             "pass",
             "capacity",
+            "trace",
         ]
         .contains(&k.as_str())
         {

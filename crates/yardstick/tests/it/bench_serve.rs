@@ -879,6 +879,18 @@ fn a_mooncake_trace_replays_on_its_clock_with_its_prefixes() {
         (measured - theoretical).abs() < 1e-9,
         "{measured} vs {theoretical}"
     );
+    // Schedule fidelity: every request's send − due time, sane and ordered; the trace block.
+    let l = &p["schedule_lateness_ms"];
+    assert_eq!(l["count"].as_u64(), Some(5), "{p}");
+    let (p50, p99, max) = (f(&l["p50"]), f(&l["p99"]), f(&l["max"]));
+    assert!(0.0 <= p50 && p50 <= p99 && p99 <= max, "{l}");
+    assert!(max < 5_000.0, "{l}");
+    assert!(
+        l["late"].as_u64().is_some() && f(&l["threshold_ms"]) > 0.0,
+        "{l}"
+    );
+    assert_eq!(p["trace"]["requests"].as_u64(), Some(5), "{p}");
+    assert!((f(&p["trace"]["theoretical_prefix_hit_rate"]) - theoretical).abs() < 1e-9);
     // What the client said before sending anything.
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

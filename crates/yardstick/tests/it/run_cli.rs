@@ -755,3 +755,120 @@ fn a_scheduler_engine_is_refused_before_anything_runs() {
         assert!(!store.join("runs").exists(), "{engine}: nothing is stored");
     }
 }
+
+/// A spec's `load: {mode: trace}`: the trace (relative to the spec) is read before any work,
+/// replayed against the simulator as `bench serve --trace` does, stored with the run, and each
+/// replicate's summary has the trace block and the schedule fidelity block; a bad trace
+/// refuses the run (exit 2) with its file, line and column before anything runs.
+#[test]
+fn a_spec_replays_a_trace_and_refuses_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec_dir = dir.path().join("specs");
+    std::fs::create_dir(&spec_dir).unwrap();
+    let lines: String = (0..12)
+        .map(|i| {
+            format!(
+                "{{\"at_ms\": {}, \"input_tokens\": 40, \"output_tokens\": 4, \"prefix_id\": \"sys\"}}\n",
+                i * 25
+            )
+        })
+        .collect();
+    std::fs::write(spec_dir.join("small.jsonl"), lines).unwrap();
+    let spec = spec_dir.join("spec.yaml");
+    let with_trace = |file: &str| {
+        serve_spec("", 4)
+            .replace("        scenarios: [\"D(20,10)\"]\n", "")
+            .replace(
+                "load: {mode: concurrency, values: [1, 4]}",
+                &format!(
+                    "load: {{mode: trace, trace: {{file: {file}, format: jsonl, speedup: 2}}}}"
+                ),
+            )
+            .replace("concurrency: [1, 4]", "concurrency: 1")
+    };
+    std::fs::write(&spec, with_trace("small.jsonl")).unwrap();
+    let store = dir.path().join("store");
+    let o = yardstick()
+        .current_dir(dir.path())
+        .args(["run", "--json", "-q"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    common::assert_metrics_catalogued(&store);
+    let _ = common::assert_figures_are_the_summaries(&store);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "complete", "{v}");
+    let p = &v["summary"]["points"][0];
+    assert_eq!(p["id"], "component.0.serve/trace=small", "{p}");
+    assert!(
+        p["metrics"]["schedule_lateness_ms"]["p99"]["mean"]
+            .as_f64()
+            .is_some(),
+        "{p}"
+    );
+    let run_dir = Path::new(v["dir"].as_str().unwrap());
+    let stored = files_under(&run_dir.join("inputs"), "jsonl");
+    assert!(
+        stored
+            .iter()
+            .any(|f| std::fs::read(f).unwrap()
+                == std::fs::read(spec_dir.join("small.jsonl")).unwrap()),
+        "the trace is stored with the run: {stored:?}"
+    );
+    let recs = files_under(&run_dir.join("results"), "json");
+    assert_eq!(recs.len(), 3, "{recs:?}");
+    for r in recs {
+        let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(&r).unwrap()).unwrap();
+        let s = &rec["summary"];
+        assert_eq!(s["stop_reason"], "trace_end", "{s}");
+        assert_eq!(s["requests"]["completed"].as_u64(), Some(12), "{s}");
+        assert_eq!(s["trace"]["requests"].as_u64(), Some(12), "{s}");
+        assert!(
+            s["trace"]["theoretical_prefix_hit_rate"].as_f64().is_some(),
+            "{s}"
+        );
+        let l = &s["schedule_lateness_ms"];
+        let g = |k: &str| l[k].as_f64().unwrap();
+        assert!(
+            0.0 <= g("p50") && g("p50") <= g("p99") && g("p99") <= g("max"),
+            "{l}"
+        );
+    }
+
+    // Time going back on line 3: refused before anything runs, with file:line:col.
+    std::fs::write(
+        spec_dir.join("bad.jsonl"),
+        "{\"at_ms\": 0, \"input_tokens\": 4, \"output_tokens\": 2}\n{\"at_ms\": 10, \"input_tokens\": 4, \"output_tokens\": 2}\n{\"at_ms\": 5, \"input_tokens\": 4, \"output_tokens\": 2}\n",
+    )
+    .unwrap();
+    std::fs::write(&spec, with_trace("bad.jsonl")).unwrap();
+    let store2 = dir.path().join("store2");
+    let o = yardstick()
+        .current_dir(dir.path())
+        .args(["run", "-q"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store2)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("bad.jsonl:3:2: the time goes back"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!store2.join("runs").exists(), "nothing ran");
+    // A missing file: validate refuses it at the field.
+    std::fs::write(&spec, with_trace("missing.jsonl")).unwrap();
+    let o = yardstick().arg("validate").arg(&spec).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("trace file `missing.jsonl` does not exist")
+            && stderr(&o).contains("load-trace"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -419,13 +419,11 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     };
     let loads: Vec<LoadModel> = if let Some(t) = &trace {
         // Its mean rate sizes the connection pool; the times are the trace's.
-        vec![LoadModel::Rate {
-            rate: (t.requests.len() as f64 / t.span_s().max(1e-3) * args.speedup).max(1.0),
-            arrival: Arrival::Trace {
-                speedup: args.speedup,
-            },
-            max_in_flight: args.max_in_flight,
-        }]
+        vec![yardstick_load::trace_load(
+            t,
+            args.speedup,
+            args.max_in_flight,
+        )]
     } else if let Some(m) = mlperf {
         vec![m.load_model(args.max_requests).map_err(exit::lib_error)?]
     } else if !args.rate.is_empty() {
@@ -465,7 +463,10 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         crate::interrupt::token("interrupted: draining requests in flight (Ctrl-C again to abort)");
     let bench = if let Some(j) = &job {
         // A planned point: the one conversion of a point to a bench, this shard's part of it.
-        let mut b = j.point.bench(&url, j.seed, cancel);
+        let mut b = j
+            .point
+            .bench(&url, j.seed, cancel)
+            .map_err(exit::lib_error)?;
         b.shard = shard_of(&args)?;
         b.start_at = start_at_of(&args)?;
         b
