@@ -785,6 +785,8 @@ fn a_spec_replays_a_trace_and_refuses_a_bad_one() {
                 ),
             )
             .replace("concurrency: [1, 4]", "concurrency: 1")
+            // The trace is the whole workload: no request cap (one would cut it short).
+            .replace("        stop: {maxRequests: 4, maxDuration: 30s}\n", "")
     };
     std::fs::write(&spec, with_trace("small.jsonl")).unwrap();
     let store = dir.path().join("store");
@@ -824,7 +826,9 @@ fn a_spec_replays_a_trace_and_refuses_a_bad_one() {
         let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(&r).unwrap()).unwrap();
         let s = &rec["summary"];
         assert_eq!(s["stop_reason"], "trace_end", "{s}");
-        assert_eq!(s["requests"]["completed"].as_u64(), Some(12), "{s}");
+        // The trial's warm-up requests are the trace's first two, not measured.
+        assert_eq!(s["requests"]["completed"].as_u64(), Some(10), "{s}");
+        assert_eq!(s["requests"]["warmup"].as_u64(), Some(2), "{s}");
         assert_eq!(s["trace"]["requests"].as_u64(), Some(12), "{s}");
         assert!(
             s["trace"]["theoretical_prefix_hit_rate"].as_f64().is_some(),
