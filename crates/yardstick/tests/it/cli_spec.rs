@@ -290,3 +290,31 @@ fn colour_only_when_asked_or_on_a_terminal() {
     let o = child.wait_with_output().unwrap();
     assert!(stderr(&o).contains("\x1b[1;31merror"), "{}", stderr(&o));
 }
+
+/// Every example spec under examples/ validates as written (the README and docs tell users to
+/// run them as they are): a field renamed or a rule added cannot leave one broken.
+#[test]
+fn every_example_spec_validates() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let out = crate::common::yardstick()
+            .arg("validate")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{} does not validate:\n{}{}",
+            path.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        checked += 1;
+    }
+    assert!(checked >= 6, "only {checked} example specs found");
+}
