@@ -35,12 +35,16 @@ fn metrics_lists_the_catalogue_as_json_and_as_a_table() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("metric "), "{text}");
-    assert_eq!(lines.len(), 1 + 3, "{text}");
+    // The CPU's three GEMM metrics and the GPU's two (`gpu<i?>.gemm.…`).
+    assert_eq!(lines.len(), 1 + 3 + 2, "{text}");
     assert!(
-        lines.iter().skip(1).all(|l| l.starts_with("gemm.")),
+        lines
+            .iter()
+            .skip(1)
+            .all(|l| l.starts_with("gemm.") || l.starts_with("gpu<i?>.gemm.")),
         "{text}"
     );
-    assert!(text.contains("GFLOP/s"), "{text}");
+    assert!(text.contains("GFLOP/s") && text.contains("TFLOP/s"), "{text}");
 
     // Nothing matches: said on stderr, still exit 0.
     let out = yardstick().args(["metrics", "no-such"]).output().unwrap();
