@@ -22,7 +22,7 @@ use crate::exit::{self, Status};
 yardstick sim --port 0 --ttft-ms 40 --itl-ms 5 --max-running 64\n  \
 yardstick sim --port 8000 --error-rate 0.02 --disconnect-rate 0.01   # a flaky server\n  \
 yardstick sim --port 8000 --itl-slowdown 1.1       # 10 % slower decode, to see a gate FAIL\n  \
-yardstick sim --port 8000 --model base --adapters 3 --max-loaded-adapters 1 --adapter-load-ms 40   # LoRA adapters"
+yardstick sim --model base --adapters 3 --max-loaded-adapters 1 --adapter-load-ms 40"
 )]
 pub struct SimArgs {
     /// Address to bind (loopback by default).

@@ -37,7 +37,7 @@ yardstick bench serve --url http://localhost:8000 --model m --find-capacity --sl
 yardstick bench serve --url https://api.example.com --model m --bearer-env OPENAI_API_KEY\n  \
 yardstick bench serve --url http://localhost:8000 --model m --output results/ --json\n  \
 yardstick bench serve --url http://localhost:8000 --model m --trace t.csv --trace-format azure\n  \
-yardstick bench serve --url http://localhost:8000 --model base=0.6 --model lora-a=0.3 --model lora-b=0.1 --json"
+yardstick bench serve --url http://localhost:8000 --model base=0.7 --model lora-a=0.3 --json"
 )]
 pub struct ServeArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
