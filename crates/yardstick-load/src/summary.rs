@@ -1408,7 +1408,7 @@ pub(crate) mod tests {
         let back: PointSummary = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(back.per_model, s.per_model);
         // One model: no per-model block, not even in the JSON.
-        let one: Vec<RequestRecord> = base.iter().cloned().collect();
+        let one: Vec<RequestRecord> = base.to_vec();
         let s1 = summarize("D(10,4)", level, &one, &slo, StopReason::MaxRequests);
         assert!(s1.per_model.is_empty());
         assert!(

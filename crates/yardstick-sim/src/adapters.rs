@@ -111,7 +111,7 @@ impl AdapterLru {
     /// The adapters loaded now, most recently used first.
     pub fn loaded(&self) -> Vec<&str> {
         let mut v: Vec<&Slot> = self.loaded.iter().collect();
-        v.sort_by(|a, b| b.used.cmp(&a.used));
+        v.sort_by_key(|s| std::cmp::Reverse(s.used));
         v.into_iter().map(|s| s.name.as_str()).collect()
     }
 }
