@@ -148,6 +148,10 @@ pub struct ServeBench {
     /// Replay this trace ([`trace`]): its requests' lengths and shared prompt blocks, each sent
     /// at its time under a load of `Rate { arrival: Arrival::Trace { .. } }`; no scenario.
     pub trace: Option<Arc<trace::Trace>>,
+    /// Send each plan unit to a model drawn from this mix (`--model NAME=WEIGHT`, repeated);
+    /// `None`, or a mix of one model, sends every request to `model`. Summaries then report
+    /// every model beside the whole ([`PointSummary::per_model`]).
+    pub models: Option<Arc<plan::ModelMix>>,
 }
 
 /// One finished point.
@@ -378,6 +382,10 @@ impl ServeBench {
                 };
                 let planner = match &self.sessions {
                     Some(s) => planner.with_sessions(s.clone(), conversations.clone())?,
+                    None => planner,
+                };
+                let planner = match &self.models {
+                    Some(m) => planner.with_models(m.clone()),
                     None => planner,
                 };
                 // Energy counters at the start of the point, when asked for and readable.

@@ -664,6 +664,9 @@ async fn multi_stream(
     if let Some(d) = &bench.dataset {
         planner = planner.with_dataset(Arc::new(plan::load_dataset(d)?));
     }
+    if let Some(m) = &bench.models {
+        planner = planner.with_models(m.clone());
+    }
     if let Some(t) = &bench.tokenizer {
         let t = Arc::new(tokenizer::LocalTokenizer::from_file(t)?);
         client = client.with_tokenizer(t.clone());
@@ -695,10 +698,16 @@ async fn multi_stream(
         }
         let tasks: Vec<_> = (0..n as u64)
             .map(|j| {
-                let plan = planner.request(b * n as u64 + j);
+                let i = b * n as u64 + j;
+                let plan = planner.request(i);
+                let model = planner.model_of(i).map(str::to_owned);
                 let client = client.clone();
                 progress.in_flight.fetch_add(1, Ordering::Relaxed);
-                tokio::spawn(async move { client.execute(&plan, scheduled, warm).await })
+                tokio::spawn(async move {
+                    let mut rec = client.execute(&plan, scheduled, warm).await;
+                    rec.model = model;
+                    rec
+                })
             })
             .collect();
         for t in tasks {

@@ -182,6 +182,152 @@ pub fn load_dataset(path: &Path) -> Result<Vec<DatasetItem>, PlanError> {
     Ok(items)
 }
 
+/// Why a model mix (`--model NAME[=WEIGHT]`, repeated) was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelMixError {
+    /// No model at all.
+    #[error("no model given")]
+    Empty,
+    /// An empty name.
+    #[error("`{0}`: the model name is empty")]
+    EmptyName(String),
+    /// A weight that is not a number.
+    #[error("`{spec}`: the weight `{weight}` is not a number")]
+    NotANumber {
+        /// The model as written.
+        spec: String,
+        /// The weight as written.
+        weight: String,
+    },
+    /// A weight that is not a finite number above 0.
+    #[error("`{spec}`: the weight must be a number above 0, got {weight}")]
+    NotPositive {
+        /// The model as written.
+        spec: String,
+        /// The weight.
+        weight: f64,
+    },
+    /// A model named twice.
+    #[error("the model `{0}` is named twice")]
+    Duplicate(String),
+}
+
+/// Salt of the random stream that draws each plan unit's model: a stream of its own, so a
+/// mix leaves every prompt and length of the plan as a single model's plan has them.
+const MODEL_STREAM_SALT: u64 = 0x6d6f_6465_6c6d_6978; // "modelmix"
+
+/// The models a run sends to, with their weights (normalised to sum to 1): each plan unit's
+/// model is drawn from the run's seed and the unit's index alone, so shards and replicates of
+/// one plan agree on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelMix {
+    names: Vec<String>,
+    /// Normalised weights, in the order given.
+    weights: Vec<f64>,
+    /// Running sums of `weights` (the last is 1).
+    cumulative: Vec<f64>,
+}
+
+impl ModelMix {
+    /// Parses `NAME[=WEIGHT]` items (a missing weight is 1); weights are normalised.
+    pub fn parse<S: AsRef<str>>(items: &[S]) -> Result<ModelMix, ModelMixError> {
+        let mut pairs = Vec::with_capacity(items.len());
+        for item in items {
+            let spec = item.as_ref();
+            let (name, weight) = match spec.rsplit_once('=') {
+                Some((name, w)) => {
+                    let w = w.trim();
+                    let weight: f64 = w.parse().map_err(|_| ModelMixError::NotANumber {
+                        spec: spec.to_string(),
+                        weight: w.to_string(),
+                    })?;
+                    (name.trim(), weight)
+                }
+                None => (spec.trim(), 1.0),
+            };
+            if name.is_empty() {
+                return Err(ModelMixError::EmptyName(spec.to_string()));
+            }
+            if !(weight > 0.0 && weight.is_finite()) {
+                return Err(ModelMixError::NotPositive {
+                    spec: spec.to_string(),
+                    weight,
+                });
+            }
+            pairs.push((name.to_string(), weight));
+        }
+        ModelMix::new(pairs)
+    }
+
+    /// A mix of `(name, weight)` pairs (weights above 0, normalised here).
+    pub fn new(pairs: Vec<(String, f64)>) -> Result<ModelMix, ModelMixError> {
+        if pairs.is_empty() {
+            return Err(ModelMixError::Empty);
+        }
+        let mut names: Vec<String> = Vec::with_capacity(pairs.len());
+        for (name, w) in &pairs {
+            if names.contains(name) {
+                return Err(ModelMixError::Duplicate(name.clone()));
+            }
+            if !(*w > 0.0 && w.is_finite()) {
+                return Err(ModelMixError::NotPositive {
+                    spec: name.clone(),
+                    weight: *w,
+                });
+            }
+            names.push(name.clone());
+        }
+        let total: f64 = pairs.iter().map(|p| p.1).sum();
+        let weights: Vec<f64> = pairs.iter().map(|p| p.1 / total).collect();
+        let mut cumulative = Vec::with_capacity(weights.len());
+        let mut acc = 0.0;
+        for w in &weights {
+            acc += w;
+            cumulative.push(acc);
+        }
+        if let Some(last) = cumulative.last_mut() {
+            *last = 1.0;
+        }
+        Ok(ModelMix {
+            names,
+            weights,
+            cumulative,
+        })
+    }
+
+    /// The models, in the order given.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// `(name, normalised weight)` of every model, in the order given.
+    pub fn weights(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.names
+            .iter()
+            .map(String::as_str)
+            .zip(self.weights.iter().copied())
+    }
+
+    /// Whether there is more than one model (a single model plans exactly as before mixes).
+    pub fn is_mix(&self) -> bool {
+        self.names.len() > 1
+    }
+
+    /// The model of plan unit `i` of a run seeded `seed`.
+    pub fn draw(&self, seed: u64, i: u64) -> &str {
+        if self.names.len() == 1 {
+            return &self.names[0];
+        }
+        let u = Rng::new(seed ^ MODEL_STREAM_SALT, i).unit();
+        let k = self
+            .cumulative
+            .iter()
+            .position(|&c| u < c)
+            .unwrap_or(self.names.len() - 1);
+        &self.names[k]
+    }
+}
+
 /// Builds requests of a run from its seed.
 #[derive(Debug, Clone)]
 pub struct Planner {
@@ -194,6 +340,8 @@ pub struct Planner {
     opts: BodyOptions,
     sessions: Option<Sessions>,
     trace: Option<Arc<crate::trace::Trace>>,
+    /// More than one model: each plan unit's is drawn from it.
+    mix: Option<Arc<ModelMix>>,
 }
 
 /// A planner's session workload.
@@ -241,7 +389,25 @@ impl Planner {
             opts,
             sessions: None,
             trace: None,
+            mix: None,
         })
+    }
+
+    /// Sends each plan unit (a request, or a whole session) to a model drawn from `mix`
+    /// ([`ModelMix::draw`]); a mix of one model changes nothing.
+    pub fn with_models(mut self, mix: Arc<ModelMix>) -> Self {
+        self.mix = mix.is_mix().then_some(mix);
+        self
+    }
+
+    /// The model of plan unit `i` when the plan mixes models (`None` for a single model).
+    pub fn model_of(&self, i: u64) -> Option<&str> {
+        self.mix.as_ref().map(|m| m.draw(self.seed, i))
+    }
+
+    /// The model request bodies of plan unit `i` name.
+    fn model_for(&self, i: u64) -> &str {
+        self.model_of(i).unwrap_or(&self.model)
     }
 
     /// Plans the requests of `trace` instead of the scenario's: request `i` is the trace's
@@ -293,7 +459,7 @@ impl Planner {
             parts.join(" ")
         };
         let output = (self.api != Api::Embeddings).then_some(r.output_tokens);
-        let body = openai::request_body(self.api, &self.model, &prompt, output, &self.opts);
+        let body = openai::request_body(self.api, self.model_for(i), &prompt, output, &self.opts);
         PlannedRequest {
             index: i,
             lengths: Lengths {
@@ -439,7 +605,7 @@ impl Planner {
         }
         msgs.push(("user", &t.user));
         input += t.user_tokens;
-        let body = openai::chat_body(&self.model, &msgs, t.output, &self.opts);
+        let body = openai::chat_body(self.model_for(session.index), &msgs, t.output, &self.opts);
         PlannedRequest {
             index: crate::record::session_request_index(session.index, turn as u32),
             lengths: Lengths {
@@ -478,8 +644,13 @@ impl Planner {
             } else {
                 forced.or(item.output_tokens)
             };
-            let body =
-                openai::request_body(self.api, &self.model, &item.prompt, output, &self.opts);
+            let body = openai::request_body(
+                self.api,
+                self.model_for(i),
+                &item.prompt,
+                output,
+                &self.opts,
+            );
             return PlannedRequest {
                 index: i,
                 lengths: Lengths {
@@ -494,7 +665,13 @@ impl Planner {
             Some(t) => t.prompt(lengths.input, &mut rng),
             None => corpus_prompt(lengths.input, &mut rng),
         };
-        let body = openai::request_body(self.api, &self.model, &prompt, lengths.output, &self.opts);
+        let body = openai::request_body(
+            self.api,
+            self.model_for(i),
+            &prompt,
+            lengths.output,
+            &self.opts,
+        );
         PlannedRequest {
             index: i,
             lengths,
@@ -596,6 +773,93 @@ mod tests {
             assert!((1..=max).contains(&l.input), "{l:?}");
             assert!((1..=max).contains(&l.output.unwrap()), "{l:?}");
         }
+    }
+
+    #[test]
+    fn model_mixes_parse_and_refuse_bad_input() {
+        let m = ModelMix::parse(&["base=0.6", "lora-a=0.3", "lora-b=0.1"]).unwrap();
+        assert_eq!(m.names(), ["base", "lora-a", "lora-b"]);
+        let w: Vec<f64> = m.weights().map(|(_, w)| w).collect();
+        assert!(
+            (w[0] - 0.6).abs() < 1e-12 && (w[2] - 0.1).abs() < 1e-12,
+            "{w:?}"
+        );
+        // Weights are normalised; a missing weight is 1.
+        let m = ModelMix::parse(&["a=3", "b"]).unwrap();
+        assert_eq!(m.weights().collect::<Vec<_>>(), [("a", 0.75), ("b", 0.25)]);
+        assert!(!ModelMix::parse(&["m"]).unwrap().is_mix());
+        assert!(matches!(
+            ModelMix::parse(&["a=0"]),
+            Err(ModelMixError::NotPositive { .. })
+        ));
+        assert!(matches!(
+            ModelMix::parse(&["a=-1", "b"]),
+            Err(ModelMixError::NotPositive { .. })
+        ));
+        assert!(matches!(
+            ModelMix::parse(&["a=inf"]),
+            Err(ModelMixError::NotPositive { .. })
+        ));
+        assert!(matches!(
+            ModelMix::parse(&["a=x"]),
+            Err(ModelMixError::NotANumber { .. })
+        ));
+        assert_eq!(
+            ModelMix::parse(&["a=1", "a=2"]),
+            Err(ModelMixError::Duplicate("a".into()))
+        );
+        assert!(matches!(
+            ModelMix::parse(&["=1"]),
+            Err(ModelMixError::EmptyName(_))
+        ));
+        assert_eq!(ModelMix::parse::<&str>(&[]), Err(ModelMixError::Empty));
+    }
+
+    #[test]
+    fn the_weighted_draw_is_seeded_and_proportional() {
+        let m = ModelMix::parse(&["base=0.6", "lora-a=0.3", "lora-b=0.1"]).unwrap();
+        let n = 10_000;
+        let draws: Vec<&str> = (0..n).map(|i| m.draw(7, i)).collect();
+        // Deterministic for a seed: the same draws again, and unit by unit.
+        assert_eq!(draws, (0..n).map(|i| m.draw(7, i)).collect::<Vec<_>>());
+        assert_eq!(m.draw(7, 4321), draws[4321]);
+        // Another seed draws otherwise.
+        assert_ne!(draws, (0..n).map(|i| m.draw(8, i)).collect::<Vec<_>>());
+        for (name, w) in m.weights() {
+            let share = draws.iter().filter(|d| **d == name).count() as f64 / n as f64;
+            // Binomial sd at n = 10 000 is at most 0.005: 0.02 is four of them.
+            assert!((share - w).abs() < 0.02, "{name}: {share} vs {w}");
+        }
+    }
+
+    #[test]
+    fn a_mix_changes_only_the_model_of_the_plan() {
+        let sc: Scenario = "N(100,20)/(50,10)".parse().unwrap();
+        let opts = BodyOptions {
+            stream: true,
+            force_output: true,
+        };
+        let single = Planner::new(sc.clone(), "N", Api::Chat, "base", 9, opts.clone()).unwrap();
+        let one = single
+            .clone()
+            .with_models(Arc::new(ModelMix::parse(&["base"]).unwrap()));
+        let mix = Arc::new(ModelMix::parse(&["base=0.5", "lora=0.5"]).unwrap());
+        let mixed = single.clone().with_models(mix.clone());
+        let mut models = std::collections::BTreeSet::new();
+        for i in 0..200 {
+            // A mix of one model is today's plan, byte for byte.
+            assert_eq!(single.request(i).body, one.request(i).body);
+            assert_eq!(one.model_of(i), None);
+            let (a, b) = (single.request(i), mixed.request(i));
+            assert_eq!(a.lengths, b.lengths);
+            let va: serde_json::Value = serde_json::from_slice(&a.body).unwrap();
+            let vb: serde_json::Value = serde_json::from_slice(&b.body).unwrap();
+            assert_eq!(va["messages"], vb["messages"]);
+            assert_eq!(vb["model"].as_str(), mixed.model_of(i));
+            assert_eq!(mixed.model_of(i), Some(mix.draw(9, i)));
+            models.insert(vb["model"].as_str().unwrap().to_string());
+        }
+        assert_eq!(models.len(), 2);
     }
 
     #[test]

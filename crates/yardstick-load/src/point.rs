@@ -214,6 +214,7 @@ impl ServePoint {
                 ca_cert: self.ca_cert.clone().map(PathBuf::from),
             },
             model: self.model.clone(),
+            models: None,
             scenarios: vec![self.scenario.clone()],
             loads,
             stop: StopRule {

@@ -98,6 +98,10 @@ pub struct RequestRecord {
     /// Turns its session was planned to have.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_turns: Option<u32>,
+    /// The model it was sent to, when the run mixed models (`--model NAME=WEIGHT`, repeated);
+    /// absent for a single model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Sent as `X-Request-Id` (joins with server logs).
     pub request_id: String,
     /// Part of the warm-up (excluded from metrics).
@@ -204,6 +208,7 @@ impl RequestRecord {
             session: None,
             turn: None,
             session_turns: None,
+            model: None,
             request_id,
             warmup,
             planned_input_tokens: input,

@@ -240,7 +240,8 @@ impl Ctx {
         }
         let plan = self.planner.request(i);
         self.progress.in_flight.fetch_add(1, Ordering::Relaxed);
-        let rec = self.client.execute(&plan, scheduled, warm).await;
+        let mut rec = self.client.execute(&plan, scheduled, warm).await;
+        rec.model = self.planner.model_of(i).map(str::to_owned);
         self.after(&rec);
         vec![rec]
     }
@@ -271,6 +272,7 @@ impl Ctx {
             self.progress.in_flight.fetch_add(1, Ordering::Relaxed);
             let mut rec = self.client.execute(&plan, due, warm).await;
             rec.session = Some(i);
+            rec.model = self.planner.model_of(i).map(str::to_owned);
             rec.turn = Some(t as u32);
             rec.session_turns = Some(s.turns.len() as u32);
             self.after(&rec);

@@ -727,6 +727,74 @@ pub struct PointSummary {
     pub server_series: Vec<crate::scrape::Reading>,
     /// The first error message seen, if any.
     pub first_error: Option<String>,
+    /// Each model's part of the point, when the run mixed models (`--model NAME=WEIGHT`,
+    /// repeated): computed from the same records as the whole, by the same functions.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_model: BTreeMap<String, ModelSummary>,
+}
+
+/// Median and 99th percentile of a latency, ms.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct P50P99 {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
+/// One model's part of a point that mixed models.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct ModelSummary {
+    /// Measured requests sent to the model (completed and failed).
+    pub requests: u64,
+    /// Of them, the completed ones.
+    pub completed: u64,
+    /// Time to first token.
+    pub ttft_ms: Option<P50P99>,
+    /// Median inter-token latency.
+    pub itl_ms_p50: Option<f64>,
+    /// Median time per output token.
+    pub tpot_ms_p50: Option<f64>,
+    /// Median end-to-end latency.
+    pub e2e_ms_p50: Option<f64>,
+    /// The model's output tokens per second of the whole point's duration (the models' add
+    /// up to the point's).
+    pub output_token_throughput: f64,
+    /// Share of the model's measured requests that met every SLO (`null` without an SLO).
+    pub slo_attainment: Option<f64>,
+}
+
+impl ModelSummary {
+    /// The model's figures from the summary of its requests alone (`part`), the whole point's
+    /// duration and the SLO.
+    fn of(part: &PointSummary, records: &[&RequestRecord], duration_s: f64, slo: &Slo) -> Self {
+        let measured: Vec<&&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+        let out_tokens: u64 = measured
+            .iter()
+            .filter(|r| r.ok())
+            .filter_map(|r| r.output_tokens)
+            .sum();
+        let requests = part.requests.completed + part.requests.failed;
+        ModelSummary {
+            requests,
+            completed: part.requests.completed,
+            ttft_ms: part.ttft_ms.as_ref().map(|d| P50P99 {
+                p50: d.p50,
+                p99: d.p99,
+            }),
+            itl_ms_p50: part.itl_ms.as_ref().map(|d| d.p50),
+            tpot_ms_p50: part.tpot_ms.as_ref().map(|d| d.p50),
+            e2e_ms_p50: part.e2e_ms.as_ref().map(|d| d.p50),
+            output_token_throughput: if duration_s > 0.0 {
+                out_tokens as f64 / duration_s
+            } else {
+                0.0
+            },
+            slo_attainment: (slo.is_set() && requests > 0).then(|| {
+                measured.iter().filter(|r| slo.met_by(r)).count() as f64 / requests as f64
+            }),
+        }
+    }
 }
 
 /// Sessions of a point (measured ones).
@@ -873,7 +941,8 @@ pub struct ShardInfo {
     pub streams: Option<usize>,
 }
 
-/// Computes a point's summary from its raw records.
+/// Computes a point's summary from its raw records; when they were sent to more than one
+/// model, also each model's part ([`PointSummary::per_model`]).
 pub fn summarize(
     scenario: &str,
     load: LoadLevel,
@@ -881,7 +950,35 @@ pub fn summarize(
     slo: &Slo,
     stop_reason: StopReason,
 ) -> PointSummary {
-    let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+    let all: Vec<&RequestRecord> = records.iter().collect();
+    let mut whole = summarize_refs(scenario, load.clone(), &all, slo, stop_reason.clone());
+    let mut by_model: BTreeMap<&str, Vec<&RequestRecord>> = BTreeMap::new();
+    for r in records {
+        if let Some(m) = &r.model {
+            by_model.entry(m.as_str()).or_default().push(r);
+        }
+    }
+    if by_model.len() > 1 {
+        whole.per_model = by_model
+            .into_iter()
+            .map(|(name, recs)| {
+                let part = summarize_refs(scenario, load.clone(), &recs, slo, stop_reason.clone());
+                let m = ModelSummary::of(&part, &recs, whole.duration_s, slo);
+                (name.to_string(), m)
+            })
+            .collect();
+    }
+    whole
+}
+
+fn summarize_refs(
+    scenario: &str,
+    load: LoadLevel,
+    records: &[&RequestRecord],
+    slo: &Slo,
+    stop_reason: StopReason,
+) -> PointSummary {
+    let measured: Vec<&RequestRecord> = records.iter().copied().filter(|r| !r.warmup).collect();
     let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.ok()).collect();
     let mut errors = BTreeMap::new();
     for r in measured.iter().filter(|r| !r.ok()) {
@@ -1024,6 +1121,7 @@ pub fn summarize(
             .filter(|r| !r.ok())
             .min_by_key(|r| r.done_ns)
             .and_then(|r| r.error_message.clone()),
+        per_model: BTreeMap::new(),
     }
 }
 
@@ -1201,6 +1299,124 @@ pub(crate) mod tests {
         r.output_tokens = Some(tokens);
         r.output_tokens_source = Some(TokenSource::ServerUsage);
         r
+    }
+
+    /// A point that mixed models reports each model from its own records, with the same
+    /// figures the whole would have if it were only that model's; a single model has no
+    /// per-model part.
+    #[test]
+    fn per_model_parts_are_the_whole_summary_of_each_models_records() {
+        let with = |mut r: RequestRecord, m: &str| {
+            r.model = Some(m.into());
+            r
+        };
+        // base: TTFT 10 ms; lora: TTFT 50 ms (one fails); 4 tokens each, 10 ms apart.
+        let base: Vec<RequestRecord> = (0..4)
+            .map(|i| {
+                with(
+                    rec(
+                        i,
+                        i * 100,
+                        &[i * 100 + 10, i * 100 + 20, i * 100 + 30, i * 100 + 40],
+                        4,
+                    ),
+                    "base",
+                )
+            })
+            .collect();
+        let mut lora: Vec<RequestRecord> = (4..7)
+            .map(|i| {
+                with(
+                    rec(
+                        i,
+                        i * 100,
+                        &[i * 100 + 50, i * 100 + 60, i * 100 + 70, i * 100 + 80],
+                        4,
+                    ),
+                    "lora",
+                )
+            })
+            .collect();
+        lora[2].error = Some(ErrorClass::Http5xx);
+        let level = LoadLevel {
+            mode: "concurrency".into(),
+            value: 1.0,
+            arrival: None,
+        };
+        let slo = Slo {
+            ttft_ms: Some(30.0),
+            ..Slo::default()
+        };
+        let all: Vec<RequestRecord> = base.iter().chain(&lora).cloned().collect();
+        let s = summarize(
+            "D(10,4)",
+            level.clone(),
+            &all,
+            &slo,
+            StopReason::MaxRequests,
+        );
+        assert_eq!(s.per_model.len(), 2);
+        let b = &s.per_model["base"];
+        let l = &s.per_model["lora"];
+        assert_eq!(
+            (b.requests, b.completed, l.requests, l.completed),
+            (4, 4, 3, 2)
+        );
+        // The same figures as a summary of that model's records alone.
+        let alone = summarize(
+            "D(10,4)",
+            level.clone(),
+            &lora,
+            &slo,
+            StopReason::MaxRequests,
+        );
+        assert!(alone.per_model.is_empty());
+        let t = alone.ttft_ms.unwrap();
+        assert_eq!(
+            l.ttft_ms,
+            Some(P50P99 {
+                p50: t.p50,
+                p99: t.p99
+            })
+        );
+        assert_eq!(l.e2e_ms_p50, alone.e2e_ms.map(|d| d.p50));
+        assert_eq!(
+            b.ttft_ms,
+            Some(P50P99 {
+                p50: 10.0,
+                p99: 10.0
+            })
+        );
+        assert_eq!(b.itl_ms_p50, Some(10.0));
+        assert_eq!(b.tpot_ms_p50, Some(10.0));
+        // Throughputs are over the whole point's duration: they add up to the whole's.
+        let sum = b.output_token_throughput + l.output_token_throughput;
+        assert!((sum - s.output_token_throughput).abs() < 1e-9, "{sum}");
+        // SLO attainment: base all meet 30 ms; lora none (one failed, two at 50 ms).
+        assert_eq!((b.slo_attainment, l.slo_attainment), (Some(1.0), Some(0.0)));
+        let no_slo = summarize(
+            "D(10,4)",
+            level.clone(),
+            &all,
+            &Slo::default(),
+            StopReason::MaxRequests,
+        );
+        assert_eq!(no_slo.per_model["base"].slo_attainment, None);
+        // Reads back from its JSON.
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["per_model"]["lora"]["ttft_ms"]["p50"], 50.0);
+        let back: PointSummary = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back.per_model, s.per_model);
+        // One model: no per-model block, not even in the JSON.
+        let one: Vec<RequestRecord> = base.to_vec();
+        let s1 = summarize("D(10,4)", level, &one, &slo, StopReason::MaxRequests);
+        assert!(s1.per_model.is_empty());
+        assert!(
+            serde_json::to_value(&s1)
+                .unwrap()
+                .get("per_model")
+                .is_none()
+        );
     }
 
     /// A summary reads back as the same summary: `summary.json` and `--json` outputs are typed

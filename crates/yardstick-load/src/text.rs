@@ -174,6 +174,50 @@ fn fmt_dist(d: &Option<crate::Distribution>) -> String {
     }
 }
 
+/// The short per-model table under a point that mixed models.
+fn write_per_model(out: &mut String, s: &crate::PointSummary) -> std::fmt::Result {
+    let width = s
+        .per_model
+        .keys()
+        .map(|k| k.len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let slo = s.per_model.values().any(|m| m.slo_attainment.is_some());
+    writeln!(
+        out,
+        "  {:<width$} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}{}",
+        "model",
+        "requests",
+        "ttft p50",
+        "ttft p99",
+        "itl p50",
+        "e2e p50",
+        "out tok/s",
+        if slo { "       slo" } else { "" }
+    )?;
+    let ms = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    for (name, m) in &s.per_model {
+        writeln!(
+            out,
+            "  {:<width$} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9.1}{}",
+            name,
+            m.requests,
+            ms(m.ttft_ms.map(|t| t.p50)),
+            ms(m.ttft_ms.map(|t| t.p99)),
+            ms(m.itl_ms_p50),
+            ms(m.e2e_ms_p50),
+            m.output_token_throughput,
+            match m.slo_attainment {
+                Some(a) => format!(" {:>7.1} %", a * 100.0),
+                None if slo => format!(" {:>9}", "-"),
+                None => String::new(),
+            }
+        )?;
+    }
+    Ok(())
+}
+
 fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
     for PointResult {
         summary: s,
@@ -261,6 +305,9 @@ fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
                         .map_or("-".to_string(), |r| format!("{:.0} %", r * 100.0))
                 )?;
             }
+        }
+        if !s.per_model.is_empty() {
+            write_per_model(out, s)?;
         }
         if let Some(r) = s.prompt_cache_hit_rate {
             writeln!(

@@ -352,7 +352,7 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
                 .collect(),
         )
     };
-    Table::new()
+    let table = Table::new()
         .with(
             "index",
             Column::I64(records.iter().map(|r| r.index as i64).collect()),
@@ -526,7 +526,17 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
         .with(
             "cached_prompt_tokens",
             opt(records, |r| r.cached_prompt_tokens),
+        );
+    // The model of each request, only when the run mixed models (a single model's table is
+    // as it always was).
+    if records.iter().any(|r| r.model.is_some()) {
+        table.with(
+            "model",
+            Column::OptStr(records.iter().map(|r| r.model.clone()).collect()),
         )
+    } else {
+        table
+    }
 }
 
 fn opt(records: &[RequestRecord], f: impl Fn(&RequestRecord) -> Option<u64>) -> Column {
@@ -646,6 +656,7 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
         r.reasoning_tokens = u(id::REASONING_TOKENS);
         r.reasoning_events = u("reasoning_events").unwrap_or(0);
         r.cached_prompt_tokens = u("cached_prompt_tokens");
+        r.model = s("model");
         out.push(r);
     }
     Ok(out)
@@ -858,6 +869,24 @@ mod tests {
             assert_eq!(a.to_json(), b.to_json());
             assert_eq!(a.content_event_ns, b.content_event_ns);
             assert_eq!(a.tpot_ms(), b.tpot_ms());
+        }
+        assert!(back.iter().all(|r| r.model.is_none()));
+        // A model mix's records carry their model (and only then have the column).
+        let mixed: Vec<RequestRecord> = recs
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(k, mut r)| {
+                r.model = Some(if k % 2 == 0 { "base" } else { "lora" }.into());
+                r
+            })
+            .collect();
+        let bytes = records_table(&mixed).to_parquet(&[]).unwrap();
+        let rows = yardstick_store::samples::read_rows(bytes).unwrap();
+        let back = records_from_rows(&rows).unwrap();
+        for (a, b) in mixed.iter().zip(&back) {
+            assert_eq!(a.to_json(), b.to_json());
+            assert_eq!(a.model, b.model);
         }
     }
 

@@ -16,6 +16,7 @@
 
 #![deny(missing_docs)]
 
+pub mod adapters;
 pub mod log;
 mod metrics;
 pub mod openai;
@@ -56,7 +57,8 @@ const MAX_BODY: usize = 16 << 20;
 pub struct SimConfig {
     /// Address to bind; port 0 picks a free port.
     pub addr: SocketAddr,
-    /// The model name served (any requested name is accepted).
+    /// The model name served (any requested name is accepted); with `adapters`, the base
+    /// model's name (any other name asks for an adapter).
     pub model: String,
     /// Base time to first token.
     pub ttft: Duration,
@@ -99,6 +101,14 @@ pub struct SimConfig {
     /// The first this-many output tokens of a chat answer are reasoning, sent as
     /// `reasoning_content` (and counted in `usage.completion_tokens_details.reasoning_tokens`).
     pub reasoning_tokens: u64,
+    /// LoRA adapters served beside the base model `model` ([`adapters`]): a request for any
+    /// other model name uses an adapter (0 = off: every model name is served alike).
+    pub adapters: usize,
+    /// Adapters loaded at once, least recently used evicted first (0 = all of `adapters`).
+    pub max_loaded_adapters: usize,
+    /// Time to load an adapter that is not loaded, charged to the time to first token of the
+    /// request that needs it.
+    pub adapter_load: Duration,
 }
 
 impl Default for SimConfig {
@@ -125,6 +135,9 @@ impl Default for SimConfig {
             quality: quality::Quality::default(),
             prefix_cache_tokens: 0,
             reasoning_tokens: 0,
+            adapters: 0,
+            max_loaded_adapters: 0,
+            adapter_load: Duration::ZERO,
         }
     }
 }
@@ -162,6 +175,7 @@ pub(crate) struct Shared {
     seq: AtomicU64,
     slots: Option<Arc<Semaphore>>,
     prefix: prefix::PrefixCache,
+    adapters: adapters::Adapters,
 }
 
 /// A bound simulator, ready to serve.
@@ -199,6 +213,17 @@ impl Sim {
         if !(400..=599).contains(&cfg.error_status) {
             return Err(SimError::Config("error status must be in 400..=599".into()));
         }
+        if cfg.adapters == 0 && (cfg.max_loaded_adapters > 0 || !cfg.adapter_load.is_zero()) {
+            return Err(SimError::Config(
+                "max loaded adapters and adapter load time need adapters (at least 1)".into(),
+            ));
+        }
+        if cfg.max_loaded_adapters > cfg.adapters {
+            return Err(SimError::Config(format!(
+                "max loaded adapters ({}) must be at most the adapters served ({})",
+                cfg.max_loaded_adapters, cfg.adapters
+            )));
+        }
         if cfg.default_max_tokens == 0 {
             return Err(SimError::Config(
                 "default max tokens must be at least 1".into(),
@@ -234,6 +259,12 @@ impl Sim {
                 seq: AtomicU64::new(0),
                 slots,
                 prefix: prefix::PrefixCache::new(cfg.prefix_cache_tokens),
+                adapters: adapters::Adapters::new(
+                    &cfg.model,
+                    cfg.adapters,
+                    cfg.max_loaded_adapters,
+                    cfg.adapter_load,
+                ),
                 cfg,
             }),
             writer,
@@ -409,6 +440,24 @@ async fn handle(
     };
     rec.stream = parsed.stream && api != Api::Embeddings;
     rec.prompt_tokens = parsed.prompt_tokens;
+    if !shared.adapters.admit(parsed.model.as_deref()) {
+        rec.outcome = Outcome::BadRequest;
+        rec.status = 404;
+        shared.metrics.finish(Outcome::BadRequest);
+        shared.log.write(&rec);
+        return Ok(json_response(
+            StatusCode::NOT_FOUND,
+            &openai::error_body(
+                &format!(
+                    "the model `{}` does not exist: {} adapters are served already",
+                    parsed.model.as_deref().unwrap_or_default(),
+                    shared.cfg.adapters
+                ),
+                "not_found_error",
+                404,
+            ),
+        ));
+    }
     let cfg = &shared.cfg;
     let mut rng = Rng::new(cfg.seed, seq);
     let u = rng.unit();
@@ -453,6 +502,11 @@ async fn handle(
     };
     let (permit, admitted) = permit;
     rec.admitted_ns = shared.clock.ns(admitted);
+    // An adapter not loaded is loaded first: its time is charged to the time to first token.
+    let start = match shared.adapters.acquire(parsed.model.as_deref(), admitted) {
+        adapters::Access::Adapter { ready, .. } => ready.max(admitted),
+        _ => admitted,
+    };
     shared
         .metrics
         .observe_queue(admitted.saturating_duration_since(received).as_nanos() as u64);
@@ -477,7 +531,7 @@ async fn handle(
 
     if api == Api::Embeddings {
         let _permit = permit;
-        tokio::time::sleep_until((admitted + ttft).into()).await;
+        tokio::time::sleep_until((start + ttft).into()).await;
         let body = openai::embeddings_response(
             &cfg.model,
             parsed.inputs,
@@ -540,7 +594,7 @@ async fn handle(
                 include_usage: parsed.include_usage,
                 details,
             },
-            admitted + ttft,
+            start + ttft,
             rng,
             cut_after,
             permit,
@@ -558,7 +612,7 @@ async fn handle(
     // Non-streaming: nothing is visible until the last token, which is then the response.
     let _permit = permit;
     let _running = stream::Running::enter(&shared.metrics);
-    let mut deadline = admitted + ttft;
+    let mut deadline = start + ttft;
     for k in 1..n {
         deadline += stream::gap(cfg, &shared.metrics, &mut rng, k);
     }

@@ -48,6 +48,8 @@ pub struct ParsedRequest {
     pub stream: bool,
     /// `stream_options.include_usage`.
     pub include_usage: bool,
+    /// `model`, when given as a string.
+    pub model: Option<String>,
 }
 
 /// Counts whitespace-separated words: the simulator's tokenizer.
@@ -174,6 +176,7 @@ pub fn parse_request(api: Api, body: &[u8]) -> Result<ParsedRequest, RequestErro
             .unwrap_or(false),
         stream: obj.get("stream").and_then(Value::as_bool).unwrap_or(false),
         include_usage,
+        model: obj.get("model").and_then(Value::as_str).map(str::to_owned),
     })
 }
 

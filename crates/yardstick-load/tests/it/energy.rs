@@ -41,6 +41,7 @@ fn bench(url: String, energy: Energy) -> ServeBench {
             ca_cert: None,
         },
         model: "m".into(),
+        models: None,
         scenarios: vec!["D(8,10)".into()],
         loads: vec![LoadModel::Concurrency(4)],
         stop: StopRule {

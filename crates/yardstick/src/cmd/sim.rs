@@ -21,7 +21,8 @@ use crate::exit::{self, Status};
     after_help = "Examples:\n  yardstick sim --port 8000                          # an OpenAI-compatible server on :8000\n  \
 yardstick sim --port 0 --ttft-ms 40 --itl-ms 5 --max-running 64\n  \
 yardstick sim --port 8000 --error-rate 0.02 --disconnect-rate 0.01   # a flaky server\n  \
-yardstick sim --port 8000 --itl-slowdown 1.1       # 10 % slower decode, to see a gate FAIL"
+yardstick sim --port 8000 --itl-slowdown 1.1       # 10 % slower decode, to see a gate FAIL\n  \
+yardstick sim --model base --adapters 3 --max-loaded-adapters 1 --adapter-load-ms 40"
 )]
 pub struct SimArgs {
     /// Address to bind (loopback by default).
@@ -105,6 +106,18 @@ pub struct SimArgs {
     /// perplexity becomes perplexity^S.
     #[arg(long, default_value_t = 1.0, value_name = "S")]
     pub logprob_scale: f64,
+    /// Serve N LoRA adapters beside the base model (--model): a request naming any other model
+    /// uses an adapter (the first N distinct names; a further one is answered 404). 0: every
+    /// model name is served alike.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub adapters: usize,
+    /// Adapters loaded at once (default: all N); a request whose adapter is not loaded evicts
+    /// the least recently used one and waits --adapter-load-ms while its own loads.
+    #[arg(long, value_name = "K", requires = "adapters")]
+    pub max_loaded_adapters: Option<usize>,
+    /// Time to load an adapter, charged to the time to first token of the request that needs it.
+    #[arg(long, default_value_t = 0.0, value_name = "MS", requires = "adapters")]
+    pub adapter_load_ms: f64,
 }
 
 /// The answer oracle and log-probability model from the flags.
@@ -185,6 +198,9 @@ pub fn run(args: SimArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         quality: quality(&args.answers, args.correct_fraction, args.logprob_scale)?,
         prefix_cache_tokens: args.prefix_cache_tokens,
         reasoning_tokens: args.reasoning_tokens,
+        adapters: args.adapters,
+        max_loaded_adapters: args.max_loaded_adapters.unwrap_or(0),
+        adapter_load: ms("adapter-load-ms", args.adapter_load_ms)?,
     };
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();

@@ -31,6 +31,7 @@ mod interrupt;
 mod k8s;
 mod mcp;
 mod metrics_cli;
+mod model_mix;
 mod nodes_cli;
 mod profile;
 mod push;

@@ -36,15 +36,19 @@ yardstick bench serve --url http://localhost:8000 --model m --rate 2,4,8 --scena
 yardstick bench serve --url http://localhost:8000 --model m --find-capacity --slo-ttft-ms 500\n  \
 yardstick bench serve --url https://api.example.com --model m --bearer-env OPENAI_API_KEY\n  \
 yardstick bench serve --url http://localhost:8000 --model m --output results/ --json\n  \
-yardstick bench serve --url http://localhost:8000 --model m --trace t.csv --trace-format azure"
+yardstick bench serve --url http://localhost:8000 --model m --trace t.csv --trace-format azure\n  \
+yardstick bench serve --url http://localhost:8000 --model base=0.7 --model lora-a=0.3 --json"
 )]
 pub struct ServeArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
     #[arg(long, required_unless_present_any = ["merge", "point_file"])]
     pub url: Option<String>,
-    /// Model name to request.
-    #[arg(long, required_unless_present_any = ["merge", "point_file"])]
-    pub model: Option<String>,
+    /// Model name to request. Repeat as NAME=WEIGHT for a mix (a base model and its LoRA
+    /// adapters, say): each request's model is drawn from the seed in proportion to the
+    /// weights (normalised; a missing weight is 1), and each point reports every model beside
+    /// the whole (`per_model`).
+    #[arg(long, value_name = "NAME[=WEIGHT]", required_unless_present_any = ["merge", "point_file"])]
+    pub model: Vec<String>,
     /// API: chat, completions or embeddings.
     #[arg(long, default_value = "chat")]
     pub api: String,
@@ -378,6 +382,23 @@ fn parse_shard(s: &str) -> anyhow::Result<(u64, u64)> {
         .map_err(|e| exit::invalid(format!("--shard: {e}"), Some("e.g. --shard 0/4")))
 }
 
+/// The models of `--model NAME[=WEIGHT]` (repeated); bad input exits 2 with a hint.
+fn model_mix(items: &[String]) -> anyhow::Result<yardstick_load::plan::ModelMix> {
+    // A single model without a weight is taken as written (its name may hold `=`).
+    if let [one] = items
+        && !one.contains('=')
+    {
+        return yardstick_load::plan::ModelMix::new(vec![(one.clone(), 1.0)])
+            .map_err(|e| exit::invalid(format!("--model: {e}"), None));
+    }
+    yardstick_load::plan::ModelMix::parse(items).map_err(|e| {
+        exit::invalid(
+            format!("--model: {e}"),
+            Some("each --model is NAME or NAME=WEIGHT with a weight above 0 and a name given once, e.g. --model base=0.6 --model lora-a=0.4"),
+        )
+    })
+}
+
 /// Runs the sweep and prints or writes the results.
 pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if !args.merge.is_empty() {
@@ -391,9 +412,15 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         Some(j) => j.url.clone(),
         None => args.url.clone().expect("clap requires --url"),
     };
-    let model = match &job {
-        Some(j) => j.point.model.clone(),
-        None => args.model.clone().expect("clap requires --model"),
+    let mix = match &job {
+        Some(_) => None,
+        None => Some(model_mix(&args.model)?),
+    };
+    let model = match (&job, &mix) {
+        (Some(j), _) => j.point.model.clone(),
+        (None, Some(m)) if !m.is_mix() => m.names()[0].clone(),
+        // A mix: the summary's `model` names it as given; requests name their own.
+        (None, _) => args.model.join(","),
     };
     let api: Api = match &job {
         Some(j) => j.point.api,
@@ -527,6 +554,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             },
             energy: args.energy.then(yardstick_run::serve::energy),
             trace: trace.clone(),
+            models: mix.clone().filter(|m| m.is_mix()).map(Arc::new),
         }
     };
     let scenarios = bench.validate().map_err(exit::lib_error)?;

@@ -1,0 +1,193 @@
+//! Model mixes: `yardstick bench serve --model NAME=WEIGHT` (repeated) against `yardstick sim`
+//! serving a base model and LoRA adapters with one adapter slot: every model is reported beside
+//! the whole, and the adapters' time to first token carries the simulated adapter loads while
+//! the base model's does not.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::common::Sim;
+
+const TTFT_MS: f64 = 10.0;
+const LOAD_MS: f64 = 40.0;
+
+fn bench(url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_yardstick"))
+        .env("NO_COLOR", "1")
+        .args(["bench", "serve", "--url", url])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json_of(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "exit {:?}: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = serde_json::from_slice(&o.stdout).unwrap();
+    crate::schema_cli::assert_conforms("bench-serve", &v);
+    v
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+const MIX: [&str; 8] = [
+    "--model",
+    "base=0.4",
+    "--model",
+    "lora-a=0.2",
+    "--model",
+    "lora-b=0.2",
+    "--model",
+    "lora-c=0.2",
+];
+
+#[test]
+fn a_base_and_three_adapters_in_one_slot_report_per_model_with_the_loads_in_ttft() {
+    let sim = Sim::start(&[
+        "--model",
+        "base",
+        "--ttft-ms",
+        "10",
+        "--itl-ms",
+        "2",
+        "--adapters",
+        "3",
+        "--max-loaded-adapters",
+        "1",
+        "--adapter-load-ms",
+        "40",
+    ]);
+    let mut args: Vec<&str> = MIX.to_vec();
+    args.extend([
+        "--scenario",
+        "D(10,5)",
+        "--concurrency",
+        "4",
+        "--max-requests",
+        "160",
+        "--max-duration",
+        "60s",
+        "--slo-ttft-ms",
+        "45",
+    ]);
+    let o = Command::new(env!("CARGO_BIN_EXE_yardstick"))
+        .args(["--json", "bench", "serve", "--url", &sim.url])
+        .args(&args)
+        .output()
+        .unwrap();
+    let doc = json_of(&o);
+    let p = &doc["points"][0];
+    assert_eq!(p["requests"]["failed"].as_u64(), Some(0), "{p}");
+    let per = p["per_model"].as_object().expect("per_model");
+    let names: Vec<&str> = per.keys().map(String::as_str).collect();
+    assert_eq!(names, ["base", "lora-a", "lora-b", "lora-c"]);
+    let total: u64 = per.values().map(|m| m["requests"].as_u64().unwrap()).sum();
+    assert_eq!(total, p["requests"]["completed"].as_u64().unwrap());
+    // Roughly the weights (160 draws: wide bounds).
+    let base = &per["base"];
+    assert!(
+        (40..=90).contains(&base["requests"].as_u64().unwrap()),
+        "{base}"
+    );
+    let tput: f64 = per.values().map(|m| f(&m["output_token_throughput"])).sum();
+    assert!((tput - f(&p["output_token_throughput"])).abs() < 1e-6 * tput.max(1.0));
+    let (b50, b99) = (f(&base["ttft_ms"]["p50"]), f(&base["ttft_ms"]["p99"]));
+    eprintln!("base ttft p50 {b50:.2} p99 {b99:.2}");
+    // The base model never waits for an adapter: its TTFT is the sim's, well below a load.
+    assert!(
+        (TTFT_MS..TTFT_MS + LOAD_MS).contains(&b99),
+        "base p99 {b99}"
+    );
+    assert_eq!(f(&base["slo_attainment"]), 1.0, "{base}");
+    for name in ["lora-a", "lora-b", "lora-c"] {
+        let m = &per[name];
+        let (a50, a99) = (f(&m["ttft_ms"]["p50"]), f(&m["ttft_ms"]["p99"]));
+        eprintln!("{name} ttft p50 {a50:.2} p99 {a99:.2}");
+        // With one slot and three adapters most requests load theirs: the p99 carries a
+        // whole load (timers are never early; a busy machine adds to both).
+        assert!(
+            (LOAD_MS - 5.0..LOAD_MS + 60.0).contains(&(a99 - b99)),
+            "{name}: p99 {a99} vs the base's {b99}"
+        );
+        assert!(a99 >= TTFT_MS + LOAD_MS, "{name}: p99 {a99}");
+        for k in ["itl_ms_p50", "tpot_ms_p50", "e2e_ms_p50"] {
+            assert!(m[k].is_number(), "{name}.{k}: {m}");
+        }
+        assert!(f(&m["slo_attainment"]) < 1.0, "{name}: {m}");
+    }
+
+    // The human summary has the per-model table under the point.
+    let mut args: Vec<&str> = MIX.to_vec();
+    args.extend(["--scenario", "D(10,5)", "--max-requests", "12"]);
+    let o = bench(&sim.url, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let header = text
+        .lines()
+        .position(|l| l.trim_start().starts_with("model") && l.contains("ttft p99"))
+        .unwrap_or_else(|| panic!("no per-model table:\n{text}"));
+    assert!(
+        text.lines()
+            .skip(header + 1)
+            .any(|l| l.trim_start().starts_with("base ")),
+        "{text}"
+    );
+
+    // A single model keeps today's output: no per-model block.
+    let o = Command::new(env!("CARGO_BIN_EXE_yardstick"))
+        .args([
+            "--json", "bench", "serve", "--url", &sim.url, "--model", "base",
+        ])
+        .args(["--scenario", "D(10,5)", "--max-requests", "4"])
+        .output()
+        .unwrap();
+    let doc = json_of(&o);
+    assert!(doc["points"][0].get("per_model").is_none(), "{doc}");
+    assert_eq!(doc["model"], "base");
+}
+
+#[test]
+fn bad_model_mixes_exit_2_with_a_hint() {
+    for (bad, says) in [
+        (&["--model", "a=0", "--model", "b"][..], "above 0"),
+        (&["--model", "a=-1"], "above 0"),
+        (&["--model", "a=lots", "--model", "b=1"], "not a number"),
+        (&["--model", "a=1", "--model", "a=2"], "named twice"),
+    ] {
+        let mut args = bad.to_vec();
+        args.extend(["--max-requests", "1"]);
+        let o = bench("http://127.0.0.1:9", &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(
+            err.contains(says) && err.contains("hint:"),
+            "{bad:?}: {err}"
+        );
+    }
+    // Adapter flags without adapters are refused by the simulator.
+    let o = Command::new(env!("CARGO_BIN_EXE_yardstick"))
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--adapters",
+            "0",
+            "--adapter-load-ms",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
