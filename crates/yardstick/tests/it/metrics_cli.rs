@@ -44,7 +44,10 @@ fn metrics_lists_the_catalogue_as_json_and_as_a_table() {
             .all(|l| l.starts_with("gemm.") || l.starts_with("gpu<i?>.gemm.")),
         "{text}"
     );
-    assert!(text.contains("GFLOP/s") && text.contains("TFLOP/s"), "{text}");
+    assert!(
+        text.contains("GFLOP/s") && text.contains("TFLOP/s"),
+        "{text}"
+    );
 
     // Nothing matches: said on stderr, still exit 0.
     let out = yardstick().args(["metrics", "no-such"]).output().unwrap();
