@@ -116,6 +116,8 @@ impl HttpBackend {
                     output: None,
                 },
                 body: body.clone(),
+                kind: None,
+                image_bytes: None,
             };
             let rec = self.client.execute(&plan, Instant::now(), false).await;
             attempt += 1;

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, Normal};
 use yardstick_load::Api;
 use yardstick_stats::hypothesis::{McNemarMethod, holm, mcnemar};
 
@@ -84,17 +83,7 @@ pub struct TaskResult {
 /// The Wilson score interval for `k` successes in `n` trials at `confidence` (two-sided).
 /// `n = 0` gives [0, 1].
 pub fn wilson(k: u64, n: u64, confidence: f64) -> [f64; 2] {
-    if n == 0 {
-        return [0.0, 1.0];
-    }
-    let z = Normal::standard().inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
-    let n_f = n as f64;
-    let p = k as f64 / n_f;
-    let z2 = z * z;
-    let denom = 1.0 + z2 / n_f;
-    let center = (p + z2 / (2.0 * n_f)) / denom;
-    let half = z / denom * (p * (1.0 - p) / n_f + z2 / (4.0 * n_f * n_f)).sqrt();
-    [(center - half).max(0.0), (center + half).min(1.0)]
+    yardstick_stats::proportion::wilson(k, n, confidence)
 }
 
 impl TaskResult {

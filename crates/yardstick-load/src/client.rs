@@ -420,6 +420,16 @@ impl Client {
         if self.keep_text {
             rec.answer_text = Some(String::new());
         }
+        // A structured kind's answer is checked: keep its text and tool calls until then.
+        let check = plan.kind.as_ref().filter(|k| k.checks());
+        if let Some(k) = &plan.kind {
+            rec.kind = Some(k.kind());
+        }
+        rec.image_bytes = plan.image_bytes;
+        if check.is_some() {
+            rec.answer_text.get_or_insert_with(String::new);
+            rec.tool_calls = Some(Vec::new());
+        }
         let mut conn = match tokio::time::timeout(self.timeout, self.checkout()).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
@@ -502,6 +512,22 @@ impl Client {
             }
         }
         finalize_tokens(&mut rec, self.tokenizer.is_some());
+        if let Some(k) = check {
+            let calls = rec.tool_calls.take().unwrap_or_default();
+            if rec.ok() {
+                let answer = rec.answer_text.as_deref().unwrap_or_default();
+                match k.validate(answer, &calls) {
+                    Ok(()) => rec.valid = Some(true),
+                    Err(why) => {
+                        rec.valid = Some(false);
+                        rec.invalid_reason = Some(why);
+                    }
+                }
+            }
+            if !self.keep_text {
+                rec.answer_text = None;
+            }
+        }
         if reusable {
             self.checkin(conn);
         }
@@ -651,6 +677,30 @@ async fn exchange(
             // `reasoning`, which are output tokens too.
             let c = &v["choices"][0];
             let m = &c["message"];
+            if let Some(calls) = m["tool_calls"].as_array() {
+                for (k, c) in calls.iter().enumerate() {
+                    let f = &c["function"];
+                    let name = f["name"].as_str().unwrap_or_default();
+                    // Arguments are JSON text; a server that sends an object is answered as
+                    // its text.
+                    let arguments = match &f["arguments"] {
+                        serde_json::Value::String(a) => a.clone(),
+                        serde_json::Value::Null => String::new(),
+                        other => other.to_string(),
+                    };
+                    rec.content_bytes += (name.len() + arguments.len()) as u64;
+                    if let Some(t) = rec.tool_calls.as_mut() {
+                        openai::add_tool_pieces(
+                            t,
+                            &[openai::ToolCallPiece {
+                                index: k,
+                                name: name.to_string(),
+                                arguments,
+                            }],
+                        );
+                    }
+                }
+            }
             for (part, reasoning) in [
                 (&m["reasoning_content"], true),
                 (&m["reasoning"], true),
@@ -735,7 +785,7 @@ impl StreamState {
         }
         match openai::classify_with(
             data,
-            rec.content_text.is_some() || rec.answer_text.is_some(),
+            rec.content_text.is_some() || rec.answer_text.is_some() || rec.tool_calls.is_some(),
         ) {
             Ok(None) => {
                 self.done = true;
@@ -771,6 +821,9 @@ impl StreamState {
                     }
                     if let Some(t) = rec.answer_text.as_mut() {
                         t.push_str(&ev.answer_text);
+                    }
+                    if let Some(calls) = rec.tool_calls.as_mut() {
+                        openai::add_tool_pieces(calls, &ev.tool_calls);
                     }
                 }
                 if let Some(u) = ev.usage {

@@ -19,6 +19,8 @@ pub mod capacity;
 pub mod client;
 pub mod corpus;
 mod error;
+pub mod images;
+pub mod kinds;
 pub mod merge;
 pub mod mlperf;
 pub mod openai;
@@ -152,6 +154,13 @@ pub struct ServeBench {
     /// `None`, or a mix of one model, sends every request to `model`. Summaries then report
     /// every model beside the whole ([`PointSummary::per_model`]).
     pub models: Option<Arc<plan::ModelMix>>,
+    /// Send each request as a kind drawn from this mix (`--kind KIND=WEIGHT`, repeated):
+    /// structured kinds' answers are checked, and summaries report every kind's validity
+    /// ([`PointSummary::per_kind`]).
+    pub kinds: Option<Arc<kinds::KindMix>>,
+    /// Images every chat request carries after its text (`--image WxH[,COUNT]`): distinct
+    /// synthetic PNGs, their bytes reported ([`images`]).
+    pub images: Option<images::ImageSpec>,
 }
 
 /// One finished point.
@@ -177,6 +186,31 @@ impl ServeBench {
                 plan::load_dataset(d)?;
             }
             _ => {}
+        }
+        if self.images.is_some() && self.client.api != Api::Chat {
+            return Err(LoadError::Invalid {
+                message: "images are parts of chat messages, but the API is not chat".into(),
+                hint: Some("use --api chat (the default) with --image"),
+            });
+        }
+        if self.images.is_some() && self.sessions.is_some() {
+            return Err(LoadError::Invalid {
+                message: "images are sent with single requests, not sessions".into(),
+                hint: Some("drop --image, or --turns/--sessions"),
+            });
+        }
+        if let Some(k) = &self.kinds {
+            k.check_api(self.client.api)
+                .map_err(|e| LoadError::Invalid {
+                    message: e.to_string(),
+                    hint: Some("tool calls and structured output are chat requests"),
+                })?;
+            if self.sessions.is_some() && !k.is_plain() {
+                return Err(LoadError::Invalid {
+                    message: "request kinds are single requests, not sessions".into(),
+                    hint: Some("drop --kind, or --turns/--sessions"),
+                });
+            }
         }
         if self.sessions.is_some() && self.client.api != Api::Chat {
             return Err(LoadError::Invalid {
@@ -386,6 +420,14 @@ impl ServeBench {
                 };
                 let planner = match &self.models {
                     Some(m) => planner.with_models(m.clone()),
+                    None => planner,
+                };
+                let planner = match &self.kinds {
+                    Some(k) => planner.with_kinds(k.clone()),
+                    None => planner,
+                };
+                let planner = match self.images {
+                    Some(i) => planner.with_images(i),
                     None => planner,
                 };
                 // Energy counters at the start of the point, when asked for and readable.

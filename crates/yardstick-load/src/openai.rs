@@ -97,18 +97,46 @@ pub fn chat_body(
     max_tokens: Option<u64>,
     opts: &BodyOptions,
 ) -> Vec<u8> {
+    chat_body_with(model, messages, max_tokens, opts, &[])
+}
+
+/// A chat request body with `extra` fields beside the messages (a request kind's `tools`,
+/// `tool_choice` or `response_format`).
+pub fn chat_body_with(
+    model: &str,
+    messages: &[(&str, &str)],
+    max_tokens: Option<u64>,
+    opts: &BodyOptions,
+    extra: &[(&str, serde_json::Value)],
+) -> Vec<u8> {
+    chat_body_messages(
+        model,
+        messages
+            .iter()
+            .map(|(role, content)| serde_json::json!({"role": role, "content": content}))
+            .collect(),
+        max_tokens,
+        opts,
+        extra,
+    )
+}
+
+/// A chat request body with these messages as JSON (content parts: text and images) and
+/// `extra` fields beside them.
+pub fn chat_body_messages(
+    model: &str,
+    messages: Vec<serde_json::Value>,
+    max_tokens: Option<u64>,
+    opts: &BodyOptions,
+    extra: &[(&str, serde_json::Value)],
+) -> Vec<u8> {
     use serde_json::{Map, Value, json};
     let mut m = Map::new();
+    for (k, v) in extra {
+        m.insert((*k).to_string(), v.clone());
+    }
     m.insert("model".into(), json!(model));
-    m.insert(
-        "messages".into(),
-        Value::Array(
-            messages
-                .iter()
-                .map(|(role, content)| json!({"role": role, "content": content}))
-                .collect(),
-        ),
-    );
+    m.insert("messages".into(), Value::Array(messages));
     generation_options(&mut m, max_tokens, opts);
     serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
 }
@@ -153,11 +181,55 @@ struct Choice<'a> {
 #[derive(Deserialize)]
 struct Delta<'a> {
     #[serde(default, borrow)]
+    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    #[serde(default, borrow)]
     content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     reasoning_content: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     reasoning: Option<Cow<'a, str>>,
+}
+
+/// A piece of a streamed tool call (`delta.tool_calls[]`).
+#[derive(Deserialize)]
+struct ToolCallDelta<'a> {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+/// A piece of tool call `index` that one event carries: part of its name and of its
+/// arguments (the JSON text arrives in pieces).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallPiece {
+    /// Which call of the answer (`tool_calls[].index`).
+    pub index: usize,
+    /// Part of `function.name` (the whole name, in practice, in the call's first piece).
+    pub name: String,
+    /// Part of `function.arguments`.
+    pub arguments: String,
+}
+
+/// Adds `pieces` to the calls assembled so far.
+pub fn add_tool_pieces(calls: &mut Vec<crate::kinds::ToolCall>, pieces: &[ToolCallPiece]) {
+    for p in pieces {
+        // A bounded index: a hostile stream must not make the client allocate without end.
+        let i = p.index.min(63);
+        if calls.len() <= i {
+            calls.resize_with(i + 1, Default::default);
+        }
+        calls[i].name.push_str(&p.name);
+        calls[i].arguments.push_str(&p.arguments);
+    }
 }
 
 /// Token counts reported by the server.
@@ -222,6 +294,9 @@ pub struct StreamEvent {
     pub usage: Option<Usage>,
     /// The server reported an error inside the stream.
     pub error: bool,
+    /// Pieces of tool calls, when text is asked for (their bytes count in `content_bytes`:
+    /// a call's name and arguments are output tokens).
+    pub tool_calls: Vec<ToolCallPiece>,
 }
 
 /// Why an event's data could not be understood.
@@ -235,8 +310,26 @@ fn classify_one(data: &[u8], want_text: bool) -> Result<StreamEvent, serde_json:
     let mut reasoning = 0;
     let mut text = String::new();
     let mut answer_text = String::new();
+    let mut tool_calls = Vec::new();
     for ch in &c.choices {
         let delta = ch.delta.as_ref();
+        for tc in delta
+            .and_then(|d| d.tool_calls.as_ref())
+            .into_iter()
+            .flatten()
+        {
+            let f = tc.function.as_ref();
+            let name = f.and_then(|f| f.name.as_deref()).unwrap_or_default();
+            let arguments = f.and_then(|f| f.arguments.as_deref()).unwrap_or_default();
+            bytes += name.len() + arguments.len();
+            if want_text && !(name.is_empty() && arguments.is_empty()) {
+                tool_calls.push(ToolCallPiece {
+                    index: tc.index.unwrap_or(0),
+                    name: name.to_string(),
+                    arguments: arguments.to_string(),
+                });
+            }
+        }
         let parts = [
             (ch.text.as_ref(), false),
             (delta.and_then(|d| d.content.as_ref()), false),
@@ -264,6 +357,7 @@ fn classify_one(data: &[u8], want_text: bool) -> Result<StreamEvent, serde_json:
         text,
         usage: c.usage,
         error: c.error.is_some(),
+        tool_calls,
     })
 }
 
@@ -291,6 +385,7 @@ pub fn classify_with(data: &[u8], want_text: bool) -> Result<Option<StreamEvent>
                     text: String::new(),
                     usage: None,
                     error: false,
+                    tool_calls: Vec::new(),
                 };
                 for line in trimmed.split(|&b| b == b'\n') {
                     let line = line.trim_ascii();
@@ -305,6 +400,7 @@ pub fn classify_with(data: &[u8], want_text: bool) -> Result<Option<StreamEvent>
                     merged.answer_text.push_str(&e.answer_text);
                     merged.usage = e.usage.or(merged.usage);
                     merged.error |= e.error;
+                    merged.tool_calls.extend(e.tool_calls);
                 }
                 return Ok(Some(merged));
             }
@@ -347,6 +443,25 @@ mod tests {
         assert!(classify(b"{not json").is_err());
         let two = b"{\"choices\":[{\"text\":\"a\"}]}\n{\"choices\":[{\"text\":\"b\"}]}";
         assert_eq!(classify(two).unwrap().unwrap().content_bytes, 2);
+    }
+
+    #[test]
+    fn tool_call_pieces_are_content_and_assemble_into_calls() {
+        let first = br#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}"#;
+        let e = classify_with(first, true).unwrap().unwrap();
+        assert_eq!(e.content_bytes, "get_weather".len());
+        let rest = br#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": \"Oslo\"}"}}]}}]}"#;
+        let e2 = classify_with(rest, true).unwrap().unwrap();
+        assert_eq!(e2.content_bytes, r#"{"city": "Oslo"}"#.len());
+        assert!(e2.answer_text.is_empty());
+        let mut calls = Vec::new();
+        add_tool_pieces(&mut calls, &e.tool_calls);
+        add_tool_pieces(&mut calls, &e2.tool_calls);
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].name, "get_weather");
+        assert_eq!(calls[0].arguments, r#"{"city": "Oslo"}"#);
+        // Without text, only the bytes are counted.
+        assert!(classify(rest).unwrap().unwrap().tool_calls.is_empty());
     }
 
     #[test]

@@ -80,6 +80,11 @@ pub struct PlannedRequest {
     pub lengths: Lengths,
     /// The JSON body.
     pub body: Bytes,
+    /// Its kind, when the run mixes request kinds ([`crate::kinds`]): the client checks the
+    /// answer of a structured one.
+    pub kind: Option<Arc<crate::kinds::RequestKind>>,
+    /// Bytes of the images it carries (PNG, before base64), when the run sends images.
+    pub image_bytes: Option<u64>,
 }
 
 /// One prompt of a dataset.
@@ -315,16 +320,20 @@ impl ModelMix {
 
     /// The model of plan unit `i` of a run seeded `seed`.
     pub fn draw(&self, seed: u64, i: u64) -> &str {
+        &self.names[self.draw_index(seed ^ MODEL_STREAM_SALT, i)]
+    }
+
+    /// The index of the entry drawn for unit `i` from the stream `stream` (the seed, salted by
+    /// what is drawn: models, request kinds).
+    pub(crate) fn draw_index(&self, stream: u64, i: u64) -> usize {
         if self.names.len() == 1 {
-            return &self.names[0];
+            return 0;
         }
-        let u = Rng::new(seed ^ MODEL_STREAM_SALT, i).unit();
-        let k = self
-            .cumulative
+        let u = Rng::new(stream, i).unit();
+        self.cumulative
             .iter()
             .position(|&c| u < c)
-            .unwrap_or(self.names.len() - 1);
-        &self.names[k]
+            .unwrap_or(self.names.len() - 1)
     }
 }
 
@@ -342,6 +351,10 @@ pub struct Planner {
     trace: Option<Arc<crate::trace::Trace>>,
     /// More than one model: each plan unit's is drawn from it.
     mix: Option<Arc<ModelMix>>,
+    /// Request kinds beyond text: each plan unit's is drawn from it.
+    kinds: Option<Arc<crate::kinds::KindMix>>,
+    /// Images every chat request carries after its text.
+    images: Option<crate::images::ImageSpec>,
 }
 
 /// A planner's session workload.
@@ -390,6 +403,8 @@ impl Planner {
             sessions: None,
             trace: None,
             mix: None,
+            kinds: None,
+            images: None,
         })
     }
 
@@ -398,6 +413,71 @@ impl Planner {
     pub fn with_models(mut self, mix: Arc<ModelMix>) -> Self {
         self.mix = mix.is_mix().then_some(mix);
         self
+    }
+
+    /// Sends each request as a kind drawn from `kinds` ([`crate::kinds::KindMix::draw`]): a
+    /// structured kind's body carries its `tools` or `response_format` and does not force its
+    /// output length. A mix of plain text changes nothing.
+    pub fn with_kinds(mut self, kinds: Arc<crate::kinds::KindMix>) -> Self {
+        self.kinds = (!kinds.is_plain()).then_some(kinds);
+        self
+    }
+
+    /// Sends `spec`'s images with every chat request, after its text ([`crate::images`]).
+    pub fn with_images(mut self, spec: crate::images::ImageSpec) -> Self {
+        self.images = Some(spec);
+        self
+    }
+
+    /// The request of unit `i` with this prompt and these lengths: a body of the plan's API,
+    /// of the unit's kind when the plan mixes kinds, with the plan's images.
+    fn build(&self, i: u64, prompt: &str, lengths: Lengths) -> PlannedRequest {
+        let kind = self.kinds.as_ref().map(|m| m.draw(self.seed, i).clone());
+        let structured = kind
+            .as_ref()
+            .filter(|k| k.checks() && self.api == Api::Chat);
+        let images = self
+            .images
+            .filter(|_| self.api == Api::Chat)
+            .map(|spec| crate::images::for_request(&spec, self.seed, i));
+        let body = if structured.is_some() || images.is_some() {
+            let opts = BodyOptions {
+                force_output: self.opts.force_output && structured.is_none(),
+                ..self.opts.clone()
+            };
+            let content = match &images {
+                Some((urls, _)) => {
+                    let mut parts = vec![serde_json::json!({"type": "text", "text": prompt})];
+                    parts.extend(urls.iter().map(
+                        |u| serde_json::json!({"type": "image_url", "image_url": {"url": u}}),
+                    ));
+                    Value::Array(parts)
+                }
+                None => Value::String(prompt.to_string()),
+            };
+            openai::chat_body_messages(
+                self.model_for(i),
+                vec![serde_json::json!({"role": "user", "content": content})],
+                lengths.output,
+                &opts,
+                structured.map_or(&[][..], |k| k.fields()),
+            )
+        } else {
+            openai::request_body(
+                self.api,
+                self.model_for(i),
+                prompt,
+                lengths.output,
+                &self.opts,
+            )
+        };
+        PlannedRequest {
+            index: i,
+            lengths,
+            body: Bytes::from(body),
+            kind,
+            image_bytes: images.map(|(_, b)| b),
+        }
     }
 
     /// The model of plan unit `i` when the plan mixes models (`None` for a single model).
@@ -459,15 +539,14 @@ impl Planner {
             parts.join(" ")
         };
         let output = (self.api != Api::Embeddings).then_some(r.output_tokens);
-        let body = openai::request_body(self.api, self.model_for(i), &prompt, output, &self.opts);
-        PlannedRequest {
-            index: i,
-            lengths: Lengths {
+        self.build(
+            i,
+            &prompt,
+            Lengths {
                 input: r.input_tokens,
                 output,
             },
-            body: Bytes::from(body),
-        }
+        )
     }
 
     /// Plans multi-turn sessions instead of single requests: from `conversations` when given,
@@ -613,6 +692,8 @@ impl Planner {
                 output: t.output,
             },
             body: Bytes::from(body),
+            kind: None,
+            image_bytes: None,
         }
     }
 
@@ -644,39 +725,21 @@ impl Planner {
             } else {
                 forced.or(item.output_tokens)
             };
-            let body = openai::request_body(
-                self.api,
-                self.model_for(i),
+            return self.build(
+                i,
                 &item.prompt,
-                output,
-                &self.opts,
-            );
-            return PlannedRequest {
-                index: i,
-                lengths: Lengths {
+                Lengths {
                     input: self.tokens(&item.prompt),
                     output,
                 },
-                body: Bytes::from(body),
-            };
+            );
         }
         let lengths = sample_lengths(&self.scenario, &mut rng);
         let prompt = match &self.tokenizer {
             Some(t) => t.prompt(lengths.input, &mut rng),
             None => corpus_prompt(lengths.input, &mut rng),
         };
-        let body = openai::request_body(
-            self.api,
-            self.model_for(i),
-            &prompt,
-            lengths.output,
-            &self.opts,
-        );
-        PlannedRequest {
-            index: i,
-            lengths,
-            body: Bytes::from(body),
-        }
+        self.build(i, &prompt, lengths)
     }
 }
 

@@ -107,6 +107,21 @@ pub struct ServePoint {
     /// speed-up is `load_value`).
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TracePoint>,
+    /// A model mix (`target.models`): `[name, weight]` pairs; `model` then names the mix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<(String, f64)>>,
+    /// Request kinds (`requestKinds`): `[kind, weight]` pairs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_kinds: Option<Vec<(crate::kinds::Kind, f64)>>,
+    /// The tools file of `tool-call` requests (resolved before any work).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<String>,
+    /// The schema file of `json` requests (resolved before any work).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_schema: Option<String>,
+    /// Images every request carries (`512x512,2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<String>,
 }
 
 /// The trace of a `trace` point: the file (resolved before any work), its format and window.
@@ -139,6 +154,21 @@ impl TracePoint {
 }
 
 impl ServePoint {
+    /// The request kinds of the point, their tools and schema read (`None` without kinds).
+    pub fn kind_mix(&self) -> Result<Option<crate::kinds::KindMix>, crate::LoadError> {
+        let Some(kinds) = &self.request_kinds else {
+            return Ok(None);
+        };
+        let items: Vec<String> = kinds.iter().map(|(k, w)| format!("{k}={w}")).collect();
+        let files = crate::kinds::KindFiles {
+            tools: self.tools.as_deref().map(std::path::Path::new),
+            schema: self.json_schema.as_deref().map(std::path::Path::new),
+        };
+        crate::kinds::KindMix::parse(&items, &files)
+            .map(Some)
+            .map_err(|e| crate::LoadError::Config(format!("requestKinds: {e}")))
+    }
+
     /// The load model of the point (a capacity search's probes set their own; a trace point's
     /// is [`crate::trace_load`] of its trace).
     pub fn load_model(&self) -> LoadModel {
@@ -214,7 +244,23 @@ impl ServePoint {
                 ca_cert: self.ca_cert.clone().map(PathBuf::from),
             },
             model: self.model.clone(),
-            models: None,
+            models: match &self.models {
+                Some(m) => Some(
+                    crate::plan::ModelMix::new(m.clone())
+                        .map_err(|e| crate::LoadError::Config(format!("target.models: {e}")))?,
+                )
+                .filter(|m| m.is_mix())
+                .map(std::sync::Arc::new),
+                None => None,
+            },
+            kinds: self.kind_mix()?.map(std::sync::Arc::new),
+            images: match &self.images {
+                Some(i) => Some(
+                    i.parse()
+                        .map_err(|e| crate::LoadError::Config(format!("images: {e}")))?,
+                ),
+                None => None,
+            },
             scenarios: vec![self.scenario.clone()],
             loads,
             stop: StopRule {

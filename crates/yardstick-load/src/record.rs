@@ -102,6 +102,19 @@ pub struct RequestRecord {
     /// absent for a single model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The request kind, when the run asked for kinds (`--kind`); absent for plain text runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::kinds::Kind>,
+    /// Whether the answer was valid for its kind (a tool call whose arguments match the tool's
+    /// parameters, JSON that matches the schema); absent for failed requests and plain text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid: Option<bool>,
+    /// Why the answer was not valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
+    /// Bytes of the images the request carried (PNG, before base64), when the run sent images.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_bytes: Option<u64>,
     /// Sent as `X-Request-Id` (joins with server logs).
     pub request_id: String,
     /// Part of the warm-up (excluded from metrics).
@@ -175,6 +188,9 @@ pub struct RequestRecord {
     /// responses (log-probabilities, usage and anything else a caller wants to read).
     #[serde(skip)]
     pub response_body: Option<bytes::Bytes>,
+    /// The tool calls of the answer, kept only while a request kind checks them.
+    #[serde(skip)]
+    pub tool_calls: Option<Vec<crate::kinds::ToolCall>>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -209,6 +225,10 @@ impl RequestRecord {
             turn: None,
             session_turns: None,
             model: None,
+            kind: None,
+            valid: None,
+            invalid_reason: None,
+            image_bytes: None,
             request_id,
             warmup,
             planned_input_tokens: input,
@@ -237,6 +257,7 @@ impl RequestRecord {
             content_text: None,
             answer_text: None,
             response_body: None,
+            tool_calls: None,
         }
     }
 

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use tokio::sync::Semaphore;
 
 use crate::client::Client;
-use crate::plan::Planner;
+use crate::plan::{PlannedRequest, Planner};
 use crate::record::{ErrorClass, RequestRecord};
 use crate::rng::Rng;
 pub use crate::summary::StopReason;
@@ -232,13 +232,27 @@ impl Ctx {
         )
     }
 
-    /// Plan unit `i`, due at `scheduled`: one request, or a whole session's turns.
-    async fn one(&self, i: u64, scheduled: Instant, warm: bool) -> Vec<RequestRecord> {
+    /// The request of plan unit `i`, built before it is due (its images and body are the
+    /// client's work, not the server's latency); `None` for a session, whose turns are built
+    /// as their answers arrive.
+    fn prepare(&self, i: u64) -> Option<PlannedRequest> {
+        (!self.planner.has_sessions()).then(|| self.planner.request(i))
+    }
+
+    /// Plan unit `i`, due at `scheduled`: one request (`plan`, built by [`Ctx::prepare`]), or a
+    /// whole session's turns.
+    async fn one(
+        &self,
+        i: u64,
+        plan: Option<PlannedRequest>,
+        scheduled: Instant,
+        warm: bool,
+    ) -> Vec<RequestRecord> {
         let warm = warm || i < self.stop.warmup_requests;
         if self.planner.has_sessions() {
             return self.session(i, scheduled, warm).await;
         }
-        let plan = self.planner.request(i);
+        let plan = plan.unwrap_or_else(|| self.planner.request(i));
         self.progress.in_flight.fetch_add(1, Ordering::Relaxed);
         let mut rec = self.client.execute(&plan, scheduled, warm).await;
         rec.model = self.planner.model_of(i).map(str::to_owned);
@@ -393,11 +407,13 @@ async fn closed_loop(
             tokio::spawn(async move {
                 let mut out = Vec::new();
                 while !ctx.halted() {
-                    // Closed loop: the slot is free now, so the request is due now.
-                    let scheduled = Instant::now();
-                    let warm = warm_until.is_some_and(|w| scheduled < w);
+                    let now = Instant::now();
+                    let warm = warm_until.is_some_and(|w| now < w);
                     let Some(i) = ctx.take(warm) else { break };
-                    out.extend(ctx.one(i, scheduled, warm).await);
+                    let plan = ctx.prepare(i);
+                    // Closed loop: the slot is free and the request built, so it is due now.
+                    let scheduled = Instant::now();
+                    out.extend(ctx.one(i, plan, scheduled, warm).await);
                 }
                 out
             })
@@ -480,6 +496,8 @@ async fn open_loop(
                 if i % ctx.shard.1 != ctx.shard.0 {
                     continue;
                 }
+                // Built before its deadline, while the dispatcher would only sleep.
+                let plan = ctx.prepare(i);
                 loop {
                     let now = Instant::now();
                     if now >= deadline || ctx.halted() {
@@ -496,7 +514,7 @@ async fn open_loop(
                         Some(g) => g.clone().acquire_owned().await.ok(),
                         None => None,
                     };
-                    let rec = ctx2.one(i, deadline, warm).await;
+                    let rec = ctx2.one(i, plan, deadline, warm).await;
                     let _ = tx.send(rec);
                 });
             }

@@ -241,6 +241,14 @@ impl Measured for PointSummary {
             self.prompt_cache_hit_rate
                 .map(|v| Measurement::value(id::PROMPT_CACHE_HIT_RATE, v)),
         );
+        out.extend(
+            self.valid_rate
+                .map(|v| Measurement::value(id::VALID_RATE, v)),
+        );
+        out.extend(
+            self.quality_goodput
+                .map(|v| Measurement::value(id::QUALITY_GOODPUT, v)),
+        );
         if let Some(l) = &self.schedule_lateness_ms {
             push_stats(
                 &mut out,
@@ -731,6 +739,79 @@ pub struct PointSummary {
     /// repeated): computed from the same records as the whole, by the same functions.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_model: BTreeMap<String, ModelSummary>,
+    /// Each request kind's part, when the run mixed kinds (`--kind`): how many were answered
+    /// and, for the structured kinds, how many answers were valid.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_kind: BTreeMap<crate::kinds::Kind, KindSummary>,
+    /// Valid answers over checked answers of every structured kind (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_rate: Option<f64>,
+    /// Requests per second that met every SLO and whose answer was valid (plain text counts
+    /// as valid); absent without a structured kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality_goodput: Option<f64>,
+    /// Mean bytes of images per measured request (PNG, before base64's third more), when the
+    /// run sent images (`--image`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_bytes_per_request: Option<f64>,
+}
+
+/// One request kind's part of a point.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct KindSummary {
+    /// Measured requests of the kind (completed and failed).
+    pub requests: u64,
+    /// Of them, the completed ones.
+    pub completed: u64,
+    /// Completed ones whose answer was valid (`null` for plain text, which is not checked).
+    pub valid: Option<u64>,
+    /// `valid / completed`.
+    pub valid_rate: Option<f64>,
+    /// The Wilson 95 % interval of `valid_rate`.
+    pub valid_rate_ci95: Option<[f64; 2]>,
+    /// Time to first token (the first piece of a tool call counts).
+    pub ttft_ms: Option<P50P99>,
+    /// Median end-to-end latency.
+    pub e2e_ms_p50: Option<f64>,
+    /// Median output tokens of completed requests.
+    pub output_tokens_p50: Option<f64>,
+    /// Why the first invalid answer was invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_invalid: Option<String>,
+}
+
+impl KindSummary {
+    fn of(records: &[&RequestRecord], checked: bool) -> Self {
+        let measured: Vec<&RequestRecord> = records.iter().copied().filter(|r| !r.warmup).collect();
+        let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.ok()).collect();
+        let completed = ok.len() as u64;
+        let valid = checked.then(|| ok.iter().filter(|r| r.valid == Some(true)).count() as u64);
+        let dist = |f: &dyn Fn(&RequestRecord) -> Option<f64>| {
+            Distribution::of(ok.iter().filter_map(|r| f(r)).collect())
+        };
+        KindSummary {
+            requests: measured.len() as u64,
+            completed,
+            valid,
+            valid_rate: valid
+                .filter(|_| completed > 0)
+                .map(|v| v as f64 / completed as f64),
+            valid_rate_ci95: valid
+                .filter(|_| completed > 0)
+                .map(|v| yardstick_stats::proportion::wilson(v, completed, 0.95)),
+            ttft_ms: dist(&RequestRecord::ttft_ms).map(|d| P50P99 {
+                p50: d.p50,
+                p99: d.p99,
+            }),
+            e2e_ms_p50: dist(&RequestRecord::e2e_ms).map(|d| d.p50),
+            output_tokens_p50: dist(&|r| r.output_tokens.map(|n| n as f64)).map(|d| d.p50),
+            first_invalid: ok
+                .iter()
+                .filter(|r| r.valid == Some(false))
+                .min_by_key(|r| r.done_ns)
+                .and_then(|r| r.invalid_reason.clone()),
+        }
+    }
 }
 
 /// Median and 99th percentile of a latency, ms.
@@ -968,6 +1049,33 @@ pub fn summarize(
             })
             .collect();
     }
+    let mut by_kind: BTreeMap<crate::kinds::Kind, Vec<&RequestRecord>> = BTreeMap::new();
+    for r in records {
+        if let Some(k) = r.kind {
+            by_kind.entry(k).or_default().push(r);
+        }
+    }
+    if !by_kind.is_empty() {
+        use crate::kinds::Kind;
+        whole.per_kind = by_kind
+            .iter()
+            .map(|(k, recs)| (*k, KindSummary::of(recs, *k != Kind::Text)))
+            .collect();
+        let (valid, checked) = whole
+            .per_kind
+            .values()
+            .filter_map(|k| k.valid.map(|v| (v, k.completed)))
+            .fold((0, 0), |(a, b), (v, c)| (a + v, b + c));
+        whole.valid_rate = (checked > 0).then(|| valid as f64 / checked as f64);
+        if whole.valid_rate.is_some() && whole.duration_s > 0.0 {
+            let good = records
+                .iter()
+                .filter(|r| !r.warmup && r.ok() && r.valid != Some(false))
+                .filter(|r| !slo.is_set() || slo.met_by(r))
+                .count();
+            whole.quality_goodput = Some(good as f64 / whole.duration_s);
+        }
+    }
     whole
 }
 
@@ -1122,6 +1230,13 @@ fn summarize_refs(
             .min_by_key(|r| r.done_ns)
             .and_then(|r| r.error_message.clone()),
         per_model: BTreeMap::new(),
+        per_kind: BTreeMap::new(),
+        valid_rate: None,
+        quality_goodput: None,
+        image_bytes_per_request: {
+            let b: Vec<u64> = measured.iter().filter_map(|r| r.image_bytes).collect();
+            (!b.is_empty()).then(|| b.iter().sum::<u64>() as f64 / b.len() as f64)
+        },
     }
 }
 

@@ -218,6 +218,47 @@ fn write_per_model(out: &mut String, s: &crate::PointSummary) -> std::fmt::Resul
     Ok(())
 }
 
+/// The per-kind table under a point that mixed request kinds: validity with its interval.
+fn write_per_kind(out: &mut String, s: &crate::PointSummary) -> std::fmt::Result {
+    writeln!(
+        out,
+        "  {:<9} {:>8} {:>9} {:>9} {:>9} {:>8} {:>17}",
+        "kind", "requests", "ttft p50", "ttft p99", "e2e p50", "valid", "95 % interval"
+    )?;
+    let ms = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    for (kind, k) in &s.per_kind {
+        writeln!(
+            out,
+            "  {:<9} {:>8} {:>9} {:>9} {:>9} {:>8} {:>17}",
+            kind.name(),
+            k.requests,
+            ms(k.ttft_ms.map(|t| t.p50)),
+            ms(k.ttft_ms.map(|t| t.p99)),
+            ms(k.e2e_ms_p50),
+            k.valid_rate
+                .map_or("-".to_string(), |r| format!("{:.1} %", r * 100.0)),
+            k.valid_rate_ci95
+                .map_or("-".to_string(), |[lo, hi]| format!(
+                    "[{:.1}, {:.1}] %",
+                    lo * 100.0,
+                    hi * 100.0
+                )),
+        )?;
+    }
+    for (kind, k) in &s.per_kind {
+        if let Some(why) = &k.first_invalid {
+            writeln!(out, "  first invalid {}: {why}", kind.name())?;
+        }
+    }
+    if let Some(q) = s.quality_goodput {
+        writeln!(
+            out,
+            "  quality goodput: {q:.2} req/s met every SLO with a valid answer"
+        )?;
+    }
+    Ok(())
+}
+
 fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
     for PointResult {
         summary: s,
@@ -308,6 +349,16 @@ fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
         }
         if !s.per_model.is_empty() {
             write_per_model(out, s)?;
+        }
+        if !s.per_kind.is_empty() {
+            write_per_kind(out, s)?;
+        }
+        if let Some(b) = s.image_bytes_per_request {
+            writeln!(
+                out,
+                "  images: {:.1} KiB per request (PNG; base64 on the wire adds a third)",
+                b / 1024.0
+            )?;
         }
         if let Some(r) = s.prompt_cache_hit_rate {
             writeln!(

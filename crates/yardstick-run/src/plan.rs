@@ -551,9 +551,43 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
             Some(m) => format!("mlperf-{m}"),
             None => mode.to_string(),
         };
+        let models: Option<Vec<(String, f64)>> = target.models.as_ref().map(|ms| {
+            ms.iter()
+                .map(|m| (m.name.clone().unwrap_or_default(), m.weight.unwrap_or(1.0)))
+                .collect()
+        });
+        let request_kinds: Option<Vec<(yardstick_load::kinds::Kind, f64)>> =
+            c.request_kinds.as_ref().map(|ks| {
+                ks.iter()
+                    .filter_map(|k| {
+                        let kind = match k.kind? {
+                            yardstick_spec::RequestKindName::Text => {
+                                yardstick_load::kinds::Kind::Text
+                            }
+                            yardstick_spec::RequestKindName::ToolCall => {
+                                yardstick_load::kinds::Kind::ToolCall
+                            }
+                            yardstick_spec::RequestKindName::Json => {
+                                yardstick_load::kinds::Kind::Json
+                            }
+                        };
+                        Some((kind, k.weight.unwrap_or(1.0)))
+                    })
+                    .collect()
+            });
+        // A mix's points name it as given (`base=0.7,lora-a=0.3`); requests name their own.
+        let model_name = match (&target.model, &models) {
+            (Some(m), _) => m.clone(),
+            (None, Some(ms)) => ms
+                .iter()
+                .map(|(n, w)| format!("{n}={w}"))
+                .collect::<Vec<_>>()
+                .join(","),
+            (None, None) => String::new(),
+        };
         let serve_point = |scenario: String, v: f64, trace: Option<TracePoint>| ServePoint {
             api,
-            model: target.model.clone().unwrap_or_default(),
+            model: model_name.clone(),
             scenario,
             load_mode: PointMode::of(load.mode, c.mlperf),
             load_value: v,
@@ -571,6 +605,11 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
             mlperf: c.mlperf,
             sessions: c.sessions.clone(),
             trace,
+            models: models.clone(),
+            request_kinds: request_kinds.clone(),
+            tools: c.tools.clone(),
+            json_schema: c.json_schema.clone(),
+            images: c.images.clone(),
         };
         let cost = c
             .cost

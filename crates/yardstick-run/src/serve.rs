@@ -529,11 +529,37 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
         );
     // The model of each request, only when the run mixed models (a single model's table is
     // as it always was).
-    if records.iter().any(|r| r.model.is_some()) {
+    let table = if records.iter().any(|r| r.model.is_some()) {
         table.with(
             "model",
             Column::OptStr(records.iter().map(|r| r.model.clone()).collect()),
         )
+    } else {
+        table
+    };
+    let table = if records.iter().any(|r| r.image_bytes.is_some()) {
+        table.with("image_bytes", opt(records, |r| r.image_bytes))
+    } else {
+        table
+    };
+    // The kind of each request and the check of its answer (`valid` is 1 or 0, so
+    // `avg(valid)` is the valid rate), only when the run mixed request kinds.
+    if records.iter().any(|r| r.kind.is_some()) {
+        table
+            .with(
+                "kind",
+                Column::OptStr(
+                    records
+                        .iter()
+                        .map(|r| r.kind.map(|k| k.name().to_string()))
+                        .collect(),
+                ),
+            )
+            .with("valid", opt(records, |r| r.valid.map(u64::from)))
+            .with(
+                "invalid_reason",
+                Column::OptStr(records.iter().map(|r| r.invalid_reason.clone()).collect()),
+            )
     } else {
         table
     }
@@ -657,6 +683,10 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
         r.reasoning_events = u("reasoning_events").unwrap_or(0);
         r.cached_prompt_tokens = u("cached_prompt_tokens");
         r.model = s("model");
+        r.kind = s("kind").and_then(|k| k.parse().ok());
+        r.valid = u("valid").map(|v| v != 0);
+        r.invalid_reason = s("invalid_reason");
+        r.image_bytes = u("image_bytes");
         out.push(r);
     }
     Ok(out)
@@ -756,6 +786,26 @@ pub fn resolve_target_files(
 ) -> Result<Vec<(String, std::path::PathBuf)>, RunError> {
     let mut read: Vec<(String, std::path::PathBuf)> = Vec::new();
     for p in &mut plan.points {
+        if let PointWork::Serve { point, .. } = &mut p.work
+            && point.request_kinds.is_some()
+        {
+            // The tools and schema: resolved and read now (a file that is not JSON or not a
+            // schema refuses the run, exit 2), stored with the run.
+            for file in [&mut point.tools, &mut point.json_schema]
+                .into_iter()
+                .flatten()
+            {
+                let spec_name = file.clone();
+                let abs = crate::resolve_input(base, frozen, "target", &spec_name);
+                *file = abs.display().to_string();
+                if !read.iter().any(|(n, _)| *n == spec_name) {
+                    read.push((spec_name, abs));
+                }
+            }
+            point
+                .kind_mix()
+                .map_err(|e| RunError::Invalid(format!("{}: {e}", p.id)))?;
+        }
         let (ca_cert, tokenizer, dataset, trace) = match &mut p.work {
             PointWork::Serve { point, .. } => (
                 &mut point.ca_cert,

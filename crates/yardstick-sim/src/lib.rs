@@ -23,6 +23,7 @@ pub mod openai;
 pub mod prefix;
 pub mod quality;
 mod stream;
+pub mod structured;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -109,6 +110,9 @@ pub struct SimConfig {
     /// Time to load an adapter that is not loaded, charged to the time to first token of the
     /// request that needs it.
     pub adapter_load: Duration,
+    /// Fraction of structured answers (tool calls, JSON schema) broken on purpose
+    /// ([`structured`]).
+    pub invalid_rate: f64,
 }
 
 impl Default for SimConfig {
@@ -138,6 +142,7 @@ impl Default for SimConfig {
             adapters: 0,
             max_loaded_adapters: 0,
             adapter_load: Duration::ZERO,
+            invalid_rate: 0.0,
         }
     }
 }
@@ -192,6 +197,7 @@ impl Sim {
             ("error rate", cfg.error_rate),
             ("timeout rate", cfg.timeout_rate),
             ("disconnect rate", cfg.disconnect_rate),
+            ("invalid rate", cfg.invalid_rate),
         ] {
             if !(0.0..=1.0).contains(&r) {
                 return Err(SimError::Config(format!(
@@ -424,6 +430,8 @@ async fn handle(
         last_token_ns: None,
         ttft_ms: None,
         e2e_ms: None,
+        structured: None,
+        broken: false,
     };
     let parsed = match openai::parse_request(api, &body) {
         Ok(p) => p,
@@ -553,19 +561,42 @@ async fn handle(
         return Ok(resp);
     }
 
-    let n = cfg
-        .quality
-        .output_tokens(api, parsed.stream, &body, parsed.max_tokens)
-        .unwrap_or_else(|| output_tokens(cfg, &parsed));
-    let finish = if Some(n) == parsed.max_tokens
-        || (parsed.max_tokens.is_none() && n == cfg.default_max_tokens)
-    {
-        "length"
-    } else {
-        "stop"
+    // A structured answer is as long as its object (at most `max_tokens`), and may be broken
+    // on purpose (`invalid_rate`), each on a stream of the request's own.
+    let structured = parsed.structured.as_ref().map(|st| {
+        let broken =
+            cfg.invalid_rate > 0.0 && Rng::new(cfg.seed ^ 0x1bad, seq).unit() < cfg.invalid_rate;
+        rec.structured = Some(match st {
+            structured::Structured::Json { .. } => "json",
+            structured::Structured::Tool { .. } => "tool-call",
+        });
+        rec.broken = broken;
+        Arc::new(structured::answer(
+            st,
+            &mut Rng::new(cfg.seed ^ 0x57c7, seq),
+            seq,
+            parsed.max_tokens.unwrap_or(cfg.default_max_tokens),
+            broken,
+        ))
+    });
+    let n = match &structured {
+        Some(a) => a.pieces.len() as u64,
+        None => cfg
+            .quality
+            .output_tokens(api, parsed.stream, &body, parsed.max_tokens)
+            .unwrap_or_else(|| output_tokens(cfg, &parsed)),
+    };
+    let finish = match &structured {
+        Some(a) => a.finish(),
+        None if Some(n) == parsed.max_tokens
+            || (parsed.max_tokens.is_none() && n == cfg.default_max_tokens) =>
+        {
+            "length"
+        }
+        None => "stop",
     };
     rec.output_tokens = n;
-    let reasoning = if api == Api::Chat {
+    let reasoning = if api == Api::Chat && structured.is_none() {
         cfg.reasoning_tokens.min(n)
     } else {
         0
@@ -593,6 +624,7 @@ async fn handle(
                 finish,
                 include_usage: parsed.include_usage,
                 details,
+                structured: structured.clone(),
             },
             start + ttft,
             rng,
@@ -636,6 +668,7 @@ async fn handle(
             reasoning,
             finish,
             details,
+            structured: structured.as_deref(),
         },
     );
     let body = cfg.quality.rewrite(api, &body, full);

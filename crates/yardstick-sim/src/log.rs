@@ -68,6 +68,12 @@ pub struct LogRecord {
     pub ttft_ms: Option<f64>,
     /// `last_token_ns - received_ns` in milliseconds.
     pub e2e_ms: Option<f64>,
+    /// A structured answer's kind (`json` or `tool-call`); absent for text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<&'static str>,
+    /// The structured answer was broken on purpose (`--invalid-rate`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub broken: bool,
 }
 
 /// The sending half of the log; cheap to clone.

@@ -50,6 +50,8 @@ pub struct ParsedRequest {
     pub include_usage: bool,
     /// `model`, when given as a string.
     pub model: Option<String>,
+    /// A structured answer asked for: `response_format` or `tools` (chat only).
+    pub structured: Option<crate::structured::Structured>,
 }
 
 /// Counts whitespace-separated words: the simulator's tokenizer.
@@ -65,13 +67,41 @@ fn count_content(v: &Value) -> u64 {
             .map(|p| match p {
                 Value::String(s) => count_words(s),
                 Value::Number(_) => 1,
-                Value::Object(o) => o.get("text").map(count_content).unwrap_or(0),
+                Value::Object(o) => match o.get("image_url") {
+                    Some(img) => image_tokens(img.get("url").and_then(Value::as_str).unwrap_or("")),
+                    None => o.get("text").map(count_content).unwrap_or(0),
+                },
                 Value::Array(a) => a.len() as u64,
                 _ => 0,
             })
             .sum(),
         _ => 0,
     }
+}
+
+/// Pixels per side of the patch an image token stands for (Qwen2-VL's 28 × 28).
+pub const IMAGE_PATCH: u32 = 28;
+
+/// Prompt tokens of an image part: one per [`IMAGE_PATCH`]² patch of a PNG data URL, read from
+/// its header (512 × 512 is 19 × 19 = 361 tokens); an image it cannot read counts 0.
+pub fn image_tokens(url: &str) -> u64 {
+    use base64::Engine as _;
+    let Some(b64) = url.strip_prefix("data:image/png;base64,") else {
+        return 0;
+    };
+    // The signature and the IHDR chunk's width and height: the first 24 bytes, 32 characters.
+    let Some(head) = b64.as_bytes().get(..32) else {
+        return 0;
+    };
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(head) else {
+        return 0;
+    };
+    if bytes.len() < 24 || &bytes[..8] != b"\x89PNG\r\n\x1a\n" || &bytes[12..16] != b"IHDR" {
+        return 0;
+    }
+    let w = u32::from_be_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
+    let h = u32::from_be_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);
+    u64::from(w.div_ceil(IMAGE_PATCH)) * u64::from(h.div_ceil(IMAGE_PATCH))
 }
 
 /// Why a request body is refused (the message of a 400 answer).
@@ -177,6 +207,11 @@ pub fn parse_request(api: Api, body: &[u8]) -> Result<ParsedRequest, RequestErro
         stream: obj.get("stream").and_then(Value::as_bool).unwrap_or(false),
         include_usage,
         model: obj.get("model").and_then(Value::as_str).map(str::to_owned),
+        structured: if api == Api::Chat {
+            crate::structured::parse(obj)
+        } else {
+            None
+        },
     })
 }
 
@@ -250,6 +285,49 @@ impl ChunkWriter {
         buf.put_slice(b"}]}\n\n");
     }
 
+    /// A chunk carrying piece `k` of a structured answer: `content`, or a tool call's
+    /// arguments (its first piece also names the call and the tool).
+    pub fn piece(
+        &self,
+        buf: &mut BytesMut,
+        answer: &crate::structured::Answer,
+        k: usize,
+        finish: Option<&str>,
+    ) {
+        let text = Value::String(answer.pieces.get(k).cloned().unwrap_or_default()).to_string();
+        buf.put_slice(&self.head);
+        match &answer.tool {
+            Some((id, name)) => {
+                buf.put_slice(b"{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,");
+                if k == 0 {
+                    let head = serde_json::json!({"id": id, "type": "function"}).to_string();
+                    buf.put_slice(&head.as_bytes()[1..head.len() - 1]);
+                    buf.put_slice(b",\"function\":{\"name\":");
+                    buf.put_slice(Value::String(name.clone()).to_string().as_bytes());
+                    buf.put_slice(b",\"arguments\":");
+                } else {
+                    buf.put_slice(b"\"function\":{\"arguments\":");
+                }
+                buf.put_slice(text.as_bytes());
+                buf.put_slice(b"}}]},\"logprobs\":null,\"finish_reason\":");
+            }
+            None => {
+                buf.put_slice(b"{\"index\":0,\"delta\":{\"content\":");
+                buf.put_slice(text.as_bytes());
+                buf.put_slice(b"},\"logprobs\":null,\"finish_reason\":");
+            }
+        }
+        match finish {
+            Some(f) => {
+                buf.put_u8(b'"');
+                buf.put_slice(f.as_bytes());
+                buf.put_u8(b'"');
+            }
+            None => buf.put_slice(b"null"),
+        }
+        buf.put_slice(b"}]}\n\n");
+    }
+
     /// The usage-only last chunk (`stream_options.include_usage`).
     pub fn usage(&self, buf: &mut BytesMut, prompt: u64, completion: u64, d: &UsageDetails) {
         buf.put_slice(&self.head);
@@ -305,6 +383,8 @@ pub struct Answer<'a> {
     pub finish: &'a str,
     /// Token details of its usage.
     pub details: UsageDetails,
+    /// A structured answer instead of words (chat).
+    pub structured: Option<&'a crate::structured::Answer>,
 }
 
 /// A non-streaming chat or completion response body.
@@ -315,10 +395,22 @@ pub fn full_response(api: Api, id: &str, created: u64, model: &str, a: &Answer<'
         reasoning,
         finish,
         details,
+        structured,
     } = *a;
     let details = &details;
     let text = output_text(completion);
     let choice = match api {
+        Api::Chat if structured.is_some() => {
+            let st = structured.expect("checked");
+            let message = match &st.tool {
+                Some((id, name)) => serde_json::json!({"role": "assistant", "content": null,
+                    "tool_calls": [{"id": id, "type": "function",
+                        "function": {"name": name, "arguments": st.text()}}]}),
+                None => serde_json::json!({"role": "assistant", "content": st.text()}),
+            };
+            serde_json::json!({"index": 0, "message": message, "logprobs": null,
+                "finish_reason": finish})
+        }
         Api::Chat if reasoning > 0 => {
             let thought: String = (0..reasoning).map(token_text).collect();
             let answer: String = (reasoning..completion).map(token_text).collect();
@@ -390,6 +482,28 @@ mod tests {
         assert_eq!(p.prompt_tokens, 4);
         let p = parse_request(Api::Embeddings, br#"{"input":["a b","c"]}"#).unwrap();
         assert_eq!((p.prompt_tokens, p.inputs), (3, 2));
+    }
+
+    #[test]
+    fn image_parts_count_their_patches() {
+        // A 56 × 30 PNG's first 24 bytes: signature, IHDR length and type, width, height.
+        use base64::Engine as _;
+        let mut head = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        head.extend(56u32.to_be_bytes());
+        head.extend(30u32.to_be_bytes());
+        head.extend([8, 2, 0, 0, 0]);
+        let url = format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(&head)
+        );
+        assert_eq!(image_tokens(&url), 2 * 2);
+        let body = serde_json::json!({"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "what is this"},
+            {"type": "image_url", "image_url": {"url": url}}]}]});
+        let p = parse_request(Api::Chat, body.to_string().as_bytes()).unwrap();
+        assert_eq!(p.prompt_tokens, 3 + 4);
+        assert_eq!(image_tokens("https://example.com/cat.png"), 0);
+        assert_eq!(image_tokens("data:image/png;base64,AAAA"), 0);
     }
 
     #[test]

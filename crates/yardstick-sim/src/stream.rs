@@ -117,6 +117,8 @@ pub(crate) struct Shape {
     pub include_usage: bool,
     /// Token details of the usage chunk.
     pub details: crate::openai::UsageDetails,
+    /// A structured answer, streamed piece by piece instead of words.
+    pub structured: Option<Arc<crate::structured::Answer>>,
 }
 
 /// One streamed completion.
@@ -130,6 +132,7 @@ pub struct TokenStream {
     finish: &'static str,
     include_usage: bool,
     details: crate::openai::UsageDetails,
+    structured: Option<Arc<crate::structured::Answer>>,
     deadline: Instant,
     sleep: Pin<Box<Sleep>>,
     rng: Rng,
@@ -166,6 +169,7 @@ impl TokenStream {
             finish: shape.finish,
             include_usage: shape.include_usage,
             details: shape.details,
+            structured: shape.structured,
             deadline: first,
             sleep: Box::pin(tokio::time::sleep_until(first.into())),
             rng,
@@ -213,8 +217,14 @@ impl TokenStream {
         let k = self.next;
         let last = k + 1 == self.n;
         let mut buf = BytesMut::with_capacity(if last { 640 } else { 256 });
-        self.writer
-            .token(&mut buf, k, last.then_some(self.finish), k < self.reasoning);
+        match &self.structured {
+            Some(a) => self
+                .writer
+                .piece(&mut buf, a, k as usize, last.then_some(self.finish)),
+            None => self
+                .writer
+                .token(&mut buf, k, last.then_some(self.finish), k < self.reasoning),
+        }
         let now_ns = self.shared.clock.ns(now);
         if k == 0 {
             self.rec.first_token_ns = Some(now_ns);

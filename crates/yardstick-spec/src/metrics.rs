@@ -295,6 +295,10 @@ pub mod id {
     pub const REASONING_TOKENS: &str = "reasoning_tokens";
     /// `prompt_cache_hit_rate`.
     pub const PROMPT_CACHE_HIT_RATE: &str = "prompt_cache_hit_rate";
+    /// `valid_rate`.
+    pub const VALID_RATE: &str = "valid_rate";
+    /// `quality_goodput`.
+    pub const QUALITY_GOODPUT: &str = "quality_goodput";
     /// `session_duration_s`.
     pub const SESSION_DURATION_S: &str = "session_duration_s";
     /// `sessions`.
@@ -795,6 +799,24 @@ pub const CATALOGUE: &[MetricDef] = &[
         VALUE,
         None,
         "Prompt tokens the server served from its prefix cache over all prompt tokens, from each response's usage.prompt_tokens_details.cached_tokens."
+    ),
+    m!(
+        id::VALID_RATE,
+        "fraction",
+        HigherIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Completed requests of a structured kind (tool call, JSON schema) whose answer was valid: a call of a named tool with arguments that match its parameters, or JSON that matches the schema."
+    ),
+    m!(
+        id::QUALITY_GOODPUT,
+        "req/s",
+        HigherIsBetter,
+        Throughput,
+        VALUE,
+        None,
+        "Requests per second that met every SLO and whose answer was valid (requests of a structured kind; plain text counts as valid)."
     ),
     m!(
         id::SESSION_DURATION_S,

@@ -639,6 +639,19 @@ pub struct ComponentLayer {
     /// Multi-turn sessions instead of single requests (serve): each turn sends the
     /// conversation so far after a think time; `stop.maxRequests` and rates count sessions.
     pub sessions: Option<ServingSessions>,
+    /// Request kinds and their weights (serve, chat): `text`, `tool-call` (the request carries
+    /// `tools`) and `json` (`response_format: json_schema`); every answer of a structured kind
+    /// is checked, and each point reports each kind's valid rate.
+    pub request_kinds: Option<Vec<WeightedKind>>,
+    /// The tools of `tool-call` requests: OpenAI's `tools` array as a JSON file, relative to
+    /// the spec's directory (serve; default one `get_weather` tool). Stored with the run.
+    pub tools: Option<String>,
+    /// The JSON Schema of `json` requests (or OpenAI's `{name, schema}`), a file relative to the
+    /// spec's directory (serve; default a small order object). Stored with the run.
+    pub json_schema: Option<String>,
+    /// Images every request carries after its text (serve, chat): `WxH` or `WxH,COUNT`
+    /// (`512x512`, `1024x768,2`), distinct synthetic PNGs sent as data URLs.
+    pub images: Option<String>,
     /// The command (startup; dataloader, when it is the user's loader speaking the metric
     /// protocol instead of the built-in reader's `source`).
     pub command: Option<Vec<String>>,
@@ -805,6 +818,10 @@ pub struct Target {
     pub api: Option<Api>,
     /// The model name sent in requests.
     pub model: Option<String>,
+    /// A mix of models instead of `model` (serve): each request's model is drawn in proportion
+    /// to the weights (a base model and its LoRA adapters), and each point reports every model
+    /// beside the whole.
+    pub models: Option<Vec<WeightedModel>>,
     /// A `tokenizer.json` for counting tokens when the server does not report usage.
     pub tokenizer: Option<String>,
     /// Name of the environment variable holding the bearer token (the token itself never
@@ -815,6 +832,53 @@ pub struct Target {
     pub ca_cert: Option<String>,
     /// Stream responses (SSE). Default true.
     pub stream: Option<bool>,
+}
+
+/// One model of a mix (`target.models`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct WeightedModel {
+    /// The model name requests send.
+    #[schemars(required)]
+    pub name: Option<String>,
+    /// Its share of the requests (normalised over the mix; default 1).
+    pub weight: Option<f64>,
+}
+
+/// A kind of request (`requestKinds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequestKindName {
+    /// A plain completion.
+    Text,
+    /// A tool call (`tools`, `tool_choice: required`).
+    ToolCall,
+    /// Structured output (`response_format: json_schema`).
+    Json,
+}
+
+impl RequestKindName {
+    /// The name as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestKindName::Text => "text",
+            RequestKindName::ToolCall => "tool-call",
+            RequestKindName::Json => "json",
+        }
+    }
+}
+
+/// One kind of a request mix (`requestKinds`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct WeightedKind {
+    /// `text`, `tool-call` or `json`.
+    #[schemars(required)]
+    pub kind: Option<RequestKindName>,
+    /// Its share of the requests (normalised over the mix; default 1).
+    pub weight: Option<f64>,
 }
 
 /// API flavours.

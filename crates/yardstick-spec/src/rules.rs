@@ -1015,6 +1015,23 @@ fn target_files(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             "check the path; it names a file of conversations (ShareGPT JSON or JSON lines)",
         );
     }
+    if let Some(dir) = cx.base {
+        for (field, key) in [(&c.tools, "tools"), (&c.json_schema, "jsonSchema")] {
+            if let Some(p) = field
+                && !dir.join(p).is_file()
+            {
+                cx.error(
+                    "target-files",
+                    &format!("{base}/{key}"),
+                    format!(
+                        "{key} `{p}` does not exist (paths are relative to the spec's directory, {})",
+                        dir.display()
+                    ),
+                    "check the path; it names a JSON file",
+                );
+            }
+        }
+    }
     let (Some(t), Some(dir)) = (c.target.as_ref(), cx.base) else {
         return;
     };
@@ -1322,14 +1339,181 @@ fn capacity_rules(cx: &mut Ctx<'_, '_>, c: &ComponentLayer, load: &Load, lptr: &
     }
 }
 
+/// The entries of a weighted mix (`target.models`, `requestKinds`): named once, weights above
+/// 0, at least one.
+fn mix_rules(what: &str, ptr: &str, entries: Vec<(String, Option<f64>)>, cx: &mut Ctx<'_, '_>) {
+    if entries.is_empty() {
+        cx.error(
+            "serve-config",
+            ptr,
+            format!("`{what}` is empty"),
+            "name at least one, or remove it",
+        );
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (k, (name, weight)) in entries.iter().enumerate() {
+        if name.trim().is_empty() {
+            cx.error_at_key(
+                "serve-config",
+                &format!("{ptr}/{k}"),
+                format!("`{what}[{k}]` has no name"),
+                "e.g. `{name: lora-a, weight: 0.3}`",
+            );
+        } else if seen.contains(&name.as_str()) {
+            cx.error_at_key(
+                "serve-config",
+                &format!("{ptr}/{k}"),
+                format!("`{name}` is named twice in `{what}`"),
+                "name each once; weights are shares of the requests",
+            );
+        }
+        seen.push(name);
+        if let Some(w) = weight
+            && !(*w > 0.0 && w.is_finite())
+        {
+            cx.error(
+                "serve-config",
+                &format!("{ptr}/{k}/weight"),
+                format!("`{what}[{k}].weight` must be a number above 0, got {w}"),
+                "weights are normalised over the mix: `0.7` and `0.3`, or `7` and `3`",
+            );
+        }
+    }
+}
+
+/// `WxH` or `WxH,COUNT`: sides of 16 to 4096 pixels, 1 to 16 images.
+fn check_images(s: &str) -> Result<(), String> {
+    let (size, count) = s.split_once(',').unwrap_or((s, "1"));
+    let n: u32 = count
+        .trim()
+        .parse()
+        .map_err(|_| format!("the count `{}` is not a whole number", count.trim()))?;
+    if !(1..=16).contains(&n) {
+        return Err(format!("the count must be 1 to 16, got {n}"));
+    }
+    let (w, h) = size
+        .trim()
+        .split_once(['x', 'X'])
+        .ok_or("no `x` between width and height")?;
+    for v in [w, h] {
+        let px: u32 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{}` is not a whole number of pixels", v.trim()))?;
+        if !(16..=4096).contains(&px) {
+            return Err(format!("sides must be 16 to 4096 pixels, got {px}"));
+        }
+    }
+    Ok(())
+}
+
+/// `requestKinds`, `tools` and `jsonSchema` of a serve layer.
+fn serve_kinds(c: &ComponentLayer, base: &str, api: Api, cx: &mut Ctx<'_, '_>) {
+    let kinds: Vec<RequestKindName> = c
+        .request_kinds
+        .iter()
+        .flatten()
+        .filter_map(|k| k.kind)
+        .collect();
+    if let Some(ks) = &c.request_kinds {
+        mix_rules(
+            "requestKinds",
+            &format!("{base}/requestKinds"),
+            ks.iter()
+                .map(|k| {
+                    (
+                        k.kind.map(|k| k.name()).unwrap_or_default().to_string(),
+                        k.weight,
+                    )
+                })
+                .collect(),
+            cx,
+        );
+        let structured = kinds.iter().any(|k| *k != RequestKindName::Text);
+        let why = if !structured {
+            None
+        } else if api != Api::Chat {
+            Some(
+                "tool calls and structured output are chat requests, but the target API is not `chat`",
+            )
+        } else if c.sessions.is_some() {
+            Some("request kinds are single requests; they do not combine with `sessions`")
+        } else if c.mlperf.is_some() {
+            Some("an MLPerf scenario sends plain queries; it does not check answers")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            cx.error_at_key(
+                "serve-config",
+                &format!("{base}/requestKinds"),
+                why.into(),
+                "run the request kinds in a serve layer of their own with `api: chat`",
+            );
+        }
+    }
+    if let Some(img) = &c.images {
+        let why = if api != Api::Chat {
+            Some("images are parts of chat messages, but the target API is not `chat`".to_string())
+        } else if c.sessions.is_some() {
+            Some("images are sent with single requests; they do not combine with `sessions`".into())
+        } else {
+            check_images(img).err()
+        };
+        if let Some(why) = why {
+            cx.error(
+                "serve-config",
+                &format!("{base}/images"),
+                format!("images `{img}`: {why}"),
+                "e.g. `images: 512x512` or `images: 1024x768,2` with `api: chat`",
+            );
+        }
+    }
+    for (field, key, kind) in [
+        (&c.tools, "tools", RequestKindName::ToolCall),
+        (&c.json_schema, "jsonSchema", RequestKindName::Json),
+    ] {
+        if field.is_some() && !kinds.contains(&kind) {
+            cx.error_at_key(
+                "serve-config",
+                &format!("{base}/{key}"),
+                format!(
+                    "`{key}` describes the answers of `{}` requests, but `requestKinds` has none",
+                    kind.name()
+                ),
+                "add the kind to `requestKinds`, or remove it",
+            );
+        }
+    }
+}
+
 fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
     target_files(c, base, cx);
     let api = c.target.as_ref().and_then(|t| t.api).unwrap_or(Api::Chat);
-    if c.target.as_ref().and_then(|t| t.model.as_ref()).is_none() {
-        cx.error_at_key("serve-config", &format!("{base}/target/model"),
+    let models = c.target.as_ref().and_then(|t| t.models.as_ref());
+    match (c.target.as_ref().and_then(|t| t.model.as_ref()), models) {
+        (None, None) => cx.error_at_key("serve-config", &format!("{base}/target/model"),
             "serve layer has no `target.model`: requests must name the model".into(),
-            "add `target: {url: sim, api: chat, model: sim-llama}` (url `sim` starts the bundled simulator)");
+            "add `target: {url: sim, api: chat, model: sim-llama}` (url `sim` starts the bundled simulator)"),
+        (Some(_), Some(_)) => cx.error_at_key(
+            "serve-config",
+            &format!("{base}/target/models"),
+            "`target.model` and `target.models` both name the models".into(),
+            "keep `models` for a mix (`[{name: base, weight: 0.7}, {name: lora-a, weight: 0.3}]`), or `model` for one",
+        ),
+        _ => {}
     }
+    if let Some(ms) = models {
+        mix_rules(
+            "models",
+            &format!("{base}/target/models"),
+            ms.iter()
+                .map(|m| (m.name.clone().unwrap_or_default(), m.weight))
+                .collect(),
+            cx,
+        );
+    }
+    serve_kinds(c, base, api, cx);
     if c.sessions.is_some() {
         if api != Api::Chat {
             cx.error_at_key(
@@ -1604,6 +1788,10 @@ fn eval(spec: &Spec, c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
         ("slo", c.slo.is_some()),
         ("mlperf", c.mlperf.is_some()),
         ("sessions", c.sessions.is_some()),
+        ("requestKinds", c.request_kinds.is_some()),
+        ("tools", c.tools.is_some()),
+        ("jsonSchema", c.json_schema.is_some()),
+        ("images", c.images.is_some()),
         ("command", c.command.is_some()),
     ] {
         if present {

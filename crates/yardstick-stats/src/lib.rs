@@ -31,6 +31,7 @@ pub mod histogram;
 pub mod hypothesis;
 pub mod outliers;
 pub mod percentile;
+pub mod proportion;
 pub mod report;
 mod resample;
 pub mod samples;

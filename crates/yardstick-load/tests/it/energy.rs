@@ -42,6 +42,8 @@ fn bench(url: String, energy: Energy) -> ServeBench {
         },
         model: "m".into(),
         models: None,
+        kinds: None,
+        images: None,
         scenarios: vec!["D(8,10)".into()],
         loads: vec![LoadModel::Concurrency(4)],
         stop: StopRule {

@@ -57,6 +57,8 @@ fn plan(i: u64) -> PlannedRequest {
             output: None,
         },
         body: bytes::Bytes::from_static(br#"{"model":"m","prompt":"2+2="}"#),
+        kind: None,
+        image_bytes: None,
     }
 }
 

@@ -76,6 +76,8 @@ fn plan() -> PlannedRequest {
         body: bytes::Bytes::from_static(
             br#"{"model":"m","messages":[{"role":"user","content":"a b c"}]}"#,
         ),
+        kind: None,
+        image_bytes: None,
     }
 }
 

@@ -118,6 +118,11 @@ pub struct SimArgs {
     /// Time to load an adapter, charged to the time to first token of the request that needs it.
     #[arg(long, default_value_t = 0.0, value_name = "MS", requires = "adapters")]
     pub adapter_load_ms: f64,
+    /// Fraction of structured answers broken on purpose, in [0, 1]: a JSON-schema answer loses
+    /// a required property, a tool call's arguments are cut short (what `bench serve --kind`
+    /// counts as invalid).
+    #[arg(long, default_value_t = 0.0, value_name = "F")]
+    pub invalid_rate: f64,
 }
 
 /// The answer oracle and log-probability model from the flags.
@@ -201,6 +206,7 @@ pub fn run(args: SimArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         adapters: args.adapters,
         max_loaded_adapters: args.max_loaded_adapters.unwrap_or(0),
         adapter_load: ms("adapter-load-ms", args.adapter_load_ms)?,
+        invalid_rate: args.invalid_rate,
     };
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();

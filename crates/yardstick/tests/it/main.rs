@@ -37,6 +37,7 @@ mod profile;
 mod push;
 mod push_hardening;
 mod report_cli;
+mod request_kinds;
 mod run_bottleneck;
 mod run_cli;
 mod run_dataloader;

@@ -37,7 +37,8 @@ yardstick bench serve --url http://localhost:8000 --model m --find-capacity --sl
 yardstick bench serve --url https://api.example.com --model m --bearer-env OPENAI_API_KEY\n  \
 yardstick bench serve --url http://localhost:8000 --model m --output results/ --json\n  \
 yardstick bench serve --url http://localhost:8000 --model m --trace t.csv --trace-format azure\n  \
-yardstick bench serve --url http://localhost:8000 --model base=0.7 --model lora-a=0.3 --json"
+yardstick bench serve --url http://localhost:8000 --model base=0.7 --model lora-a=0.3 --json\n  \
+yardstick bench serve --url http://localhost:8000 --model m --kind tool-call=0.5 --kind json=0.5"
 )]
 pub struct ServeArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000 (`/v1` is added when missing).
@@ -143,6 +144,29 @@ pub struct ServeArgs {
     /// Do not send ignore_eos/min_tokens (for servers that reject them).
     #[arg(long)]
     pub no_ignore_eos: bool,
+    /// Request kind (repeatable, chat only): text, tool-call or json, as KIND or KIND=WEIGHT
+    /// for a mix (`--kind tool-call=0.3 --kind json=0.2 --kind text=0.5`). A tool call sends
+    /// `tools` with `tool_choice: required`, json sends `response_format: {type: json_schema}`;
+    /// each answer is checked (the call names a tool and its arguments match its parameters;
+    /// the JSON matches the schema) and every point reports each kind's valid rate with its
+    /// 95 % interval (`per_kind`) and the quality goodput. Structured kinds do not force their
+    /// output length: max_tokens is the scenario's output length as a ceiling.
+    #[arg(long = "kind", value_name = "KIND[=WEIGHT]")]
+    pub kinds: Vec<String>,
+    /// The tools of --kind tool-call: OpenAI's `tools` array as JSON (or an object with a
+    /// `tools` array). Default: one `get_weather(city, unit)` tool.
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+    /// The JSON Schema of --kind json (or OpenAI's `{name, schema}` wrapper). Default: a small
+    /// order object (id, item, quantity, express, tags).
+    #[arg(long, value_name = "FILE")]
+    pub json_schema: Option<PathBuf>,
+    /// Send COUNT images of W×H pixels with every chat request, after its text, as PNG data
+    /// URLs in `image_url` parts (e.g. 512x512, or 1024x768,2). Every image is distinct (seeded
+    /// by the request), so a server's image cache cannot flatter it; each point reports the
+    /// image bytes per request.
+    #[arg(long, value_name = "WxH[,COUNT]")]
+    pub image: Option<String>,
     /// Give up on a request this long after it was sent, e.g. 600s.
     #[arg(long, default_value = "600s")]
     pub request_timeout: String,
@@ -399,6 +423,35 @@ fn model_mix(items: &[String]) -> anyhow::Result<yardstick_load::plan::ModelMix>
     })
 }
 
+/// The request kinds of `--kind KIND[=WEIGHT]` (repeated) with `--tools` and `--json-schema`;
+/// bad input exits 2 with a hint.
+fn kind_mix(args: &ServeArgs) -> anyhow::Result<Option<Arc<yardstick_load::kinds::KindMix>>> {
+    use yardstick_load::kinds::{KindError, KindFiles, KindMix};
+    if args.kinds.is_empty() {
+        if args.tools.is_some() || args.json_schema.is_some() {
+            return Err(exit::invalid(
+                "--tools and --json-schema describe the answers of --kind tool-call and --kind json",
+                Some("add --kind tool-call or --kind json"),
+            ));
+        }
+        return Ok(None);
+    }
+    let files = KindFiles {
+        tools: args.tools.as_deref(),
+        schema: args.json_schema.as_deref(),
+    };
+    let mix = KindMix::parse(&args.kinds, &files).map_err(|e| {
+        let hint = match e {
+            KindError::File { .. } => None,
+            _ => Some(
+                "each --kind is text, tool-call or json, alone or as KIND=WEIGHT, e.g. --kind tool-call=0.5 --kind text=0.5",
+            ),
+        };
+        exit::invalid(format!("--kind: {e}"), hint)
+    })?;
+    Ok(Some(Arc::new(mix)))
+}
+
 /// Runs the sweep and prints or writes the results.
 pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if !args.merge.is_empty() {
@@ -555,6 +608,16 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             energy: args.energy.then(yardstick_run::serve::energy),
             trace: trace.clone(),
             models: mix.clone().filter(|m| m.is_mix()).map(Arc::new),
+            kinds: kind_mix(&args)?,
+            images: match &args.image {
+                Some(i) => Some(i.parse().map_err(|e| {
+                    exit::invalid(
+                        format!("--image: {e}"),
+                        Some("sides of 16 to 4096 pixels, 1 to 16 images per request"),
+                    )
+                })?),
+                None => None,
+            },
         }
     };
     let scenarios = bench.validate().map_err(exit::lib_error)?;
