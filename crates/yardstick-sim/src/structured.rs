@@ -178,7 +178,7 @@ fn gen_at(schema: &Value, rng: &mut Rng, depth: usize) -> Value {
             let v = (lo + (rng.next_u64() % ((hi - lo) as u64 + 1)) as f64).min(hi);
             json!(v.ceil() as i64)
         }
-        "boolean" => json!(rng.next_u64() % 2 == 0),
+        "boolean" => json!(rng.next_u64().is_multiple_of(2)),
         "null" => Value::Null,
         _ => {
             let w = WORDS[(rng.next_u64() % WORDS.len() as u64) as usize];

@@ -16,7 +16,18 @@ pub fn wilson(k: u64, n: u64, confidence: f64) -> [f64; 2] {
     let denom = 1.0 + z2 / n_f;
     let center = (p + z2 / (2.0 * n_f)) / denom;
     let half = z / denom * (p * (1.0 - p) / n_f + z2 / (4.0 * n_f * n_f)).sqrt();
-    [(center - half).max(0.0), (center + half).min(1.0)]
+    // At the ends the bound is exact (rounding would leave 0.9999999999999999).
+    let lo = if k == 0 {
+        0.0
+    } else {
+        (center - half).max(0.0)
+    };
+    let hi = if k >= n {
+        1.0
+    } else {
+        (center + half).min(1.0)
+    };
+    [lo, hi]
 }
 
 #[cfg(test)]
@@ -35,6 +46,6 @@ mod tests {
         assert!(lo > 0.92 && hi == 1.0, "{lo} {hi}");
         assert_eq!(wilson(0, 0, 0.95), [0.0, 1.0]);
         let [lo, hi] = wilson(0, 10, 0.95);
-        assert!(lo.abs() < 1e-12 && (hi - 0.2775).abs() < 1e-4, "{lo} {hi}");
+        assert!(lo == 0.0 && (hi - 0.2775).abs() < 1e-4, "{lo} {hi}");
     }
 }

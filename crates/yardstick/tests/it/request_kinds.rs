@@ -382,3 +382,85 @@ fn images_are_sent_distinct_counted_by_the_server_and_reported() {
         assert!(err.contains(says), "{bad:?}: {err}");
     }
 }
+
+#[test]
+fn specs_name_mixes_and_kinds_and_bad_ones_are_refused_with_their_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/request-kinds.yaml"
+    ))
+    .unwrap();
+    let validate = |text: &str| {
+        let p = dir.path().join("spec.yaml");
+        std::fs::write(&p, text).unwrap();
+        std::fs::create_dir_all(dir.path().join("data")).unwrap();
+        std::fs::write(dir.path().join("data/tools.json"), "[]").unwrap();
+        Command::new(env!("CARGO_BIN_EXE_yardstick"))
+            .env("NO_COLOR", "1")
+            .args(["validate", p.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let o = validate(&example);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (from, to, says) in [
+        (
+            "          api: chat\n",
+            "          api: completions\n",
+            "target API is not `chat`",
+        ),
+        (
+            "{name: lora-sql, weight: 0.1}",
+            "{name: lora-sql, weight: 0}",
+            "weight` must be a number above 0",
+        ),
+        (
+            "{name: lora-sql, weight: 0.1}",
+            "{name: lora-support, weight: 0.1}",
+            "named twice",
+        ),
+        (
+            "          - {kind: tool-call, weight: 0.4}\n",
+            "",
+            "`tools` describes the answers of `tool-call` requests",
+        ),
+        (
+            "        tools: data/tools.json",
+            "        tools: data/nope.json",
+            "tools `data/nope.json` does not exist",
+        ),
+        (
+            "          api: chat\n",
+            "          api: chat\n          model: sim-llama\n",
+            "`target.model` and `target.models` both",
+        ),
+        (
+            "        tools: data/tools.json",
+            "        tools: data/tools.json\n        images: 8x8",
+            "sides must be 16 to 4096",
+        ),
+    ] {
+        assert!(example.contains(from), "{from}");
+        let o = validate(&example.replacen(from, to, 1));
+        let err =
+            String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(2), "{says}: {err}");
+        assert!(err.contains(says), "{says}: {err}");
+        // Every error names its place in the file.
+        assert!(err.contains("spec.yaml:"), "{err}");
+    }
+    // `run` reads the tools before any work: an empty array is refused, exit 2, nothing run.
+    let p = dir.path().join("spec.yaml");
+    std::fs::write(&p, &example).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_yardstick"))
+        .env("NO_COLOR", "1")
+        .args(["run", p.to_str().unwrap(), "--store"])
+        .arg(dir.path().join("store"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("non-empty array"), "{err}");
+    assert!(!err.contains("[1/3]"), "{err}");
+}
