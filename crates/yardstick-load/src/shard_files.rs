@@ -395,6 +395,7 @@ fn load_level_of(v: &Value) -> Option<LoadLevel> {
     let mode = match v["mode"].as_str()? {
         "concurrency" => "concurrency",
         "rate" => "rate",
+        "trace" => "trace",
         _ => return None,
     };
     Some(LoadLevel {
@@ -504,6 +505,14 @@ pub fn merge_dirs(dirs: &[PathBuf], format: &dyn RecordsFormat) -> Result<Merged
                 m.summary.ttft_ms.as_ref().map(|d| d.mean),
             ));
             m.summary.server_series = readings;
+        }
+        // A replayed trace describes the input every shard split: the first shard's says it.
+        if let Some(t) = shards
+            .first()
+            .map(|s| &s.doc["points"][k]["trace"])
+            .filter(|t| !t.is_null())
+        {
+            m.summary.trace = serde_json::from_value(t.clone()).ok();
         }
         histograms.push(m.histograms);
         results.push(PointResult {

@@ -247,13 +247,14 @@ pub struct Plan {
 
 impl PointWork {
     /// Whether a step of this point is split across an engine's processes (the pods of a group,
-    /// the tasks of a Slurm allocation): serve points (not MLPerf scenarios or capacity
-    /// searches, which run in one process) and command points.
+    /// the tasks of a Slurm allocation): serve points — a replayed trace too, each process
+    /// sending its share on the trace's clock — but not MLPerf scenarios or capacity searches,
+    /// which run in one process; and command points.
     pub fn spans_group(&self) -> bool {
         match self {
             PointWork::Serve {
                 point, capacity, ..
-            } => point.mlperf.is_none() && capacity.is_none() && point.trace.is_none(),
+            } => point.mlperf.is_none() && capacity.is_none(),
             PointWork::Command { .. } => true,
             _ => false,
         }

@@ -417,3 +417,70 @@ fn session_shards_merge_whole_sessions_and_keep_the_servers_metrics() {
     );
     assert!(merged_dir.join("server-metrics-p0.parquet").exists());
 }
+
+#[test]
+fn trace_shards_split_the_trace_and_merge_into_the_whole_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    // 60 requests 20 ms apart; every third shares the first of its two blocks with the others.
+    let trace = dir.path().join("t.jsonl");
+    let lines: Vec<String> = (0..60u64)
+        .map(|k| {
+            format!(
+                r#"{{"at_ms": {}, "input_tokens": {}, "output_tokens": {}, "hash_ids": [{}, {}]}}"#,
+                k * 20,
+                600 + k % 7,
+                3 + k % 4,
+                if k % 3 == 0 { 1 } else { 100 + k },
+                200 + k
+            )
+        })
+        .collect();
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let sim = Sim::start(&["--ttft-ms", "2", "--itl-ms", "1"]);
+    let args = [
+        "--trace",
+        trace.to_str().unwrap(),
+        "--trace-format",
+        "jsonl",
+        "--seed",
+        "5",
+    ];
+    let all_dir = dir.path().join("all");
+    let mut a: Vec<&str> = args.to_vec();
+    a.extend(["--output", all_dir.to_str().unwrap()]);
+    let all = json_of(&serve(&sim.url, &a).output().unwrap());
+    let shards = run_shards(&sim.url, 2, dir.path(), &args);
+    // Each shard replays its share of the trace on the trace's clock.
+    let plan = |rows: &[Value], origin: u64| -> Vec<(u64, u64, Value, u64)> {
+        rows.iter()
+            .map(|r| {
+                (
+                    u(&r["index"]),
+                    u(&r["planned_input_tokens"]),
+                    r["planned_output_tokens"].clone(),
+                    u(&r["scheduled_ns"]) - origin,
+                )
+            })
+            .collect()
+    };
+    let whole = plan(&rows(&all_dir), u(&all["points"][0]["schedule_origin_ns"]));
+    assert_eq!(whole.len(), 60);
+    let mut union = Vec::new();
+    for (d, doc) in &shards {
+        let part = plan(&rows(d), u(&doc["points"][0]["schedule_origin_ns"]));
+        assert_eq!(part.len(), 30, "{}", d.display());
+        union.extend(part);
+    }
+    union.sort_by_key(|p| p.0);
+    // The same requests, lengths and due times (k × 20 ms after the origin, to the nanosecond).
+    assert_eq!(union, whole);
+    assert!(whole.iter().all(|p| p.3 == p.0 * 20_000_000), "{whole:?}");
+    let dirs: Vec<&Path> = shards.iter().map(|(d, _)| d.as_path()).collect();
+    let m = json_of(&merge(&dirs, None));
+    let p = &m["points"][0];
+    assert_eq!(p["requests"]["completed"], 60, "{p}");
+    assert_eq!(p["load"], all["points"][0]["load"], "{p}");
+    // Schedule fidelity of the union: every request's lateness, as the whole run reports it.
+    assert_eq!(p["schedule_lateness_ms"]["count"], 60, "{p}");
+    assert_eq!(p["trace"], all["points"][0]["trace"], "{p}");
+}

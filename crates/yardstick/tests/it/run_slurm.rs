@@ -356,6 +356,57 @@ fn serving_load_is_split_across_the_tasks_and_merged_exactly() {
 }
 
 #[test]
+fn a_trace_is_replayed_in_shards_across_the_tasks_and_merged_whole() {
+    if slurm().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let lines: Vec<String> = (0..40u64)
+        .map(|k| {
+            format!(
+                r#"{{"at_ms": {}, "input_tokens": {}, "output_tokens": 4}}"#,
+                k * 25,
+                20 + k % 5
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("t.jsonl"), lines.join("\n") + "\n").unwrap();
+    let text = layered_spec(
+        "slurm-trace",
+        "    component:
+      - kind: serve
+        target: {url: sim, api: chat, model: sim-llama}
+        load: {mode: trace, trace: {file: t.jsonl, format: jsonl}}
+        stop: {maxDuration: 60s}
+",
+    )
+    .replace(
+        "  layers:",
+        "  execution: {engine: slurm, nodes: 1, tasksPerNode: 2, timeLimit: 10m}\n  layers:",
+    );
+    let spec = dir.path().join("trace.yaml");
+    std::fs::write(&spec, text).unwrap();
+    let o = yardstick()
+        .args(["--json", "run"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    let run = Path::new(v["dir"].as_str().unwrap());
+    let rec = read(&run.join("results/component.0.serve_trace_t/r0.json"));
+    let s = &rec["summary"];
+    // Two shards of the trace, merged into its 40 requests with the trace block.
+    assert_eq!(s["load"]["shards"], 2, "{s}");
+    assert_eq!(s["requests"]["completed"], 40, "{s}");
+    assert_eq!(s["trace"]["requests"], 40, "{s}");
+    assert_eq!(s["schedule_lateness_ms"]["count"], 40, "{s}");
+}
+
+#[test]
 fn the_reference_trainer_trains_one_rank_per_task_and_the_slowest_rank_is_analysed() {
     if slurm().is_none() {
         return;
