@@ -397,6 +397,50 @@ impl Client {
         idle.extend(opened);
     }
 
+    /// One POST of a JSON `body` to `path` at the server's root (`/tokenize`), outside any
+    /// measurement, with the client's authorization: the status and body, or why not.
+    pub async fn post_root(&self, path: &str, body: Bytes) -> Result<(u16, Bytes), String> {
+        let uri: Uri = path.parse().map_err(|e| format!("{path}: {e}"))?;
+        let mut conn = tokio::time::timeout(self.timeout, self.checkout())
+            .await
+            .map_err(|_| "timed out connecting".to_string())?
+            .map_err(|e| e.to_string())?;
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri(uri)
+            .header(header::HOST, self.host.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Full::new(body))
+            .map_err(|e| e.to_string())?;
+        if let Some(a) = &self.auth {
+            req.headers_mut().insert(header::AUTHORIZATION, a.clone());
+        }
+        let Conn {
+            sender,
+            driver,
+            closed,
+            ..
+        } = &mut conn;
+        let call = async {
+            sender.ready().await.map_err(|e| e.to_string())?;
+            let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+            let status = resp.status().as_u16();
+            let bytes = http_body_util::Limited::new(resp.into_body(), 1 << 20)
+                .collect()
+                .await
+                .map_err(|e| e.to_string())?
+                .to_bytes();
+            Ok::<_, String>((status, bytes))
+        };
+        let out = tokio::time::timeout(self.timeout, drive(driver, closed, call))
+            .await
+            .map_err(|_| "timed out".to_string())?;
+        if out.is_ok() {
+            self.checkin(conn);
+        }
+        out
+    }
+
     /// Sends one planned request scheduled at `scheduled` and records what happens. Never
     /// fails: every failure is a classified record.
     pub async fn execute(

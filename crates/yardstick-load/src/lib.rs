@@ -36,6 +36,7 @@ pub mod shard_files;
 pub mod sse;
 pub mod summary;
 pub mod text;
+pub mod tokcount;
 pub mod tokenizer;
 pub mod trace;
 
@@ -161,6 +162,9 @@ pub struct ServeBench {
     /// Images every chat request carries after its text (`--image WxH[,COUNT]`): distinct
     /// synthetic PNGs, their bytes reported ([`images`]).
     pub images: Option<images::ImageSpec>,
+    /// Before each point, count its first prompts at the server's tokenize endpoint, where it
+    /// has one, and report the gap to the planned counts ([`tokcount`]).
+    pub token_check: bool,
 }
 
 /// One finished point.
@@ -430,6 +434,23 @@ impl ServeBench {
                     Some(i) => planner.with_images(i),
                     None => planner,
                 };
+                // The server's own count of the point's first prompts, where it has a tokenize
+                // endpoint (one process's points only: a shard must not delay its start).
+                let token_check = if self.token_check
+                    && self.shard.1 <= 1
+                    && !planner.has_sessions()
+                    && self.client.api != Api::Embeddings
+                {
+                    tokcount::check(
+                        &client,
+                        &self.client.url,
+                        &self.model,
+                        (0..2 * tokcount::SAMPLE as u64).map(|i| planner.request(i)),
+                    )
+                    .await
+                } else {
+                    None
+                };
                 // Energy counters at the start of the point, when asked for and readable.
                 let rapl = self.energy.as_ref().map(power::Energy::open);
                 let energy_start = match &rapl {
@@ -465,6 +486,7 @@ impl ServeBench {
                 };
                 let mut summary =
                     summary::summarize(&label, level, &run.records, &self.slo, run.stop.clone());
+                summary.prompt_token_check = token_check;
                 if let Some(c) = &self.cost {
                     summary.price(c);
                 }

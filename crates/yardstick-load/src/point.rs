@@ -254,6 +254,7 @@ impl ServePoint {
                 None => None,
             },
             kinds: self.kind_mix()?.map(std::sync::Arc::new),
+            token_check: true,
             images: match &self.images {
                 Some(i) => Some(
                     i.parse()

@@ -754,6 +754,10 @@ pub struct PointSummary {
     /// run sent images (`--image`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_bytes_per_request: Option<f64>,
+    /// The server's count of the point's first prompts at its tokenize endpoint beside the
+    /// plan's, where it has one ([`crate::tokcount`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_token_check: Option<crate::tokcount::PromptTokenCheck>,
 }
 
 /// One request kind's part of a point.
@@ -1233,6 +1237,7 @@ fn summarize_refs(
         per_kind: BTreeMap::new(),
         valid_rate: None,
         quality_goodput: None,
+        prompt_token_check: None,
         image_bytes_per_request: {
             let b: Vec<u64> = measured.iter().filter_map(|r| r.image_bytes).collect();
             (!b.is_empty()).then(|| b.iter().sum::<u64>() as f64 / b.len() as f64)

@@ -353,6 +353,16 @@ fn write_points(out: &mut String, points: &[PointResult]) -> std::fmt::Result {
         if !s.per_kind.is_empty() {
             write_per_kind(out, s)?;
         }
+        if let Some(c) = &s.prompt_token_check {
+            match &c.warning {
+                Some(w) => writeln!(out, "  {BOLD}warning{RESET}: {w}")?,
+                None => writeln!(
+                    out,
+                    "  prompt tokens: the server counts {} in {} prompts planned as {} ({:+.1} %)",
+                    c.server_tokens, c.prompts, c.planned_tokens, c.gap_pct
+                )?,
+            }
+        }
         if let Some(b) = s.image_bytes_per_request {
             writeln!(
                 out,

@@ -377,6 +377,7 @@ async fn handle(
                 shared.metrics.render(&shared.cfg.model),
             ));
         }
+        (&Method::POST, "/tokenize") => return Ok(tokenize(req).await),
         (&Method::POST, "/v1/chat/completions") => Api::Chat,
         (&Method::POST, "/v1/completions") => Api::Completions,
         (&Method::POST, "/v1/embeddings") => Api::Embeddings,
@@ -688,6 +689,47 @@ async fn handle(
     shared.metrics.finish(Outcome::Ok);
     shared.log.write(&rec);
     Ok(resp)
+}
+
+/// `POST /tokenize` as vLLM and llama.cpp answer it: the tokens of `prompt` (or llama.cpp's
+/// `content`) by the simulator's count, as `count` and `tokens` (one id per word). Not part of
+/// the served load: counted in no metric and no log line.
+async fn tokenize(req: Request<Incoming>) -> Response<SimBody> {
+    let body = match http_body_util::Limited::new(req.into_body(), MAX_BODY)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                &openai::error_body(
+                    &format!("cannot read body: {e}"),
+                    "invalid_request_error",
+                    400,
+                ),
+            );
+        }
+    };
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let Some(text) = ["prompt", "content"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(serde_json::Value::as_str))
+    else {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            &openai::error_body(
+                "`prompt` (a string) is required",
+                "invalid_request_error",
+                400,
+            ),
+        );
+    };
+    let n = openai::count_words(text);
+    json_response(
+        StatusCode::OK,
+        &serde_json::json!({"count": n, "tokens": (0..n).collect::<Vec<u64>>(), "max_model_len": 0}),
+    )
 }
 
 /// Output tokens for a request: `max_tokens` (or the default), cut at `eos_after` unless the

@@ -43,6 +43,7 @@ fn bench(url: String, energy: Energy) -> ServeBench {
         model: "m".into(),
         models: None,
         kinds: None,
+        token_check: false,
         images: None,
         scenarios: vec!["D(8,10)".into()],
         loads: vec![LoadModel::Concurrency(4)],

@@ -918,3 +918,49 @@ fn a_bad_trace_is_refused_with_its_position() {
         "{err}"
     );
 }
+
+#[test]
+fn the_server_counts_the_prompts_and_a_gap_is_a_warning() {
+    let sim = Sim::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let args = ["--scenario", "D(37,4)", "--max-requests", "6"];
+    // The plan counts words and so does the sim: no gap.
+    let doc = json_of(&bench(&sim.url, &args));
+    let c = &doc["points"][0]["prompt_token_check"];
+    assert_eq!(c["endpoint"], format!("{}/tokenize", sim.url), "{c}");
+    assert_eq!(c["prompts"], 32, "{c}");
+    assert_eq!(c["planned_tokens"], 32 * 37, "{c}");
+    assert_eq!(c["server_tokens"], 32 * 37, "{c}");
+    assert_eq!(c["gap_pct"], 0.0, "{c}");
+    assert!(c.get("warning").is_none(), "{c}");
+    // Planned in BPE tokens, counted in words by the server: the gap is measured and warned of.
+    let tok = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../yardstick-load/corpus/bpe-tokenizer.json"
+    );
+    let mut a = args.to_vec();
+    a.extend(["--tokenizer", tok]);
+    let doc = json_of(&bench(&sim.url, &a));
+    let c = &doc["points"][0]["prompt_token_check"];
+    let gap = c["gap_pct"].as_f64().unwrap();
+    assert!(gap < -5.0, "{c}");
+    let expect = (c["server_tokens"].as_f64().unwrap() - c["planned_tokens"].as_f64().unwrap())
+        / c["planned_tokens"].as_f64().unwrap()
+        * 100.0;
+    assert!((gap - expect).abs() < 1e-9, "{c}");
+    assert!(
+        c["warning"].as_str().unwrap().contains("--tokenizer"),
+        "{c}"
+    );
+    let human = bin()
+        .args(["bench", "serve", "--url", &sim.url, "--model", "sim"])
+        .args(&a)
+        .args(["--color", "never"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("warning: the server counts"), "{text}");
+    // Off when asked.
+    a.push("--no-token-check");
+    let doc = json_of(&bench(&sim.url, &a));
+    assert!(doc["points"][0].get("prompt_token_check").is_none());
+}

@@ -167,6 +167,12 @@ pub struct ServeArgs {
     /// image bytes per request.
     #[arg(long, value_name = "WxH[,COUNT]")]
     pub image: Option<String>,
+    /// Do not count the first prompts of each point at the server's tokenize endpoint
+    /// (`/tokenize` on vLLM, SGLang and llama.cpp). By default, where the server has one, each
+    /// point reports the server's count beside the planned one (`prompt_token_check`) and
+    /// warns when they differ by more than 1 %.
+    #[arg(long)]
+    pub no_token_check: bool,
     /// Give up on a request this long after it was sent, e.g. 600s.
     #[arg(long, default_value = "600s")]
     pub request_timeout: String,
@@ -609,6 +615,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             trace: trace.clone(),
             models: mix.clone().filter(|m| m.is_mix()).map(Arc::new),
             kinds: kind_mix(&args)?,
+            token_check: !args.no_token_check,
             images: match &args.image {
                 Some(i) => Some(i.parse().map_err(|e| {
                     exit::invalid(
