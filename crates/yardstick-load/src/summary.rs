@@ -246,6 +246,23 @@ impl Measured for PointSummary {
                 .map(|v| Measurement::value(id::VALID_RATE, v)),
         );
         out.extend(
+            self.image_bytes_per_request
+                .map(|v| Measurement::value(id::IMAGE_BYTES_PER_REQUEST, v)),
+        );
+        if let Some(c) = &self.prompt_token_check {
+            push_stats(
+                &mut out,
+                id::PROMPT_TOKEN_CHECK,
+                [
+                    ("prompts", Some(c.prompts as f64)),
+                    ("planned_tokens", Some(c.planned_tokens as f64)),
+                    ("server_tokens", Some(c.server_tokens as f64)),
+                    ("gap_pct", Some(c.gap_pct)),
+                    ("max_prompt_gap_pct", Some(c.max_prompt_gap_pct)),
+                ],
+            );
+        }
+        out.extend(
             self.quality_goodput
                 .map(|v| Measurement::value(id::QUALITY_GOODPUT, v)),
         );

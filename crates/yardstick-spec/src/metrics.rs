@@ -297,6 +297,10 @@ pub mod id {
     pub const PROMPT_CACHE_HIT_RATE: &str = "prompt_cache_hit_rate";
     /// `valid_rate`.
     pub const VALID_RATE: &str = "valid_rate";
+    /// `image_bytes_per_request`.
+    pub const IMAGE_BYTES_PER_REQUEST: &str = "image_bytes_per_request";
+    /// `prompt_token_check`.
+    pub const PROMPT_TOKEN_CHECK: &str = "prompt_token_check";
     /// `quality_goodput`.
     pub const QUALITY_GOODPUT: &str = "quality_goodput";
     /// `session_duration_s`.
@@ -808,6 +812,30 @@ pub const CATALOGUE: &[MetricDef] = &[
         VALUE,
         None,
         "Completed requests of a structured kind (tool call, JSON schema) whose answer was valid: a call of a named tool with arguments that match its parameters, or JSON that matches the schema."
+    ),
+    m!(
+        id::IMAGE_BYTES_PER_REQUEST,
+        "bytes",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Mean bytes of the images a request carried (PNG, before base64), when the run sent images (--image)."
+    ),
+    m!(
+        id::PROMPT_TOKEN_CHECK,
+        "tokens",
+        Neither,
+        Descriptive,
+        &[
+            "prompts",
+            "planned_tokens",
+            "server_tokens",
+            "gap_pct",
+            "max_prompt_gap_pct"
+        ],
+        None,
+        "The server's own count of the point's first prompts at its tokenize endpoint beside the plan's: `prompts` counted, their `planned_tokens` and `server_tokens`, and the gap (server − planned) / planned in percent over all (`gap_pct`) and for the prompt furthest off (`max_prompt_gap_pct`). Present where the server has a tokenize endpoint (vLLM, SGLang, llama.cpp); a gap beyond 1 % is a warning."
     ),
     m!(
         id::QUALITY_GOODPUT,

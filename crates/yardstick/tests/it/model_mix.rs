@@ -191,3 +191,62 @@ fn bad_model_mixes_exit_2_with_a_hint() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn models_from_a_file_with_zipf_weights_put_most_requests_on_the_first() {
+    let sim = Sim::start(&["--model", "base", "--ttft-ms", "1", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("adapters.txt");
+    let names: Vec<String> = (0..50).map(|k| format!("lora-{k:02}")).collect();
+    std::fs::write(&file, format!("# fifty adapters\n\n{}\n", names.join("\n"))).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_yardstick"))
+        .args(["--json", "bench", "serve", "--url", &sim.url])
+        .args([
+            "--models-from",
+            file.to_str().unwrap(),
+            "--model-zipf",
+            "1.2",
+        ])
+        .args([
+            "--scenario",
+            "D(5,2)",
+            "--concurrency",
+            "8",
+            "--max-requests",
+            "400",
+        ])
+        .output()
+        .unwrap();
+    let doc = json_of(&o);
+    assert!(
+        doc["model"].as_str().unwrap().starts_with("50 models from"),
+        "{}",
+        doc["model"]
+    );
+    let per = doc["points"][0]["per_model"].as_object().unwrap();
+    let n = |name: &str| per.get(name).map_or(0, |m| m["requests"].as_u64().unwrap());
+    // Zipf(1.2) over 50: the first takes 1/H ≈ 28 % of requests, the second 1/2^1.2 of that;
+    // the first five together about 62 %, far more than the other 45 (about 4.8 sd).
+    let first = n("lora-00");
+    assert!((80..=160).contains(&first), "{first}");
+    assert!(n("lora-01") < first && n("lora-01") > first / 4, "{per:?}");
+    let head: u64 = (0..5).map(|k| n(&names[k])).sum();
+    assert!(head > 400 - head, "head {head}");
+    // Bad input exits 2.
+    std::fs::write(&file, "# nothing\n").unwrap();
+    for (args, says) in [
+        (
+            vec!["--models-from", file.to_str().unwrap()],
+            "no model names",
+        ),
+        (
+            vec!["--models-from", "/nonexistent/x.txt"],
+            "--models-from /nonexistent/x.txt",
+        ),
+    ] {
+        let o = bench("http://127.0.0.1:9", &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+}

@@ -48,8 +48,16 @@ pub struct ServeArgs {
     /// adapters, say): each request's model is drawn from the seed in proportion to the
     /// weights (normalised; a missing weight is 1), and each point reports every model beside
     /// the whole (`per_model`).
-    #[arg(long, value_name = "NAME[=WEIGHT]", required_unless_present_any = ["merge", "point_file"])]
+    #[arg(long, value_name = "NAME[=WEIGHT]", required_unless_present_any = ["merge", "point_file", "models_from"])]
     pub model: Vec<String>,
+    /// Models from FILE, one name per line (`#` comments and blank lines skipped): hundreds of
+    /// LoRA adapters, say. Each has weight 1, or with --model-zipf S the k-th name's weight is
+    /// 1/k^S (a few adapters take most requests, as in production).
+    #[arg(long, value_name = "FILE", conflicts_with = "model")]
+    pub models_from: Option<PathBuf>,
+    /// Zipf exponent of --models-from's weights (S > 0; 1 is classic Zipf).
+    #[arg(long, value_name = "S", requires = "models_from")]
+    pub model_zipf: Option<f64>,
     /// API: chat, completions or embeddings.
     #[arg(long, default_value = "chat")]
     pub api: String,
@@ -412,6 +420,46 @@ fn parse_shard(s: &str) -> anyhow::Result<(u64, u64)> {
         .map_err(|e| exit::invalid(format!("--shard: {e}"), Some("e.g. --shard 0/4")))
 }
 
+/// The models of `--models-from FILE` (one name per line), weighted 1 or by `--model-zipf S`
+/// (the k-th name 1/k^S); bad input exits 2 with a hint.
+fn models_from(path: &Path, zipf: Option<f64>) -> anyhow::Result<yardstick_load::plan::ModelMix> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| exit::invalid(format!("--models-from {}: {e}", path.display()), None))?;
+    let names: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    if names.is_empty() {
+        return Err(exit::invalid(
+            format!("--models-from {}: no model names", path.display()),
+            Some("one model name per line"),
+        ));
+    }
+    if let Some(s) = zipf
+        && !(s > 0.0 && s.is_finite())
+    {
+        return Err(exit::invalid(
+            format!("--model-zipf must be a number above 0, got {s}"),
+            Some("1 is classic Zipf; larger is more skewed"),
+        ));
+    }
+    let pairs = names
+        .iter()
+        .enumerate()
+        .map(|(k, n)| {
+            let w = zipf.map_or(1.0, |s| 1.0 / ((k + 1) as f64).powf(s));
+            (n.to_string(), w)
+        })
+        .collect();
+    yardstick_load::plan::ModelMix::new(pairs).map_err(|e| {
+        exit::invalid(
+            format!("--models-from {}: {e}", path.display()),
+            Some("name each model once"),
+        )
+    })
+}
+
 /// The models of `--model NAME[=WEIGHT]` (repeated); bad input exits 2 with a hint.
 fn model_mix(items: &[String]) -> anyhow::Result<yardstick_load::plan::ModelMix> {
     // A single model without a weight is taken as written (its name may hold `=`).
@@ -473,13 +521,25 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     };
     let mix = match &job {
         Some(_) => None,
-        None => Some(model_mix(&args.model)?),
+        None => Some(match &args.models_from {
+            Some(f) => models_from(f, args.model_zipf)?,
+            None => model_mix(&args.model)?,
+        }),
     };
     let model = match (&job, &mix) {
         (Some(j), _) => j.point.model.clone(),
         (None, Some(m)) if !m.is_mix() => m.names()[0].clone(),
         // A mix: the summary's `model` names it as given; requests name their own.
-        (None, _) => args.model.join(","),
+        (None, _) => match &args.models_from {
+            Some(f) => format!(
+                "{} models from {}{}",
+                mix.as_ref().map_or(0, |m| m.names().len()),
+                f.display(),
+                args.model_zipf
+                    .map_or(String::new(), |s| format!(" (zipf {s})"))
+            ),
+            None => args.model.join(","),
+        },
     };
     let api: Api = match &job {
         Some(j) => j.point.api,
