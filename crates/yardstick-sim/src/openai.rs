@@ -224,6 +224,19 @@ pub fn token_text(k: u64) -> &'static str {
     WORDS[(k % WORDS.len() as u64) as usize]
 }
 
+/// The end of a choice chunk: its finish reason (`null` before the last) and the event's end.
+fn finish_tail(buf: &mut BytesMut, finish: Option<&str>) {
+    match finish {
+        Some(f) => {
+            buf.put_u8(b'"');
+            buf.put_slice(f.as_bytes());
+            buf.put_u8(b'"');
+        }
+        None => buf.put_slice(b"null"),
+    }
+    buf.put_slice(b"}]}\n\n");
+}
+
 /// Writes the fixed parts of one request's SSE chunks once, so each token costs one small copy.
 #[derive(Debug, Clone)]
 pub struct ChunkWriter {
@@ -274,15 +287,7 @@ impl ChunkWriter {
             Api::Chat => buf.put_slice(b"\"},\"logprobs\":null,\"finish_reason\":"),
             _ => buf.put_slice(b"\",\"logprobs\":null,\"finish_reason\":"),
         }
-        match finish {
-            Some(f) => {
-                buf.put_u8(b'"');
-                buf.put_slice(f.as_bytes());
-                buf.put_u8(b'"');
-            }
-            None => buf.put_slice(b"null"),
-        }
-        buf.put_slice(b"}]}\n\n");
+        finish_tail(buf, finish);
     }
 
     /// A chunk carrying piece `k` of a structured answer: `content`, or a tool call's
@@ -317,15 +322,7 @@ impl ChunkWriter {
                 buf.put_slice(b"},\"logprobs\":null,\"finish_reason\":");
             }
         }
-        match finish {
-            Some(f) => {
-                buf.put_u8(b'"');
-                buf.put_slice(f.as_bytes());
-                buf.put_u8(b'"');
-            }
-            None => buf.put_slice(b"null"),
-        }
-        buf.put_slice(b"}]}\n\n");
+        finish_tail(buf, finish);
     }
 
     /// The usage-only last chunk (`stream_options.include_usage`).
