@@ -96,34 +96,38 @@ impl std::fmt::Display for ImageSpec {
     }
 }
 
-/// A PNG of `width × height` whose pixels are seeded by `seed` (see the module docs).
+/// A PNG of `width × height` whose pixels are seeded by `seed` (see the module docs). Integer
+/// arithmetic only: a channel is its seeded base, plus its horizontal and vertical ramps, plus
+/// its block's tint, modulo 256.
 pub fn png(width: u32, height: u32, seed: u64) -> Vec<u8> {
     let mut rng = crate::rng::Rng::new(seed, 0x1A6E);
-    let base: [f32; 3] = std::array::from_fn(|_| (rng.next_u64() % 256) as f32);
-    let dx: [f32; 3] = std::array::from_fn(|_| (rng.unit() as f32 - 0.5) * 160.0);
-    let dy: [f32; 3] = std::array::from_fn(|_| (rng.unit() as f32 - 0.5) * 160.0);
-    let bw = width.div_ceil(16) as usize;
-    let bh = height.div_ceil(16) as usize;
-    let tint: Vec<[u8; 3]> = (0..bw * bh)
+    let base: [i32; 3] = std::array::from_fn(|_| (rng.next_u64() % 256) as i32);
+    let dx: [i32; 3] = std::array::from_fn(|_| (rng.next_u64() % 161) as i32 - 80);
+    let dy: [i32; 3] = std::array::from_fn(|_| (rng.next_u64() % 161) as i32 - 80);
+    let (w, h) = (width as usize, height as usize);
+    let bw = w.div_ceil(16);
+    let tint: Vec<[i32; 3]> = (0..bw * h.div_ceil(16))
         .map(|_| {
             let v = rng.next_u64();
             [
-                (v & 31) as u8,
-                ((v >> 8) & 31) as u8,
-                ((v >> 16) & 31) as u8,
+                (v & 31) as i32,
+                ((v >> 8) & 31) as i32,
+                ((v >> 16) & 31) as i32,
             ]
         })
         .collect();
-    let (w, h) = (width as usize, height as usize);
+    // Each column's horizontal ramp, once.
+    let ramp: Vec<[i32; 3]> = (0..w)
+        .map(|x| std::array::from_fn(|c| dx[c] * x as i32 / w as i32))
+        .collect();
     let mut data = Vec::with_capacity(w * h * 3);
     for y in 0..h {
-        let fy = y as f32 / h as f32;
-        for x in 0..w {
-            let fx = x as f32 / w as f32;
-            let t = &tint[(y / 16) * bw + x / 16];
+        let row: [i32; 3] = std::array::from_fn(|c| base[c] + dy[c] * y as i32 / h as i32);
+        let tints = &tint[(y / 16) * bw..(y / 16 + 1) * bw];
+        for (x, r) in ramp.iter().enumerate() {
+            let t = &tints[x / 16];
             for c in 0..3 {
-                let v = base[c] + dx[c] * fx + dy[c] * fy + f32::from(t[c]);
-                data.push(v.rem_euclid(256.0) as u8);
+                data.push(((row[c] + r[c] + t[c]) & 0xff) as u8);
             }
         }
     }
