@@ -397,6 +397,19 @@ impl Client {
         idle.extend(opened);
     }
 
+    /// A JSON POST to `uri` on this server: its `Host`, and the bearer token when there is one.
+    fn post(&self, uri: Uri) -> http::request::Builder {
+        let b = Request::builder()
+            .method(Method::POST)
+            .uri(uri)
+            .header(header::HOST, self.host.clone())
+            .header(header::CONTENT_TYPE, "application/json");
+        match &self.auth {
+            Some(a) => b.header(header::AUTHORIZATION, a.clone()),
+            None => b,
+        }
+    }
+
     /// One POST of a JSON `body` to `path` at the server's root (`/tokenize`), outside any
     /// measurement, with the client's authorization: the status and body, or why not.
     pub async fn post_root(&self, path: &str, body: Bytes) -> Result<(u16, Bytes), String> {
@@ -405,16 +418,10 @@ impl Client {
             .await
             .map_err(|_| "timed out connecting".to_string())?
             .map_err(|e| e.to_string())?;
-        let mut req = Request::builder()
-            .method(Method::POST)
-            .uri(uri)
-            .header(header::HOST, self.host.clone())
-            .header(header::CONTENT_TYPE, "application/json")
+        let req = self
+            .post(uri)
             .body(Full::new(body))
             .map_err(|e| e.to_string())?;
-        if let Some(a) = &self.auth {
-            req.headers_mut().insert(header::AUTHORIZATION, a.clone());
-        }
         let Conn {
             sender,
             driver,
@@ -489,11 +496,8 @@ impl Client {
                 return rec;
             }
         };
-        let mut req = Request::builder()
-            .method(Method::POST)
-            .uri(self.path.clone())
-            .header(header::HOST, self.host.clone())
-            .header(header::CONTENT_TYPE, "application/json")
+        let req = self
+            .post(self.path.clone())
             .header(
                 header::ACCEPT,
                 if self.stream {
@@ -505,9 +509,6 @@ impl Client {
             .header("x-request-id", rec.request_id.as_str())
             .body(Full::new(plan.body.clone()))
             .expect("request parts are valid");
-        if let Some(a) = &self.auth {
-            req.headers_mut().insert(header::AUTHORIZATION, a.clone());
-        }
         let Conn {
             sender,
             driver,

@@ -75,7 +75,11 @@ pub fn count_of(v: &Value) -> Option<u64> {
 /// The prompt text of a planned request's body: the last message's text (a string, or its
 /// text parts), or the completion prompt.
 pub fn prompt_of(plan: &PlannedRequest) -> Option<String> {
-    let v: Value = serde_json::from_slice(&plan.body).ok()?;
+    prompt_in(&serde_json::from_slice(&plan.body).ok()?)
+}
+
+/// [`prompt_of`] a body already read.
+fn prompt_in(v: &Value) -> Option<String> {
     if let Some(p) = v.get("prompt").and_then(Value::as_str) {
         return Some(p.to_string());
     }
@@ -147,17 +151,17 @@ pub async fn check(
         if counts.len() >= SAMPLE {
             break;
         }
-        let Some(text) = prompt_of(&plan) else {
+        let Ok(v) = serde_json::from_slice::<Value>(&plan.body) else {
+            continue;
+        };
+        let Some(text) = prompt_in(&v) else {
             continue;
         };
         if !seen.insert(text.clone()) {
             continue;
         }
         // The model the request names (a mix names its own), else the run's.
-        let named = serde_json::from_slice::<Value>(&plan.body)
-            .ok()
-            .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_owned));
-        let model = named.as_deref().unwrap_or(model);
+        let model = v.get("model").and_then(Value::as_str).unwrap_or(model);
         let (status, bytes) = client
             .post_root("/tokenize", body(model, &text))
             .await
