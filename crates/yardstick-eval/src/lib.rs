@@ -17,6 +17,7 @@
 pub mod backend;
 pub mod bleu;
 pub mod decoding;
+pub mod mix;
 pub mod perplexity;
 pub mod report;
 pub mod run;
@@ -24,6 +25,7 @@ pub mod score;
 pub mod task;
 
 pub use decoding::Decoding;
+pub use mix::load_mix;
 pub use perplexity::{Perplexity, Shard};
 pub use report::{Comparison, Difference, EvalReport, TaskComparison, TaskResult, compare, wilson};
 pub use run::{RunOptions, run_eval};

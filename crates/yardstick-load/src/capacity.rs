@@ -495,7 +495,7 @@ pub async fn find_capacity(
         axis: cfg.axis.name(),
         unit: cfg.axis.unit(),
         scenario,
-        slo: cfg.slo,
+        slo: cfg.slo.clone(),
         criterion: cfg.criterion,
         confidence: cfg.confidence,
         capacity: held,
@@ -577,8 +577,7 @@ mod tests {
             axis,
             slo: Slo {
                 ttft_ms: Some(200.0),
-                tpot_ms: None,
-                e2e_ms: None,
+                ..Slo::default()
             },
             criterion: Criterion::Percentile(0.9),
             confidence: 0.95,

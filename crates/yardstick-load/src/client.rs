@@ -475,6 +475,7 @@ impl Client {
         let check = plan.kind.as_ref().filter(|k| k.checks());
         if let Some(k) = &plan.kind {
             rec.kind = Some(k.kind());
+            rec.eval_task = k.task().map(|t| t.to_string());
         }
         rec.image_bytes = plan.image_bytes;
         if check.is_some() {

@@ -42,6 +42,9 @@ pub enum Kind {
     /// Structured output: `response_format: {type: json_schema}`; the answer must be JSON that
     /// matches the schema.
     Json,
+    /// An eval item mixed into the load (`--eval-mix`): its answer must be correct by its
+    /// task's scorer. Not a `--kind`: the items come from eval tasks.
+    Eval,
 }
 
 impl Kind {
@@ -51,10 +54,11 @@ impl Kind {
             Kind::Text => "text",
             Kind::ToolCall => "tool-call",
             Kind::Json => "json",
+            Kind::Eval => "eval",
         }
     }
 
-    /// Every kind.
+    /// Every kind `--kind` accepts.
     pub const ALL: [Kind; 3] = [Kind::Text, Kind::ToolCall, Kind::Json];
 }
 
@@ -69,6 +73,7 @@ impl std::str::FromStr for Kind {
     fn from_str(s: &str) -> Result<Kind, KindError> {
         Kind::ALL
             .into_iter()
+            .chain([Kind::Eval])
             .find(|k| k.name() == s)
             .ok_or_else(|| KindError::Unknown(s.to_string()))
     }
@@ -80,6 +85,9 @@ pub enum KindError {
     /// Not a kind.
     #[error("unknown request kind `{0}` (accepted: text, tool-call, json)")]
     Unknown(String),
+    /// `eval` given as a kind.
+    #[error("`eval` is not a --kind: mix eval items into the load with --eval-mix TASKS:SHARE")]
+    EvalIsNotAKind,
     /// The `NAME=WEIGHT` list is wrong.
     #[error("request kinds: {0}")]
     Mix(String),
@@ -112,11 +120,15 @@ struct Tool {
     parameters: jsonschema::Validator,
 }
 
+/// Grades an eval item's answer: `Err` says why it is wrong.
+pub type Grader = dyn Fn(&str) -> Result<(), String> + Send + Sync;
+
 /// How an answer of a kind is checked.
 enum Check {
     Nothing,
     Json(jsonschema::Validator),
     Tools(Vec<Tool>),
+    Grade(Box<Grader>),
 }
 
 /// One kind as requests carry it: the body's extra fields and the check of the answer.
@@ -124,6 +136,8 @@ pub struct RequestKind {
     kind: Kind,
     fields: Vec<(&'static str, Value)>,
     check: Check,
+    /// The eval task of an eval item.
+    task: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for RequestKind {
@@ -182,7 +196,23 @@ impl RequestKind {
             kind: Kind::Text,
             fields: Vec::new(),
             check: Check::Nothing,
+            task: None,
         }
+    }
+
+    /// An eval item of `task` whose answer `grade` judges.
+    pub fn eval(task: Arc<str>, grade: Box<Grader>) -> RequestKind {
+        RequestKind {
+            kind: Kind::Eval,
+            fields: Vec::new(),
+            check: Check::Grade(grade),
+            task: Some(task),
+        }
+    }
+
+    /// The eval task of an eval item.
+    pub fn task(&self) -> Option<&Arc<str>> {
+        self.task.as_ref()
     }
 
     /// Tool calls with `tools` (OpenAI's array of `{type: function, function: {name,
@@ -219,6 +249,7 @@ impl RequestKind {
             kind: Kind::ToolCall,
             fields: vec![("tools", tools), ("tool_choice", json!("required"))],
             check: Check::Tools(checked),
+            task: None,
         })
     }
 
@@ -234,6 +265,7 @@ impl RequestKind {
                        "json_schema": {"name": name, "schema": schema, "strict": true}}),
             )],
             check: Check::Json(validator),
+            task: None,
         })
     }
 
@@ -257,6 +289,7 @@ impl RequestKind {
     pub fn validate(&self, answer: &str, calls: &[ToolCall]) -> Result<(), String> {
         match &self.check {
             Check::Nothing => Ok(()),
+            Check::Grade(grade) => grade(answer),
             Check::Json(v) => {
                 let value: Value = serde_json::from_str(answer.trim())
                     .map_err(|e| format!("the answer is not JSON: {e}"))?;
@@ -343,8 +376,11 @@ impl KindMix {
         let mut kinds = Vec::with_capacity(mix.names().len());
         for name in mix.names() {
             let kind: Kind = name.parse()?;
+            if kind == Kind::Eval {
+                return Err(KindError::EvalIsNotAKind);
+            }
             let built = match kind {
-                Kind::Text => RequestKind::text(),
+                Kind::Text | Kind::Eval => RequestKind::text(),
                 Kind::ToolCall => {
                     let (tools, path) = match files.tools {
                         Some(p) => {

@@ -19,6 +19,7 @@ pub mod capacity;
 pub mod client;
 pub mod corpus;
 mod error;
+pub mod evalmix;
 pub mod images;
 pub mod kinds;
 pub mod merge;
@@ -165,6 +166,9 @@ pub struct ServeBench {
     /// Before each point, count its first prompts at the server's tokenize endpoint, where it
     /// has one, and report the gap to the planned counts ([`tokcount`]).
     pub token_check: bool,
+    /// Eval items mixed into the load (`--eval-mix TASKS:SHARE`): each is graded, and
+    /// summaries report accuracy at every load level ([`PointSummary::accuracy`]).
+    pub eval: Option<Arc<evalmix::EvalMix>>,
 }
 
 /// One finished point.
@@ -215,6 +219,18 @@ impl ServeBench {
                     hint: Some("drop --kind, or --turns/--sessions"),
                 });
             }
+        }
+        if self.eval.is_some() && self.sessions.is_some() {
+            return Err(LoadError::Invalid {
+                message: "eval items are single requests, not sessions".into(),
+                hint: Some("drop --eval-mix, or --turns/--sessions"),
+            });
+        }
+        if self.eval.is_some() && self.client.api == Api::Embeddings {
+            return Err(LoadError::Invalid {
+                message: "eval items ask for answers, but the API is embeddings".into(),
+                hint: Some("use --api chat or --api completions with --eval-mix"),
+            });
         }
         if self.sessions.is_some() && self.client.api != Api::Chat {
             return Err(LoadError::Invalid {
@@ -432,6 +448,10 @@ impl ServeBench {
                 };
                 let planner = match self.images {
                     Some(i) => planner.with_images(i),
+                    None => planner,
+                };
+                let planner = match &self.eval {
+                    Some(e) => planner.with_eval(e.clone()),
                     None => planner,
                 };
                 // The server's own count of the point's first prompts, where it has a tokenize

@@ -141,6 +141,25 @@ pub fn chat_body_messages(
     serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
 }
 
+/// A `/v1/completions` body for `prompt` with `extra` fields (`temperature`, `stop`, ...).
+pub fn completion_body(
+    model: &str,
+    prompt: &str,
+    max_tokens: Option<u64>,
+    opts: &BodyOptions,
+    extra: &[(&str, serde_json::Value)],
+) -> Vec<u8> {
+    use serde_json::{Map, Value, json};
+    let mut m = Map::new();
+    for (k, v) in extra {
+        m.insert((*k).to_string(), v.clone());
+    }
+    m.insert("model".into(), json!(model));
+    m.insert("prompt".into(), json!(prompt));
+    generation_options(&mut m, max_tokens, opts);
+    serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
+}
+
 fn generation_options(
     m: &mut serde_json::Map<String, serde_json::Value>,
     max_tokens: Option<u64>,

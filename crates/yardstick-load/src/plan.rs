@@ -355,6 +355,8 @@ pub struct Planner {
     kinds: Option<Arc<crate::kinds::KindMix>>,
     /// Images every chat request carries after its text.
     images: Option<crate::images::ImageSpec>,
+    /// Eval items mixed into the load.
+    eval: Option<Arc<crate::evalmix::EvalMix>>,
 }
 
 /// A planner's session workload.
@@ -405,6 +407,7 @@ impl Planner {
             mix: None,
             kinds: None,
             images: None,
+            eval: None,
         })
     }
 
@@ -421,6 +424,59 @@ impl Planner {
     pub fn with_kinds(mut self, kinds: Arc<crate::kinds::KindMix>) -> Self {
         self.kinds = (!kinds.is_plain()).then_some(kinds);
         self
+    }
+
+    /// Sends a share of the plan's units as eval items ([`crate::evalmix`]) instead of the
+    /// scenario's (or the dataset's, or the trace's) request: each is graded by its task.
+    pub fn with_eval(mut self, mix: Arc<crate::evalmix::EvalMix>) -> Self {
+        self.eval = Some(mix);
+        self
+    }
+
+    /// The request of eval item `item` as unit `i`: its messages (chat) or their contents
+    /// (completions), temperature 0, the run's seed, the mix's ceiling and stop sequences.
+    fn eval_request(
+        &self,
+        mix: &crate::evalmix::EvalMix,
+        item: &crate::evalmix::EvalItem,
+        i: u64,
+    ) -> PlannedRequest {
+        use serde_json::json;
+        let opts = BodyOptions {
+            force_output: false,
+            ..self.opts.clone()
+        };
+        let mut extra = vec![("temperature", json!(0)), ("seed", json!(self.seed))];
+        if !mix.stop.is_empty() {
+            extra.push(("stop", json!(mix.stop)));
+        }
+        let prompt = item.completion_prompt();
+        let body = match self.api {
+            Api::Completions => openai::completion_body(
+                self.model_for(i),
+                &prompt,
+                Some(mix.max_tokens),
+                &opts,
+                &extra,
+            ),
+            _ => openai::chat_body_messages(
+                self.model_for(i),
+                item.messages.clone(),
+                Some(mix.max_tokens),
+                &opts,
+                &extra,
+            ),
+        };
+        PlannedRequest {
+            index: i,
+            lengths: Lengths {
+                input: self.tokens(&prompt),
+                output: Some(mix.max_tokens),
+            },
+            body: Bytes::from(body),
+            kind: Some(item.kind.clone()),
+            image_bytes: None,
+        }
     }
 
     /// Sends `spec`'s images with every chat request, after its text ([`crate::images`]).
@@ -480,8 +536,16 @@ impl Planner {
         }
     }
 
-    /// The model of plan unit `i` when the plan mixes models (`None` for a single model).
+    /// The model of plan unit `i` when the plan mixes models (`None` for a single model): a
+    /// trace that sends its models names its own ([`crate::trace::Trace::send_models`]).
     pub fn model_of(&self, i: u64) -> Option<&str> {
+        if let Some(t) = self.trace.as_ref().filter(|t| t.models) {
+            let named = usize::try_from(i)
+                .ok()
+                .and_then(|k| t.requests.get(k % t.requests.len().max(1)))
+                .and_then(|r| r.model.as_deref());
+            return Some(named.unwrap_or(&self.model));
+        }
         self.mix.as_ref().map(|m| m.draw(self.seed, i))
     }
 
@@ -713,6 +777,11 @@ impl Planner {
 
     /// Request `i` of the plan.
     pub fn request(&self, i: u64) -> PlannedRequest {
+        if let Some(mix) = &self.eval
+            && let Some(item) = mix.draw(self.seed, i)
+        {
+            return self.eval_request(mix, item, i);
+        }
         if let Some(trace) = &self.trace {
             return self.trace_request(trace, i);
         }

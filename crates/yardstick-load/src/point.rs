@@ -110,6 +110,9 @@ pub struct ServePoint {
     /// A model mix (`target.models`): `[name, weight]` pairs; `model` then names the mix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub models: Option<Vec<(String, f64)>>,
+    /// Objectives of single models of the mix (`target.models[].slo`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub model_slos: std::collections::BTreeMap<String, crate::summary::SloBounds>,
     /// Request kinds (`requestKinds`): `[kind, weight]` pairs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_kinds: Option<Vec<(crate::kinds::Kind, f64)>>,
@@ -122,6 +125,21 @@ pub struct ServePoint {
     /// Images every request carries (`512x512,2`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<String>,
+    /// Eval items mixed into the load (`evalMix`); the caller builds them into the bench
+    /// ([`crate::ServeBench::eval`]): this crate does not read eval tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_mix: Option<EvalMixPoint>,
+}
+
+/// The eval items of a point (`evalMix`): task files resolved before any work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalMixPoint {
+    /// Bundled probe names or task files.
+    pub tasks: Vec<String>,
+    /// The share of requests that are eval items.
+    pub share: f64,
+    /// Maximum output tokens of each item.
+    pub max_tokens: u64,
 }
 
 /// The trace of a `trace` point: the file (resolved before any work), its format and window.
@@ -134,6 +152,12 @@ pub struct TracePoint {
     /// `FROM..TO` after its first request, as the spec wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_window: Option<String>,
+    /// Send each request to the model its line names (`trace.models`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace_models: bool,
+    /// Renames of the trace's models (`trace.modelMap`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub trace_model_map: std::collections::BTreeMap<String, String>,
 }
 
 impl TracePoint {
@@ -142,14 +166,18 @@ impl TracePoint {
     pub fn load(&self) -> Result<crate::trace::Trace, crate::LoadError> {
         let t =
             crate::trace::Trace::load(std::path::Path::new(&self.trace_file), self.trace_format)?;
-        match &self.trace_window {
-            None => Ok(t),
+        let t = match &self.trace_window {
+            None => t,
             Some(w) => {
                 let (from, to) = yardstick_spec::parse_trace_window(w)
                     .map_err(|e| crate::LoadError::Config(format!("trace: {e}")))?;
-                Ok(t.window(from, to)?)
+                t.window(from, to)?
             }
+        };
+        if self.trace_models {
+            return Ok(t.send_models(&self.trace_model_map)?);
         }
+        Ok(t)
     }
 }
 
@@ -212,6 +240,7 @@ impl ServePoint {
             ttft_ms: self.slo_ttft_ms,
             tpot_ms: self.slo_tpot_ms,
             e2e_ms: self.slo_e2e_ms,
+            per_model: self.model_slos.clone(),
         }
     }
 
@@ -255,6 +284,7 @@ impl ServePoint {
             },
             kinds: self.kind_mix()?.map(std::sync::Arc::new),
             token_check: true,
+            eval: None,
             images: match &self.images {
                 Some(i) => Some(
                     i.parse()

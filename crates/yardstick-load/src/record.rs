@@ -112,6 +112,9 @@ pub struct RequestRecord {
     /// Why the answer was not valid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,
+    /// The eval task of an eval item mixed into the load (`--eval-mix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_task: Option<String>,
     /// Bytes of the images the request carried (PNG, before base64), when the run sent images.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image_bytes: Option<u64>,
@@ -228,6 +231,7 @@ impl RequestRecord {
             kind: None,
             valid: None,
             invalid_reason: None,
+            eval_task: None,
             image_bytes: None,
             request_id,
             warmup,

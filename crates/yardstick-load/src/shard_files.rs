@@ -441,12 +441,8 @@ pub fn merge_dirs(dirs: &[PathBuf], format: &dyn RecordsFormat) -> Result<Merged
             }
         }
     }
-    let slo_v = &first["slo"];
-    let slo = Slo {
-        ttft_ms: slo_v[id::TTFT_MS].as_f64(),
-        tpot_ms: slo_v[id::TPOT_MS].as_f64(),
-        e2e_ms: slo_v[id::E2E_MS].as_f64(),
-    };
+    // The objectives as the shards wrote them (models' own included).
+    let slo: Slo = serde_json::from_value(first["slo"].clone()).unwrap_or_default();
     let npoints = first["points"].as_array().map_or(0, Vec::len);
     if let Some((_, dir)) = shards
         .iter()

@@ -245,6 +245,12 @@ impl Measured for PointSummary {
             self.valid_rate
                 .map(|v| Measurement::value(id::VALID_RATE, v)),
         );
+        if let Some(a) = &self.eval_mix {
+            out.push(Measurement::value(id::ACCURACY, a.accuracy));
+            out.push(Measurement::stat(id::ACCURACY_CI, "lo", a.ci95[0]));
+            out.push(Measurement::stat(id::ACCURACY_CI, "hi", a.ci95[1]));
+            out.push(Measurement::value(id::CORRECT, a.correct as f64));
+        }
         out.extend(
             self.image_bytes_per_request
                 .map(|v| Measurement::value(id::IMAGE_BYTES_PER_REQUEST, v)),
@@ -361,7 +367,7 @@ impl Distribution {
 }
 
 /// Service-level objectives a request must meet to count toward goodput.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Slo {
     /// Time to first token, ms.
     pub ttft_ms: Option<f64>,
@@ -369,25 +375,110 @@ pub struct Slo {
     pub tpot_ms: Option<f64>,
     /// End-to-end latency, ms.
     pub e2e_ms: Option<f64>,
+    /// Objectives of single models of a mix (`--model-slo`): each bound set there replaces the
+    /// point's for that model's requests; bounds it leaves unset are the point's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_model: BTreeMap<String, SloBounds>,
 }
 
-impl Slo {
-    /// Whether any objective is set.
-    pub fn is_set(&self) -> bool {
+/// The bounds of one model's objectives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SloBounds {
+    /// Time to first token, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// Time per output token, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
+    /// End-to-end latency, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_ms: Option<f64>,
+}
+
+impl SloBounds {
+    fn is_set(&self) -> bool {
         self.ttft_ms.is_some() || self.tpot_ms.is_some() || self.e2e_ms.is_some()
     }
 
-    /// Whether a successful request meets every objective (a metric that is undefined for the
-    /// request, e.g. TPOT of a one-token answer, does not fail it).
+    /// Parses `NAME:ttft=MS[,tpot=MS][,e2e=MS]` (`--model-slo`): the model and its bounds.
+    pub fn parse_for_model(s: &str) -> Result<(String, SloBounds), String> {
+        let (name, bounds) = s
+            .rsplit_once(':')
+            .filter(|(n, _)| !n.trim().is_empty())
+            .ok_or_else(|| format!("`{s}`: expected MODEL:ttft=MS[,tpot=MS][,e2e=MS]"))?;
+        let mut b = SloBounds::default();
+        for part in bounds.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("`{part}`: expected ttft=MS, tpot=MS or e2e=MS"))?;
+            let v: f64 = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| *v > 0.0 && v.is_finite())
+                .ok_or_else(|| format!("`{part}`: a bound is a positive number of milliseconds"))?;
+            let slot = match k.trim() {
+                "ttft" => &mut b.ttft_ms,
+                "tpot" => &mut b.tpot_ms,
+                "e2e" => &mut b.e2e_ms,
+                other => {
+                    return Err(format!("`{other}` is not an objective (ttft, tpot or e2e)"));
+                }
+            };
+            if slot.replace(v).is_some() {
+                return Err(format!("`{}` is given twice in `{s}`", k.trim()));
+            }
+        }
+        if !b.is_set() {
+            return Err(format!("`{s}` sets no bound"));
+        }
+        Ok((name.trim().to_string(), b))
+    }
+}
+
+impl Slo {
+    /// Whether any objective is set (the point's, or a model's).
+    pub fn is_set(&self) -> bool {
+        self.ttft_ms.is_some()
+            || self.tpot_ms.is_some()
+            || self.e2e_ms.is_some()
+            || self.per_model.values().any(SloBounds::is_set)
+    }
+
+    /// The bounds requests to `model` must meet: the model's own where it sets them, else the
+    /// point's.
+    pub fn for_model(&self, model: Option<&str>) -> SloBounds {
+        let own = model
+            .and_then(|m| self.per_model.get(m))
+            .copied()
+            .unwrap_or_default();
+        SloBounds {
+            ttft_ms: own.ttft_ms.or(self.ttft_ms),
+            tpot_ms: own.tpot_ms.or(self.tpot_ms),
+            e2e_ms: own.e2e_ms.or(self.e2e_ms),
+        }
+    }
+
+    /// Whether a successful request meets every objective of its model (a metric that is
+    /// undefined for the request, e.g. TPOT of a one-token answer, does not fail it).
     pub fn met_by(&self, r: &RequestRecord) -> bool {
         let ok = |limit: Option<f64>, v: Option<f64>| match (limit, v) {
             (Some(l), Some(v)) => v <= l,
             _ => true,
         };
+        let b = if self.per_model.is_empty() {
+            SloBounds {
+                ttft_ms: self.ttft_ms,
+                tpot_ms: self.tpot_ms,
+                e2e_ms: self.e2e_ms,
+            }
+        } else {
+            self.for_model(r.model.as_deref())
+        };
         r.ok()
-            && ok(self.ttft_ms, r.ttft_ms())
-            && ok(self.tpot_ms, r.tpot_ms())
-            && ok(self.e2e_ms, r.e2e_ms())
+            && ok(b.ttft_ms, r.ttft_ms())
+            && ok(b.tpot_ms, r.tpot_ms())
+            && ok(b.e2e_ms, r.e2e_ms())
     }
 }
 
@@ -763,8 +854,22 @@ pub struct PointSummary {
     /// Valid answers over checked answers of every structured kind (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_rate: Option<f64>,
-    /// Requests per second that met every SLO and whose answer was valid (plain text counts
-    /// as valid); absent without a structured kind.
+    /// Correct answers of the eval items mixed into the load (`--eval-mix`), overall and per
+    /// task, with Wilson intervals: accuracy at this load. Its headline figures are also at
+    /// the top of the point as the catalogued `accuracy`, `accuracy_ci` and `correct`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_mix: Option<Accuracy>,
+    /// Correct answers over completed eval items (`eval_mix.accuracy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<f64>,
+    /// The Wilson 95 % interval of `accuracy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy_ci: Option<LoHi>,
+    /// Correct answers of the eval items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correct: Option<u64>,
+    /// Requests per second that met every SLO and whose answer was valid and, for an eval item,
+    /// correct (plain text counts as valid); absent without a structured kind or eval items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality_goodput: Option<f64>,
     /// Mean bytes of images per measured request (PNG, before base64's third more), when the
@@ -775,6 +880,103 @@ pub struct PointSummary {
     /// plan's, where it has one ([`crate::tokcount`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_token_check: Option<crate::tokcount::PromptTokenCheck>,
+}
+
+/// The ends of an interval.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct LoHi {
+    /// Lower end.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+}
+
+/// Accuracy of the eval items of a point.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct Accuracy {
+    /// Completed eval items (failed requests are errors, not wrong answers).
+    pub completed: u64,
+    /// Of them, the correct ones.
+    pub correct: u64,
+    /// `correct / completed`.
+    pub accuracy: f64,
+    /// The Wilson 95 % interval of `accuracy`.
+    pub ci95: [f64; 2],
+    /// Eval items that failed (HTTP errors, timeouts): not counted in `completed`.
+    pub failed: u64,
+    /// Each task's part.
+    pub per_task: BTreeMap<String, TaskAccuracy>,
+}
+
+/// One eval task's part of a point's accuracy.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct TaskAccuracy {
+    /// Completed items of the task.
+    pub completed: u64,
+    /// Of them, the correct ones.
+    pub correct: u64,
+    /// `correct / completed`.
+    pub accuracy: f64,
+    /// The Wilson 95 % interval of `accuracy`.
+    pub ci95: [f64; 2],
+    /// Why the first wrong answer was wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_wrong: Option<String>,
+}
+
+impl Accuracy {
+    /// The accuracy of the measured eval items among `records` (`None` without any completed).
+    fn of(records: &[RequestRecord]) -> Option<Accuracy> {
+        use crate::kinds::Kind;
+        let evals: Vec<&RequestRecord> = records
+            .iter()
+            .filter(|r| !r.warmup && r.kind == Some(Kind::Eval))
+            .collect();
+        let ok: Vec<&RequestRecord> = evals.iter().copied().filter(|r| r.ok()).collect();
+        let completed = ok.len() as u64;
+        if completed == 0 {
+            return None;
+        }
+        let wilson = |c: u64, n: u64| yardstick_stats::proportion::wilson(c, n, 0.95);
+        let correct = ok.iter().filter(|r| r.valid == Some(true)).count() as u64;
+        let mut by_task: BTreeMap<&str, Vec<&RequestRecord>> = BTreeMap::new();
+        for r in &ok {
+            by_task
+                .entry(r.eval_task.as_deref().unwrap_or(""))
+                .or_default()
+                .push(r);
+        }
+        let per_task = by_task
+            .into_iter()
+            .map(|(task, rs)| {
+                let n = rs.len() as u64;
+                let c = rs.iter().filter(|r| r.valid == Some(true)).count() as u64;
+                let first_wrong = rs
+                    .iter()
+                    .filter(|r| r.valid == Some(false))
+                    .min_by_key(|r| r.done_ns)
+                    .and_then(|r| r.invalid_reason.clone());
+                (
+                    task.to_string(),
+                    TaskAccuracy {
+                        completed: n,
+                        correct: c,
+                        accuracy: c as f64 / n as f64,
+                        ci95: wilson(c, n),
+                        first_wrong,
+                    },
+                )
+            })
+            .collect();
+        Some(Accuracy {
+            completed,
+            correct,
+            accuracy: correct as f64 / completed as f64,
+            ci95: wilson(correct, completed),
+            failed: evals.len() as u64 - completed,
+            per_task,
+        })
+    }
 }
 
 /// One request kind's part of a point.
@@ -864,12 +1066,21 @@ pub struct ModelSummary {
     pub output_token_throughput: f64,
     /// Share of the model's measured requests that met every SLO (`null` without an SLO).
     pub slo_attainment: Option<f64>,
+    /// The objectives its requests had to meet, when the model has its own (`--model-slo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<SloBounds>,
 }
 
 impl ModelSummary {
     /// The model's figures from the summary of its requests alone (`part`), the whole point's
     /// duration and the SLO.
-    fn of(part: &PointSummary, records: &[&RequestRecord], duration_s: f64, slo: &Slo) -> Self {
+    fn of(
+        part: &PointSummary,
+        records: &[&RequestRecord],
+        duration_s: f64,
+        slo: &Slo,
+        name: &str,
+    ) -> Self {
         let measured: Vec<&&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
         let out_tokens: u64 = measured
             .iter()
@@ -895,6 +1106,10 @@ impl ModelSummary {
             slo_attainment: (slo.is_set() && requests > 0).then(|| {
                 measured.iter().filter(|r| slo.met_by(r)).count() as f64 / requests as f64
             }),
+            slo: slo
+                .per_model
+                .contains_key(name)
+                .then(|| slo.for_model(Some(name))),
         }
     }
 }
@@ -1065,7 +1280,7 @@ pub fn summarize(
             .into_iter()
             .map(|(name, recs)| {
                 let part = summarize_refs(scenario, load.clone(), &recs, slo, stop_reason.clone());
-                let m = ModelSummary::of(&part, &recs, whole.duration_s, slo);
+                let m = ModelSummary::of(&part, &recs, whole.duration_s, slo, name);
                 (name.to_string(), m)
             })
             .collect();
@@ -1084,11 +1299,21 @@ pub fn summarize(
             .collect();
         let (valid, checked) = whole
             .per_kind
-            .values()
-            .filter_map(|k| k.valid.map(|v| (v, k.completed)))
+            .iter()
+            .filter(|(k, _)| **k != Kind::Eval)
+            .filter_map(|(_, k)| k.valid.map(|v| (v, k.completed)))
             .fold((0, 0), |(a, b), (v, c)| (a + v, b + c));
         whole.valid_rate = (checked > 0).then(|| valid as f64 / checked as f64);
-        if whole.valid_rate.is_some() && whole.duration_s > 0.0 {
+        whole.eval_mix = Accuracy::of(records);
+        if let Some(a) = &whole.eval_mix {
+            whole.accuracy = Some(a.accuracy);
+            whole.accuracy_ci = Some(LoHi {
+                lo: a.ci95[0],
+                hi: a.ci95[1],
+            });
+            whole.correct = Some(a.correct);
+        }
+        if (whole.valid_rate.is_some() || whole.eval_mix.is_some()) && whole.duration_s > 0.0 {
             let good = records
                 .iter()
                 .filter(|r| !r.warmup && r.ok() && r.valid != Some(false))
@@ -1253,6 +1478,10 @@ fn summarize_refs(
         per_model: BTreeMap::new(),
         per_kind: BTreeMap::new(),
         valid_rate: None,
+        eval_mix: None,
+        accuracy: None,
+        accuracy_ci: None,
+        correct: None,
         quality_goodput: None,
         prompt_token_check: None,
         image_bytes_per_request: {

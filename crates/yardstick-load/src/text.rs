@@ -215,6 +215,16 @@ fn write_per_model(out: &mut String, s: &crate::PointSummary) -> std::fmt::Resul
             }
         )?;
     }
+    // Models held to objectives of their own.
+    for (name, m) in &s.per_model {
+        if let Some(b) = &m.slo {
+            let parts: Vec<String> = [("ttft", b.ttft_ms), ("tpot", b.tpot_ms), ("e2e", b.e2e_ms)]
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| format!("{k} ≤ {v} ms")))
+                .collect();
+            writeln!(out, "  slo of {name}: {}", parts.join(", "))?;
+        }
+    }
     Ok(())
 }
 
@@ -246,14 +256,49 @@ fn write_per_kind(out: &mut String, s: &crate::PointSummary) -> std::fmt::Result
         )?;
     }
     for (kind, k) in &s.per_kind {
-        if let Some(why) = &k.first_invalid {
+        if let Some(why) = &k.first_invalid
+            && *kind != crate::kinds::Kind::Eval
+        {
             writeln!(out, "  first invalid {}: {why}", kind.name())?;
+        }
+    }
+    if let Some(a) = &s.eval_mix {
+        let pct = |x: f64| x * 100.0;
+        writeln!(
+            out,
+            "  accuracy under load: {:.1} % [{:.1}, {:.1}] of {} eval items{}",
+            pct(a.accuracy),
+            pct(a.ci95[0]),
+            pct(a.ci95[1]),
+            a.completed,
+            if a.failed > 0 {
+                format!(" ({} more failed)", a.failed)
+            } else {
+                String::new()
+            }
+        )?;
+        if a.per_task.len() > 1 {
+            for (task, t) in &a.per_task {
+                writeln!(
+                    out,
+                    "    {task:<12} {:>5.1} % [{:.1}, {:.1}] of {}",
+                    pct(t.accuracy),
+                    pct(t.ci95[0]),
+                    pct(t.ci95[1]),
+                    t.completed
+                )?;
+            }
+        }
+        for (task, t) in &a.per_task {
+            if let Some(why) = &t.first_wrong {
+                writeln!(out, "  first wrong {task}: {why}")?;
+            }
         }
     }
     if let Some(q) = s.quality_goodput {
         writeln!(
             out,
-            "  quality goodput: {q:.2} req/s met every SLO with a valid answer"
+            "  quality goodput: {q:.2} req/s met every SLO with a valid, correct answer"
         )?;
     }
     Ok(())

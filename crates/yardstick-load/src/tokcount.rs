@@ -151,6 +151,14 @@ pub async fn check(
         if counts.len() >= SAMPLE {
             break;
         }
+        // An eval item's length is not planned: its words are only an estimate.
+        if plan
+            .kind
+            .as_ref()
+            .is_some_and(|k| k.kind() == crate::kinds::Kind::Eval)
+        {
+            continue;
+        }
         let Ok(v) = serde_json::from_slice::<Value>(&plan.body) else {
             continue;
         };

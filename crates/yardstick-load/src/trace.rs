@@ -98,6 +98,9 @@ pub struct Trace {
     pub format: TraceFormat,
     /// Its requests, in arrival order.
     pub requests: Vec<TraceRequest>,
+    /// Send each request to the model its line names ([`Trace::send_models`]) instead of the
+    /// run's model.
+    pub models: bool,
 }
 
 /// A trace that cannot be replayed.
@@ -184,7 +187,66 @@ impl Trace {
             file: path.to_path_buf(),
             format,
             requests,
+            models: false,
         })
+    }
+
+    /// Sends each request to the model its line names (the trace's `model` column as the run's
+    /// model mix), renamed by `map` (`trace name → served name`); lines without a model go to
+    /// the run's model. Refuses a trace that names no model, and a map entry the trace never
+    /// names (a typo would otherwise send production's names to the server).
+    pub fn send_models(
+        mut self,
+        map: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Trace, TraceError> {
+        let named: std::collections::BTreeSet<&str> = self
+            .requests
+            .iter()
+            .filter_map(|r| r.model.as_deref())
+            .collect();
+        let path = self.file.display().to_string();
+        if named.is_empty() {
+            return Err(TraceError::Whole {
+                path,
+                message: "no request names a model: there is no model column to send".into(),
+            });
+        }
+        if let Some(k) = map.keys().find(|k| !named.contains(k.as_str())) {
+            let shown: Vec<&str> = named.iter().take(8).copied().collect();
+            return Err(TraceError::Whole {
+                path,
+                message: format!(
+                    "the model map renames `{k}`, which no request names (the trace names: {})",
+                    shown.join(", ")
+                ),
+            });
+        }
+        for r in &mut self.requests {
+            if let Some(m) = &r.model
+                && let Some(to) = map.get(m)
+            {
+                r.model = Some(to.clone());
+            }
+        }
+        self.models = true;
+        Ok(self)
+    }
+
+    /// `(model, share of requests)` of the models the trace names, most requests first.
+    pub fn model_shares(&self) -> Vec<(String, f64)> {
+        let mut counts: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+        for r in &self.requests {
+            if let Some(m) = &r.model {
+                *counts.entry(m).or_default() += 1;
+            }
+        }
+        let n = self.requests.len().max(1) as f64;
+        let mut out: Vec<(String, f64)> = counts
+            .into_iter()
+            .map(|(m, c)| (m.to_string(), c as f64 / n))
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        out
     }
 
     /// Keeps the requests that arrived in `[from_ms, to_ms)` after the trace's start (either

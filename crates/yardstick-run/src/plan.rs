@@ -607,10 +607,34 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
             sessions: c.sessions.clone(),
             trace,
             models: models.clone(),
+            model_slos: target
+                .models
+                .iter()
+                .flatten()
+                .filter_map(|m| {
+                    let s = m.slo.as_ref()?;
+                    Some((
+                        m.name.clone()?,
+                        yardstick_load::summary::SloBounds {
+                            ttft_ms: s.ttft_ms,
+                            tpot_ms: s.tpot_ms,
+                            e2e_ms: s.e2e_ms,
+                        },
+                    ))
+                })
+                .collect(),
             request_kinds: request_kinds.clone(),
             tools: c.tools.clone(),
             json_schema: c.json_schema.clone(),
             images: c.images.clone(),
+            eval_mix: c
+                .eval_mix
+                .as_ref()
+                .map(|m| yardstick_load::point::EvalMixPoint {
+                    tasks: m.tasks.clone().unwrap_or_default(),
+                    share: m.share.unwrap_or(1.0),
+                    max_tokens: m.max_tokens.unwrap_or(128),
+                }),
         };
         let cost = c
             .cost
@@ -653,6 +677,8 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                             trace_file: file,
                             trace_format: format,
                             trace_window: t.window.clone(),
+                            trace_models: t.models.unwrap_or(false),
+                            trace_model_map: t.model_map.clone().unwrap_or_default(),
                         }),
                     ),
                     capacity: None,

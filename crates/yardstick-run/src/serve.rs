@@ -112,6 +112,7 @@ pub fn run_replicate(
         .map_err(|e| RunError::Workload(e.to_string()))?;
     bench.cost = cost.map(cost_model);
     bench.energy = Some(energy());
+    bench.eval = eval_mix_of(point).map_err(|e| RunError::Workload(e.to_string()))?;
     // The server's own metrics, when its base URL serves them (`/metrics`).
     bench.server_metrics = rt.block_on(yardstick_load::scrape::resolve(
         "auto",
@@ -186,7 +187,7 @@ fn run_capacity(
     };
     let cfg = CapacityConfig {
         axis,
-        slo: bench.slo,
+        slo: bench.slo.clone(),
         criterion: match c.attainment {
             Some(a) => Criterion::Attainment(a),
             None => Criterion::Percentile(c.percentile / 100.0),
@@ -544,6 +545,14 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
     };
     // The kind of each request and the check of its answer (`valid` is 1 or 0, so
     // `avg(valid)` is the valid rate), only when the run mixed request kinds.
+    let table = if records.iter().any(|r| r.eval_task.is_some()) {
+        table.with(
+            "eval_task",
+            Column::OptStr(records.iter().map(|r| r.eval_task.clone()).collect()),
+        )
+    } else {
+        table
+    };
     if records.iter().any(|r| r.kind.is_some()) {
         table
             .with(
@@ -686,6 +695,7 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
         r.kind = s("kind").and_then(|k| k.parse().ok());
         r.valid = u("valid").map(|v| v != 0);
         r.invalid_reason = s("invalid_reason");
+        r.eval_task = s("eval_task");
         r.image_bytes = u("image_bytes");
         out.push(r);
     }
@@ -806,6 +816,25 @@ pub fn resolve_target_files(
                 .kind_mix()
                 .map_err(|e| RunError::Invalid(format!("{}: {e}", p.id)))?;
         }
+        if let PointWork::Serve { point, .. } = &mut p.work
+            && let Some(m) = &mut point.eval_mix
+        {
+            // Task files: resolved, read and checked now (a bad line refuses the run, exit 2,
+            // naming the file and line), stored with the run.
+            for t in &mut m.tasks {
+                if !yardstick_spec::rules::task_is_file(t) {
+                    continue;
+                }
+                let spec_name = t.clone();
+                let abs = crate::resolve_input(base, frozen, "target", &spec_name);
+                *t = abs.display().to_string();
+                if !read.iter().any(|(n, _)| *n == spec_name) {
+                    read.push((spec_name, abs));
+                }
+            }
+            eval_mix_of(point)
+                .map_err(|e| RunError::Invalid(format!("evalMix of {}: {e}", p.id)))?;
+        }
         let (ca_cert, tokenizer, dataset, trace) = match &mut p.work {
             PointWork::Serve { point, .. } => (
                 &mut point.ca_cert,
@@ -863,6 +892,18 @@ pub fn resolve_target_files(
         }
     }
     Ok(read)
+}
+
+/// The eval items of a point's `evalMix` (its task files already resolved), built into what
+/// [`yardstick_load::ServeBench::eval`] sends.
+pub fn eval_mix_of(
+    point: &yardstick_load::point::ServePoint,
+) -> Result<Option<Arc<yardstick_load::evalmix::EvalMix>>, yardstick_eval::EvalError> {
+    let Some(m) = &point.eval_mix else {
+        return Ok(None);
+    };
+    yardstick_eval::load_mix(&m.tasks, m.share, m.max_tokens, Vec::new())
+        .map(|mix| Some(Arc::new(mix)))
 }
 
 /// Writes the server's metrics of each point that scraped them into `dir`, as

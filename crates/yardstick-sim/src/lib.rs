@@ -412,7 +412,16 @@ async fn handle(
     let handled = Instant::now();
     let received = shared.clock.instant(rx.get()).min(handled);
     let seq = shared.seq.fetch_add(1, Ordering::Relaxed);
-    shared.metrics.received.fetch_add(1, Ordering::Relaxed);
+    let before = shared.metrics.received.fetch_add(1, Ordering::Relaxed);
+    // Requests in the server when this one arrived (the answer oracle's `wrong_when_busy`).
+    let busy = before.saturating_sub(
+        shared
+            .metrics
+            .outcomes
+            .iter()
+            .map(|o| o.load(Ordering::Relaxed))
+            .sum(),
+    );
     let request_id = request_id.unwrap_or_else(|| format!("sim-{seq}"));
     let mut rec = LogRecord {
         request_id,
@@ -433,6 +442,7 @@ async fn handle(
         e2e_ms: None,
         structured: None,
         broken: false,
+        oracle: None,
     };
     let parsed = match openai::parse_request(api, &body) {
         Ok(p) => p,
@@ -564,6 +574,21 @@ async fn handle(
 
     // A structured answer is as long as its object (at most `max_tokens`), and may be broken
     // on purpose (`invalid_rate`), each on a stream of the request's own.
+    // The answer oracle's prompts are answered with their answer (right) or filler (wrong),
+    // streamed or not.
+    let verdict = match &parsed.structured {
+        None => cfg.quality.verdict_of(api, &body, busy),
+        Some(_) => None,
+    };
+    rec.oracle = verdict
+        .as_ref()
+        .map(|v| if v.is_some() { "right" } else { "wrong" });
+    let oracle = verdict.flatten().map(|a| {
+        Arc::new(structured::Answer::plain(
+            &a,
+            parsed.max_tokens.unwrap_or(cfg.default_max_tokens),
+        ))
+    });
     let structured = parsed.structured.as_ref().map(|st| {
         let broken =
             cfg.invalid_rate > 0.0 && Rng::new(cfg.seed ^ 0x1bad, seq).unit() < cfg.invalid_rate;
@@ -580,12 +605,10 @@ async fn handle(
             broken,
         ))
     });
+    let structured = structured.or(oracle);
     let n = match &structured {
         Some(a) => a.pieces.len() as u64,
-        None => cfg
-            .quality
-            .output_tokens(api, parsed.stream, &body, parsed.max_tokens)
-            .unwrap_or_else(|| output_tokens(cfg, &parsed)),
+        None => output_tokens(cfg, &parsed),
     };
     let finish = match &structured {
         Some(a) => a.finish(),

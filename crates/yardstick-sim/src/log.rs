@@ -74,6 +74,10 @@ pub struct LogRecord {
     /// The structured answer was broken on purpose (`--invalid-rate`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub broken: bool,
+    /// The answer oracle's verdict on a prompt of its table: `right` or `wrong`; absent for
+    /// other prompts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<&'static str>,
 }
 
 /// The sending half of the log; cheap to clone.

@@ -316,10 +316,15 @@ impl ChunkWriter {
                 buf.put_slice(text.as_bytes());
                 buf.put_slice(b"}}]},\"logprobs\":null,\"finish_reason\":");
             }
-            None => {
+            None if self.api == Api::Chat => {
                 buf.put_slice(b"{\"index\":0,\"delta\":{\"content\":");
                 buf.put_slice(text.as_bytes());
                 buf.put_slice(b"},\"logprobs\":null,\"finish_reason\":");
+            }
+            None => {
+                buf.put_slice(b"{\"index\":0,\"text\":");
+                buf.put_slice(text.as_bytes());
+                buf.put_slice(b",\"logprobs\":null,\"finish_reason\":");
             }
         }
         finish_tail(buf, finish);
@@ -418,6 +423,11 @@ pub fn full_response(api: Api, id: &str, created: u64, model: &str, a: &Answer<'
         Api::Chat => serde_json::json!({"index": 0,
             "message": {"role": "assistant", "content": text},
             "logprobs": null, "finish_reason": finish}),
+        _ if structured.is_some() => {
+            let st = structured.expect("checked");
+            serde_json::json!({"index": 0, "text": st.text(), "logprobs": null,
+                "finish_reason": finish})
+        }
         _ => {
             serde_json::json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish})
         }

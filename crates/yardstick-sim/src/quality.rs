@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::openai::{Api, count_words};
+use crate::openai::Api;
 
 /// The answer oracle and log-probability model (see the module docs).
 #[derive(Debug, Clone)]
@@ -32,6 +32,10 @@ pub struct Quality {
     pub correct_fraction: f64,
     /// Multiplies every echoed log-probability (> 0); perplexity becomes `ppl₁^scale`.
     pub logprob_scale: f64,
+    /// A prompt of the table that arrives while more than this many requests are running or
+    /// waiting is answered wrong (filler), whatever the fraction: accuracy that falls under
+    /// load, for tests of accuracy under load. `None`: load does not matter.
+    pub wrong_when_busy: Option<u64>,
 }
 
 impl Default for Quality {
@@ -40,6 +44,7 @@ impl Default for Quality {
             answers: Arc::new(HashMap::new()),
             correct_fraction: 1.0,
             logprob_scale: 1.0,
+            wrong_when_busy: None,
         }
     }
 }
@@ -176,6 +181,14 @@ impl Quality {
     /// The answer to a request, when the table has its prompt and the prompt is among the
     /// correctly answered share.
     pub fn answer(&self, request: &Value) -> Option<&str> {
+        self.verdict(request, 0).flatten()
+    }
+
+    /// The oracle's verdict on a request that arrived with `busy` requests running or waiting:
+    /// `None` when the table does not have its prompt; `Some(Some(answer))` when it is answered
+    /// right; `Some(None)` when it is answered wrong (outside the correct fraction, or the
+    /// server busier than [`Quality::wrong_when_busy`]).
+    pub fn verdict(&self, request: &Value, busy: u64) -> Option<Option<&str>> {
         if self.answers.is_empty() {
             return None;
         }
@@ -183,7 +196,18 @@ impl Quality {
         let a = self.answers.get(&key)?;
         // The prompt's place in [0, 1): below the fraction is answered right.
         let u = (prompt_hash(&key) >> 11) as f64 / (1u64 << 53) as f64;
-        (u < self.correct_fraction).then_some(a.as_str())
+        let calm = self.wrong_when_busy.is_none_or(|n| busy <= n);
+        Some((u < self.correct_fraction && calm).then_some(a.as_str()))
+    }
+
+    /// The oracle's verdict on a request body (see [`Quality::verdict`]); cheap when the table
+    /// is empty.
+    pub fn verdict_of(&self, api: Api, body: &[u8], busy: u64) -> Option<Option<String>> {
+        if api == Api::Embeddings || self.answers.is_empty() {
+            return None;
+        }
+        let v: Value = serde_json::from_slice(body).ok()?;
+        self.verdict(&v, busy).map(|a| a.map(str::to_string))
     }
 
     /// Whether a request body may concern this module (cheap: no JSON parse when the answer
@@ -192,44 +216,16 @@ impl Quality {
         !self.answers.is_empty() || body.windows(6).any(|w| w == b"\"echo\"")
     }
 
-    /// Output tokens of a non-streamed request the oracle answers (its answer's words, at most
-    /// `max_tokens`); `None` leaves the usual length.
-    pub fn output_tokens(
-        &self,
-        api: Api,
-        stream: bool,
-        body: &[u8],
-        max: Option<u64>,
-    ) -> Option<u64> {
-        if stream || api == Api::Embeddings || !self.applies(body) {
-            return None;
-        }
-        let v: Value = serde_json::from_slice(body).ok()?;
-        let a = self.answer(&v)?;
-        let n = count_words(a).max(1);
-        Some(max.map_or(n, |m| n.min(m)))
-    }
-
-    /// Rewrites a non-streamed response: the oracle's answer as the text, and echoed prompt
-    /// log-probabilities for `/v1/completions` with `echo` + `logprobs`.
+    /// Rewrites a non-streamed response: echoed prompt log-probabilities for
+    /// `/v1/completions` with `echo` + `logprobs` (the oracle's answers are the answer itself,
+    /// streamed or not: see [`Quality::verdict_of`]).
     pub fn rewrite(&self, api: Api, body: &[u8], mut resp: Value) -> Value {
-        if api == Api::Embeddings || !self.applies(body) {
+        if api != Api::Completions || !self.applies(body) {
             return resp;
         }
         let Ok(req) = serde_json::from_slice::<Value>(body) else {
             return resp;
         };
-        if let Some(a) = self.answer(&req) {
-            let words = count_words(a).max(1);
-            match api {
-                Api::Chat => resp["choices"][0]["message"]["content"] = json!(a),
-                _ => resp["choices"][0]["text"] = json!(a),
-            }
-            resp["choices"][0]["finish_reason"] = json!("stop");
-            let prompt = resp["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
-            resp["usage"]["completion_tokens"] = json!(words);
-            resp["usage"]["total_tokens"] = json!(prompt + words);
-        }
         let echo = req.get("echo").and_then(Value::as_bool) == Some(true);
         let logprobs = req
             .get("logprobs")
@@ -309,6 +305,7 @@ pub fn tokens_of(text: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::openai::count_words;
 
     #[test]
     fn tokens_rebuild_the_text_one_per_word() {

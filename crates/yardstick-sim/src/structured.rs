@@ -88,6 +88,26 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// A plain text answer (the answer oracle's), one piece per word with the whitespace
+    /// before it, cut at `max_tokens`.
+    pub fn plain(text: &str, max_tokens: u64) -> Answer {
+        let mut pieces: Vec<String> = crate::quality::tokens_of(text)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        if pieces.is_empty() {
+            pieces.push(String::new());
+        }
+        let max = usize::try_from(max_tokens.max(1)).unwrap_or(usize::MAX);
+        let truncated = pieces.len() > max;
+        pieces.truncate(max);
+        Answer {
+            tool: None,
+            pieces,
+            truncated,
+        }
+    }
+
     /// The whole text.
     pub fn text(&self) -> String {
         self.pieces.concat()

@@ -652,6 +652,9 @@ pub struct ComponentLayer {
     /// Images every request carries after its text (serve, chat): `WxH` or `WxH,COUNT`
     /// (`512x512`, `1024x768,2`), distinct synthetic PNGs sent as data URLs.
     pub images: Option<String>,
+    /// Accuracy under load (serve): a share of the requests are eval items, graded, and each
+    /// point reports its accuracy with a Wilson interval.
+    pub eval_mix: Option<EvalMixSpec>,
     /// The command (startup; dataloader, when it is the user's loader speaking the metric
     /// protocol instead of the built-in reader's `source`).
     pub command: Option<Vec<String>>,
@@ -844,6 +847,9 @@ pub struct WeightedModel {
     pub name: Option<String>,
     /// Its share of the requests (normalised over the mix; default 1).
     pub weight: Option<f64>,
+    /// Objectives of this model's requests: each bound set replaces the layer's `slo` for
+    /// them (an adapter may be allowed a slower first token).
+    pub slo: Option<Slo>,
 }
 
 /// A kind of request (`requestKinds`).
@@ -879,6 +885,22 @@ pub struct WeightedKind {
     pub kind: Option<RequestKindName>,
     /// Its share of the requests (normalised over the mix; default 1).
     pub weight: Option<f64>,
+}
+
+/// Eval items mixed into a serve layer's load (`evalMix`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct EvalMixSpec {
+    /// Bundled probes (`arith`, `format`, `extract`, `code`) or JSONL task files, relative to
+    /// the spec's directory.
+    #[schemars(required)]
+    pub tasks: Option<Vec<String>>,
+    /// The share of requests that are eval items, in (0, 1].
+    #[schemars(required)]
+    pub share: Option<f64>,
+    /// Maximum output tokens of each item, a ceiling (default 128).
+    pub max_tokens: Option<u64>,
 }
 
 /// API flavours.
@@ -930,6 +952,12 @@ pub struct TraceLoad {
     /// Only the requests that arrived in this window of the trace, `FROM..TO` after its first
     /// request (`10m..20m`, `..30s`, `1h..`).
     pub window: Option<String>,
+    /// Send each request to the model its trace line names (the trace's model column as the
+    /// model mix; default false: every request to `target.model`).
+    pub models: Option<bool>,
+    /// Renames of the trace's model names to served ones, `{GPT-4: llama-70b}` (with
+    /// `models: true`).
+    pub model_map: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Trace formats (docs/traces.md).
@@ -1090,7 +1118,7 @@ pub struct ServingCost {
 }
 
 /// Service-level objectives; a request meeting all of them counts toward goodput.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
 pub struct Slo {

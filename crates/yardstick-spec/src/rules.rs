@@ -981,6 +981,32 @@ fn trace_rules(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             "e.g. `window: 10m..20m`, `..30s` or `1h..`",
         );
     }
+    if t.model_map.is_some() && t.models != Some(true) {
+        cx.error_at_key(
+            "load-trace",
+            &format!("{tptr}/modelMap"),
+            "`modelMap` renames the models the trace sends, but `models` is not true".into(),
+            "add `models: true` to send each request to its trace line's model",
+        );
+    }
+    for (from, to) in t.model_map.iter().flatten() {
+        if from.is_empty() || to.is_empty() {
+            cx.error(
+                "load-trace",
+                &format!("{tptr}/modelMap"),
+                "a model map entry has an empty name".into(),
+                "e.g. `modelMap: {GPT-4: llama-70b}`",
+            );
+        }
+    }
+    if t.models == Some(true) && c.target.as_ref().is_some_and(|t| t.models.is_some()) {
+        cx.error_at_key(
+            "load-trace",
+            &format!("{tptr}/models"),
+            "the trace sends its own models; `target.models` would be a second mix".into(),
+            "give `target.model` (for lines without a model), or drop `trace.models`",
+        );
+    }
     for (name, present) in [
         ("mlperf", c.mlperf.is_some()),
         ("sessions", c.sessions.is_some()),
@@ -1487,6 +1513,109 @@ fn serve_kinds(c: &ComponentLayer, base: &str, api: Api, cx: &mut Ctx<'_, '_>) {
     }
 }
 
+/// `evalMix` of a serve layer: tasks that exist, a share in (0, 1], and a load it fits.
+fn serve_eval_mix(c: &ComponentLayer, base: &str, api: Api, cx: &mut Ctx<'_, '_>) {
+    let Some(m) = &c.eval_mix else {
+        return;
+    };
+    let ptr = format!("{base}/evalMix");
+    let why = if api == Api::Embeddings {
+        Some("eval items ask for answers, but the target API is `embeddings`")
+    } else if c.sessions.is_some() {
+        Some("eval items are single requests; they do not combine with `sessions`")
+    } else if c.mlperf.is_some() {
+        Some("an MLPerf scenario sends plain queries; it does not grade answers")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        cx.error_at_key(
+            "serve-config",
+            &ptr,
+            why.into(),
+            "run the eval mix in a serve layer of its own with `api: chat` or `completions`",
+        );
+    }
+    match m.share {
+        Some(s) if s > 0.0 && s <= 1.0 => {}
+        Some(s) => cx.error(
+            "serve-config",
+            &format!("{ptr}/share"),
+            format!(
+                "evalMix.share is {s}; it is the share of requests that are eval items, in (0, 1]"
+            ),
+            "e.g. `share: 0.2`",
+        ),
+        None => cx.error_at_key(
+            "serve-config",
+            &format!("{ptr}/share"),
+            "evalMix has no `share`".into(),
+            "e.g. `evalMix: {tasks: [arith], share: 0.2}`",
+        ),
+    }
+    if m.max_tokens == Some(0) {
+        cx.error(
+            "serve-config",
+            &format!("{ptr}/maxTokens"),
+            "evalMix.maxTokens is 0; an answer needs at least one token".into(),
+            "e.g. `maxTokens: 128` (the default)",
+        );
+    }
+    let tasks = m.tasks.as_deref().unwrap_or_default();
+    if tasks.is_empty() {
+        cx.error_at_key(
+            "serve-config",
+            &format!("{ptr}/tasks"),
+            "evalMix has no tasks".into(),
+            &format!(
+                "e.g. `tasks: [arith, format]` (bundled: {}; or .jsonl files)",
+                BUNDLED_TASKS.join(", ")
+            ),
+        );
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (j, t) in tasks.iter().enumerate() {
+        let tptr = format!("{ptr}/tasks/{j}");
+        if task_is_file(t) {
+            if let Some(dir) = cx.base
+                && !dir.join(t).is_file()
+            {
+                cx.error(
+                    "eval-files",
+                    &tptr,
+                    format!("task file `{t}` does not exist (paths are relative to the spec's directory, {})", dir.display()),
+                    "check the path; task files are JSONL, one item per line (docs/eval.md)",
+                );
+            }
+        } else if !BUNDLED_TASKS.contains(&t.as_str()) {
+            let hint = match crate::diag::did_you_mean(t, BUNDLED_TASKS.iter().copied()) {
+                Some(s) => format!("did you mean `{s}`? a file needs a .jsonl name or a path"),
+                None => format!(
+                    "bundled: {}; a file needs a .jsonl name or a path",
+                    BUNDLED_TASKS.join(", ")
+                ),
+            };
+            cx.error(
+                "eval-config",
+                &tptr,
+                format!("unknown task `{t}`: not a bundled probe, and not a .jsonl file"),
+                &hint,
+            );
+            continue;
+        }
+        let name = task_name(t);
+        if names.contains(&name) {
+            cx.error(
+                "serve-config",
+                &tptr,
+                format!("task `{name}` is in evalMix twice"),
+                "list each task once, or rename one of the files",
+            );
+        }
+        names.push(name);
+    }
+}
+
 fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
     target_files(c, base, cx);
     let api = c.target.as_ref().and_then(|t| t.api).unwrap_or(Api::Chat);
@@ -1514,6 +1643,7 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
         );
     }
     serve_kinds(c, base, api, cx);
+    serve_eval_mix(c, base, api, cx);
     if c.sessions.is_some() {
         if api != Api::Chat {
             cx.error_at_key(
@@ -1692,7 +1822,16 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             );
         }
     }
-    if let Some(slo) = &c.slo {
+    // Each model's own objectives, where the mix gives them.
+    let model_slos = c
+        .target
+        .iter()
+        .filter_map(|t| t.models.as_ref())
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, m)| Some((format!("{base}/target/models/{i}/slo"), m.slo.as_ref()?)));
+    let layer_slo = c.slo.as_ref().map(|s| (format!("{base}/slo"), s));
+    for (at, slo) in layer_slo.into_iter().chain(model_slos) {
         for (name, v) in [
             ("ttftMs", slo.ttft_ms),
             ("tpotMs", slo.tpot_ms),
@@ -1704,7 +1843,7 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             {
                 cx.error(
                     "slo-values",
-                    &format!("{base}/slo/{name}"),
+                    &format!("{at}/{name}"),
                     format!("slo.{name} is {v}; an SLO bound is a positive number of milliseconds"),
                     "e.g. `ttftMs: 500`",
                 );
@@ -1792,6 +1931,7 @@ fn eval(spec: &Spec, c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
         ("tools", c.tools.is_some()),
         ("jsonSchema", c.json_schema.is_some()),
         ("images", c.images.is_some()),
+        ("evalMix", c.eval_mix.is_some()),
         ("command", c.command.is_some()),
     ] {
         if present {

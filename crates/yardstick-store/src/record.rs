@@ -74,6 +74,7 @@ pub fn legacy_figures(summary: &Value) -> Figures {
             "load",
             "units",
             "eval",
+            "eval_mix",
             "custom_metrics",
             "pass",
             "capacity",

@@ -92,8 +92,8 @@ pub struct SimArgs {
     /// Runtime worker threads (default: one per core).
     #[arg(long)]
     pub workers: Option<usize>,
-    /// Answer non-streamed requests whose prompt is in FILE with its answer instead of filler
-    /// (repeatable): JSON lines with `prompt` or `messages` and `answer`, `references` (the
+    /// Answer requests (streamed or not) whose prompt is in FILE with its answer instead of
+    /// filler (repeatable): JSON lines with `prompt` or `messages` and `answer`, `references` (the
     /// first) or `keys` (a JSON object with them) — eval task files work as they are, and a
     /// bundled probe name (arith, format, extract, code) reads that probe.
     #[arg(long, value_name = "FILE|PROBE")]
@@ -102,6 +102,11 @@ pub struct SimArgs {
     /// prompt: lowering it only turns right answers wrong).
     #[arg(long, default_value_t = 1.0, value_name = "F")]
     pub correct_fraction: f64,
+    /// Answer a prompt of the --answers table wrong (filler) when it arrives while more than N
+    /// other requests are in the server: accuracy that falls under load, to test `bench serve
+    /// --eval-mix`. The log's `oracle` field says `right` or `wrong` per request.
+    #[arg(long, value_name = "N", requires = "answers")]
+    pub wrong_when_busy: Option<u64>,
     /// Multiplies the echoed prompt log-probabilities of /v1/completions (echo + logprobs);
     /// perplexity becomes perplexity^S.
     #[arg(long, default_value_t = 1.0, value_name = "S")]
@@ -200,7 +205,10 @@ pub fn run(args: SimArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         embedding_dim: args.embedding_dim,
         seed: args.seed,
         log: args.log,
-        quality: quality(&args.answers, args.correct_fraction, args.logprob_scale)?,
+        quality: yardstick_sim::quality::Quality {
+            wrong_when_busy: args.wrong_when_busy,
+            ..quality(&args.answers, args.correct_fraction, args.logprob_scale)?
+        },
         prefix_cache_tokens: args.prefix_cache_tokens,
         reasoning_tokens: args.reasoning_tokens,
         adapters: args.adapters,

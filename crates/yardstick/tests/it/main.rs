@@ -20,6 +20,7 @@ mod custom_metrics;
 mod dashboard;
 mod dsse_interop;
 mod env_cli;
+mod eval_mix;
 mod eval_perplexity;
 mod eval_real_model;
 mod gate_cli;

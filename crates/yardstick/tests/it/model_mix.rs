@@ -250,3 +250,210 @@ fn models_from_a_file_with_zipf_weights_put_most_requests_on_the_first() {
         assert!(err.contains(says), "{err}");
     }
 }
+
+#[test]
+fn a_model_held_to_its_own_slo_is_counted_by_it_and_others_by_the_points() {
+    // Every first token takes 30 ms: the point's 10 ms objective fails every request, the
+    // 100 ms of model `b` passes all of b's.
+    let sim = Sim::start(&["--ttft-ms", "30", "--itl-ms", "1"]);
+    let doc = json_of(&bench(
+        &sim.url,
+        &[
+            "--json",
+            "--model",
+            "a=0.5",
+            "--model",
+            "b=0.5",
+            "--scenario",
+            "D(8,4)",
+            "--concurrency",
+            "4",
+            "--max-requests",
+            "80",
+            "--slo-ttft-ms",
+            "10",
+            "--model-slo",
+            "b:ttft=100,e2e=1000",
+        ],
+    ));
+    let p = &doc["points"][0];
+    let (a, b) = (&p["per_model"]["a"], &p["per_model"]["b"]);
+    assert_eq!(f(&a["slo_attainment"]), 0.0, "{a}");
+    assert_eq!(f(&b["slo_attainment"]), 1.0, "{b}");
+    assert!(a.get("slo").is_none(), "{a}");
+    assert_eq!(f(&b["slo"]["ttft_ms"]), 100.0, "{b}");
+    assert_eq!(f(&b["slo"]["e2e_ms"]), 1000.0, "{b}");
+    // Goodput counts b's requests alone: its share of the throughput.
+    let goodput = f(&p["goodput"]);
+    let rps = f(&p["request_throughput"]);
+    let b_share = b["completed"].as_u64().unwrap() as f64 / 80.0;
+    assert!(
+        (goodput / rps - b_share).abs() < 0.02,
+        "goodput {goodput} of {rps} req/s, b's share {b_share}"
+    );
+    // The objectives travel with the results.
+    assert_eq!(
+        f(&doc["slo"]["per_model"]["b"]["ttft_ms"]),
+        100.0,
+        "{}",
+        doc["slo"]
+    );
+
+    // The human table says which model has its own.
+    let o = bench(
+        &sim.url,
+        &[
+            "--model",
+            "a=0.5",
+            "--model",
+            "b=0.5",
+            "--max-requests",
+            "8",
+            "--slo-ttft-ms",
+            "10",
+            "--model-slo",
+            "b:ttft=100",
+        ],
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("slo of b: ttft ≤ 100 ms"), "{text}");
+
+    // Bad objectives exit 2 with a hint.
+    for (bad, says) in [
+        ("c:ttft=5", "`c` is not one the run sends"),
+        ("b:speed=5", "`speed` is not an objective"),
+        ("b:ttft=-1", "positive number"),
+        ("b:ttft=5,ttft=6", "given twice"),
+        ("b", "expected MODEL:ttft=MS"),
+    ] {
+        let o = bench(
+            "http://127.0.0.1:9",
+            &[
+                "--model",
+                "a",
+                "--model",
+                "b",
+                "--model-slo",
+                bad,
+                "--max-requests",
+                "1",
+            ],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+}
+
+/// A BurstGPT trace names a model per request: `--trace-models` sends each to it, renamed by
+/// `--trace-model-map`, and reports them per model. The simulator serves `small` and one adapter
+/// slot for any other name (a second one is answered 404): with the map every request succeeds,
+/// without it production's two names reach the server and the second fails.
+#[test]
+fn a_traces_model_column_is_the_mix_renamed_to_the_served_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("burst.csv");
+    let mut text =
+        String::from("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n");
+    for i in 0..30 {
+        let model = match i {
+            29 => "",
+            _ if i % 3 == 2 => "GPT-4",
+            _ => "ChatGPT",
+        };
+        text.push_str(&format!(
+            "{:.2},{model},16,4,20,API log\n",
+            f64::from(i) * 0.02
+        ));
+    }
+    std::fs::write(&trace, text).unwrap();
+    let sim = Sim::start(&[
+        "--model",
+        "small",
+        "--adapters",
+        "1",
+        "--ttft-ms",
+        "2",
+        "--itl-ms",
+        "1",
+    ]);
+    let t = trace.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--json",
+            "--model",
+            "small",
+            "--trace",
+            t,
+            "--trace-format",
+            "burstgpt",
+            "--trace-models",
+        ];
+        args.extend(extra);
+        bench(&sim.url, &args)
+    };
+    let o = run(&[
+        "--trace-model-map",
+        "GPT-4=big",
+        "--trace-model-map",
+        "ChatGPT=small",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(err.contains("trace models: small 67 %, big 30 %"), "{err}");
+    let doc = json_of(&o);
+    let p = &doc["points"][0];
+    assert_eq!(p["requests"]["failed"].as_u64(), Some(0), "{p}");
+    let per = &p["per_model"];
+    // 20 ChatGPT lines and the one without a model go to `small`; 9 GPT-4 lines to `big`.
+    assert_eq!(per["small"]["requests"].as_u64(), Some(21), "{per}");
+    assert_eq!(per["big"]["requests"].as_u64(), Some(9), "{per}");
+    assert_eq!(per.as_object().unwrap().len(), 2, "{per}");
+
+    // Unmapped, production's names reach the server: one takes the adapter slot, the other is
+    // not served.
+    let doc = json_of(&run(&[]));
+    let p = &doc["points"][0];
+    assert!(p["requests"]["failed"].as_u64().unwrap() > 0, "{p}");
+
+    // A map entry the trace never names, a map without --trace-models, a trace without models.
+    let o = run(&["--trace-model-map", "GPT-5=big"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("renames `GPT-5`, which no request names"));
+    let o = bench(
+        &sim.url,
+        &[
+            "--model",
+            "small",
+            "--trace",
+            t,
+            "--trace-format",
+            "burstgpt",
+            "--trace-model-map",
+            "a=b",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let plain = dir.path().join("plain.jsonl");
+    std::fs::write(
+        &plain,
+        "{\"at_ms\": 0, \"input_tokens\": 8, \"output_tokens\": 2}\n",
+    )
+    .unwrap();
+    let o = bench(
+        &sim.url,
+        &[
+            "--model",
+            "small",
+            "--trace",
+            plain.to_str().unwrap(),
+            "--trace-models",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no request names a model"));
+}

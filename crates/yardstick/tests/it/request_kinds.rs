@@ -411,14 +411,19 @@ fn specs_name_mixes_and_kinds_and_bad_ones_are_refused_with_their_place() {
             "target API is not `chat`",
         ),
         (
-            "{name: lora-sql, weight: 0.1}",
-            "{name: lora-sql, weight: 0}",
+            "{name: lora-sql, weight: 0.1",
+            "{name: lora-sql, weight: 0",
             "weight` must be a number above 0",
         ),
         (
-            "{name: lora-sql, weight: 0.1}",
-            "{name: lora-support, weight: 0.1}",
+            "{name: lora-sql, weight: 0.1",
+            "{name: lora-support, weight: 0.1",
             "named twice",
+        ),
+        (
+            "slo: {ttftMs: 800}",
+            "slo: {ttftMs: -5}",
+            "slo.ttftMs is -5",
         ),
         (
             "          - {kind: tool-call, weight: 0.4}\n",

@@ -51,7 +51,7 @@ pub fn find_capacity(
     });
     let cfg = CapacityConfig {
         axis,
-        slo: bench.slo,
+        slo: bench.slo.clone(),
         criterion,
         confidence: args.confidence,
         start,

@@ -107,6 +107,15 @@ pub struct ServeArgs {
     /// first request (durations: 10m..20m, ..30s, 1h..).
     #[arg(long, value_name = "FROM..TO", requires = "trace")]
     pub trace_window: Option<String>,
+    /// Send each request to the model its trace line names (BurstGPT's `Model`, our JSON lines'
+    /// `model`) — the trace's model column as the model mix, reported per model — instead of
+    /// --model (which lines without a model still get).
+    #[arg(long, requires = "trace")]
+    pub trace_models: bool,
+    /// Rename a model of the trace to the one the server serves (repeatable), e.g.
+    /// `--trace-model-map GPT-4=llama-70b`.
+    #[arg(long, value_name = "FROM=TO", requires = "trace_models")]
+    pub trace_model_map: Vec<String>,
     /// Prompts from a dataset: JSON lines ({"prompt": ..}) or ShareGPT JSON. Output lengths
     /// come from the scenario when it forces them (D, N, U(..)/(..)), else from the dataset.
     #[arg(long, value_name = "FILE")]
@@ -143,6 +152,12 @@ pub struct ServeArgs {
     /// SLO on end-to-end latency, ms (for goodput).
     #[arg(long)]
     pub slo_e2e_ms: Option<f64>,
+    /// Objectives of one model of a mix (repeatable): MODEL:ttft=MS[,tpot=MS][,e2e=MS], e.g.
+    /// `--model-slo lora-a:ttft=800`. Each bound given replaces the point's (--slo-*) for that
+    /// model's requests — in goodput, SLO attainment, the capacity search and each model's
+    /// `slo_attainment` in `per_model`; bounds not given are the point's.
+    #[arg(long = "model-slo", value_name = "MODEL:ttft=MS[,tpot=MS][,e2e=MS]")]
+    pub model_slos: Vec<String>,
     /// Write raw per-request records (requests.parquet and requests.jsonl) and summary.json to DIR.
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,
@@ -181,6 +196,18 @@ pub struct ServeArgs {
     /// warns when they differ by more than 1 %.
     #[arg(long)]
     pub no_token_check: bool,
+    /// Accuracy under load: send SHARE of the requests as items of eval TASKS (bundled probe
+    /// names — arith, format, extract, code — or .jsonl task files, comma-separated), e.g.
+    /// `arith,format:0.2`. Each item is sent as `bench eval` sends it (temperature 0, a fixed
+    /// seed) but streamed like the rest, graded by its task's scorer, and every point reports
+    /// its accuracy with a Wilson 95 % interval overall and per task (`accuracy`); quality
+    /// goodput then counts only requests that met every SLO with a correct answer. Across a
+    /// sweep this answers "does quality fall as load rises?".
+    #[arg(long, value_name = "TASKS:SHARE")]
+    pub eval_mix: Option<String>,
+    /// Maximum output tokens of each eval item of --eval-mix (a ceiling, not forced).
+    #[arg(long, default_value_t = 128, value_name = "N")]
+    pub eval_max_tokens: u64,
     /// Give up on a request this long after it was sent, e.g. 600s.
     #[arg(long, default_value = "600s")]
     pub request_timeout: String,
@@ -390,6 +417,34 @@ fn read_trace(args: &ServeArgs, file: &Path) -> anyhow::Result<yardstick_load::t
         };
         t = t.window(ms(from)?, ms(to)?).map_err(exit::lib_error)?;
     }
+    if args.trace_models {
+        let mut map = std::collections::BTreeMap::new();
+        for m in &args.trace_model_map {
+            let (from, to) = m
+                .split_once('=')
+                .filter(|(f, t)| !f.is_empty() && !t.is_empty())
+                .ok_or_else(|| {
+                    exit::invalid(
+                        format!("--trace-model-map `{m}` is not FROM=TO"),
+                        Some("e.g. --trace-model-map GPT-4=llama-70b"),
+                    )
+                })?;
+            if map.insert(from.to_string(), to.to_string()).is_some() {
+                return Err(exit::invalid(
+                    format!("--trace-model-map renames `{from}` twice"),
+                    None,
+                ));
+            }
+        }
+        t = t.send_models(&map).map_err(exit::lib_error)?;
+        let shares: Vec<String> = t
+            .model_shares()
+            .iter()
+            .take(6)
+            .map(|(m, s)| format!("{m} {:.0} %", s * 100.0))
+            .collect();
+        output::info(&format!("trace models: {}", shares.join(", ")));
+    }
     let hit = t
         .prefix_hit_rate(None)
         .map(|h| {
@@ -506,6 +561,56 @@ fn kind_mix(args: &ServeArgs) -> anyhow::Result<Option<Arc<yardstick_load::kinds
     Ok(Some(Arc::new(mix)))
 }
 
+/// The objectives of single models (`--model-slo`), each naming a model the run sends.
+fn model_slos(
+    args: &ServeArgs,
+    mix: Option<&yardstick_load::plan::ModelMix>,
+) -> anyhow::Result<std::collections::BTreeMap<String, yardstick_load::summary::SloBounds>> {
+    let mut out = std::collections::BTreeMap::new();
+    for s in &args.model_slos {
+        let (name, b) = yardstick_load::summary::SloBounds::parse_for_model(s).map_err(|e| {
+            exit::invalid(
+                format!("--model-slo: {e}"),
+                Some("e.g. --model-slo lora-a:ttft=800,tpot=60"),
+            )
+        })?;
+        let names = mix.map(|m| m.names()).unwrap_or_default();
+        if !names.contains(&name) {
+            let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
+            return Err(exit::invalid(
+                format!("--model-slo: the model `{name}` is not one the run sends"),
+                Some(&format!("models: {}", shown.join(", "))),
+            ));
+        }
+        if out.insert(name.clone(), b).is_some() {
+            return Err(exit::invalid(
+                format!("--model-slo: the model `{name}` is given twice"),
+                None,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The eval items of `--eval-mix TASKS:SHARE`; bad input exits 2 with a hint.
+fn eval_mix(args: &ServeArgs) -> anyhow::Result<Option<Arc<yardstick_load::evalmix::EvalMix>>> {
+    let Some(arg) = &args.eval_mix else {
+        return Ok(None);
+    };
+    let (tasks, share) = yardstick_load::evalmix::parse_arg(arg)
+        .map_err(|e| exit::invalid(e.to_string(), Some("e.g. --eval-mix arith,format:0.2")))?;
+    let mix =
+        yardstick_eval::load_mix(&tasks, share, args.eval_max_tokens, Vec::new()).map_err(|e| {
+            exit::invalid(
+                format!("--eval-mix: {e}"),
+                Some(
+                    "tasks are bundled probes (arith, format, extract, code) or .jsonl task files",
+                ),
+            )
+        })?;
+    Ok(Some(Arc::new(mix)))
+}
+
 /// Runs the sweep and prints or writes the results.
 pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if !args.merge.is_empty() {
@@ -613,6 +718,8 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             .point
             .bench(&url, j.seed, cancel)
             .map_err(exit::lib_error)?;
+        b.eval = yardstick_run::serve::eval_mix_of(&j.point)
+            .map_err(|e| exit::invalid(format!("evalMix: {e}"), None))?;
         b.shard = shard_of(&args)?;
         b.start_at = start_at_of(&args)?;
         b
@@ -646,6 +753,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 ttft_ms: args.slo_ttft_ms,
                 tpot_ms: args.slo_tpot_ms,
                 e2e_ms: args.slo_e2e_ms,
+                per_model: model_slos(&args, mix.as_ref())?,
             },
             seed: args.seed,
             force_output: !args.no_ignore_eos,
@@ -676,6 +784,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             models: mix.clone().filter(|m| m.is_mix()).map(Arc::new),
             kinds: kind_mix(&args)?,
             token_check: !args.no_token_check,
+            eval: eval_mix(&args)?,
             images: match &args.image {
                 Some(i) => Some(i.parse().map_err(|e| {
                     exit::invalid(

@@ -152,6 +152,30 @@ pub fn json(out: &Output) -> serde_json::Value {
     })
 }
 
+/// `yardstick --json bench serve --url URL --model m ARGS...` with colours off.
+pub fn bench_serve_json(url: &str, args: &[&str]) -> Output {
+    yardstick()
+        .env("NO_COLOR", "1")
+        .args(["--json", "bench", "serve", "--url", url, "--model", "m"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The JSON document of a successful `bench serve --json`, checked against its published
+/// schema; panics with the exit code and standard error otherwise.
+pub fn serve_doc(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(out);
+    crate::schema_cli::assert_conforms("bench-serve", &v);
+    v
+}
+
 /// A running `yardstick sim` on an ephemeral loopback port, killed on drop.
 pub struct Sim {
     child: Child,
