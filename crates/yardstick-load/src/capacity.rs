@@ -444,6 +444,9 @@ pub async fn find_capacity(
             // Each part its own requests (the same plan again would repeat its prompts).
             b.seed = bench.seed ^ ((probes.len() as u64) << 32 | parts as u64);
             b.start_at = None;
+            // The server's token counts once, before the first probe: every probe plans
+            // prompts the same way, and the search should not wait on the check each time.
+            b.token_check = bench.token_check && probes.is_empty() && parts == 0;
             let mut results = b.run(progress.clone(), |_, _, _| {}).await?;
             parts += 1;
             let Some(point) = results.pop() else {

@@ -461,11 +461,13 @@ impl ServeBench {
                     && !planner.has_sessions()
                     && self.client.api != Api::Embeddings
                 {
+                    // The prompts' text is what is counted: their images need not be drawn.
+                    let text = planner.clone().without_images();
                     tokcount::check(
                         &client,
                         &self.client.url,
                         &self.model,
-                        (0..2 * tokcount::SAMPLE as u64).map(|i| planner.request(i)),
+                        (0..2 * tokcount::SAMPLE as u64).map(|i| text.request(i)),
                     )
                     .await
                 } else {

@@ -337,6 +337,43 @@ impl ModelMix {
     }
 }
 
+/// Reads model names, one per line (blank lines and `#` comments skipped), as `(name, weight)`
+/// pairs: each of weight 1, or with `zipf` S the k-th name's weight 1/k^S (a few names take
+/// most requests, a long tail is seldom sent: hundreds of adapters).
+pub fn read_model_names(path: &Path, zipf: Option<f64>) -> Result<Vec<(String, f64)>, String> {
+    if let Some(s) = zipf
+        && !(s > 0.0 && s.is_finite())
+    {
+        return Err(format!(
+            "the Zipf exponent must be a number above 0, got {s} (1 is classic Zipf; larger is more skewed)"
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let names: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    if names.is_empty() {
+        return Err(format!("{}: no model names (one per line)", path.display()));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = names.iter().find(|n| !seen.insert(**n)) {
+        return Err(format!(
+            "{}: the model `{dup}` is named twice",
+            path.display()
+        ));
+    }
+    Ok(names
+        .iter()
+        .enumerate()
+        .map(|(k, n)| {
+            let w = zipf.map_or(1.0, |s| 1.0 / ((k + 1) as f64).powf(s));
+            (n.to_string(), w)
+        })
+        .collect())
+}
+
 /// Builds requests of a run from its seed.
 #[derive(Debug, Clone)]
 pub struct Planner {
@@ -477,6 +514,12 @@ impl Planner {
             kind: Some(item.kind.clone()),
             image_bytes: None,
         }
+    }
+
+    /// The same plan without its images (the prompts and lengths are unchanged).
+    pub fn without_images(mut self) -> Self {
+        self.images = None;
+        self
     }
 
     /// Sends `spec`'s images with every chat request, after its text ([`crate::images`]).

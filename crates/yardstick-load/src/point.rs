@@ -110,6 +110,13 @@ pub struct ServePoint {
     /// A model mix (`target.models`): `[name, weight]` pairs; `model` then names the mix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub models: Option<Vec<(String, f64)>>,
+    /// A file of model names (`target.modelsFrom`), resolved and read into `models` before any
+    /// work, with `model_zipf`'s weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models_from: Option<String>,
+    /// The Zipf exponent of `models_from`'s weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_zipf: Option<f64>,
     /// Objectives of single models of the mix (`target.models[].slo`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub model_slos: std::collections::BTreeMap<String, crate::summary::SloBounds>,

@@ -584,7 +584,15 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                 .map(|(n, w)| format!("{n}={w}"))
                 .collect::<Vec<_>>()
                 .join(","),
-            (None, None) => String::new(),
+            (None, None) => match &target.models_from {
+                Some(f) => format!(
+                    "models from {f}{}",
+                    target
+                        .model_zipf
+                        .map_or(String::new(), |s| format!(" (zipf {s})"))
+                ),
+                None => String::new(),
+            },
         };
         let serve_point = |scenario: String, v: f64, trace: Option<TracePoint>| ServePoint {
             api,
@@ -607,6 +615,8 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
             sessions: c.sessions.clone(),
             trace,
             models: models.clone(),
+            models_from: target.models_from.clone(),
+            model_zipf: target.model_zipf,
             model_slos: target
                 .models
                 .iter()

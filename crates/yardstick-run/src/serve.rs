@@ -817,6 +817,21 @@ pub fn resolve_target_files(
                 .map_err(|e| RunError::Invalid(format!("{}: {e}", p.id)))?;
         }
         if let PointWork::Serve { point, .. } = &mut p.work
+            && let Some(file) = &mut point.models_from
+        {
+            // The names: read now (an empty file or a name given twice refuses the run, exit
+            // 2), weighted, stored with the run; the point then carries them as its mix.
+            let spec_name = file.clone();
+            let abs = crate::resolve_input(base, frozen, "target", &spec_name);
+            *file = abs.display().to_string();
+            let pairs = yardstick_load::plan::read_model_names(&abs, point.model_zipf)
+                .map_err(|e| RunError::Invalid(format!("target.modelsFrom of {}: {e}", p.id)))?;
+            point.models = Some(pairs);
+            if !read.iter().any(|(n, _)| *n == spec_name) {
+                read.push((spec_name, abs));
+            }
+        }
+        if let PointWork::Serve { point, .. } = &mut p.work
             && let Some(m) = &mut point.eval_mix
         {
             // Task files: resolved, read and checked now (a bad line refuses the run, exit 2,

@@ -11,6 +11,7 @@
 mod decode;
 pub mod diag;
 pub mod human;
+pub mod images;
 mod locate;
 pub mod metrics;
 pub mod model;

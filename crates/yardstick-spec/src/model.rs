@@ -825,6 +825,12 @@ pub struct Target {
     /// to the weights (a base model and its LoRA adapters), and each point reports every model
     /// beside the whole.
     pub models: Option<Vec<WeightedModel>>,
+    /// A file of model names, one per line, relative to the spec's directory (serve): a mix of
+    /// them all, each of weight 1 — or Zipf-weighted with `modelZipf` — for hundreds of
+    /// adapters. Read before any work and stored with the run.
+    pub models_from: Option<String>,
+    /// Weights of `modelsFrom`'s names: the k-th name's is 1/k^S (S above 0; 1 is classic Zipf).
+    pub model_zipf: Option<f64>,
     /// A `tokenizer.json` for counting tokens when the server does not report usage.
     pub tokenizer: Option<String>,
     /// Name of the environment variable holding the bearer token (the token itself never

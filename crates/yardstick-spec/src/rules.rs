@@ -1409,28 +1409,9 @@ fn mix_rules(what: &str, ptr: &str, entries: Vec<(String, Option<f64>)>, cx: &mu
 
 /// `WxH` or `WxH,COUNT`: sides of 16 to 4096 pixels, 1 to 16 images.
 fn check_images(s: &str) -> Result<(), String> {
-    let (size, count) = s.split_once(',').unwrap_or((s, "1"));
-    let n: u32 = count
-        .trim()
-        .parse()
-        .map_err(|_| format!("the count `{}` is not a whole number", count.trim()))?;
-    if !(1..=16).contains(&n) {
-        return Err(format!("the count must be 1 to 16, got {n}"));
-    }
-    let (w, h) = size
-        .trim()
-        .split_once(['x', 'X'])
-        .ok_or("no `x` between width and height")?;
-    for v in [w, h] {
-        let px: u32 = v
-            .trim()
-            .parse()
-            .map_err(|_| format!("`{}` is not a whole number of pixels", v.trim()))?;
-        if !(16..=4096).contains(&px) {
-            return Err(format!("sides must be 16 to 4096 pixels, got {px}"));
-        }
-    }
-    Ok(())
+    s.parse::<crate::images::ImageSpec>()
+        .map(drop)
+        .map_err(|e| e.why)
 }
 
 /// `requestKinds`, `tools` and `jsonSchema` of a serve layer.
@@ -1620,7 +1601,51 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
     target_files(c, base, cx);
     let api = c.target.as_ref().and_then(|t| t.api).unwrap_or(Api::Chat);
     let models = c.target.as_ref().and_then(|t| t.models.as_ref());
+    let models_from = c.target.as_ref().and_then(|t| t.models_from.as_ref());
+    if let Some(f) = models_from {
+        let named = c
+            .target
+            .as_ref()
+            .is_some_and(|t| t.model.is_some() || t.models.is_some());
+        if named {
+            cx.error_at_key(
+                "serve-config",
+                &format!("{base}/target/modelsFrom"),
+                "`target.modelsFrom` and `target.model`/`target.models` both name the models"
+                    .into(),
+                "keep one of them",
+            );
+        }
+        if let Some(dir) = cx.base
+            && !dir.join(f).is_file()
+        {
+            cx.error(
+                "target-files",
+                &format!("{base}/target/modelsFrom"),
+                format!("modelsFrom `{f}` does not exist (paths are relative to the spec's directory, {})", dir.display()),
+                "a text file of model names, one per line",
+            );
+        }
+    }
+    if let Some(s) = c.target.as_ref().and_then(|t| t.model_zipf) {
+        if models_from.is_none() {
+            cx.error_at_key(
+                "serve-config",
+                &format!("{base}/target/modelZipf"),
+                "`modelZipf` weights the names of `modelsFrom`, which is not given".into(),
+                "add `modelsFrom: adapters.txt`, or remove `modelZipf`",
+            );
+        } else if !(s > 0.0 && s.is_finite()) {
+            cx.error(
+                "serve-config",
+                &format!("{base}/target/modelZipf"),
+                format!("modelZipf is {s}; the Zipf exponent is a number above 0"),
+                "1 is classic Zipf; larger is more skewed",
+            );
+        }
+    }
     match (c.target.as_ref().and_then(|t| t.model.as_ref()), models) {
+        (None, None) if models_from.is_some() => {}
         (None, None) => cx.error_at_key("serve-config", &format!("{base}/target/model"),
             "serve layer has no `target.model`: requests must name the model".into(),
             "add `target: {url: sim, api: chat, model: sim-llama}` (url `sim` starts the bundled simulator)"),

@@ -24,15 +24,7 @@ fn bench(url: &str, args: &[&str]) -> Output {
 }
 
 fn json_of(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v = serde_json::from_slice(&o.stdout).unwrap();
-    crate::schema_cli::assert_conforms("bench-serve", &v);
-    v
+    crate::common::serve_doc(o)
 }
 
 fn lines(path: &Path) -> Vec<Value> {

@@ -22,15 +22,7 @@ fn bench(url: &str, args: &[&str]) -> Output {
 }
 
 fn json_of(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v = serde_json::from_slice(&o.stdout).unwrap();
-    crate::schema_cli::assert_conforms("bench-serve", &v);
-    v
+    crate::common::serve_doc(o)
 }
 
 fn f(v: &Value) -> f64 {
@@ -241,7 +233,7 @@ fn models_from_a_file_with_zipf_weights_put_most_requests_on_the_first() {
         ),
         (
             vec!["--models-from", "/nonexistent/x.txt"],
-            "--models-from /nonexistent/x.txt",
+            "--models-from: /nonexistent/x.txt",
         ),
     ] {
         let o = bench("http://127.0.0.1:9", &args);
@@ -456,4 +448,88 @@ fn a_traces_model_column_is_the_mix_renamed_to_the_served_models() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no request names a model"));
+}
+
+/// `target.modelsFrom` with `modelZipf` in a spec: the names are read before any work, stored
+/// with the run, and the requests spread over them as `--models-from` does.
+#[test]
+fn a_spec_reads_its_models_from_a_file_with_zipf_weights() {
+    let sim = Sim::start(&["--ttft-ms", "1", "--itl-ms", "1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..20).map(|k| format!("lora-{k:02}")).collect();
+    std::fs::write(dir.path().join("adapters.txt"), names.join("\n")).unwrap();
+    let spec = crate::common::layered_spec(
+        "zipf",
+        &format!(
+            "    component:\n      - kind: serve\n        target: {{url: \"{}\", api: chat, \
+             modelsFrom: adapters.txt, modelZipf: 1.5}}\n        scenarios: [\"D(5,2)\"]\n        \
+             load: {{mode: concurrency, values: [1]}}\n        stop: {{maxRequests: 200}}\n",
+            sim.url
+        ),
+    );
+    let p = dir.path().join("spec.yaml");
+    std::fs::write(&p, &spec).unwrap();
+    let store = dir.path().join("store");
+    let o = crate::common::run_spec(&p, &store, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stored = crate::common::files_under(&store, "txt");
+    assert!(
+        stored
+            .iter()
+            .any(|f| f.ends_with("inputs/target/adapters.txt")),
+        "{stored:?}"
+    );
+    // Per replicate: Zipf(1.5) over 20 gives the first name 1/H ≈ 41 % of 200 requests.
+    let results: Vec<_> = crate::common::files_under(&store, "json")
+        .into_iter()
+        .filter(|f| f.to_string_lossy().contains("/results/"))
+        .collect();
+    assert_eq!(results.len(), 3);
+    for r in results {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&r).unwrap()).unwrap();
+        let per = v["summary"]["per_model"]
+            .as_object()
+            .or_else(|| v["per_model"].as_object())
+            .unwrap_or_else(|| panic!("per_model in {v}"));
+        let first = per["lora-00"]["requests"].as_u64().unwrap();
+        assert!((55..=110).contains(&first), "{first} of 200");
+        assert!(per.keys().all(|k| names.contains(k)), "{per:?}");
+    }
+    // Bad ones are refused at their place.
+    for (from, to, says) in [
+        (
+            "modelZipf: 1.5",
+            "modelZipf: 0",
+            "the Zipf exponent is a number above 0",
+        ),
+        (
+            "modelsFrom: adapters.txt",
+            "modelsFrom: none.txt",
+            "does not exist",
+        ),
+        (
+            "modelsFrom: adapters.txt, ",
+            "model: m, modelsFrom: adapters.txt, ",
+            "both name",
+        ),
+        (
+            "modelsFrom: adapters.txt, ",
+            "model: m, ",
+            "`modelZipf` weights the names",
+        ),
+    ] {
+        assert!(spec.contains(from), "{from}");
+        std::fs::write(&p, spec.replacen(from, to, 1)).unwrap();
+        let o = crate::common::yardstick()
+            .args(["validate", p.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err =
+            String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(2), "{says}: {err}");
+        assert!(
+            err.contains(says) && err.contains("spec.yaml:"),
+            "{says}: {err}"
+        );
+    }
 }

@@ -20,15 +20,7 @@ fn bench(url: &str, args: &[&str]) -> Output {
 }
 
 fn json_of(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "exit {:?}: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v = serde_json::from_slice(&o.stdout).unwrap();
-    crate::schema_cli::assert_conforms("bench-serve", &v);
-    v
+    crate::common::serve_doc(o)
 }
 
 fn f(v: &Value) -> f64 {
@@ -443,7 +435,7 @@ fn specs_name_mixes_and_kinds_and_bad_ones_are_refused_with_their_place() {
         (
             "        tools: data/tools.json",
             "        tools: data/tools.json\n        images: 8x8",
-            "sides must be 16 to 4096",
+            "must be 16 to 4096 pixels, got 8",
         ),
     ] {
         assert!(example.contains(from), "{from}");

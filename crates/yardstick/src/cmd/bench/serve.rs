@@ -478,35 +478,12 @@ fn parse_shard(s: &str) -> anyhow::Result<(u64, u64)> {
 /// The models of `--models-from FILE` (one name per line), weighted 1 or by `--model-zipf S`
 /// (the k-th name 1/k^S); bad input exits 2 with a hint.
 fn models_from(path: &Path, zipf: Option<f64>) -> anyhow::Result<yardstick_load::plan::ModelMix> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| exit::invalid(format!("--models-from {}: {e}", path.display()), None))?;
-    let names: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .collect();
-    if names.is_empty() {
-        return Err(exit::invalid(
-            format!("--models-from {}: no model names", path.display()),
-            Some("one model name per line"),
-        ));
-    }
-    if let Some(s) = zipf
-        && !(s > 0.0 && s.is_finite())
-    {
-        return Err(exit::invalid(
-            format!("--model-zipf must be a number above 0, got {s}"),
-            Some("1 is classic Zipf; larger is more skewed"),
-        ));
-    }
-    let pairs = names
-        .iter()
-        .enumerate()
-        .map(|(k, n)| {
-            let w = zipf.map_or(1.0, |s| 1.0 / ((k + 1) as f64).powf(s));
-            (n.to_string(), w)
-        })
-        .collect();
+    let pairs = yardstick_load::plan::read_model_names(path, zipf).map_err(|e| {
+        exit::invalid(
+            format!("--models-from: {e}"),
+            Some("one model name per line; --model-zipf S with S above 0"),
+        )
+    })?;
     yardstick_load::plan::ModelMix::new(pairs).map_err(|e| {
         exit::invalid(
             format!("--models-from {}: {e}", path.display()),
