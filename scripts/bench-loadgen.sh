@@ -9,6 +9,7 @@
 # Environment: YARDSTICK_BIN (default target/release/yardstick, built if missing),
 # CONCURRENCY (default "256 1024"), REQUESTS (measured requests per level; default 8 × level),
 # TTFT_MS (50), ITL_MS (10), OUTPUT_TOKENS (100), KEEP (keep the work directory),
+# WORKERS (the client's runtime threads, --workers; default: one per core),
 # NICE (e.g. -10: run simulator and client at that niceness, to shield the measurement from
 # other work on a shared machine; needs root; default: unchanged); NO_PEERS=1 skips the peers'
 # side-by-side run (scripts/bench-peers.sh, at PEERS_CONCURRENCY, default 256) that follows when
@@ -48,7 +49,7 @@ for C in $CONCURRENCY; do
   URL=$(head -1 "$WORK/sim-$C.out" | sed 's/^listening on //')
   "${RUN[@]}" /usr/bin/time -v -o "$WORK/time-$C.txt" \
     "$BIN" --quiet --json bench serve --url "$URL" --model sim --scenario "D(100,$OUT)" \
-      --concurrency "$C" --warmup-requests "$C" --max-requests "$N" --max-duration 120s \
+      --concurrency "$C" ${WORKERS:+--workers "$WORKERS"} --warmup-requests "$C" --max-requests "$N" --max-duration 120s \
       --output "$WORK/out-$C" >"$WORK/summary-$C.json"
   sleep 0.3 # let the simulator's log writer drain
   # The simulator's own CPU time (utime + stime, in clock ticks) from /proc.
