@@ -130,15 +130,13 @@ pub fn chat_body_messages(
     opts: &BodyOptions,
     extra: &[(&str, serde_json::Value)],
 ) -> Vec<u8> {
-    use serde_json::{Map, Value, json};
-    let mut m = Map::new();
-    for (k, v) in extra {
-        m.insert((*k).to_string(), v.clone());
-    }
-    m.insert("model".into(), json!(model));
-    m.insert("messages".into(), Value::Array(messages));
-    generation_options(&mut m, max_tokens, opts);
-    serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
+    generation_body(
+        model,
+        ("messages", serde_json::Value::Array(messages)),
+        max_tokens,
+        opts,
+        extra,
+    )
 }
 
 /// A `/v1/completions` body for `prompt` with `extra` fields (`temperature`, `stop`, ...).
@@ -149,13 +147,31 @@ pub fn completion_body(
     opts: &BodyOptions,
     extra: &[(&str, serde_json::Value)],
 ) -> Vec<u8> {
+    generation_body(
+        model,
+        ("prompt", serde_json::Value::from(prompt)),
+        max_tokens,
+        opts,
+        extra,
+    )
+}
+
+/// A generation request's body: `extra` fields, the model, the input (`messages` or
+/// `prompt`) and the generation options.
+fn generation_body(
+    model: &str,
+    input: (&str, serde_json::Value),
+    max_tokens: Option<u64>,
+    opts: &BodyOptions,
+    extra: &[(&str, serde_json::Value)],
+) -> Vec<u8> {
     use serde_json::{Map, Value, json};
     let mut m = Map::new();
     for (k, v) in extra {
         m.insert((*k).to_string(), v.clone());
     }
     m.insert("model".into(), json!(model));
-    m.insert("prompt".into(), json!(prompt));
+    m.insert(input.0.to_string(), input.1);
     generation_options(&mut m, max_tokens, opts);
     serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
 }

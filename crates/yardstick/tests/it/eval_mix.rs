@@ -17,14 +17,9 @@ fn f(v: &Value) -> f64 {
 /// The simulator's verdict per request id: `Some(true)` answered right, `Some(false)` wrong,
 /// `None` a prompt not in its table.
 fn oracle_log(log: &Path) -> std::collections::HashMap<String, Option<bool>> {
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            let verdict = v["oracle"].as_str().map(|o| o == "right");
-            (v["request_id"].as_str().unwrap().to_string(), verdict)
-        })
+    crate::common::sim_log_by_id(log)
+        .into_iter()
+        .map(|(id, v)| (id, v["oracle"].as_str().map(|o| o == "right")))
         .collect()
 }
 
@@ -312,29 +307,20 @@ fn a_spec_mixes_eval_items_into_a_serve_layer_and_stores_the_accuracy() {
     );
 
     // Bad mixes are refused at their place before any work.
-    for (from, to, says) in [
-        ("share: 0.5", "share: 1.5", "in (0, 1]"),
-        (
-            "tasks: [arith, tasks/mine.jsonl]",
-            "tasks: [arth]",
-            "did you mean `arith`",
-        ),
-        ("tasks/mine.jsonl", "tasks/none.jsonl", "does not exist"),
-        ("api: chat", "api: embeddings", "target API is `embeddings`"),
-    ] {
-        std::fs::write(&p, spec.replacen(from, to, 1)).unwrap();
-        let o = yardstick()
-            .args(["validate", p.to_str().unwrap()])
-            .output()
-            .unwrap();
-        let err =
-            String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
-        assert_eq!(o.status.code(), Some(2), "{says}: {err}");
-        assert!(
-            err.contains(says) && err.contains("spec.yaml:"),
-            "{says}: {err}"
-        );
-    }
+    crate::common::assert_validate_refuses(
+        &p,
+        &spec,
+        &[
+            ("share: 0.5", "share: 1.5", "in (0, 1]"),
+            (
+                "tasks: [arith, tasks/mine.jsonl]",
+                "tasks: [arth]",
+                "did you mean `arith`",
+            ),
+            ("tasks/mine.jsonl", "tasks/none.jsonl", "does not exist"),
+            ("api: chat", "api: embeddings", "target API is `embeddings`"),
+        ],
+    );
 }
 
 /// The first value under `key` anywhere in `v`.

@@ -496,40 +496,30 @@ fn a_spec_reads_its_models_from_a_file_with_zipf_weights() {
         assert!(per.keys().all(|k| names.contains(k)), "{per:?}");
     }
     // Bad ones are refused at their place.
-    for (from, to, says) in [
-        (
-            "modelZipf: 1.5",
-            "modelZipf: 0",
-            "the Zipf exponent is a number above 0",
-        ),
-        (
-            "modelsFrom: adapters.txt",
-            "modelsFrom: none.txt",
-            "does not exist",
-        ),
-        (
-            "modelsFrom: adapters.txt, ",
-            "model: m, modelsFrom: adapters.txt, ",
-            "both name",
-        ),
-        (
-            "modelsFrom: adapters.txt, ",
-            "model: m, ",
-            "`modelZipf` weights the names",
-        ),
-    ] {
-        assert!(spec.contains(from), "{from}");
-        std::fs::write(&p, spec.replacen(from, to, 1)).unwrap();
-        let o = crate::common::yardstick()
-            .args(["validate", p.to_str().unwrap()])
-            .output()
-            .unwrap();
-        let err =
-            String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
-        assert_eq!(o.status.code(), Some(2), "{says}: {err}");
-        assert!(
-            err.contains(says) && err.contains("spec.yaml:"),
-            "{says}: {err}"
-        );
-    }
+    crate::common::assert_validate_refuses(
+        &p,
+        &spec,
+        &[
+            (
+                "modelZipf: 1.5",
+                "modelZipf: 0",
+                "the Zipf exponent is a number above 0",
+            ),
+            (
+                "modelsFrom: adapters.txt",
+                "modelsFrom: none.txt",
+                "does not exist",
+            ),
+            (
+                "modelsFrom: adapters.txt, ",
+                "model: m, modelsFrom: adapters.txt, ",
+                "both name",
+            ),
+            (
+                "modelsFrom: adapters.txt, ",
+                "model: m, ",
+                "`modelZipf` weights the names",
+            ),
+        ],
+    );
 }

@@ -38,13 +38,11 @@ const MIX: [&str; 6] = [
 
 /// The simulator's log by request id: (kind of structured answer, broken on purpose).
 fn sim_truth(log: &std::path::Path) -> std::collections::HashMap<String, (Option<String>, bool)> {
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
+    crate::common::sim_log_by_id(log)
+        .into_iter()
+        .map(|(id, v)| {
             (
-                v["request_id"].as_str().unwrap().to_string(),
+                id,
                 (
                     v["structured"].as_str().map(str::to_owned),
                     v["broken"] == true,

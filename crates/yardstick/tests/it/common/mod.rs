@@ -176,6 +176,38 @@ pub fn serve_doc(out: &Output) -> serde_json::Value {
     v
 }
 
+/// Writes `spec` with each `(from, to, says)` replacement into `path` in turn and checks that
+/// `yardstick validate` refuses it with exit 2, saying `says` at a `spec.yaml:` position.
+pub fn assert_validate_refuses(path: &Path, spec: &str, cases: &[(&str, &str, &str)]) {
+    for (from, to, says) in cases {
+        assert!(spec.contains(from), "the spec has no `{from}`");
+        std::fs::write(path, spec.replacen(from, to, 1)).unwrap();
+        let o = yardstick()
+            .args(["validate", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err =
+            String::from_utf8_lossy(&o.stderr).to_string() + &String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(2), "{says}: {err}");
+        assert!(
+            err.contains(says) && err.contains("spec.yaml:"),
+            "{says}: {err}"
+        );
+    }
+}
+
+/// The lines of a `yardstick sim --log` file by request id.
+pub fn sim_log_by_id(log: &Path) -> std::collections::HashMap<String, serde_json::Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (v["request_id"].as_str().unwrap().to_string(), v)
+        })
+        .collect()
+}
+
 /// A running `yardstick sim` on an ephemeral loopback port, killed on drop.
 pub struct Sim {
     child: Child,
