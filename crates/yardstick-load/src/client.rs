@@ -179,6 +179,7 @@ pub struct Client {
     tokenizer: Option<std::sync::Arc<LocalTokenizer>>,
     keep_response: bool,
     keep_text: bool,
+    trace_context: bool,
 }
 
 /// Resolves the endpoint URL for `api` from a base URL.
@@ -304,7 +305,15 @@ impl Client {
             tokenizer: None,
             keep_response: false,
             keep_text: false,
+            trace_context: true,
         })
+    }
+
+    /// Sends no W3C `traceparent` header (`--no-trace-context`); every request carries one by
+    /// default, so a server's traces join on the record's `trace_id`.
+    pub fn without_trace_context(mut self) -> Self {
+        self.trace_context = false;
+        self
     }
 
     /// Counts output tokens locally too (and uses that count when the server reports none).
@@ -497,7 +506,12 @@ impl Client {
                 return rec;
             }
         };
-        let req = self
+        let traceparent = self.trace_context.then(|| {
+            let (trace, header) = traceparent(&rec.request_id, plan.index);
+            rec.trace_id = Some(trace);
+            header
+        });
+        let mut req = self
             .post(self.path.clone())
             .header(
                 header::ACCEPT,
@@ -510,6 +524,11 @@ impl Client {
             .header("x-request-id", rec.request_id.as_str())
             .body(Full::new(plan.body.clone()))
             .expect("request parts are valid");
+        if let Some(h) = traceparent
+            && let Ok(v) = HeaderValue::from_str(&h)
+        {
+            req.headers_mut().insert("traceparent", v);
+        }
         let Conn {
             sender,
             driver,
@@ -579,6 +598,20 @@ impl Client {
         }
         rec
     }
+}
+
+/// The W3C trace context of a request: its trace id (the request id's 32 hex digits, so the
+/// two join) and the `traceparent` header `00-<trace id>-<span id>-01` (sampled), the span id
+/// a hash of the request id and index, never zero.
+pub fn traceparent(request_id: &str, index: u64) -> (String, String) {
+    let trace: String = request_id.chars().filter(char::is_ascii_hexdigit).collect();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ index.rotate_left(17);
+    for b in trace.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let header = format!("00-{trace}-{:016x}-01", h | 1);
+    (trace, header)
 }
 
 /// The `X-Request-Id` of request `index` of a run: UUID-shaped (RFC 9562 version 8: FNV-1a of
@@ -712,6 +745,7 @@ async fn exchange(
                 format!("error in body: {}", v["error"]),
             ));
         }
+        rec.response_id = v["id"].as_str().map(str::to_owned);
         let u = &v["usage"];
         rec.prompt_tokens = u["prompt_tokens"].as_u64();
         rec.cached_prompt_tokens = u["prompt_tokens_details"]["cached_tokens"].as_u64();
@@ -828,6 +862,9 @@ impl StreamState {
     fn event(&mut self, data: &[u8], t: u64, rec: &mut RequestRecord) {
         if self.done || self.failure.is_some() {
             return;
+        }
+        if rec.response_id.is_none() {
+            rec.response_id = openai::response_id(data);
         }
         match openai::classify_with(
             data,

@@ -166,6 +166,9 @@ pub struct ServeBench {
     /// Before each point, count its first prompts at the server's tokenize endpoint, where it
     /// has one, and report the gap to the planned counts ([`tokcount`]).
     pub token_check: bool,
+    /// Send a W3C `traceparent` with every request (its trace id in the record's `trace_id`);
+    /// `--no-trace-context` turns it off.
+    pub trace_context: bool,
     /// Eval items mixed into the load (`--eval-mix TASKS:SHARE`): each is graded, and
     /// summaries report accuracy at every load level ([`PointSummary::accuracy`]).
     pub eval: Option<Arc<evalmix::EvalMix>>,
@@ -407,6 +410,11 @@ impl ServeBench {
                 let client = match &tok {
                     Some(t) => client.with_tokenizer(t.clone()),
                     None => client,
+                };
+                let client = if self.trace_context {
+                    client
+                } else {
+                    client.without_trace_context()
                 };
                 let client = Arc::new(if self.sessions.is_some() {
                     client.keeping_text()

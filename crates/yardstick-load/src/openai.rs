@@ -401,6 +401,17 @@ pub fn classify(data: &[u8]) -> Result<Option<StreamEvent>, MalformedEvent> {
     classify_with(data, false)
 }
 
+/// The `id` of a stream chunk (`chatcmpl-…`), if it has one.
+pub fn response_id(data: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Id<'a> {
+        #[serde(default, borrow)]
+        id: Option<&'a str>,
+    }
+    let v: Id<'_> = serde_json::from_slice(data.trim_ascii()).ok()?;
+    v.id.filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
 /// Like [`classify`], also returning the content text when `want_text`.
 pub fn classify_with(data: &[u8], want_text: bool) -> Result<Option<StreamEvent>, MalformedEvent> {
     let trimmed = data.trim_ascii();

@@ -291,6 +291,7 @@ impl ServePoint {
             },
             kinds: self.kind_mix()?.map(std::sync::Arc::new),
             token_check: true,
+            trace_context: true,
             eval: None,
             images: match &self.images {
                 Some(i) => Some(

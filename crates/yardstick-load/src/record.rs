@@ -120,6 +120,14 @@ pub struct RequestRecord {
     pub image_bytes: Option<u64>,
     /// Sent as `X-Request-Id` (joins with server logs).
     pub request_id: String,
+    /// The W3C trace id sent in its `traceparent` header (joins with the server's traces);
+    /// absent with `--no-trace-context`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// The id the server gave its response (`id` of the body or of the first stream chunk,
+    /// e.g. `chatcmpl-…`): joins with the server's own logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
     /// Part of the warm-up (excluded from metrics).
     pub warmup: bool,
     /// Prompt tokens the plan asked for.
@@ -234,6 +242,8 @@ impl RequestRecord {
             eval_task: None,
             image_bytes: None,
             request_id,
+            trace_id: None,
+            response_id: None,
             warmup,
             planned_input_tokens: input,
             planned_output_tokens: output,

@@ -545,6 +545,23 @@ pub fn records_table(records: &[RequestRecord]) -> Table {
     };
     // The kind of each request and the check of its answer (`valid` is 1 or 0, so
     // `avg(valid)` is the valid rate), only when the run mixed request kinds.
+    // Join keys with the server's traces and logs.
+    let table = if records.iter().any(|r| r.trace_id.is_some()) {
+        table.with(
+            "trace_id",
+            Column::OptStr(records.iter().map(|r| r.trace_id.clone()).collect()),
+        )
+    } else {
+        table
+    };
+    let table = if records.iter().any(|r| r.response_id.is_some()) {
+        table.with(
+            "response_id",
+            Column::OptStr(records.iter().map(|r| r.response_id.clone()).collect()),
+        )
+    } else {
+        table
+    };
     let table = if records.iter().any(|r| r.eval_task.is_some()) {
         table.with(
             "eval_task",
@@ -696,6 +713,8 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
         r.valid = u("valid").map(|v| v != 0);
         r.invalid_reason = s("invalid_reason");
         r.eval_task = s("eval_task");
+        r.trace_id = s("trace_id");
+        r.response_id = s("response_id");
         r.image_bytes = u("image_bytes");
         out.push(r);
     }

@@ -393,6 +393,11 @@ async fn handle(
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let traceparent = req
+        .headers()
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let body = match http_body_util::Limited::new(req.into_body(), MAX_BODY)
         .collect()
         .await
@@ -425,6 +430,7 @@ async fn handle(
     let request_id = request_id.unwrap_or_else(|| format!("sim-{seq}"));
     let mut rec = LogRecord {
         request_id,
+        traceparent,
         seq,
         api: api.name(),
         stream: false,

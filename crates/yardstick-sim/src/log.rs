@@ -35,6 +35,9 @@ pub enum Outcome {
 pub struct LogRecord {
     /// The client's `X-Request-Id`, or `sim-<seq>`.
     pub request_id: String,
+    /// The client's W3C `traceparent` header, when it sent one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     /// Arrival order, from 0.
     pub seq: u64,
     /// `chat`, `completions` or `embeddings`.

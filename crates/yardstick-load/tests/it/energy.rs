@@ -44,6 +44,7 @@ fn bench(url: String, energy: Energy) -> ServeBench {
         models: None,
         kinds: None,
         token_check: false,
+        trace_context: true,
         eval: None,
         images: None,
         scenarios: vec!["D(8,10)".into()],

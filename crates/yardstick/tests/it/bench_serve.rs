@@ -956,3 +956,88 @@ fn the_server_counts_the_prompts_and_a_gap_is_a_warning() {
     let doc = json_of(&bench(&sim.url, &a));
     assert!(doc["points"][0].get("prompt_token_check").is_none());
 }
+
+/// Every request carries a W3C `traceparent` whose trace id is the record's `trace_id` (the
+/// request id's hex digits), and the record keeps the server's own response id — what the
+/// simulator's log says it received and answered, request by request; `--no-trace-context`
+/// sends none.
+#[test]
+fn requests_carry_a_traceparent_and_records_keep_the_servers_response_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sim.jsonl");
+    let sim = Sim::start(&[
+        "--ttft-ms",
+        "1",
+        "--itl-ms",
+        "1",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    for (name, extra) in [("stream", &[][..]), ("whole", &["--no-stream"][..])] {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "--scenario",
+            "D(8,4)",
+            "--concurrency",
+            "2",
+            "--max-requests",
+            "20",
+            "--output",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        json_of(&bench(&sim.url, &args));
+        let truth = crate::common::sim_log_by_id(&log);
+        let lines = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+        let mut n = 0;
+        for l in lines.lines() {
+            let r: Value = serde_json::from_str(l).unwrap();
+            let id = r["request_id"].as_str().unwrap();
+            let trace = r["trace_id"].as_str().unwrap();
+            assert_eq!(trace, id.replace('-', ""), "{r}");
+            assert_eq!(trace.len(), 32);
+            let seen = &truth[id];
+            let tp = seen["traceparent"].as_str().unwrap();
+            let parts: Vec<&str> = tp.split('-').collect();
+            assert_eq!(parts.len(), 4, "{tp}");
+            assert_eq!((parts[0], parts[1], parts[3]), ("00", trace, "01"), "{tp}");
+            assert!(
+                parts[2].len() == 16 && parts[2] != "0000000000000000",
+                "{tp}"
+            );
+            assert_eq!(
+                r["response_id"].as_str(),
+                Some(format!("chatcmpl-{}", seen["seq"]).as_str()),
+                "{name}: {r}"
+            );
+            n += 1;
+        }
+        assert_eq!(n, 20, "{name}");
+    }
+    // Off: no header reaches the server and records have no trace id.
+    let out = dir.path().join("off");
+    json_of(&bench(
+        &sim.url,
+        &[
+            "--no-trace-context",
+            "--max-requests",
+            "5",
+            "--output",
+            out.to_str().unwrap(),
+        ],
+    ));
+    let truth = crate::common::sim_log_by_id(&log);
+    for l in std::fs::read_to_string(out.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let r: Value = serde_json::from_str(l).unwrap();
+        assert!(r.get("trace_id").is_none(), "{r}");
+        assert!(
+            truth[r["request_id"].as_str().unwrap()]
+                .get("traceparent")
+                .is_none()
+        );
+        assert!(r["response_id"].is_string(), "{r}");
+    }
+}

@@ -196,6 +196,12 @@ pub struct ServeArgs {
     /// warns when they differ by more than 1 %.
     #[arg(long)]
     pub no_token_check: bool,
+    /// Send no W3C `traceparent` header. By default every request carries one (a fresh trace
+    /// id per request, the request id's 32 hex digits, sampled) beside `X-Request-Id`, and
+    /// records keep it as `trace_id` with the server's own response id (`response_id`), so the
+    /// server's traces and logs join on them.
+    #[arg(long)]
+    pub no_trace_context: bool,
     /// Accuracy under load: send SHARE of the requests as items of eval TASKS (bundled probe
     /// names — arith, format, extract, code — or .jsonl task files, comma-separated), e.g.
     /// `arith,format:0.2`. Each item is sent as `bench eval` sends it (temperature 0, a fixed
@@ -761,6 +767,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             models: mix.clone().filter(|m| m.is_mix()).map(Arc::new),
             kinds: kind_mix(&args)?,
             token_check: !args.no_token_check,
+            trace_context: !args.no_trace_context,
             eval: eval_mix(&args)?,
             images: match &args.image {
                 Some(i) => Some(i.parse().map_err(|e| {
