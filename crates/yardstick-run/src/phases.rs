@@ -607,6 +607,7 @@ fn seal_step(
     let (samples_path, result_path) = crate::step_paths(point, step);
     let mut sample_artifact = None;
     if let Some(table) = samples {
+        let table = table.with_join_keys(sink.run_id, &point.id, step.replicate);
         let bytes = table.to_parquet(&[
             ("yardstick.run_id", sink.run_id),
             ("yardstick.point", &point.id),

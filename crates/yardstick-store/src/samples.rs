@@ -83,6 +83,29 @@ impl Table {
         self
     }
 
+    /// Whether the table has a column of this name.
+    pub fn has(&self, name: &str) -> bool {
+        self.columns.iter().any(|(n, _)| n == name)
+    }
+
+    /// Adds the join keys of a run's sample file as columns, the same on every row: `run_id`,
+    /// `point_id` and `replicate` (each unless the table has it already), so a query over many
+    /// files joins rows to runs, points and replicates without reading file names.
+    pub fn with_join_keys(self, run_id: &str, point_id: &str, replicate: u32) -> Self {
+        let rows = self.rows();
+        let mut t = self;
+        if !t.has("run_id") {
+            t = t.with("run_id", Column::Str(vec![run_id.to_string(); rows]));
+        }
+        if !t.has("point_id") {
+            t = t.with("point_id", Column::Str(vec![point_id.to_string(); rows]));
+        }
+        if !t.has("replicate") {
+            t = t.with("replicate", Column::I64(vec![i64::from(replicate); rows]));
+        }
+        t
+    }
+
     /// Rows in the table.
     pub fn rows(&self) -> usize {
         self.columns.first().map_or(0, |(_, c)| c.len())

@@ -479,6 +479,32 @@ fn a_spec_reads_its_models_from_a_file_with_zipf_weights() {
             .any(|f| f.ends_with("inputs/target/adapters.txt")),
         "{stored:?}"
     );
+    // Every sample row carries its run, point and replicate as columns (join keys).
+    let samples = crate::common::files_under(&store, "parquet");
+    let sample = samples
+        .iter()
+        .find(|f| f.to_string_lossy().contains("/samples/") && f.ends_with("r1.parquet"))
+        .unwrap_or_else(|| panic!("{samples:?}"));
+    let run_id = sample
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .skip_while(|c| c != "runs")
+        .nth(1)
+        .unwrap();
+    let rows = yardstick_store::samples::read_rows(std::fs::read(sample).unwrap()).unwrap();
+    assert_eq!(rows.len(), 200, "every measured request is a row");
+    for r in &rows {
+        assert_eq!(r["run_id"], run_id.as_str(), "{r}");
+        assert_eq!(
+            r["point_id"], "component.0.serve/D(5,2)/concurrency=1",
+            "{r}"
+        );
+        assert_eq!(r["replicate"], 1, "{r}");
+        assert!(
+            r["trace_id"].is_string() && r["response_id"].is_string(),
+            "{r}"
+        );
+    }
     // Per replicate: Zipf(1.5) over 20 gives the first name 1/H ≈ 41 % of 200 requests.
     let results: Vec<_> = crate::common::files_under(&store, "json")
         .into_iter()
