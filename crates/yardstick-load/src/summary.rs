@@ -466,15 +466,7 @@ impl Slo {
             (Some(l), Some(v)) => v <= l,
             _ => true,
         };
-        let b = if self.per_model.is_empty() {
-            SloBounds {
-                ttft_ms: self.ttft_ms,
-                tpot_ms: self.tpot_ms,
-                e2e_ms: self.e2e_ms,
-            }
-        } else {
-            self.for_model(r.model.as_deref())
-        };
+        let b = self.for_model(r.model.as_deref());
         r.ok()
             && ok(b.ttft_ms, r.ttft_ms())
             && ok(b.tpot_ms, r.tpot_ms())

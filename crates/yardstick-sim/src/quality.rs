@@ -210,10 +210,10 @@ impl Quality {
         self.verdict(&v, busy).map(|a| a.map(str::to_string))
     }
 
-    /// Whether a request body may concern this module (cheap: no JSON parse when the answer
-    /// table is empty and the body asks for no echo).
+    /// Whether a response may need rewriting: its request asks for `echo` (cheap: no JSON parse
+    /// otherwise; the oracle's answers are given before the response is built).
     fn applies(&self, body: &[u8]) -> bool {
-        !self.answers.is_empty() || body.windows(6).any(|w| w == b"\"echo\"")
+        body.windows(6).any(|w| w == b"\"echo\"")
     }
 
     /// Rewrites a non-streamed response: echoed prompt log-probabilities for

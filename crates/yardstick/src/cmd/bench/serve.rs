@@ -550,6 +550,7 @@ fn model_slos(
     mix: Option<&yardstick_load::plan::ModelMix>,
 ) -> anyhow::Result<std::collections::BTreeMap<String, yardstick_load::summary::SloBounds>> {
     let mut out = std::collections::BTreeMap::new();
+    let names = mix.map(|m| m.names()).unwrap_or_default();
     for s in &args.model_slos {
         let (name, b) = yardstick_load::summary::SloBounds::parse_for_model(s).map_err(|e| {
             exit::invalid(
@@ -557,7 +558,6 @@ fn model_slos(
                 Some("e.g. --model-slo lora-a:ttft=800,tpot=60"),
             )
         })?;
-        let names = mix.map(|m| m.names()).unwrap_or_default();
         if !names.contains(&name) {
             let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
             return Err(exit::invalid(
