@@ -27,11 +27,40 @@ static CURRENT_GROUP: AtomicI32 = AtomicI32::new(0);
 /// [`CancellationToken`] passed to [`run_process`]: the group then gets SIGTERM, and SIGKILL after
 /// the grace period.
 pub fn kill_supervised_group() {
-    let group = CURRENT_GROUP.load(Ordering::SeqCst);
-    if group > 0 {
-        // SAFETY: plain kill(2) on the supervised child's own process group.
-        unsafe { libc::kill(-group, libc::SIGKILL) };
+    for group in [
+        CURRENT_GROUP.load(Ordering::SeqCst),
+        SERVER_GROUP.load(Ordering::SeqCst),
+    ] {
+        if group > 0 {
+            // SAFETY: plain kill(2) on the supervised child's own process group.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
     }
+}
+
+/// The process group of the server under test while it runs (0 when none).
+static SERVER_GROUP: AtomicI32 = AtomicI32::new(0);
+
+pub(crate) fn set_server_group(pid: libc::pid_t) {
+    SERVER_GROUP.store(pid, Ordering::SeqCst);
+}
+
+/// The child gets SIGKILL when this process dies (Linux), so a killed run leaves no server
+/// behind.
+pub(crate) fn die_with_parent(cmd: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
 }
 
 /// What to run and how to contain it.

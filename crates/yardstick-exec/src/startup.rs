@@ -151,13 +151,48 @@ fn start_once(
     spec: &StartupSpec,
     cancel: Option<&CancellationToken>,
 ) -> Result<StartupOutcome, ExecError> {
+    start(spec, cancel, false)?.finish(libc::SIGTERM, spec.grace)
+}
+
+/// A started process, until [`Started::finish`] stops and reaps it: a server under test runs
+/// between the two. Dropped unfinished, its group is killed and reaped.
+pub struct Started {
+    pid: libc::pid_t,
+    waiter: Option<Waiter>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    seen: Arc<Mutex<Seen>>,
+    start: Instant,
+    ready_kind: Readiness,
+    cache: Cache,
+    listen: Option<Instant>,
+    ready: Option<Instant>,
+    exited: bool,
+    error: Option<String>,
+    /// Registered as the server group ([`crate::process::kill_supervised_group`] kills it).
+    server: bool,
+}
+
+/// Starts `spec`'s command and waits until it is ready, exits, times out or `cancel` fires.
+/// `server`: the process is a server under test, which must not outlive yardstick (its leader
+/// gets SIGKILL when yardstick dies, and a second Ctrl-C kills its group).
+pub fn start(
+    spec: &StartupSpec,
+    cancel: Option<&CancellationToken>,
+    server: bool,
+) -> Result<Started, ExecError> {
     let (mut cmd, program) = group_command(&spec.argv, &spec.env, "give the command to start")?;
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    if server {
+        crate::process::die_with_parent(&mut cmd);
+    }
     let start = Instant::now();
     let mut child = cmd
         .spawn()
         .map_err(|source| ExecError::Spawn { program, source })?;
     let pid = child.id() as libc::pid_t;
+    if server {
+        crate::process::set_server_group(pid);
+    }
     let seen = Arc::new(Mutex::new(Seen::default()));
     let needle = match &spec.ready {
         Readiness::Log(t) => Some(t.clone()),
@@ -185,127 +220,210 @@ fn start_once(
     // We reap with wait4 ourselves; std's Child never waits on drop.
     drop(child);
 
-    let waiter = Waiter::new(pid);
-    let port = spec.port.or(match &spec.ready {
-        Readiness::Http { url, .. } => port_of(url),
-        _ => None,
-    });
-    let listen_addr: Option<SocketAddr> = port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
-    let deadline = start + spec.timeout;
-    let mut listen: Option<Instant> = None;
-    let mut ready: Option<Instant> = None;
-    let mut exited = false;
-    let mut error = None;
-    let mut last_probe = None::<Instant>;
-    let poll = Duration::from_millis(2);
-    loop {
-        if cancel.is_some_and(CancellationToken::is_cancelled) {
-            error = Some("cancelled before it was ready".to_string());
-            break;
-        }
-        if waiter.wait_exit(poll)? {
-            exited = true;
-            break;
-        }
-        let now = Instant::now();
-        if listen.is_none()
-            && let Some(addr) = listen_addr
-            && TcpStream::connect_timeout(&addr, Duration::from_millis(50)).is_ok()
-        {
-            listen = Some(Instant::now());
-        }
-        match &spec.ready {
-            Readiness::Http { url, expect } => {
-                // Probe at most every 10 ms, and only once something listens when we know where.
-                let due = last_probe.is_none_or(|t| now - t >= Duration::from_millis(10));
-                if due && (listen_addr.is_none() || listen.is_some()) {
-                    last_probe = Some(now);
-                    if http_status(url) == Some(*expect) {
-                        ready = Some(Instant::now());
+    let mut started = Started {
+        pid,
+        waiter: Some(Waiter::new(pid)),
+        readers,
+        seen,
+        start,
+        ready_kind: spec.ready.clone(),
+        cache: spec.cache,
+        listen: None,
+        ready: None,
+        exited: false,
+        error: None,
+        server,
+    };
+    started.wait_ready(spec, cancel)?;
+    Ok(started)
+}
+
+impl Started {
+    fn wait_ready(
+        &mut self,
+        spec: &StartupSpec,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<(), ExecError> {
+        let waiter = self.waiter.as_ref().expect("not finished");
+        let port = spec.port.or(match &spec.ready {
+            Readiness::Http { url, .. } => port_of(url),
+            _ => None,
+        });
+        let listen_addr: Option<SocketAddr> = port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+        let deadline = self.start + spec.timeout;
+        let mut last_probe = None::<Instant>;
+        let poll = Duration::from_millis(2);
+        loop {
+            if cancel.is_some_and(CancellationToken::is_cancelled) {
+                self.error = Some("cancelled before it was ready".to_string());
+                break;
+            }
+            if waiter.wait_exit(poll)? {
+                self.exited = true;
+                break;
+            }
+            let now = Instant::now();
+            if self.listen.is_none()
+                && let Some(addr) = listen_addr
+                && TcpStream::connect_timeout(&addr, Duration::from_millis(50)).is_ok()
+            {
+                self.listen = Some(Instant::now());
+            }
+            match &spec.ready {
+                Readiness::Http { url, expect } => {
+                    // Probe at most every 10 ms, and only once something listens when we know
+                    // where.
+                    let due = last_probe.is_none_or(|t| now - t >= Duration::from_millis(10));
+                    if due && (listen_addr.is_none() || self.listen.is_some()) {
+                        last_probe = Some(now);
+                        if http_status(url) == Some(*expect) {
+                            self.ready = Some(Instant::now());
+                            break;
+                        }
+                    }
+                }
+                Readiness::Log(_) => {
+                    if let Some(t) = self.seen.lock().expect("not poisoned").log_match {
+                        self.ready = Some(t);
                         break;
                     }
                 }
+                Readiness::Exit => {}
             }
-            Readiness::Log(_) => {
-                if let Some(t) = seen.lock().expect("not poisoned").log_match {
-                    ready = Some(t);
-                    break;
+            if Instant::now() >= deadline {
+                self.error = Some(format!(
+                    "not ready within {:.0} s (the timeout)",
+                    spec.timeout.as_secs_f64()
+                ));
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The process group's leader.
+    pub fn pid(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// Seconds from the spawn to ready, when it became ready (and has not exited).
+    pub fn ready_s(&self) -> Option<f64> {
+        (self.error.is_none() && !self.exited)
+            .then(|| {
+                self.ready
+                    .map(|t| t.duration_since(self.start).as_secs_f64())
+            })
+            .flatten()
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&self) -> bool {
+        !self.exited
+            && self
+                .waiter
+                .as_ref()
+                .is_some_and(|w| matches!(w.wait_exit(Duration::ZERO), Ok(false)))
+    }
+
+    /// Stops the process (unless it exited): `signal` to its group, SIGKILL after `grace`;
+    /// reaps it, and says what its start measured.
+    pub fn finish(
+        mut self,
+        signal: libc::c_int,
+        grace: Duration,
+    ) -> Result<StartupOutcome, ExecError> {
+        let waiter = self.waiter.take().expect("finished once");
+        let pid = self.pid;
+        let mut shutdown_s = None;
+        let mut killed = false;
+        let mut ready = self.ready;
+        let mut error = self.error.take();
+        let exited = self.exited || matches!(waiter.wait_exit(Duration::ZERO), Ok(true));
+        if !exited {
+            let term = Instant::now();
+            killed = !terminate(pid, &waiter, signal, grace)?;
+            if ready.is_some() {
+                shutdown_s = Some(term.elapsed().as_secs_f64());
+            }
+        }
+        let (status, usage) = reap(pid)?;
+        let exit_time = Instant::now();
+        // Descendants may outlive the leader: the whole group goes.
+        // SAFETY: plain kill(2) on the child's own process group.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        if self.server {
+            crate::process::set_server_group(0);
+        }
+        for r in self.readers.drain(..) {
+            let _ = r.join();
+        }
+        let exit_code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+        if exited && ready.is_none() && error.is_none() {
+            let log_match = self.seen.lock().expect("not poisoned").log_match;
+            match (&self.ready_kind, exit_code, log_match) {
+                (Readiness::Exit, Some(0), _) => ready = Some(exit_time),
+                // A log line written just before exiting still counts.
+                (Readiness::Log(_), _, Some(t)) => ready = Some(t),
+                (_, Some(c), _) => {
+                    error = Some(format!(
+                        "the command exited with status {c} before it was ready"
+                    ))
+                }
+                (_, None, _) => {
+                    error = Some(format!(
+                        "the command was killed by signal {} before it was ready",
+                        libc::WTERMSIG(status)
+                    ))
                 }
             }
-            Readiness::Exit => {}
         }
-        if Instant::now() >= deadline {
-            error = Some(format!(
-                "not ready within {:.0} s (the layer's timeout)",
-                spec.timeout.as_secs_f64()
+        let start = self.start;
+        let s = |t: Option<Instant>| t.map(|t| t.duration_since(start).as_secs_f64());
+        let seen = self.seen.lock().expect("not poisoned");
+        let mut warnings = Vec::new();
+        if killed {
+            warnings.push(format!(
+                "it did not exit within {:.0} s of the stop signal and was killed",
+                grace.as_secs_f64()
             ));
-            break;
         }
+        Ok(StartupOutcome {
+            first_output_s: s(seen.first_output),
+            listen_s: s(self.listen),
+            ready_s: if error.is_some() { None } else { s(ready) },
+            shutdown_s,
+            killed,
+            peak_rss_bytes: max_rss_bytes(usage.ru_maxrss),
+            cache: self.cache,
+            cache_dropped: None,
+            error,
+            warnings,
+        })
     }
-    let mut shutdown_s = None;
-    let mut killed = false;
-    if !exited {
-        let term = Instant::now();
-        killed = !terminate(pid, &waiter, spec.grace)?;
-        if ready.is_some() {
-            shutdown_s = Some(term.elapsed().as_secs_f64());
-        }
-    }
-    let (status, usage) = reap(pid)?;
-    let exit_time = Instant::now();
-    // Descendants may outlive the leader: the whole group goes.
-    // SAFETY: plain kill(2) on the child's own process group.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    for r in readers {
-        let _ = r.join();
-    }
-    let exit_code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    if exited && ready.is_none() && error.is_none() {
-        let log_match = seen.lock().expect("not poisoned").log_match;
-        match (&spec.ready, exit_code, log_match) {
-            (Readiness::Exit, Some(0), _) => ready = Some(exit_time),
-            // A log line written just before exiting still counts.
-            (Readiness::Log(_), _, Some(t)) => ready = Some(t),
-            (_, Some(c), _) => {
-                error = Some(format!(
-                    "the command exited with status {c} before it was ready"
-                ))
-            }
-            (_, None, _) => {
-                error = Some(format!(
-                    "the command was killed by signal {} before it was ready",
-                    libc::WTERMSIG(status)
-                ))
-            }
-        }
-    }
-    let s = |t: Option<Instant>| t.map(|t| t.duration_since(start).as_secs_f64());
-    let seen = seen.lock().expect("not poisoned");
-    let mut warnings = Vec::new();
-    if killed {
-        warnings.push(format!(
-            "it did not exit within {:.0} s of SIGTERM and was killed",
-            spec.grace.as_secs_f64()
-        ));
-    }
-    Ok(StartupOutcome {
-        first_output_s: s(seen.first_output),
-        listen_s: s(listen),
-        ready_s: if error.is_some() { None } else { s(ready) },
-        shutdown_s,
-        killed,
-        peak_rss_bytes: max_rss_bytes(usage.ru_maxrss),
-        cache: spec.cache,
-        cache_dropped: None,
-        error,
-        warnings,
-    })
 }
 
-/// SIGTERM to the group, then SIGKILL after `grace`; true when the leader exited on the SIGTERM.
-fn terminate(pid: libc::pid_t, waiter: &Waiter, grace: Duration) -> Result<bool, ExecError> {
+impl Drop for Started {
+    fn drop(&mut self) {
+        if self.waiter.take().is_some() {
+            // SAFETY: plain kill(2) on the child's own process group.
+            unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+            let _ = reap(self.pid);
+            if self.server {
+                crate::process::set_server_group(0);
+            }
+        }
+    }
+}
+
+/// `signal` to the group, then SIGKILL after `grace`; true when the leader exited on `signal`.
+fn terminate(
+    pid: libc::pid_t,
+    waiter: &Waiter,
+    signal: libc::c_int,
+    grace: Duration,
+) -> Result<bool, ExecError> {
     // SAFETY: plain kill(2) on the child's own process group.
-    unsafe { libc::kill(-pid, libc::SIGTERM) };
+    unsafe { libc::kill(-pid, signal) };
     let until = Instant::now() + grace;
     loop {
         let now = Instant::now();

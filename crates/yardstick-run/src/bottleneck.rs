@@ -221,6 +221,7 @@ mod tests {
             slug: crate::plan::slug(id),
             layer: layer.into(),
             work,
+            treatment: None,
         };
         Plan {
             name: "t".into(),
@@ -257,6 +258,7 @@ mod tests {
             replicates: 3,
             steps: Vec::new(),
             estimate_upper_s: None,
+            treatments: Vec::new(),
         }
     }
 

@@ -31,6 +31,8 @@ pub mod serve;
 pub mod slurm;
 pub mod startup;
 mod step;
+pub mod sut;
+pub mod sweep;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -288,6 +290,8 @@ pub enum Event {
     },
     /// Something worth a warning.
     Warning(String),
+    /// Something worth a line of progress (the server under test starting, ready).
+    Note(String),
 }
 
 /// How to run.
@@ -357,11 +361,28 @@ impl RunOutcome {
     /// Points whose every replicate failed: they measured nothing. The run is complete (each
     /// failure is stored), but `yardstick run` exits 1 so that a script does not take it for a
     /// measurement.
+    ///
+    /// A point of an infeasible treatment (its server never became ready: every error begins
+    /// with [`sut::INFEASIBLE`]) is an answer of a sweep, not a failure of the run — unless no
+    /// point of the run measured anything.
     pub fn points_that_measured_nothing(&self) -> Vec<String> {
-        self.summary
-            .as_ref()
-            .map(RunSummary::points_that_measured_nothing)
-            .unwrap_or_default()
+        let Some(summary) = &self.summary else {
+            return Vec::new();
+        };
+        let empty = summary.points_that_measured_nothing();
+        let infeasible = |p: &String| {
+            summary.failures().iter().any(|f| {
+                &f.point == p
+                    && f.failed
+                        .iter()
+                        .all(|r| r.error.starts_with(sut::INFEASIBLE))
+            })
+        };
+        let measured_any = summary.points.len() > empty.len();
+        empty
+            .into_iter()
+            .filter(|p| !(measured_any && infeasible(p)))
+            .collect()
     }
 
     /// The outcome as `yardstick run` prints it: the run and its directory, failed replicates

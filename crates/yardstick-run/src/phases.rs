@@ -144,7 +144,35 @@ fn checked_plan(
             .map_err(|e| RunError::Invalid(e.to_string()))?;
     }
     placement.check(&plan)?;
+    for server in plan.treatments.iter().filter_map(|t| t.server.as_ref()) {
+        if let Some(program) = server.argv.first()
+            && !program_found(program)
+        {
+            return Err(RunError::Invalid(format!(
+                "the server's command `{program}` is not found{}: no treatment could start \
+                 (give a path, or put it on PATH)",
+                if program.contains('/') {
+                    ""
+                } else {
+                    " on PATH"
+                }
+            )));
+        }
+    }
     Ok(plan)
+}
+
+/// Whether `program` names an executable file: a path as given, else one on `PATH`.
+fn program_found(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| executable(&d.join(program))))
 }
 
 /// The run directory: a new one, or the incomplete run `resume` names, started from this same
@@ -465,12 +493,39 @@ fn run_steps(
         wh: wh.as_mut(),
         run_id,
     };
+    let mut sut = crate::sut::ServerUnderTest::default();
+    let interrupted = steps_loop(
+        &mut sink,
+        &mut sut,
+        plan,
+        &cx,
+        placement.as_mut(),
+        &mut *opts.on_event,
+        opts.seed,
+    );
+    // The server stops (and its output is stored) whatever ended the loop.
+    let stopped = sut.stop(sink.writer);
+    let interrupted = interrupted?;
+    stopped?;
+    Ok(interrupted)
+}
+
+/// [`run_steps`]' loop: each step in order, the server under test started for its treatment.
+fn steps_loop(
+    sink: &mut Sink<'_>,
+    sut: &mut crate::sut::ServerUnderTest,
+    plan: &Plan,
+    cx: &RunContext<'_>,
+    placement: &mut dyn Placement,
+    on_event: &mut dyn FnMut(Event),
+    seed: u64,
+) -> Result<bool, RunError> {
     for (n, step) in plan.steps.iter().enumerate() {
-        if opts.cancel.is_cancelled() {
+        if cx.cancel.is_cancelled() {
             return Ok(true);
         }
-        let point = &plan.points[step.point];
-        if reindex_if_sealed(&mut sink, point, step)? {
+        let mut point = &plan.points[step.point];
+        if reindex_if_sealed(sink, point, step)? {
             continue;
         }
         // Files an unfinished attempt at this replicate sealed before a kill are not a finished
@@ -484,29 +539,71 @@ fn run_steps(
             unfinished.push(format!("profile/{}/", point.slug));
         }
         sink.writer.discard_unfinished(&unfinished)?;
-        (opts.on_event)(Event::Step {
+        on_event(Event::Step {
             n: n + 1,
             of: plan.steps.len(),
             point: point.id.clone(),
             replicate: step.replicate,
         });
+        let mut server_startup_s = None;
+        let mut infeasible = None;
+        let filled;
+        if let Some(t) = point.treatment {
+            match sut.for_step(
+                &plan.treatments,
+                t,
+                cx.scratch,
+                sink.writer,
+                cx.cancel,
+                &mut *on_event,
+            )? {
+                crate::sut::ForStep::Up { port, startup_s } => {
+                    if port > 0 {
+                        filled = crate::sut::with_port(point, port);
+                        point = &filled;
+                    }
+                    server_startup_s = startup_s;
+                }
+                crate::sut::ForStep::Infeasible(why) => infeasible = Some(why),
+            }
+            if cx.cancel.is_cancelled() {
+                return Ok(true);
+            }
+        }
         let started_at = yardstick_env::now_rfc3339();
-        let outcome = run_step(&mut StepContext {
-            run: &cx,
-            placement: placement.as_mut(),
-            point,
-            step,
-            seed: opts.seed ^ (u64::from(step.replicate) << 32),
+        let outcome = match infeasible {
+            Some(why) => Ok(ReplicateOutcome::failed(why)),
+            None => run_step(&mut StepContext {
+                run: cx,
+                placement,
+                point,
+                step,
+                seed: seed ^ (u64::from(step.replicate) << 32),
+            }),
+        };
+        let outcome = outcome.map(|mut o| {
+            if let Some(s) = server_startup_s {
+                // The server's start for this treatment, as a startup layer measures it.
+                o.summary[yardstick_spec::metrics::id::TIME_TO_READY_S] =
+                    serde_json::json!({ "value": s });
+                o.figures
+                    .measurements
+                    .push(yardstick_spec::metrics::Measurement::value(
+                        yardstick_spec::metrics::id::TIME_TO_READY_S,
+                        s,
+                    ));
+            }
+            o
         });
         let name = StepName::of(point, step);
-        if opts.cancel.is_cancelled() {
+        if cx.cancel.is_cancelled() {
             // A replicate cut short by Ctrl-C is not a finished measurement: keep nothing of it
             // (the engine records its step as cancelled).
             placement.step_ended(&name, None, true);
             return Ok(true);
         }
         if let Some(why) = placement.stop_reason() {
-            (opts.on_event)(Event::Warning(format!(
+            on_event(Event::Warning(format!(
                 "{}: {why}; the run stops here",
                 name.what()
             )));
@@ -519,17 +616,11 @@ fn run_steps(
             Err(e) => return Err(e),
         };
         if let ReplicateStatus::Failed(e) = &outcome.status {
-            (opts.on_event)(Event::Warning(format!("{}: {e}", name.what())));
+            on_event(Event::Warning(format!("{}: {e}", name.what())));
         }
-        let cancelled = opts.cancel.is_cancelled();
+        let cancelled = cx.cancel.is_cancelled();
         placement.step_ended(&name, Some(&outcome.summary), cancelled);
-        seal_step(
-            &mut sink,
-            &mut *opts.on_event,
-            (point, step),
-            &started_at,
-            outcome,
-        )?;
+        seal_step(sink, &mut *on_event, (point, step), &started_at, outcome)?;
     }
     Ok(false)
 }
@@ -777,6 +868,7 @@ fn finish(
     summary.eval = eval::eval_summary(plan, &per_point);
     let precision = spec_body.and_then(|s| s.workload.as_ref()?.precision);
     summary.bottlenecks = bottleneck::bottlenecks(plan, &aggregate, precision);
+    summary.sweep = crate::sut::sweep_summary(plan, &per_point);
     run.writer.add(
         "summary.json",
         &serde_json::to_vec_pretty(&summary).expect("JSON"),

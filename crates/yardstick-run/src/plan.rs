@@ -202,6 +202,9 @@ pub struct Point {
     pub layer: String,
     /// What runs.
     pub work: PointWork,
+    /// Index into [`Plan::treatments`]: the treatment whose server this point measures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub treatment: Option<usize>,
 }
 
 /// A point and replicate, in execution order.
@@ -243,6 +246,10 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// An upper bound on the run's duration where the spec bounds every point, in seconds.
     pub estimate_upper_s: Option<f64>,
+    /// The treatments of `spec.sweep` (one, without factors, for a server without a sweep;
+    /// none without a server or sweep).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub treatments: Vec<crate::sweep::Treatment>,
 }
 
 impl PointWork {
@@ -279,6 +286,28 @@ impl Plan {
         )];
         for p in &self.points {
             lines.push(format!("  {}", p.id));
+        }
+        if let Some(server) = self.treatments.iter().find_map(|t| t.server.as_ref()) {
+            let n = self.treatments.len();
+            lines.push(format!(
+                "server under test: `{}`, started for each of {n} treatment(s){}; ready within {}",
+                server.argv.join(" "),
+                if self.treatments.iter().any(|t| !t.id.is_empty()) {
+                    format!(
+                        " ({})",
+                        self.treatments
+                            .iter()
+                            .map(|t| t.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                } else {
+                    String::new()
+                },
+                fmt_secs(server.timeout.as_secs_f64())
+            ));
+        } else if !self.treatments.is_empty() {
+            lines.push(format!("treatments: {}", self.treatments.len()));
         }
         lines.push(self.estimate_line(history));
         lines.join("\n")
@@ -384,6 +413,7 @@ fn eval_points(
             slug: slug(&id),
             id,
             layer: "component".into(),
+            treatment: None,
             work: PointWork::Eval {
                 layer: i,
                 url: url.clone(),
@@ -415,7 +445,120 @@ fn fmt_value(v: f64) -> String {
 
 /// Expands a valid spec into its plan. (Validation has already run: missing required pieces
 /// here are programming errors and yield an empty plan section, not a panic.)
+///
+/// With a server under test or a sweep, the micro points come first, once; then the component
+/// and e2e points of each treatment, their ids ending in the treatment's factors. Interleaved
+/// replicates run every treatment once per round (the server restarts when the treatment
+/// changes); sequential ones finish a point before the next.
 pub fn plan(run: &BenchmarkRun) -> Plan {
+    let treatments = run
+        .spec
+        .as_ref()
+        .map(crate::sweep::treatments)
+        .unwrap_or_default();
+    if treatments.is_empty() {
+        return plan_one(run);
+    }
+    let spec = run.spec.as_ref().expect("treatments come from a spec");
+    let mut micro_only = run.clone();
+    let mut rest = run.clone();
+    if let Some(l) = micro_only.spec.as_mut().and_then(|s| s.layers.as_mut()) {
+        l.component = None;
+        l.e2e = None;
+    }
+    if let Some(l) = rest.spec.as_mut().and_then(|s| s.layers.as_mut()) {
+        l.micro = None;
+    }
+    let base = plan_one(&micro_only);
+    let mut points = base.points;
+    let mut profiled: Vec<usize> = base
+        .steps
+        .iter()
+        .filter(|s| s.profile)
+        .map(|s| s.point)
+        .collect();
+    let mut estimate = base
+        .estimate_upper_s
+        .map(|e| e / base.replicates.max(1) as f64);
+    for (t, treatment) in treatments.iter().enumerate() {
+        let mut one = rest.clone();
+        yardstick_spec::sweep::fill_spec(&mut one, &treatment.values);
+        let sub = plan_one(&one);
+        let offset = points.len();
+        profiled.extend(
+            sub.steps
+                .iter()
+                .filter(|s| s.profile)
+                .map(|s| s.point + offset),
+        );
+        estimate = match (estimate, sub.estimate_upper_s) {
+            (Some(e), Some(x)) => Some(
+                e + x / sub.replicates.max(1) as f64
+                    + treatment
+                        .server
+                        .as_ref()
+                        .map_or(0.0, |s| (s.timeout + s.grace).as_secs_f64()),
+            ),
+            _ => None,
+        };
+        for mut p in sub.points {
+            if !treatment.id.is_empty() {
+                p.id = format!("{}/{}", p.id, treatment.id);
+                p.slug = slug(&p.id);
+            }
+            p.treatment = Some(t);
+            points.push(p);
+        }
+    }
+    let trials = spec.trials.clone().unwrap_or_default();
+    let replicates = trials.replicates.unwrap_or(3);
+    let steps = order_steps(
+        points.len(),
+        replicates,
+        trials.order.unwrap_or(Order::Interleaved),
+        &profiled,
+    );
+    Plan {
+        name: base.name,
+        points,
+        replicates,
+        steps,
+        estimate_upper_s: estimate.map(|e| e * replicates as f64),
+        treatments,
+    }
+}
+
+/// The execution order of `points` points × `replicates`, then one profiled replicate of each
+/// point in `profiled`.
+fn order_steps(points: usize, replicates: u32, order: Order, profiled: &[usize]) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let step = |point, replicate| Step {
+        point,
+        replicate,
+        profile: false,
+    };
+    match order {
+        Order::Interleaved => {
+            for r in 0..replicates {
+                steps.extend((0..points).map(|p| step(p, r)));
+            }
+        }
+        Order::Sequential => {
+            for p in 0..points {
+                steps.extend((0..replicates).map(|r| step(p, r)));
+            }
+        }
+    }
+    steps.extend(profiled.iter().map(|&point| Step {
+        point,
+        replicate: replicates,
+        profile: true,
+    }));
+    steps
+}
+
+/// The plan of a spec without treatments.
+fn plan_one(run: &BenchmarkRun) -> Plan {
     let name = run
         .metadata
         .as_ref()
@@ -428,6 +571,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
             replicates: 0,
             steps: vec![],
             estimate_upper_s: None,
+            treatments: Vec::new(),
         };
     };
     let trials = spec.trials.clone().unwrap_or_default();
@@ -447,6 +591,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
             slug: slug(&id),
             id,
             layer: "micro".into(),
+            treatment: None,
             work: PointWork::Micro {
                 micro: kind.into(),
                 sizes: m.sizes.clone(),
@@ -476,6 +621,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                     slug: slug(&id),
                     id,
                     layer: "component".into(),
+                    treatment: None,
                     work: PointWork::Dataloader {
                         layer: i,
                         source: c.source.clone(),
@@ -507,6 +653,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                     slug: slug(&id),
                     id,
                     layer: "component".into(),
+                    treatment: None,
                     work: PointWork::Startup {
                         layer: i,
                         argv: c.command.clone().unwrap_or_default(),
@@ -678,6 +825,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                 slug: slug(&id),
                 id,
                 layer: "component".into(),
+                treatment: None,
                 work: PointWork::Serve {
                     url: url.clone(),
                     point: serve_point(
@@ -716,6 +864,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                     slug: slug(&id),
                     id,
                     layer: "component".into(),
+                    treatment: None,
                     work: PointWork::Serve {
                         url: url.clone(),
                         point: serve_point(scenario.to_string(), *v, None),
@@ -740,6 +889,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                     slug: slug(&id),
                     id,
                     layer: "e2e".into(),
+                    treatment: None,
                     work: PointWork::Train {
                         layer: i,
                         preset,
@@ -775,6 +925,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
                         slug: slug(&id),
                         id,
                         layer: "e2e".into(),
+                        treatment: None,
                         work: PointWork::Command {
                             layer: i,
                             argv,
@@ -788,52 +939,33 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
         }
     }
 
-    let order = trials.order.unwrap_or(Order::Interleaved);
-    let mut steps = Vec::new();
-    match order {
-        Order::Interleaved => {
-            for r in 0..replicates {
-                for p in 0..points.len() {
-                    steps.push(Step {
-                        point: p,
-                        replicate: r,
-                        profile: false,
-                    });
-                }
-            }
-        }
-        Order::Sequential => {
-            for p in 0..points.len() {
-                for r in 0..replicates {
-                    steps.push(Step {
-                        point: p,
-                        replicate: r,
-                        profile: false,
-                    });
-                }
-            }
-        }
-    }
     // A profile is taken after every measured replicate, in one more replicate of its own.
-    for (p, point) in points.iter().enumerate() {
-        if let PointWork::Command { layer, .. } | PointWork::Train { layer, .. } = &point.work
-            && layers
-                .e2e
-                .as_ref()
-                .and_then(|e| e.get(*layer))
-                .and_then(|e| e.profile.as_ref())
-                .is_some_and(|pr| {
-                    pr.mode
-                        .is_some_and(|m| m != yardstick_spec::ProfilerMode::Off)
-                })
-        {
-            steps.push(Step {
-                point: p,
-                replicate: replicates,
-                profile: true,
-            });
-        }
-    }
+    let profiled: Vec<usize> = points
+        .iter()
+        .enumerate()
+        .filter(|(_, point)| {
+            matches!(
+                &point.work,
+                PointWork::Command { layer, .. } | PointWork::Train { layer, .. }
+                    if layers
+                        .e2e
+                        .as_ref()
+                        .and_then(|e| e.get(*layer))
+                        .and_then(|e| e.profile.as_ref())
+                        .is_some_and(|pr| {
+                            pr.mode
+                                .is_some_and(|m| m != yardstick_spec::ProfilerMode::Off)
+                        })
+            )
+        })
+        .map(|(p, _)| p)
+        .collect();
+    let steps = order_steps(
+        points.len(),
+        replicates,
+        trials.order.unwrap_or(Order::Interleaved),
+        &profiled,
+    );
     let estimate_upper_s = estimate.map(|e| e * replicates as f64);
     Plan {
         name,
@@ -841,6 +973,7 @@ pub fn plan(run: &BenchmarkRun) -> Plan {
         replicates,
         steps,
         estimate_upper_s,
+        treatments: Vec::new(),
     }
 }
 

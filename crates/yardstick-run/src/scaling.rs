@@ -91,6 +91,7 @@ mod tests {
                 world_size: Some(n),
                 timeout: None,
             },
+            treatment: None,
         };
         let plan = Plan {
             name: "t".into(),
@@ -98,6 +99,7 @@ mod tests {
             replicates: 3,
             steps: Vec::new(),
             estimate_upper_s: None,
+            treatments: Vec::new(),
         };
         let reps = |xs: &[f64]| -> Vec<Value> {
             xs.iter()

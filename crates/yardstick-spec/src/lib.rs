@@ -19,6 +19,7 @@ pub mod rules;
 pub mod scenario;
 mod schema;
 pub mod session;
+pub mod sweep;
 mod templates;
 pub mod units;
 pub mod yaml;

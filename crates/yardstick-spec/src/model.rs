@@ -86,6 +86,123 @@ pub struct Spec {
     /// Where the run executes: this machine (default), a Slurm allocation, or Kubernetes
     /// (with Kueue); how many nodes and tasks, and their placement.
     pub execution: Option<Execution>,
+    /// The server under test, started by yardstick: for each treatment of `sweep` (or once,
+    /// without one) it is started on a free port (`{port}`), waited for, measured by the
+    /// component and e2e layers, and stopped; its output is kept with the run. A server that
+    /// never gets ready makes that treatment infeasible, not the run.
+    pub server: Option<Server>,
+    /// Factors to sweep: every treatment (a combination of their levels) runs the component and
+    /// e2e layers with `{factor}` placeholders filled in the server's command and environment,
+    /// the targets and commands; its points' ids end in `/factor=value`.
+    pub sweep: Option<Sweep>,
+}
+
+/// The server under test (`spec.server`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Server {
+    /// Program and arguments, with `{port}` (a free port yardstick picks for each start) and
+    /// `{factor}` placeholders.
+    #[schemars(required)]
+    pub command: Option<Vec<String>>,
+    /// Extra environment variables (values may hold placeholders).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// When the started server counts as ready.
+    #[schemars(required)]
+    pub ready: Option<ServerReady>,
+    /// How it is stopped after a treatment.
+    pub stop: Option<ServerStop>,
+}
+
+/// When the server under test is ready: exactly one of `http` and `log`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ServerReady {
+    /// An `http://` URL (placeholders allowed) polled until it answers with `expect`.
+    pub http: Option<String>,
+    /// The status `http` must answer (default 200).
+    pub expect: Option<u16>,
+    /// Text a line of the server's output contains once it is ready.
+    pub log: Option<String>,
+    /// The treatment is infeasible when the server is not ready after this long (default 10m).
+    pub timeout: Option<DurationSpec>,
+}
+
+/// How the server under test is stopped.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ServerStop {
+    /// The signal sent to its process group first (default SIGTERM).
+    pub signal: Option<StopSignal>,
+    /// Time between that signal and SIGKILL (default 30s).
+    pub grace: Option<DurationSpec>,
+}
+
+/// Signals a server may be stopped with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[allow(missing_docs, clippy::upper_case_acronyms)]
+pub enum StopSignal {
+    SIGTERM,
+    SIGINT,
+    SIGKILL,
+}
+
+/// The factors of a sweep and how their treatments are chosen (`spec.sweep`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Sweep {
+    /// Each factor's levels: `{max_num_seqs: [64, 128], chunked: [true, false]}`. A factor is
+    /// a `{name}` placeholder in the server's command or environment, a target or a command.
+    /// A factor with one level is a constant: filled in, but not part of point ids.
+    #[schemars(required)]
+    pub factors: Option<BTreeMap<String, Vec<FactorLevel>>>,
+    /// `grid` (every combination; the default), `random` (`samples` distinct combinations drawn
+    /// from the grid) or `lhs` (a Latin hypercube of `samples` treatments: each factor's levels
+    /// spread evenly over them).
+    pub design: Option<SweepDesign>,
+    /// Treatments of a `random` or `lhs` design.
+    pub samples: Option<u32>,
+    /// Seed of a `random` or `lhs` design (default 0): the plan is a function of the spec.
+    pub seed: Option<u64>,
+}
+
+/// One level of a factor: a string, a number or a boolean, written into placeholders as text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged, expecting = "a string, a number or a boolean")]
+#[allow(missing_docs)]
+pub enum FactorLevel {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl fmt::Display for FactorLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FactorLevel::Bool(b) => write!(f, "{b}"),
+            FactorLevel::Int(i) => write!(f, "{i}"),
+            FactorLevel::Float(x) => write!(f, "{x}"),
+            FactorLevel::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// How a sweep's treatments are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SweepDesign {
+    /// Every combination of the levels.
+    Grid,
+    /// `samples` distinct combinations drawn at random from the grid.
+    Random,
+    /// A Latin hypercube: `samples` treatments, each factor's levels used equally often.
+    Lhs,
 }
 
 /// Where and how a run executes (docs/spec.md#execution).

@@ -275,6 +275,18 @@ pub const RULES: &[RuleInfo] = &[
         hint: "check the target's caCert and tokenizer paths, relative to the spec's directory",
     },
     RuleInfo {
+        id: "server-config",
+        summary: "the server under test has a command and exactly one readiness check (`ready.http`, an http:// URL, or `ready.log`), and runs on this machine",
+        section: "sweeps-and-the-server-under-test",
+        hint: "add `server: {command: [..., --port, \"{port}\"], ready: {http: \"http://127.0.0.1:{port}/health\"}}`",
+    },
+    RuleInfo {
+        id: "sweep-config",
+        summary: "every factor has levels and is a placeholder somewhere; every placeholder in the server, a target or the environment names a factor (or `{port}`, with a server); a design's samples fit it",
+        section: "sweeps-and-the-server-under-test",
+        hint: "give each factor a list of levels and use it as `{name}` in the server's command or environment, a target or a command",
+    },
+    RuleInfo {
         id: "gates-tolerance",
         summary: "tolerances are in [0, 100); exploratory runs never gate (warning)",
         section: "baselines-and-regression-gates",
@@ -356,7 +368,255 @@ pub(crate) fn check(
     provenance(spec, &mut cx);
     gates(spec, &mut cx);
     execution(spec, &mut cx);
+    server(spec, &mut cx);
+    sweep(spec, &mut cx);
 }
+
+/// `spec.server`: a command, one readiness check, stop settings, this machine.
+fn server(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    let Some(srv) = &spec.server else {
+        return;
+    };
+    let base = "/spec/server";
+    let hint = "add `command: [my-server, --port, \"{port}\"]` and `ready: {http: \"http://127.0.0.1:{port}/health\"}`";
+    match &srv.command {
+        Some(c) if !c.is_empty() && !c[0].trim().is_empty() => {}
+        Some(_) => cx.error(
+            "server-config",
+            &format!("{base}/command"),
+            "the server's command is empty".into(),
+            hint,
+        ),
+        None => cx.error_at_key(
+            "server-config",
+            base,
+            "the server under test needs a `command`".into(),
+            hint,
+        ),
+    }
+    match &srv.ready {
+        None => cx.error_at_key(
+            "server-config",
+            base,
+            "the server under test needs `ready`: when it counts as started".into(),
+            "add `ready: {http: \"http://127.0.0.1:{port}/health\"}` or `ready: {log: \"listening\"}`",
+        ),
+        Some(r) => {
+            let rb = format!("{base}/ready");
+            if usize::from(r.http.is_some()) + usize::from(r.log.is_some()) != 1 {
+                cx.error_at_key(
+                    "server-config",
+                    &rb,
+                    "`ready` needs exactly one of `http` and `log`".into(),
+                    "e.g. `ready: {http: \"http://127.0.0.1:{port}/health\"}`",
+                );
+            }
+            if let Some(url) = &r.http
+                && !url.starts_with("http://")
+            {
+                cx.error(
+                    "server-config",
+                    &format!("{rb}/http"),
+                    format!("`ready.http` must be an http:// URL, got `{url}`"),
+                    "the probe speaks plain HTTP to a local port: e.g. http://127.0.0.1:{port}/health (use `ready.log` for a server that only speaks TLS)",
+                );
+            }
+            if let Some(code) = r.expect
+                && (r.http.is_none() || !(100..=599).contains(&code))
+            {
+                cx.error(
+                    "server-config",
+                    &format!("{rb}/expect"),
+                    format!("`ready.expect` is {code}: it is an HTTP status for `ready.http`"),
+                    "e.g. expect: 200, beside `http: URL`",
+                );
+            }
+            if r.log.as_deref().is_some_and(str::is_empty) {
+                cx.error(
+                    "server-config",
+                    &format!("{rb}/log"),
+                    "`ready.log` is empty: every line would match".into(),
+                    "give text the server prints once it is ready",
+                );
+            }
+            if r.timeout.is_some_and(|t| t.0.is_zero()) {
+                cx.error(
+                    "server-config",
+                    &format!("{rb}/timeout"),
+                    "`ready.timeout` is zero: no server could be ready in time".into(),
+                    "e.g. timeout: 10m",
+                );
+            }
+        }
+    }
+    let engine = spec.execution.as_ref().and_then(|e| e.engine);
+    if engine.is_some_and(|e| e != Engine::Local) {
+        cx.error_at_key(
+            "server-config",
+            base,
+            "a server under test is started on this machine only; Slurm and Kubernetes runs measure a server someone else started".into(),
+            "drop `execution.engine`, or start the server yourself and give its URL as the target",
+        );
+    }
+    for (i, c) in spec
+        .layers
+        .as_ref()
+        .and_then(|l| l.component.as_ref())
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let measures_sim = matches!(c.kind, Some(ComponentKind::Serve | ComponentKind::Eval))
+            && c.target
+                .as_ref()
+                .and_then(|t| t.url.as_deref())
+                .is_none_or(|u| u == "sim");
+        if measures_sim {
+            cx.warn(
+                "server-config",
+                &format!("/spec/layers/component/{i}/target"),
+                "this layer measures the bundled simulator, not the server under test".into(),
+                "point it at the server: `url: \"http://127.0.0.1:{port}\"`",
+            );
+        }
+    }
+}
+
+/// `spec.sweep` and the placeholders of the fields it fills.
+fn sweep(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    let fields = crate::sweep::template_fields(spec);
+    let factors = spec.sweep.as_ref().and_then(|s| s.factors.as_ref());
+    let is_factor = |n: &str| factors.is_some_and(|f| f.contains_key(n));
+    for f in fields.iter().filter(|f| f.strict) {
+        for name in crate::sweep::placeholders(&f.text) {
+            if name == crate::sweep::PORT {
+                if spec.server.is_none() {
+                    cx.error(
+                        "sweep-config",
+                        &f.pointer,
+                        "`{port}` is the port of the server under test, and the spec starts none"
+                            .into(),
+                        "add `spec.server`, or write the port",
+                    );
+                }
+            } else if !is_factor(name) {
+                cx.error(
+                    "sweep-config",
+                    &f.pointer,
+                    format!("`{{{name}}}` names no factor of `spec.sweep.factors`"),
+                    &format!(
+                        "add `{name}: [..levels..]` under spec.sweep.factors, or write the value"
+                    ),
+                );
+            }
+        }
+    }
+    let Some(sw) = &spec.sweep else {
+        return;
+    };
+    let base = "/spec/sweep";
+    let Some(factors) = factors.filter(|f| !f.is_empty()) else {
+        cx.error_at_key(
+            "sweep-config",
+            base,
+            "a sweep needs `factors`: each a placeholder and its levels".into(),
+            "e.g. `factors: {max_num_seqs: [64, 128, 256]}`",
+        );
+        return;
+    };
+    for (name, levels) in factors {
+        let ptr = format!("{base}/factors/{name}");
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid || name == crate::sweep::PORT {
+            cx.error_at_key(
+                "sweep-config",
+                &ptr,
+                format!(
+                    "`{name}` cannot be a factor: {}",
+                    if valid {
+                        "`port` is the port yardstick picks"
+                    } else {
+                        "a factor is a name of letters, digits and `_`"
+                    }
+                ),
+                "rename it, e.g. `max_num_seqs`",
+            );
+            continue;
+        }
+        if levels.is_empty() {
+            cx.error(
+                "sweep-config",
+                &ptr,
+                format!("factor `{name}` has no levels"),
+                "give it one level or more, e.g. `[64, 128]`",
+            );
+        }
+        let texts: Vec<String> = levels.iter().map(ToString::to_string).collect();
+        for (j, t) in texts.iter().enumerate() {
+            if texts[..j].contains(t) {
+                cx.error(
+                    "sweep-config",
+                    &format!("{ptr}/{j}"),
+                    format!("factor `{name}` lists level `{t}` twice"),
+                    "list each level once (replicates repeat a treatment)",
+                );
+            }
+        }
+        let used = fields
+            .iter()
+            .any(|f| crate::sweep::placeholders(&f.text).contains(&name.as_str()));
+        if !used {
+            cx.error_at_key(
+                "sweep-config",
+                &ptr,
+                format!("factor `{name}` is used nowhere: every treatment would run the same thing"),
+                &format!("write `{{{name}}}` in the server's command or environment, a target or a command"),
+            );
+        }
+    }
+    let levels = crate::sweep::levels(sw);
+    let size = crate::sweep::grid_size(&levels);
+    match (sw.design.unwrap_or(SweepDesign::Grid), sw.samples) {
+        (SweepDesign::Grid, Some(_)) => cx.error_at_key(
+            "sweep-config",
+            &format!("{base}/samples"),
+            "`samples` applies to the random and lhs designs; a grid runs every combination".into(),
+            "drop it, or set `design: random` or `design: lhs`",
+        ),
+        (SweepDesign::Grid, None) if size > MAX_TREATMENTS => cx.error_at_key(
+            "sweep-config",
+            &format!("{base}/factors"),
+            format!("the grid has {size} treatments, more than {MAX_TREATMENTS}"),
+            "sample it: `design: lhs, samples: 20` (or `random`)",
+        ),
+        (_, None) if sw.design.is_some_and(|d| d != SweepDesign::Grid) => cx.error_at_key(
+            "sweep-config",
+            &format!("{base}/design"),
+            "a random or lhs design needs `samples`: how many treatments".into(),
+            "add e.g. `samples: 12`",
+        ),
+        (_, Some(n)) if n == 0 || u64::from(n) > MAX_TREATMENTS => cx.error(
+            "sweep-config",
+            &format!("{base}/samples"),
+            format!("`samples` is {n}; it must be in 1..={MAX_TREATMENTS}"),
+            "e.g. samples: 12",
+        ),
+        (SweepDesign::Random, Some(n)) if u64::from(n) > size => cx.error(
+            "sweep-config",
+            &format!("{base}/samples"),
+            format!("a random design draws distinct treatments, and the grid has only {size}"),
+            &format!("use at most {size}, or `design: grid`"),
+        ),
+        _ => {}
+    }
+}
+
+/// The most treatments a sweep may plan.
+pub const MAX_TREATMENTS: u64 = 10_000;
 
 /// The `execution` section: fields of one engine on another, counts, sizes, placement in
 /// publication mode, and GPUs nobody uses.

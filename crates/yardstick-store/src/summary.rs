@@ -73,6 +73,14 @@ pub struct RunSummary {
         deserialize_with = "section"
     )]
     pub bottlenecks: Option<RunBottlenecks>,
+    /// The treatments of a sweep (or the one of a server under test without a sweep): which
+    /// measured and which were infeasible, and why.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub sweep: Option<Vec<TreatmentSummary>>,
     /// What an import's figures mean next to ours (imports only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,
@@ -218,6 +226,26 @@ pub struct PointFailures {
     pub replicates: u32,
     /// The ones that failed.
     pub failed: Vec<FailedReplicate>,
+}
+
+/// One treatment of a sweep, as the run measured it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TreatmentSummary {
+    /// `factor=value` of its varying factors, joined by `/` (what its points' ids end in).
+    pub id: String,
+    /// Every factor's level.
+    pub values: BTreeMap<String, String>,
+    /// Its points.
+    pub points: Vec<String>,
+    /// `measured` (a replicate of a point measured), or `infeasible` (its server never became
+    /// ready, or died: `reason`).
+    pub status: String,
+    /// Why it is infeasible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Seconds from the server's spawn to ready, one per start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub time_to_ready_s: Vec<f64>,
 }
 
 /// A replicate that measured nothing.

@@ -44,6 +44,7 @@ pub(crate) fn options(
                 point, replicate, ..
             } => format!("done {point} r{replicate}"),
             Event::Warning(w) => format!("warning {w}"),
+            Event::Note(n) => format!("note {n}"),
         };
         let mut all = seen.lock().unwrap();
         all.push(line);

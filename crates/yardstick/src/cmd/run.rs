@@ -502,6 +502,7 @@ fn options(how: &Execution) -> RunOptions {
                 } => output::info(&format!("[{n}/{of}] {point} r{replicate}")),
                 Event::StepDone { headline, .. } => output::info(&format!("        {headline}")),
                 Event::Warning(w) => output::warn(&w),
+                Event::Note(n) => output::info(&format!("        {n}")),
             }
         }),
     }

@@ -59,4 +59,5 @@ mod sim_cli;
 mod sim_flags;
 mod stats_cli;
 mod store_cli;
+mod sweep;
 mod trust_cli;

@@ -1,0 +1,390 @@
+//! `spec.server` and `spec.sweep`: yardstick starts the server under test for each treatment
+//! (here the real `yardstick sim`, as a child process on a port yardstick picks), measures it,
+//! stops it, and keeps its output; a server that cannot start makes its treatment infeasible,
+//! not the run.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::{alive, assert_validate_refuses, files_under, json, run_spec, yardstick};
+
+/// A sweep spec whose server is `command` (a YAML flow list) and whose factors are `factors`
+/// (a YAML flow mapping): one serve layer at concurrency 4 on the server's `{port}`.
+fn sweep_spec(command: &str, factors: &str, replicates: u32) -> String {
+    format!(
+        "apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata: {{name: sweep-sim}}
+spec:
+  mode: exploratory
+  workload: {{model: m, precision: bf16, sequenceLengths: \"D(32,16)\", batching: continuous, concurrency: 4, dataset: {{kind: synthetic, seed: 1}}, correctness: {{policy: none}}}}
+  trials: {{replicates: {replicates}, warmup: {{requests: 2}}, confidenceLevel: 0.95, outlierPolicy: none}}
+  server:
+    command: {command}
+    ready: {{http: \"http://127.0.0.1:{{port}}/health\", timeout: 20s}}
+    stop: {{grace: 5s}}
+  sweep:
+    factors: {factors}
+  layers:
+    component:
+      - kind: serve
+        target: {{url: \"http://127.0.0.1:{{port}}\", api: chat, model: m}}
+        scenarios: [\"D(32,16)\"]
+        load: {{mode: concurrency, values: [4]}}
+        stop: {{maxRequests: 30}}
+"
+    )
+}
+
+fn sim_command(extra: &str) -> String {
+    format!(
+        "[\"{}\", sim, --port, \"{{port}}\", --max-running, \"{{slots}}\", --ttft-ms, \"20\", --itl-ms, \"2\"{extra}]",
+        env!("CARGO_BIN_EXE_yardstick")
+    )
+}
+
+/// Every `server.json` a run stored.
+fn starts(run_dir: &Path) -> Vec<serde_json::Value> {
+    files_under(&run_dir.join("server"), "json")
+        .iter()
+        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
+        .collect()
+}
+
+fn mean(v: &serde_json::Value, point: &str, metric: &str, statistic: &str) -> f64 {
+    v["summary"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == point)
+        .unwrap_or_else(|| panic!("no point {point} in {v}"))["metrics"][metric][statistic]["mean"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {metric} {statistic} of {point}"))
+}
+
+#[test]
+fn a_sweep_starts_the_server_for_each_treatment_and_keeps_infeasible_ones_as_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(&spec, sweep_spec(&sim_command(""), "{slots: [1, 4, 0]}", 3)).unwrap();
+    let store = dir.path().join("store");
+    let o = run_spec(&spec, &store, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The infeasible treatment is an answer of the sweep: the run succeeds.
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v = json(&o);
+    let sweep = v["summary"]["sweep"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(sweep.len(), 3, "{sweep:?}");
+    let by_id = |id: &str| sweep.iter().find(|t| t["id"] == id).unwrap().clone();
+    let (one, four, zero) = (by_id("slots=1"), by_id("slots=4"), by_id("slots=0"));
+    assert_eq!(one["status"], "measured");
+    assert_eq!(four["status"], "measured");
+    assert_eq!(zero["status"], "infeasible");
+    // The reason carries the server's own words (the tail of its output).
+    let reason = zero["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("exited with status 2")
+            && reason.contains("max running must be at least 1"),
+        "{reason}"
+    );
+    // Interleaved replicates restart the server when the treatment changes: once per round.
+    assert_eq!(one["time_to_ready_s"].as_array().unwrap().len(), 3, "{one}");
+    assert!(one["time_to_ready_s"][0].as_f64().unwrap() > 0.0);
+    // The points carry their treatment, and the factor changes what the server does: four
+    // slots serve four streams about four times as fast as one.
+    let p1 = "component.0.serve/D(32,16)/concurrency=4/slots=1";
+    let p4 = "component.0.serve/D(32,16)/concurrency=4/slots=4";
+    assert_eq!(one["points"], serde_json::json!([p1]));
+    let (t1, t4) = (
+        mean(&v, p1, "request_throughput", "value"),
+        mean(&v, p4, "request_throughput", "value"),
+    );
+    assert!(t4 > 2.5 * t1, "slots=4 {t4} req/s vs slots=1 {t1} req/s");
+    assert!(mean(&v, p1, "ttft_ms", "p50") > 2.0 * mean(&v, p4, "ttft_ms", "p50"));
+    // Each start is stored with its command (port filled in) and output; no server outlives
+    // the run.
+    let run_dir = store.join("runs").join(v["run_id"].as_str().unwrap());
+    let starts = starts(&run_dir);
+    assert_eq!(starts.len(), 3 + 3 + 1, "{starts:?}");
+    for s in &starts {
+        let argv: Vec<&str> = s["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(argv[3], s["port"].as_u64().unwrap().to_string(), "{s}");
+        assert!(
+            !argv.contains(&"{port}") && !argv.contains(&"{slots}"),
+            "{s}"
+        );
+        assert!(!alive(&s["pid"].to_string()), "server {s} outlived the run");
+    }
+    let zero_start = starts.iter().find(|s| s["treatment"] == "slots=0").unwrap();
+    assert!(zero_start["infeasible"].as_str().is_some(), "{zero_start}");
+    let stderr_logs: Vec<_> = files_under(&run_dir.join("server"), "log")
+        .into_iter()
+        .filter(|p| p.ends_with("stderr.log"))
+        .collect();
+    assert!(
+        stderr_logs.iter().any(|p| std::fs::read_to_string(p)
+            .unwrap()
+            .contains("max running must be at least 1")),
+        "{stderr_logs:?}"
+    );
+    // The stored run verifies (every server file is sealed in its manifest).
+    let verify = yardstick()
+        .args(["verify", "--json", v["run_id"].as_str().unwrap(), "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(
+        verify.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
+#[test]
+fn a_run_whose_every_treatment_is_infeasible_measured_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(&spec, sweep_spec(&sim_command(""), "{slots: [0]}", 3)).unwrap();
+    let o = run_spec(&spec, &dir.path().join("store"), &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn a_server_that_is_not_found_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        sweep_spec(
+            "[no-such-server-binary, --port, \"{port}\", \"{slots}\"]",
+            "{slots: [1, 2]}",
+            3,
+        ),
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let o = yardstick()
+        .args(["run", "-q"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`no-such-server-binary` is not found on PATH"),
+        "{err}"
+    );
+    assert!(!store.join("runs").exists() || files_under(&store.join("runs"), "json").is_empty());
+}
+
+#[test]
+fn validate_refuses_factors_and_placeholders_that_do_not_meet() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spec.yaml");
+    let spec = sweep_spec(&sim_command(""), "{slots: [1, 4]}", 3);
+    // The spec itself is valid.
+    std::fs::write(&path, &spec).unwrap();
+    let ok = yardstick().args(["validate"]).arg(&path).output().unwrap();
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_validate_refuses(
+        &path,
+        &spec,
+        &[
+            (
+                "{slots: [1, 4]}",
+                "{slots: [1, 4], unused: [a, b]}",
+                "factor `unused` is used nowhere",
+            ),
+            (
+                "{slots: [1, 4]}",
+                "{slots: []}",
+                "factor `slots` has no levels",
+            ),
+            (
+                "{slots: [1, 4]}",
+                "{slots: [1, 1]}",
+                "lists level `1` twice",
+            ),
+            (
+                "model: m}",
+                "model: \"{model}\"}",
+                "`{model}` names no factor of `spec.sweep.factors`",
+            ),
+            (
+                "http://127.0.0.1:{port}/health",
+                "https://127.0.0.1:{port}/health",
+                "`ready.http` must be an http:// URL",
+            ),
+            (
+                "{slots: [1, 4]}",
+                "{slots: [1, 4]}\n    design: random\n    samples: 9",
+                "the grid has only 2",
+            ),
+            (
+                "{slots: [1, 4]}",
+                "{slots: [1, 4], port: [1]}",
+                "`port` cannot be a factor",
+            ),
+        ],
+    );
+    // `{port}` without a server to give it.
+    let no_server = spec.split("  server:").next().unwrap().to_string()
+        + &spec[spec.find("  layers:").unwrap()..];
+    assert_validate_refuses(
+        &path,
+        &no_server,
+        &[(
+            "api: chat",
+            "api: chat",
+            "`{port}` is the port of the server under test, and the spec starts none",
+        )],
+    );
+}
+
+#[test]
+fn an_interrupted_sweep_resumes_where_it_stopped_and_leaves_no_server_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("started-4");
+    // The slots=4 server marks its first start, so the test interrupts the run while it runs.
+    let command = format!(
+        "[sh, -c, \"if [ {{slots}} = 4 ]; then touch {mark}; fi; exec {bin} sim --port {{port}} --max-running {{slots}} --ttft-ms 20 --itl-ms 2\"]",
+        mark = mark.display(),
+        bin = env!("CARGO_BIN_EXE_yardstick"),
+    );
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(&spec, sweep_spec(&command, "{slots: [1, 4]}", 3)).unwrap();
+    let store = dir.path().join("store");
+    let child = yardstick()
+        .args(["run", "--json"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !mark.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the slots=4 server never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let first = json(&o);
+    assert_eq!(first["status"], "incomplete", "{first}");
+    let run_id = first["run_id"].as_str().unwrap().to_string();
+    let run_dir = store.join("runs").join(&run_id);
+    for s in starts(&run_dir) {
+        assert!(
+            !alive(&s["pid"].to_string()),
+            "server {s} outlived the interrupted run"
+        );
+    }
+    let done_before: Vec<_> = files_under(&run_dir.join("results"), "json");
+    assert!(
+        !done_before.is_empty(),
+        "slots=1 r0 finished before the interruption"
+    );
+
+    let resumed = yardstick()
+        .args(["run", "--json", "-q"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .args(["--resume", &run_id])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(0), "{err}");
+    let v = json(&resumed);
+    assert_eq!(v["status"], "complete", "{v}");
+    assert_eq!(files_under(&run_dir.join("results"), "json").len(), 6);
+    // What finished before the interruption was kept, not measured again.
+    for p in &done_before {
+        assert!(p.exists(), "{p:?}");
+    }
+    let sweep = v["summary"]["sweep"].as_array().unwrap();
+    assert!(sweep.iter().all(|t| t["status"] == "measured"), "{sweep:?}");
+}
+
+#[test]
+fn the_sweep_example_runs_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sweep.yaml");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_yardstick")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = yardstick()
+        .env("PATH", path)
+        .args(["run", "--json", "-q"])
+        .arg(&example)
+        .arg("--store")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v = json(&o);
+    let sweep = v["summary"]["sweep"].as_array().unwrap();
+    let ids: Vec<&str> = sweep.iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["slots=1", "slots=2", "slots=4"]);
+    assert!(sweep.iter().all(|t| t["status"] == "measured"), "{sweep:?}");
+    // More slots, more throughput: each treatment measured its own server.
+    let tput = |slots: u32| {
+        mean(
+            &v,
+            &format!("component.0.serve/D(64,32)/concurrency=4/slots={slots}"),
+            "request_throughput",
+            "value",
+        )
+    };
+    assert!(
+        tput(2) > 1.5 * tput(1) && tput(4) > 1.5 * tput(2),
+        "{} {} {}",
+        tput(1),
+        tput(2),
+        tput(4)
+    );
+}
