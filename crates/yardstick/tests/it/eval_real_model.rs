@@ -523,3 +523,111 @@ spec:
         "smollm2 eval layer: arith6 accuracy per replicate {acc:?}"
     ));
 }
+
+/// `spec.server` with the real llama.cpp server: yardstick starts it for each treatment of a
+/// 2 × 2 sweep (`--n_threads` × `--n_batch`; llama-cpp-python's server has no `--parallel`: it
+/// serves one request at a time), waits for `/v1/models`, measures it, stops it. The server's
+/// own log says it took the treatment's batch size, so the placeholders reached it.
+#[test]
+fn a_sweep_starts_llama_cpp_for_each_treatment() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((python, model)) = external::require(
+        "llama-cpp-server",
+        "a_sweep_starts_llama_cpp_for_each_treatment",
+        &format!(
+            "llama-cpp-python[server] and the SmolLM2 GGUF: set YARDSTICK_LLAMA_PYTHON and \
+             YARDSTICK_LLAMA_MODEL, or let .ci/run install them under {DEFAULT_DIR}"
+        ),
+        locate(),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = format!(
+        r#"apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata: {{name: llama-sweep}}
+spec:
+  mode: exploratory
+  workload: {{model: smollm2, precision: int4, sequenceLengths: "D(128,8)", batching: none, concurrency: 1, dataset: {{kind: synthetic, seed: 1}}, correctness: {{policy: none}}}}
+  trials: {{replicates: 3, warmup: {{requests: 1}}, confidenceLevel: 0.95, outlierPolicy: report-tukey}}
+  server:
+    command: ["{python}", -m, llama_cpp.server, --model, "{model}", --host, 127.0.0.1, --port, "{{port}}", --n_ctx, "1024", --n_threads, "{{threads}}", --n_batch, "{{n_batch}}"]
+    ready: {{http: "http://127.0.0.1:{{port}}/v1/models", timeout: 3m}}
+    stop: {{grace: 10s}}
+  sweep:
+    factors: {{threads: [1, 2], n_batch: [16, 512]}}
+  layers:
+    component:
+      - kind: serve
+        target: {{url: "http://127.0.0.1:{{port}}", api: chat, model: smollm2}}
+        scenarios: ["D(128,8)"]
+        load: {{mode: concurrency, values: [1]}}
+        stop: {{maxRequests: 4, maxDuration: 60s}}
+"#,
+        python = python.display(),
+        model = model.display(),
+    );
+    let path = tmp.path().join("sweep.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let store = tmp.path().join("store");
+    let started = Instant::now();
+    let out = yardstick(&[
+        "run",
+        path.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+    ]);
+    say(&format!(
+        "llama.cpp sweep: 4 treatments x 3 replicates in {:.0} s",
+        started.elapsed().as_secs_f64()
+    ));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let o = json_of(&out);
+    let sweep = o["summary"]["sweep"].as_array().unwrap();
+    assert_eq!(sweep.len(), 4, "{sweep:?}");
+    for t in sweep {
+        assert_eq!(t["status"], "measured", "{t}");
+        assert_eq!(t["time_to_ready_s"].as_array().unwrap().len(), 3, "{t}");
+        let point = t["points"][0].as_str().unwrap();
+        let p = o["summary"]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == point)
+            .unwrap();
+        assert!(
+            p["metrics"]["ttft_ms"]["p50"]["mean"].as_f64().unwrap() > 0.0,
+            "{p}"
+        );
+        // The server took the treatment's batch size (llama.cpp logs its context's settings).
+        let run_dir = store.join("runs").join(o["run_id"].as_str().unwrap());
+        let dir = run_dir
+            .join("server")
+            .join(yardstick_store::run::slug(t["id"].as_str().unwrap()));
+        let batch = t["values"]["n_batch"].as_str().unwrap();
+        let logs: Vec<String> = crate::common::files_under(&dir, "log")
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        assert_eq!(
+            logs.len(),
+            6,
+            "3 starts x (stdout, stderr) under {}",
+            dir.display()
+        );
+        assert!(
+            logs.iter()
+                .any(|l| l.lines().any(|line| line.contains("n_batch")
+                    && line.trim_end().ends_with(&format!("= {batch}")))),
+            "no `n_batch = {batch}` in the server's logs under {}",
+            dir.display()
+        );
+    }
+}
