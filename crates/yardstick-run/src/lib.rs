@@ -33,6 +33,7 @@ pub mod startup;
 mod step;
 pub mod sut;
 pub mod sweep;
+pub mod tune;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -334,7 +335,13 @@ pub struct RunOptions {
     /// the members and merged, command points one rank per member ([`pods`]). Other members go
     /// through [`execute_member`].
     pub pods: Option<pods::PodGroup>,
+    /// Files to add to the run once its summary is written and before it is sealed (the
+    /// tuner's answer in its final run): called with the summary and the run directory.
+    pub before_seal: Option<BeforeSeal>,
 }
+
+/// See [`RunOptions::before_seal`]: (name relative to the run directory, contents).
+pub type BeforeSeal = Box<dyn FnOnce(&RunSummary, &Path) -> Vec<(String, Vec<u8>)> + Send>;
 
 /// What a run produced (`yardstick run --json`).
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

@@ -874,6 +874,12 @@ fn finish(
         &serde_json::to_vec_pretty(&summary).expect("JSON"),
         "summary",
     )?;
+    if let Some(hook) = opts.before_seal.take() {
+        let dir = run.writer.dir().to_path_buf();
+        for (name, bytes) in hook(&summary, &dir) {
+            run.writer.add(&name, &bytes, "result")?;
+        }
+    }
 
     // Environment after: a changed profile mid-run is flagged. Captured exactly like the one
     // before (Python probe included): the key has the torch version when torch is installed, so

@@ -290,7 +290,7 @@ impl Plan {
         if let Some(server) = self.treatments.iter().find_map(|t| t.server.as_ref()) {
             let n = self.treatments.len();
             lines.push(format!(
-                "server under test: `{}`, started for each of {n} treatment(s){}; ready within {}",
+                "server under test: `{}` (the first treatment's), started for each of {n} treatment(s){}; ready within {}",
                 server.argv.join(" "),
                 if self.treatments.iter().any(|t| !t.id.is_empty()) {
                     format!(

@@ -360,6 +360,9 @@ pub(crate) fn sweep_summary(
         .treatments
         .iter()
         .enumerate()
+        // A run restricted to some treatments (`--only`, a tuner's round) says nothing of the
+        // others.
+        .filter(|(t, _)| plan.points.iter().any(|p| p.treatment == Some(*t)))
         .map(|(t, treatment)| {
             let ids: Vec<&String> = plan
                 .points

@@ -153,7 +153,11 @@ pub fn treatments(spec: &Spec) -> Vec<Treatment> {
 }
 
 /// `n` distinct combinations drawn from the grid (all of it, shuffled, when `n` is as large).
-fn random(levels: &[(String, Vec<String>)], n: usize, rng: &mut impl Rng) -> Vec<Vec<usize>> {
+pub(crate) fn random(
+    levels: &[(String, Vec<String>)],
+    n: usize,
+    rng: &mut impl Rng,
+) -> Vec<Vec<usize>> {
     let size = grid_size(levels);
     if size <= 100_000 {
         let mut all = grid(levels);
@@ -177,7 +181,7 @@ fn random(levels: &[(String, Vec<String>)], n: usize, rng: &mut impl Rng) -> Vec
 /// A Latin hypercube over the levels: for each factor, the `n` treatments take strata
 /// `0..n` of its range (a level each, so every level is used about `n / levels` times),
 /// shuffled independently; repeated combinations are kept once.
-fn latin_hypercube(
+pub(crate) fn latin_hypercube(
     levels: &[(String, Vec<String>)],
     n: usize,
     rng: &mut impl Rng,

@@ -95,6 +95,66 @@ pub struct Spec {
     /// e2e layers with `{factor}` placeholders filled in the server's command and environment,
     /// the targets and commands; its points' ids end in `/factor=value`.
     pub sweep: Option<Sweep>,
+    /// Search the sweep's factors for the best treatment instead of walking them all: short
+    /// probes of the candidates a strategy proposes, then the best two measured in full and
+    /// compared. The answer (`tune.json`, `best.yaml`) is stored with the final run.
+    pub tune: Option<Tune>,
+}
+
+/// A tuner over `sweep.factors` (`spec.tune`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Tune {
+    /// The catalogue metric to make as large as possible (`capacity_rps`, `goodput`,
+    /// `output_token_throughput`...). Exactly one of `maximize` and `minimize`.
+    pub maximize: Option<String>,
+    /// The catalogue metric to make as small as possible (`ttft_ms`...).
+    pub minimize: Option<String>,
+    /// The objective's statistic (default `value`, or `p50` for a latency distribution).
+    pub statistic: Option<String>,
+    /// Constraints a treatment must meet to count (its mean over replicates): a treatment that
+    /// misses one is infeasible.
+    pub subject_to: Option<Vec<TuneConstraint>>,
+    /// Treatments the search may probe (default 12); the final run adds none.
+    pub budget: Option<u32>,
+    /// `tpe` (a Tree-structured Parzen Estimator proposes each next batch from what the probes
+    /// measured; `bayesian` is the same), or `halving` (successive halving: a Latin hypercube of
+    /// `budget` candidates, the better third kept at each rung with more requests). Default tpe.
+    pub strategy: Option<TuneStrategy>,
+    /// Share of each serve layer's requests (`stop.maxRequests`, `maxDuration`, a capacity
+    /// search's probe requests) a probe sends, in (0, 1] (default 0.25).
+    pub probe: Option<f64>,
+    /// Seed of the proposals (default 0).
+    pub seed: Option<u64>,
+}
+
+/// One constraint of `tune.subjectTo`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct TuneConstraint {
+    /// A catalogue metric.
+    #[schemars(required)]
+    pub metric: Option<String>,
+    /// Its statistic (default as for the objective).
+    pub statistic: Option<String>,
+    /// The mean must be at most this.
+    pub max: Option<f64>,
+    /// The mean must be at least this.
+    pub min: Option<f64>,
+}
+
+/// How a tuner searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TuneStrategy {
+    /// Tree-structured Parzen Estimator proposals.
+    Tpe,
+    /// The same as `tpe` (TPE is a Bayesian optimisation).
+    Bayesian,
+    /// Successive halving.
+    Halving,
 }
 
 /// The server under test (`spec.server`).

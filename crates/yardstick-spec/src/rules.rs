@@ -287,6 +287,12 @@ pub const RULES: &[RuleInfo] = &[
         hint: "give each factor a list of levels and use it as `{name}` in the server's command or environment, a target or a command",
     },
     RuleInfo {
+        id: "tune-config",
+        summary: "a tuner searches `sweep.factors` (no `design` or `samples` beside it), maximizes or minimizes one catalogue metric, its constraints name catalogue metrics with `max` or `min`, its budget is 2-1000 and its probe share in (0, 1]",
+        section: "sweeps-and-the-server-under-test",
+        hint: "e.g. `tune: {maximize: request_throughput, budget: 12, strategy: tpe}` beside `sweep.factors`",
+    },
+    RuleInfo {
         id: "gates-tolerance",
         summary: "tolerances are in [0, 100); exploratory runs never gate (warning)",
         section: "baselines-and-regression-gates",
@@ -370,6 +376,7 @@ pub(crate) fn check(
     execution(spec, &mut cx);
     server(spec, &mut cx);
     sweep(spec, &mut cx);
+    tune(spec, &mut cx);
 }
 
 /// `spec.server`: a command, one readiness check, stop settings, this machine.
@@ -612,6 +619,99 @@ fn sweep(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             &format!("use at most {size}, or `design: grid`"),
         ),
         _ => {}
+    }
+}
+
+/// `spec.tune`: an objective from the catalogue, constraints likewise, a budget, a probe share.
+fn tune(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    let Some(t) = &spec.tune else {
+        return;
+    };
+    let base = "/spec/tune";
+    if spec
+        .sweep
+        .as_ref()
+        .and_then(|s| s.factors.as_ref())
+        .is_none_or(|f| f.is_empty())
+    {
+        cx.error_at_key(
+            "tune-config",
+            base,
+            "a tuner searches `sweep.factors`, and the spec has none".into(),
+            "add `sweep: {factors: {name: [levels...]}}` with the factors to search",
+        );
+    }
+    if spec
+        .sweep
+        .as_ref()
+        .is_some_and(|s| s.design.is_some() || s.samples.is_some())
+    {
+        cx.error_at_key(
+            "tune-config",
+            "/spec/sweep",
+            "`sweep.design` and `samples` choose treatments to walk; with `tune` the tuner chooses them".into(),
+            "drop `design` and `samples`, or drop `tune` to walk the design",
+        );
+    }
+    let check_metric = |cx: &mut Ctx<'_, '_>, ptr: &str, m: &str| {
+        if crate::metrics::lookup(m).is_none() {
+            cx.error(
+                "tune-config",
+                ptr,
+                format!("`{m}` is not a metric of the catalogue"),
+                "name one of `yardstick metrics` (e.g. capacity_rps, goodput, request_throughput, ttft_ms)",
+            );
+        }
+    };
+    match (&t.maximize, &t.minimize) {
+        (Some(m), None) => check_metric(cx, &format!("{base}/maximize"), m),
+        (None, Some(m)) => check_metric(cx, &format!("{base}/minimize"), m),
+        _ => cx.error_at_key(
+            "tune-config",
+            base,
+            "`tune` needs exactly one of `maximize` and `minimize`".into(),
+            "e.g. `maximize: request_throughput`",
+        ),
+    }
+    for (i, c) in t.subject_to.iter().flatten().enumerate() {
+        let ptr = format!("{base}/subjectTo/{i}");
+        match &c.metric {
+            Some(m) => check_metric(cx, &format!("{ptr}/metric"), m),
+            None => cx.error_at_key(
+                "tune-config",
+                &ptr,
+                "a constraint needs a `metric`".into(),
+                "e.g. `{metric: ttft_ms, statistic: p99, max: 200}`",
+            ),
+        }
+        if c.max.is_none() && c.min.is_none() {
+            cx.error_at_key(
+                "tune-config",
+                &ptr,
+                "a constraint needs `max` or `min`".into(),
+                "e.g. `max: 200`",
+            );
+        }
+    }
+    if let Some(b) = t.budget
+        && !(2..=1000).contains(&b)
+    {
+        cx.error(
+            "tune-config",
+            &format!("{base}/budget"),
+            format!("`budget` is {b}; a search probes 2 to 1000 treatments"),
+            "e.g. budget: 12",
+        );
+    }
+    if let Some(p) = t.probe
+        && !(p > 0.0 && p <= 1.0)
+    {
+        cx.error(
+            "tune-config",
+            &format!("{base}/probe"),
+            format!("`probe` is {p}; it is a share of the requests, in (0, 1]"),
+            "e.g. probe: 0.25",
+        );
     }
 }
 

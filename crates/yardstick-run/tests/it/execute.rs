@@ -72,6 +72,7 @@ pub(crate) fn options(
         telemetry_interval: std::time::Duration::from_millis(200),
         slurm: None,
         pods: None,
+        before_seal: None,
     };
     (opts, events)
 }

@@ -117,6 +117,9 @@ pub struct RunOut {
     /// The Slurm job the run executed in (`execution.engine: slurm`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmJobOut>,
+    /// A tuned spec's search and answer (`spec.tune`; the run is its final run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tune: Option<yardstick_run::tune::TuneReport>,
 }
 
 /// The Slurm job of a run submitted with `execution.engine: slurm`.
@@ -260,6 +263,9 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             output::json(&plan)?;
         } else {
             output::info(&plan.text_with(&history));
+            if let Some(line) = yardstick_run::tune::plan_line(&spec, &plan) {
+                output::info(&line);
+            }
             if let Some(x) = &submit {
                 let job = super::slurm::Job::new(&args, x, &plan.name, Path::new("<job dir>"))?;
                 output::info(&format!("batch script (engine slurm):\n{}", job.script));
@@ -272,25 +278,30 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     }
     if verbosity() >= 0 && !g.json {
         output::info(&plan.text_with(&history));
+        if let Some(line) = yardstick_run::tune::plan_line(&spec, &plan) {
+            output::info(&line);
+        }
     }
     // The warehouse records where the run directory is; a relative path would only resolve from
     // this working directory.
     let store = std::path::absolute(&args.store).unwrap_or_else(|_| args.store.clone());
-    let outcome = execute_spec(
-        &text,
-        &spec,
-        &Execution {
-            store,
-            warehouse: args.warehouse.clone(),
-            resume: args.resume.clone(),
-            seed: args.seed,
-            only: (!args.only.is_empty()).then(|| args.only.clone()),
-            spec_dir: Some(spec_dir),
-            inputs_from: None,
-            telemetry_interval,
-            pods,
-        },
-    )?;
+    let how = Execution {
+        store,
+        warehouse: args.warehouse.clone(),
+        resume: args.resume.clone(),
+        seed: args.seed,
+        only: (!args.only.is_empty()).then(|| args.only.clone()),
+        spec_dir: Some(spec_dir),
+        inputs_from: None,
+        telemetry_interval,
+        pods,
+    };
+    let (outcome, tune) = if yardstick_run::tune::is_tuned(&spec) {
+        let (outcome, report) = execute_tuned(&spec, &how)?;
+        (outcome, Some(report))
+    } else {
+        (execute_spec(&text, &spec, &how)?, None)
+    };
     // Points whose every replicate failed measured nothing: the run is complete (each failure is
     // stored), but the command fails (exit 1) so that a script or CI job does not take it for a
     // measurement.
@@ -312,9 +323,11 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             push: pushed.clone(),
             push_error: push_error.clone(),
             slurm: None,
+            tune,
         })?;
     } else {
-        let mut text = outcome.text();
+        let mut text = tune.as_ref().map(|t| t.text()).unwrap_or_default();
+        text.push_str(&outcome.text());
         let (id, store) = (&outcome.run_id, args.store.display());
         if outcome.status == RunStatus::Incomplete {
             text.push_str(&format!(
@@ -455,6 +468,31 @@ pub fn execute_spec(
         .map_err(crate::exit::lib_error)
 }
 
+/// A tuned spec (`spec.tune`): probe runs, then the final run, which carries the answer.
+fn execute_tuned(
+    spec: &yardstick_spec::BenchmarkRun,
+    how: &Execution,
+) -> anyhow::Result<(yardstick_run::RunOutcome, yardstick_run::tune::TuneReport)> {
+    if how.resume.is_some() || how.only.is_some() {
+        return Err(invalid(
+            "a tuned spec runs whole: `--resume` and `--only` do not apply to `tune`",
+            Some(
+                "run it again (its finished probe runs stay in the store), or drop `tune` to walk the sweep with --resume",
+            ),
+        ));
+    }
+    if let Some(w) = yardstick_run::tune::goal_warning(spec) {
+        output::warn(&w);
+    }
+    let show = verbosity() >= 0;
+    yardstick_run::tune::execute_tuned(spec, &mut || options(how), &mut |e| {
+        if show && let Event::Note(n) = e {
+            output::info(&n);
+        }
+    })
+    .map_err(crate::exit::lib_error)
+}
+
 /// The options of a run of `how`: progress on standard error (unless `-q`), Ctrl-C stopping
 /// after the current replicate.
 fn options(how: &Execution) -> RunOptions {
@@ -475,6 +513,7 @@ fn options(how: &Execution) -> RunOptions {
         telemetry_interval: how.telemetry_interval,
         slurm: yardstick_run::slurm::Allocation::from_env(),
         pods: how.pods.clone(),
+        before_seal: None,
         on_event: Box::new(move |e| {
             if !show {
                 return;

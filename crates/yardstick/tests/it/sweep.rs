@@ -388,3 +388,195 @@ fn the_sweep_example_runs_as_written() {
         tput(4)
     );
 }
+
+/// A tuned spec over the simulator: slots × inter-token latency, where the best treatment is
+/// known (the most slots, the fastest tokens).
+fn tune_spec(factors: &str, tune: &str) -> String {
+    let command = format!(
+        "[\"{}\", sim, --port, \"{{port}}\", --max-running, \"{{slots}}\", --ttft-ms, \"10\", --itl-ms, \"{{itl}}\"]",
+        env!("CARGO_BIN_EXE_yardstick")
+    );
+    sweep_spec(&command, factors, 3)
+        .replace("concurrency: 4}", "concurrency: 8}")
+        .replace("values: [4]", "values: [8]")
+        .replace("maxRequests: 30", "maxRequests: 80")
+        .replace("  layers:\n", &format!("  tune: {tune}\n  layers:\n"))
+}
+
+fn run_tuned(spec: &str) -> (serde_json::Value, std::path::PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let store = dir.path().join("store");
+    let o = run_spec(&path, &store, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (json(&o), store, dir)
+}
+
+#[test]
+fn successive_halving_finds_the_best_treatment_and_stores_the_answer() {
+    let (v, store, _dir) = run_tuned(&tune_spec(
+        "{slots: [1, 2, 4, 8], itl: [1, 2, 4]}",
+        "{maximize: request_throughput, budget: 6, strategy: halving}",
+    ));
+    let t = &v["tune"];
+    assert_eq!(t["space"], 12, "{t}");
+    // Six probed in the first rung, at a quarter of the requests, one replicate each.
+    let probes = t["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 6, "{t}");
+    assert!(probes.iter().all(|p| p["fidelity"] == 0.25));
+    let best = &t["best"];
+    assert_eq!(best["treatment"], "itl=1/slots=8", "{t}");
+    let [lo, hi] = [
+        best["ci"][0].as_f64().unwrap(),
+        best["ci"][1].as_f64().unwrap(),
+    ];
+    let mean = best["objective"].as_f64().unwrap();
+    assert!(lo <= mean && mean <= hi && lo > 0.0, "{best}");
+    // The final run is the benchmark's own run: the two finalists, three replicates each.
+    assert_eq!(t["final_run"], v["run_id"]);
+    assert_eq!(t["finalists"].as_array().unwrap().len(), 2);
+    assert_eq!(t["significantly_better"], true, "{t}");
+    let run_dir = store.join("runs").join(v["run_id"].as_str().unwrap());
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("tune.json")).unwrap()).unwrap();
+    assert_eq!(stored["best"], t["best"]);
+    // best.yaml: the server's exact command line, and a spec that validates as it is with each
+    // factor fixed at the best level.
+    let best_yaml = std::fs::read_to_string(run_dir.join("best.yaml")).unwrap();
+    assert!(
+        best_yaml.contains("--max-running 8 --ttft-ms 10 --itl-ms 1"),
+        "{best_yaml}"
+    );
+    let check = yardstick()
+        .arg("validate")
+        .arg(run_dir.join("best.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let fixed: serde_json::Value = serde_json::from_str(
+        &best_yaml
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        fixed["spec"]["sweep"]["factors"]["slots"],
+        serde_json::json!([8])
+    );
+    assert!(fixed["spec"]["tune"].is_null());
+    // The probe runs are stored under their own name, so they never pass for the benchmark's.
+    for id in t["probe_runs"].as_array().unwrap() {
+        let spec = std::fs::read_to_string(
+            store
+                .join("runs")
+                .join(id.as_str().unwrap())
+                .join("spec.yaml"),
+        )
+        .unwrap();
+        assert!(spec.contains("\"sweep-sim.probe\""), "{spec}");
+    }
+}
+
+#[test]
+fn tpe_learns_around_infeasible_treatments_and_constraints() {
+    let (v, _store, _dir) = run_tuned(
+        &tune_spec(
+            "{slots: [0, 1, 8], itl: [1, 4]}",
+            "{maximize: request_throughput, budget: 6, strategy: tpe, seed: 3, subjectTo: [{metric: ttft_ms, statistic: p50, max: 50}]}",
+        )
+        .replace("sweep-sim", "tune-sim"),
+    );
+    let t = &v["tune"];
+    let probes = t["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 6, "{t}");
+    // Every treatment probed once: TPE never asks twice for what it measured.
+    let mut ids: Vec<&str> = probes
+        .iter()
+        .map(|p| p["treatment"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 6, "{ids:?}");
+    for p in probes {
+        let slots = p["values"]["slots"].as_str().unwrap();
+        match slots {
+            // No server: infeasible, with the server's words.
+            "0" => {
+                assert_eq!(p["feasible"], false, "{p}");
+                assert!(p["reason"].as_str().unwrap().contains("max running"), "{p}");
+            }
+            // One slot, eight streams: requests queue, TTFT far above 50 ms.
+            "1" => {
+                assert_eq!(p["feasible"], false, "{p}");
+                assert!(
+                    p["reason"].as_str().unwrap().contains("above its bound 50"),
+                    "{p}"
+                );
+            }
+            _ => assert_eq!(p["feasible"], true, "{p}"),
+        }
+    }
+    assert_eq!(t["best"]["treatment"], "itl=1/slots=8", "{t}");
+}
+
+#[test]
+fn validate_refuses_a_tuner_it_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spec.yaml");
+    let spec = tune_spec(
+        "{slots: [1, 8], itl: [1, 4]}",
+        "{maximize: request_throughput, budget: 4}",
+    );
+    std::fs::write(&path, &spec).unwrap();
+    let ok = yardstick().arg("validate").arg(&path).output().unwrap();
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_validate_refuses(
+        &path,
+        &spec,
+        &[
+            (
+                "maximize: request_throughput",
+                "maximize: requests_per_fortnight",
+                "`requests_per_fortnight` is not a metric of the catalogue",
+            ),
+            (
+                "maximize: request_throughput",
+                "maximize: request_throughput, minimize: ttft_ms",
+                "exactly one of `maximize` and `minimize`",
+            ),
+            (
+                "budget: 4",
+                "budget: 1",
+                "a search probes 2 to 1000 treatments",
+            ),
+            (
+                "budget: 4",
+                "budget: 4, probe: 1.5",
+                "it is a share of the requests",
+            ),
+            (
+                "{slots: [1, 8], itl: [1, 4]}",
+                "{slots: [1, 8], itl: [1, 4]}\n    design: lhs\n    samples: 2",
+                "with `tune` the tuner chooses them",
+            ),
+        ],
+    );
+}
