@@ -6,9 +6,10 @@
 //! - **the final run** (the benchmark's own name): the two best probed treatments measured as the
 //!   spec says (every replicate, every request), so the answer has intervals and a test.
 //!
-//! `tpe` proposes each next batch of treatments from what the probes measured (one
+//! `tpe` proposes each next pair of treatments from what the probes measured (one
 //! Tree-structured Parzen Estimator per factor, from the `tpe` crate; an infeasible treatment
-//! is told the worst value, so the search learns to avoid it); `halving` probes a Latin
+//! is told the worst value, so the search learns to avoid it), and spends the last third of the
+//! budget on the unprobed neighbours of the best so far (one factor one level away); `halving` probes a Latin
 //! hypercube of `budget` treatments and keeps the better third at each rung, with three times
 //! the requests, until two remain. The answer — the best treatment with its interval, whether it
 //! beats the runner-up by Welch's test at the spec's confidence, and every probe — is
@@ -114,7 +115,7 @@ impl Settings {
                 })
                 .collect(),
             objective,
-            budget: t.budget.unwrap_or(12) as usize,
+            budget: t.budget.unwrap_or(16) as usize,
             strategy: match t.strategy.unwrap_or(TuneStrategy::Tpe) {
                 TuneStrategy::Halving => "halving",
                 TuneStrategy::Tpe | TuneStrategy::Bayesian => "tpe",
@@ -363,22 +364,56 @@ pub fn execute_tuned(
             }
         }
         _ => {
-            let batch = (budget / 4).clamp(2, 4);
+            // Small batches: the estimator learns from every pair of probes.
+            let batch = 2;
             let mut tpe_rng =
                 <rand_tpe::rngs::SmallRng as rand_tpe::SeedableRng>::seed_from_u64(settings.seed);
             let mut optimizers: Vec<_> = levels
                 .iter()
                 .map(|(_, ls)| {
-                    tpe::TpeOptimizer::new(
-                        tpe::histogram_estimator(),
-                        tpe::categorical_range(ls.len()).expect("a factor has levels"),
-                    )
+                    // The better quarter of the probes is "good" (the crate's default tenth
+                    // leaves one or two observations there at a dozen probes).
+                    tpe::TpeOptimizerBuilder::new()
+                        .gamma(0.25)
+                        .build(
+                            tpe::histogram_estimator(),
+                            tpe::categorical_range(ls.len()).expect("a factor has levels"),
+                        )
+                        .expect("valid settings")
                 })
                 .collect();
             let mut tried: Vec<(Combo, Measured)> = Vec::new();
             while tried.len() < budget {
                 let n = batch.min(budget - tried.len());
                 let mut next: Vec<Combo> = Vec::new();
+                // The last third of the budget refines around the best so far: its neighbours
+                // (one factor one level away) that no probe measured yet.
+                if tried.len() >= budget - budget / 3 {
+                    let incumbent = tried
+                        .iter()
+                        .filter(|(_, m)| m.feasible && m.objective.is_some())
+                        .fold(None::<&(Combo, Measured)>, |best, x| match best {
+                            Some(b)
+                                if !settings.better(
+                                    x.1.objective.unwrap_or(f64::NAN),
+                                    b.1.objective.unwrap_or(f64::NAN),
+                                ) =>
+                            {
+                                Some(b)
+                            }
+                            _ => Some(x),
+                        });
+                    if let Some((best, _)) = incumbent {
+                        for c in neighbours(best, &levels) {
+                            if next.len() < n
+                                && !tried.iter().any(|(t, _)| *t == c)
+                                && !next.contains(&c)
+                            {
+                                next.push(c);
+                            }
+                        }
+                    }
+                }
                 while next.len() < n {
                     let mut c: Combo = Vec::new();
                     for (o, (_, ls)) in optimizers.iter_mut().zip(&levels) {
@@ -493,6 +528,21 @@ pub fn execute_tuned(
         .take()
         .ok_or_else(|| RunError::Internal("the final run ended before its answer".into()))?;
     Ok((outcome, report))
+}
+
+/// The treatments one factor one level away from `c`.
+fn neighbours(c: &Combo, levels: &[(String, Vec<String>)]) -> Vec<Combo> {
+    let mut out = Vec::new();
+    for (f, (_, ls)) in levels.iter().enumerate() {
+        for k in [c[f].checked_sub(1), Some(c[f] + 1)].into_iter().flatten() {
+            if k < ls.len() {
+                let mut n = c.clone();
+                n[f] = k;
+                out.push(n);
+            }
+        }
+    }
+    out
 }
 
 fn finalists_of(ranked: &[Combo], index_of: &dyn Fn(&Combo) -> usize) -> Vec<usize> {

@@ -116,10 +116,11 @@ pub struct Tune {
     /// Constraints a treatment must meet to count (its mean over replicates): a treatment that
     /// misses one is infeasible.
     pub subject_to: Option<Vec<TuneConstraint>>,
-    /// Treatments the search may probe (default 12); the final run adds none.
+    /// Treatments the search may probe (default 16); the final run adds none.
     pub budget: Option<u32>,
-    /// `tpe` (a Tree-structured Parzen Estimator proposes each next batch from what the probes
-    /// measured; `bayesian` is the same), or `halving` (successive halving: a Latin hypercube of
+    /// `tpe` (a Tree-structured Parzen Estimator proposes each next pair from what the probes
+    /// measured, and the last third of the budget probes the best so far's neighbours;
+    /// `bayesian` is the same), or `halving` (successive halving: a Latin hypercube of
     /// `budget` candidates, the better third kept at each rung with more requests). Default tpe.
     pub strategy: Option<TuneStrategy>,
     /// Share of each serve layer's requests (`stop.maxRequests`, `maxDuration`, a capacity
