@@ -879,41 +879,6 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_statistics_follow_the_catalogue() {
-        assert_eq!(default_statistic("request_throughput"), "value");
-        assert_eq!(default_statistic("ttft_ms"), "p50");
-    }
-
-    #[test]
-    fn probes_scale_the_request_budget_but_keep_ten() {
-        let mut spec: Spec = serde_json::from_value(serde_json::json!({
-            "layers": {"component": [
-                {"kind": "serve", "stop": {"maxRequests": 100, "maxDuration": "40s"}},
-                {"kind": "serve", "stop": {"maxRequests": 12}}
-            ]}
-        }))
-        .unwrap();
-        scale(&mut spec, 0.25);
-        let c = spec.layers.unwrap().component.unwrap();
-        let stop = c[0].stop.as_ref().unwrap();
-        assert_eq!(stop.max_requests, Some(25));
-        assert_eq!(stop.max_duration.unwrap().0.as_secs(), 10);
-        assert_eq!(c[1].stop.as_ref().unwrap().max_requests, Some(10));
-    }
-
-    #[test]
-    fn shell_quoting_keeps_plain_words_and_quotes_the_rest() {
-        assert_eq!(shell_quote("--port"), "--port");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), "'it'\\''s'");
-    }
-}
-
 /// Whether `spec` is tuned.
 pub fn is_tuned(spec: &BenchmarkRun) -> bool {
     spec.spec.as_ref().is_some_and(|s| s.tune.is_some())
@@ -953,4 +918,39 @@ pub fn plan_line(spec: &BenchmarkRun, plan: &Plan) -> Option<String> {
         s.probe * 100.0,
         plan.replicates
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_statistics_follow_the_catalogue() {
+        assert_eq!(default_statistic("request_throughput"), "value");
+        assert_eq!(default_statistic("ttft_ms"), "p50");
+    }
+
+    #[test]
+    fn probes_scale_the_request_budget_but_keep_ten() {
+        let mut spec: Spec = serde_json::from_value(serde_json::json!({
+            "layers": {"component": [
+                {"kind": "serve", "stop": {"maxRequests": 100, "maxDuration": "40s"}},
+                {"kind": "serve", "stop": {"maxRequests": 12}}
+            ]}
+        }))
+        .unwrap();
+        scale(&mut spec, 0.25);
+        let c = spec.layers.unwrap().component.unwrap();
+        let stop = c[0].stop.as_ref().unwrap();
+        assert_eq!(stop.max_requests, Some(25));
+        assert_eq!(stop.max_duration.unwrap().0.as_secs(), 10);
+        assert_eq!(c[1].stop.as_ref().unwrap().max_requests, Some(10));
+    }
+
+    #[test]
+    fn shell_quoting_keeps_plain_words_and_quotes_the_rest() {
+        assert_eq!(shell_quote("--port"), "--port");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
 }

@@ -13,6 +13,7 @@
 //! * [`steady_state`]: MSER-5 warm-up truncation.
 //! * [`hypothesis`]: Welch's t, Mann–Whitney U, paired t, Wilcoxon signed-rank, McNemar,
 //!   effect sizes and the Holm–Bonferroni adjustment.
+//! * [`changepoint`]: E-divisive means change points with a permutation test.
 //! * [`early_stopping`]: MLPerf LoadGen early stopping for percentile claims.
 //! * [`tail`]: the normal-assumption tail (`mu + z*sigma`) next to the empirical one.
 //! * [`samples`]: parsing sample files (one number per line, or a JSON array).
@@ -23,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod bootstrap;
+pub mod changepoint;
 mod cluster;
 pub mod descriptive;
 pub mod early_stopping;
