@@ -163,6 +163,7 @@ fn phases(location: &str, rounds: usize) -> Result<(), Box<dyn std::error::Error
         point: None,
         since: None,
         limit: None,
+        changes: None,
     };
     let mut t = [0f64; 5];
     for _ in 0..rounds {

@@ -371,7 +371,10 @@ impl YardstickMcp {
     #[tool(
         description = "One metric of one benchmark over time: a series per machine profile and \
                        point of the sweep, each point a run with its value (mean over replicates) \
-                       and confidence interval, oldest first (what GET /api/v1/trend answers).",
+                       and confidence interval, oldest first; with `changes: true`, each \
+                       series' change points (E-divisive means with a permutation test: the \
+                       first run after each change, the step with its interval, the commits \
+                       between) — what GET /api/v1/trend answers.",
         output_schema = schema_for_output::<TrendOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
@@ -382,13 +385,21 @@ impl YardstickMcp {
         let out = self.state.blocking(move |_, w| trend::compute(w, &q)).await;
         reply(out, |t| {
             let points: usize = t.series.iter().map(|s| s.points.len()).sum();
+            let changes: Option<usize> = t
+                .series
+                .iter()
+                .map(|s| s.changes.as_ref().map(Vec::len))
+                .sum();
             format!(
-                "{} {} of {}: {}, {} in all",
+                "{} {} of {}: {}, {} in all{}",
                 t.metric,
                 t.statistic,
                 t.benchmark,
                 plural(t.series.len(), "series"),
-                plural(points, "point")
+                plural(points, "point"),
+                changes
+                    .map(|n| format!(", {}", plural(n, "change point")))
+                    .unwrap_or_default()
             )
             .replace("seriess", "series")
         })

@@ -129,6 +129,8 @@ pub enum Command {
     Runs(cmd::runs::RunsArgs),
     /// Run a read-only SQL query against the warehouse.
     Query(cmd::query::QueryArgs),
+    /// A metric of a benchmark over its stored runs, and where it changed (`--changes`).
+    Trend(cmd::trend::TrendArgs),
     /// Export the warehouse's facts as Hive-partitioned Parquet (`--parquet DIR`).
     Export(cmd::export::ExportArgs),
     /// Drop raw samples and logs of old runs, keeping facts, manifests and hashes.

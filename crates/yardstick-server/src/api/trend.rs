@@ -40,6 +40,45 @@ pub struct TrendQuery {
     /// At most this many runs, the newest (default and maximum 5000).
     #[schemars(range(min = 1, max = 5000))]
     pub limit: Option<usize>,
+    /// Also find the change points of each series (E-divisive means with a permutation test,
+    /// over its newest 500 complete runs): `changes=true`.
+    #[serde(default)]
+    pub changes: Option<bool>,
+}
+
+/// Change points look at most this many runs of a series (the newest).
+pub const MAX_CHANGE_RUNS: usize = 500;
+
+/// A change in a series: where its level moved, by how much, and between which commits.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TrendChange {
+    /// The first run after the change.
+    pub run_id: String,
+    /// When it started.
+    pub started_at: String,
+    /// The last run before the change.
+    pub previous_run: String,
+    /// The commits between: the last run's before the change, and the first's after (the
+    /// change came in one of the commits in `from..to`).
+    pub from_commit: Option<String>,
+    /// See `from_commit`.
+    pub to_commit: Option<String>,
+    /// The mean of the runs before (back to the previous change).
+    pub before: f64,
+    /// The mean of the runs after (up to the next change).
+    pub after: f64,
+    /// `after - before`, with its Welch interval.
+    pub difference: f64,
+    /// Lower bound of the difference's interval.
+    pub ci_lo: Option<f64>,
+    /// Upper bound of the difference's interval.
+    pub ci_hi: Option<f64>,
+    /// The difference relative to `before`, percent.
+    pub relative_pct: Option<f64>,
+    /// The permutation test's p-value.
+    pub p_value: f64,
+    /// Better, worse or neither, by the metric's direction.
+    pub direction: String,
 }
 
 /// One run's value.
@@ -80,6 +119,13 @@ pub struct TrendSeries {
     pub baseline_run: Option<String>,
     /// The runs' values, oldest first.
     pub points: Vec<TrendPoint>,
+    /// The change points, oldest first (when asked for with `changes=true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Vec<TrendChange>>,
+    /// The smallest difference a change must have (the machine profile's noise floor for this
+    /// metric, from `gate --calibrate`, as a share of the series' level); 0 without a floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_effect: Option<f64>,
 }
 
 /// A trend.
@@ -174,6 +220,8 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
             machine_profile: profile,
             point_id,
             points,
+            changes: None,
+            min_effect: None,
         })
         .collect();
     series.sort_by(|a, b| {
@@ -181,6 +229,22 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
             .cmp(&b.machine_profile)
             .then_with(|| yardstick_store::order::natural_cmp(&a.point_id, &b.point_id))
     });
+    if q.changes == Some(true) {
+        for s in &mut series {
+            let floors = match &s.machine_profile {
+                Some(p) => {
+                    yardstick_gate::calibrate::noise_floors(w, p, &q.benchmark).unwrap_or_default()
+                }
+                None => Default::default(),
+            };
+            let floor_pct = floors
+                .get(&(s.point_id.clone(), q.metric.clone(), statistic.clone()))
+                .copied();
+            let (changes, min_effect) = changes_of(&s.points, floor_pct, def);
+            s.changes = Some(changes);
+            s.min_effect = Some(min_effect);
+        }
+    }
     Ok(TrendOut {
         benchmark: q.benchmark.clone(),
         metric: q.metric.clone(),
@@ -189,6 +253,65 @@ pub fn compute(w: &mut dyn Warehouse, q: &TrendQuery) -> Result<TrendOut, ApiErr
         unit,
         series,
     })
+}
+
+/// The change points of a series' complete runs (its newest [`MAX_CHANGE_RUNS`]), and the
+/// smallest difference that counted: `floor_pct` of the series' mean level.
+fn changes_of(
+    points: &[TrendPoint],
+    floor_pct: Option<f64>,
+    def: Option<&yardstick_spec::metrics::MetricDef>,
+) -> (Vec<TrendChange>, f64) {
+    let runs: Vec<&TrendPoint> = points
+        .iter()
+        .filter(|p| p.status == yardstick_store::RunStatus::Complete && p.value.is_finite())
+        .collect();
+    let runs = &runs[runs.len().saturating_sub(MAX_CHANGE_RUNS)..];
+    let values: Vec<f64> = runs.iter().map(|p| p.value).collect();
+    let level = if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    };
+    let min_effect = floor_pct.map_or(0.0, |f| f / 100.0 * level.abs());
+    let settings = yardstick_stats::changepoint::Settings {
+        min_effect,
+        ..Default::default()
+    };
+    let found = yardstick_stats::changepoint::detect(&values, &settings).unwrap_or_default();
+    let changes = found
+        .into_iter()
+        .map(|c| {
+            let (first, last) = (runs[c.index], runs[c.index - 1]);
+            let direction = match def.map(|d| d.direction) {
+                Some(yardstick_spec::metrics::Direction::HigherIsBetter) if c.difference > 0.0 => {
+                    "better"
+                }
+                Some(yardstick_spec::metrics::Direction::HigherIsBetter) => "worse",
+                Some(yardstick_spec::metrics::Direction::LowerIsBetter) if c.difference < 0.0 => {
+                    "better"
+                }
+                Some(yardstick_spec::metrics::Direction::LowerIsBetter) => "worse",
+                _ => "neither",
+            };
+            TrendChange {
+                run_id: first.run_id.clone(),
+                started_at: first.started_at.clone(),
+                previous_run: last.run_id.clone(),
+                from_commit: last.git_commit.clone(),
+                to_commit: first.git_commit.clone(),
+                before: c.before,
+                after: c.after,
+                difference: c.difference,
+                ci_lo: c.ci.map(|[lo, _]| lo),
+                ci_hi: c.ci.map(|[_, hi]| hi),
+                relative_pct: c.relative_pct,
+                p_value: c.p_value,
+                direction: direction.into(),
+            }
+        })
+        .collect();
+    (changes, min_effect)
 }
 
 /// Several trends of one benchmark at once.
@@ -209,6 +332,9 @@ pub struct TrendsQuery {
     /// At most this many runs per trend, the newest (default and maximum 5000).
     #[schemars(range(min = 1, max = 5000))]
     pub limit: Option<usize>,
+    /// Also find each series' change points (`changes=true`).
+    #[serde(default)]
+    pub changes: Option<bool>,
 }
 
 /// Several trends.
@@ -264,6 +390,7 @@ pub fn compute_many(w: &mut dyn Warehouse, q: &TrendsQuery) -> Result<TrendsOut,
                     point: q.point.clone(),
                     since: q.since.clone(),
                     limit: q.limit,
+                    changes: q.changes,
                 },
             )?;
             match &mut merged {

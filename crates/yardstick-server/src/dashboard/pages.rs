@@ -457,6 +457,36 @@ fn verdict_color(v: Option<&str>) -> &'static str {
 }
 
 /// The trend of one metric: a plot per series, linked points, and the values folded.
+/// A change point as a sentence: the level before and after, the step with its interval, the
+/// test, the commits between.
+fn change_text(c: &crate::api::trend::TrendChange, unit: &str) -> String {
+    let commits = match (&c.from_commit, &c.to_commit) {
+        (Some(a), Some(b)) if a != b => format!(
+            ", commits {}..{}",
+            a.get(..12).unwrap_or(a),
+            b.get(..12).unwrap_or(b)
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{} change: {} → {}{} (p = {:.3}){commits}",
+        c.direction,
+        human_with_ci(c.before, None, unit),
+        human_with_ci(c.after, None, unit),
+        match (c.relative_pct, c.ci_lo.zip(c.ci_hi)) {
+            (Some(r), Some((lo, hi))) => format!(
+                ", {r:+.1} % (difference {} [{}, {}])",
+                human_with_ci(c.difference, None, unit),
+                human_with_ci(lo, None, unit),
+                human_with_ci(hi, None, unit)
+            ),
+            (Some(r), None) => format!(", {r:+.1} %"),
+            _ => String::new(),
+        },
+        c.p_value
+    )
+}
+
 fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
     let unit = t.unit.clone().unwrap_or_default();
     let _ = writeln!(
@@ -555,6 +585,23 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
                 },
             );
         }
+        // Change points: a dashed line at the first run after each change.
+        let changes = s.changes.as_deref().unwrap_or_default();
+        for c in changes {
+            if let Some((cx, _)) = pts
+                .iter()
+                .zip(&pos)
+                .find(|((p, _), _)| p.run_id == c.run_id)
+                .map(|(_, xy)| *xy)
+            {
+                let _ = write!(
+                    marks,
+                    "<line class=\"change\" data-run=\"{}\" x1=\"{cx}\" x2=\"{cx}\" y1=\"0\" y2=\"100%\" stroke=\"#7b3fb5\" stroke-width=\"2\" stroke-dasharray=\"5 4\"><title>{}</title></line>",
+                    enc(&c.run_id),
+                    esc(&change_text(c, &unit)),
+                );
+            }
+        }
         let svg = match svg.rfind("</svg>") {
             Some(k) => format!("{}{marks}</svg>", &svg[..k]),
             None => svg,
@@ -579,6 +626,22 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
                 .filter_map(|v| counts.get(v).map(|n| format!(", {n} {v}")))
                 .collect::<String>(),
         );
+        if !changes.is_empty() {
+            let _ = writeln!(
+                o,
+                "<p class=\"note\">change points (E-divisive means, permutation test; dashed \
+                 purple lines):</p><ul class=\"changes\">"
+            );
+            for c in changes {
+                let _ = writeln!(
+                    o,
+                    "<li>{}: {}</li>",
+                    run_link(&c.run_id),
+                    esc(&change_text(c, &unit))
+                );
+            }
+            o.push_str("</ul>\n");
+        }
         let _ = writeln!(
             o,
             "<details><summary>values ({} runs)</summary><div class=\"scroll\"><table><thead><tr>\
@@ -706,6 +769,7 @@ fn trend_page(w: &mut dyn Warehouse, p: &HashMap<String, String>) -> PageResult 
             point: p.get("point").cloned(),
             since: p.get("since").cloned(),
             limit: None,
+            changes: Some(true),
         };
         let t = compute(w, &q)?;
         trend_html(&mut o, &t)?;

@@ -25,6 +25,7 @@ pub mod shell;
 pub mod sim;
 pub mod slurm;
 pub mod stats;
+pub mod trend;
 pub mod trust;
 pub mod validate;
 pub mod verify;
@@ -51,6 +52,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Import(args) => import::run(args, g),
         Command::Runs(args) => runs::run(args, g),
         Command::Query(args) => query::run(args, g),
+        Command::Trend(args) => trend::run(args, g),
         Command::Export(args) => export::run(args, g),
         Command::Gc(args) => gc::run(args, g),
         Command::Baseline(args) => baseline::run(args, g),

@@ -60,4 +60,5 @@ mod sim_flags;
 mod stats_cli;
 mod store_cli;
 mod sweep;
+mod trend_cli;
 mod trust_cli;
