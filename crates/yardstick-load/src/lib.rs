@@ -20,6 +20,7 @@ pub mod client;
 pub mod corpus;
 mod error;
 pub mod evalmix;
+pub mod hot;
 pub mod images;
 pub mod kinds;
 pub mod merge;

@@ -101,6 +101,12 @@ pub struct Progress {
     pub output_tokens: AtomicU64,
     /// When the counters were last reset: the start of the point (or probe) they count.
     pub started: Mutex<Option<Instant>>,
+    /// Failed requests by error class ([`crate::hot::ERROR_CLASSES`] order).
+    pub errors: [AtomicU64; 7],
+    /// TTFT of finished requests, seconds (from the scheduled send).
+    pub ttft: crate::hot::LiveHistogram,
+    /// End-to-end latency of finished requests, seconds (from the scheduled send).
+    pub e2e: crate::hot::LiveHistogram,
 }
 
 impl Progress {
@@ -124,6 +130,11 @@ impl Progress {
         ] {
             a.store(0, Ordering::Relaxed);
         }
+        for a in &self.errors {
+            a.store(0, Ordering::Relaxed);
+        }
+        self.ttft.reset();
+        self.e2e.reset();
     }
 }
 
@@ -199,8 +210,20 @@ impl Ctx {
             p.completed.fetch_add(1, Ordering::Relaxed);
             p.output_tokens
                 .fetch_add(rec.output_tokens.unwrap_or(0), Ordering::Relaxed);
+            if let Some(ms) = rec.ttft_ms() {
+                p.ttft.observe(ms / 1e3);
+            }
+            if let Some(done) = rec.done_ns {
+                p.e2e
+                    .observe(done.saturating_sub(rec.scheduled_ns) as f64 / 1e9);
+            }
         } else {
             p.failed.fetch_add(1, Ordering::Relaxed);
+            if let Some(e) = rec.error
+                && let Some(i) = crate::hot::ERROR_CLASSES.iter().position(|c| *c == e)
+            {
+                p.errors[i].fetch_add(1, Ordering::Relaxed);
+            }
         }
         if rec.error == Some(ErrorClass::Connect) {
             let n = self.connect_failures.fetch_add(1, Ordering::Relaxed) + 1;

@@ -487,6 +487,8 @@ fn run_steps(
         run_id,
         exe: &opts.self_exe,
         cancel: &opts.cancel,
+        hot: opts.hot.as_ref(),
+        benchmark: &plan.name,
     };
     let mut sink = Sink {
         writer,

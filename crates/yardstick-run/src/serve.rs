@@ -87,7 +87,47 @@ pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, Ru
             return out;
         }
     }
-    run_replicate(cx.run.rt, work, &url, cx.seed, cx.run.cancel.clone())
+    let progress = Arc::new(Progress::default());
+    // Hot metrics while the step runs, labelled with the step's join keys.
+    let hot = cx.run.hot.map(|rw| {
+        let mut rw = rw.clone();
+        rw.labels = vec![
+            ("benchmark".into(), cx.run.benchmark.to_string()),
+            ("run_id".into(), cx.run.run_id.to_string()),
+            ("replicate".into(), cx.step.replicate.to_string()),
+            ("node".into(), node()),
+        ];
+        let _enter = cx.run.rt.enter();
+        yardstick_load::hot::spawn(
+            rw,
+            progress.clone(),
+            Arc::new(std::sync::Mutex::new(cx.point.id.clone())),
+        )
+    });
+    let out = run_replicate(
+        cx.run.rt,
+        work,
+        &url,
+        cx.seed,
+        cx.run.cancel.clone(),
+        progress,
+    );
+    let stats = hot.map(|h| cx.run.rt.block_on(h.finish()));
+    out.map(|mut o| {
+        if let Some(s) = stats {
+            o.summary["hot_metrics"] = serde_json::to_value(s).expect("JSON");
+        }
+        o
+    })
+}
+
+/// This machine's name (the `node` label of hot metrics).
+fn node() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 /// Runs one replicate of a serve point against `url`.
@@ -97,6 +137,7 @@ pub fn run_replicate(
     url: &str,
     seed: u64,
     cancel: CancellationToken,
+    progress: Arc<Progress>,
 ) -> Result<ReplicateOutcome, RunError> {
     let PointWork::Serve {
         point,
@@ -119,7 +160,6 @@ pub fn run_replicate(
         url,
         yardstick_load::scrape::DEFAULT_INTERVAL,
     ));
-    let progress = Arc::new(Progress::default());
     if let Some(c) = capacity {
         return run_capacity(rt, &bench, c, progress);
     }

@@ -36,6 +36,10 @@ pub(crate) struct RunContext<'a> {
     pub exe: &'a Path,
     /// Cancelled on Ctrl-C.
     pub cancel: &'a CancellationToken,
+    /// Where serve steps push hot metrics (`--remote-write`), when anywhere.
+    pub hot: Option<&'a yardstick_load::hot::RemoteWrite>,
+    /// The benchmark's name (a label of hot metrics).
+    pub benchmark: &'a str,
 }
 
 impl RunContext<'_> {

@@ -75,6 +75,7 @@ pub fn legacy_figures(summary: &Value) -> Figures {
             "units",
             "eval",
             "eval_mix",
+            "hot_metrics",
             "custom_metrics",
             "pass",
             "capacity",

@@ -73,6 +73,7 @@ pub(crate) fn options(
         slurm: None,
         pods: None,
         before_seal: None,
+        hot: None,
     };
     (opts, events)
 }

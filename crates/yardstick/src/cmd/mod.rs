@@ -7,6 +7,7 @@ pub mod env;
 pub mod export;
 pub mod gate;
 pub mod gc;
+pub mod hot;
 pub mod import;
 pub mod init;
 pub mod k8s;

@@ -100,6 +100,8 @@ pub struct RunArgs {
         env = "YARDSTICK_SHARD_TIMEOUT"
     )]
     pub shard_timeout: String,
+    #[command(flatten)]
+    pub hot: crate::cmd::hot::HotArgs,
 }
 
 /// What `yardstick run --json` prints: the run's outcome and, with --push, the push.
@@ -295,6 +297,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         inputs_from: None,
         telemetry_interval,
         pods,
+        hot: args.hot.sink()?,
     };
     let (outcome, tune) = if yardstick_run::tune::is_tuned(&spec) {
         let (outcome, report) = execute_tuned(&spec, &how)?;
@@ -403,6 +406,8 @@ pub struct Execution {
     pub telemetry_interval: Duration,
     /// This process's place in a group of processes sharing a directory (`--shard`).
     pub pods: Option<yardstick_run::pods::PodGroup>,
+    /// Where serve steps push hot metrics (`--remote-write`).
+    pub hot: Option<yardstick_load::hot::RemoteWrite>,
 }
 
 /// A process of a group other than 0 (`--shard I/N`, I > 0): its part of every step that spans
@@ -427,6 +432,7 @@ fn run_member(
         inputs_from: None,
         telemetry_interval,
         pods: Some(group.clone()),
+        hot: None,
     };
     let out = yardstick_run::execute_member(spec, &options(&how)).map_err(|e| match e {
         e if yardstick_error::UserFacing::is_invalid_input(&e) => crate::exit::lib_error(e),
@@ -514,6 +520,7 @@ fn options(how: &Execution) -> RunOptions {
         slurm: yardstick_run::slurm::Allocation::from_env(),
         pods: how.pods.clone(),
         before_seal: None,
+        hot: how.hot.clone(),
         on_event: Box::new(move |e| {
             if !show {
                 return;

@@ -21,7 +21,7 @@ use crate::output;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  yardstick trend llama-serve --metric ttft_ms --changes\n  \
-yardstick trend llama-serve --metric request_throughput --point 'component.0.serve/D(100,100)/concurrency=8' --since 30d --json"
+yardstick trend nightly-train --metric step_time_s --point e2e.0.train --since 30d --json"
 )]
 pub struct TrendArgs {
     /// The benchmark (the spec's `metadata.name`).

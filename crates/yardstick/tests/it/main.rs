@@ -25,6 +25,7 @@ mod eval_perplexity;
 mod eval_real_model;
 mod gate_cli;
 mod gpu_micro;
+mod hot_metrics;
 mod human_snapshots;
 mod import_cli;
 mod import_serving;

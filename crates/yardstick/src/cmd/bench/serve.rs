@@ -202,6 +202,8 @@ pub struct ServeArgs {
     /// server's traces and logs join on them.
     #[arg(long)]
     pub no_trace_context: bool,
+    #[command(flatten)]
+    pub hot: crate::cmd::hot::HotArgs,
     /// Accuracy under load: send SHARE of the requests as items of eval TASKS (bundled probe
     /// names — arith, format, extract, code — or .jsonl task files, comma-separated), e.g.
     /// `arith,format:0.2`. Each item is sent as `bench eval` sends it (temperature 0, a fixed
@@ -824,10 +826,23 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     }
     let total_points = scenarios.len() * bench.loads.len();
     let progress = Arc::new(Progress::default());
+    let sink = args.hot.sink()?;
+    let point_label = Arc::new(std::sync::Mutex::new(String::new()));
+    let hot = sink.map(|mut rw| {
+        rw.labels = vec![
+            ("benchmark".into(), "bench-serve".into()),
+            ("node".into(), crate::cmd::hot::node()),
+        ];
+        let _enter = rt.enter();
+        yardstick_load::hot::spawn(rw, progress.clone(), point_label.clone())
+    });
     let results = rt.block_on(async {
         let show = verbosity() >= 0;
         let ticker = show.then(|| tokio::spawn(progress_ticker(progress.clone())));
         let on_point = |k: usize, sc: &str, level: &yardstick_load::LoadLevel| {
+            if let Ok(mut p) = point_label.lock() {
+                *p = format!("{sc}/{}={}", level.mode, level.value);
+            }
             if show {
                 output::info(&format!(
                     "point {}/{total_points}: {sc} at {} {}",
@@ -858,6 +873,12 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         }
         res
     });
+    let hot_stats = hot.map(|h| rt.block_on(h.finish()));
+    if let Some(s) = &hot_stats
+        && verbosity() >= 0
+    {
+        crate::cmd::hot::report(s);
+    }
     let (results, mlperf_results) = results.map_err(exit::lib_error)?;
 
     let api_name = api.to_string();
@@ -872,6 +893,9 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let mut doc = shard_files::summary_doc(&flags, bench.shard, &results);
     if let Some(m) = &mlperf_results {
         doc["mlperf"] = serde_json::to_value(m)?;
+    }
+    if let Some(s) = &hot_stats {
+        doc["hot_metrics"] = serde_json::to_value(s)?;
     }
     if let Some(dir) = &args.output {
         let hist: Vec<PointHistograms> = results

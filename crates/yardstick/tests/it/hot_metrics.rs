@@ -1,0 +1,291 @@
+//! Hot metrics with a real receiver: Debian's Prometheus (2.42) with its remote-write receiver.
+//! `bench serve --remote-write` and `run --remote-write` push while the load runs; the series are
+//! queried back through Prometheus's HTTP API. A receiver that is down costs the benchmark
+//! nothing but dropped (counted) pushes. `.ci/run` installs `prometheus`; elsewhere set
+//! `YARDSTICK_PROMETHEUS` to the binary.
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{Sim, bench_serve_json, json, serve_doc, yardstick};
+use crate::external;
+
+struct Prometheus {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn locate() -> Option<PathBuf> {
+    std::env::var_os("YARDSTICK_PROMETHEUS")
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from("/usr/bin/prometheus")))
+        .filter(|p| p.exists())
+}
+
+fn get(addr: &str, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    std::io::Write::write_all(
+        &mut s,
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let (head, body) = out.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_string())
+}
+
+fn start(test: &str) -> Option<Prometheus> {
+    let bin = external::require(
+        "prometheus",
+        test,
+        "Debian's `prometheus` (apt-get install prometheus), or set YARDSTICK_PROMETHEUS",
+        locate(),
+    )?;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(&config, "global: {scrape_interval: 1m}\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = Command::new(bin)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address={addr}"))
+        .arg("--web.enable-remote-write-receiver")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn prometheus");
+    let p = Prometheus {
+        child,
+        addr,
+        _dir: dir,
+    };
+    let t0 = Instant::now();
+    while get(&p.addr, "/-/ready").is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "prometheus not ready in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some(p)
+}
+
+/// An instant query's vector: (labels, value) per series.
+fn query(p: &Prometheus, q: &str) -> Vec<(serde_json::Value, f64)> {
+    let enc: String = q
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let body = get(&p.addr, &format!("/api/v1/query?query={enc}")).expect("query answered");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["metric"].clone(),
+                r["value"][1].as_str().unwrap().parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn bench_serve_and_run_push_live_series_that_prometheus_stores() {
+    let Some(prom) = start("bench_serve_and_run_push_live_series_that_prometheus_stores") else {
+        return;
+    };
+    let write = format!("http://{}/api/v1/write", prom.addr);
+    let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let out = yardstick()
+        .env("YS_HOT_CANARY", "Bearer hot-secret-canary-7731")
+        .args([
+            "--json", "bench", "serve", "--url", &sim.url, "--model", "m",
+        ])
+        .args([
+            "--scenario",
+            "D(16,8)",
+            "--concurrency",
+            "4",
+            "--max-requests",
+            "300",
+        ])
+        .args(["--remote-write", &write, "--hot-interval", "200ms"])
+        .args(["--remote-write-header", "Authorization=YS_HOT_CANARY"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let doc = serve_doc(&out);
+    let hot = &doc["hot_metrics"];
+    assert!(hot["pushes"].as_u64().unwrap() >= 1, "{hot}");
+    assert_eq!(hot["dropped_pushes"], 0, "{hot}");
+    // The header's value came from the environment and went nowhere else.
+    let all = format!("{doc}{stderr}");
+    assert!(
+        !all.contains("hot-secret-canary"),
+        "the header value leaked"
+    );
+    let completed = doc["points"][0]["requests"]["completed"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{doc}"));
+    // The last push is the final count: Prometheus holds what the summary says.
+    let done = query(
+        &prom,
+        "yardstick_requests_completed_total{benchmark=\"bench-serve\"}",
+    );
+    assert_eq!(done.len(), 1, "{done:?}");
+    let (labels, value) = &done[0];
+    assert_eq!(*value as u64, completed, "{labels}");
+    assert_eq!(labels["point"], "D(16,8)/concurrency=4", "{labels}");
+    assert!(labels["node"].as_str().is_some_and(|n| !n.is_empty()));
+    let ttft = query(
+        &prom,
+        "yardstick_ttft_seconds_count{benchmark=\"bench-serve\"}",
+    );
+    assert_eq!(ttft[0].1 as u64, completed);
+    // Every TTFT is above the simulator's 5 ms and well under a second.
+    let under_5ms = query(
+        &prom,
+        "yardstick_ttft_seconds_bucket{benchmark=\"bench-serve\",le=\"0.005\"}",
+    );
+    assert_eq!(under_5ms[0].1, 0.0);
+    let under_1s = query(
+        &prom,
+        "yardstick_ttft_seconds_bucket{benchmark=\"bench-serve\",le=\"1\"}",
+    );
+    assert_eq!(under_1s[0].1 as u64, completed);
+    // No series carries a request id: labels are the low-cardinality join keys.
+    let series = get(
+        &prom.addr,
+        "/api/v1/series?match%5B%5D=%7B__name__%3D~%22yardstick_.%2A%22%7D",
+    )
+    .unwrap();
+    assert!(!series.contains("request_id"), "{series}");
+
+    // `run --remote-write`: one series per step, labelled with the run and the replicate.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        crate::common::layered_spec(
+            "hot-run",
+            &format!(
+                "    component:\n      - kind: serve\n        target: {{url: \"{}\", api: chat, model: m}}\n        scenarios: [\"D(16,8)\"]\n        load: {{mode: concurrency, values: [2]}}\n        stop: {{maxRequests: 40}}\n",
+                sim.url
+            ),
+        ),
+    )
+    .unwrap();
+    let o = yardstick()
+        .args(["run", "--json", "-q"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(dir.path().join("store"))
+        .args(["--remote-write", &write, "--hot-interval", "200ms"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run_id = json(&o)["run_id"].as_str().unwrap().to_string();
+    let per_step = query(
+        &prom,
+        &format!("yardstick_requests_completed_total{{benchmark=\"hot-run\",run_id=\"{run_id}\"}}"),
+    );
+    let mut replicates: Vec<String> = per_step
+        .iter()
+        .map(|(l, _)| l["replicate"].as_str().unwrap().to_string())
+        .collect();
+    replicates.sort();
+    assert_eq!(replicates, ["0", "1", "2"], "{per_step:?}");
+    assert!(
+        per_step.iter().all(|(l, v)| {
+            l["point"] == "component.0.serve/D(16,8)/concurrency=2" && *v >= 40.0
+        })
+    );
+}
+
+#[test]
+fn a_receiver_that_is_down_costs_dropped_pushes_not_the_benchmark() {
+    let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    // Nothing listens on port 1.
+    let out = bench_serve_json(
+        &sim.url,
+        &[
+            "--scenario",
+            "D(16,8)",
+            "--concurrency",
+            "2",
+            "--max-requests",
+            "60",
+            "--remote-write",
+            "http://127.0.0.1:1/api/v1/write",
+            "--hot-interval",
+            "100ms",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let doc = serve_doc(&out);
+    assert_eq!(doc["points"][0]["requests"]["completed"], 60);
+    let hot = &doc["hot_metrics"];
+    assert_eq!(hot["pushes"], 0, "{hot}");
+    assert!(hot["dropped_pushes"].as_u64().unwrap() >= 1, "{hot}");
+    assert!(hot["dropped_samples"].as_u64().unwrap() > 0, "{hot}");
+    assert!(stderr.contains("dropped"), "{stderr}");
+    // Bad flags are the user's mistakes.
+    for args in [
+        vec!["--remote-write", "ftp://x/y"],
+        vec![
+            "--remote-write",
+            "http://127.0.0.1:1/w",
+            "--remote-write-header",
+            "Authorization=YS_UNSET_VAR_91",
+        ],
+        vec!["--remote-write-header", "A=B"],
+        vec![
+            "--remote-write",
+            "http://127.0.0.1:1/w",
+            "--hot-interval",
+            "10ms",
+        ],
+    ] {
+        let o = bench_serve_json(
+            &sim.url,
+            &[&["--max-requests", "5"][..], &args[..]].concat(),
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
