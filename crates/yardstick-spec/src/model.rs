@@ -99,6 +99,33 @@ pub struct Spec {
     /// probes of the candidates a strategy proposes, then the best two measured in full and
     /// compared. The answer (`tune.json`, `best.yaml`) is stored with the final run.
     pub tune: Option<Tune>,
+    /// Hot metrics pushed while the run runs (serve steps): where, and how often.
+    pub observability: Option<Observability>,
+}
+
+/// `spec.observability`: live series while a run runs (docs/observability.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Observability {
+    /// A Prometheus remote-write receiver (`yardstick run --remote-write` overrides it).
+    pub remote_write: Option<RemoteWriteSpec>,
+    /// Time between pushes (default 5s, at least 100ms).
+    pub interval: Option<DurationSpec>,
+}
+
+/// A remote-write receiver.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct RemoteWriteSpec {
+    /// Its write URL (`http://prometheus:9090/api/v1/write`).
+    #[schemars(required)]
+    pub url: Option<String>,
+    /// Headers of every push, each value read from the named environment variable
+    /// (`{Authorization: PROM_AUTH}`); values never appear in a spec, log or result.
+    #[serde(default)]
+    pub headers_env: BTreeMap<String, String>,
 }
 
 /// A tuner over `sweep.factors` (`spec.tune`).

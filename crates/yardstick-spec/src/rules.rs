@@ -293,6 +293,12 @@ pub const RULES: &[RuleInfo] = &[
         hint: "e.g. `tune: {maximize: request_throughput, budget: 12, strategy: tpe}` beside `sweep.factors`",
     },
     RuleInfo {
+        id: "observability-config",
+        summary: "a remote-write receiver has an http(s) `url`; `headersEnv` maps header names to environment variable names; `interval` is at least 100ms",
+        section: "hot-metrics-are-for-watching",
+        hint: "e.g. `observability: {remoteWrite: {url: http://127.0.0.1:9090/api/v1/write, headersEnv: {Authorization: PROM_AUTH}}, interval: 5s}`",
+    },
+    RuleInfo {
         id: "gates-tolerance",
         summary: "tolerances are in [0, 100); exploratory runs never gate (warning)",
         section: "baselines-and-regression-gates",
@@ -377,6 +383,62 @@ pub(crate) fn check(
     server(spec, &mut cx);
     sweep(spec, &mut cx);
     tune(spec, &mut cx);
+    observability(spec, &mut cx);
+}
+
+/// `spec.observability`: an http(s) receiver, header names and environment variable names, an
+/// interval of at least 100 ms.
+fn observability(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    let Some(o) = &spec.observability else {
+        return;
+    };
+    let base = "/spec/observability";
+    if let Some(rw) = &o.remote_write {
+        let rb = format!("{base}/remoteWrite");
+        match rw.url.as_deref() {
+            None => cx.error_at_key(
+                "observability-config",
+                &rb,
+                "`remoteWrite` needs a `url`".into(),
+                "e.g. `url: http://127.0.0.1:9090/api/v1/write`",
+            ),
+            Some(u) if !(u.starts_with("http://") || u.starts_with("https://")) || u.len() < 10 => {
+                cx.error(
+                    "observability-config",
+                    &format!("{rb}/url"),
+                    format!("`{u}` is not an http(s) URL"),
+                    "e.g. `url: http://127.0.0.1:9090/api/v1/write`",
+                )
+            }
+            Some(_) => {}
+        }
+        for (name, var) in &rw.headers_env {
+            let ok_name = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c));
+            let ok_var =
+                !var.is_empty() && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok_name || !ok_var {
+                cx.error(
+                    "observability-config",
+                    &format!("{rb}/headersEnv/{name}"),
+                    format!("`{name}: {var}` is not a header name and an environment variable name"),
+                    "e.g. `headersEnv: {Authorization: PROM_AUTH}` (the value is read from $PROM_AUTH)",
+                );
+            }
+        }
+    }
+    if o.interval
+        .is_some_and(|i| i.0 < std::time::Duration::from_millis(100))
+    {
+        cx.error(
+            "observability-config",
+            &format!("{base}/interval"),
+            "`interval` is below 100ms".into(),
+            "e.g. `interval: 5s`",
+        );
+    }
 }
 
 /// `spec.server`: a command, one readiness check, stop settings, this machine.

@@ -103,6 +103,35 @@ impl HotArgs {
     }
 }
 
+/// The sink of a spec's `observability.remoteWrite`, when the command line names none: its
+/// headers read from the environment (a variable that is not set is the user's mistake).
+pub fn from_spec(spec: &yardstick_spec::BenchmarkRun) -> anyhow::Result<Option<RemoteWrite>> {
+    let Some(o) = spec.spec.as_ref().and_then(|s| s.observability.as_ref()) else {
+        return Ok(None);
+    };
+    let Some(url) = o.remote_write.as_ref().and_then(|r| r.url.clone()) else {
+        return Ok(None);
+    };
+    let mut headers = Vec::new();
+    for (name, var) in o.remote_write.iter().flat_map(|r| &r.headers_env) {
+        let value = std::env::var(var).map_err(|_| {
+            exit::invalid(
+                format!(
+                    "observability.remoteWrite.headersEnv.{name}: the environment variable `{var}` is not set"
+                ),
+                Some("export it before the run (the value is read from the environment only)"),
+            )
+        })?;
+        headers.push((name.clone(), value));
+    }
+    Ok(Some(RemoteWrite {
+        url,
+        headers,
+        interval: o.interval.map_or(Duration::from_secs(5), |i| i.0),
+        labels: Vec::new(),
+    }))
+}
+
 /// This machine's name, the `node` label.
 pub fn node() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -297,7 +297,10 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         inputs_from: None,
         telemetry_interval,
         pods,
-        hot: args.hot.sink()?,
+        hot: match args.hot.sink()? {
+            Some(rw) => Some(rw),
+            None => crate::cmd::hot::from_spec(&spec)?,
+        },
     };
     let (outcome, tune) = if yardstick_run::tune::is_tuned(&spec) {
         let (outcome, report) = execute_tuned(&spec, &how)?;

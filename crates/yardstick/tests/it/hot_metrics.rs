@@ -179,6 +179,36 @@ fn bench_serve_and_run_push_live_series_that_prometheus_stores() {
         "yardstick_ttft_seconds_bucket{benchmark=\"bench-serve\",le=\"1\"}",
     );
     assert_eq!(under_1s[0].1 as u64, completed);
+    // Every panel of the Grafana dashboard we ship answers from these series (its variables
+    // set to "all").
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../deploy/grafana/yardstick.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut exprs = 0;
+    for panel in dash["panels"].as_array().unwrap() {
+        for t in panel["targets"].as_array().unwrap() {
+            let e = t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__rate_interval", "1m")
+                .replace("$benchmark", "bench-serve")
+                .replace("$run_id", ".*")
+                .replace("$point", ".*");
+            let got = query(&prom, &e);
+            assert!(
+                got.iter().any(|(_, v)| v.is_finite()),
+                "panel {}: `{e}` answered {got:?}",
+                panel["title"]
+            );
+            exprs += 1;
+        }
+    }
+    assert!(exprs >= 6, "{exprs}");
     // No series carries a request id: labels are the low-cardinality join keys.
     let series = get(
         &prom.addr,
@@ -187,26 +217,43 @@ fn bench_serve_and_run_push_live_series_that_prometheus_stores() {
     .unwrap();
     assert!(!series.contains("request_id"), "{series}");
 
-    // `run --remote-write`: one series per step, labelled with the run and the replicate.
+    // A spec's `observability`: one series per step of `yardstick run`, labelled with the run
+    // and the replicate.
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("spec.yaml");
-    std::fs::write(
-        &spec,
-        crate::common::layered_spec(
-            "hot-run",
-            &format!(
-                "    component:\n      - kind: serve\n        target: {{url: \"{}\", api: chat, model: m}}\n        scenarios: [\"D(16,8)\"]\n        load: {{mode: concurrency, values: [2]}}\n        stop: {{maxRequests: 40}}\n",
-                sim.url
-            ),
+    let text = crate::common::layered_spec(
+        "hot-run",
+        &format!(
+            "    component:\n      - kind: serve\n        target: {{url: \"{}\", api: chat, model: m}}\n        scenarios: [\"D(16,8)\"]\n        load: {{mode: concurrency, values: [2]}}\n        stop: {{maxRequests: 40}}\n",
+            sim.url
         ),
     )
-    .unwrap();
+    .replace(
+        "  layers:\n",
+        &format!(
+            "  observability: {{remoteWrite: {{url: \"{write}\", headersEnv: {{Authorization: YS_HOT_CANARY}}}}, interval: 200ms}}\n  layers:\n"
+        ),
+    );
+    std::fs::write(&spec, &text).unwrap();
+    crate::common::assert_validate_refuses(
+        &spec,
+        &text,
+        &[
+            (&write, "ftp://x/api/v1/write", "is not an http(s) URL"),
+            (
+                "interval: 200ms",
+                "interval: 10ms",
+                "`interval` is below 100ms",
+            ),
+        ],
+    );
+    std::fs::write(&spec, &text).unwrap();
     let o = yardstick()
+        .env("YS_HOT_CANARY", "Bearer hot-secret-canary-7731")
         .args(["run", "--json", "-q"])
         .arg(&spec)
         .arg("--store")
         .arg(dir.path().join("store"))
-        .args(["--remote-write", &write, "--hot-interval", "200ms"])
         .output()
         .unwrap();
     assert_eq!(
