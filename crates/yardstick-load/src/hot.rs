@@ -27,15 +27,16 @@ pub const BUCKETS_S: [f64; 14] = [
 ];
 
 /// Every error class, in the order of [`Progress::errors`].
-pub const ERROR_CLASSES: [ErrorClass; 7] = [
-    ErrorClass::Connect,
-    ErrorClass::Timeout,
-    ErrorClass::Http4xx,
-    ErrorClass::Http5xx,
-    ErrorClass::HttpOther,
-    ErrorClass::StreamCut,
-    ErrorClass::MalformedEvent,
-];
+pub const ERROR_CLASSES: [ErrorClass; 7] = ErrorClass::ALL;
+
+/// This machine's name (the `node` label).
+pub fn node() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
 
 /// A latency histogram updated without locks: a count per bucket, the sum and the count.
 #[derive(Debug, Default)]

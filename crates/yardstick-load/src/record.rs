@@ -28,6 +28,17 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// Every class, in declaration order.
+    pub const ALL: [ErrorClass; 7] = [
+        ErrorClass::Connect,
+        ErrorClass::Timeout,
+        ErrorClass::Http4xx,
+        ErrorClass::Http5xx,
+        ErrorClass::HttpOther,
+        ErrorClass::StreamCut,
+        ErrorClass::MalformedEvent,
+    ];
+
     /// The stable name used in summaries.
     pub fn name(self) -> &'static str {
         match self {

@@ -95,7 +95,7 @@ pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, Ru
             ("benchmark".into(), cx.run.benchmark.to_string()),
             ("run_id".into(), cx.run.run_id.to_string()),
             ("replicate".into(), cx.step.replicate.to_string()),
-            ("node".into(), node()),
+            ("node".into(), yardstick_load::hot::node()),
         ];
         let _enter = cx.run.rt.enter();
         yardstick_load::hot::spawn(
@@ -119,15 +119,6 @@ pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, Ru
         }
         o
     })
-}
-
-/// This machine's name (the `node` label of hot metrics).
-fn node() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into())
 }
 
 /// Runs one replicate of a serve point against `url`.
@@ -691,18 +682,10 @@ pub fn records_from_rows(rows: &[serde_json::Value]) -> Result<Vec<RequestRecord
         r.error = match s("error").as_deref() {
             None => None,
             Some(name) => Some(
-                [
-                    ErrorClass::Connect,
-                    ErrorClass::Timeout,
-                    ErrorClass::Http4xx,
-                    ErrorClass::Http5xx,
-                    ErrorClass::HttpOther,
-                    ErrorClass::StreamCut,
-                    ErrorClass::MalformedEvent,
-                ]
-                .into_iter()
-                .find(|e| e.name() == name)
-                .ok_or_else(|| bad(RecordRowProblem::ErrorClass(name.into())))?,
+                ErrorClass::ALL
+                    .into_iter()
+                    .find(|e| e.name() == name)
+                    .ok_or_else(|| bad(RecordRowProblem::ErrorClass(name.into())))?,
             ),
         };
         r.error_message = s("error_message");

@@ -5,7 +5,7 @@
 //! the split counts only when a permutation test says such a split is unlikely without a change
 //! (the largest statistic over `permutations` shuffles of the segment reaches the observed one
 //! in at most `alpha` of them), and only when the segments' means differ by at least the
-//! minimum effect. Each accepted split divides its segment, and the search goes on in the parts
+//! minimum effect and the step's Welch interval excludes zero. Each accepted split divides its segment, and the search goes on in the parts
 //! until no segment has a significant split. The first test is at level `alpha`, and the search
 //! stops at the first split that is not significant, so a history without a change flags one
 //! with probability about `alpha`.
@@ -153,9 +153,13 @@ pub fn detect(x: &[f64], s: &Settings) -> Result<Vec<Change>, StatsError> {
             break;
         }
         let (left, right) = (&x[lo..at], &x[at..hi]);
-        if (mean(right) - mean(left)).abs() < s.min_effect {
-            // Significant but smaller than the noise floor: not a change worth a name, and the
-            // segment is left whole (its parts are searched no further).
+        let step = mean(right) - mean(left);
+        let interval_has_zero =
+            welch_interval(left, right, s.confidence).is_some_and(|[a, b]| a <= 0.0 && 0.0 <= b);
+        if step.abs() < s.min_effect || interval_has_zero {
+            // A split of the distributions whose means do not differ beyond the noise floor,
+            // or not surely at all (the step's interval holds 0): not a change of level worth a
+            // name, and the segment is left whole (its parts are searched no further).
             settled.push((lo, hi));
             continue;
         }

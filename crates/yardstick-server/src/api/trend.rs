@@ -81,6 +81,40 @@ pub struct TrendChange {
     pub direction: String,
 }
 
+impl TrendChange {
+    /// The change as a sentence (`worse change: 20.2 ms → 40.3 ms, +99.5 %, step 20.1 ms [19.4
+    /// ms, 20.8 ms] (p = 0.005), commits a1b2..c3d4`), values in `unit`.
+    pub fn text(&self, unit: &str) -> String {
+        use yardstick_spec::human::human_with_ci;
+        let h = |v: f64| human_with_ci(v, None, unit);
+        format!(
+            "{} change: {} → {}{} (p = {:.3}){}",
+            self.direction,
+            h(self.before),
+            h(self.after),
+            match (self.relative_pct, self.ci_lo.zip(self.ci_hi)) {
+                (Some(r), Some((lo, hi))) => format!(
+                    ", {r:+.1} %, step {} [{}, {}]",
+                    h(self.difference),
+                    h(lo),
+                    h(hi)
+                ),
+                (Some(r), None) => format!(", {r:+.1} %"),
+                _ => String::new(),
+            },
+            self.p_value,
+            match (&self.from_commit, &self.to_commit) {
+                (Some(a), Some(b)) if a != b => format!(
+                    ", commits {}..{}",
+                    a.get(..12).unwrap_or(a),
+                    b.get(..12).unwrap_or(b)
+                ),
+                _ => String::new(),
+            }
+        )
+    }
+}
+
 /// One run's value.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct TrendPoint {

@@ -457,36 +457,6 @@ fn verdict_color(v: Option<&str>) -> &'static str {
 }
 
 /// The trend of one metric: a plot per series, linked points, and the values folded.
-/// A change point as a sentence: the level before and after, the step with its interval, the
-/// test, the commits between.
-fn change_text(c: &crate::api::trend::TrendChange, unit: &str) -> String {
-    let commits = match (&c.from_commit, &c.to_commit) {
-        (Some(a), Some(b)) if a != b => format!(
-            ", commits {}..{}",
-            a.get(..12).unwrap_or(a),
-            b.get(..12).unwrap_or(b)
-        ),
-        _ => String::new(),
-    };
-    format!(
-        "{} change: {} → {}{} (p = {:.3}){commits}",
-        c.direction,
-        human_with_ci(c.before, None, unit),
-        human_with_ci(c.after, None, unit),
-        match (c.relative_pct, c.ci_lo.zip(c.ci_hi)) {
-            (Some(r), Some((lo, hi))) => format!(
-                ", {r:+.1} % (difference {} [{}, {}])",
-                human_with_ci(c.difference, None, unit),
-                human_with_ci(lo, None, unit),
-                human_with_ci(hi, None, unit)
-            ),
-            (Some(r), None) => format!(", {r:+.1} %"),
-            _ => String::new(),
-        },
-        c.p_value
-    )
-}
-
 fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
     let unit = t.unit.clone().unwrap_or_default();
     let _ = writeln!(
@@ -598,7 +568,7 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
                     marks,
                     "<line class=\"change\" data-run=\"{}\" x1=\"{cx}\" x2=\"{cx}\" y1=\"0\" y2=\"100%\" stroke=\"#7b3fb5\" stroke-width=\"2\" stroke-dasharray=\"5 4\"><title>{}</title></line>",
                     enc(&c.run_id),
-                    esc(&change_text(c, &unit)),
+                    esc(&c.text(&unit)),
                 );
             }
         }
@@ -637,7 +607,7 @@ fn trend_html(o: &mut String, t: &TrendOut) -> Result<(), PageError> {
                     o,
                     "<li>{}: {}</li>",
                     run_link(&c.run_id),
-                    esc(&change_text(c, &unit))
+                    esc(&c.text(&unit))
                 );
             }
             o.push_str("</ul>\n");

@@ -132,15 +132,6 @@ pub fn from_spec(spec: &yardstick_spec::BenchmarkRun) -> anyhow::Result<Option<R
     }))
 }
 
-/// This machine's name, the `node` label.
-pub fn node() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into())
-}
-
 /// Says what a sink did: a line, and a warning when pushes were dropped.
 pub fn report(stats: &HotStats) {
     output::info(&format!(

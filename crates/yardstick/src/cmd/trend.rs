@@ -2,7 +2,7 @@
 //! machine profile and point, with the change points of each (`--changes`): what the team
 //! server's `GET /api/v1/trend` answers, read from the local warehouse.
 
-use yardstick_server::api::trend::{TrendChange, TrendOut, TrendQuery, compute};
+use yardstick_server::api::trend::{TrendOut, TrendQuery, compute};
 use yardstick_spec::human::human_with_ci;
 
 use crate::cli::GlobalOpts;
@@ -119,7 +119,7 @@ pub fn text(t: &TrendOut) -> String {
         let changes = s.changes.as_deref().unwrap_or_default();
         for p in &s.points {
             if let Some(c) = changes.iter().find(|c| c.run_id == p.run_id) {
-                let _ = writeln!(out, "  ── {}", change_line(c, &unit));
+                let _ = writeln!(out, "  ── {}", c.text(&unit));
             }
             let _ = writeln!(
                 out,
@@ -135,33 +135,4 @@ pub fn text(t: &TrendOut) -> String {
         }
     }
     out
-}
-
-/// One change as a line.
-fn change_line(c: &TrendChange, unit: &str) -> String {
-    format!(
-        "{} change: {} → {}{} (p = {:.3}){}",
-        c.direction,
-        human_with_ci(c.before, None, unit),
-        human_with_ci(c.after, None, unit),
-        match (c.relative_pct, c.ci_lo.zip(c.ci_hi)) {
-            (Some(r), Some((lo, hi))) => format!(
-                ", {r:+.1} %, step {} [{}, {}]",
-                human_with_ci(c.difference, None, unit),
-                human_with_ci(lo, None, unit),
-                human_with_ci(hi, None, unit)
-            ),
-            (Some(r), None) => format!(", {r:+.1} %"),
-            _ => String::new(),
-        },
-        c.p_value,
-        match (&c.from_commit, &c.to_commit) {
-            (Some(a), Some(b)) if a != b => format!(
-                ", commits {}..{}",
-                a.get(..12).unwrap_or(a),
-                b.get(..12).unwrap_or(b)
-            ),
-            _ => String::new(),
-        }
-    )
 }

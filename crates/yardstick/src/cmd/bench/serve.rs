@@ -831,7 +831,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     let hot = sink.map(|mut rw| {
         rw.labels = vec![
             ("benchmark".into(), "bench-serve".into()),
-            ("node".into(), crate::cmd::hot::node()),
+            ("node".into(), yardstick_load::hot::node()),
         ];
         let _enter = rt.enter();
         yardstick_load::hot::spawn(rw, progress.clone(), point_label.clone())
