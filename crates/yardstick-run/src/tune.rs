@@ -496,6 +496,7 @@ pub fn execute_tuned(
     };
     let spec_for_hook = spec.clone();
     let full_for_hook = full.clone();
+    let final_treatments = finalists.clone();
     let hook: crate::BeforeSeal = Box::new(move |summary: &RunSummary, dir: &Path| {
         let (report, best_yaml) = answer(
             partial,
@@ -516,7 +517,7 @@ pub fn execute_tuned(
     let (outcome, _, _) = run_round(
         spec,
         &full,
-        &finalists_of(&ranked, &index_of),
+        &final_treatments,
         None,
         &settings,
         make_opts,
@@ -543,10 +544,6 @@ fn neighbours(c: &Combo, levels: &[(String, Vec<String>)]) -> Vec<Combo> {
         }
     }
     out
-}
-
-fn finalists_of(ranked: &[Combo], index_of: &dyn Fn(&Combo) -> usize) -> Vec<usize> {
-    ranked.iter().take(2).map(index_of).collect()
 }
 
 fn sort_best_first<T>(v: &mut [T], s: &Settings, key: impl Fn(&T) -> f64) {
