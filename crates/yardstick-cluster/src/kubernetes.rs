@@ -279,6 +279,9 @@ pub fn render(
             "metadata.labels['batch.kubernetes.io/job-name']",
         ),
         field_env("YARDSTICK_NODE_NAME", "spec.nodeName"),
+        // Join keys of results, telemetry and live series (docs/warehouse.md).
+        field_env("POD_NAME", "metadata.name"),
+        field_env("POD_NAMESPACE", "metadata.namespace"),
         // Rank rendezvous (torch.distributed's names): pod 0 through the headless Service.
         field_env("RANK", completion_index),
         value_env("WORLD_SIZE", n.to_string()),

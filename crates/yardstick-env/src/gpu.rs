@@ -240,6 +240,16 @@ impl NvmlSession {
         self.count
     }
 
+    /// `gpu<N>` → UUID of each device that reports one.
+    pub fn uuids(&self) -> std::collections::BTreeMap<String, String> {
+        (0..self.count)
+            .filter_map(|i| {
+                let uuid = self.nvml.device_by_index(i).ok()?.uuid().ok()?;
+                Some((format!("gpu{i}"), uuid))
+            })
+            .collect()
+    }
+
     /// The driver stack.
     pub fn driver(&self) -> NvidiaInfo {
         NvidiaInfo {

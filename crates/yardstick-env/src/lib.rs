@@ -21,6 +21,7 @@ pub mod capture;
 pub mod cpu;
 mod error;
 pub mod gpu;
+pub mod join;
 pub mod pagecache;
 pub mod profile;
 pub mod software;

@@ -5,7 +5,8 @@
 //! shift the ones after it, and carry Unix-millisecond timestamps, so they line up with a run's
 //! samples. The series is tidy — one row per (time, device, metric) — and is written as Parquet
 //! (zstd) with columns `timestamp_ms` (TIMESTAMP millis, UTC), `elapsed_s`, `device` (`host`,
-//! `gpu0`, …), `metric` and `value`; DuckDB, pandas and Spark read it as is.
+//! `gpu0`, …), `metric` and `value`, then the join keys ([`JoinKeys`]: the run, the node, the
+//! Slurm job or pod, each GPU's UUID); DuckDB, pandas and Spark read it as is.
 //!
 //! The summary answers "peak versus sustained" (docs/methodology.md#peak-versus-sustained): the
 //! mean clock of the first window against the last (windows of 60 s, or a third of the run when
@@ -124,6 +125,8 @@ pub struct Telemetry {
     pub rows: Vec<Row>,
     /// The summary.
     pub summary: TelemetrySummary,
+    /// `gpu<N>` → the GPU's UUID, for the GPUs sampled.
+    pub gpu_uuids: BTreeMap<String, String>,
 }
 
 /// A running sampler; [`Sampler::stop`] ends it and returns the series.
@@ -274,10 +277,12 @@ fn sample_loop(config: &SamplerConfig, stop: &AtomicBool) -> Telemetry {
     }
     let mut summary = summarize(&rows, config.interval);
     summary.gpu_note = gpu_note;
+    let gpu_uuids = nvml.as_ref().map(NvmlSession::uuids).unwrap_or_default();
     Telemetry {
         started_ms,
         rows,
         summary,
+        gpu_uuids,
     }
 }
 
@@ -378,21 +383,38 @@ pub fn summarize(rows: &[Row], interval: Duration) -> TelemetrySummary {
     }
 }
 
-const SCHEMA: &str = "message telemetry {
+/// Join keys stored in every row of a telemetry file (docs/warehouse.md): constants of the run
+/// (`run_id`, `benchmark`, `node`, Slurm job and step, Kubernetes namespace and pod; null where
+/// they do not apply), and each GPU's UUID for its rows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JoinKeys {
+    /// (column, value) of every row, in column order.
+    pub constant: Vec<(String, Option<String>)>,
+    /// `gpu<N>` → the GPU's UUID (the `gpu_uuid` column; null for `host` rows).
+    pub gpu_uuids: BTreeMap<String, String>,
+}
+
+/// Writes rows as a Parquet file (zstd): `timestamp_ms`, `elapsed_s`, `device`, `metric`,
+/// `value`, then the constant join keys and `gpu_uuid`.
+pub fn write_parquet(path: &Path, rows: &[Row], keys: &JoinKeys) -> Result<(), EnvError> {
+    let err = |e: parquet::errors::ParquetError| EnvError::Parquet {
+        path: PathBuf::from(path),
+        message: e.to_string(),
+    };
+    let mut schema = String::from(
+        "message telemetry {
     REQUIRED INT64 timestamp_ms (TIMESTAMP(MILLIS,true));
     REQUIRED DOUBLE elapsed_s;
     REQUIRED BYTE_ARRAY device (UTF8);
     REQUIRED BYTE_ARRAY metric (UTF8);
     REQUIRED DOUBLE value;
-}";
-
-/// Writes rows as a Parquet file (zstd).
-pub fn write_parquet(path: &Path, rows: &[Row]) -> Result<(), EnvError> {
-    let err = |e: parquet::errors::ParquetError| EnvError::Parquet {
-        path: PathBuf::from(path),
-        message: e.to_string(),
-    };
-    let schema = Arc::new(parse_message_type(SCHEMA).map_err(err)?);
+",
+    );
+    for (name, _) in &keys.constant {
+        schema.push_str(&format!("    OPTIONAL BYTE_ARRAY {name} (UTF8);\n"));
+    }
+    schema.push_str("    OPTIONAL BYTE_ARRAY gpu_uuid (UTF8);\n}");
+    let schema = Arc::new(parse_message_type(&schema).map_err(err)?);
     let props = Arc::new(
         WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
@@ -405,6 +427,12 @@ pub fn write_parquet(path: &Path, rows: &[Row]) -> Result<(), EnvError> {
     let mut writer = SerializedFileWriter::new(file, schema, props).map_err(err)?;
     let mut group = writer.next_row_group().map_err(err)?;
     let mut index = 0;
+    // An optional string column: its values and definition levels.
+    let optional = |values: Vec<Option<&str>>| {
+        let def: Vec<i16> = values.iter().map(|v| i16::from(v.is_some())).collect();
+        let present: Vec<ByteArray> = values.into_iter().flatten().map(ByteArray::from).collect();
+        (present, def)
+    };
     while let Some(mut col) = group.next_column().map_err(err)? {
         match index {
             0 => {
@@ -422,7 +450,7 @@ pub fn write_parquet(path: &Path, rows: &[Row]) -> Result<(), EnvError> {
                     .write_batch(&v, None, None)
                     .map_err(err)?;
             }
-            _ => {
+            2 | 3 => {
                 let v: Vec<ByteArray> = rows
                     .iter()
                     .map(|r| {
@@ -435,6 +463,19 @@ pub fn write_parquet(path: &Path, rows: &[Row]) -> Result<(), EnvError> {
                     .collect();
                 col.typed::<ByteArrayType>()
                     .write_batch(&v, None, None)
+                    .map_err(err)?;
+            }
+            i => {
+                let values: Vec<Option<&str>> = match keys.constant.get(i - 5) {
+                    Some((_, v)) => vec![v.as_deref(); rows.len()],
+                    None => rows
+                        .iter()
+                        .map(|r| keys.gpu_uuids.get(&r.device).map(String::as_str))
+                        .collect(),
+                };
+                let (present, def) = optional(values);
+                col.typed::<ByteArrayType>()
+                    .write_batch(&present, Some(&def), None)
                     .map_err(err)?;
             }
         }

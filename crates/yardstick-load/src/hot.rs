@@ -1,13 +1,18 @@
 //! Hot metrics: live series pushed to time-series storage while a benchmark runs, so a run can
-//! be watched in Grafana next to the server's own metrics (Prometheus remote-write 1.0:
-//! protobuf, snappy-compressed, POSTed every `interval`).
+//! be watched in Grafana next to the server's own metrics, and request traces for a tracing
+//! backend. Three kinds of sink ([`SinkKind`]):
+//!
+//! * Prometheus remote-write 1.0: protobuf, snappy-compressed, POSTed every `interval`;
+//! * OTLP/HTTP metrics: the same series as OpenTelemetry metrics ([`crate::otlp`]);
+//! * OTLP/HTTP traces: one client span per sampled request, exported every `interval`.
 //!
 //! The series are snapshots of the load generator's live counters ([`Progress`]): requests
 //! completed and failed (by error class), in flight, output tokens, and TTFT and end-to-end
 //! latency as classic histograms. Their labels are the low-cardinality join keys a run gives
-//! (benchmark, run id, point, replicate, node) — never a request id. The sink runs on a task of
-//! its own and only reads atomics: a sink that is down or slow never slows the load. A push that
-//! fails or takes longer than the interval is dropped (counted, with its samples), never queued.
+//! (benchmark, run id, point, replicate, node) — never a request id. A sink runs on a task of
+//! its own and only reads atomics (spans wait in a bounded queue): a sink that is down or slow
+//! never slows the load. A push that fails or takes longer than the interval is dropped
+//! (counted, with its samples), never queued.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +23,7 @@ use http_body_util::{BodyExt, Full};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::otlp::{SpanQueue, TraceSampling};
 use crate::record::ErrorClass;
 use crate::runner::Progress;
 
@@ -89,33 +95,71 @@ impl LiveHistogram {
     }
 }
 
-/// Where and how hot metrics go.
+/// What a sink receives.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SinkKind {
+    /// Prometheus remote-write 1.0.
+    #[default]
+    RemoteWrite,
+    /// OTLP/HTTP metrics (protobuf).
+    OtlpMetrics,
+    /// OTLP/HTTP traces (protobuf): a span per sampled request.
+    OtlpTraces,
+}
+
+/// Where and how hot metrics (or traces) go.
 #[derive(Debug, Clone)]
-pub struct RemoteWrite {
-    /// The receiver's write URL (`http://prometheus:9090/api/v1/write`).
+pub struct HotSink {
+    /// What it receives.
+    pub kind: SinkKind,
+    /// The receiver's URL (`http://prometheus:9090/api/v1/write`,
+    /// `http://collector:4318/v1/metrics`).
     pub url: String,
     /// Extra headers (an `Authorization` read from the environment, a tenant id); their values
     /// never appear in logs or results.
     pub headers: Vec<(String, String)>,
     /// Time between pushes.
     pub interval: Duration,
-    /// Labels of every series (the join keys), besides `__name__`.
+    /// Labels of every series (the join keys), besides `__name__`; the resource attributes of
+    /// spans.
     pub labels: Vec<(String, String)>,
+    /// Which requests get a span (traces only).
+    pub sampling: TraceSampling,
+}
+
+impl HotSink {
+    /// A sink of `kind` at `url` with no headers or labels, pushing every 5 s.
+    pub fn new(kind: SinkKind, url: impl Into<String>) -> Self {
+        HotSink {
+            kind,
+            url: url.into(),
+            headers: Vec::new(),
+            interval: Duration::from_secs(5),
+            labels: Vec::new(),
+            sampling: TraceSampling::default(),
+        }
+    }
 }
 
 /// What a sink did, for the summary (`hot_metrics`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct HotStats {
+    /// What the sink received.
+    #[serde(default)]
+    pub sink: SinkKind,
     /// The receiver, without credentials.
     pub url: String,
     /// Pushes the receiver accepted.
     pub pushes: u64,
-    /// Samples in them.
+    /// Samples in them (OTLP metrics: data points; traces: spans).
     pub samples: u64,
     /// Pushes dropped: the receiver refused them, did not answer within the interval, or could
     /// not be reached.
     pub dropped_pushes: u64,
-    /// Samples in them.
+    /// Samples in them, and spans dropped because the queue was full.
     pub dropped_samples: u64,
     /// Why the last dropped push was dropped.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,19 +180,47 @@ impl HotTask {
     }
 }
 
-/// Starts pushing `progress`'s counters to `rw` every `rw.interval` (call within a tokio
-/// runtime). `point` is the `point` label's value at each push (empty: no such label), so one
-/// sink follows a sweep from point to point.
+/// Starts every sink of `sinks` on `progress` (see [`spawn`]).
+pub fn spawn_all(
+    sinks: &[HotSink],
+    progress: &Arc<Progress>,
+    point: &Arc<std::sync::Mutex<String>>,
+) -> Vec<HotTask> {
+    sinks
+        .iter()
+        .map(|s| spawn(s.clone(), progress.clone(), point.clone()))
+        .collect()
+}
+
+/// Stops every task after its last push: what each did.
+pub async fn finish_all(tasks: Vec<HotTask>) -> Vec<HotStats> {
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        out.push(t.finish().await);
+    }
+    out
+}
+
+/// Starts pushing `progress`'s counters (or, for traces, the spans of the requests it sees) to
+/// `sink` every `sink.interval` (call within a tokio runtime). `point` is the `point` label's
+/// value at each push (empty: no such label), so one sink follows a sweep from point to point.
 pub fn spawn(
-    rw: RemoteWrite,
+    sink: HotSink,
     progress: Arc<Progress>,
     point: Arc<std::sync::Mutex<String>>,
 ) -> HotTask {
     let stop = CancellationToken::new();
     let token = stop.clone();
+    let queue = (sink.kind == SinkKind::OtlpTraces).then(|| {
+        progress
+            .spans
+            .get_or_init(|| Arc::new(SpanQueue::new(sink.sampling, point.clone())))
+            .clone()
+    });
     let handle = tokio::spawn(async move {
         let mut stats = HotStats {
-            url: redact(&rw.url),
+            sink: sink.kind,
+            url: redact(&sink.url),
             ..HotStats::default()
         };
         let client = match http_client() {
@@ -158,32 +230,75 @@ pub fn spawn(
                 return stats;
             }
         };
-        let mut tick = tokio::time::interval(rw.interval);
+        let since = now_ns();
+        let mut tick = tokio::time::interval(sink.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             let last = tokio::select! {
                 _ = tick.tick() => false,
                 _ = token.cancelled() => true,
             };
-            let mut labels = rw.labels.clone();
+            let mut labels = sink.labels.clone();
             let p = point.lock().map(|p| p.clone()).unwrap_or_default();
-            if !p.is_empty() {
+            if !p.is_empty() && sink.kind != SinkKind::OtlpTraces {
                 labels.push(("point".into(), p));
             }
-            let series = series(&progress, &labels, now_ms());
-            let n = series.iter().map(|s| s.samples.len() as u64).sum::<u64>();
-            match push(&client, &rw, series).await {
-                Ok(()) => {
-                    stats.pushes += 1;
-                    stats.samples += n;
+            let body = match (&sink.kind, &queue) {
+                (SinkKind::RemoteWrite, _) => {
+                    let series = series(&progress, &labels, now_ms());
+                    let n = series.iter().map(|s| s.samples.len() as u64).sum::<u64>();
+                    encode(series).map(|b| (b, n))
                 }
+                (SinkKind::OtlpMetrics, _) => {
+                    let start = match progress.started_unix_ns.load(Ordering::Relaxed) {
+                        0 => since,
+                        t => t,
+                    };
+                    let (req, n) =
+                        crate::otlp::metrics_request(&progress, &labels, start, now_ns());
+                    Ok((prost::Message::encode_to_vec(&req), n))
+                }
+                (SinkKind::OtlpTraces, Some(q)) => {
+                    let spans = q.drain();
+                    let n = spans.len() as u64;
+                    Ok((
+                        prost::Message::encode_to_vec(&crate::otlp::traces_request(spans, &labels)),
+                        n,
+                    ))
+                }
+                (SinkKind::OtlpTraces, None) => Ok((Vec::new(), 0)),
+            };
+            match body {
+                // Nothing to export (no span since the last push).
+                Ok((_, 0)) if sink.kind == SinkKind::OtlpTraces => {}
+                Ok((body, n)) => match push(&client, &sink, body).await {
+                    Ok(()) => {
+                        stats.pushes += 1;
+                        stats.samples += n;
+                    }
+                    Err(e) => {
+                        stats.dropped_pushes += 1;
+                        stats.dropped_samples += n;
+                        stats.last_error = Some(e);
+                    }
+                },
                 Err(e) => {
                     stats.dropped_pushes += 1;
-                    stats.dropped_samples += n;
                     stats.last_error = Some(e);
                 }
             }
             if last {
+                if let Some(q) = &queue
+                    && q.overflowed() > 0
+                {
+                    stats.dropped_samples += q.overflowed();
+                    stats.last_error.get_or_insert_with(|| {
+                        format!(
+                            "the span queue ({} spans) was full",
+                            crate::otlp::SPAN_QUEUE_CAPACITY
+                        )
+                    });
+                }
                 return stats;
             }
         }
@@ -212,18 +327,21 @@ fn http_client() -> Result<Client, String> {
     )
 }
 
-/// One remote-write request, within the interval (at least a second).
-async fn push(client: &Client, rw: &RemoteWrite, series: Vec<TimeSeries>) -> Result<(), String> {
-    let body = encode(series)?;
-    let mut req = http::Request::post(&rw.url)
+/// One push of `body` (remote-write: snappy-compressed already), within the interval (at least
+/// a second).
+async fn push(client: &Client, sink: &HotSink, body: Vec<u8>) -> Result<(), String> {
+    let mut req = http::Request::post(&sink.url)
         .header("Content-Type", "application/x-protobuf")
-        .header("Content-Encoding", "snappy")
-        .header("X-Prometheus-Remote-Write-Version", "0.1.0")
         .header(
             "User-Agent",
             concat!("yardstick/", env!("CARGO_PKG_VERSION")),
         );
-    for (k, v) in &rw.headers {
+    if sink.kind == SinkKind::RemoteWrite {
+        req = req
+            .header("Content-Encoding", "snappy")
+            .header("X-Prometheus-Remote-Write-Version", "0.1.0");
+    }
+    for (k, v) in &sink.headers {
         let mut value = http::HeaderValue::from_str(v)
             .map_err(|_| format!("header {k}: not a valid header value"))?;
         value.set_sensitive(true);
@@ -232,7 +350,7 @@ async fn push(client: &Client, rw: &RemoteWrite, series: Vec<TimeSeries>) -> Res
     let req = req
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| format!("the request: {e}"))?;
-    let timeout = rw.interval.max(Duration::from_secs(1));
+    let timeout = sink.interval.max(Duration::from_secs(1));
     let resp = tokio::time::timeout(timeout, client.request(req))
         .await
         .map_err(|_| format!("no answer within {:.1} s", timeout.as_secs_f64()))?
@@ -278,9 +396,14 @@ fn redact(url: &str) -> String {
 }
 
 fn now_ms() -> i64 {
+    (now_ns() / 1_000_000) as i64
+}
+
+/// Unix time, nanoseconds.
+pub fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// The series of one snapshot, each with one sample at `ts` (ms), labels sorted.

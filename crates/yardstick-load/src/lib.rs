@@ -26,6 +26,7 @@ pub mod kinds;
 pub mod merge;
 pub mod mlperf;
 pub mod openai;
+pub mod otlp;
 pub mod plan;
 pub mod point;
 pub mod record;

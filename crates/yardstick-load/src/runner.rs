@@ -107,6 +107,11 @@ pub struct Progress {
     pub ttft: crate::hot::LiveHistogram,
     /// End-to-end latency of finished requests, seconds (from the scheduled send).
     pub e2e: crate::hot::LiveHistogram,
+    /// Unix nanoseconds of the last reset (0 before the first): the start of the counters'
+    /// cumulative interval.
+    pub started_unix_ns: AtomicU64,
+    /// Where finished requests' spans go, when an OTLP trace sink is running.
+    pub spans: std::sync::OnceLock<Arc<crate::otlp::SpanQueue>>,
 }
 
 impl Progress {
@@ -122,6 +127,8 @@ impl Progress {
     /// Resets every counter (between points) and notes when.
     pub fn reset(&self) {
         *self.started.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        self.started_unix_ns
+            .store(crate::hot::now_ns(), Ordering::Relaxed);
         for a in [
             &self.completed,
             &self.failed,
@@ -224,6 +231,9 @@ impl Ctx {
             {
                 p.errors[i].fetch_add(1, Ordering::Relaxed);
             }
+        }
+        if let Some(q) = p.spans.get() {
+            q.offer(rec);
         }
         if rec.error == Some(ErrorClass::Connect) {
             let n = self.connect_failures.fetch_add(1, Ordering::Relaxed) + 1;

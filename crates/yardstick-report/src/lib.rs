@@ -40,4 +40,4 @@ pub mod xlsx;
 pub use error::ReportError;
 pub use export::{Artifact, Dest, Exporter, Shape, Written, exporter, exporters};
 pub use gate::{GateDocError, GateKind, GateRow, GateView};
-pub use model::{Report, RunReport, load_run};
+pub use model::{Compact, Report, RunReport, load_run};

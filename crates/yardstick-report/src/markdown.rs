@@ -25,8 +25,164 @@ fn verdict_mark(v: &str) -> &'static str {
     }
 }
 
-/// Renders the report as Markdown.
+/// Rows of a compact comment's table before the rest is summarised in one line (a GitHub
+/// comment holds 65,536 characters).
+const COMPACT_ROWS: usize = 25;
+
+/// Renders the report as Markdown: the full report, or the compact comment when
+/// [`Report::compact`] is set.
 pub fn render(report: &Report) -> String {
+    match &report.compact {
+        Some(c) => compact(report, c.link.as_deref()),
+        None => full(report),
+    }
+}
+
+/// Whether a gate row moved: its verdict is not PASS, or its interval of the change excludes no
+/// change.
+fn moved(m: &crate::gate::GateRow) -> bool {
+    matches!(m.verdict.as_deref(), Some("FAIL" | "WARN" | "INCONCLUSIVE"))
+        || m.ci.is_some_and(|(lo, hi)| lo > 1.0 || hi < 1.0)
+}
+
+/// The pull-request comment: one verdict line, the metrics that moved with their intervals (or,
+/// without a gate, each point's headline figures), failed replicates, and the link.
+fn compact(report: &Report, link: Option<&str>) -> String {
+    let r = &report.run;
+    let run = &r.run;
+    let mut out = String::new();
+    match &report.gate {
+        Some(g) => {
+            let moved: Vec<&crate::gate::GateRow> = g.rows.iter().filter(|m| moved(m)).collect();
+            let what = if g.verdict.is_some() {
+                "gate"
+            } else {
+                "comparison"
+            };
+            let _ = writeln!(
+                out,
+                "### yardstick {what}: {} {} — `{}`",
+                verdict_mark(g.verdict.as_deref().unwrap_or("")),
+                g.verdict.as_deref().unwrap_or("compared"),
+                cell(&run.name)
+            );
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "{} of {} metrics moved (baseline `{}`, candidate `{}`): {} FAIL, {} WARN, {} INCONCLUSIVE.",
+                moved.len(),
+                g.rows.len(),
+                g.baseline_run,
+                g.candidate_run,
+                g.count("FAIL"),
+                g.count("WARN"),
+                g.count("INCONCLUSIVE")
+            );
+            if let Some(why) = &g.exploratory_reason {
+                let _ = writeln!(out);
+                let _ = writeln!(out, "> Exploratory, not enforced: {}", cell(why));
+            }
+            let _ = writeln!(out);
+            if !moved.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "| | point | metric | baseline | candidate | Δ | {} (Δ) |",
+                    format::level_header(g.level)
+                );
+                let _ = writeln!(out, "| --- | --- | --- | ---: | ---: | ---: | ---: |");
+                for m in moved.iter().take(COMPACT_ROWS) {
+                    let unit = format::metric_unit(&m.metric, &m.unit);
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} | {} | {} | {} | {} |",
+                        verdict_mark(m.verdict.as_deref().unwrap_or("")),
+                        cell(&m.point),
+                        cell(&m.label()),
+                        format::human(m.baseline, unit),
+                        format::human(m.candidate, unit),
+                        format::delta_pct(m.ratio),
+                        format::delta_ci(m.ci)
+                    );
+                }
+                if moved.len() > COMPACT_ROWS {
+                    let _ = writeln!(
+                        out,
+                        "\n… and {} more in the full report.",
+                        moved.len() - COMPACT_ROWS
+                    );
+                }
+                let _ = writeln!(out);
+            }
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "### yardstick: `{}` — {} ({} replicates)",
+                cell(&run.name),
+                run.status,
+                r.replicates
+            );
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "| point | metric | mean | {} |",
+                format::level_header(r.level)
+            );
+            let _ = writeln!(out, "| --- | --- | ---: | ---: |");
+            let rows: Vec<_> = r
+                .points
+                .iter()
+                .flat_map(|p| headline_metrics(p).into_iter().map(move |m| (p, m)))
+                .collect();
+            for (p, m) in rows.iter().take(COMPACT_ROWS) {
+                let unit = format::metric_unit(&m.metric, &m.unit);
+                let _ = writeln!(
+                    out,
+                    "| {} | {} {} | {} | {} |",
+                    cell(&p.id),
+                    cell(&m.metric),
+                    cell(&m.statistic),
+                    cell(&format::human(m.mean, unit)),
+                    cell(&format::human_ci(m.mean, m.ci, unit))
+                );
+            }
+            if rows.len() > COMPACT_ROWS {
+                let _ = writeln!(
+                    out,
+                    "\n… and {} more in the full report.",
+                    rows.len() - COMPACT_ROWS
+                );
+            }
+            let _ = writeln!(out);
+        }
+    }
+    for p in &r.points {
+        for f in p.failed_replicates() {
+            let _ = writeln!(
+                out,
+                "- ❌ `{}` replicate {} failed: {}",
+                cell(&p.id),
+                f.replicate,
+                cell(f.error.as_deref().unwrap_or(""))
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        "<sub>run `{}` · machine profile `{}` · yardstick {}",
+        run.run_id,
+        run.machine_profile.as_deref().unwrap_or("-"),
+        run.tool_version
+    );
+    if let Some(l) = link {
+        let _ = write!(out, " · [full report]({l})");
+    }
+    let _ = writeln!(out, "</sub>");
+    out
+}
+
+/// The full report.
+fn full(report: &Report) -> String {
     let r = &report.run;
     let run = &r.run;
     let mut out = String::new();

@@ -27,6 +27,17 @@ pub struct Report {
     pub others: Vec<RunReport>,
     /// Things the reader should know (a gate file for another run, unreadable artifacts).
     pub warnings: Vec<String>,
+    /// The short form a pull-request comment wants (`report --compact`), where a format has one
+    /// (Markdown).
+    #[serde(skip)]
+    pub compact: Option<Compact>,
+}
+
+/// `report --compact`: the verdict, what moved, and a link to the full report.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Compact {
+    /// Where the full report is (`--link`: the CI job's page, an artifact).
+    pub link: Option<String>,
 }
 
 impl Report {
@@ -46,6 +57,7 @@ impl Report {
             gate,
             others: Vec::new(),
             warnings,
+            compact: None,
         }
     }
 }

@@ -338,9 +338,10 @@ pub struct RunOptions {
     /// Files to add to the run once its summary is written and before it is sealed (the
     /// tuner's answer in its final run): called with the summary and the run directory.
     pub before_seal: Option<BeforeSeal>,
-    /// Where serve steps push hot metrics while they run (`--remote-write`); its labels are
-    /// set per step (benchmark, run id, point, replicate, node).
-    pub hot: Option<yardstick_load::hot::RemoteWrite>,
+    /// Where serve steps push hot metrics and traces while they run (`--remote-write`,
+    /// `--otlp`, `--otlp-traces`); their labels are set per step (benchmark, run id, point,
+    /// replicate, node), and a trace sink's SLO is the point's.
+    pub hot: Vec<yardstick_load::hot::HotSink>,
 }
 
 /// See [`RunOptions::before_seal`]: (name relative to the run directory, contents).

@@ -487,7 +487,7 @@ fn run_steps(
         run_id,
         exe: &opts.self_exe,
         cancel: &opts.cancel,
-        hot: opts.hot.as_ref(),
+        hot: &opts.hot,
         benchmark: &plan.name,
     };
     let mut sink = Sink {
@@ -666,6 +666,7 @@ fn seal_step(
         figures,
         samples,
         logs,
+        log_tables,
         eval_files,
         profile,
         ..
@@ -685,6 +686,13 @@ fn seal_step(
     for (name, bytes) in &logs {
         writer.add(&format!("{logs_prefix}{name}"), bytes, "log")?;
     }
+    let keys = yardstick_env::join::from_env();
+    for (name, table) in log_tables {
+        let bytes = table
+            .with_join_keys(sink.run_id, &point.id, step.replicate, &keys)
+            .to_parquet(&[])?;
+        writer.add(&format!("{logs_prefix}{name}"), &bytes, "log")?;
+    }
     if let Some(p) = profile {
         for (name, bytes) in &p.files {
             writer.add(&format!("profile/{}/{name}", point.slug), bytes, "profile")?;
@@ -700,7 +708,7 @@ fn seal_step(
     let (samples_path, result_path) = crate::step_paths(point, step);
     let mut sample_artifact = None;
     if let Some(table) = samples {
-        let table = table.with_join_keys(sink.run_id, &point.id, step.replicate);
+        let table = table.with_join_keys(sink.run_id, &point.id, step.replicate, &keys);
         let bytes = table.to_parquet(&[
             ("yardstick.run_id", sink.run_id),
             ("yardstick.point", &point.id),
@@ -751,7 +759,18 @@ fn stop_services(
             Ok(t) if !t.rows.is_empty() => {
                 std::fs::create_dir_all(&run.scratch).map_err(StoreError::from)?;
                 let tmp = run.scratch.join("telemetry.parquet");
-                match yardstick_env::telemetry::write_parquet(&tmp, &t.rows) {
+                let keys = yardstick_env::telemetry::JoinKeys {
+                    constant: [
+                        ("run_id", Some(run.run_id.clone())),
+                        ("benchmark", Some(run.plan.name.clone())),
+                    ]
+                    .into_iter()
+                    .chain(yardstick_env::join::from_env())
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+                    gpu_uuids: t.gpu_uuids.clone(),
+                };
+                match yardstick_env::telemetry::write_parquet(&tmp, &t.rows, &keys) {
                     Ok(()) => {
                         let bytes = std::fs::read(&tmp).map_err(StoreError::from)?;
                         run.writer.add(

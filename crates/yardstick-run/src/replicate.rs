@@ -31,6 +31,9 @@ pub struct ReplicateOutcome {
     pub samples: Option<Table>,
     /// Files kept beside the replicate's logs (name relative to its log directory, contents).
     pub logs: Vec<(String, Vec<u8>)>,
+    /// Tables kept beside the replicate's logs as Parquet, with the join keys of its samples
+    /// (the server's metrics, one row per scrape).
+    pub log_tables: Vec<(String, Table)>,
     /// An eval's `eval.json` and `items.jsonl`, stored under `eval/<point>/rN/`.
     pub eval_files: Vec<(String, Vec<u8>)>,
     /// The profile, for the profiled replicate.
@@ -53,6 +56,7 @@ impl ReplicateOutcome {
             figures,
             samples: None,
             logs: Vec::new(),
+            log_tables: Vec::new(),
             eval_files: Vec::new(),
             profile: None,
         }
@@ -72,6 +76,12 @@ impl ReplicateOutcome {
     /// With log files.
     pub fn with_logs(mut self, logs: Vec<(String, Vec<u8>)>) -> ReplicateOutcome {
         self.logs = logs;
+        self
+    }
+
+    /// With a table kept beside the logs as `name` (Parquet).
+    pub fn with_log_table(mut self, name: &str, table: Table) -> ReplicateOutcome {
+        self.log_tables.push((name.to_string(), table));
         self
     }
 

@@ -29,13 +29,11 @@ fn outcome(
     samples: Table,
     server_series: Option<Table>,
 ) -> ReplicateOutcome {
-    let logs = server_series
-        .and_then(|t| t.to_parquet(&[]).ok())
-        .map(|b| vec![("server-metrics.parquet".to_string(), b)])
-        .unwrap_or_default();
-    ReplicateOutcome::new(summary, Figures::new(measurements))
-        .with_samples(samples)
-        .with_logs(logs)
+    let out = ReplicateOutcome::new(summary, Figures::new(measurements)).with_samples(samples);
+    match server_series {
+        Some(t) => out.with_log_table("server-metrics.parquet", t),
+        None => out,
+    }
 }
 
 /// One row per scrape of the server's metrics: seconds since the first scrape and each
@@ -88,22 +86,41 @@ pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, Ru
         }
     }
     let progress = Arc::new(Progress::default());
-    // Hot metrics while the step runs, labelled with the step's join keys.
-    let hot = cx.run.hot.map(|rw| {
-        let mut rw = rw.clone();
-        rw.labels = vec![
-            ("benchmark".into(), cx.run.benchmark.to_string()),
-            ("run_id".into(), cx.run.run_id.to_string()),
-            ("replicate".into(), cx.step.replicate.to_string()),
-            ("node".into(), yardstick_load::hot::node()),
-        ];
+    // Hot metrics and traces while the step runs, labelled with the step's join keys; spans of
+    // requests over the point's SLO are always kept.
+    let PointWork::Serve { point, .. } = work else {
+        return Err(RunError::Internal("not a serve point".into()));
+    };
+    let hot: Vec<_> = cx
+        .run
+        .hot
+        .iter()
+        .map(|sink| {
+            let mut sink = sink.clone();
+            sink.labels = vec![
+                ("benchmark".into(), cx.run.benchmark.to_string()),
+                ("run_id".into(), cx.run.run_id.to_string()),
+                ("replicate".into(), cx.step.replicate.to_string()),
+            ];
+            // The node, and the Slurm job or pod when there is one.
+            sink.labels.extend(
+                yardstick_env::join::present()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v)),
+            );
+            sink.sampling.slo_ttft_ms = point.slo_ttft_ms;
+            sink.sampling.slo_e2e_ms = point.slo_e2e_ms;
+            sink
+        })
+        .collect();
+    let tasks = {
         let _enter = cx.run.rt.enter();
-        yardstick_load::hot::spawn(
-            rw,
-            progress.clone(),
-            Arc::new(std::sync::Mutex::new(cx.point.id.clone())),
+        yardstick_load::hot::spawn_all(
+            &hot,
+            &progress,
+            &Arc::new(std::sync::Mutex::new(cx.point.id.clone())),
         )
-    });
+    };
     let out = run_replicate(
         cx.run.rt,
         work,
@@ -112,10 +129,10 @@ pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, Ru
         cx.run.cancel.clone(),
         progress,
     );
-    let stats = hot.map(|h| cx.run.rt.block_on(h.finish()));
+    let stats = cx.run.rt.block_on(yardstick_load::hot::finish_all(tasks));
     out.map(|mut o| {
-        if let Some(s) = stats {
-            o.summary["hot_metrics"] = serde_json::to_value(s).expect("JSON");
+        if !stats.is_empty() {
+            o.summary["hot_metrics"] = serde_json::to_value(stats).expect("JSON");
         }
         o
     })

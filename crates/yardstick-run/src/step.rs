@@ -36,8 +36,8 @@ pub(crate) struct RunContext<'a> {
     pub exe: &'a Path,
     /// Cancelled on Ctrl-C.
     pub cancel: &'a CancellationToken,
-    /// Where serve steps push hot metrics (`--remote-write`), when anywhere.
-    pub hot: Option<&'a yardstick_load::hot::RemoteWrite>,
+    /// Where serve steps push hot metrics and traces (`--remote-write`, `--otlp`).
+    pub hot: &'a [yardstick_load::hot::HotSink],
     /// The benchmark's name (a label of hot metrics).
     pub benchmark: &'a str,
 }

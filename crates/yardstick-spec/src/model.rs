@@ -110,6 +110,9 @@ pub struct Spec {
 pub struct Observability {
     /// A Prometheus remote-write receiver (`yardstick run --remote-write` overrides it).
     pub remote_write: Option<RemoteWriteSpec>,
+    /// An OpenTelemetry collector (OTLP/HTTP): metrics, and request spans when `traces` is
+    /// true (`yardstick run --otlp`/`--otlp-traces` override it).
+    pub otlp: Option<OtlpSpec>,
     /// Time between pushes (default 5s, at least 100ms).
     pub interval: Option<DurationSpec>,
 }
@@ -126,6 +129,27 @@ pub struct RemoteWriteSpec {
     /// (`{Authorization: PROM_AUTH}`); values never appear in a spec, log or result.
     #[serde(default)]
     pub headers_env: BTreeMap<String, String>,
+}
+
+/// An OTLP/HTTP collector.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct OtlpSpec {
+    /// The collector (`http://collector:4318`: signals go to `/v1/metrics` and `/v1/traces`),
+    /// or a full endpoint URL.
+    #[schemars(required)]
+    pub url: Option<String>,
+    /// Headers of every export, each value read from the named environment variable.
+    #[serde(default)]
+    pub headers_env: BTreeMap<String, String>,
+    /// Send the hot metrics (default true).
+    pub metrics: Option<bool>,
+    /// Send a client span per sampled request (default false).
+    pub traces: Option<bool>,
+    /// The share of requests that get a span (0 to 1, default 0.1); failed requests and
+    /// requests over the point's SLO always get one.
+    pub trace_ratio: Option<f64>,
 }
 
 /// A tuner over `sweep.factors` (`spec.tune`).

@@ -294,9 +294,9 @@ pub const RULES: &[RuleInfo] = &[
     },
     RuleInfo {
         id: "observability-config",
-        summary: "a remote-write receiver has an http(s) `url`; `headersEnv` maps header names to environment variable names; `interval` is at least 100ms",
+        summary: "a remote-write receiver and an OTLP collector each have an http(s) `url`; `headersEnv` maps header names to environment variable names; `traceRatio` is between 0 and 1; `otlp` sends metrics or traces; `interval` is at least 100ms",
         section: "hot-metrics-are-for-watching",
-        hint: "e.g. `observability: {remoteWrite: {url: http://127.0.0.1:9090/api/v1/write, headersEnv: {Authorization: PROM_AUTH}}, interval: 5s}`",
+        hint: "e.g. `observability: {remoteWrite: {url: http://127.0.0.1:9090/api/v1/write, headersEnv: {Authorization: PROM_AUTH}}, otlp: {url: http://127.0.0.1:4318, traces: true}, interval: 5s}`",
     },
     RuleInfo {
         id: "gates-tolerance",
@@ -393,26 +393,39 @@ fn observability(spec: &Spec, cx: &mut Ctx<'_, '_>) {
         return;
     };
     let base = "/spec/observability";
-    if let Some(rw) = &o.remote_write {
-        let rb = format!("{base}/remoteWrite");
-        match rw.url.as_deref() {
+    let sinks = [
+        o.remote_write.as_ref().map(|r| {
+            (
+                "remoteWrite",
+                &r.url,
+                &r.headers_env,
+                "http://127.0.0.1:9090/api/v1/write",
+            )
+        }),
+        o.otlp
+            .as_ref()
+            .map(|r| ("otlp", &r.url, &r.headers_env, "http://127.0.0.1:4318")),
+    ];
+    for (key, url, headers_env, example) in sinks.into_iter().flatten() {
+        let rb = format!("{base}/{key}");
+        match url.as_deref() {
             None => cx.error_at_key(
                 "observability-config",
                 &rb,
-                "`remoteWrite` needs a `url`".into(),
-                "e.g. `url: http://127.0.0.1:9090/api/v1/write`",
+                format!("`{key}` needs a `url`"),
+                &format!("e.g. `url: {example}`"),
             ),
             Some(u) if !(u.starts_with("http://") || u.starts_with("https://")) || u.len() < 10 => {
                 cx.error(
                     "observability-config",
                     &format!("{rb}/url"),
                     format!("`{u}` is not an http(s) URL"),
-                    "e.g. `url: http://127.0.0.1:9090/api/v1/write`",
+                    &format!("e.g. `url: {example}`"),
                 )
             }
             Some(_) => {}
         }
-        for (name, var) in &rw.headers_env {
+        for (name, var) in headers_env {
             let ok_name = !name.is_empty()
                 && name
                     .chars()
@@ -427,6 +440,26 @@ fn observability(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                     "e.g. `headersEnv: {Authorization: PROM_AUTH}` (the value is read from $PROM_AUTH)",
                 );
             }
+        }
+    }
+    if let Some(ot) = &o.otlp {
+        if let Some(r) = ot.trace_ratio
+            && !(0.0..=1.0).contains(&r)
+        {
+            cx.error(
+                "observability-config",
+                &format!("{base}/otlp/traceRatio"),
+                format!("`traceRatio: {r}` is not between 0 and 1"),
+                "e.g. `traceRatio: 0.1` (a tenth of the requests, and every failure or SLO miss)",
+            );
+        }
+        if ot.metrics == Some(false) && !ot.traces.unwrap_or(false) {
+            cx.error_at_key(
+                "observability-config",
+                &format!("{base}/otlp"),
+                "`otlp` sends neither metrics nor traces".into(),
+                "set `traces: true`, or remove `metrics: false`",
+            );
         }
     }
     if o.interval

@@ -89,9 +89,16 @@ impl Table {
     }
 
     /// Adds the join keys of a run's sample file as columns, the same on every row: `run_id`,
-    /// `point_id` and `replicate` (each unless the table has it already), so a query over many
-    /// files joins rows to runs, points and replicates without reading file names.
-    pub fn with_join_keys(self, run_id: &str, point_id: &str, replicate: u32) -> Self {
+    /// `point_id` and `replicate`, then each of `more` (nullable: the node, a Slurm job, a pod),
+    /// each unless the table has it already, so a query over many files joins rows to runs,
+    /// points, replicates and the cluster's own records without reading file names.
+    pub fn with_join_keys(
+        self,
+        run_id: &str,
+        point_id: &str,
+        replicate: u32,
+        more: &[(&str, Option<String>)],
+    ) -> Self {
         let rows = self.rows();
         let mut t = self;
         if !t.has("run_id") {
@@ -102,6 +109,11 @@ impl Table {
         }
         if !t.has("replicate") {
             t = t.with("replicate", Column::I64(vec![i64::from(replicate); rows]));
+        }
+        for (name, value) in more {
+            if !t.has(name) {
+                t = t.with(name, Column::OptStr(vec![value.clone(); rows]));
+            }
         }
         t
     }

@@ -41,6 +41,26 @@ pub struct GlobalOpts {
     /// When to use colour. `auto` colours only a terminal and honours NO_COLOR.
     #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
     pub color: ColorWhen,
+    /// How progress, warnings and errors are written on stderr: `text` for people, `json` for
+    /// log collectors (one object per line: `ts`, `level`, `message` and the join keys —
+    /// `node`, the Slurm job or pod when there is one, and during a run `run_id`, `benchmark`,
+    /// `point` and `replicate`).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = LogFormat::Text,
+        value_name = "FORMAT",
+        env = "YARDSTICK_LOG_FORMAT"
+    )]
+    pub log_format: LogFormat,
+}
+
+/// How diagnostics are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// When to colour output.
@@ -73,6 +93,7 @@ impl GlobalOpts {
             self.verbose.min(100) as i8
         };
         VERBOSITY.store(v, Ordering::Relaxed);
+        crate::output::set_json_logs(self.log_format == LogFormat::Json);
     }
 }
 

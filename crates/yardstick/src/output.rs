@@ -13,15 +13,63 @@ pub mod style {
     pub const DIM: &str = "\x1b[2m";
     pub const RESET: &str = "\x1b[0m";
 
-    /// Removes ANSI escapes (for computing display widths).
-    #[allow(dead_code)]
+    /// Removes ANSI escapes (for computing display widths and log lines).
     pub fn plain(s: &str) -> String {
         strip_str(s).to_string()
     }
 }
 
+static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The join keys of the work under way (`run_id`, `benchmark`, `point`, `replicate`): fields of
+/// every JSON log line.
+static CONTEXT: std::sync::Mutex<Vec<(&'static str, serde_json::Value)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// `--log-format json`: diagnostics become one JSON object per line.
+pub fn set_json_logs(on: bool) {
+    JSON_LOGS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Sets (or, with `None`, clears) a join key of the log lines that follow.
+pub fn set_context(key: &'static str, value: Option<serde_json::Value>) {
+    let mut c = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
+    c.retain(|(k, _)| *k != key);
+    if let Some(v) = value {
+        c.push((key, v));
+    }
+}
+
+/// Writes one JSON log line when JSON logs are on; says whether it did.
+fn json_line(level: &str, message: &str) -> bool {
+    if !JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    let mut line = serde_json::Map::new();
+    line.insert(
+        "ts".into(),
+        humantime::format_rfc3339_millis(std::time::SystemTime::now())
+            .to_string()
+            .into(),
+    );
+    line.insert("level".into(), level.into());
+    line.insert("message".into(), style::plain(message).trim().into());
+    for (k, v) in yardstick_env::join::present() {
+        line.insert(k.into(), v.into());
+    }
+    for (k, v) in CONTEXT.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        line.insert((*k).into(), v.clone());
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}", serde_json::Value::Object(line));
+    true
+}
+
 /// Prints `error: MESSAGE` to stderr.
 pub fn error(message: &str) {
+    if json_line("error", message) {
+        return;
+    }
     let mut err = anstream::stderr().lock();
     let _ = writeln!(err, "{}error{}: {message}", style::ERROR, style::RESET);
 }
@@ -29,7 +77,7 @@ pub fn error(message: &str) {
 /// Prints `warning: MESSAGE` to stderr unless quiet.
 #[allow(dead_code)]
 pub fn warn(message: &str) {
-    if crate::cli::verbosity() >= 0 {
+    if crate::cli::verbosity() >= 0 && !json_line("warning", message) {
         let mut err = anstream::stderr().lock();
         let _ = writeln!(err, "{}warning{}: {message}", style::WARN, style::RESET);
     }
@@ -38,7 +86,7 @@ pub fn warn(message: &str) {
 /// Prints an informational line to stderr unless quiet.
 #[allow(dead_code)]
 pub fn info(message: &str) {
-    if crate::cli::verbosity() >= 0 {
+    if crate::cli::verbosity() >= 0 && !json_line("info", message) {
         let mut err = anstream::stderr().lock();
         let _ = writeln!(err, "{message}");
     }

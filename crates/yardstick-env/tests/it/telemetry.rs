@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
-use yardstick_env::telemetry::{Sampler, SamplerConfig, write_parquet};
+use yardstick_env::telemetry::{JoinKeys, Sampler, SamplerConfig, write_parquet};
 
 #[test]
 fn samples_the_host_and_writes_parquet() {
@@ -46,7 +46,14 @@ fn samples_the_host_and_writes_parquet() {
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("telemetry.parquet");
-    write_parquet(&path, &tel.rows).unwrap();
+    let keys = JoinKeys {
+        constant: vec![
+            ("run_id".into(), Some("01RUN".into())),
+            ("slurm_job_id".into(), None),
+        ],
+        gpu_uuids: [("gpu0".to_string(), "GPU-1234".to_string())].into(),
+    };
+    write_parquet(&path, &tel.rows, &keys).unwrap();
     let reader = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
     let meta = reader.metadata();
     assert_eq!(meta.file_metadata().num_rows() as usize, tel.rows.len());
@@ -59,7 +66,16 @@ fn samples_the_host_and_writes_parquet() {
         .collect();
     assert_eq!(
         names,
-        ["timestamp_ms", "elapsed_s", "device", "metric", "value"]
+        [
+            "timestamp_ms",
+            "elapsed_s",
+            "device",
+            "metric",
+            "value",
+            "run_id",
+            "slurm_job_id",
+            "gpu_uuid"
+        ]
     );
     let first = reader.get_row_iter(None).unwrap().next().unwrap().unwrap();
     let fields: Vec<(String, Field)> = first
@@ -78,4 +94,11 @@ fn samples_the_host_and_writes_parquet() {
         fields[4],
         ("value".to_owned(), Field::Double(tel.rows[0].value))
     );
+    // The join keys: a constant in every row, null where it does not apply; a host row has no
+    // GPU UUID.
+    assert_eq!(fields[5], ("run_id".to_owned(), Field::Str("01RUN".into())));
+    assert_eq!(fields[6], ("slurm_job_id".to_owned(), Field::Null));
+    assert_eq!(tel.rows[0].device, "host");
+    assert_eq!(fields[7], ("gpu_uuid".to_owned(), Field::Null));
+    assert_eq!(reader.get_row_iter(None).unwrap().count(), tel.rows.len());
 }

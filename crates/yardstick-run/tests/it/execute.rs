@@ -73,7 +73,7 @@ pub(crate) fn options(
         slurm: None,
         pods: None,
         before_seal: None,
-        hot: None,
+        hot: Vec::new(),
     };
     (opts, events)
 }

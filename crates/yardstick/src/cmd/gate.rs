@@ -220,7 +220,7 @@ fn confirm_failures(
             inputs_from: Some(cand.dir.clone()),
             telemetry_interval: std::time::Duration::from_secs(1),
             pods: None,
-            hot: None,
+            hot: Vec::new(),
         },
     )?;
     let again = yardstick_gate::load_run(w, &outcome.run_id).map_err(exit::lib_error)?;

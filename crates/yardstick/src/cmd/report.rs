@@ -23,7 +23,8 @@ yardstick report 01JD8Y… --html report.html --xlsx report.xlsx --csv report-cs
 yardstick gate 01JD8Y… --baseline auto --json > gate.json; \
 yardstick report 01JD8Y… --gate gate.json --junit junit.xml --markdown - >> \"$GITHUB_STEP_SUMMARY\"\n  \
 yardstick compare 01JD7X… 01JD8Y… --json > cmp.json; yardstick report 01JD8Y… --gate cmp.json --html cmp.html\n  \
-yardstick report 01JDVLLM… --compare 01JDSGLANG… 01JDTGI… --html engines.html --svg plots/"
+yardstick report 01JDVLLM… --compare 01JDSGLANG… 01JDTGI… --html engines.html --svg plots/\n  \
+yardstick report 01JD8Y… --gate gate.json --markdown pr.md --compact --link \"$URL\""
 )]
 pub struct ReportArgs {
     /// The run (id or unique prefix).
@@ -38,6 +39,15 @@ pub struct ReportArgs {
     /// marked and listed.
     #[arg(long, value_name = "RUN", num_args = 1..)]
     pub compare: Vec<String>,
+    /// Make --markdown the short comment a pull request wants: the verdict, only the metrics
+    /// that moved (a verdict other than PASS, or an interval of the change that excludes none)
+    /// with their intervals, failed replicates, and a link to the full report (--link).
+    #[arg(long)]
+    pub compact: bool,
+    /// The full report's address, linked from the compact comment (in GitHub Actions:
+    /// "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID").
+    #[arg(long, value_name = "URL", requires = "compact")]
+    pub link: Option<String>,
     /// The outputs: one `--NAME FILE|DIR` per exporter of `yardstick_report::exporters()`
     /// (`--html --xlsx --markdown --junit --csv`).
     #[command(flatten)]
@@ -140,6 +150,22 @@ pub fn run(args: ReportArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         None => None,
     };
     let mut report = Report::new(run, gate);
+    if args.compact {
+        if !args
+            .outputs
+            .chosen
+            .iter()
+            .any(|(e, _)| e.name() == "markdown")
+        {
+            return Err(exit::invalid(
+                "--compact shapes the Markdown output; no --markdown was given",
+                Some("add --markdown FILE (or --markdown - for stdout)"),
+            ));
+        }
+        report.compact = Some(yardstick_report::Compact {
+            link: args.link.clone(),
+        });
+    }
     for other in &args.compare {
         report.others.push(
             yardstick_report::load_run(w.as_mut(), other, store_dir).map_err(exit::lib_error)?,

@@ -287,6 +287,13 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     // The warehouse records where the run directory is; a relative path would only resolve from
     // this working directory.
     let store = std::path::absolute(&args.store).unwrap_or_else(|_| args.store.clone());
+    output::set_context(
+        "benchmark",
+        spec.metadata
+            .as_ref()
+            .and_then(|m| m.name.clone())
+            .map(Into::into),
+    );
     let how = Execution {
         store,
         warehouse: args.warehouse.clone(),
@@ -297,10 +304,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         inputs_from: None,
         telemetry_interval,
         pods,
-        hot: match args.hot.sink()? {
-            Some(rw) => Some(rw),
-            None => crate::cmd::hot::from_spec(&spec)?,
-        },
+        hot: crate::cmd::hot::sinks_for_run(&args.hot, &spec)?,
     };
     let (outcome, tune) = if yardstick_run::tune::is_tuned(&spec) {
         let (outcome, report) = execute_tuned(&spec, &how)?;
@@ -409,8 +413,8 @@ pub struct Execution {
     pub telemetry_interval: Duration,
     /// This process's place in a group of processes sharing a directory (`--shard`).
     pub pods: Option<yardstick_run::pods::PodGroup>,
-    /// Where serve steps push hot metrics (`--remote-write`).
-    pub hot: Option<yardstick_load::hot::RemoteWrite>,
+    /// Where serve steps push hot metrics and traces (`--remote-write`, `--otlp`).
+    pub hot: Vec<yardstick_load::hot::HotSink>,
 }
 
 /// A process of a group other than 0 (`--shard I/N`, I > 0): its part of every step that spans
@@ -435,7 +439,7 @@ fn run_member(
         inputs_from: None,
         telemetry_interval,
         pods: Some(group.clone()),
-        hot: None,
+        hot: Vec::new(),
     };
     let out = yardstick_run::execute_member(spec, &options(&how)).map_err(|e| match e {
         e if yardstick_error::UserFacing::is_invalid_input(&e) => crate::exit::lib_error(e),
@@ -525,6 +529,19 @@ fn options(how: &Execution) -> RunOptions {
         before_seal: None,
         hot: how.hot.clone(),
         on_event: Box::new(move |e| {
+            // The join keys of JSON log lines follow the run and its steps.
+            match &e {
+                Event::Started { run_id, .. } => {
+                    output::set_context("run_id", Some(run_id.as_str().into()));
+                }
+                Event::Step {
+                    point, replicate, ..
+                } => {
+                    output::set_context("point", Some(point.as_str().into()));
+                    output::set_context("replicate", Some((*replicate).into()));
+                }
+                _ => {}
+            }
             if !show {
                 return;
             }

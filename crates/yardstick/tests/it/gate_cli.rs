@@ -640,6 +640,8 @@ fn init_ci_github_writes_a_workflow_whose_commands_exist() {
         "yardstick gate \"$RUN_ID\" --baseline baselines/ --confirm --json",
         "--markdown report.md --junit junit.xml --html report.html",
         "GITHUB_STEP_SUMMARY",
+        "--markdown comment.md --compact",
+        "gh pr comment \"$PR\" --body-file comment.md",
     ] {
         assert!(all.contains(needle), "{needle} missing from\n{all}");
     }
@@ -652,7 +654,17 @@ fn init_ci_github_writes_a_workflow_whose_commands_exist() {
     for (sub, flags) in [
         ("run", &["--json"][..]),
         ("gate", &["--baseline", "--confirm", "--json"][..]),
-        ("report", &["--gate", "--markdown", "--junit", "--html"][..]),
+        (
+            "report",
+            &[
+                "--gate",
+                "--markdown",
+                "--junit",
+                "--html",
+                "--compact",
+                "--link",
+            ][..],
+        ),
     ] {
         let help = yardstick().args([sub, "--help"]).output().unwrap();
         let help = String::from_utf8_lossy(&help.stdout);

@@ -310,8 +310,8 @@ fn pod_env(job: &Value, i: u32) -> Vec<(String, String)> {
 }
 
 /// The variables the rendered Job `job` gives pod `i` when the Job is named `name`, resolved as
-/// the kubelet would: the downward API's fields (the completion index, the Job's name, the node)
-/// and `$(VAR)` references to variables defined before.
+/// the kubelet would: the downward API's fields (the completion index, the Job's name, the node,
+/// the pod and its namespace) and `$(VAR)` references to variables defined before.
 fn job_pod_env(job: &Value, name: &str, i: u32) -> Vec<(String, String)> {
     let c = &job["spec"]["template"]["spec"]["containers"][0];
     let mut out: Vec<(String, String)> = Vec::new();
@@ -328,6 +328,8 @@ fn job_pod_env(job: &Value, name: &str, i: u32) -> Vec<(String, String)> {
                 "metadata.annotations['batch.kubernetes.io/job-completion-index']" => i.to_string(),
                 "metadata.labels['batch.kubernetes.io/job-name']" => name.to_string(),
                 "spec.nodeName" => format!("node-{i}"),
+                "metadata.name" => format!("{name}-{i}-abcde"),
+                "metadata.namespace" => "default".to_string(),
                 other => panic!("a field the test does not resolve: {other}"),
             }
         } else if e["valueFrom"]["secretKeyRef"].is_object() {

@@ -198,6 +198,58 @@ fn report_covers_a_run_and_a_gate_result_in_every_format() {
     assert_eq!(out.status.code(), Some(0));
     assert!(text(&out.stdout).starts_with("## yardstick report: report-tiny"));
 
+    // --compact: the comment a pull request wants — the verdict, only the rows that moved (a
+    // verdict other than PASS, or a change whose interval excludes none), and the link.
+    let out = cmd(
+        &store,
+        &[
+            "report",
+            &b,
+            "--gate",
+            gate_file.to_str().unwrap(),
+            "--markdown",
+            "-",
+            "--compact",
+            "--link",
+            "https://ci.example/runs/7",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let comment = text(&out.stdout);
+    assert!(
+        comment.starts_with("### yardstick gate: ") && comment.contains(verdict),
+        "{comment}"
+    );
+    assert!(comment.contains("[full report](https://ci.example/runs/7)"));
+    let moved = gate_json["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["verdict"] != "PASS"
+                || m["ci_lo"].as_f64().is_some_and(|lo| lo > 1.0)
+                || m["ci_hi"].as_f64().is_some_and(|hi| hi < 1.0)
+        })
+        .count();
+    let rows = comment
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| |") && !l.starts_with("| ---"))
+        .count();
+    assert_eq!(rows, moved.min(25), "{comment}");
+    assert!(comment.contains(&format!(
+        "{moved} of {} metrics moved",
+        gate_json["metrics"].as_array().unwrap().len()
+    )));
+    assert!(comment.len() < markdown.len(), "{comment}");
+    // Without a gate: the headline figures; --compact without --markdown is a mistake.
+    let out = cmd(&store, &["report", &b, "--markdown", "-", "--compact"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("### yardstick: `report-tiny`"));
+    assert!(text(&out.stdout).contains("request_throughput value"));
+    let out = cmd(&store, &["report", &b, "--compact"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no --markdown was given"));
+
     // An empty gate file (the gate could not compare) reports the run alone, with a warning.
     let empty = tmp.path().join("empty.json");
     std::fs::write(&empty, "").unwrap();

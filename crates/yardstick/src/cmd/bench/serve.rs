@@ -826,16 +826,25 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     }
     let total_points = scenarios.len() * bench.loads.len();
     let progress = Arc::new(Progress::default());
-    let sink = args.hot.sink()?;
     let point_label = Arc::new(std::sync::Mutex::new(String::new()));
-    let hot = sink.map(|mut rw| {
-        rw.labels = vec![
-            ("benchmark".into(), "bench-serve".into()),
-            ("node".into(), yardstick_load::hot::node()),
-        ];
+    let sinks: Vec<_> = args
+        .hot
+        .sinks()?
+        .into_iter()
+        .map(|mut sink| {
+            sink.labels = vec![
+                ("benchmark".into(), "bench-serve".into()),
+                ("node".into(), yardstick_load::hot::node()),
+            ];
+            sink.sampling.slo_ttft_ms = bench.slo.ttft_ms;
+            sink.sampling.slo_e2e_ms = bench.slo.e2e_ms;
+            sink
+        })
+        .collect();
+    let hot = {
         let _enter = rt.enter();
-        yardstick_load::hot::spawn(rw, progress.clone(), point_label.clone())
-    });
+        yardstick_load::hot::spawn_all(&sinks, &progress, &point_label)
+    };
     let results = rt.block_on(async {
         let show = verbosity() >= 0;
         let ticker = show.then(|| tokio::spawn(progress_ticker(progress.clone())));
@@ -873,11 +882,9 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         }
         res
     });
-    let hot_stats = hot.map(|h| rt.block_on(h.finish()));
-    if let Some(s) = &hot_stats
-        && verbosity() >= 0
-    {
-        crate::cmd::hot::report(s);
+    let hot_stats = rt.block_on(yardstick_load::hot::finish_all(hot));
+    if verbosity() >= 0 {
+        hot_stats.iter().for_each(crate::cmd::hot::report);
     }
     let (results, mlperf_results) = results.map_err(exit::lib_error)?;
 
@@ -894,8 +901,8 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     if let Some(m) = &mlperf_results {
         doc["mlperf"] = serde_json::to_value(m)?;
     }
-    if let Some(s) = &hot_stats {
-        doc["hot_metrics"] = serde_json::to_value(s)?;
+    if !hot_stats.is_empty() {
+        doc["hot_metrics"] = serde_json::to_value(&hot_stats)?;
     }
     if let Some(dir) = &args.output {
         let hist: Vec<PointHistograms> = results
