@@ -22,9 +22,12 @@
 //!   roofline of the job's devices, classified with the evidence.
 //! * [`nodes`]: node-to-node consistency of micro figures across a fleet, slow nodes flagged.
 //! * [`spec`]: the training analysis settings of an e2e entry of a BenchmarkRun.
+//! * [`diagnosis`]: the playbooks' answers — a verdict from a stated rule over measured figures,
+//!   the evidence and the next actions (tail latency: the knee and what grew there).
 #![deny(missing_docs)]
 
 pub mod bottleneck;
+pub mod diagnosis;
 mod error;
 pub mod flops;
 pub mod nodes;

@@ -38,6 +38,21 @@ pub struct SamplerConfig {
     pub interval: Duration,
     /// Sample NVIDIA GPUs through NVML when it loads.
     pub gpus: bool,
+    /// Called with each sample's rows as it is taken (hot metrics mirror them).
+    pub on_sample: Option<OnSample>,
+}
+
+/// What [`OnSample`] calls.
+pub type SampleFn = dyn Fn(&[Row]) + Send + Sync;
+
+/// A callback of each sample's rows, on the sampling thread (keep it short).
+#[derive(Clone)]
+pub struct OnSample(pub Arc<SampleFn>);
+
+impl std::fmt::Debug for OnSample {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnSample")
+    }
 }
 
 impl Default for SamplerConfig {
@@ -45,6 +60,7 @@ impl Default for SamplerConfig {
         Self {
             interval: Duration::from_secs(1),
             gpus: true,
+            on_sample: None,
         }
     }
 }
@@ -212,6 +228,7 @@ fn sample_loop(config: &SamplerConfig, stop: &AtomicBool) -> Telemetry {
             std::thread::sleep(left.min(Duration::from_millis(20)));
         }
         let last = stop.load(Ordering::Relaxed);
+        let from = rows.len();
         let ts = unix_ms();
         let elapsed = started.elapsed().as_secs_f64();
         let mut push = |device: &str, metric: &str, value: Option<f64>| {
@@ -263,6 +280,9 @@ fn sample_loop(config: &SamplerConfig, stop: &AtomicBool) -> Telemetry {
                     s.throttle_reasons.map(|b| b as f64),
                 );
             }
+        }
+        if let Some(f) = &config.on_sample {
+            (f.0)(&rows[from..]);
         }
         first = false;
         if last {
@@ -547,6 +567,7 @@ mod tests {
         let cfg = SamplerConfig {
             interval: Duration::from_millis(1),
             gpus: false,
+            on_sample: None,
         };
         assert!(Sampler::start(cfg).is_err());
     }

@@ -95,6 +95,46 @@ impl LiveHistogram {
     }
 }
 
+/// A series' labels besides its name.
+pub type Labels = Vec<(String, String)>;
+
+/// One mirrored gauge: its name, labels and value.
+pub type Gauge = (String, Labels, f64);
+
+/// Gauges mirrored into the hot series from elsewhere: the server's scraped metrics and the
+/// telemetry sampler's CPU and GPU readings, each the last value set.
+#[derive(Debug, Default)]
+pub struct Gauges {
+    values: std::sync::Mutex<std::collections::BTreeMap<(String, Labels), f64>>,
+}
+
+impl Gauges {
+    /// Sets series `name` with `labels` to `value` (a value that is not finite is ignored).
+    pub fn set(&self, name: &str, labels: &[(&str, &str)], value: f64) {
+        if !value.is_finite() {
+            return;
+        }
+        let labels = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+            .collect();
+        self.values
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((name.to_string(), labels), value);
+    }
+
+    /// Every series: (name, labels, value), ordered by name and labels.
+    pub fn snapshot(&self) -> Vec<Gauge> {
+        self.values
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|((n, l), v)| (n.clone(), l.clone(), *v))
+            .collect()
+    }
+}
+
 /// What a sink receives.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
@@ -462,9 +502,18 @@ pub fn series(progress: &Progress, labels: &[(String, String)], ts: i64) -> Vec<
         &[],
         load(&progress.output_tokens),
     );
+    for (name, labels, value) in progress.gauges.snapshot() {
+        let extra: Vec<(&str, String)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
+        one(&name, &extra, value);
+    }
     for (name, h) in [
         ("yardstick_ttft_seconds", &progress.ttft),
+        ("yardstick_itl_seconds", &progress.itl),
         ("yardstick_e2e_seconds", &progress.e2e),
+        ("yardstick_schedule_lateness_seconds", &progress.lateness),
     ] {
         let (cumulative, sum, count) = h.snapshot();
         for (i, c) in cumulative.iter().enumerate() {

@@ -492,9 +492,10 @@ impl ServeBench {
                 // The server's metrics, scraped beside the point on the same runtime.
                 let scraper = self.server_metrics.clone().map(|cfg| {
                     let stop = CancellationToken::new();
+                    let gauges = progress.gauges.clone();
                     let task = tokio::spawn({
                         let stop = stop.clone();
-                        async move { scrape::scrape_until(&cfg, stop).await }
+                        async move { scrape::scrape_until(&cfg, stop, Some(&gauges)).await }
                     });
                     (stop, task)
                 });

@@ -353,6 +353,19 @@ pub fn metrics_request(
             vec![point(&[], load(&progress.output_tokens))],
         ),
     ];
+    for (name, labels, value) in progress.gauges.snapshot() {
+        let extra: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        metrics.push(m::Metric {
+            name,
+            data: Some(m::metric::Data::Gauge(m::Gauge {
+                data_points: vec![point(&extra, value)],
+            })),
+            ..m::Metric::default()
+        });
+    }
     for (name, desc, h) in [
         (
             "yardstick_ttft_seconds",
@@ -360,9 +373,19 @@ pub fn metrics_request(
             &progress.ttft,
         ),
         (
+            "yardstick_itl_seconds",
+            "Inter-token latency.",
+            &progress.itl,
+        ),
+        (
             "yardstick_e2e_seconds",
             "End-to-end latency, from the scheduled send.",
             &progress.e2e,
+        ),
+        (
+            "yardstick_schedule_lateness_seconds",
+            "How late requests were sent against their schedule.",
+            &progress.lateness,
         ),
     ] {
         let (cumulative, total, count) = h.snapshot();
@@ -531,7 +554,7 @@ mod tests {
         }
         let (req, n) = metrics_request(&p, &[("benchmark".into(), "b".into())], 10, 20);
         let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
-        assert_eq!(n, 6 + ERROR_CLASSES.len() as u64);
+        assert_eq!(n, 8 + ERROR_CLASSES.len() as u64);
         let ttft = metrics
             .iter()
             .find(|m| m.name == "yardstick_ttft_seconds")

@@ -107,6 +107,12 @@ pub struct Progress {
     pub ttft: crate::hot::LiveHistogram,
     /// End-to-end latency of finished requests, seconds (from the scheduled send).
     pub e2e: crate::hot::LiveHistogram,
+    /// Inter-token latencies of finished requests, seconds.
+    pub itl: crate::hot::LiveHistogram,
+    /// How late requests were sent against their schedule (the client's queue), seconds.
+    pub lateness: crate::hot::LiveHistogram,
+    /// Gauges mirrored into hot metrics (the server's scraped metrics, the node's telemetry).
+    pub gauges: Arc<crate::hot::Gauges>,
     /// Unix nanoseconds of the last reset (0 before the first): the start of the counters'
     /// cumulative interval.
     pub started_unix_ns: AtomicU64,
@@ -115,6 +121,14 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// Counters whose hot metrics also mirror `gauges` (shared with the telemetry sampler).
+    pub fn with_gauges(gauges: Arc<crate::hot::Gauges>) -> Progress {
+        Progress {
+            gauges,
+            ..Progress::default()
+        }
+    }
+
     /// How long the point the counters count has been running (since the last [`reset`]),
     /// seconds; `None` before the first.
     ///
@@ -142,6 +156,8 @@ impl Progress {
         }
         self.ttft.reset();
         self.e2e.reset();
+        self.itl.reset();
+        self.lateness.reset();
     }
 }
 
@@ -224,6 +240,9 @@ impl Ctx {
                 p.e2e
                     .observe(done.saturating_sub(rec.scheduled_ns) as f64 / 1e9);
             }
+            for ms in rec.itl_ms() {
+                p.itl.observe(ms / 1e3);
+            }
         } else {
             p.failed.fetch_add(1, Ordering::Relaxed);
             if let Some(e) = rec.error
@@ -231,6 +250,9 @@ impl Ctx {
             {
                 p.errors[i].fetch_add(1, Ordering::Relaxed);
             }
+        }
+        if let Some(ms) = rec.client_queue_ms() {
+            p.lateness.observe(ms / 1e3);
         }
         if let Some(q) = p.spans.get() {
             q.offer(rec);

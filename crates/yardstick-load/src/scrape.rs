@@ -196,6 +196,22 @@ pub struct Reading {
 }
 
 impl Reading {
+    /// Sets the hot metrics' mirror of the server's metrics: `yardstick_server_requests_running`,
+    /// `_requests_waiting`, `yardstick_server_kv_cache_usage_ratio` and
+    /// `yardstick_server_preemptions_total`, where the server exports them.
+    pub fn mirror(&self, g: &crate::hot::Gauges) {
+        for (name, v) in [
+            ("yardstick_server_requests_running", self.running),
+            ("yardstick_server_requests_waiting", self.waiting),
+            ("yardstick_server_kv_cache_usage_ratio", self.kv_usage),
+            ("yardstick_server_preemptions_total", self.preemptions),
+        ] {
+            if let Some(v) = v {
+                g.set(name, &[], v);
+            }
+        }
+    }
+
     /// Reads one scrape's lines.
     pub fn of(lines: &[Line], t_s: f64) -> Reading {
         let suffixed = |names: &[&str], suffix: &str| -> Option<f64> {
@@ -439,10 +455,12 @@ pub async fn answers(url: &str) -> bool {
 }
 
 /// Scrapes `cfg.url` every `cfg.interval` until `stop` is cancelled (then once more), and
-/// returns the readings and the count of failed scrapes.
+/// returns the readings and the count of failed scrapes; each reading is also mirrored into
+/// `gauges` (hot metrics) when given.
 pub async fn scrape_until(
     cfg: &ScrapeConfig,
     stop: tokio_util::sync::CancellationToken,
+    gauges: Option<&crate::hot::Gauges>,
 ) -> (Vec<Reading>, u64) {
     let start = std::time::Instant::now();
     let mut readings = Vec::new();
@@ -457,7 +475,11 @@ pub async fn scrape_until(
         match fetch(&cfg.url, cfg.interval.max(Duration::from_secs(1))).await {
             Some(text) => {
                 let (lines, _) = parse(&text);
-                readings.push(Reading::of(&lines, start.elapsed().as_secs_f64()));
+                let r = Reading::of(&lines, start.elapsed().as_secs_f64());
+                if let Some(g) = gauges {
+                    r.mirror(g);
+                }
+                readings.push(r);
             }
             None => failures += 1,
         }

@@ -23,6 +23,7 @@ pub mod micro;
 mod phases;
 mod placement;
 pub mod plan;
+pub mod playbook;
 pub mod pods;
 pub mod profile;
 pub mod replicate;

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use yardstick_spec::model::Requirement;
 use yardstick_spec::{BenchmarkRun, Trials};
@@ -93,6 +94,8 @@ struct Prepared {
     rt: tokio::runtime::Runtime,
     sim: Option<EmbeddedSim>,
     sampler: Option<yardstick_env::telemetry::Sampler>,
+    /// The telemetry's last readings, mirrored into serve steps' hot metrics.
+    gauges: Arc<yardstick_load::hot::Gauges>,
     scratch: PathBuf,
     placement: Box<dyn Placement>,
     /// The engine's node-to-node consistency check (`Null` without one).
@@ -314,11 +317,27 @@ fn freeze_inputs(
     Ok(())
 }
 
-/// Telemetry throughout (CPU, memory, GPUs when NVML loads), at the run's interval; `None`
+/// Telemetry throughout (CPU, memory, GPUs when NVML loads), at the run's interval, each
+/// reading mirrored into `mirror` (as `yardstick_telemetry_<metric>{device}`) when given; `None`
 /// (with a warning) when it cannot start.
-fn start_telemetry(opts: &mut RunOptions) -> Option<yardstick_env::telemetry::Sampler> {
+fn start_telemetry(
+    opts: &mut RunOptions,
+    mirror: Option<Arc<yardstick_load::hot::Gauges>>,
+) -> Option<yardstick_env::telemetry::Sampler> {
+    let on_sample = mirror.map(|g| {
+        yardstick_env::telemetry::OnSample(Arc::new(move |rows| {
+            for r in rows {
+                g.set(
+                    &format!("yardstick_telemetry_{}", r.metric),
+                    &[("device", &r.device)],
+                    r.value,
+                );
+            }
+        }))
+    });
     match yardstick_env::telemetry::Sampler::start(yardstick_env::telemetry::SamplerConfig {
         interval: opts.telemetry_interval,
+        on_sample,
         ..Default::default()
     }) {
         Ok(s) => Some(s),
@@ -401,7 +420,8 @@ fn prepare(
     let _ = yardstick_load::raise_nofile_limit();
     freeze_inputs(&mut writer, &eval_inputs, &target_files)?;
     let scratch = opts.store.join("tmp").join(&run_id);
-    let sampler = start_telemetry(opts);
+    let gauges = Arc::new(yardstick_load::hot::Gauges::default());
+    let sampler = start_telemetry(opts, (!opts.hot.is_empty()).then(|| gauges.clone()));
     // The engine's start: every node's or pod's environment and micro figures.
     let nodes_report = placement.start(Start {
         writer: &mut writer,
@@ -426,6 +446,7 @@ fn prepare(
         rt,
         sim,
         sampler,
+        gauges,
         scratch,
         placement,
         nodes_report,
@@ -473,6 +494,7 @@ fn run_steps(
         sim,
         scratch,
         placement,
+        gauges,
         ..
     } = run;
     let cx = RunContext {
@@ -488,6 +510,7 @@ fn run_steps(
         exe: &opts.self_exe,
         cancel: &opts.cancel,
         hot: &opts.hot,
+        gauges,
         benchmark: &plan.name,
     };
     let mut sink = Sink {
@@ -890,6 +913,7 @@ fn finish(
     let precision = spec_body.and_then(|s| s.workload.as_ref()?.precision);
     summary.bottlenecks = bottleneck::bottlenecks(plan, &aggregate, precision);
     summary.sweep = crate::sut::sweep_summary(plan, &per_point);
+    summary.diagnosis = crate::playbook::diagnose(spec, &summary);
     run.writer.add(
         "summary.json",
         &serde_json::to_vec_pretty(&summary).expect("JSON"),

@@ -85,7 +85,7 @@ pub(crate) fn run_point(cx: &mut StepContext<'_>) -> Result<ReplicateOutcome, Ru
             return out;
         }
     }
-    let progress = Arc::new(Progress::default());
+    let progress = Arc::new(Progress::with_gauges(cx.run.gauges.clone()));
     // Hot metrics and traces while the step runs, labelled with the step's join keys; spans of
     // requests over the point's SLO are always kept.
     let PointWork::Serve { point, .. } = work else {

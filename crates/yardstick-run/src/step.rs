@@ -38,6 +38,8 @@ pub(crate) struct RunContext<'a> {
     pub cancel: &'a CancellationToken,
     /// Where serve steps push hot metrics and traces (`--remote-write`, `--otlp`).
     pub hot: &'a [yardstick_load::hot::HotSink],
+    /// The telemetry's last readings, mirrored into the hot metrics.
+    pub gauges: &'a std::sync::Arc<yardstick_load::hot::Gauges>,
     /// The benchmark's name (a label of hot metrics).
     pub benchmark: &'a str,
 }

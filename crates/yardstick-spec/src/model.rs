@@ -101,6 +101,26 @@ pub struct Spec {
     pub tune: Option<Tune>,
     /// Hot metrics pushed while the run runs (serve steps): where, and how often.
     pub observability: Option<Observability>,
+    /// The question this spec answers (`yardstick playbook`): the run ends with a diagnosis in
+    /// its summary, from the playbook's stated rule over the figures measured.
+    pub playbook: Option<PlaybookName>,
+}
+
+/// The playbooks a spec can answer (docs/playbooks.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlaybookName {
+    /// Where p99 TTFT departs from its unloaded level as the rate grows, and why.
+    TailLatency,
+}
+
+impl PlaybookName {
+    /// The name as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            PlaybookName::TailLatency => "tail-latency",
+        }
+    }
 }
 
 /// `spec.observability`: live series while a run runs (docs/observability.md).

@@ -299,6 +299,12 @@ pub const RULES: &[RuleInfo] = &[
         hint: "e.g. `observability: {remoteWrite: {url: http://127.0.0.1:9090/api/v1/write, headersEnv: {Authorization: PROM_AUTH}}, otlp: {url: http://127.0.0.1:4318, traces: true}, interval: 5s}`",
     },
     RuleInfo {
+        id: "playbook-config",
+        summary: "a `tail-latency` playbook's spec has exactly one serve entry whose load sweeps two or more rates",
+        section: "playbooks",
+        hint: "let `yardstick playbook show tail-latency --url URL --model M` write the spec",
+    },
+    RuleInfo {
         id: "gates-tolerance",
         summary: "tolerances are in [0, 100); exploratory runs never gate (warning)",
         section: "baselines-and-regression-gates",
@@ -384,6 +390,43 @@ pub(crate) fn check(
     sweep(spec, &mut cx);
     tune(spec, &mut cx);
     observability(spec, &mut cx);
+    playbook(spec, &mut cx);
+}
+
+/// `spec.playbook`: the spec is the playbook's experiment (tail-latency: one serve entry whose
+/// load sweeps two or more rates).
+fn playbook(spec: &Spec, cx: &mut Ctx<'_, '_>) {
+    let Some(p) = spec.playbook else {
+        return;
+    };
+    match p {
+        crate::model::PlaybookName::TailLatency => {
+            let serve: Vec<&crate::model::ComponentLayer> = spec
+                .layers
+                .as_ref()
+                .and_then(|l| l.component.as_ref())
+                .map(|c| {
+                    c.iter()
+                        .filter(|c| c.kind == Some(ComponentKind::Serve))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let rates = |c: &crate::model::ComponentLayer| {
+                c.load.as_ref().is_some_and(|l| {
+                    l.mode == Some(crate::model::LoadMode::Rate)
+                        && l.values.as_ref().is_some_and(|v| v.len() >= 2)
+                })
+            };
+            if serve.len() != 1 || !rates(serve[0]) {
+                cx.error(
+                    "playbook-config",
+                    "/spec/playbook",
+                    "`playbook: tail-latency` needs exactly one serve entry whose load sweeps two or more rates".into(),
+                    "let `yardstick playbook show tail-latency --url URL --model M` write the spec",
+                );
+            }
+        }
+    }
 }
 
 /// `spec.observability`: an http(s) receiver, header names and environment variable names, an

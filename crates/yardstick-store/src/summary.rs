@@ -81,6 +81,13 @@ pub struct RunSummary {
         deserialize_with = "section"
     )]
     pub sweep: Option<Vec<TreatmentSummary>>,
+    /// The playbook's answer, for a spec with `playbook` (docs/playbooks.md).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "section"
+    )]
+    pub diagnosis: Option<yardstick_analysis::diagnosis::Diagnosis>,
     /// What an import's figures mean next to ours (imports only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,

@@ -106,6 +106,9 @@ pub enum Command {
     Init(cmd::init::InitArgs),
     /// Execute a BenchmarkRun into the store (plan, env capture, runners, artifacts, facts).
     Run(cmd::run::RunArgs),
+    /// One command per question: a designed experiment, stored as a run, ending in a diagnosis
+    /// (`playbook list`, `playbook tail-latency --url URL --model M`).
+    Playbook(cmd::playbook::PlaybookArgs),
     /// Check a stored run's hashes and signature.
     Verify(cmd::verify::VerifyArgs),
     /// Create an ed25519 signing key pair for signed provenance.

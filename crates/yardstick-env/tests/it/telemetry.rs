@@ -8,9 +8,15 @@ use yardstick_env::telemetry::{JoinKeys, Sampler, SamplerConfig, write_parquet};
 
 #[test]
 fn samples_the_host_and_writes_parquet() {
+    // Each sample's rows reach the callback as they are taken (hot metrics mirror them).
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
     let sampler = Sampler::start(SamplerConfig {
         interval: Duration::from_millis(50),
         gpus: true,
+        on_sample: Some(yardstick_env::telemetry::OnSample(std::sync::Arc::new(
+            move |rows| sink.lock().unwrap().extend_from_slice(rows),
+        ))),
     })
     .unwrap();
     // Keep a CPU busy for a moment so utilisation is not all idle (a second: 20 samples due, so
@@ -44,6 +50,11 @@ fn samples_the_host_and_writes_parquet() {
     assert!((now_ms - tel.rows[0].timestamp_ms).abs() < 60_000);
     assert!(tel.rows[0].timestamp_ms >= tel.started_ms);
 
+    assert_eq!(
+        *seen.lock().unwrap(),
+        tel.rows,
+        "the callback saw every row, in order"
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("telemetry.parquet");
     let keys = JoinKeys {

@@ -15,6 +15,7 @@ pub mod keygen;
 pub mod mcp;
 pub mod metrics;
 pub mod nodes;
+pub mod playbook;
 pub mod push;
 pub mod query;
 pub mod report;
@@ -54,6 +55,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Status> {
         Command::Runs(args) => runs::run(args, g),
         Command::Query(args) => query::run(args, g),
         Command::Trend(args) => trend::run(args, g),
+        Command::Playbook(args) => playbook::run(args, g),
         Command::Export(args) => export::run(args, g),
         Command::Gc(args) => gc::run(args, g),
         Command::Baseline(args) => baseline::run(args, g),

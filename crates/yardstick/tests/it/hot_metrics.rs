@@ -179,6 +179,24 @@ fn bench_serve_and_run_push_live_series_that_prometheus_stores() {
         "yardstick_ttft_seconds_bucket{benchmark=\"bench-serve\",le=\"1\"}",
     );
     assert_eq!(under_1s[0].1 as u64, completed);
+    // Every request's send against its schedule, and every token gap (8 tokens: 7 gaps each).
+    let late = query(
+        &prom,
+        "yardstick_schedule_lateness_seconds_count{benchmark=\"bench-serve\"}",
+    );
+    assert_eq!(late[0].1 as u64, completed);
+    let itl = query(
+        &prom,
+        "yardstick_itl_seconds_count{benchmark=\"bench-serve\"}",
+    );
+    assert_eq!(itl[0].1 as u64, completed * 7, "{itl:?}");
+    // The simulator's own metrics, scraped and mirrored: nothing runs once the load is done.
+    let running = query(
+        &prom,
+        "yardstick_server_requests_running{benchmark=\"bench-serve\"}",
+    );
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert!(running[0].1 <= 4.0, "{running:?}");
     // Every panel of the Grafana dashboard we ship answers from these series (its variables
     // set to "all").
     let dash: serde_json::Value = serde_json::from_str(
@@ -190,11 +208,19 @@ fn bench_serve_and_run_push_live_series_that_prometheus_stores() {
     )
     .unwrap();
     let mut exprs = 0;
+    // Telemetry panels answer for `run` (checked below); a GPU's series exist only with a GPU.
+    let mut telemetry_exprs = Vec::new();
     for panel in dash["panels"].as_array().unwrap() {
         for t in panel["targets"].as_array().unwrap() {
-            let e = t["expr"]
-                .as_str()
-                .unwrap()
+            let raw = t["expr"].as_str().unwrap();
+            if raw.contains("yardstick_telemetry_util_pct") {
+                continue;
+            }
+            if raw.contains("yardstick_telemetry_") {
+                telemetry_exprs.push(raw.to_string());
+                continue;
+            }
+            let e = raw
                 .replace("$__rate_interval", "1m")
                 .replace("$benchmark", "bench-serve")
                 .replace("$run_id", ".*")
@@ -208,7 +234,8 @@ fn bench_serve_and_run_push_live_series_that_prometheus_stores() {
             exprs += 1;
         }
     }
-    assert!(exprs >= 6, "{exprs}");
+    assert!(exprs >= 10, "{exprs}");
+    assert!(!telemetry_exprs.is_empty());
     // No series carries a request id: labels are the low-cardinality join keys.
     let series = get(
         &prom.addr,
@@ -250,7 +277,7 @@ fn bench_serve_and_run_push_live_series_that_prometheus_stores() {
     std::fs::write(&spec, &text).unwrap();
     let o = yardstick()
         .env("YS_HOT_CANARY", "Bearer hot-secret-canary-7731")
-        .args(["run", "--json", "-q"])
+        .args(["run", "--json", "-q", "--telemetry-interval", "100ms"])
         .arg(&spec)
         .arg("--store")
         .arg(dir.path().join("store"))
@@ -278,6 +305,23 @@ fn bench_serve_and_run_push_live_series_that_prometheus_stores() {
             l["point"] == "component.0.serve/D(16,8)/concurrency=2" && *v >= 40.0
         })
     );
+    // The node's telemetry, mirrored from the run's sampler into each step's series.
+    let mem = query(
+        &prom,
+        &format!("yardstick_telemetry_memory_used_bytes{{run_id=\"{run_id}\",device=\"host\"}}"),
+    );
+    assert!(!mem.is_empty(), "no telemetry mirrored");
+    assert!(mem.iter().all(|(_, v)| *v > 1e6), "{mem:?}");
+    for raw in &telemetry_exprs {
+        let e = raw
+            .replace("$benchmark", "hot-run")
+            .replace("$run_id", &run_id);
+        let got = query(&prom, &e);
+        assert!(
+            got.iter().any(|(_, v)| v.is_finite()),
+            "`{e}` answered {got:?}"
+        );
+    }
 }
 
 #[test]

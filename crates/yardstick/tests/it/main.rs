@@ -37,6 +37,7 @@ mod metrics_cli;
 mod model_mix;
 mod nodes_cli;
 mod otlp;
+mod playbook;
 mod profile;
 mod push;
 mod push_hardening;

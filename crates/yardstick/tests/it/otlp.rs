@@ -345,8 +345,18 @@ fn bench_serve_exports_otlp_metrics_and_a_span_per_sampled_request() {
         }
         *reasons.entry(reason).or_default() += 1;
     }
-    for r in ["error", "slo", "ratio"] {
-        assert!(reasons.get(r).is_some_and(|n| *n > 0), "{r}: {reasons:?}");
+    // Failures are always kept; how the rest splits between over-SLO and the ratio depends on
+    // how busy the machine is (the set above is checked exactly either way).
+    assert!(reasons.get("error").is_some_and(|n| *n > 0), "{reasons:?}");
+    let under_slo = records
+        .iter()
+        .filter(|r| {
+            r.get("error").is_none_or(Value::is_null)
+                && r["ttft_ms"].as_f64().is_some_and(|t| t <= 20.0)
+        })
+        .count();
+    if under_slo >= 50 {
+        assert!(reasons.get("ratio").is_some_and(|n| *n > 0), "{reasons:?}");
     }
 
     // A spec's `observability.otlp`: metrics and spans of each step of `yardstick run`, with the

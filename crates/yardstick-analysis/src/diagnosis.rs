@@ -1,0 +1,453 @@
+//! Diagnoses: the answer a playbook gives to its question — a verdict from a stated rule over
+//! measured figures with their intervals, the evidence, and what to do next. "Inconclusive" is
+//! an answer.
+//!
+//! * [`tail_latency`]: where p99 time to first token departs from its unloaded level as the
+//!   offered rate grows (the knee), and which part of the request grew there: the client's own
+//!   queue, the server's queue, time outside the server, or the server's service time.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A playbook's answer, stored in the run's `summary.json` as `diagnosis`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Diagnosis {
+    /// The playbook (`tail-latency`).
+    pub playbook: String,
+    /// The question it answers.
+    pub question: String,
+    /// The answer, one word or phrase (`queueing`, `service-time`, `client`, `network`,
+    /// `no-knee`, `inconclusive`).
+    pub verdict: String,
+    /// How sure the rule is: `high`, `medium` or `low`.
+    pub confidence: String,
+    /// One sentence a person reads first.
+    pub summary: String,
+    /// The rule the verdict came from, stated.
+    pub rule: String,
+    /// What was measured that says so.
+    pub evidence: Vec<Evidence>,
+    /// What to do next (commands are printed, never run).
+    pub actions: Vec<String>,
+}
+
+/// One claim with the figures behind it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Evidence {
+    /// What the figures show.
+    pub claim: String,
+    /// The figures, by name (units in the name).
+    pub figures: BTreeMap<String, f64>,
+    /// Where they were measured (a point id).
+    #[serde(rename = "where")]
+    pub at: String,
+}
+
+/// A figure with its interval over replicates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Estimate {
+    /// Mean over replicates.
+    pub mean: f64,
+    /// The interval's lower bound.
+    pub lo: f64,
+    /// The interval's upper bound.
+    pub hi: f64,
+}
+
+/// What one load level of a tail-latency sweep measured (means over replicates).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LoadLevel {
+    /// The point id.
+    pub point: String,
+    /// The offered rate, requests/s.
+    pub offered_rps: f64,
+    /// The rate achieved, requests/s, with its interval.
+    pub achieved_rps: Option<Estimate>,
+    /// Mean TTFT, ms.
+    pub ttft_mean_ms: Option<f64>,
+    /// TTFT p99, ms, with its interval.
+    pub ttft_p99_ms: Option<Estimate>,
+    /// TTFT p50, ms.
+    pub ttft_p50_ms: Option<f64>,
+    /// TPOT p50, ms, with its interval.
+    pub tpot_p50_ms: Option<Estimate>,
+    /// The client's own queue (sent − scheduled) mean, ms.
+    pub client_queue_mean_ms: Option<f64>,
+    /// The server's mean queue time, ms (its metrics).
+    pub server_queue_ms: Option<f64>,
+    /// The server's mean waiting requests (its metrics).
+    pub server_waiting: Option<f64>,
+    /// The client's mean TTFT minus the server's, ms (its metrics).
+    pub ttft_client_minus_server_ms: Option<f64>,
+}
+
+/// The least relative growth of p99 TTFT that counts as a knee (besides the intervals).
+pub const KNEE_MIN_GROWTH: f64 = 0.10;
+
+/// A level whose achieved rate is below this share of its offered rate is over-saturated.
+pub const SATURATED_SHARE: f64 = 0.9;
+
+/// The rule of [`tail_latency`], as stated in the diagnosis.
+pub const TAIL_LATENCY_RULE: &str = "The knee is the lowest offered rate whose p99 TTFT interval \
+lies wholly above the lowest rate's interval and whose mean is at least 10 % above it. At the \
+knee, the growth of mean TTFT over the lowest rate is split into the client's own queue (its \
+mean), the server's queue (its mean queue time, or its waiting requests when it exports no \
+queue time), time outside the server (client minus server mean TTFT) and the rest (service \
+time), all means so that the parts add up; the largest share is the verdict, with high \
+confidence at 60 % or more of the growth with the server's metrics, medium at 40 % or more or \
+without them, inconclusive below. A level whose achieved rate's interval lies below 90 % of its \
+offered rate is over-saturated.";
+
+fn fig(pairs: &[(&str, Option<f64>)]) -> BTreeMap<String, f64> {
+    pairs
+        .iter()
+        .filter_map(|(k, v)| {
+            v.filter(|v| v.is_finite())
+                .map(|v| ((*k).to_string(), round(v)))
+        })
+        .collect()
+}
+
+fn round(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// The tail-latency diagnosis of a sweep over offered rates (any order).
+pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis {
+    let mut levels: Vec<&LoadLevel> = levels.iter().filter(|l| l.ttft_p99_ms.is_some()).collect();
+    levels.sort_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps));
+    let mut d = Diagnosis {
+        playbook: "tail-latency".into(),
+        question: "Why is my p99 TTFT bad, and from what load on?".into(),
+        verdict: "inconclusive".into(),
+        confidence: "low".into(),
+        summary: String::new(),
+        rule: TAIL_LATENCY_RULE.into(),
+        evidence: Vec::new(),
+        actions: Vec::new(),
+    };
+    let Some(base) = levels.first().copied() else {
+        d.summary = "No load level measured a p99 TTFT: nothing to diagnose.".into();
+        d.actions
+            .push("Check the server answers (`yardstick bench serve --url URL --model M --max-requests 10`) and run again.".into());
+        return d;
+    };
+    let b = base.ttft_p99_ms.expect("filtered");
+    d.evidence.push(Evidence {
+        claim: format!(
+            "At the lowest rate ({:.3} req/s) p99 TTFT is {:.1} ms [{:.1}, {:.1}]: the unloaded level.",
+            base.offered_rps, b.mean, b.lo, b.hi
+        ),
+        figures: fig(&[
+            ("offered_rps", Some(base.offered_rps)),
+            ("achieved_rps", base.achieved_rps.map(|a| a.mean)),
+            ("ttft_p99_ms", Some(b.mean)),
+            ("ttft_p99_ms_lo", Some(b.lo)),
+            ("ttft_p99_ms_hi", Some(b.hi)),
+        ]),
+        at: base.point.clone(),
+    });
+    let saturated = levels.iter().find(|l| {
+        l.achieved_rps
+            .is_some_and(|a| a.hi < SATURATED_SHARE * l.offered_rps)
+    });
+    if let Some(s) = saturated {
+        let a = s.achieved_rps.expect("found by it");
+        d.evidence.push(Evidence {
+            claim: format!(
+                "From {:.3} req/s the server is over-saturated: it achieved {:.3} req/s [{:.3}, {:.3}].",
+                s.offered_rps, a.mean, a.lo, a.hi
+            ),
+            figures: fig(&[
+                ("offered_rps", Some(s.offered_rps)),
+                ("achieved_rps", Some(a.mean)),
+                ("achieved_rps_lo", Some(a.lo)),
+                ("achieved_rps_hi", Some(a.hi)),
+            ]),
+            at: s.point.clone(),
+        });
+    }
+    let knee = levels.iter().skip(1).copied().find(|l| {
+        let e = l.ttft_p99_ms.expect("filtered");
+        e.lo > b.hi && e.mean >= b.mean * (1.0 + KNEE_MIN_GROWTH)
+    });
+    let Some(knee) = knee else {
+        let top = levels.last().copied().expect("non-empty");
+        let t = top.ttft_p99_ms.expect("filtered");
+        d.verdict = "no-knee".into();
+        d.confidence = if levels.len() >= 3 { "high" } else { "medium" }.into();
+        d.summary = format!(
+            "p99 TTFT stays at its unloaded level up to {:.3} req/s, the highest rate measured ({:.1} ms against {:.1} ms): no tail problem in this range.",
+            top.offered_rps, t.mean, b.mean
+        );
+        d.evidence.push(Evidence {
+            claim: "The highest rate's p99 TTFT interval overlaps the unloaded level, or grew by less than 10 %.".into(),
+            figures: fig(&[
+                ("offered_rps", Some(top.offered_rps)),
+                ("ttft_p99_ms", Some(t.mean)),
+                ("ttft_p99_ms_lo", Some(t.lo)),
+                ("ttft_p99_ms_hi", Some(t.hi)),
+            ]),
+            at: top.point.clone(),
+        });
+        d.actions.push(format!(
+            "Run higher rates to find where the tail starts: yardstick playbook tail-latency --url URL --model M --max-rate {:.1}",
+            top.offered_rps * 4.0
+        ));
+        return d;
+    };
+    let k = knee.ttft_p99_ms.expect("filtered");
+    let growth = k.mean - b.mean;
+    d.evidence.push(Evidence {
+        claim: format!(
+            "The knee is at {:.3} req/s: p99 TTFT {:.1} ms [{:.1}, {:.1}], {:+.0} % over the unloaded level, beyond its interval.",
+            knee.offered_rps,
+            k.mean,
+            k.lo,
+            k.hi,
+            growth / b.mean * 100.0
+        ),
+        figures: fig(&[
+            ("offered_rps", Some(knee.offered_rps)),
+            ("achieved_rps", knee.achieved_rps.map(|a| a.mean)),
+            ("ttft_p99_ms", Some(k.mean)),
+            ("ttft_p99_ms_lo", Some(k.lo)),
+            ("ttft_p99_ms_hi", Some(k.hi)),
+            ("ttft_p99_growth_ms", Some(growth)),
+        ]),
+        at: knee.point.clone(),
+    });
+    // The parts of the growth, all means so that they add up.
+    let delta = |f: fn(&LoadLevel) -> Option<f64>| match (f(knee), f(base)) {
+        (Some(a), Some(z)) => Some((a - z).max(0.0)),
+        (Some(a), None) => Some(a.max(0.0)),
+        _ => None,
+    };
+    let mean_growth = delta(|l| l.ttft_mean_ms).unwrap_or(0.0);
+    let client = delta(|l| l.client_queue_mean_ms);
+    let server_queue = delta(|l| l.server_queue_ms);
+    let outside = delta(|l| l.ttft_client_minus_server_ms);
+    let waiting = knee.server_waiting;
+    let has_server = server_queue.is_some() || outside.is_some() || waiting.is_some();
+    let mut parts: Vec<(&str, f64)> = Vec::new();
+    if let Some(c) = client {
+        parts.push(("client", c));
+    }
+    if let Some(q) = server_queue {
+        parts.push(("queueing", q));
+    }
+    if let Some(o) = outside {
+        parts.push(("network", o));
+    }
+    let explained: f64 = parts.iter().map(|(_, v)| v).sum();
+    let service = (mean_growth - explained).max(0.0);
+    // Without a queue time, the server's waiting requests say whether it queued at all.
+    let (service_name, service_share) =
+        if server_queue.is_none() && waiting.is_some_and(|w| w >= 1.0) {
+            ("queueing", service)
+        } else {
+            ("service-time", service)
+        };
+    parts.push((service_name, service_share));
+    let tpot_steady = match (knee.tpot_p50_ms, base.tpot_p50_ms) {
+        (Some(a), Some(z)) => Some(a.lo <= z.hi && z.lo <= a.hi),
+        _ => None,
+    };
+    d.evidence.push(Evidence {
+        claim: format!(
+            "At the knee the mean TTFT grew by {mean_growth:.1} ms: client queue {}, server queue {}, outside the server {}, the rest (service time) {service:.1} ms.",
+            client.map_or("not measured".into(), |v| format!("{v:.1} ms")),
+            server_queue.map_or("not exported".into(), |v| format!("{v:.1} ms")),
+            outside.map_or("not exported".into(), |v| format!("{v:.1} ms")),
+        ),
+        figures: fig(&[
+            ("ttft_mean_growth_ms", Some(mean_growth)),
+            ("client_queue_mean_growth_ms", client),
+            ("server_queue_growth_ms", server_queue),
+            ("outside_server_growth_ms", outside),
+            ("service_time_growth_ms", Some(service)),
+            ("server_waiting", waiting),
+            ("tpot_p50_ms", knee.tpot_p50_ms.map(|e| e.mean)),
+            ("tpot_p50_ms_unloaded", base.tpot_p50_ms.map(|e| e.mean)),
+        ]),
+        at: knee.point.clone(),
+    });
+    let (verdict, share) =
+        parts.iter().copied().fold(
+            ("inconclusive", 0.0),
+            |best, p| if p.1 > best.1 { p } else { best },
+        );
+    let share = if mean_growth > 0.0 {
+        share / mean_growth
+    } else {
+        0.0
+    };
+    d.verdict = verdict.into();
+    d.confidence = match (share >= 0.6, has_server) {
+        (true, true) => "high",
+        (true, false) | (false, true) if share >= 0.4 => "medium",
+        _ => "low",
+    }
+    .into();
+    if share < 0.4 {
+        d.verdict = "inconclusive".into();
+    }
+    let rate = knee.offered_rps;
+    let below = levels
+        .iter()
+        .take_while(|l| l.offered_rps < rate)
+        .last()
+        .map_or(base.offered_rps, |l| l.offered_rps);
+    d.summary = match d.verdict.as_str() {
+        "queueing" => format!(
+            "p99 TTFT departs from its unloaded level at {rate:.3} req/s because requests wait in the server's queue ({:.0} % of the growth).",
+            share * 100.0
+        ),
+        "service-time" => format!(
+            "p99 TTFT departs at {rate:.3} req/s because each request's own work slows under load ({:.0} % of the growth is neither queue nor network){}.",
+            share * 100.0,
+            match tpot_steady {
+                Some(false) => ", and TPOT grew too: batches interfere",
+                _ => "",
+            }
+        ),
+        "client" => format!(
+            "p99 TTFT departs at {rate:.3} req/s because the load generator itself fell behind its schedule ({:.0} % of the growth): this measures the client, not the server.",
+            share * 100.0
+        ),
+        "network" => format!(
+            "p99 TTFT departs at {rate:.3} req/s because time outside the server grows ({:.0} % of the growth): the network or a proxy.",
+            share * 100.0
+        ),
+        _ => format!(
+            "p99 TTFT departs at {rate:.3} req/s, but no part explains at least 40 % of its growth: inconclusive."
+        ),
+    };
+    match d.verdict.as_str() {
+        "queueing" => {
+            d.actions.push(format!(
+                "Keep each replica below {below:.3} req/s (the highest rate before the knee), or add replicas: a target rate R needs ceil(R / {below:.3})."
+            ));
+            d.actions.push("If memory allows, raise the batch budget (vLLM --max-num-seqs, SGLang --max-running-requests, TGI --max-batch-total-tokens) so more requests run instead of waiting.".into());
+        }
+        "service-time" => {
+            d.actions.push("Long prefills stall running decodes: enable chunked prefill (vLLM --enable-chunked-prefill with --max-num-batched-tokens), or lower the batch budget.".into());
+            d.actions.push("Check the accelerator's clocks and power during the run (the run's telemetry) for throttling.".into());
+        }
+        "client" => {
+            d.actions.push("Spread the load over more client processes (`yardstick bench serve --shard`), or run the client on its own machine; figures past this rate include the client's queue.".into());
+        }
+        "network" => {
+            d.actions.push("Run the client next to the server to confirm; then look at the path between them (load balancer, proxy, TLS termination, bandwidth).".into());
+        }
+        _ => {
+            d.actions.push("Run the playbook with more replicates or requests per level (--replicates, --requests) to narrow the intervals, and expose the server's /metrics so its queue can be told from its service time.".into());
+        }
+    }
+    if let Some(slo) = slo_ttft_ms {
+        let meets: Vec<&&LoadLevel> = levels
+            .iter()
+            .filter(|l| l.ttft_p99_ms.is_some_and(|e| e.hi <= slo))
+            .collect();
+        if let Some(best) = meets
+            .iter()
+            .max_by(|a, b| a.offered_rps.total_cmp(&b.offered_rps))
+        {
+            d.actions.push(format!(
+                "Under the SLO (p99 TTFT ≤ {slo} ms) this server holds {:.3} req/s of the rates measured; find the exact capacity with `yardstick bench serve --url URL --model M --find-capacity --slo-ttft-ms {slo}`.",
+                best.offered_rps
+            ));
+        } else {
+            d.actions.push(format!(
+                "No rate measured meets the SLO (p99 TTFT ≤ {slo} ms), not even the lowest: the SLO needs a faster configuration, not less load."
+            ));
+        }
+    }
+    if !has_server {
+        d.actions.push("Expose the server's Prometheus /metrics (vLLM, SGLang, TGI, llama.cpp --metrics): with its queue time the diagnosis separates queueing from service time directly.".into());
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(mean: f64, half: f64) -> Option<Estimate> {
+        Some(Estimate {
+            mean,
+            lo: mean - half,
+            hi: mean + half,
+        })
+    }
+
+    fn level(rate: f64, p99: f64, queue: f64) -> LoadLevel {
+        LoadLevel {
+            point: format!("p/rate={rate}"),
+            offered_rps: rate,
+            achieved_rps: est(rate, 0.1),
+            ttft_mean_ms: Some(p99 / 2.0 + queue),
+            ttft_p99_ms: est(p99, 2.0),
+            ttft_p50_ms: Some(p99 / 2.0),
+            tpot_p50_ms: est(10.0, 0.5),
+            client_queue_mean_ms: Some(0.2),
+            server_queue_ms: Some(queue),
+            server_waiting: Some(queue / 10.0),
+            ttft_client_minus_server_ms: Some(1.0),
+        }
+    }
+
+    #[test]
+    fn a_growing_server_queue_is_queueing_at_the_knee() {
+        let d = tail_latency(
+            &[
+                level(4.0, 50.0, 0.0),
+                level(1.0, 50.0, 0.0),
+                level(8.0, 120.0, 60.0),
+                level(16.0, 400.0, 320.0),
+            ],
+            Some(100.0),
+        );
+        assert_eq!(d.verdict, "queueing", "{d:#?}");
+        assert_eq!(d.confidence, "high", "{d:#?}");
+        assert!(d.summary.contains("8.000 req/s"), "{}", d.summary);
+        assert_eq!(d.evidence[1].at, "p/rate=8");
+        assert!(d.actions[0].contains("4.000 req/s"), "{:?}", d.actions);
+        assert!(d.actions.iter().any(|a| a.contains("holds 4.000 req/s")));
+    }
+
+    #[test]
+    fn a_flat_tail_is_not_blamed() {
+        let d = tail_latency(
+            &[
+                level(1.0, 50.0, 0.0),
+                level(2.0, 51.0, 0.5),
+                level(4.0, 52.0, 1.0),
+            ],
+            None,
+        );
+        assert_eq!(d.verdict, "no-knee", "{d:#?}");
+        assert_eq!(d.confidence, "high");
+    }
+
+    #[test]
+    fn growth_outside_any_queue_is_service_time_and_a_late_client_is_the_client() {
+        let mut a = level(8.0, 150.0, 2.0);
+        a.tpot_p50_ms = est(20.0, 0.5);
+        let d = tail_latency(&[level(1.0, 50.0, 0.0), a], None);
+        assert_eq!(d.verdict, "service-time", "{d:#?}");
+        assert_eq!(d.confidence, "high");
+        assert!(d.summary.contains("batches interfere"));
+        let mut c = level(8.0, 150.0, 0.0);
+        c.client_queue_mean_ms = Some(95.0);
+        let d = tail_latency(&[level(1.0, 50.0, 0.0), c], None);
+        assert_eq!(d.verdict, "client", "{d:#?}");
+    }
+
+    #[test]
+    fn nothing_measured_is_inconclusive() {
+        let d = tail_latency(&[], None);
+        assert_eq!(d.verdict, "inconclusive");
+    }
+}

@@ -1,0 +1,322 @@
+//! Playbooks: a designed experiment (a spec this module writes) plus the analysis that answers
+//! one question. A spec with `playbook: NAME` is run like any other; when it finishes, its
+//! summary gets the playbook's diagnosis ([`diagnose`], from `yardstick_analysis::diagnosis`).
+//!
+//! * `tail-latency`: a closed-loop probe finds the throughput the server sustains (unless the
+//!   highest rate is given); an open-loop Poisson sweep then walks evenly spaced rates up to it,
+//!   three replicates each, and the diagnosis finds the knee and what grew there.
+
+use yardstick_analysis::diagnosis::{self, Diagnosis, Estimate, LoadLevel};
+use yardstick_spec::BenchmarkRun;
+use yardstick_spec::metrics::id;
+use yardstick_spec::model::PlaybookName;
+use yardstick_store::summary::{PointAggregates, RunSummary};
+
+/// A playbook: its name, the question it answers, and whether this version runs it.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct PlaybookInfo {
+    /// `tail-latency`.
+    pub name: &'static str,
+    /// The question.
+    pub question: &'static str,
+    /// What it runs, in a sentence.
+    pub experiment: &'static str,
+    /// The verdicts it can give.
+    pub verdicts: &'static [&'static str],
+}
+
+/// The playbooks this version runs.
+pub const PLAYBOOKS: &[PlaybookInfo] = &[PlaybookInfo {
+    name: "tail-latency",
+    question: "Why is my p99 TTFT bad, and from what load on?",
+    experiment: "a closed-loop probe for the throughput the server sustains, then an open-loop \
+                 Poisson sweep of evenly spaced rates up to it (3 replicates each); the knee is \
+                 where p99 TTFT leaves its unloaded level beyond its interval, and the growth \
+                 there is split into client queue, server queue, time outside the server and \
+                 service time",
+    verdicts: &[
+        "queueing",
+        "service-time",
+        "client",
+        "network",
+        "no-knee",
+        "inconclusive",
+    ],
+}];
+
+/// The settings of a tail-latency experiment.
+#[derive(Debug, Clone)]
+pub struct TailLatency {
+    /// The benchmark's name (`metadata.name`).
+    pub name: String,
+    /// The server's base URL.
+    pub url: String,
+    /// The model.
+    pub model: String,
+    /// The API (`chat` or `completions`).
+    pub api: String,
+    /// The precision the server runs (`bf16`, `fp8`...), recorded with the run.
+    pub precision: String,
+    /// The traffic scenario (`D(256,128)`, `N(480,240)/(300,150)`).
+    pub scenario: String,
+    /// The SLO on p99 TTFT, ms.
+    pub slo_ttft_ms: Option<f64>,
+    /// The highest rate, requests/s.
+    pub max_rate: f64,
+    /// Rates in the sweep (evenly spaced up to `max_rate`).
+    pub levels: usize,
+    /// Replicates per rate.
+    pub replicates: u32,
+    /// Requests per replicate at most.
+    pub requests: u64,
+    /// Seconds per replicate at most.
+    pub duration_s: f64,
+}
+
+/// Rates evenly spaced up to `max`: `max·i/levels`, three significant digits.
+pub fn rates(max: f64, levels: usize) -> Vec<f64> {
+    let levels = levels.max(2);
+    (1..=levels)
+        .map(|i| significant(max * i as f64 / levels as f64))
+        .collect()
+}
+
+fn significant(x: f64) -> f64 {
+    if x <= 0.0 || !x.is_finite() {
+        return 0.0;
+    }
+    let scale = 10f64.powi(2 - x.log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+fn yaml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string is JSON")
+}
+
+/// The spec of a tail-latency sweep.
+pub fn tail_latency_spec(t: &TailLatency) -> String {
+    let values = rates(t.max_rate, t.levels)
+        .iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let slo = t
+        .slo_ttft_ms
+        .map(|s| format!("        slo: {{ttftMs: {s}}}\n"))
+        .unwrap_or_default();
+    format!(
+        "# Written by `yardstick playbook show tail-latency`: an open-loop Poisson sweep of {levels}
+# rates up to {max} req/s; the run's summary ends with the diagnosis (docs/playbooks.md).
+apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata:
+  name: {name}
+  labels: {{playbook: tail-latency}}
+spec:
+  mode: exploratory
+  playbook: tail-latency
+  workload:
+    model: {model}
+    precision: {precision}
+    sequenceLengths: {scenario}
+    batching: continuous
+    concurrency: 1
+    dataset: {{kind: synthetic, seed: 42}}
+    correctness: {{policy: none}}
+  trials:
+    replicates: {replicates}
+    warmup: {{requests: 5}}
+    confidenceLevel: 0.95
+    outlierPolicy: report-tukey
+    order: interleaved
+  layers:
+    component:
+      - kind: serve
+        target: {{url: {url}, api: {api}, model: {model}}}
+        scenarios: [{scenario}]
+        load: {{mode: rate, arrival: poisson, values: [{values}]}}
+        stop: {{maxRequests: {requests}, maxDuration: {duration}s}}
+{slo}  provenance:
+    signing: off
+",
+        levels = t.levels.max(2),
+        max = significant(t.max_rate),
+        name = t.name,
+        model = yaml_str(&t.model),
+        scenario = yaml_str(&t.scenario),
+        replicates = t.replicates,
+        url = yaml_str(&t.url),
+        api = t.api,
+        precision = t.precision,
+        requests = t.requests,
+        duration = t.duration_s,
+    )
+}
+
+/// The spec of the probe before a tail-latency sweep: closed loop at `concurrency`, three short
+/// replicates (the fewest a result takes), each long enough to fill the server.
+pub fn probe_spec(t: &TailLatency, concurrency: u32) -> String {
+    let requests = (u64::from(concurrency) * 2).max(32);
+    format!(
+        "# The probe of `yardstick playbook tail-latency`: the throughput the server sustains.
+apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata:
+  name: {name}.probe
+  labels: {{playbook: tail-latency}}
+spec:
+  mode: exploratory
+  workload:
+    model: {model}
+    precision: {precision}
+    sequenceLengths: {scenario}
+    batching: continuous
+    concurrency: {concurrency}
+    dataset: {{kind: synthetic, seed: 42}}
+    correctness: {{policy: none}}
+  trials:
+    replicates: 3
+    warmup: {{requests: {concurrency}}}
+    confidenceLevel: 0.95
+    outlierPolicy: report-tukey
+  layers:
+    component:
+      - kind: serve
+        target: {{url: {url}, api: {api}, model: {model}}}
+        scenarios: [{scenario}]
+        load: {{mode: concurrency, values: [{concurrency}]}}
+        stop: {{maxRequests: {requests}, maxDuration: {duration}s}}
+  provenance:
+    signing: off
+",
+        name = t.name,
+        model = yaml_str(&t.model),
+        scenario = yaml_str(&t.scenario),
+        url = yaml_str(&t.url),
+        api = t.api,
+        precision = t.precision,
+        duration = t.duration_s.max(30.0),
+    )
+}
+
+/// The throughput a probe run measured (its first point's request throughput).
+pub fn probe_throughput(summary: &RunSummary) -> Option<f64> {
+    summary
+        .points
+        .first()?
+        .metrics
+        .get(id::REQUEST_THROUGHPUT)?
+        .get("value")
+        .map(|a| a.mean)
+        .filter(|r| *r > 0.0 && r.is_finite())
+}
+
+fn estimate(p: &PointAggregates, metric: &str, stat: &str) -> Option<Estimate> {
+    let a = p.metrics.get(metric)?.get(stat)?;
+    let [lo, hi] = a.ci.unwrap_or([a.mean, a.mean]);
+    Some(Estimate {
+        mean: a.mean,
+        lo,
+        hi,
+    })
+}
+
+fn mean(p: &PointAggregates, metric: &str, stat: &str) -> Option<f64> {
+    p.metrics.get(metric)?.get(stat).map(|a| a.mean)
+}
+
+/// One serve point of a rate sweep as the diagnosis reads it.
+fn level(p: &PointAggregates) -> Option<LoadLevel> {
+    if p.work.get("load_mode").and_then(|m| m.as_str()) != Some("rate") {
+        return None;
+    }
+    Some(LoadLevel {
+        point: p.id.clone(),
+        offered_rps: p.work.get("load_value")?.as_f64()?,
+        achieved_rps: estimate(p, id::REQUEST_THROUGHPUT, "value"),
+        ttft_mean_ms: mean(p, id::TTFT_MS, "mean"),
+        ttft_p99_ms: estimate(p, id::TTFT_MS, "p99"),
+        ttft_p50_ms: mean(p, id::TTFT_MS, "p50"),
+        tpot_p50_ms: estimate(p, id::TPOT_MS, "p50"),
+        client_queue_mean_ms: mean(p, id::CLIENT_QUEUE_MS, "mean"),
+        server_queue_ms: mean(p, id::SERVER_QUEUE_MS, "value"),
+        server_waiting: mean(p, id::SERVER_WAITING, "p50"),
+        ttft_client_minus_server_ms: mean(p, id::TTFT_CLIENT_MINUS_SERVER_MS, "value"),
+    })
+}
+
+/// The diagnosis of a finished run whose spec names a playbook (`None` otherwise).
+pub fn diagnose(spec: &BenchmarkRun, summary: &RunSummary) -> Option<Diagnosis> {
+    match spec.spec.as_ref()?.playbook? {
+        PlaybookName::TailLatency => {
+            let levels: Vec<LoadLevel> = summary.points.iter().filter_map(level).collect();
+            let slo = summary
+                .points
+                .iter()
+                .find_map(|p| p.work.get("slo_ttft_ms")?.as_f64());
+            Some(diagnosis::tail_latency(&levels, slo))
+        }
+    }
+}
+
+/// The diagnosis for a person: verdict and confidence, the summary, the evidence, the actions.
+pub fn text(d: &Diagnosis) -> String {
+    let mut out = format!(
+        "diagnosis ({}): {} — confidence {}\n  {}\n",
+        d.playbook, d.verdict, d.confidence, d.summary
+    );
+    if !d.evidence.is_empty() {
+        out.push_str("evidence:\n");
+        for e in &d.evidence {
+            out.push_str(&format!("  - {} ({})\n", e.claim, e.at));
+        }
+    }
+    if !d.actions.is_empty() {
+        out.push_str("next:\n");
+        for a in &d.actions {
+            out.push_str(&format!("  - {a}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> TailLatency {
+        TailLatency {
+            name: "playbook-tail-latency".into(),
+            url: "http://127.0.0.1:8000".into(),
+            model: "m".into(),
+            api: "chat".into(),
+            precision: "bf16".into(),
+            scenario: "D(128,32)".into(),
+            slo_ttft_ms: Some(200.0),
+            max_rate: 37.3,
+            levels: 5,
+            replicates: 3,
+            requests: 200,
+            duration_s: 15.0,
+        }
+    }
+
+    #[test]
+    fn rates_are_evenly_spaced_up_to_the_maximum() {
+        assert_eq!(rates(37.3, 5), [7.46, 14.9, 22.4, 29.8, 37.3]);
+        assert_eq!(rates(0.5, 2), [0.25, 0.5]);
+    }
+
+    #[test]
+    fn the_written_specs_validate_and_name_the_playbook() {
+        for text in [tail_latency_spec(&settings()), probe_spec(&settings(), 32)] {
+            let checked = yardstick_spec::check_str(&text);
+            assert!(checked.is_valid(), "{:#?}\n{text}", checked.diagnostics);
+        }
+        let checked = yardstick_spec::check_str(&tail_latency_spec(&settings()));
+        assert_eq!(
+            checked.spec.unwrap().spec.unwrap().playbook,
+            Some(PlaybookName::TailLatency)
+        );
+    }
+}

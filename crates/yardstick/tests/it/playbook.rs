@@ -1,0 +1,165 @@
+//! `yardstick playbook`: the tail-latency playbook against the simulator, in both directions — a
+//! planted cause (2 request slots: requests queue in the server as the rate grows) is found,
+//! and a clean server (64 slots, never full at these rates) is not blamed. Each run is stored,
+//! and its `summary.json` carries the diagnosis.
+
+use serde_json::Value;
+
+use crate::common::{Sim, json, yardstick};
+
+fn tail_latency(sim: &Sim, store: &std::path::Path, extra: &[&str]) -> Value {
+    let o = yardstick()
+        .args([
+            "--json",
+            "playbook",
+            "tail-latency",
+            "--url",
+            &sim.url,
+            "--model",
+            "m",
+        ])
+        .args([
+            "--scenario",
+            "D(16,8)",
+            "--levels",
+            "4",
+            "--replicates",
+            "3",
+        ])
+        .args([
+            "--requests",
+            "60",
+            "--duration",
+            "3",
+            "--probe-concurrency",
+            "16",
+        ])
+        .args(extra)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    json(&o)
+}
+
+#[test]
+fn tail_latency_finds_a_planted_queue_and_does_not_blame_a_clean_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+
+    // Planted: two slots. The probe fills them; rates up to that throughput queue requests.
+    let busy = Sim::start(&["--ttft-ms", "8", "--itl-ms", "1", "--max-running", "2"]);
+    let out = tail_latency(&busy, &store, &["--slo-ttft-ms", "30"]);
+    let d = &out["diagnosis"];
+    assert_eq!(d["playbook"], "tail-latency", "{d:#}");
+    assert_eq!(d["verdict"], "queueing", "{d:#}");
+    assert_eq!(d["confidence"], "high", "{d:#}");
+    let knee = d["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["claim"].as_str().unwrap().starts_with("The knee"))
+        .unwrap_or_else(|| panic!("no knee in {d:#}"));
+    assert!(knee["where"].as_str().unwrap().contains("/rate="), "{knee}");
+    assert!(knee["figures"]["ttft_p99_growth_ms"].as_f64().unwrap() > 0.0);
+    assert!(
+        d["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a.as_str().unwrap().contains("replica")),
+        "{d:#}"
+    );
+    // The run is stored with its diagnosis, and its spec names the playbook.
+    let run_dir = std::path::PathBuf::from(out["dir"].as_str().unwrap());
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["diagnosis"], *d);
+    let spec = std::fs::read_to_string(run_dir.join("spec.yaml")).unwrap();
+    assert!(spec.contains("playbook: tail-latency"), "{spec}");
+
+    // Clean: 64 slots never fill at these rates; the tail stays at its unloaded level.
+    let idle = Sim::start(&["--ttft-ms", "8", "--itl-ms", "1", "--max-running", "64"]);
+    let out = tail_latency(&idle, &store, &[]);
+    let d = &out["diagnosis"];
+    assert_eq!(d["verdict"], "no-knee", "{d:#}");
+}
+
+#[test]
+fn playbook_list_show_and_bad_input() {
+    let o = yardstick()
+        .args(["--json", "playbook", "list"])
+        .output()
+        .unwrap();
+    let list = json(&o);
+    assert_eq!(list[0]["name"], "tail-latency");
+    // `show` with --max-rate writes a spec without probing; `validate` accepts it.
+    let o = yardstick()
+        .args([
+            "playbook",
+            "show",
+            "tail-latency",
+            "--url",
+            "http://127.0.0.1:9",
+        ])
+        .args(["--model", "m", "--max-rate", "40", "--levels", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let spec = String::from_utf8(o.stdout).unwrap();
+    assert!(spec.contains("values: [10, 20, 30, 40]"), "{spec}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, &spec).unwrap();
+    let v = yardstick().arg("validate").arg(&path).output().unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stderr)
+    );
+    // The playbook's rule: one serve entry sweeping rates.
+    std::fs::write(&path, spec.replace("mode: rate", "mode: concurrency")).unwrap();
+    let v = yardstick().arg("validate").arg(&path).output().unwrap();
+    assert_eq!(v.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&v.stderr).contains("playbook-config")
+            || String::from_utf8_lossy(&v.stdout).contains("playbook-config")
+    );
+    for (args, says) in [
+        (vec!["playbook", "show", "nope"], "no playbook `nope`"),
+        (
+            vec!["playbook", "tail-latency", "--model", "m"],
+            "needs --url",
+        ),
+        (
+            vec![
+                "playbook",
+                "tail-latency",
+                "--url",
+                "http://127.0.0.1:9",
+                "--model",
+                "m",
+                "--levels",
+                "1",
+            ],
+            "2 to 20 rates",
+        ),
+    ] {
+        let o = yardstick().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
