@@ -44,6 +44,59 @@ nav a{margin-right:12px}
 details>summary{cursor:pointer;font-weight:600;margin:8px 0}
 ";
 
+/// A playbook's diagnosis: the verdict and confidence, the summary, the evidence (each claim
+/// with the point it was measured at and its figures), the actions, and the rule, folded.
+pub fn diagnosis_card(o: &mut String, d: &yardstick_store::summary::Diagnosis) {
+    let class = match d.verdict.as_str() {
+        "no-knee" => "PASS",
+        "inconclusive" => "INCONCLUSIVE",
+        _ => "FAIL",
+    };
+    let _ = writeln!(
+        o,
+        "<h2 id=\"diagnosis\">Diagnosis: {}</h2>",
+        esc(&d.question)
+    );
+    let _ = writeln!(
+        o,
+        "<p><span class=\"badge {class}\">{}</span> confidence {} · playbook <code>{}</code></p>",
+        esc(&d.verdict),
+        esc(&d.confidence),
+        esc(&d.playbook)
+    );
+    let _ = writeln!(o, "<p><b>{}</b></p>", esc(&d.summary));
+    if !d.evidence.is_empty() {
+        let _ = writeln!(o, "<p class=\"sub\">Evidence</p><ul>");
+        for e in &d.evidence {
+            let figures: Vec<String> = e
+                .figures
+                .iter()
+                .map(|(k, v)| format!("{}={}", esc(k), v))
+                .collect();
+            let _ = writeln!(
+                o,
+                "<li>{} <span class=\"note\">at <code>{}</code>: {}</span></li>",
+                esc(&e.claim),
+                esc(&e.at),
+                figures.join(", ")
+            );
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+    if !d.actions.is_empty() {
+        let _ = writeln!(o, "<p class=\"sub\">Next</p><ul>");
+        for a in &d.actions {
+            let _ = writeln!(o, "<li>{}</li>", esc(a));
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+    let _ = writeln!(
+        o,
+        "<details><summary>The rule</summary><p class=\"note\">{}</p></details>",
+        esc(&d.rule)
+    );
+}
+
 /// Writes a table as HTML (every cell escaped), at most `max_rows` rows with a note on the rest.
 /// Numbers keep to one line; text may wrap, and break inside a word (a long point id or metric
 /// name) where the page is too narrow for it, so the table fits the page.
@@ -580,6 +633,9 @@ pub fn render(report: &Report) -> Result<String, ReportError> {
          <a href=\"#spec\">Spec</a></nav>"
     );
 
+    if let Some(d) = &r.diagnosis {
+        diagnosis_card(&mut o, d);
+    }
     let _ = writeln!(o, "<h2 id=\"headlines\">Headlines</h2>");
     let _ = writeln!(
         o,

@@ -156,6 +156,17 @@ fn compact(report: &Report, link: Option<&str>) -> String {
             let _ = writeln!(out);
         }
     }
+    if let Some(d) = &r.diagnosis {
+        let _ = writeln!(
+            out,
+            "**Diagnosis ({}): {}** ({} confidence) — {}",
+            d.playbook,
+            cell(&d.verdict),
+            d.confidence,
+            cell(&d.summary)
+        );
+        let _ = writeln!(out);
+    }
     for p in &r.points {
         for f in p.failed_replicates() {
             let _ = writeln!(
@@ -179,6 +190,26 @@ fn compact(report: &Report, link: Option<&str>) -> String {
     }
     let _ = writeln!(out, "</sub>");
     out
+}
+
+/// A playbook's diagnosis: verdict, summary, evidence and next steps.
+fn diagnosis_md(out: &mut String, d: &yardstick_store::summary::Diagnosis) {
+    let _ = writeln!(
+        out,
+        "**Diagnosis ({}): {}** — confidence {}. {}",
+        d.playbook,
+        cell(&d.verdict),
+        d.confidence,
+        cell(&d.summary)
+    );
+    let _ = writeln!(out);
+    for e in &d.evidence {
+        let _ = writeln!(out, "- {} (`{}`)", cell(&e.claim), e.at.replace('`', "'"));
+    }
+    for a in &d.actions {
+        let _ = writeln!(out, "- Next: {}", cell(a));
+    }
+    let _ = writeln!(out);
 }
 
 /// The full report.
@@ -206,6 +237,9 @@ fn full(report: &Report) -> String {
             let _ = writeln!(out, "> Exploratory, not enforced: {}", cell(why));
         }
         let _ = writeln!(out);
+    }
+    if let Some(d) = &r.diagnosis {
+        diagnosis_md(&mut out, d);
     }
     let _ = writeln!(out, "| run | status | machine profile | started | tool |");
     let _ = writeln!(out, "| --- | --- | --- | --- | --- |");

@@ -96,6 +96,8 @@ pub struct RunReport {
     /// the headline cards, left out of `--json` (the summary carries them).
     #[serde(skip)]
     pub bottlenecks: Vec<yardstick_store::summary::PointBottleneck>,
+    /// A playbook's diagnosis (`summary.json`'s `diagnosis`), shown first.
+    pub diagnosis: Option<yardstick_store::summary::Diagnosis>,
     /// Manifest notes (resumes, machine-profile changes).
     pub notes: Vec<String>,
     /// Artifacts that could not be read, and similar.
@@ -601,6 +603,7 @@ pub fn from_parts(run: RunRow, points: &[PointRow], facts: &[FactRow], dir: &Pat
             .and_then(|s| s.profiles.clone())
             .unwrap_or_default(),
         bottlenecks,
+        diagnosis: summary.as_ref().and_then(|s| s.diagnosis.clone()),
         notes: manifest.map(|m| m.notes).unwrap_or_default(),
         warnings,
     }

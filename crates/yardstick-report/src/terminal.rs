@@ -207,6 +207,20 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "{YELLOW}note{RESET}: {n}");
     }
     let _ = writeln!(out);
+    if let Some(d) = &r.diagnosis {
+        let _ = writeln!(
+            out,
+            "{BOLD}diagnosis ({}): {}{RESET} — confidence {}\n  {}",
+            d.playbook, d.verdict, d.confidence, d.summary
+        );
+        for e in &d.evidence {
+            let _ = writeln!(out, "  {DIM}-{RESET} {} {DIM}({}){RESET}", e.claim, e.at);
+        }
+        for a in &d.actions {
+            let _ = writeln!(out, "  {DIM}next:{RESET} {a}");
+        }
+        let _ = writeln!(out);
+    }
 
     let level = format::level_header(r.level);
     let mut rows = Vec::new();

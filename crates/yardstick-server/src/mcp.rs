@@ -278,8 +278,9 @@ impl YardstickMcp {
 
     #[tool(
         description = "One run (id or unique prefix): its warehouse row, points, replicates, \
-                       manifest, summary (aggregate facts), environment, spec text, failures and \
-                       bottlenecks (what GET /api/v1/runs/{id} answers; its schema is in the \
+                       manifest, summary (aggregate facts, and a playbook run's diagnosis: \
+                       verdict, confidence, evidence, actions), environment, spec text, failures \
+                       and bottlenecks (what GET /api/v1/runs/{id} answers; its schema is in the \
                        server's OpenAPI document).",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
@@ -292,8 +293,22 @@ impl YardstickMcp {
             .blocking(move |st, w| runs::detail(st, w, &args.id))
             .await;
         reply(out, |d| {
+            let diagnosis = d
+                .summary
+                .as_ref()
+                .and_then(|s| s.get("diagnosis"))
+                .and_then(|x| {
+                    Some(format!(
+                        "; diagnosis ({}): {}, {} confidence — {}",
+                        x["playbook"].as_str()?,
+                        x["verdict"].as_str()?,
+                        x["confidence"].as_str()?,
+                        x["summary"].as_str()?
+                    ))
+                })
+                .unwrap_or_default();
             format!(
-                "run {} of {}: {}, started {}, {}, {}",
+                "run {} of {}: {}, started {}, {}, {}{diagnosis}",
                 d.run.run_id,
                 d.run.name,
                 d.run.status.as_str(),

@@ -11,6 +11,7 @@ use crate::warehouse::FactRow;
 
 // The analyses' types a summary's sections hold, for its readers.
 pub use yardstick_analysis::bottleneck::{ControlPlaneShare, PointBottleneck, RunBottlenecks};
+pub use yardstick_analysis::diagnosis::Diagnosis;
 pub use yardstick_analysis::nodes::NodesReport;
 pub use yardstick_analysis::profiler::ProfilerAnalysis;
 pub use yardstick_analysis::scaling::ScalingReport;
@@ -87,7 +88,7 @@ pub struct RunSummary {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "section"
     )]
-    pub diagnosis: Option<yardstick_analysis::diagnosis::Diagnosis>,
+    pub diagnosis: Option<Diagnosis>,
     /// What an import's figures mean next to ours (imports only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<String>>,

@@ -12,7 +12,9 @@ use axum::response::Html;
 use serde_json::Value;
 use yardstick_gate::{GateOptions, baseline, calibrate};
 use yardstick_report::format::human_with_ci;
-use yardstick_report::html::{gate_table_html, headline_line, point_cards, table_html};
+use yardstick_report::html::{
+    diagnosis_card, gate_table_html, headline_line, point_cards, table_html,
+};
 use yardstick_report::model::{RunReport, metrics_by_point};
 use yardstick_report::{GateView, Report, tables};
 use yardstick_store::warehouse::{RunFilter, RunRow, Warehouse};
@@ -323,6 +325,9 @@ fn run_page(st: &AppState, w: &mut dyn Warehouse, id: &str) -> PageResult {
         _ => {
             o.push_str("<p class=\"note\">No baseline is stored for this benchmark and machine profile (<code>yardstick baseline save RUN</code>).</p>\n");
         }
+    }
+    if let Some(d) = &r.diagnosis {
+        diagnosis_card(&mut o, d);
     }
     point_cards(&mut o, &r, view.as_ref(), 12, "in the tables below");
     let report = Report::new(r, view);

@@ -355,6 +355,10 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 text.push('\n');
                 text.push_str(&headlines);
             }
+            if let Some(d) = outcome.summary.as_ref().and_then(|s| s.diagnosis.as_ref()) {
+                text.push('\n');
+                text.push_str(&yardstick_run::playbook::text(d));
+            }
             text.push_str(&format!(
                 "\nnext:\n  yardstick report {id} --store {store} --html report.html\n  \
                  yardstick verify {id} --store {store}\n  \

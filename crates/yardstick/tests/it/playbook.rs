@@ -83,12 +83,84 @@ fn tail_latency_finds_a_planted_queue_and_does_not_blame_a_clean_server() {
     assert_eq!(summary["diagnosis"], *d);
     let spec = std::fs::read_to_string(run_dir.join("spec.yaml")).unwrap();
     assert!(spec.contains("playbook: tail-latency"), "{spec}");
+    // The report opens on it: HTML, Markdown.
+    let run_id = out["run_id"].as_str().unwrap();
+    let html = dir.path().join("r.html");
+    let o = yardstick()
+        .args(["report", run_id, "--markdown", "-", "--html"])
+        .arg(&html)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        md.contains("**Diagnosis (tail-latency): queueing**"),
+        "{md}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let at = |needle: &str| page.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+    assert!(at("id=\"diagnosis\"") < at("id=\"headlines\""));
+    assert!(page.contains("The knee is at"));
+    // The dashboard's run page opens on it too.
+    let server = crate::server::ServerProc::start(&store, &[]);
+    let r = server.get(&format!("/runs/{run_id}"));
+    assert_eq!(r.status, 200);
+    let page = String::from_utf8_lossy(&r.body);
+    assert!(page.contains("Diagnosis: Why is my p99 TTFT bad"), "{page}");
+    assert!(page.contains(">queueing</span>"), "{page}");
+    drop(server);
 
     // Clean: 64 slots never fill at these rates; the tail stays at its unloaded level.
     let idle = Sim::start(&["--ttft-ms", "8", "--itl-ms", "1", "--max-running", "64"]);
     let out = tail_latency(&idle, &store, &[]);
     let d = &out["diagnosis"];
     assert_eq!(d["verdict"], "no-knee", "{d:#}");
+
+    // The spec `show` writes runs with `yardstick run`, which ends on the diagnosis too.
+    let o = yardstick()
+        .args([
+            "playbook",
+            "show",
+            "tail-latency",
+            "--url",
+            &idle.url,
+            "--model",
+            "m",
+        ])
+        .args(["--scenario", "D(16,8)", "--max-rate", "40", "--levels", "2"])
+        .args(["--requests", "20", "--duration", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let spec = dir.path().join("tail.yaml");
+    std::fs::write(&spec, &o.stdout).unwrap();
+    let o = yardstick()
+        .arg("run")
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("diagnosis (tail-latency): "), "{stdout}");
 }
 
 #[test]
