@@ -66,6 +66,10 @@ pub struct LoadLevel {
     pub achieved_rps: Option<Estimate>,
     /// Mean TTFT, ms.
     pub ttft_mean_ms: Option<f64>,
+    /// Mean end-to-end latency, ms.
+    pub e2e_mean_ms: Option<f64>,
+    /// Requests measured per replicate.
+    pub requests: Option<f64>,
     /// TTFT p99, ms, with its interval.
     pub ttft_p99_ms: Option<Estimate>,
     /// TTFT p50, ms.
@@ -96,8 +100,9 @@ mean), the server's queue (its mean queue time, or its waiting requests when it 
 queue time), time outside the server (client minus server mean TTFT) and the rest (service \
 time), all means so that the parts add up; the largest share is the verdict, with high \
 confidence at 60 % or more of the growth with the server's metrics, medium at 40 % or more or \
-without them, inconclusive below. A level whose achieved rate's interval lies below 90 % of its \
-offered rate is over-saturated.";
+without them, inconclusive below. A level whose achieved rate's interval lies below 90 % of what \
+an unsaturated server achieves (its requests sent at the offered rate, the last finishing its \
+mean latency later) is over-saturated.";
 
 fn fig(pairs: &[(&str, Option<f64>)]) -> BTreeMap<String, f64> {
     pairs
@@ -148,9 +153,17 @@ pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis
         ]),
         at: base.point.clone(),
     });
+    // What an unsaturated server achieves: n requests sent over n/λ, the last one finishing
+    // its latency later.
+    let expected = |l: &LoadLevel| match (l.requests, l.e2e_mean_ms) {
+        (Some(n), Some(e2e)) if n > 0.0 && l.offered_rps > 0.0 => {
+            n / (n / l.offered_rps + e2e / 1e3)
+        }
+        _ => l.offered_rps,
+    };
     let saturated = levels.iter().find(|l| {
         l.achieved_rps
-            .is_some_and(|a| a.hi < SATURATED_SHARE * l.offered_rps)
+            .is_some_and(|a| a.hi < SATURATED_SHARE * expected(l))
     });
     if let Some(s) = saturated {
         let a = s.achieved_rps.expect("found by it");
@@ -278,11 +291,10 @@ pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis
             ("inconclusive", 0.0),
             |best, p| if p.1 > best.1 { p } else { best },
         );
-    let share = if mean_growth > 0.0 {
-        share / mean_growth
-    } else {
-        0.0
-    };
+    // The parts may add up to more than the growth of the mean (a queue the slowest requests
+    // met): shares are of whichever is larger.
+    let whole = mean_growth.max(explained + service);
+    let share = if whole > 0.0 { share / whole } else { 0.0 };
     d.verdict = verdict.into();
     d.confidence = match (share >= 0.6, has_server) {
         (true, true) => "high",
@@ -388,6 +400,8 @@ mod tests {
             offered_rps: rate,
             achieved_rps: est(rate, 0.1),
             ttft_mean_ms: Some(p99 / 2.0 + queue),
+            e2e_mean_ms: Some(p99),
+            requests: Some(100.0),
             ttft_p99_ms: est(p99, 2.0),
             ttft_p50_ms: Some(p99 / 2.0),
             tpot_p50_ms: est(10.0, 0.5),
@@ -443,6 +457,30 @@ mod tests {
         c.client_queue_mean_ms = Some(95.0);
         let d = tail_latency(&[level(1.0, 50.0, 0.0), c], None);
         assert_eq!(d.verdict, "client", "{d:#?}");
+    }
+
+    #[test]
+    fn a_short_replicate_is_not_called_saturated_for_its_last_requests_latency() {
+        // 100 requests at 250 req/s take 0.4 s to send, and the last finishes 84 ms later:
+        // 207 req/s is what an unsaturated server achieves.
+        let mut short = level(250.0, 50.0, 0.0);
+        short.e2e_mean_ms = Some(84.0);
+        short.achieved_rps = est(200.0, 10.0);
+        let d = tail_latency(&[level(50.0, 50.0, 0.0), short.clone()], None);
+        assert!(
+            !d.evidence
+                .iter()
+                .any(|e| e.claim.contains("over-saturated")),
+            "{d:#?}"
+        );
+        short.achieved_rps = est(120.0, 10.0);
+        let d = tail_latency(&[level(50.0, 50.0, 0.0), short], None);
+        assert!(
+            d.evidence
+                .iter()
+                .any(|e| e.claim.contains("over-saturated")),
+            "{d:#?}"
+        );
     }
 
     #[test]

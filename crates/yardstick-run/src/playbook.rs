@@ -235,6 +235,8 @@ fn level(p: &PointAggregates) -> Option<LoadLevel> {
         offered_rps: p.work.get("load_value")?.as_f64()?,
         achieved_rps: estimate(p, id::REQUEST_THROUGHPUT, "value"),
         ttft_mean_ms: mean(p, id::TTFT_MS, "mean"),
+        e2e_mean_ms: mean(p, id::E2E_MS, "mean"),
+        requests: mean(p, id::TTFT_MS, "count"),
         ttft_p99_ms: estimate(p, id::TTFT_MS, "p99"),
         ttft_p50_ms: mean(p, id::TTFT_MS, "p50"),
         tpot_p50_ms: estimate(p, id::TPOT_MS, "p50"),
