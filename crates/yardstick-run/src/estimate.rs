@@ -61,9 +61,36 @@ pub fn history(w: &mut dyn Warehouse, name: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// The simulator's latency model when `argv` starts `yardstick sim` (the server under test of
+/// a sweep over it): its TTFT, ITL and request slots from its flags, defaults otherwise.
+fn sim_server(argv: &[String]) -> Option<yardstick_sim::SimConfig> {
+    let exe = std::path::Path::new(argv.first()?).file_name()?.to_str()?;
+    if !exe.starts_with("yardstick") || argv.get(1).map(String::as_str) != Some("sim") {
+        return None;
+    }
+    let mut sim = yardstick_sim::SimConfig::default();
+    let flag = |name: &str| {
+        argv.iter()
+            .position(|a| a == name)
+            .and_then(|i| argv.get(i + 1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    if let Some(ms) = flag("--ttft-ms") {
+        sim.ttft = std::time::Duration::from_secs_f64(ms / 1e3);
+    }
+    if let Some(ms) = flag("--itl-ms") {
+        sim.itl = std::time::Duration::from_secs_f64(ms / 1e3);
+    }
+    if let Some(n) = flag("--max-running").filter(|n| *n >= 1.0) {
+        sim.max_running = Some(n as usize);
+    }
+    Some(sim)
+}
+
 /// A replicate of `p` by a model of the point, seconds; `None` when nothing about the point
-/// says how long it takes.
-fn modelled(p: &Point) -> Option<f64> {
+/// says how long it takes. `server` is the command of the server under test that `p` measures.
+fn modelled(p: &Point, server: Option<&[String]>) -> Option<f64> {
     match &p.work {
         PointWork::Micro { micro, sizes, .. } => {
             let n = sizes.as_ref().map_or(1, Vec::len).max(1) as f64;
@@ -85,9 +112,12 @@ fn modelled(p: &Point) -> Option<f64> {
                 PointMode::Rate | PointMode::MlperfServer if point.load_value > 0.0 => {
                     requests.map(|n| n / point.load_value)
                 }
-                PointMode::Concurrency if url.is_none() => {
-                    // The embedded simulator: its default latencies are known.
-                    let sim = yardstick_sim::SimConfig::default();
+                PointMode::Concurrency
+                    if url.is_none() || server.and_then(sim_server).is_some() =>
+                {
+                    // The embedded simulator, or `yardstick sim` as the server under test: its
+                    // latencies are known.
+                    let sim = server.and_then(sim_server).unwrap_or_default();
                     let out = match point.scenario.parse::<Scenario>().ok()? {
                         Scenario::Deterministic { output, .. } => output as f64,
                         Scenario::Normal { output_mean, .. } => output_mean,
@@ -99,7 +129,10 @@ fn modelled(p: &Point) -> Option<f64> {
                         Scenario::Embedding { .. } => 0.0,
                     };
                     let request = sim.ttft.as_secs_f64() + out * sim.itl.as_secs_f64();
-                    let streams = point.load_value.max(1.0);
+                    let streams = point
+                        .load_value
+                        .max(1.0)
+                        .min(sim.max_running.map_or(f64::INFINITY, |n| n as f64));
                     requests.map(|n| (n / streams).ceil() * request)
                 }
                 _ => None,
@@ -144,7 +177,12 @@ impl Plan {
             let s = if let Some(s) = history.get(&p.id) {
                 e.from_history += 1;
                 *s
-            } else if let Some(s) = modelled(p) {
+            } else if let Some(s) = modelled(
+                p,
+                p.treatment
+                    .and_then(|t| self.treatments.get(t)?.server.as_ref())
+                    .map(|s| s.argv.as_slice()),
+            ) {
                 e.modelled += 1;
                 s
             } else {
@@ -223,6 +261,23 @@ stop: {maxRequests: 30, maxDuration: 30s}\n";
             line.starts_with("estimate: about 30 s; at most 3.0 min"),
             "{line}"
         );
+    }
+
+    /// `yardstick sim` as the server under test of a sweep is modelled from its flags: with
+    /// one request slot the 4 streams take turns (44 requests of 20 ms + 32 × 2 ms: 3.7 s), with
+    /// four they run at once (11 rounds: 0.92 s).
+    #[test]
+    fn a_sweep_over_the_simulator_is_modelled_from_its_flags() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/sweep.yaml"),
+        )
+        .unwrap();
+        let p = plan(&text);
+        let e = p.expected(&BTreeMap::new()).unwrap();
+        assert_eq!((e.modelled, e.at_limit), (3, 0), "{e:?}");
+        let per_round = 44.0 * 0.084 + 22.0 * 0.084 + 11.0 * 0.084;
+        let want = super::PER_RUN_S + 3.0 * per_round + 9.0 * super::PER_STEP_S;
+        assert!((e.seconds - want).abs() < 1e-6, "{e:?} vs {want}");
     }
 
     /// A previous run's replicate times replace the model, point by point.
