@@ -94,7 +94,9 @@ pub const SATURATED_SHARE: f64 = 0.9;
 
 /// The rule of [`tail_latency`], as stated in the diagnosis.
 pub const TAIL_LATENCY_RULE: &str = "The knee is the lowest offered rate whose p99 TTFT interval \
-lies wholly above the lowest rate's interval and whose mean is at least 10 % above it. At the \
+lies wholly above the lowest rate's interval and whose mean is at least 10 % above it; without a \
+knee, the tail is flat (no-knee) only when the highest rate's p99 is within 10 % of the lowest's, \
+and inconclusive otherwise. At the \
 knee, the growth of mean TTFT over the lowest rate is split into the client's own queue (its \
 mean), the server's queue (its mean queue time, or its waiting requests when it exports no \
 queue time), time outside the server (client minus server mean TTFT) and the rest (service \
@@ -188,6 +190,25 @@ pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis
     let Some(knee) = knee else {
         let top = levels.last().copied().expect("non-empty");
         let t = top.ttft_p99_ms.expect("filtered");
+        if t.mean > b.mean * (1.0 + KNEE_MIN_GROWTH) {
+            // It grew, but not beyond the intervals: too noisy to say where or whether.
+            d.summary = format!(
+                "p99 TTFT grew from {:.1} ms to {:.1} ms up to {:.3} req/s, but its intervals overlap: the sweep cannot tell a knee from noise.",
+                b.mean, t.mean, top.offered_rps
+            );
+            d.evidence.push(Evidence {
+                claim: "The highest rate's p99 TTFT is more than 10 % above the unloaded level, but its interval overlaps the unloaded one.".into(),
+                figures: fig(&[
+                    ("offered_rps", Some(top.offered_rps)),
+                    ("ttft_p99_ms", Some(t.mean)),
+                    ("ttft_p99_ms_lo", Some(t.lo)),
+                    ("ttft_p99_ms_hi", Some(t.hi)),
+                ]),
+                at: top.point.clone(),
+            });
+            d.actions.push("Narrow the intervals: more replicates or requests per rate (--replicates 5, --requests 1000), on a quieter client machine.".into());
+            return d;
+        }
         d.verdict = "no-knee".into();
         d.confidence = if levels.len() >= 3 { "high" } else { "medium" }.into();
         d.summary = format!(
@@ -481,6 +502,16 @@ mod tests {
                 .any(|e| e.claim.contains("over-saturated")),
             "{d:#?}"
         );
+    }
+
+    #[test]
+    fn a_tail_that_grows_within_wide_intervals_is_inconclusive_not_flat() {
+        let mut top = level(8.0, 32.0, 0.0);
+        top.ttft_p99_ms = est(32.0, 15.0);
+        let mut base = level(1.0, 13.5, 0.0);
+        base.ttft_p99_ms = est(13.5, 8.0);
+        let d = tail_latency(&[base, top], None);
+        assert_eq!(d.verdict, "inconclusive", "{d:#?}");
     }
 
     #[test]
