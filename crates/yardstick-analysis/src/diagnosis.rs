@@ -116,6 +116,24 @@ fn fig(pairs: &[(&str, Option<f64>)]) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// A claim about one load level with its offered rate and p99 TTFT (mean and interval), and
+/// `extra` figures.
+fn p99_evidence(claim: String, l: &LoadLevel, extra: &[(&str, Option<f64>)]) -> Evidence {
+    let e = l.ttft_p99_ms;
+    let mut figures = fig(&[
+        ("offered_rps", Some(l.offered_rps)),
+        ("ttft_p99_ms", e.map(|e| e.mean)),
+        ("ttft_p99_ms_lo", e.map(|e| e.lo)),
+        ("ttft_p99_ms_hi", e.map(|e| e.hi)),
+    ]);
+    figures.extend(fig(extra));
+    Evidence {
+        claim,
+        figures,
+        at: l.point.clone(),
+    }
+}
+
 fn round(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
@@ -141,20 +159,14 @@ pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis
         return d;
     };
     let b = base.ttft_p99_ms.expect("filtered");
-    d.evidence.push(Evidence {
-        claim: format!(
+    d.evidence.push(p99_evidence(
+        format!(
             "At the lowest rate ({:.3} req/s) p99 TTFT is {:.1} ms [{:.1}, {:.1}]: the unloaded level.",
             base.offered_rps, b.mean, b.lo, b.hi
         ),
-        figures: fig(&[
-            ("offered_rps", Some(base.offered_rps)),
-            ("achieved_rps", base.achieved_rps.map(|a| a.mean)),
-            ("ttft_p99_ms", Some(b.mean)),
-            ("ttft_p99_ms_lo", Some(b.lo)),
-            ("ttft_p99_ms_hi", Some(b.hi)),
-        ]),
-        at: base.point.clone(),
-    });
+        base,
+        &[("achieved_rps", base.achieved_rps.map(|a| a.mean))],
+    ));
     // What an unsaturated server achieves: n requests sent over n/λ, the last one finishing
     // its latency later.
     let expected = |l: &LoadLevel| match (l.requests, l.e2e_mean_ms) {
@@ -196,16 +208,11 @@ pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis
                 "p99 TTFT grew from {:.1} ms to {:.1} ms up to {:.3} req/s, but its intervals overlap: the sweep cannot tell a knee from noise.",
                 b.mean, t.mean, top.offered_rps
             );
-            d.evidence.push(Evidence {
-                claim: "The highest rate's p99 TTFT is more than 10 % above the unloaded level, but its interval overlaps the unloaded one.".into(),
-                figures: fig(&[
-                    ("offered_rps", Some(top.offered_rps)),
-                    ("ttft_p99_ms", Some(t.mean)),
-                    ("ttft_p99_ms_lo", Some(t.lo)),
-                    ("ttft_p99_ms_hi", Some(t.hi)),
-                ]),
-                at: top.point.clone(),
-            });
+            d.evidence.push(p99_evidence(
+                "The highest rate's p99 TTFT is more than 10 % above the unloaded level, but its interval overlaps the unloaded one.".into(),
+                top,
+                &[],
+            ));
             d.actions.push("Narrow the intervals: more replicates or requests per rate (--replicates 5, --requests 1000), on a quieter client machine.".into());
             return d;
         }
@@ -215,16 +222,11 @@ pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis
             "p99 TTFT stays at its unloaded level up to {:.3} req/s, the highest rate measured ({:.1} ms against {:.1} ms): no tail problem in this range.",
             top.offered_rps, t.mean, b.mean
         );
-        d.evidence.push(Evidence {
-            claim: "The highest rate's p99 TTFT interval overlaps the unloaded level, or grew by less than 10 %.".into(),
-            figures: fig(&[
-                ("offered_rps", Some(top.offered_rps)),
-                ("ttft_p99_ms", Some(t.mean)),
-                ("ttft_p99_ms_lo", Some(t.lo)),
-                ("ttft_p99_ms_hi", Some(t.hi)),
-            ]),
-            at: top.point.clone(),
-        });
+        d.evidence.push(p99_evidence(
+            "The highest rate's p99 TTFT interval overlaps the unloaded level, or grew by less than 10 %.".into(),
+            top,
+            &[],
+        ));
         d.actions.push(format!(
             "Run higher rates to find where the tail starts: yardstick playbook tail-latency --url URL --model M --max-rate {:.1}",
             top.offered_rps * 4.0
@@ -233,8 +235,8 @@ pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis
     };
     let k = knee.ttft_p99_ms.expect("filtered");
     let growth = k.mean - b.mean;
-    d.evidence.push(Evidence {
-        claim: format!(
+    d.evidence.push(p99_evidence(
+        format!(
             "The knee is at {:.3} req/s: p99 TTFT {:.1} ms [{:.1}, {:.1}], {:+.0} % over the unloaded level, beyond its interval.",
             knee.offered_rps,
             k.mean,
@@ -242,16 +244,12 @@ pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis
             k.hi,
             growth / b.mean * 100.0
         ),
-        figures: fig(&[
-            ("offered_rps", Some(knee.offered_rps)),
+        knee,
+        &[
             ("achieved_rps", knee.achieved_rps.map(|a| a.mean)),
-            ("ttft_p99_ms", Some(k.mean)),
-            ("ttft_p99_ms_lo", Some(k.lo)),
-            ("ttft_p99_ms_hi", Some(k.hi)),
             ("ttft_p99_growth_ms", Some(growth)),
-        ]),
-        at: knee.point.clone(),
-    });
+        ],
+    ));
     // The parts of the growth, all means so that they add up.
     let delta = |f: fn(&LoadLevel) -> Option<f64>| match (f(knee), f(base)) {
         (Some(a), Some(z)) => Some((a - z).max(0.0)),

@@ -11,8 +11,6 @@
 //! `python3` if it can import them. Without one the test says so; under
 //! `YARDSTICK_REQUIRE_EXTERNAL=1` (CI) that is a failure.
 
-use crate::external;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -76,29 +74,12 @@ print("SIGNED", signer.public_key.keyid)
 
 /// A Python that can import securesystemslib and in-toto-attestation, or why there is none.
 fn python(test: &str) -> Option<PathBuf> {
-    let candidates: Vec<PathBuf> = std::env::var_os("YARDSTICK_PYTHON")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([
-            PathBuf::from("/var/tmp/yardstick-pytools/venv/bin/python"),
-            PathBuf::from("python3"),
-        ])
-        .collect();
-    let found = candidates.into_iter().find(|p| {
-        Command::new(p)
-            .args([
-                "-c",
-                "import securesystemslib.dsse, securesystemslib.signer, in_toto_attestation.v1.statement",
-            ])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    external::require(
+    crate::common::python_importing(
         "securesystemslib",
         test,
+        "securesystemslib.dsse, securesystemslib.signer, in_toto_attestation.v1.statement",
         "a Python with securesystemslib[crypto] and in-toto-attestation from PyPI; set \
          YARDSTICK_PYTHON to its interpreter (.ci/run makes one)",
-        found,
     )
 }
 

@@ -10,7 +10,6 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::{Sim, json, layered_spec, yardstick};
-use crate::external;
 
 /// The Kubernetes release of the schemas: the one k8s-openapi's types are (`v1_37`).
 const KUBERNETES: &str = "1.37.0";
@@ -18,25 +17,12 @@ const KUBERNETES: &str = "1.37.0";
 /// A Python that imports `kubernetes_validate`: `$YARDSTICK_PYTHON`, the venv `.ci/run` makes,
 /// or `python3`.
 fn validator(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("YARDSTICK_PYTHON")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([
-            PathBuf::from("/var/tmp/yardstick-pytools/venv/bin/python"),
-            PathBuf::from("python3"),
-        ])
-        .find(|p| {
-            Command::new(p)
-                .args(["-c", "import kubernetes_validate"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    external::require(
+    crate::common::python_importing(
         "kubernetes-validate",
         test,
+        "kubernetes_validate",
         "kubernetes-validate from PyPI (`pip install kubernetes-validate==1.37.0`) in the venv of \
          YARDSTICK_PYTHON (.ci/run installs it)",
-        found,
     )
 }
 

@@ -12,7 +12,6 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use crate::common::yardstick;
-use crate::external;
 use crate::server::{ServerProc, fixture, spec};
 
 /// The tool calls `mcp_client.py` makes and checks (besides `initialize` and `tools/list`).
@@ -23,25 +22,12 @@ const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/mcp_client.p
 /// A Python that imports the official MCP SDK: `$YARDSTICK_PYTHON`, the venv `.ci/run` makes,
 /// or `python3`.
 fn python(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("YARDSTICK_PYTHON")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([
-            PathBuf::from("/var/tmp/yardstick-pytools/venv/bin/python"),
-            PathBuf::from("python3"),
-        ])
-        .find(|p| {
-            Command::new(p)
-                .args(["-c", "import mcp.client.stdio, mcp.client.streamable_http"])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    external::require(
+    crate::common::python_importing(
         "mcp-python-sdk",
         test,
+        "mcp.client.stdio, mcp.client.streamable_http",
         "the official MCP Python SDK from PyPI (`pip install mcp`) in the venv of \
          YARDSTICK_PYTHON (.ci/run installs it)",
-        found,
     )
 }
 

@@ -14,7 +14,6 @@ use base64::Engine;
 use serde_json::Value;
 
 use crate::common::{Sim, bench_serve_json, json, serve_doc, yardstick};
-use crate::external;
 
 struct Receiver {
     child: Child,
@@ -33,28 +32,12 @@ impl Drop for Receiver {
 impl Receiver {
     /// Starts the receiver with a Python that imports `opentelemetry.proto`.
     fn start(test: &str) -> Option<Receiver> {
-        let found = std::env::var_os("YARDSTICK_PYTHON")
-            .map(PathBuf::from)
-            .into_iter()
-            .chain([
-                PathBuf::from("/var/tmp/yardstick-pytools/venv/bin/python"),
-                PathBuf::from("python3"),
-            ])
-            .find(|p| {
-                Command::new(p)
-                    .args([
-                        "-c",
-                        "import opentelemetry.proto.collector.trace.v1.trace_service_pb2",
-                    ])
-                    .output()
-                    .is_ok_and(|o| o.status.success())
-            });
-        let python = external::require(
+        let python = crate::common::python_importing(
             "opentelemetry-proto",
             test,
+            "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
             "opentelemetry-proto from PyPI (`pip install opentelemetry-proto`) in the venv of \
              YARDSTICK_PYTHON (.ci/run installs it)",
-            found,
         )?;
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("exports.jsonl");

@@ -196,6 +196,26 @@ pub fn assert_validate_refuses(path: &Path, spec: &str, cases: &[(&str, &str, &s
     }
 }
 
+/// A Python whose `import` of `modules` succeeds: `$YARDSTICK_PYTHON`, the virtualenv `.ci/run`
+/// makes, or `python3`; recorded as external `component` of `test` (`how` says how to install
+/// it when none is found).
+pub fn python_importing(component: &str, test: &str, modules: &str, how: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("YARDSTICK_PYTHON")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([
+            PathBuf::from("/var/tmp/yardstick-pytools/venv/bin/python"),
+            PathBuf::from("python3"),
+        ])
+        .find(|p| {
+            Command::new(p)
+                .args(["-c", &format!("import {modules}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    yardstick_testsupport::external::require(component, test, how, found)
+}
+
 /// The lines of a `yardstick sim --log` file by request id.
 pub fn sim_log_by_id(log: &Path) -> std::collections::HashMap<String, serde_json::Value> {
     std::fs::read_to_string(log)
