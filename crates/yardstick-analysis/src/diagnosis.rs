@@ -5,6 +5,8 @@
 //! * [`tail_latency`]: where p99 time to first token departs from its unloaded level as the
 //!   offered rate grows (the knee), and which part of the request grew there: the client's own
 //!   queue, the server's queue, time outside the server, or the server's service time.
+//! * [`starvation`]: whether one class of a mix (short prompts, long prompts) is slowed by the
+//!   other beyond what it sees alone, and whether short requests wait behind long prefills.
 
 use std::collections::BTreeMap;
 
@@ -401,6 +403,232 @@ pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis
     d
 }
 
+/// What one class of a starvation experiment measured: in the mix, and alone at its share of
+/// the mix's rate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClassFigures {
+    /// Its scenario (`D(64,16)`).
+    pub scenario: String,
+    /// Mean TTFT in the mix, ms.
+    pub mix_mean_ms: Option<Estimate>,
+    /// TTFT p50 in the mix, ms.
+    pub mix_p50_ms: Option<Estimate>,
+    /// TTFT p99 in the mix, ms.
+    pub mix_p99_ms: Option<Estimate>,
+    /// The point that ran it alone.
+    pub alone_point: Option<String>,
+    /// Mean TTFT alone, ms.
+    pub alone_mean_ms: Option<Estimate>,
+    /// TTFT p50 alone, ms.
+    pub alone_p50_ms: Option<Estimate>,
+    /// TTFT p99 alone, ms.
+    pub alone_p99_ms: Option<Estimate>,
+}
+
+/// What the mixed point of a starvation experiment measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MixFigures {
+    /// The mixed point.
+    pub point: String,
+    /// Its offered rate, requests/s.
+    pub offered_rps: f64,
+    /// The class with the shortest prompts.
+    pub short: ClassFigures,
+    /// The class with the longest prompts.
+    pub long: ClassFigures,
+    /// Mean TTFT of short requests sent while a long one waited for its first token, ms.
+    pub behind_ms: Option<Estimate>,
+    /// Mean TTFT of the other short requests, ms.
+    pub clear_ms: Option<Estimate>,
+    /// Share of short requests sent behind a long one.
+    pub behind_share: Option<f64>,
+}
+
+/// The least relative growth that counts as a class slowed by the mix, or as head-of-line
+/// blocking (besides the intervals).
+pub const STARVED_MIN_GROWTH: f64 = 0.20;
+
+/// Jain's fairness index at or above which a slowdown both classes share is called fair.
+pub const FAIR_JAIN: f64 = 0.9;
+
+/// The rule of [`starvation`], as stated in the diagnosis.
+pub const STARVATION_RULE: &str = "A class is slowed by the mix when its p99 TTFT in the mix has an interval wholly above its p99 TTFT alone (at its share of the mix's rate) and a mean at least 20 % above it. Short requests wait head-of-line when the mean TTFT of those sent while a long request still awaited its first token has an interval wholly above that of the others and is at least 20 % above it. Jain's fairness index is taken over the classes' p50 speeds in the mix relative to alone (alone / mix): 1 when both slow alike, 0.5 when one bears it all. Verdicts: the short class slowed with head-of-line waits is head-of-line (high confidence); slowed without them, short-starved (medium); only the long class slowed, long-starved (medium); both slowed with a fairness index of 0.9 or more, or neither slowed and both within 20 %, fair; anything else inconclusive.";
+
+fn wholly_above(a: Option<Estimate>, b: Option<Estimate>) -> Option<bool> {
+    let (a, b) = (a?, b?);
+    Some(a.lo > b.hi && a.mean >= b.mean * (1.0 + STARVED_MIN_GROWTH))
+}
+
+/// The starvation diagnosis of a mix and its classes alone.
+pub fn starvation(mix: Option<&MixFigures>) -> Diagnosis {
+    let mut d = Diagnosis {
+        playbook: "starvation".into(),
+        question: "Does one class of requests starve when short and long prompts share the server?"
+            .into(),
+        verdict: "inconclusive".into(),
+        confidence: "low".into(),
+        summary: String::new(),
+        rule: STARVATION_RULE.into(),
+        evidence: Vec::new(),
+        actions: Vec::new(),
+    };
+    let Some(m) = mix else {
+        d.summary =
+            "The run has no mixed point with both classes measured: nothing to diagnose.".into();
+        d.actions.push("Check the server answers (`yardstick bench serve --url URL --model M --max-requests 10`) and run again.".into());
+        return d;
+    };
+    let class_evidence = |name: &str, c: &ClassFigures| -> Option<Evidence> {
+        let (mix, alone) = (c.mix_p99_ms?, c.alone_p99_ms?);
+        Some(Evidence {
+            claim: format!(
+                "{name} requests ({}): p99 TTFT {:.1} ms [{:.1}, {:.1}] in the mix against {:.1} ms [{:.1}, {:.1}] alone ({:+.0} %).",
+                c.scenario,
+                mix.mean,
+                mix.lo,
+                mix.hi,
+                alone.mean,
+                alone.lo,
+                alone.hi,
+                (mix.mean / alone.mean - 1.0) * 100.0
+            ),
+            figures: fig(&[
+                ("mix_ttft_p99_ms", Some(mix.mean)),
+                ("mix_ttft_p99_ms_lo", Some(mix.lo)),
+                ("mix_ttft_p99_ms_hi", Some(mix.hi)),
+                ("alone_ttft_p99_ms", Some(alone.mean)),
+                ("alone_ttft_p99_ms_lo", Some(alone.lo)),
+                ("alone_ttft_p99_ms_hi", Some(alone.hi)),
+                ("mix_ttft_p50_ms", c.mix_p50_ms.map(|e| e.mean)),
+                ("alone_ttft_p50_ms", c.alone_p50_ms.map(|e| e.mean)),
+                ("mix_ttft_mean_ms", c.mix_mean_ms.map(|e| e.mean)),
+                ("alone_ttft_mean_ms", c.alone_mean_ms.map(|e| e.mean)),
+            ]),
+            at: m.point.clone(),
+        })
+    };
+    let (Some(short_ev), Some(long_ev)) = (
+        class_evidence("Short", &m.short),
+        class_evidence("Long", &m.long),
+    ) else {
+        d.summary = format!(
+            "The mix at {:.3} req/s or a class alone measured no TTFT: nothing to compare.",
+            m.offered_rps
+        );
+        d.actions.push("Check every point completed requests (`yardstick report RUN`); a class whose requests all failed is its own finding.".into());
+        return d;
+    };
+    d.evidence.push(short_ev);
+    d.evidence.push(long_ev);
+    let short_slowed = wholly_above(m.short.mix_p99_ms, m.short.alone_p99_ms).unwrap_or(false);
+    let long_slowed = wholly_above(m.long.mix_p99_ms, m.long.alone_p99_ms).unwrap_or(false);
+    let speed = |c: &ClassFigures| match (c.alone_mean_ms, c.mix_mean_ms) {
+        (Some(a), Some(x)) if x.mean > 0.0 => Some(a.mean / x.mean),
+        _ => None,
+    };
+    let jain = match (speed(&m.short), speed(&m.long)) {
+        (Some(a), Some(b)) if a + b > 0.0 => Some((a + b).powi(2) / (2.0 * (a * a + b * b))),
+        _ => None,
+    };
+    if let Some(j) = jain {
+        d.evidence.push(Evidence {
+            claim: format!(
+                "Jain's fairness index over the classes' speed in the mix relative to alone (mean TTFT alone / in the mix): {j:.2} (1 when both slow alike, 0.5 when one bears it all)."
+            ),
+            figures: fig(&[
+                ("jain_index", Some(j)),
+                ("short_speed", speed(&m.short)),
+                ("long_speed", speed(&m.long)),
+            ]),
+            at: m.point.clone(),
+        });
+    }
+    let hol = wholly_above(m.behind_ms, m.clear_ms).unwrap_or(false);
+    if let (Some(b), Some(c)) = (m.behind_ms, m.clear_ms) {
+        d.evidence.push(Evidence {
+            claim: format!(
+                "Short requests sent while a long one awaited its first token ({:.0} % of them) took {:.1} ms [{:.1}, {:.1}] to their first token; the others {:.1} ms [{:.1}, {:.1}]{}.",
+                m.behind_share.unwrap_or(0.0) * 100.0,
+                b.mean,
+                b.lo,
+                b.hi,
+                c.mean,
+                c.lo,
+                c.hi,
+                if hol { ": they wait behind long prefills" } else { "" }
+            ),
+            figures: fig(&[
+                ("behind_ttft_mean_ms", Some(b.mean)),
+                ("behind_ttft_mean_ms_lo", Some(b.lo)),
+                ("behind_ttft_mean_ms_hi", Some(b.hi)),
+                ("clear_ttft_mean_ms", Some(c.mean)),
+                ("clear_ttft_mean_ms_lo", Some(c.lo)),
+                ("clear_ttft_mean_ms_hi", Some(c.hi)),
+                ("behind_share", m.behind_share),
+            ]),
+            at: m.point.clone(),
+        });
+    }
+    let within = |c: &ClassFigures| match (c.mix_p99_ms, c.alone_p99_ms) {
+        (Some(x), Some(a)) => x.mean <= a.mean * (1.0 + STARVED_MIN_GROWTH),
+        _ => false,
+    };
+    let rate = m.offered_rps;
+    let (verdict, confidence) = match (short_slowed, long_slowed) {
+        (true, false) if hol => ("head-of-line", "high"),
+        (true, false) => ("short-starved", "medium"),
+        (false, true) => ("long-starved", "medium"),
+        (true, true) if jain.is_some_and(|j| j >= FAIR_JAIN) => ("fair", "medium"),
+        (true, true) if hol => ("head-of-line", "medium"),
+        (true, true) => ("inconclusive", "low"),
+        (false, false) if within(&m.short) && within(&m.long) => ("fair", "high"),
+        (false, false) => ("inconclusive", "low"),
+    };
+    d.verdict = verdict.into();
+    d.confidence = confidence.into();
+    let (s, l) = (&m.short.scenario, &m.long.scenario);
+    d.summary = match verdict {
+        "head-of-line" => format!(
+            "At {rate:.3} req/s the short requests ({s}) starve: their p99 TTFT in the mix is far above their own, and those sent while a long request ({l}) was in prefill waited for it."
+        ),
+        "short-starved" => format!(
+            "At {rate:.3} req/s the short requests ({s}) are slowed by the long ones ({l}) beyond what they see alone, though not visibly behind long prefills: they wait for the server's capacity the long requests hold."
+        ),
+        "long-starved" => format!(
+            "At {rate:.3} req/s the long requests ({l}) are slowed by the mix while the short ones ({s}) are not: the scheduler favours short requests."
+        ),
+        "fair" if short_slowed => format!(
+            "At {rate:.3} req/s both classes slow in the mix by similar factors (Jain's index {:.2}): the mix's total load, not starvation.",
+            jain.unwrap_or(1.0)
+        ),
+        "fair" => format!(
+            "At {rate:.3} req/s neither class is slowed by the other: each keeps its p99 TTFT within 20 % of its own."
+        ),
+        _ => format!(
+            "At {rate:.3} req/s the classes' TTFT moved, but not beyond their intervals or the 20 % the rule asks: inconclusive."
+        ),
+    };
+    match verdict {
+        "head-of-line" | "short-starved" => {
+            d.actions.push("Split long prefills so short requests are not held behind them: vLLM --enable-chunked-prefill with --max-num-batched-tokens 2048 (or less), SGLang --chunked-prefill-size, TGI --max-batch-prefill-tokens.".into());
+            d.actions.push("Give short, interactive requests priority (vLLM --scheduling-policy priority with a per-request priority), or route long prompts to their own replicas (prefill/decode disaggregation).".into());
+            d.actions.push("Confirm the fix with this playbook's spec (`yardstick playbook show starvation ...`) and `yardstick compare` of the two runs.".into());
+        }
+        "long-starved" => {
+            d.actions.push("Check the scheduler's priority or shortest-first settings and add an age bound, so long requests are admitted after a wait instead of indefinitely overtaken.".into());
+        }
+        "fair" => {
+            d.actions.push(format!(
+                "No starvation at this rate; to see where either class's tail starts, run `yardstick playbook tail-latency --url URL --model M --scenario \"{s}\"` (and the long class)."
+            ));
+        }
+        _ => {
+            d.actions.push("Narrow the intervals: more replicates or requests (--replicates 5, --requests 600), on a quieter client machine.".into());
+        }
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -510,6 +738,63 @@ mod tests {
         base.ttft_p99_ms = est(13.5, 8.0);
         let d = tail_latency(&[base, top], None);
         assert_eq!(d.verdict, "inconclusive", "{d:#?}");
+    }
+
+    fn class(scenario: &str, mix: f64, alone: f64) -> ClassFigures {
+        ClassFigures {
+            scenario: scenario.into(),
+            mix_mean_ms: est(mix / 2.0, 1.0),
+            mix_p50_ms: est(mix / 3.0, 1.0),
+            mix_p99_ms: est(mix, 3.0),
+            alone_point: Some(format!("alone/{scenario}")),
+            alone_mean_ms: est(alone / 2.0, 1.0),
+            alone_p50_ms: est(alone / 3.0, 1.0),
+            alone_p99_ms: est(alone, 3.0),
+        }
+    }
+
+    fn mix(short: (f64, f64), long: (f64, f64), behind: f64, clear: f64) -> MixFigures {
+        MixFigures {
+            point: "mix".into(),
+            offered_rps: 10.0,
+            short: class("D(64,16)", short.0, short.1),
+            long: class("D(2048,16)", long.0, long.1),
+            behind_ms: est(behind, 2.0),
+            clear_ms: est(clear, 2.0),
+            behind_share: Some(0.3),
+        }
+    }
+
+    #[test]
+    fn short_requests_behind_long_prefills_are_head_of_line() {
+        let d = starvation(Some(&mix((150.0, 20.0), (210.0, 200.0), 120.0, 15.0)));
+        assert_eq!(
+            (d.verdict.as_str(), d.confidence.as_str()),
+            ("head-of-line", "high"),
+            "{d:#?}"
+        );
+        assert!(d.actions[0].contains("chunked-prefill"), "{:?}", d.actions);
+        let jain = d.evidence[2].figures["jain_index"];
+        assert!(jain < 0.8, "{jain}");
+        let d = starvation(Some(&mix((150.0, 20.0), (210.0, 200.0), 20.0, 19.0)));
+        assert_eq!(d.verdict, "short-starved", "{d:#?}");
+    }
+
+    #[test]
+    fn a_mix_that_slows_neither_class_is_fair_and_the_long_class_can_starve() {
+        let d = starvation(Some(&mix((21.0, 20.0), (205.0, 200.0), 21.0, 20.0)));
+        assert_eq!(
+            (d.verdict.as_str(), d.confidence.as_str()),
+            ("fair", "high"),
+            "{d:#?}"
+        );
+        let d = starvation(Some(&mix((21.0, 20.0), (500.0, 200.0), 21.0, 20.0)));
+        assert_eq!(d.verdict, "long-starved", "{d:#?}");
+        // Both slowed alike: the total load, not starvation.
+        let d = starvation(Some(&mix((60.0, 20.0), (600.0, 200.0), 61.0, 60.0)));
+        assert_eq!(d.verdict, "fair", "{d:#?}");
+        assert!(d.summary.contains("similar factors"), "{}", d.summary);
+        assert_eq!(starvation(None).verdict, "inconclusive");
     }
 
     #[test]

@@ -118,6 +118,7 @@ impl HttpBackend {
                 body: body.clone(),
                 kind: None,
                 image_bytes: None,
+                class: None,
             };
             let rec = self.client.execute(&plan, Instant::now(), false).await;
             attempt += 1;

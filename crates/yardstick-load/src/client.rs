@@ -487,6 +487,7 @@ impl Client {
             rec.eval_task = k.task().map(|t| t.to_string());
         }
         rec.image_bytes = plan.image_bytes;
+        rec.class = plan.class;
         if check.is_some() {
             rec.answer_text.get_or_insert_with(String::new);
             rec.tool_calls = Some(Vec::new());

@@ -31,6 +31,29 @@ pub struct Lengths {
 
 /// Draws request `i`'s token counts from `scenario`.
 pub fn sample_lengths(scenario: &Scenario, rng: &mut Rng) -> Lengths {
+    sample(scenario, rng).0
+}
+
+/// Draws request `i`'s token counts from `scenario`, and its class: the part of a mix it drew
+/// (`None` for a single scenario).
+pub fn sample(scenario: &Scenario, rng: &mut Rng) -> (Lengths, Option<u8>) {
+    if let Some(parts) = scenario.parts() {
+        let total: f64 = parts.iter().map(|(w, _)| w).sum();
+        let mut u = rng.unit() * total;
+        let mut k = parts.len() - 1;
+        for (i, (w, _)) in parts.iter().enumerate() {
+            if u < *w {
+                k = i;
+                break;
+            }
+            u -= w;
+        }
+        return (sample_single(&parts[k].1, rng), Some(k as u8));
+    }
+    (sample_single(scenario, rng), None)
+}
+
+fn sample_single(scenario: &Scenario, rng: &mut Rng) -> Lengths {
     // Clamped to what a scenario may ask for: a wide distribution's tail must not ask for a
     // prompt that cannot be built.
     let normal = |rng: &mut Rng, mu: f64, sd: f64| {
@@ -68,6 +91,8 @@ pub fn sample_lengths(scenario: &Scenario, rng: &mut Rng) -> Lengths {
             input: *tokens,
             output: None,
         },
+        // A mix's part is never a mix ([`sample`] draws the part first).
+        Scenario::Mix { parts } => sample_single(&parts[0].1, rng),
     }
 }
 
@@ -85,6 +110,8 @@ pub struct PlannedRequest {
     pub kind: Option<Arc<crate::kinds::RequestKind>>,
     /// Bytes of the images it carries (PNG, before base64), when the run sends images.
     pub image_bytes: Option<u64>,
+    /// Its class: the part of a mixed scenario it drew (`0.8*D(64,16) + 0.2*D(2048,16)`).
+    pub class: Option<u8>,
 }
 
 /// One prompt of a dataset.
@@ -513,6 +540,7 @@ impl Planner {
             body: Bytes::from(body),
             kind: Some(item.kind.clone()),
             image_bytes: None,
+            class: None,
         }
     }
 
@@ -531,6 +559,16 @@ impl Planner {
     /// The request of unit `i` with this prompt and these lengths: a body of the plan's API,
     /// of the unit's kind when the plan mixes kinds, with the plan's images.
     fn build(&self, i: u64, prompt: &str, lengths: Lengths) -> PlannedRequest {
+        self.build_class(i, prompt, lengths, None)
+    }
+
+    fn build_class(
+        &self,
+        i: u64,
+        prompt: &str,
+        lengths: Lengths,
+        class: Option<u8>,
+    ) -> PlannedRequest {
         let kind = self.kinds.as_ref().map(|m| m.draw(self.seed, i).clone());
         let structured = kind
             .as_ref()
@@ -576,6 +614,7 @@ impl Planner {
             body: Bytes::from(body),
             kind,
             image_bytes: images.map(|(_, b)| b),
+            class,
         }
     }
 
@@ -801,6 +840,7 @@ impl Planner {
             body: Bytes::from(body),
             kind: None,
             image_bytes: None,
+            class: None,
         }
     }
 
@@ -846,12 +886,12 @@ impl Planner {
                 },
             );
         }
-        let lengths = sample_lengths(&self.scenario, &mut rng);
+        let (lengths, class) = sample(&self.scenario, &mut rng);
         let prompt = match &self.tokenizer {
             Some(t) => t.prompt(lengths.input, &mut rng),
             None => corpus_prompt(lengths.input, &mut rng),
         };
-        self.build(i, &prompt, lengths)
+        self.build_class(i, &prompt, lengths, class)
     }
 }
 

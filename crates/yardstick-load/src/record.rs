@@ -129,6 +129,10 @@ pub struct RequestRecord {
     /// Bytes of the images the request carried (PNG, before base64), when the run sent images.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image_bytes: Option<u64>,
+    /// Its class: the part of a mixed scenario it drew, from 0 (`0.8*D(64,16) + 0.2*D(2048,16)`);
+    /// absent for a single scenario.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<u8>,
     /// Sent as `X-Request-Id` (joins with server logs).
     pub request_id: String,
     /// The W3C trace id sent in its `traceparent` header (joins with the server's traces);
@@ -252,6 +256,7 @@ impl RequestRecord {
             invalid_reason: None,
             eval_task: None,
             image_bytes: None,
+            class: None,
             request_id,
             trace_id: None,
             response_id: None,

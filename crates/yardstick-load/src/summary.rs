@@ -303,10 +303,23 @@ impl Measured for PointSummary {
             self.session_throughput
                 .map(|v| Measurement::value(id::SESSION_THROUGHPUT, v)),
         );
+        if let Some(h) = &self.head_of_line {
+            push_stats(
+                &mut out,
+                id::HEAD_OF_LINE_TTFT_MS,
+                [
+                    ("behind", h.behind_ttft_ms_mean),
+                    ("clear", h.clear_ttft_ms_mean),
+                ],
+            );
+            out.push(Measurement::value(id::HEAD_OF_LINE_SHARE, h.behind_share));
+        }
         for (metric, d) in [
             (id::SESSION_DURATION_S, &self.session_duration_s),
             (id::FIRST_TURN_TTFT_MS, &self.first_turn_ttft_ms),
             (id::LATER_TURN_TTFT_MS, &self.later_turn_ttft_ms),
+            (id::SHORT_TTFT_MS, &self.short_ttft_ms),
+            (id::LONG_TTFT_MS, &self.long_ttft_ms),
         ] {
             if let Some(d) = d {
                 d.push_to(&mut out, metric);
@@ -843,6 +856,18 @@ pub struct PointSummary {
     /// and, for the structured kinds, how many answers were valid.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_kind: BTreeMap<crate::kinds::Kind, KindSummary>,
+    /// Each class of a mixed scenario (`0.8*D(64,16) + 0.2*D(2048,16)`) on its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_class: Vec<ClassPart>,
+    /// TTFT of the mix's class with the shortest prompts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_ttft_ms: Option<Distribution>,
+    /// TTFT of the mix's class with the longest prompts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_ttft_ms: Option<Distribution>,
+    /// Whether the mix's short requests waited behind long ones ([`HeadOfLine`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_of_line: Option<HeadOfLine>,
     /// Valid answers over checked answers of every structured kind (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_rate: Option<f64>,
@@ -1277,6 +1302,11 @@ pub fn summarize(
             })
             .collect();
     }
+    if let Ok(mix) = scenario.parse::<yardstick_spec::scenario::Scenario>()
+        && let Some(parts) = mix.parts()
+    {
+        classes(&mut whole, parts, records);
+    }
     let mut by_kind: BTreeMap<crate::kinds::Kind, Vec<&RequestRecord>> = BTreeMap::new();
     for r in records {
         if let Some(k) = r.kind {
@@ -1315,6 +1345,123 @@ pub fn summarize(
         }
     }
     whole
+}
+
+/// One class of a mixed scenario: its requests on their own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClassPart {
+    /// Its index in the mix, from 0.
+    pub class: u8,
+    /// Its scenario (`D(64,16)`).
+    pub scenario: String,
+    /// Its share of the requests, normalised over the mix.
+    pub share: f64,
+    /// Measured requests that succeeded.
+    pub completed: u64,
+    /// Measured requests that failed.
+    pub failed: u64,
+    /// Time to first token.
+    pub ttft_ms: Option<Distribution>,
+    /// End-to-end latency.
+    pub e2e_ms: Option<Distribution>,
+}
+
+/// Head-of-line blocking in a mix, from the client's timings alone: a request of the
+/// shortest-prompt class is *behind* when, at its send, a request of the longest-prompt class
+/// had been sent and had not yet received its first token (it was queued or in prefill).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HeadOfLine {
+    /// Completed short requests sent behind a long one.
+    pub behind: u64,
+    /// Completed short requests sent with no long request waiting.
+    pub clear: u64,
+    /// Mean TTFT of those behind, ms.
+    pub behind_ttft_ms_mean: Option<f64>,
+    /// Mean TTFT of the others, ms.
+    pub clear_ttft_ms_mean: Option<f64>,
+    /// `behind / (behind + clear)`.
+    pub behind_share: f64,
+}
+
+/// Fills a mixed scenario's classes, the short and long classes' TTFT and the head-of-line
+/// evidence into `whole` from the point's records.
+fn classes(
+    whole: &mut PointSummary,
+    parts: &[(f64, yardstick_spec::scenario::Scenario)],
+    records: &[RequestRecord],
+) {
+    let total: f64 = parts.iter().map(|(w, _)| w).sum();
+    let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
+    let of = |k: u8| measured.iter().copied().filter(move |r| r.class == Some(k));
+    whole.per_class = parts
+        .iter()
+        .enumerate()
+        .map(|(k, (w, sc))| {
+            let k = k as u8;
+            let ok: Vec<&RequestRecord> = of(k).filter(|r| r.ok()).collect();
+            ClassPart {
+                class: k,
+                scenario: sc.to_string(),
+                share: w / total,
+                completed: ok.len() as u64,
+                failed: of(k).filter(|r| !r.ok()).count() as u64,
+                ttft_ms: Distribution::of(ok.iter().filter_map(|r| r.ttft_ms()).collect()),
+                e2e_ms: Distribution::of(ok.iter().filter_map(|r| r.e2e_ms()).collect()),
+            }
+        })
+        .collect();
+    let by_input = |a: &&(usize, &(f64, yardstick_spec::scenario::Scenario)),
+                    b: &&(usize, &(f64, yardstick_spec::scenario::Scenario))| {
+        a.1.1.mean_input().total_cmp(&b.1.1.mean_input())
+    };
+    let indexed: Vec<(usize, &(f64, yardstick_spec::scenario::Scenario))> =
+        parts.iter().enumerate().collect();
+    let (Some(short), Some(long)) = (
+        indexed.iter().min_by(by_input).map(|p| p.0 as u8),
+        indexed.iter().max_by(by_input).map(|p| p.0 as u8),
+    ) else {
+        return;
+    };
+    if parts[short as usize].1.mean_input() >= parts[long as usize].1.mean_input() {
+        return;
+    }
+    whole.short_ttft_ms = whole.per_class[short as usize].ttft_ms.clone();
+    whole.long_ttft_ms = whole.per_class[long as usize].ttft_ms.clone();
+    // Every long request (warm-up ones too: they load the server as much) waits from its send
+    // to its first token, or to its end when it got none.
+    let mut waits: Vec<(u64, u64)> = records
+        .iter()
+        .filter(|r| r.class == Some(long))
+        .filter_map(|r| Some((r.sent_ns?, r.first_content_ns.or(r.done_ns)?)))
+        .collect();
+    waits.sort_unstable();
+    let mut reach = Vec::with_capacity(waits.len());
+    let mut furthest = 0;
+    for (_, end) in &waits {
+        furthest = furthest.max(*end);
+        reach.push(furthest);
+    }
+    let behind = |t: u64| {
+        let n = waits.partition_point(|(start, _)| *start <= t);
+        n > 0 && reach[n - 1] > t
+    };
+    let (mut b, mut c) = (Vec::new(), Vec::new());
+    for r in of(short).filter(|r| r.ok()) {
+        let (Some(sent), Some(ttft)) = (r.sent_ns, r.ttft_ms()) else {
+            continue;
+        };
+        if behind(sent) { &mut b } else { &mut c }.push(ttft);
+    }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    if b.len() + c.len() > 0 {
+        whole.head_of_line = Some(HeadOfLine {
+            behind: b.len() as u64,
+            clear: c.len() as u64,
+            behind_ttft_ms_mean: mean(&b),
+            clear_ttft_ms_mean: mean(&c),
+            behind_share: b.len() as f64 / (b.len() + c.len()) as f64,
+        });
+    }
 }
 
 fn summarize_refs(
@@ -1469,6 +1616,10 @@ fn summarize_refs(
             .and_then(|r| r.error_message.clone()),
         per_model: BTreeMap::new(),
         per_kind: BTreeMap::new(),
+        per_class: Vec::new(),
+        short_ttft_ms: None,
+        long_ttft_ms: None,
+        head_of_line: None,
         valid_rate: None,
         eval_mix: None,
         accuracy: None,
@@ -1657,6 +1808,69 @@ pub(crate) mod tests {
         r.output_tokens = Some(tokens);
         r.output_tokens_source = Some(TokenSource::ServerUsage);
         r
+    }
+
+    /// A mixed scenario reports each class, the short and long classes' TTFT, and which short
+    /// requests were sent while a long one still waited for its first token.
+    #[test]
+    fn a_mix_reports_its_classes_and_head_of_line_waits() {
+        let class = |mut r: RequestRecord, k: u8| {
+            r.class = Some(k);
+            r
+        };
+        // Long requests (class 1) wait from 0.5 to 300 ms and from 1000.5 to 1300 ms.
+        let mut all = vec![
+            class(rec(0, 0, &[300, 310], 2), 1),
+            class(rec(1, 1000, &[1300, 1310], 2), 1),
+        ];
+        // Short ones (class 0): at 100 and 200 ms behind the first long one (TTFT 200 ms and
+        // 100 ms), at 500 and 600 ms clear (TTFT 10 ms), at 1100 ms behind the second (190 ms).
+        for (i, (at, first)) in [(100, 300), (200, 300), (500, 510), (600, 610), (1100, 1290)]
+            .into_iter()
+            .enumerate()
+        {
+            all.push(class(rec(i as u64 + 2, at, &[first, first + 5], 2), 0));
+        }
+        let level = LoadLevel {
+            mode: "rate".into(),
+            value: 2.0,
+            arrival: None,
+        };
+        let s = summarize(
+            "0.8*D(10,2)+0.2*D(1000,2)",
+            level.clone(),
+            &all,
+            &Slo::default(),
+            StopReason::MaxRequests,
+        );
+        assert_eq!(s.per_class.len(), 2);
+        assert_eq!(s.per_class[0].scenario, "D(10,2)");
+        assert!((s.per_class[1].share - 0.2).abs() < 1e-12);
+        assert_eq!((s.per_class[0].completed, s.per_class[1].completed), (5, 2));
+        assert_eq!(s.short_ttft_ms.as_ref().unwrap().count, 5);
+        assert_eq!(s.long_ttft_ms.as_ref().unwrap().p50, 300.0);
+        let h = s.head_of_line.clone().unwrap();
+        assert_eq!((h.behind, h.clear), (3, 2));
+        assert!((h.behind_ttft_ms_mean.unwrap() - (200.0 + 100.0 + 190.0) / 3.0).abs() < 1e-9);
+        assert!((h.clear_ttft_ms_mean.unwrap() - 10.0).abs() < 1e-9);
+        assert!((h.behind_share - 0.6).abs() < 1e-12);
+        let m = s.measurements();
+        let stat = |metric: &str, st: &str| {
+            m.iter()
+                .find(|x| x.metric == metric && x.statistic == st)
+                .map(|x| x.value)
+        };
+        assert_eq!(stat(id::HEAD_OF_LINE_SHARE, "value"), Some(0.6));
+        assert_eq!(stat(id::LONG_TTFT_MS, "p50"), Some(300.0));
+        // A single scenario has none of it.
+        let plain = summarize(
+            "D(10,2)",
+            level,
+            &all,
+            &Slo::default(),
+            StopReason::MaxRequests,
+        );
+        assert!(plain.per_class.is_empty() && plain.head_of_line.is_none());
     }
 
     /// A point that mixed models reports each model from its own records, with the same

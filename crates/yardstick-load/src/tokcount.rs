@@ -216,6 +216,7 @@ mod tests {
             body: Bytes::from(body.to_string()),
             kind: None,
             image_bytes: None,
+            class: None,
         };
         assert_eq!(
             prompt_of(&plan(json!({"prompt": "a b"}))).as_deref(),

@@ -118,16 +118,11 @@ fn modelled(p: &Point, server: Option<&[String]>) -> Option<f64> {
                     // The embedded simulator, or `yardstick sim` as the server under test: its
                     // latencies are known.
                     let sim = server.and_then(sim_server).unwrap_or_default();
-                    let out = match point.scenario.parse::<Scenario>().ok()? {
-                        Scenario::Deterministic { output, .. } => output as f64,
-                        Scenario::Normal { output_mean, .. } => output_mean,
-                        Scenario::Uniform {
-                            output: Some((lo, hi)),
-                            ..
-                        } => (lo + hi) as f64 / 2.0,
-                        Scenario::Uniform { output: None, .. } => sim.default_max_tokens as f64,
-                        Scenario::Embedding { .. } => 0.0,
-                    };
+                    let out = point
+                        .scenario
+                        .parse::<Scenario>()
+                        .ok()?
+                        .mean_output(sim.default_max_tokens as f64);
                     let request = sim.ttft.as_secs_f64() + out * sim.itl.as_secs_f64();
                     let streams = point
                         .load_value

@@ -5,11 +5,17 @@
 //! * `tail-latency`: a closed-loop probe finds the throughput the server sustains (unless the
 //!   highest rate is given); an open-loop Poisson sweep then walks evenly spaced rates up to it,
 //!   three replicates each, and the diagnosis finds the knee and what grew there.
+//! * `starvation`: short and long requests mixed at one open-loop rate, and each class alone at
+//!   its share of that rate; the diagnosis compares each class's TTFT in the mix with its own,
+//!   and whether short requests wait behind long prefills.
 
-use yardstick_analysis::diagnosis::{self, Diagnosis, Estimate, LoadLevel};
+use yardstick_analysis::diagnosis::{
+    self, ClassFigures, Diagnosis, Estimate, LoadLevel, MixFigures,
+};
 use yardstick_spec::BenchmarkRun;
 use yardstick_spec::metrics::id;
 use yardstick_spec::model::PlaybookName;
+use yardstick_spec::scenario::Scenario;
 use yardstick_store::summary::{PointAggregates, RunSummary};
 
 /// A playbook: its name, the question it answers, and whether this version runs it.
@@ -26,23 +32,41 @@ pub struct PlaybookInfo {
 }
 
 /// The playbooks this version runs.
-pub const PLAYBOOKS: &[PlaybookInfo] = &[PlaybookInfo {
-    name: "tail-latency",
-    question: "Why is my p99 TTFT bad, and from what load on?",
-    experiment: "a closed-loop probe for the throughput the server sustains, then an open-loop \
+pub const PLAYBOOKS: &[PlaybookInfo] = &[
+    PlaybookInfo {
+        name: "tail-latency",
+        question: "Why is my p99 TTFT bad, and from what load on?",
+        experiment: "a closed-loop probe for the throughput the server sustains, then an open-loop \
                  Poisson sweep of evenly spaced rates up to it (3 replicates each); the knee is \
                  where p99 TTFT leaves its unloaded level beyond its interval, and the growth \
                  there is split into client queue, server queue, time outside the server and \
                  service time",
-    verdicts: &[
-        "queueing",
-        "service-time",
-        "client",
-        "network",
-        "no-knee",
-        "inconclusive",
-    ],
-}];
+        verdicts: &[
+            "queueing",
+            "service-time",
+            "client",
+            "network",
+            "no-knee",
+            "inconclusive",
+        ],
+    },
+    PlaybookInfo {
+        name: "starvation",
+        question: "Does one class of requests starve when short and long prompts share the server?",
+        experiment: "short and long requests mixed at one open-loop rate (by default 60 % of what \
+                     a closed-loop probe of the mix sustains), and each class alone at its share \
+                     of that rate (3 replicates each); each class's p99 TTFT in the mix is \
+                     compared with its own, Jain's fairness index is taken over the classes, and \
+                     short requests sent while a long one was in prefill are compared with the rest",
+        verdicts: &[
+            "head-of-line",
+            "short-starved",
+            "long-starved",
+            "fair",
+            "inconclusive",
+        ],
+    },
+];
 
 /// The settings of a tail-latency experiment.
 #[derive(Debug, Clone)]
@@ -153,6 +177,113 @@ spec:
     )
 }
 
+/// The settings of a starvation experiment.
+#[derive(Debug, Clone)]
+pub struct Starvation {
+    /// The benchmark's name (`metadata.name`).
+    pub name: String,
+    /// The server's base URL.
+    pub url: String,
+    /// The model.
+    pub model: String,
+    /// The API (`chat` or `completions`).
+    pub api: String,
+    /// The precision the server runs, recorded with the run.
+    pub precision: String,
+    /// The short class (`D(64,16)`).
+    pub short: String,
+    /// The long class (`D(2048,16)`).
+    pub long: String,
+    /// The long class's share of the mix's requests, in (0, 1).
+    pub long_share: f64,
+    /// The mix's rate, requests/s.
+    pub rate: f64,
+    /// Replicates per point.
+    pub replicates: u32,
+    /// Requests per replicate of the mix at most (each class alone: its share, at least 20).
+    pub requests: u64,
+    /// Seconds per replicate at most.
+    pub duration_s: f64,
+}
+
+impl Starvation {
+    /// The mixed scenario: `0.8*D(64,16)+0.2*D(2048,16)`.
+    pub fn mix(&self) -> String {
+        let w = |x: f64| significant(x).to_string();
+        format!(
+            "{}*{}+{}*{}",
+            w(1.0 - self.long_share),
+            self.short,
+            w(self.long_share),
+            self.long
+        )
+    }
+}
+
+/// The spec of a starvation experiment: each class alone at its share of the rate, then the mix.
+pub fn starvation_spec(t: &Starvation) -> String {
+    let entry = |scenario: &str, rate: f64, requests: u64| {
+        format!(
+            "      - kind: serve
+        target: {{url: {url}, api: {api}, model: {model}}}
+        scenarios: [{scenario}]
+        load: {{mode: rate, arrival: poisson, values: [{rate}]}}
+        stop: {{maxRequests: {requests}, maxDuration: {duration}s}}
+",
+            url = yaml_str(&t.url),
+            api = t.api,
+            model = yaml_str(&t.model),
+            scenario = yaml_str(scenario),
+            rate = significant(rate),
+            requests = requests.max(20),
+            duration = t.duration_s,
+        )
+    };
+    let short_share = 1.0 - t.long_share;
+    let share = |f: f64| (t.requests as f64 * f).round() as u64;
+    format!(
+        "# Written by `yardstick playbook show starvation`: short and long requests mixed at {rate} req/s,
+# and each class alone at its share of that rate; the run's summary ends with the diagnosis
+# (docs/playbooks.md).
+apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata:
+  name: {name}
+  labels: {{playbook: starvation}}
+spec:
+  mode: exploratory
+  playbook: starvation
+  workload:
+    model: {model}
+    precision: {precision}
+    sequenceLengths: {mix}
+    batching: continuous
+    concurrency: 1
+    dataset: {{kind: synthetic, seed: 42}}
+    correctness: {{policy: none}}
+  trials:
+    replicates: {replicates}
+    warmup: {{requests: 5}}
+    confidenceLevel: 0.95
+    outlierPolicy: report-tukey
+    order: interleaved
+  layers:
+    component:
+{short}{long}{mixed}  provenance:
+    signing: off
+",
+        rate = significant(t.rate),
+        name = t.name,
+        model = yaml_str(&t.model),
+        precision = t.precision,
+        mix = yaml_str(&t.mix()),
+        replicates = t.replicates,
+        short = entry(&t.short, t.rate * short_share, share(short_share)),
+        long = entry(&t.long, t.rate * t.long_share, share(t.long_share)),
+        mixed = entry(&t.mix(), t.rate, t.requests),
+    )
+}
+
 /// The spec of the probe before a tail-latency sweep: closed loop at `concurrency`, three short
 /// replicates (the fewest a result takes), each long enough to fill the server.
 pub fn probe_spec(t: &TailLatency, concurrency: u32) -> String {
@@ -247,9 +378,56 @@ fn level(p: &PointAggregates) -> Option<LoadLevel> {
     })
 }
 
+fn scenario_of(p: &PointAggregates) -> Option<Scenario> {
+    p.work.get("scenario")?.as_str()?.parse().ok()
+}
+
+/// The mixed point of a starvation run and its classes, each beside the point that ran it alone.
+fn mix_figures(summary: &RunSummary) -> Option<MixFigures> {
+    let (point, parts) = summary.points.iter().find_map(|p| {
+        let sc = scenario_of(p)?;
+        let parts = sc.parts()?.to_vec();
+        let first = parts.first()?.1.mean_input();
+        parts
+            .iter()
+            .any(|(_, x)| x.mean_input() != first)
+            .then_some((p, parts))
+    })?;
+    let by_input =
+        |a: &&(f64, Scenario), b: &&(f64, Scenario)| a.1.mean_input().total_cmp(&b.1.mean_input());
+    let short = &parts.iter().min_by(by_input)?.1;
+    let long = &parts.iter().max_by(by_input)?.1;
+    let class = |sc: &Scenario, metric: &str| {
+        let alone = summary
+            .points
+            .iter()
+            .find(|p| scenario_of(p).as_ref() == Some(sc));
+        ClassFigures {
+            scenario: sc.to_string(),
+            mix_mean_ms: estimate(point, metric, "mean"),
+            mix_p50_ms: estimate(point, metric, "p50"),
+            mix_p99_ms: estimate(point, metric, "p99"),
+            alone_point: alone.map(|p| p.id.clone()),
+            alone_mean_ms: alone.and_then(|p| estimate(p, id::TTFT_MS, "mean")),
+            alone_p50_ms: alone.and_then(|p| estimate(p, id::TTFT_MS, "p50")),
+            alone_p99_ms: alone.and_then(|p| estimate(p, id::TTFT_MS, "p99")),
+        }
+    };
+    Some(MixFigures {
+        point: point.id.clone(),
+        offered_rps: point.work.get("load_value")?.as_f64()?,
+        short: class(short, id::SHORT_TTFT_MS),
+        long: class(long, id::LONG_TTFT_MS),
+        behind_ms: estimate(point, id::HEAD_OF_LINE_TTFT_MS, "behind"),
+        clear_ms: estimate(point, id::HEAD_OF_LINE_TTFT_MS, "clear"),
+        behind_share: mean(point, id::HEAD_OF_LINE_SHARE, "value"),
+    })
+}
+
 /// The diagnosis of a finished run whose spec names a playbook (`None` otherwise).
 pub fn diagnose(spec: &BenchmarkRun, summary: &RunSummary) -> Option<Diagnosis> {
     match spec.spec.as_ref()?.playbook? {
+        PlaybookName::Starvation => Some(diagnosis::starvation(mix_figures(summary).as_ref())),
         PlaybookName::TailLatency => {
             let levels: Vec<LoadLevel> = summary.points.iter().filter_map(level).collect();
             let slo = summary
@@ -309,8 +487,36 @@ mod tests {
         assert_eq!(rates(0.5, 2), [0.25, 0.5]);
     }
 
+    fn starving() -> Starvation {
+        Starvation {
+            name: "playbook-starvation".into(),
+            url: "http://127.0.0.1:8000".into(),
+            model: "m".into(),
+            api: "chat".into(),
+            precision: "bf16".into(),
+            short: "D(64,16)".into(),
+            long: "D(2048,16)".into(),
+            long_share: 0.2,
+            rate: 12.5,
+            replicates: 3,
+            requests: 300,
+            duration_s: 30.0,
+        }
+    }
+
     #[test]
     fn the_written_specs_validate_and_name_the_playbook() {
+        let starve = starvation_spec(&starving());
+        assert!(
+            starve.contains("values: [10]") && starve.contains("values: [2.5]"),
+            "{starve}"
+        );
+        assert!(
+            starve.contains("\"0.8*D(64,16)+0.2*D(2048,16)\""),
+            "{starve}"
+        );
+        let checked = yardstick_spec::check_str(&starve);
+        assert!(checked.is_valid(), "{:#?}\n{starve}", checked.diagnostics);
         for text in [tail_latency_spec(&settings()), probe_spec(&settings(), 32)] {
             let checked = yardstick_spec::check_str(&text);
             assert!(checked.is_valid(), "{:#?}\n{text}", checked.diagnostics);

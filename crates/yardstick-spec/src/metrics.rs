@@ -425,6 +425,14 @@ pub mod id {
     pub const FIRST_TURN_TTFT_MS: &str = "first_turn_ttft_ms";
     /// `later_turn_ttft_ms`.
     pub const LATER_TURN_TTFT_MS: &str = "later_turn_ttft_ms";
+    /// `short_ttft_ms`.
+    pub const SHORT_TTFT_MS: &str = "short_ttft_ms";
+    /// `long_ttft_ms`.
+    pub const LONG_TTFT_MS: &str = "long_ttft_ms";
+    /// `head_of_line_ttft_ms`.
+    pub const HEAD_OF_LINE_TTFT_MS: &str = "head_of_line_ttft_ms";
+    /// `head_of_line_share`.
+    pub const HEAD_OF_LINE_SHARE: &str = "head_of_line_share";
     /// `token_count_disagreements`.
     pub const TOKEN_COUNT_DISAGREEMENTS: &str = "token_count_disagreements";
     /// `cost_per_1m_output_tokens`.
@@ -890,6 +898,42 @@ pub const CATALOGUE: &[MetricDef] = &[
         DIST,
         None,
         "Time to first token of sessions' later turns, whose prompts repeat the conversation so far (where prefix caching helps)."
+    ),
+    m!(
+        id::SHORT_TTFT_MS,
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        None,
+        "Time to first token of a mixed scenario's class with the shortest prompts (`0.8*D(64,16) + 0.2*D(2048,16)`: the D(64,16) requests)."
+    ),
+    m!(
+        id::LONG_TTFT_MS,
+        "ms",
+        LowerIsBetter,
+        Latency,
+        DIST,
+        None,
+        "Time to first token of a mixed scenario's class with the longest prompts."
+    ),
+    m!(
+        id::HEAD_OF_LINE_TTFT_MS,
+        "ms",
+        LowerIsBetter,
+        Latency,
+        &["behind", "clear"],
+        None,
+        "Mean time to first token of a mix's shortest-prompt requests sent while a longest-prompt request was still waiting for its first token (behind), and of the others (clear): head-of-line blocking shows as behind above clear."
+    ),
+    m!(
+        id::HEAD_OF_LINE_SHARE,
+        "ratio",
+        Neither,
+        Descriptive,
+        VALUE,
+        None,
+        "Share of a mix's shortest-prompt requests sent while a longest-prompt request was still waiting for its first token."
     ),
     m!(
         id::REQUESTS,

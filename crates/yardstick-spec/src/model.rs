@@ -112,6 +112,8 @@ pub struct Spec {
 pub enum PlaybookName {
     /// Where p99 TTFT departs from its unloaded level as the rate grows, and why.
     TailLatency,
+    /// Whether one class of requests (short prompts, long prompts) starves when they are mixed.
+    Starvation,
 }
 
 impl PlaybookName {
@@ -119,6 +121,7 @@ impl PlaybookName {
     pub fn name(self) -> &'static str {
         match self {
             PlaybookName::TailLatency => "tail-latency",
+            PlaybookName::Starvation => "starvation",
         }
     }
 }

@@ -300,9 +300,9 @@ pub const RULES: &[RuleInfo] = &[
     },
     RuleInfo {
         id: "playbook-config",
-        summary: "a `tail-latency` playbook's spec has exactly one serve entry whose load sweeps two or more rates",
+        summary: "a `tail-latency` playbook's spec has exactly one serve entry whose load sweeps two or more rates; a `starvation` playbook's spec has exactly one serve entry with a mixed scenario (parts of different prompt lengths) at an open-loop rate",
         section: "playbooks",
-        hint: "let `yardstick playbook show tail-latency --url URL --model M` write the spec",
+        hint: "let `yardstick playbook show NAME --url URL --model M` write the spec",
     },
     RuleInfo {
         id: "gates-tolerance",
@@ -401,16 +401,7 @@ fn playbook(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     };
     match p {
         crate::model::PlaybookName::TailLatency => {
-            let serve: Vec<&crate::model::ComponentLayer> = spec
-                .layers
-                .as_ref()
-                .and_then(|l| l.component.as_ref())
-                .map(|c| {
-                    c.iter()
-                        .filter(|c| c.kind == Some(ComponentKind::Serve))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let serve = serve_entries(spec);
             let rates = |c: &crate::model::ComponentLayer| {
                 c.load.as_ref().is_some_and(|l| {
                     l.mode == Some(crate::model::LoadMode::Rate)
@@ -426,7 +417,44 @@ fn playbook(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                 );
             }
         }
+        crate::model::PlaybookName::Starvation => {
+            let mixes = serve_entries(spec)
+                .into_iter()
+                .filter(|c| {
+                    c.scenarios.iter().flatten().any(|s| {
+                        s.0.parts().is_some_and(|parts| {
+                            let lengths: Vec<f64> =
+                                parts.iter().map(|(_, p)| p.mean_input()).collect();
+                            lengths.iter().any(|l| *l != lengths[0])
+                        })
+                    }) && c
+                        .load
+                        .as_ref()
+                        .is_some_and(|l| l.mode == Some(crate::model::LoadMode::Rate))
+                })
+                .count();
+            if mixes != 1 {
+                cx.error(
+                    "playbook-config",
+                    "/spec/playbook",
+                    format!("`playbook: starvation` needs exactly one serve entry with a mixed scenario of different prompt lengths (`0.8*D(64,16) + 0.2*D(2048,16)`) at an open-loop rate; this spec has {mixes}"),
+                    "let `yardstick playbook show starvation --url URL --model M` write the spec",
+                );
+            }
+        }
     }
+}
+
+fn serve_entries(spec: &Spec) -> Vec<&crate::model::ComponentLayer> {
+    spec.layers
+        .as_ref()
+        .and_then(|l| l.component.as_ref())
+        .map(|c| {
+            c.iter()
+                .filter(|c| c.kind == Some(ComponentKind::Serve))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `spec.observability`: an http(s) receiver, header names and environment variable names, an

@@ -9,6 +9,7 @@
 //! | `U(min_in,max_in)/(min_out,max_out)` | uniform (inclusive) for input and output tokens |
 //! | `U(min,max)` | uniform input tokens; the output length is not forced |
 //! | `E(tokens)` | embeddings: `tokens` input tokens per document, no output |
+//! | `0.8*D(64,16) + 0.2*D(2048,16)` | a mix: each request draws one part, in proportion to the weights (default 1) |
 //!
 //! Whitespace around numbers is allowed; numbers are non-negative integers (means and standard
 //! deviations may be decimals) of at most [`MAX_TOKENS`]. Sampling lives with the load generator; this module only parses
@@ -19,7 +20,11 @@ use std::str::FromStr;
 
 /// The accepted forms, shown in every parse error.
 pub const ACCEPTED_FORMS: &str = "D(in,out), N(mu_in,sd_in)/(mu_out,sd_out), \
-U(min_in,max_in)/(min_out,max_out), U(min,max), E(tokens)";
+U(min_in,max_in)/(min_out,max_out), U(min,max), E(tokens), and mixes of them: \
+0.8*D(64,16) + 0.2*D(2048,16)";
+
+/// The most parts a mix may have.
+pub const MAX_MIX_PARTS: usize = 16;
 
 /// The most tokens a scenario may ask for in one request (prompt or output): ten million, past
 /// any model's context window. A larger count is a typo, and a prompt of 2^64 words cannot be
@@ -59,6 +64,12 @@ pub enum Scenario {
     Embedding {
         /// Input tokens per document.
         tokens: u64,
+    },
+    /// A mix: each request draws one part in proportion to the weights, and is of that part's
+    /// class (its index). Parts are single scenarios, not mixes and not embeddings.
+    Mix {
+        /// The parts and their weights (above 0; normalised when drawing).
+        parts: Vec<(f64, Scenario)>,
     },
 }
 
@@ -147,6 +158,17 @@ pub enum ScenarioReason {
     /// A count that must be at least one is zero.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    /// A mix's part is malformed: a weight that is not a positive number, a mix inside a mix,
+    /// an embeddings part, too many parts.
+    #[error("mix part {part} `{text}`: {why}")]
+    MixPart {
+        /// The part's position, from 1.
+        part: usize,
+        /// The part as written.
+        text: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl ScenarioError {
@@ -163,6 +185,7 @@ impl Scenario {
             Scenario::Deterministic { .. } | Scenario::Normal { .. } => true,
             Scenario::Uniform { output, .. } => output.is_some(),
             Scenario::Embedding { .. } => false,
+            Scenario::Mix { parts } => parts.iter().all(|(_, p)| p.forces_output()),
         }
     }
 
@@ -170,6 +193,120 @@ impl Scenario {
     pub fn is_embedding(&self) -> bool {
         matches!(self, Scenario::Embedding { .. })
     }
+
+    /// The mean prompt tokens a request of this scenario asks for.
+    pub fn mean_input(&self) -> f64 {
+        match self {
+            Scenario::Deterministic { input, .. } => *input as f64,
+            Scenario::Normal { input_mean, .. } => *input_mean,
+            Scenario::Uniform { input, .. } => (input.0 + input.1) as f64 / 2.0,
+            Scenario::Embedding { tokens } => *tokens as f64,
+            Scenario::Mix { parts } => {
+                let total: f64 = parts.iter().map(|(w, _)| w).sum();
+                parts.iter().map(|(w, p)| w * p.mean_input()).sum::<f64>() / total
+            }
+        }
+    }
+
+    /// The mean output tokens a request asks for (`default` where the scenario does not force
+    /// them).
+    pub fn mean_output(&self, default: f64) -> f64 {
+        match self {
+            Scenario::Deterministic { output, .. } => *output as f64,
+            Scenario::Normal { output_mean, .. } => *output_mean,
+            Scenario::Uniform {
+                output: Some((lo, hi)),
+                ..
+            } => (lo + hi) as f64 / 2.0,
+            Scenario::Uniform { output: None, .. } => default,
+            Scenario::Embedding { .. } => 0.0,
+            Scenario::Mix { parts } => {
+                let total: f64 = parts.iter().map(|(w, _)| w).sum();
+                parts
+                    .iter()
+                    .map(|(w, p)| w * p.mean_output(default))
+                    .sum::<f64>()
+                    / total
+            }
+        }
+    }
+
+    /// A mix's parts, ordered as written (`None` for a single scenario).
+    pub fn parts(&self) -> Option<&[(f64, Scenario)]> {
+        match self {
+            Scenario::Mix { parts } => Some(parts),
+            _ => None,
+        }
+    }
+}
+
+/// Splits `a + b + c` at the `+` signs outside parentheses.
+fn split_mix(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '+' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+fn parse_mix(s: &str, parts: &[&str]) -> Result<Scenario, ScenarioError> {
+    let err = |reason: ScenarioReason| ScenarioError {
+        input: s.to_string(),
+        reason,
+    };
+    if parts.len() > MAX_MIX_PARTS {
+        return Err(err(ScenarioReason::MixPart {
+            part: MAX_MIX_PARTS + 1,
+            text: parts[MAX_MIX_PARTS].trim().to_string(),
+            why: format!("a mix has at most {MAX_MIX_PARTS} parts"),
+        }));
+    }
+    let mut out = Vec::new();
+    for (i, raw) in parts.iter().enumerate() {
+        let text = raw.trim();
+        let part = |why: String| {
+            err(ScenarioReason::MixPart {
+                part: i + 1,
+                text: text.to_string(),
+                why,
+            })
+        };
+        let (weight, body) = match text.split_once('*') {
+            Some((w, body)) => {
+                let w = w.trim();
+                match w.parse::<f64>() {
+                    Ok(v) if v > 0.0 && v.is_finite() => (v, body.trim()),
+                    _ => {
+                        return Err(part(format!(
+                            "the weight `{w}` must be a number above 0, as in 0.8*D(64,16)"
+                        )));
+                    }
+                }
+            }
+            None => (1.0, text),
+        };
+        if body.is_empty() {
+            return Err(part("the part is empty".into()));
+        }
+        let scenario: Scenario = body
+            .parse()
+            .map_err(|e: ScenarioError| part(e.reason.to_string()))?;
+        if scenario.is_embedding() {
+            return Err(part("embeddings scenarios cannot be mixed".into()));
+        }
+        out.push((weight, scenario));
+    }
+    Ok(Scenario::Mix { parts: out })
 }
 
 impl FromStr for Scenario {
@@ -181,6 +318,10 @@ impl FromStr for Scenario {
             reason,
         };
         let t = s.trim();
+        let parts = split_mix(t);
+        if parts.len() > 1 {
+            return parse_mix(s, &parts);
+        }
         let mut chars = t.chars();
         let letter = chars.next().ok_or_else(|| err(ScenarioReason::Empty))?;
         let rest = chars.as_str();
@@ -278,6 +419,19 @@ impl fmt::Display for Scenario {
                 Ok(())
             }
             Scenario::Embedding { tokens } => write!(f, "E({tokens})"),
+            Scenario::Mix { parts } => {
+                for (i, (w, p)) in parts.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("+")?;
+                    }
+                    if *w == 1.0 {
+                        write!(f, "{p}")?;
+                    } else {
+                        write!(f, "{w}*{p}")?;
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -402,6 +556,29 @@ mod tests {
     }
 
     #[test]
+    fn a_mix_draws_parts_by_weight_and_knows_its_means() {
+        let m: Scenario = " 0.8 * D(64,16) + 0.2*D(2048, 32) ".parse().unwrap();
+        let parts = m.parts().unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(
+            parts[1],
+            (
+                0.2,
+                Scenario::Deterministic {
+                    input: 2048,
+                    output: 32
+                }
+            )
+        );
+        assert!((m.mean_input() - (0.8 * 64.0 + 0.2 * 2048.0)).abs() < 1e-9);
+        assert!((m.mean_output(100.0) - (0.8 * 16.0 + 0.2 * 32.0)).abs() < 1e-9);
+        assert!(m.forces_output());
+        let loose: Scenario = "D(1,1)+U(1,5)".parse().unwrap();
+        assert!(!loose.forces_output());
+        assert!("D(1,1)".parse::<Scenario>().unwrap().parts().is_none());
+    }
+
+    #[test]
     fn display_round_trips() {
         for s in [
             "D(100,100)",
@@ -409,6 +586,8 @@ mod tests {
             "U(50,100)/(200,250)",
             "U(1,2)",
             "E(1024)",
+            "0.8*D(64,16)+0.2*D(2048,16)",
+            "D(1,1)+N(480,240)/(300,150)+3*U(1,2)",
         ] {
             let parsed: Scenario = s.parse().unwrap();
             assert_eq!(parsed.to_string(), s);
@@ -439,9 +618,18 @@ mod tests {
             ("U(1,10000001)", "more than the 10000000"),
             ("N(1e300,1)/(1,1)", "more than the 10000000"),
             ("N(1,1e300)/(1,1)", "more than the 10000000"),
+            ("D(1,1)+", "mix part 2 ``: the part is empty"),
+            ("0*D(1,1)+D(2,2)", "the weight `0` must be a number above 0"),
+            ("x*D(1,1)+D(2,2)", "the weight `x`"),
+            ("D(1,1)+E(5)", "embeddings scenarios cannot be mixed"),
+            (
+                "D(1,1)+D(0,1)",
+                "mix part 2 `D(0,1)`: input tokens must be at least 1",
+            ),
         ];
         for (input, want) in cases {
             let e = input.parse::<Scenario>().unwrap_err();
+            assert!(!e.to_string().contains("Mix {"), "{e}");
             assert!(
                 e.to_string().contains(want),
                 "{input:?}: {e} does not contain {want:?}"

@@ -83,6 +83,7 @@ fn plan() -> PlannedRequest {
         ),
         kind: None,
         image_bytes: None,
+        class: None,
     }
 }
 

@@ -59,6 +59,7 @@ fn plan(i: u64) -> PlannedRequest {
         body: bytes::Bytes::from_static(br#"{"model":"m","prompt":"2+2="}"#),
         kind: None,
         image_bytes: None,
+        class: None,
     }
 }
 

@@ -78,6 +78,7 @@ fn plan() -> PlannedRequest {
         ),
         kind: None,
         image_bytes: None,
+        class: None,
     }
 }
 

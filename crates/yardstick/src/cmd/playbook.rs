@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use yardstick_run::playbook::{self, PLAYBOOKS, TailLatency};
+use yardstick_run::playbook::{self, PLAYBOOKS, Starvation, TailLatency};
 
 use crate::cli::{GlobalOpts, verbosity};
 use crate::cmd::run::{Execution, execute_spec};
@@ -17,6 +17,7 @@ use crate::output::{self, outln};
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  yardstick playbook list\n  \
 yardstick playbook tail-latency --url http://127.0.0.1:8000 --model m --slo-ttft-ms 500\n  \
+yardstick playbook starvation --url http://127.0.0.1:8000 --model m\n  \
 yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m --max-rate 40")]
 pub struct PlaybookArgs {
     #[command(subcommand)]
@@ -31,17 +32,9 @@ pub enum PlaybookCommand {
         after_help = "Examples:\n  yardstick playbook list\n  yardstick playbook list --json"
     )]
     List,
-    /// Print the spec a playbook would run (a probe runs first unless --max-rate is given).
-    #[command(after_help = "Examples:\n  \
-yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m --max-rate 40\n  \
-yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m > tail.yaml")]
-    Show {
-        /// The playbook.
-        #[arg(value_name = "NAME")]
-        name: String,
-        #[command(flatten)]
-        tail: TailArgs,
-    },
+    /// Print the spec a playbook would run (a probe runs first unless its rate is given).
+    #[command(subcommand)]
+    Show(ShowCommand),
     /// Why is p99 TTFT bad, and from what load on? A probe finds the throughput the server
     /// sustains; an open-loop sweep of rates up to it finds the knee, where p99 TTFT leaves its
     /// unloaded level beyond its interval; the growth there is split into the client's queue,
@@ -56,23 +49,62 @@ yardstick playbook tail-latency --url http://gpu:8000 --model m --max-rate 40 --
     TailLatency {
         #[command(flatten)]
         tail: TailArgs,
-        /// Write the spec it runs here too.
-        #[arg(long, value_name = "FILE")]
-        spec_out: Option<PathBuf>,
-        /// Store directory.
-        #[arg(
-            long,
-            env = "YARDSTICK_STORE",
-            default_value = "yardstick-store",
-            value_name = "DIR"
-        )]
-        store: PathBuf,
+        #[command(flatten)]
+        out: RunOut,
+    },
+    /// Do short requests starve behind long prompts (or long behind short)? Short and long
+    /// requests are mixed at one open-loop rate, and each class runs alone at its share of it;
+    /// each class's p99 TTFT in the mix is compared with its own, and short requests sent while
+    /// a long one was in prefill with the rest (head-of-line blocking).
+    #[command(after_help = "Examples:\n  \
+yardstick playbook starvation --url http://127.0.0.1:8000 --model m\n  \
+yardstick playbook starvation --url http://127.0.0.1:8000 --model m --short 'D(128,64)' --long 'D(8192,64)' --long-share 0.1\n  \
+yardstick playbook starvation --url http://gpu:8000 --model m --rate 12 --json")]
+    Starvation {
+        #[command(flatten)]
+        starve: StarveArgs,
+        #[command(flatten)]
+        out: RunOut,
     },
 }
 
-/// The settings of the tail-latency experiment.
+/// `playbook show NAME`: the spec each playbook runs.
+#[derive(Debug, clap::Subcommand)]
+pub enum ShowCommand {
+    /// The tail-latency sweep.
+    #[command(
+        name = "tail-latency",
+        after_help = "Examples:\n  \
+yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m --max-rate 40\n  \
+yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m > tail.yaml"
+    )]
+    TailLatency(TailArgs),
+    /// The starvation experiment.
+    #[command(after_help = "Examples:\n  \
+yardstick playbook show starvation --url http://127.0.0.1:8000 --model m --rate 10\n  \
+yardstick playbook show starvation --url http://127.0.0.1:8000 --model m > starve.yaml")]
+    Starvation(StarveArgs),
+}
+
+/// Where a playbook's run goes.
 #[derive(Debug, Clone, clap::Args)]
-pub struct TailArgs {
+pub struct RunOut {
+    /// Write the spec it runs here too.
+    #[arg(long, value_name = "FILE")]
+    spec_out: Option<PathBuf>,
+    /// Store directory.
+    #[arg(
+        long,
+        env = "YARDSTICK_STORE",
+        default_value = "yardstick-store",
+        value_name = "DIR"
+    )]
+    store: PathBuf,
+}
+
+/// The server and how long each replicate runs: every playbook's options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Common {
     /// The server's base URL (OpenAI-compatible).
     #[arg(long)]
     pub url: Option<String>,
@@ -86,19 +118,7 @@ pub struct TailArgs {
     /// so runs compare like with like.
     #[arg(long, default_value = "bf16")]
     pub precision: String,
-    /// The traffic: prompt and output tokens (`D(256,128)`, `N(480,240)/(300,150)`).
-    #[arg(long, default_value = "D(256,128)")]
-    pub scenario: String,
-    /// The SLO on p99 TTFT, ms: the diagnosis says which rates meet it.
-    #[arg(long, value_name = "MS")]
-    pub slo_ttft_ms: Option<f64>,
-    /// The highest rate of the sweep, requests/s (default: the probe's sustained throughput).
-    #[arg(long, value_name = "RPS")]
-    pub max_rate: Option<f64>,
-    /// Rates in the sweep, evenly spaced up to the highest.
-    #[arg(long, default_value_t = 6)]
-    pub levels: usize,
-    /// Replicates per rate (at least 3).
+    /// Replicates per point (at least 3).
     #[arg(long, default_value_t = 3)]
     pub replicates: u32,
     /// Requests per replicate at most.
@@ -112,35 +132,60 @@ pub struct TailArgs {
     pub probe_concurrency: u32,
 }
 
-impl TailArgs {
-    fn settings(&self, max_rate: f64) -> TailLatency {
-        TailLatency {
-            name: "playbook-tail-latency".into(),
-            url: self.url.clone().unwrap_or_default(),
-            model: self.model.clone().unwrap_or_default(),
-            api: self.api.clone(),
-            precision: self.precision.clone(),
-            scenario: self.scenario.clone(),
-            slo_ttft_ms: self.slo_ttft_ms,
-            max_rate,
-            levels: self.levels,
-            replicates: self.replicates,
-            requests: self.requests,
-            duration_s: self.duration,
-        }
-    }
+/// The settings of the tail-latency experiment.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TailArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// The traffic: prompt and output tokens (`D(256,128)`, `N(480,240)/(300,150)`).
+    #[arg(long, default_value = "D(256,128)")]
+    pub scenario: String,
+    /// The SLO on p99 TTFT, ms: the diagnosis says which rates meet it.
+    #[arg(long, value_name = "MS")]
+    pub slo_ttft_ms: Option<f64>,
+    /// The highest rate of the sweep, requests/s (default: the probe's sustained throughput).
+    #[arg(long, value_name = "RPS")]
+    pub max_rate: Option<f64>,
+    /// Rates in the sweep, evenly spaced up to the highest.
+    #[arg(long, default_value_t = 6)]
+    pub levels: usize,
+}
 
-    fn check(&self) -> anyhow::Result<()> {
+/// The settings of the starvation experiment.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StarveArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// The short class: prompt and output tokens.
+    #[arg(long, default_value = "D(64,16)")]
+    pub short: String,
+    /// The long class: prompt and output tokens (a longer prompt than the short class's).
+    #[arg(long, default_value = "D(2048,16)")]
+    pub long: String,
+    /// The long class's share of the mix's requests, in (0, 1).
+    #[arg(long, default_value_t = 0.2, value_name = "SHARE")]
+    pub long_share: f64,
+    /// The mix's rate, requests/s (default: --load-share of what a closed-loop probe of the mix
+    /// sustains).
+    #[arg(long, value_name = "RPS")]
+    pub rate: Option<f64>,
+    /// Without --rate: the share of the probe's sustained throughput to offer, in (0, 1].
+    #[arg(long, default_value_t = 0.6, value_name = "SHARE")]
+    pub load_share: f64,
+}
+
+impl Common {
+    fn check(&self, playbook: &str) -> anyhow::Result<()> {
         let url = self.url.as_deref().unwrap_or_default();
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(invalid(
-                "tail-latency needs --url, an http(s) URL of the server",
+                format!("{playbook} needs --url, an http(s) URL of the server"),
                 Some("e.g. --url http://127.0.0.1:8000 --model my-model"),
             ));
         }
         if self.model.as_deref().is_none_or(str::is_empty) {
             return Err(invalid(
-                "tail-latency needs --model",
+                format!("{playbook} needs --model"),
                 Some("the model name the server serves, e.g. --model meta-llama/Llama-3.1-8B"),
             ));
         }
@@ -150,22 +195,10 @@ impl TailArgs {
                 None,
             ));
         }
-        if self.levels < 2 || self.levels > 20 {
-            return Err(invalid(
-                format!("--levels {}: a sweep needs 2 to 20 rates", self.levels),
-                Some("e.g. --levels 6"),
-            ));
-        }
         if self.replicates < 3 {
             return Err(invalid(
                 "--replicates: a result needs at least 3 independent replicates",
                 Some("e.g. --replicates 3 (5 gives tighter intervals)"),
-            ));
-        }
-        if self.max_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
-            return Err(invalid(
-                "--max-rate must be above 0",
-                Some("e.g. --max-rate 40"),
             ));
         }
         if !(self.duration > 0.0 && self.duration.is_finite()) || self.requests < 10 {
@@ -175,6 +208,136 @@ impl TailArgs {
             ));
         }
         Ok(())
+    }
+
+    /// The settings of a closed-loop probe of `scenario`.
+    fn probe(&self, name: &str, scenario: &str) -> TailLatency {
+        TailLatency {
+            name: name.into(),
+            url: self.url.clone().unwrap_or_default(),
+            model: self.model.clone().unwrap_or_default(),
+            api: self.api.clone(),
+            precision: self.precision.clone(),
+            scenario: scenario.into(),
+            slo_ttft_ms: None,
+            max_rate: 1.0,
+            levels: 2,
+            replicates: self.replicates,
+            requests: self.requests,
+            duration_s: self.duration,
+        }
+    }
+}
+
+impl TailArgs {
+    fn settings(&self, max_rate: f64) -> TailLatency {
+        TailLatency {
+            slo_ttft_ms: self.slo_ttft_ms,
+            max_rate,
+            levels: self.levels,
+            ..self.common.probe("playbook-tail-latency", &self.scenario)
+        }
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        self.common.check("tail-latency")?;
+        if self.levels < 2 || self.levels > 20 {
+            return Err(invalid(
+                format!("--levels {}: a sweep needs 2 to 20 rates", self.levels),
+                Some("e.g. --levels 6"),
+            ));
+        }
+        if self.max_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+            return Err(invalid(
+                "--max-rate must be above 0",
+                Some("e.g. --max-rate 40"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The highest rate: `--max-rate`, or what a closed-loop probe sustains.
+    fn max_rate(&self, store: &std::path::Path) -> anyhow::Result<f64> {
+        match self.max_rate {
+            Some(r) => Ok(r),
+            None => probe(&self.common, &self.settings(1.0), store),
+        }
+    }
+}
+
+impl StarveArgs {
+    fn settings(&self, rate: f64) -> Starvation {
+        let c = &self.common;
+        Starvation {
+            name: "playbook-starvation".into(),
+            url: c.url.clone().unwrap_or_default(),
+            model: c.model.clone().unwrap_or_default(),
+            api: c.api.clone(),
+            precision: c.precision.clone(),
+            short: self.short.clone(),
+            long: self.long.clone(),
+            long_share: self.long_share,
+            rate,
+            replicates: c.replicates,
+            requests: c.requests,
+            duration_s: c.duration,
+        }
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        self.common.check("starvation")?;
+        let parse = |flag: &str, s: &str| {
+            s.parse::<yardstick_spec::scenario::Scenario>()
+                .ok()
+                .filter(|sc| sc.parts().is_none() && !sc.is_embedding())
+                .ok_or_else(|| {
+                    invalid(
+                        format!("{flag} `{s}`: not a single text scenario"),
+                        Some("e.g. --short 'D(64,16)' --long 'D(2048,16)'"),
+                    )
+                })
+        };
+        let (short, long) = (parse("--short", &self.short)?, parse("--long", &self.long)?);
+        if short.mean_input() >= long.mean_input() {
+            return Err(invalid(
+                format!(
+                    "--long `{}` has no longer prompts than --short `{}`",
+                    self.long, self.short
+                ),
+                Some(
+                    "the long class's prompts must be longer, e.g. --short 'D(64,16)' --long 'D(2048,16)'",
+                ),
+            ));
+        }
+        if !(self.long_share > 0.0 && self.long_share < 1.0) {
+            return Err(invalid(
+                format!("--long-share {}: must be between 0 and 1", self.long_share),
+                Some("e.g. --long-share 0.2"),
+            ));
+        }
+        if !(self.load_share > 0.0 && self.load_share <= 1.0) {
+            return Err(invalid(
+                format!("--load-share {}: must be in (0, 1]", self.load_share),
+                Some("e.g. --load-share 0.6"),
+            ));
+        }
+        if self.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+            return Err(invalid("--rate must be above 0", Some("e.g. --rate 10")));
+        }
+        Ok(())
+    }
+
+    /// The mix's rate: `--rate`, or `--load-share` of what a closed-loop probe of the mix
+    /// sustains.
+    fn rate(&self, store: &std::path::Path) -> anyhow::Result<f64> {
+        match self.rate {
+            Some(r) => Ok(r),
+            None => {
+                let mix = self.settings(1.0).mix();
+                let probe_of = self.common.probe("playbook-starvation", &mix);
+                Ok(probe(&self.common, &probe_of, store)? * self.load_share)
+            }
+        }
     }
 }
 
@@ -213,19 +376,15 @@ fn run_text(text: &str, how: &Execution) -> anyhow::Result<yardstick_run::RunOut
     execute_spec(text, spec, how)
 }
 
-/// The highest rate: `--max-rate`, or what a closed-loop probe run sustains.
-fn max_rate(t: &TailArgs, store: &std::path::Path) -> anyhow::Result<f64> {
-    if let Some(r) = t.max_rate {
-        return Ok(r);
-    }
+/// What a closed-loop probe run of `settings` sustains, requests/s.
+fn probe(c: &Common, settings: &TailLatency, store: &std::path::Path) -> anyhow::Result<f64> {
     if verbosity() >= 0 {
         output::info(&format!(
             "probe: the throughput {} sustains at concurrency {}",
-            t.url.as_deref().unwrap_or_default(),
-            t.probe_concurrency
+            settings.url, c.probe_concurrency
         ));
     }
-    let text = playbook::probe_spec(&t.settings(1.0), t.probe_concurrency);
+    let text = playbook::probe_spec(settings, c.probe_concurrency);
     let out = run_text(&text, &execution(store))?;
     let rate = out
         .summary
@@ -240,11 +399,49 @@ fn max_rate(t: &TailArgs, store: &std::path::Path) -> anyhow::Result<f64> {
         })?;
     if verbosity() >= 0 {
         output::info(&format!(
-            "probe: {rate:.3} req/s sustained (run {}); the sweep goes up to it",
+            "probe: {rate:.3} req/s sustained (run {})",
             out.run_id
         ));
     }
     Ok(rate)
+}
+
+/// A scratch store for `show`'s probe, removed afterwards.
+fn show_with(
+    write: impl FnOnce(&std::path::Path) -> anyhow::Result<String>,
+) -> anyhow::Result<Status> {
+    let store = std::env::temp_dir().join(format!("yardstick-playbook-{}", std::process::id()));
+    let text = write(&store);
+    let _ = std::fs::remove_dir_all(&store);
+    output::text(&text?)?;
+    Ok(Status::Ok)
+}
+
+/// Runs a playbook's spec into the store and prints its diagnosis.
+fn run_playbook(text: &str, out: &RunOut, g: &GlobalOpts) -> anyhow::Result<Status> {
+    if let Some(p) = &out.spec_out {
+        std::fs::write(p, text).map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+    }
+    let run = run_text(text, &execution(&out.store))?;
+    let diagnosis = run.summary.as_ref().and_then(|s| s.diagnosis.clone());
+    if g.json {
+        output::json(&serde_json::json!({
+            "run_id": run.run_id,
+            "dir": run.dir,
+            "status": run.status,
+            "diagnosis": diagnosis,
+        }))?;
+    } else {
+        outln!("run {} -> {}", run.run_id, run.dir.display())?;
+        match &diagnosis {
+            Some(d) => output::text(&playbook::text(d))?,
+            None => outln!("no diagnosis: the run stored no summary")?,
+        }
+    }
+    Ok(match run.status {
+        yardstick_store::RunStatus::Complete => Status::Ok,
+        _ => Status::Failure,
+    })
 }
 
 pub fn run(args: PlaybookArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
@@ -265,64 +462,31 @@ pub fn run(args: PlaybookArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             }
             Ok(Status::Ok)
         }
-        PlaybookCommand::Show { name, tail } => {
-            if name != "tail-latency" {
-                return Err(unknown(&name));
-            }
+        PlaybookCommand::Show(ShowCommand::TailLatency(tail)) => {
             tail.check()?;
-            let store =
-                std::env::temp_dir().join(format!("yardstick-playbook-{}", std::process::id()));
-            let rate = max_rate(&tail, &store);
-            let _ = std::fs::remove_dir_all(&store);
-            output::text(&playbook::tail_latency_spec(&tail.settings(rate?)))?;
-            Ok(Status::Ok)
-        }
-        PlaybookCommand::TailLatency {
-            tail,
-            spec_out,
-            store,
-        } => {
-            tail.check()?;
-            let rate = max_rate(&tail, &store)?;
-            let text = playbook::tail_latency_spec(&tail.settings(rate));
-            if let Some(p) = &spec_out {
-                std::fs::write(p, &text)
-                    .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
-            }
-            let out = run_text(&text, &execution(&store))?;
-            let diagnosis = out.summary.as_ref().and_then(|s| s.diagnosis.clone());
-            if g.json {
-                output::json(&serde_json::json!({
-                    "run_id": out.run_id,
-                    "dir": out.dir,
-                    "status": out.status,
-                    "diagnosis": diagnosis,
-                }))?;
-            } else {
-                outln!("run {} -> {}", out.run_id, out.dir.display())?;
-                match &diagnosis {
-                    Some(d) => output::text(&playbook::text(d))?,
-                    None => outln!("no diagnosis: the run stored no summary")?,
-                }
-            }
-            Ok(match out.status {
-                yardstick_store::RunStatus::Complete => Status::Ok,
-                _ => Status::Failure,
+            show_with(|store| {
+                Ok(playbook::tail_latency_spec(
+                    &tail.settings(tail.max_rate(store)?),
+                ))
             })
         }
+        PlaybookCommand::Show(ShowCommand::Starvation(starve)) => {
+            starve.check()?;
+            show_with(|store| {
+                Ok(playbook::starvation_spec(
+                    &starve.settings(starve.rate(store)?),
+                ))
+            })
+        }
+        PlaybookCommand::TailLatency { tail, out } => {
+            tail.check()?;
+            let rate = tail.max_rate(&out.store)?;
+            run_playbook(&playbook::tail_latency_spec(&tail.settings(rate)), &out, g)
+        }
+        PlaybookCommand::Starvation { starve, out } => {
+            starve.check()?;
+            let rate = starve.rate(&out.store)?;
+            run_playbook(&playbook::starvation_spec(&starve.settings(rate)), &out, g)
+        }
     }
-}
-
-fn unknown(name: &str) -> anyhow::Error {
-    invalid(
-        format!("no playbook `{name}`"),
-        Some(&format!(
-            "one of: {} (`yardstick playbook list`)",
-            PLAYBOOKS
-                .iter()
-                .map(|p| p.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    )
 }

@@ -1,4 +1,5 @@
-//! `yardstick playbook`: the tail-latency playbook against the simulator, in both directions — a
+//! `yardstick playbook`: the tail-latency and starvation playbooks against the simulator, each in
+//! both directions. Tail latency: a
 //! planted cause (2 request slots: requests queue in the server as the rate grows) is found,
 //! and a clean server (64 slots, never full at these rates) is not blamed. Each run is stored,
 //! and its `summary.json` carries the diagnosis.
@@ -176,6 +177,7 @@ fn playbook_list_show_and_bad_input() {
         .unwrap();
     let list = json(&o);
     assert_eq!(list[0]["name"], "tail-latency");
+    assert_eq!(list[1]["name"], "starvation");
     // `show` with --max-rate writes a spec without probing; `validate` accepts it.
     let o = yardstick()
         .args([
@@ -215,7 +217,36 @@ fn playbook_list_show_and_bad_input() {
             || String::from_utf8_lossy(&v.stdout).contains("playbook-config")
     );
     for (args, says) in [
-        (vec!["playbook", "show", "nope"], "no playbook `nope`"),
+        (
+            vec!["playbook", "show", "nope"],
+            "unrecognized subcommand 'nope'",
+        ),
+        (
+            vec![
+                "playbook",
+                "starvation",
+                "--url",
+                "http://127.0.0.1:9",
+                "--model",
+                "m",
+                "--short",
+                "D(4096,8)",
+            ],
+            "has no longer prompts than --short",
+        ),
+        (
+            vec![
+                "playbook",
+                "starvation",
+                "--url",
+                "http://127.0.0.1:9",
+                "--model",
+                "m",
+                "--long-share",
+                "1.5",
+            ],
+            "must be between 0 and 1",
+        ),
         (
             vec!["playbook", "tail-latency", "--model", "m"],
             "needs --url",
@@ -239,4 +270,96 @@ fn playbook_list_show_and_bad_input() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+fn starvation(sim: &Sim, store: &std::path::Path, extra: &[&str]) -> Value {
+    let o = yardstick()
+        .args(["--json", "playbook", "starvation", "--url", &sim.url])
+        .args(["--model", "m", "--short", "D(32,8)", "--long", "D(1024,8)"])
+        .args([
+            "--long-share",
+            "0.25",
+            "--requests",
+            "60",
+            "--duration",
+            "8",
+        ])
+        .args(["--probe-concurrency", "8"])
+        .args(extra)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    json(&o)
+}
+
+/// The starvation playbook in both directions: one request slot (a long request's 107 ms
+/// prefill and decode holds it; short requests arriving meanwhile wait) is head-of-line
+/// blocking; 256 slots at the same rate slow neither class.
+#[test]
+fn starvation_finds_head_of_line_blocking_and_does_not_blame_a_clean_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let timing = [
+        "--ttft-ms",
+        "5",
+        "--ttft-per-token-ms",
+        "0.1",
+        "--itl-ms",
+        "2",
+    ];
+    let one = Sim::start(&[&timing[..], &["--max-running", "1"]].concat());
+    let out = starvation(&one, &store, &[]);
+    let d = &out["diagnosis"];
+    assert_eq!(d["playbook"], "starvation", "{d:#}");
+    assert_eq!(d["verdict"], "head-of-line", "{d:#}");
+    let hol = d["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["figures"]["behind_ttft_mean_ms"].is_number())
+        .expect("head-of-line evidence");
+    assert!(
+        hol["figures"]["behind_ttft_mean_ms"].as_f64().unwrap()
+            > hol["figures"]["clear_ttft_mean_ms"].as_f64().unwrap(),
+        "{hol:#}"
+    );
+    assert!(d["actions"][0].as_str().unwrap().contains("chunked"));
+    // The run's summary holds the classes, and the diagnosis.
+    let summary: Value = serde_json::from_slice(
+        &std::fs::read(std::path::Path::new(out["dir"].as_str().unwrap()).join("summary.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["diagnosis"]["verdict"], "head-of-line");
+    let mixed = summary["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["id"]
+                .as_str()
+                .unwrap()
+                .contains("0.75*D(32,8)+0.25*D(1024,8)")
+        })
+        .expect("the mixed point");
+    assert!(
+        mixed["metrics"]["short_ttft_ms"]["p99"]["mean"].is_number(),
+        "{mixed:#}"
+    );
+    assert!(mixed["metrics"]["head_of_line_share"]["value"]["mean"].is_number());
+
+    let many = Sim::start(&[&timing[..], &["--max-running", "256"]].concat());
+    let out = starvation(&many, &store, &["--rate", "12"]);
+    let d = &out["diagnosis"];
+    assert!(
+        ["fair", "inconclusive"].contains(&d["verdict"].as_str().unwrap()),
+        "{d:#}"
+    );
 }
