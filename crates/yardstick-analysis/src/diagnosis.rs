@@ -7,6 +7,8 @@
 //!   queue, the server's queue, time outside the server, or the server's service time.
 //! * [`starvation`]: whether one class of a mix (short prompts, long prompts) is slowed by the
 //!   other beyond what it sees alone, and whether short requests wait behind long prefills.
+//! * [`stragglers`]: whether one rank of a distributed job is slower than the others in most of
+//!   its steps, in every replicate, by more than the node-to-node band — and on which node.
 
 use std::collections::BTreeMap;
 
@@ -629,6 +631,169 @@ pub fn starvation(mix: Option<&MixFigures>) -> Diagnosis {
     d
 }
 
+/// What one rank of a multi-rank job measured, per replicate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RankFigures {
+    /// The rank.
+    pub rank: u32,
+    /// The node it ran on, when known.
+    pub node: Option<String>,
+    /// Per replicate: measured steps in which it was the slowest rank.
+    pub slowest_steps: Vec<u64>,
+    /// Per replicate: measured steps it reported.
+    pub steps: Vec<u64>,
+    /// Per replicate: its median step time over the median of the other ranks' medians.
+    pub median_ratio: Vec<f64>,
+}
+
+/// The least excess of a straggler's median step time over the others' (the node-to-node band).
+pub const STRAGGLER_MIN_EXCESS: f64 = 0.05;
+
+/// The rule of [`stragglers`], as stated in the diagnosis.
+pub const STRAGGLERS_RULE: &str = "With N ranks, a rank is a straggler when (1) pooled over the \
+replicates, the Wilson 95 % interval of the share of steps in which it was the slowest rank lies \
+wholly above twice its fair share (2/N, at most 1/2); (2) persistently: in every replicate it was \
+the slowest in more than 1/N of the steps; and (3) materially: its median step time is at least \
+5 % above the median of the other ranks' medians (the mean over replicates). No rank meeting (1) \
+and every rank's median within 5 % of the others' is no-straggler; anything else is \
+inconclusive.";
+
+/// The stragglers diagnosis of a multi-rank job's replicates.
+pub fn stragglers(ranks: &[RankFigures]) -> Diagnosis {
+    let mut d = Diagnosis {
+        playbook: "stragglers".into(),
+        question: "Is one rank (one node, one device) slower than the others, persistently?".into(),
+        verdict: "inconclusive".into(),
+        confidence: "low".into(),
+        summary: String::new(),
+        rule: STRAGGLERS_RULE.into(),
+        evidence: Vec::new(),
+        actions: Vec::new(),
+    };
+    let n = ranks.len();
+    if n < 2 {
+        d.summary = format!(
+            "{n} rank(s) reported step times: a straggler needs at least two ranks to compare."
+        );
+        d.actions.push("Run the job with two or more ranks (`--tasks 2`), each reporting `rank` and `step_time_s` (docs/metric-protocol.md).".into());
+        return d;
+    }
+    let fair = 1.0 / n as f64;
+    let bar = (2.0 * fair).min(0.5);
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let mut stragglers = Vec::new();
+    let mut flagged_any = false;
+    let mut spread_ok = true;
+    for r in ranks {
+        let (k, total) = (
+            r.slowest_steps.iter().sum::<u64>(),
+            r.steps.iter().sum::<u64>(),
+        );
+        if total == 0 {
+            continue;
+        }
+        let [lo, hi] = yardstick_stats::proportion::wilson(k, total, 0.95);
+        let share = k as f64 / total as f64;
+        let persistent = r
+            .slowest_steps
+            .iter()
+            .zip(&r.steps)
+            .all(|(&k, &t)| t > 0 && k as f64 / t as f64 > fair);
+        let ratio = mean(&r.median_ratio).unwrap_or(1.0);
+        let material = ratio >= 1.0 + STRAGGLER_MIN_EXCESS;
+        if ratio > 1.0 + STRAGGLER_MIN_EXCESS {
+            spread_ok = false;
+        }
+        let often = lo > bar;
+        flagged_any |= often;
+        if often || material {
+            d.evidence.push(Evidence {
+                claim: format!(
+                    "Rank {}{} was the slowest in {:.0} % of {} steps [{:.0} %, {:.0} %] (fair share {:.0} %), {} replicate, and its median step time is {:+.1} % against the other ranks'.",
+                    r.rank,
+                    r.node.as_ref().map(|n| format!(" (node {n})")).unwrap_or_default(),
+                    share * 100.0,
+                    total,
+                    lo * 100.0,
+                    hi * 100.0,
+                    fair * 100.0,
+                    if persistent { "above its fair share in every" } else { "not above its fair share in every" },
+                    (ratio - 1.0) * 100.0
+                ),
+                figures: fig(&[
+                    ("rank", Some(f64::from(r.rank))),
+                    ("slowest_share", Some(share)),
+                    ("slowest_share_lo", Some(lo)),
+                    ("slowest_share_hi", Some(hi)),
+                    ("fair_share", Some(fair)),
+                    ("steps", Some(total as f64)),
+                    ("median_step_time_ratio", Some(ratio)),
+                ]),
+                at: format!("rank {}", r.rank),
+            });
+        }
+        if often && persistent && material {
+            stragglers.push(r);
+        }
+    }
+    if !stragglers.is_empty() {
+        let names: Vec<String> = stragglers
+            .iter()
+            .map(|r| match &r.node {
+                Some(n) => format!("rank {} on {n}", r.rank),
+                None => format!("rank {}", r.rank),
+            })
+            .collect();
+        d.verdict = "straggler".into();
+        d.confidence = if stragglers[0].steps.len() >= 3 {
+            "high"
+        } else {
+            "medium"
+        }
+        .into();
+        d.summary = format!(
+            "{} is a straggler: the slowest rank in most steps of every replicate, its median step {:.0} % above the others'; every step waits for it.",
+            names.join(", "),
+            (mean(&stragglers[0].median_ratio).unwrap_or(1.0) - 1.0) * 100.0
+        );
+        for r in &stragglers {
+            match &r.node {
+                Some(node) => {
+                    d.actions.push(format!(
+                        "Drain the node (Slurm): scontrol update nodename={node} state=drain reason=\"yardstick: rank {} straggler\"",
+                        r.rank
+                    ));
+                    d.actions.push(format!("Or cordon it (Kubernetes): kubectl cordon {node}"));
+                }
+                None => d.actions.push(format!(
+                    "Find the device or node rank {} ran on and isolate it; then re-run to see the job return to its baseline.",
+                    r.rank
+                )),
+            }
+        }
+        d.actions.push("Check the node before returning it: its telemetry in this run (clocks, temperature, throttling), then `yardstick run --preset multinode-readiness` and `yardstick nodes check` against its peers.".into());
+        return d;
+    }
+    if !flagged_any && spread_ok {
+        d.verdict = "no-straggler".into();
+        d.confidence = if ranks.iter().all(|r| r.steps.len() >= 3) {
+            "high"
+        } else {
+            "medium"
+        }
+        .into();
+        d.summary = format!(
+            "No rank is a straggler: none was the slowest in more than {:.0} % of the steps with confidence, and every rank's median step time is within 5 % of the others'.",
+            bar * 100.0
+        );
+        d.actions.push("Nothing to drain. If the job is still slower than expected, look at the step itself: `yardstick bench exec --profile torch -- CMD`.".into());
+        return d;
+    }
+    d.summary = "A rank is slower in some steps or replicates, but not persistently and materially enough for the rule: inconclusive.".into();
+    d.actions.push("Run more steps or replicates (--steps, --replicates) to tell an intermittent slowdown from noise, and watch the node's telemetry during the run.".into());
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -795,6 +960,41 @@ mod tests {
         assert_eq!(d.verdict, "fair", "{d:#?}");
         assert!(d.summary.contains("similar factors"), "{}", d.summary);
         assert_eq!(starvation(None).verdict, "inconclusive");
+    }
+
+    fn rank(rank: u32, slowest: [u64; 3], ratio: f64) -> RankFigures {
+        RankFigures {
+            rank,
+            node: Some("node-a".into()),
+            slowest_steps: slowest.to_vec(),
+            steps: vec![30, 30, 30],
+            median_ratio: vec![ratio; 3],
+        }
+    }
+
+    #[test]
+    fn a_rank_slowest_in_most_steps_of_every_replicate_is_a_straggler() {
+        let d = stragglers(&[rank(0, [2, 3, 1], 0.9), rank(1, [28, 27, 29], 1.3)]);
+        assert_eq!(
+            (d.verdict.as_str(), d.confidence.as_str()),
+            ("straggler", "high"),
+            "{d:#?}"
+        );
+        assert!(d.summary.contains("rank 1 on node-a"), "{}", d.summary);
+        assert!(
+            d.actions[0]
+                .starts_with("Drain the node (Slurm): scontrol update nodename=node-a state=drain")
+        );
+        // Balanced ranks: no straggler.
+        let d = stragglers(&[rank(0, [15, 14, 16], 1.0), rank(1, [15, 16, 14], 1.01)]);
+        assert_eq!(d.verdict, "no-straggler", "{d:#?}");
+        // Slow in one replicate only: not persistent.
+        let d = stragglers(&[rank(0, [2, 3, 20], 0.95), rank(1, [28, 27, 10], 1.2)]);
+        assert_eq!(d.verdict, "inconclusive", "{d:#?}");
+        assert_eq!(
+            stragglers(&[rank(0, [0, 0, 0], 1.0)]).verdict,
+            "inconclusive"
+        );
     }
 
     #[test]

@@ -8,9 +8,12 @@
 //! * `starvation`: short and long requests mixed at one open-loop rate, and each class alone at
 //!   its share of that rate; the diagnosis compares each class's TTFT in the mix with its own,
 //!   and whether short requests wait behind long prefills.
+//! * `stragglers`: a multi-rank command (the reference trainer by default) on this machine or a
+//!   Slurm allocation; the diagnosis finds a rank that is the slowest in most steps of every
+//!   replicate, materially, and names its node.
 
 use yardstick_analysis::diagnosis::{
-    self, ClassFigures, Diagnosis, Estimate, LoadLevel, MixFigures,
+    self, ClassFigures, Diagnosis, Estimate, LoadLevel, MixFigures, RankFigures,
 };
 use yardstick_spec::BenchmarkRun;
 use yardstick_spec::metrics::id;
@@ -65,6 +68,16 @@ pub const PLAYBOOKS: &[PlaybookInfo] = &[
             "fair",
             "inconclusive",
         ],
+    },
+    PlaybookInfo {
+        name: "stragglers",
+        question: "Is one rank (one node, one device) slower than the others, persistently?",
+        experiment: "a command run as N ranks (the reference trainer by default) on this machine \
+                     or a Slurm allocation, 3 replicates; per rank, the share of steps in which \
+                     it was the slowest with its interval, in every replicate, and its median \
+                     step time against the others'; a straggler's node is named, with the \
+                     command that drains or cordons it (run only with --apply)",
+        verdicts: &["straggler", "no-straggler", "inconclusive"],
     },
 ];
 
@@ -284,6 +297,118 @@ spec:
     )
 }
 
+/// Where a stragglers experiment runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankEngine {
+    /// N processes on this machine.
+    Local,
+    /// A Slurm batch job: `nodes` × `tasks` ranks as one srun step per replicate.
+    Slurm,
+}
+
+/// The settings of a stragglers experiment.
+#[derive(Debug, Clone)]
+pub struct Stragglers {
+    /// The benchmark's name (`metadata.name`).
+    pub name: String,
+    /// Where the ranks run.
+    pub engine: RankEngine,
+    /// Nodes (Slurm).
+    pub nodes: u32,
+    /// Ranks per node.
+    pub tasks: u32,
+    /// Replicates.
+    pub replicates: u32,
+    /// Steps dropped from each replicate before measuring.
+    pub warmup_steps: u64,
+    /// The command every rank runs (it reports `rank` and `step_time_s`).
+    pub command: Vec<String>,
+    /// Kill a replicate after this long, seconds.
+    pub timeout_s: f64,
+}
+
+/// The spec of a stragglers experiment.
+pub fn stragglers_spec(t: &Stragglers) -> String {
+    let command = match t.engine {
+        // Slurm's srun starts every task with SLURM_PROCID and SLURM_NTASKS.
+        RankEngine::Slurm => t.command.clone(),
+        // Here, a shell starts the ranks with RANK and WORLD_SIZE, as torchrun does, and fails
+        // when any of them fails.
+        RankEngine::Local => {
+            let mut c = vec![
+                "sh".to_string(),
+                "-c".to_string(),
+                format!(
+                    "pids=; i=0; while [ $i -lt {n} ]; do RANK=$i LOCAL_RANK=$i WORLD_SIZE={n} \"$0\" \"$@\" & pids=\"$pids $!\"; i=$((i+1)); done; rc=0; for p in $pids; do wait $p || rc=$?; done; exit $rc",
+                    n = t.tasks
+                ),
+            ];
+            c.extend(t.command.iter().cloned());
+            c
+        }
+    };
+    let command = command
+        .iter()
+        .map(|a| yaml_str(a))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let execution = match t.engine {
+        RankEngine::Slurm => format!(
+            "  execution: {{engine: slurm, nodes: {}, tasksPerNode: {}, timeLimit: 1h}}\n",
+            t.nodes.max(1),
+            t.tasks.max(1)
+        ),
+        RankEngine::Local => String::new(),
+    };
+    format!(
+        "# Written by `yardstick playbook show stragglers`: {ranks} ranks of one command, {replicates}
+# replicates; the run's summary ends with the diagnosis (docs/playbooks.md).
+apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata:
+  name: {name}
+  labels: {{playbook: stragglers}}
+spec:
+  mode: exploratory
+  playbook: stragglers
+{execution}  workload:
+    model: {model}
+    precision: fp32
+    sequenceLengths: 128
+    batching: static
+    concurrency: 1
+    dataset: {{kind: synthetic, seed: 0}}
+    correctness: {{policy: none}}
+  trials:
+    replicates: {replicates}
+    warmup: {{steps: {warmup}}}
+    confidenceLevel: 0.95
+    outlierPolicy: report-mad
+    order: interleaved
+  layers:
+    e2e:
+      - kind: command
+        name: ranks
+        command: [{command}]
+        timeout: {timeout}s
+  provenance:
+    signing: off
+",
+        ranks = t.tasks * if t.engine == RankEngine::Slurm { t.nodes.max(1) } else { 1 },
+        model = yaml_str(
+            t.command
+                .iter()
+                .find(|a| !a.starts_with('-') && *a != "env" && !a.contains('='))
+                .map(|a| a.rsplit('/').next().unwrap_or(a))
+                .unwrap_or("ranks")
+        ),
+        replicates = t.replicates,
+        name = t.name,
+        warmup = t.warmup_steps,
+        timeout = t.timeout_s,
+    )
+}
+
 /// The spec of the probe before a tail-latency sweep: closed loop at `concurrency`, three short
 /// replicates (the fewest a result takes), each long enough to fill the server.
 pub fn probe_spec(t: &TailLatency, concurrency: u32) -> String {
@@ -424,9 +549,108 @@ fn mix_figures(summary: &RunSummary) -> Option<MixFigures> {
     })
 }
 
-/// The diagnosis of a finished run whose spec names a playbook (`None` otherwise).
-pub fn diagnose(spec: &BenchmarkRun, summary: &RunSummary) -> Option<Diagnosis> {
-    match spec.spec.as_ref()?.playbook? {
+/// Each rank's figures per replicate (replicate summaries) of the first multi-rank point: how often it was the slowest,
+/// its steps, its median over the other ranks' medians, and its node (Slurm's block
+/// distribution over the allocation's nodes, `tasks_per_node` ranks each; else `host`).
+fn rank_figures(
+    per_point: &[(String, Vec<serde_json::Value>)],
+    nodes: &[String],
+    tasks_per_node: u32,
+    host: Option<String>,
+) -> Vec<RankFigures> {
+    let Some((_, reps)) = per_point
+        .iter()
+        .find(|(_, reps)| reps.iter().any(|v| v["ranks"]["ranks"].is_array()))
+    else {
+        return Vec::new();
+    };
+    let mut out: std::collections::BTreeMap<u32, RankFigures> = Default::default();
+    for v in reps {
+        let Some(ranks) = v["ranks"]["ranks"].as_array() else {
+            continue;
+        };
+        let medians: Vec<(u32, f64, u64, u64)> = ranks
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    u32::try_from(r["rank"].as_u64()?).ok()?,
+                    r["step_time_s"]["p50"].as_f64()?,
+                    r["step_time_s"]["n"].as_u64()?,
+                    r["slowest_in_steps"].as_u64()?,
+                ))
+            })
+            .collect();
+        for &(rank, p50, n, slowest) in &medians {
+            let mut others: Vec<f64> = medians
+                .iter()
+                .filter(|m| m.0 != rank)
+                .map(|m| m.1)
+                .collect();
+            others.sort_by(f64::total_cmp);
+            let Some(&mid) = others.get(others.len() / 2) else {
+                continue;
+            };
+            let f = out.entry(rank).or_insert_with(|| RankFigures {
+                rank,
+                node: nodes
+                    .get((rank / tasks_per_node.max(1)) as usize)
+                    .cloned()
+                    .or_else(|| host.clone()),
+                ..Default::default()
+            });
+            f.slowest_steps.push(slowest);
+            f.steps.push(n);
+            if mid > 0.0 {
+                f.median_ratio.push(p50 / mid);
+            }
+        }
+    }
+    out.into_values().collect()
+}
+
+/// The diagnosis of a finished run whose spec names a playbook (`None` otherwise), from its
+/// summary and each point's replicate records.
+pub fn diagnose(
+    spec: &BenchmarkRun,
+    summary: &RunSummary,
+    per_point: &[(String, Vec<serde_json::Value>)],
+) -> Option<Diagnosis> {
+    let body = spec.spec.as_ref()?;
+    match body.playbook? {
+        PlaybookName::Stragglers => {
+            let execution = body.execution.as_ref();
+            let tasks = execution.and_then(|x| x.tasks_per_node).unwrap_or(1);
+            let nodes: Vec<String> = summary
+                .nodes
+                .as_ref()
+                .map(|n| n.nodes.clone())
+                .unwrap_or_default();
+            let host = Some(yardstick_env::join::hostname()).filter(|h| !h.is_empty());
+            let ranks = rank_figures(per_point, &nodes, tasks, host);
+            let mut d = diagnosis::stragglers(&ranks);
+            // A straggler's node, when the node check flagged it too: its micro figures.
+            if let Some(report) = &summary.nodes {
+                for r in ranks
+                    .iter()
+                    .filter(|r| d.summary.contains(&format!("rank {}", r.rank)))
+                {
+                    for why in r
+                        .node
+                        .as_ref()
+                        .and_then(|n| report.flagged.get(n))
+                        .into_iter()
+                        .flatten()
+                    {
+                        d.evidence.push(diagnosis::Evidence {
+                            claim: format!("The node check flagged its node: {why}"),
+                            figures: Default::default(),
+                            at: r.node.clone().unwrap_or_default(),
+                        });
+                    }
+                }
+            }
+            Some(d)
+        }
         PlaybookName::Starvation => Some(diagnosis::starvation(mix_figures(summary).as_ref())),
         PlaybookName::TailLatency => {
             let levels: Vec<LoadLevel> = summary.points.iter().filter_map(level).collect();
@@ -506,6 +730,24 @@ mod tests {
 
     #[test]
     fn the_written_specs_validate_and_name_the_playbook() {
+        let ranks = Stragglers {
+            name: "playbook-stragglers".into(),
+            engine: RankEngine::Local,
+            nodes: 1,
+            tasks: 2,
+            replicates: 3,
+            warmup_steps: 3,
+            command: vec!["sh".into(), "train.sh".into()],
+            timeout_s: 600.0,
+        };
+        for engine in [RankEngine::Local, RankEngine::Slurm] {
+            let text = stragglers_spec(&Stragglers {
+                engine,
+                ..ranks.clone()
+            });
+            let checked = yardstick_spec::check_str(&text);
+            assert!(checked.is_valid(), "{:#?}\n{text}", checked.diagnostics);
+        }
         let starve = starvation_spec(&starving());
         assert!(
             starve.contains("values: [10]") && starve.contains("values: [2.5]"),

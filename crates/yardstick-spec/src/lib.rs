@@ -27,7 +27,7 @@ pub mod yaml;
 pub use diag::{Diagnostic, FileReport, Severity, ValidateOutput};
 pub use model::*;
 pub use schema::{description_at, fields_at, json_schema};
-pub use templates::{Template, github_workflow, template};
+pub use templates::{PRESETS, Preset, Template, github_workflow, preset, template};
 
 /// The largest spec file accepted (specs are small; this guards against pointing the validator
 /// at the wrong file).

@@ -114,6 +114,8 @@ pub enum PlaybookName {
     TailLatency,
     /// Whether one class of requests (short prompts, long prompts) starves when they are mixed.
     Starvation,
+    /// Whether one rank of a multi-rank job is slower than the others, persistently.
+    Stragglers,
 }
 
 impl PlaybookName {
@@ -122,6 +124,7 @@ impl PlaybookName {
         match self {
             PlaybookName::TailLatency => "tail-latency",
             PlaybookName::Starvation => "starvation",
+            PlaybookName::Stragglers => "stragglers",
         }
     }
 }

@@ -300,7 +300,7 @@ pub const RULES: &[RuleInfo] = &[
     },
     RuleInfo {
         id: "playbook-config",
-        summary: "a `tail-latency` playbook's spec has exactly one serve entry whose load sweeps two or more rates; a `starvation` playbook's spec has exactly one serve entry with a mixed scenario (parts of different prompt lengths) at an open-loop rate",
+        summary: "a `tail-latency` playbook's spec has exactly one serve entry whose load sweeps two or more rates; a `starvation` playbook's spec has exactly one serve entry with a mixed scenario (parts of different prompt lengths) at an open-loop rate; a `stragglers` playbook's spec has an e2e layer",
         section: "playbooks",
         hint: "let `yardstick playbook show NAME --url URL --model M` write the spec",
     },
@@ -417,6 +417,16 @@ fn playbook(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                 );
             }
         }
+        crate::model::PlaybookName::Stragglers => {
+            if !has_e2e(spec) {
+                cx.error(
+                    "playbook-config",
+                    "/spec/playbook",
+                    "`playbook: stragglers` needs an e2e layer whose command runs as several ranks, each reporting `rank` and `step_time_s`".into(),
+                    "let `yardstick playbook show stragglers --tasks 2 -- CMD` write the spec",
+                );
+            }
+        }
         crate::model::PlaybookName::Starvation => {
             let mixes = serve_entries(spec)
                 .into_iter()
@@ -443,6 +453,13 @@ fn playbook(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             }
         }
     }
+}
+
+fn has_e2e(spec: &Spec) -> bool {
+    spec.layers
+        .as_ref()
+        .and_then(|l| l.e2e.as_ref())
+        .is_some_and(|e| !e.is_empty())
 }
 
 fn serve_entries(spec: &Spec) -> Vec<&crate::model::ComponentLayer> {

@@ -14,6 +14,7 @@ use crate::exit::{Status, invalid};
 #[command(
     after_help = "Examples:\n  yardstick init --template serve -o bench.yaml\n  \
 yardstick init --template full | yardstick validate -\n  \
+yardstick init --preset llm-eval -o llm-eval.yaml   # a preset to edit; `run --preset` runs it as is\n  \
 yardstick init --ci github --spec bench.yaml   # writes .github/workflows/yardstick.yml"
 )]
 pub struct InitArgs {
@@ -34,6 +35,11 @@ pub struct InitArgs {
         requires = "ci"
     )]
     pub spec: String,
+    /// Write a preset's spec instead of a template (`health`, `cluster-eval`, `llm-eval`,
+    /// `multinode-readiness`; what `yardstick run --preset NAME` runs), targeting the embedded
+    /// simulator and 2 nodes: edit the target, nodes and execution before running it.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["template", "ci"], value_parser = clap::builder::PossibleValuesParser::new(yardstick_spec::PRESETS.iter().map(|p| p.name)))]
+    pub preset: Option<String>,
     /// Write to FILE instead of standard output (refuses to overwrite without --force).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -78,8 +84,8 @@ impl From<TemplateArg> for Template {
 pub struct InitOutput {
     /// The file written.
     pub written: String,
-    /// The template it came from (`ci-github` for `--ci github`).
-    pub template: &'static str,
+    /// The template or preset it came from (`ci-github` for `--ci github`).
+    pub template: String,
 }
 
 pub fn run(args: InitArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
@@ -96,10 +102,17 @@ pub fn run(args: InitArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 ),
             )
         }
-        None => (
-            yardstick_spec::template(args.template.into()),
-            args.output.clone(),
-        ),
+        None => match &args.preset {
+            Some(name) => {
+                owned = yardstick_spec::preset(name, None, None, 2)
+                    .expect("clap accepts only preset names");
+                (owned.as_str(), args.output.clone())
+            }
+            None => (
+                yardstick_spec::template(args.template.into()),
+                args.output.clone(),
+            ),
+        },
     };
     match &output {
         None => {
@@ -123,9 +136,10 @@ pub fn run(args: InitArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             if g.json {
                 crate::output::json(&InitOutput {
                     written: path.display().to_string(),
-                    template: match args.ci {
-                        Some(_) => "ci-github",
-                        None => Template::from(args.template).name(),
+                    template: match (args.ci, &args.preset) {
+                        (Some(_), _) => "ci-github".to_string(),
+                        (None, Some(p)) => p.clone(),
+                        (None, None) => Template::from(args.template).name().to_string(),
                     },
                 })?;
             } else if args.ci.is_some() {

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use yardstick_run::playbook::{self, PLAYBOOKS, Starvation, TailLatency};
+use yardstick_run::playbook::{self, PLAYBOOKS, RankEngine, Starvation, Stragglers, TailLatency};
 
 use crate::cli::{GlobalOpts, verbosity};
 use crate::cmd::run::{Execution, execute_spec};
@@ -18,6 +18,7 @@ use crate::output::{self, outln};
 #[command(after_help = "Examples:\n  yardstick playbook list\n  \
 yardstick playbook tail-latency --url http://127.0.0.1:8000 --model m --slo-ttft-ms 500\n  \
 yardstick playbook starvation --url http://127.0.0.1:8000 --model m\n  \
+yardstick playbook stragglers --engine slurm --nodes 4 --tasks 8 -- python train.py\n  \
 yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m --max-rate 40")]
 pub struct PlaybookArgs {
     #[command(subcommand)]
@@ -66,6 +67,118 @@ yardstick playbook starvation --url http://gpu:8000 --model m --rate 12 --json")
         #[command(flatten)]
         out: RunOut,
     },
+    /// Is one rank (one node, one device) slower than the others, persistently? A command runs
+    /// as N ranks (the reference trainer by default), here or on a Slurm allocation; a rank is a
+    /// straggler when it is the slowest in most steps of every replicate, by more than 5 %. Its
+    /// node is named with the command that drains it, run only with --apply.
+    #[command(after_help = "Examples:\n  \
+yardstick playbook stragglers --tasks 2\n  \
+yardstick playbook stragglers --engine slurm --nodes 4 --tasks 8 -- python train.py --steps 60\n  \
+yardstick playbook stragglers --engine slurm --nodes 4 --tasks 8 --apply -- ./train.sh")]
+    Stragglers {
+        #[command(flatten)]
+        ranks: RankArgs,
+        /// Run the remedy the diagnosis names (Slurm: `scontrol update nodename=N state=drain`)
+        /// when it finds a straggler; without it, the command is printed, never run.
+        #[arg(long)]
+        apply: bool,
+        #[command(flatten)]
+        out: RunOut,
+    },
+}
+
+/// The settings of the stragglers experiment.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RankArgs {
+    /// Where the ranks run: `local` (N processes here) or `slurm` (a batch job).
+    #[arg(long, default_value = "local", value_parser = ["local", "slurm"])]
+    pub engine: String,
+    /// Nodes of the Slurm allocation.
+    #[arg(long, default_value_t = 1)]
+    pub nodes: u32,
+    /// Ranks per node.
+    #[arg(long, default_value_t = 2)]
+    pub tasks: u32,
+    /// Steps of the default command (the reference trainer).
+    #[arg(long, default_value_t = 40)]
+    pub steps: u64,
+    /// Steps dropped from each replicate before measuring.
+    #[arg(long, default_value_t = 3)]
+    pub warmup_steps: u64,
+    /// Replicates (at least 3).
+    #[arg(long, default_value_t = 3)]
+    pub replicates: u32,
+    /// Kill a replicate after this many seconds.
+    #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
+    pub timeout: f64,
+    /// The command each rank runs (after `--`); it reports `rank` and `step_time_s` per step
+    /// (docs/metric-protocol.md). Default: `yardstick bench train --preset tiny`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+impl RankArgs {
+    fn check(&self) -> anyhow::Result<()> {
+        if self.replicates < 3 {
+            return Err(invalid(
+                "--replicates: a result needs at least 3 independent replicates",
+                Some("e.g. --replicates 3"),
+            ));
+        }
+        if self.tasks * self.nodes < 2 {
+            return Err(invalid(
+                "a straggler needs at least 2 ranks to compare",
+                Some("e.g. --tasks 2"),
+            ));
+        }
+        if self.engine == "local" && self.nodes != 1 {
+            return Err(invalid(
+                "--nodes: the local engine runs on this one machine",
+                Some("use --engine slurm for several nodes, or drop --nodes"),
+            ));
+        }
+        if !(self.timeout > 0.0 && self.timeout.is_finite()) || self.steps < 2 {
+            return Err(invalid(
+                "--timeout must be above 0 and --steps at least 2",
+                Some("e.g. --steps 40 --timeout 600"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn settings(&self) -> anyhow::Result<Stragglers> {
+        let command = if self.command.is_empty() {
+            let exe = std::env::current_exe()
+                .map_err(|e| anyhow::anyhow!("finding this program to run as the ranks: {e}"))?;
+            vec![
+                exe.display().to_string(),
+                "bench".into(),
+                "train".into(),
+                "--preset".into(),
+                "tiny".into(),
+                "--steps".into(),
+                self.steps.to_string(),
+                "--threads".into(),
+                "1".into(),
+            ]
+        } else {
+            self.command.clone()
+        };
+        Ok(Stragglers {
+            name: "playbook-stragglers".into(),
+            engine: if self.engine == "slurm" {
+                RankEngine::Slurm
+            } else {
+                RankEngine::Local
+            },
+            nodes: self.nodes,
+            tasks: self.tasks,
+            replicates: self.replicates,
+            warmup_steps: self.warmup_steps,
+            command,
+            timeout_s: self.timeout,
+        })
+    }
 }
 
 /// `playbook show NAME`: the spec each playbook runs.
@@ -84,6 +197,11 @@ yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m > tai
 yardstick playbook show starvation --url http://127.0.0.1:8000 --model m --rate 10\n  \
 yardstick playbook show starvation --url http://127.0.0.1:8000 --model m > starve.yaml")]
     Starvation(StarveArgs),
+    /// The stragglers experiment.
+    #[command(after_help = "Examples:\n  \
+yardstick playbook show stragglers --tasks 2\n  \
+yardstick playbook show stragglers --engine slurm --nodes 4 --tasks 8 -- python train.py > ranks.yaml")]
+    Stragglers(RankArgs),
 }
 
 /// Where a playbook's run goes.
@@ -417,8 +535,58 @@ fn show_with(
     Ok(Status::Ok)
 }
 
+/// `--apply`: drains the node of the straggler `diagnosis` names (Slurm); nothing on the local
+/// engine.
+fn remedy(
+    diagnosis: Option<&yardstick_analysis::diagnosis::Diagnosis>,
+    engine: RankEngine,
+) -> anyhow::Result<()> {
+    let diagnosis = serde_json::to_value(diagnosis)?;
+    if diagnosis["verdict"] != "straggler" {
+        output::info("--apply: no straggler, nothing to drain");
+        return Ok(());
+    }
+    if engine == RankEngine::Local {
+        output::info("--apply: the local engine has no node to drain; isolate the device yourself");
+        return Ok(());
+    }
+    for args in diagnosis["actions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| drain_argv(a.as_str()?))
+    {
+        output::info(&format!("--apply: {}", args.join(" ")));
+        let status = std::process::Command::new(&args[0])
+            .args(&args[1..])
+            .status()
+            .map_err(|e| anyhow::anyhow!("--apply: running {}: {e}", args[0]))?;
+        if !status.success() {
+            anyhow::bail!("--apply: `{}` failed ({status})", args.join(" "));
+        }
+    }
+    Ok(())
+}
+
+/// The argument vector of a diagnosis's Slurm drain action (`Drain the node (Slurm): scontrol
+/// update nodename=N state=drain reason="..."`): the quoted reason is one argument.
+fn drain_argv(action: &str) -> Option<Vec<String>> {
+    let cmd = action.strip_prefix("Drain the node (Slurm): ")?;
+    let (head, reason) = cmd.split_once(" reason=")?;
+    let mut args: Vec<String> = head.split_whitespace().map(str::to_owned).collect();
+    if args.first().map(String::as_str) != Some("scontrol") {
+        return None;
+    }
+    args.push(format!("reason={}", reason.trim_matches('"')));
+    Some(args)
+}
+
 /// Runs a playbook's spec into the store and prints its diagnosis.
-fn run_playbook(text: &str, out: &RunOut, g: &GlobalOpts) -> anyhow::Result<Status> {
+fn run_playbook(
+    text: &str,
+    out: &RunOut,
+    g: &GlobalOpts,
+) -> anyhow::Result<(Status, Option<yardstick_analysis::diagnosis::Diagnosis>)> {
     if let Some(p) = &out.spec_out {
         std::fs::write(p, text).map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
     }
@@ -438,10 +606,11 @@ fn run_playbook(text: &str, out: &RunOut, g: &GlobalOpts) -> anyhow::Result<Stat
             None => outln!("no diagnosis: the run stored no summary")?,
         }
     }
-    Ok(match run.status {
+    let status = match run.status {
         yardstick_store::RunStatus::Complete => Status::Ok,
         _ => Status::Failure,
-    })
+    };
+    Ok((status, diagnosis))
 }
 
 pub fn run(args: PlaybookArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
@@ -478,15 +647,50 @@ pub fn run(args: PlaybookArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 ))
             })
         }
+        PlaybookCommand::Show(ShowCommand::Stragglers(ranks)) => {
+            ranks.check()?;
+            output::text(&playbook::stragglers_spec(&ranks.settings()?))?;
+            Ok(Status::Ok)
+        }
+        PlaybookCommand::Stragglers { ranks, apply, out } => {
+            ranks.check()?;
+            let settings = ranks.settings()?;
+            let (status, diagnosis) = run_playbook(&playbook::stragglers_spec(&settings), &out, g)?;
+            if apply {
+                remedy(diagnosis.as_ref(), settings.engine)?;
+            }
+            Ok(status)
+        }
         PlaybookCommand::TailLatency { tail, out } => {
             tail.check()?;
             let rate = tail.max_rate(&out.store)?;
-            run_playbook(&playbook::tail_latency_spec(&tail.settings(rate)), &out, g)
+            Ok(run_playbook(&playbook::tail_latency_spec(&tail.settings(rate)), &out, g)?.0)
         }
         PlaybookCommand::Starvation { starve, out } => {
             starve.check()?;
             let rate = starve.rate(&out.store)?;
-            run_playbook(&playbook::starvation_spec(&starve.settings(rate)), &out, g)
+            Ok(run_playbook(&playbook::starvation_spec(&starve.settings(rate)), &out, g)?.0)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_drain_action_is_one_scontrol_call_with_the_reason_as_one_argument() {
+        assert_eq!(
+            super::drain_argv(
+                "Drain the node (Slurm): scontrol update nodename=n1 state=drain reason=\"yardstick: rank 1 straggler\""
+            )
+            .unwrap(),
+            [
+                "scontrol",
+                "update",
+                "nodename=n1",
+                "state=drain",
+                "reason=yardstick: rank 1 straggler"
+            ]
+        );
+        assert!(super::drain_argv("Or cordon it (Kubernetes): kubectl cordon n1").is_none());
     }
 }

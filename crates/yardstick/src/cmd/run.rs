@@ -24,6 +24,9 @@ use crate::output;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  yardstick run examples/quickstart.yaml\n  \
 yardstick run bench.yaml --dry-run\n  yardstick run bench.yaml --resume 01JD...\n  \
+yardstick run --preset health\n  \
+yardstick run --preset llm-eval --url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B\n  \
+yardstick run --preset multinode-readiness --nodes 4\n  \
 yardstick verify 01JD...\n  \
 YARDSTICK_TOKEN=ysk_… yardstick run bench.yaml --push https://yardstick.internal:8686\n  \
 yardstick run /spec/spec.yaml --shard \"$JOB_COMPLETION_INDEX/2\" --shard-dir /results/job-1\n\n\
@@ -39,8 +42,29 @@ runs); 5 the run completed and is stored locally, but --push failed (push it aga
 `yardstick push RUN --to URL`).")]
 pub struct RunArgs {
     /// The spec (`-` reads standard input).
-    #[arg(value_name = "SPEC")]
-    pub spec: PathBuf,
+    #[arg(
+        value_name = "SPEC",
+        required_unless_present = "preset",
+        conflicts_with = "preset"
+    )]
+    pub spec: Option<PathBuf>,
+    /// Run a preset instead of a spec: `health` (fast health signal, about 40 s),
+    /// `cluster-eval` (a cluster machine: micro, GPU probes, trainer, serving; about 3 min),
+    /// `llm-eval` (an LLM endpoint: traffic shapes, capacity under an SLO, accuracy; 20-40 min),
+    /// `multinode-readiness` (every node of a Slurm allocation). The filled spec is written to
+    /// `<store>/presets/NAME.yaml`, so `--resume` and `yardstick run` of that file work as usual;
+    /// `yardstick init --preset NAME` writes it to edit.
+    #[arg(long, value_name = "NAME", value_parser = preset_names())]
+    pub preset: Option<String>,
+    /// With --preset: the server's base URL (default: the embedded simulator).
+    #[arg(long, requires = "preset")]
+    pub url: Option<String>,
+    /// With --preset: the model to request (default `sim-llama`, the simulator's).
+    #[arg(long, requires = "preset")]
+    pub model: Option<String>,
+    /// With --preset multinode-readiness: the nodes of the allocation.
+    #[arg(long, requires = "preset", default_value_t = 2)]
+    pub nodes: u32,
     /// Store directory (runs and the SQLite warehouse), or set YARDSTICK_STORE.
     #[arg(
         long,
@@ -151,13 +175,65 @@ fn parse_interval(s: &str) -> anyhow::Result<Duration> {
     }
 }
 
-pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
+/// The names `--preset` accepts.
+fn preset_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(yardstick_spec::PRESETS.iter().map(|p| p.name))
+}
+
+/// The spec to run: the path given, or the preset filled and written to
+/// `<store>/presets/NAME.yaml`.
+fn spec_path(args: &RunArgs) -> anyhow::Result<PathBuf> {
+    let Some(name) = &args.preset else {
+        return Ok(args
+            .spec
+            .clone()
+            .expect("clap requires SPEC without --preset"));
+    };
+    if let Some(url) = &args.url
+        && !(url.starts_with("http://") || url.starts_with("https://") || url == "sim")
+    {
+        return Err(invalid(
+            format!("--url `{url}`: expected an http(s) URL, or `sim` for the embedded simulator"),
+            Some("e.g. --url http://127.0.0.1:8000 --model my-model"),
+        ));
+    }
+    if args.nodes == 0 {
+        return Err(invalid(
+            "--nodes must be at least 1",
+            Some("e.g. --nodes 2"),
+        ));
+    }
+    let text = yardstick_spec::preset(name, args.url.as_deref(), args.model.as_deref(), args.nodes)
+        .expect("clap accepts only preset names");
+    let dir = args.store.join("presets");
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&path, &text))
+        .map_err(|e| anyhow::anyhow!("writing the preset's spec to {}: {e}", path.display()))?;
+    if verbosity() >= 0 {
+        output::info(&format!("preset {name}: the spec is {}", path.display()));
+    }
+    Ok(path)
+}
+
+impl RunArgs {
+    /// The spec file, once `run` resolved a preset to its file.
+    pub fn spec_file(&self) -> &Path {
+        self.spec
+            .as_deref()
+            .expect("run resolves the spec before it is used")
+    }
+}
+
+pub fn run(mut args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
     // Read once (the spec may be standard input), check, and keep the exact bytes: the run
     // stores and hashes the spec as given. A resumed run reads the input files it froze when it
     // started (inputs/), so the files the spec names need not exist any more.
-    let spec_dir = spec_dir(&args.spec);
+    let spec_file = spec_path(&args)?;
+    args.spec = Some(spec_file.clone());
+    let spec_dir = spec_dir(&spec_file);
     let files_base = args.resume.is_none().then_some(spec_dir.as_path());
-    let (name, text, spec) = super::validate::checked_spec(&args.spec, files_base, "run")?;
+    let (name, text, spec) = super::validate::checked_spec(&spec_file, files_base, "run")?;
     let telemetry_interval = parse_interval(&args.telemetry_interval)?;
     let pods = match (&args.shard, &args.shard_dir) {
         (Some(s), Some(dir)) => {
@@ -204,8 +280,8 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             "render its manifests with `yardstick k8s render {} --push URL` (then `kubectl apply \
              -f` them) or submit them with `yardstick k8s submit {}` (docs/kubernetes.md); \
              `engine: local` runs here",
-            args.spec.display(),
-            args.spec.display()
+            spec_file.display(),
+            spec_file.display()
         );
         let is_k8s = spec
             .spec
@@ -342,7 +418,7 @@ pub fn run(args: RunArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         if outcome.status == RunStatus::Incomplete {
             text.push_str(&format!(
                 "  continue with: yardstick run {} --store {store} --resume {id}\n",
-                args.spec.display(),
+                spec_file.display(),
             ));
         } else {
             // The run ends on its answer: each point's headline figures, then what to do next.

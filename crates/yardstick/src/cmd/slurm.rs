@@ -21,7 +21,7 @@ pub struct Job {
 impl Job {
     /// The job of `args` for `x` in `dir`.
     pub fn new(args: &RunArgs, x: &Execution, name: &str, dir: &Path) -> anyhow::Result<Job> {
-        if args.spec.as_os_str() == "-" {
+        if args.spec_file().as_os_str() == "-" {
             return Err(invalid(
                 "engine slurm runs the spec again inside the job, so it must be a file, not \
                  standard input",
@@ -60,7 +60,7 @@ impl Job {
             x,
             name,
             &exe,
-            &abs(&args.spec),
+            &abs(args.spec_file()),
             &abs(&args.store),
             dir,
             &inner,
@@ -132,7 +132,7 @@ pub fn submit(args: &RunArgs, g: &GlobalOpts, x: &Execution, name: &str) -> anyh
         if outcome.status == yardstick_store::RunStatus::Incomplete {
             crate::output::outln!(
                 "  continue with: yardstick run {} --store {} --resume {}",
-                args.spec.display(),
+                args.spec_file().display(),
                 args.store.display(),
                 outcome.run_id
             )?;

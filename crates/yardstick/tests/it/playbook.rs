@@ -363,3 +363,100 @@ fn starvation_finds_head_of_line_blocking_and_does_not_blame_a_clean_server() {
         "{d:#}"
     );
 }
+
+/// A rank-aware workload that really sleeps each step (25 steps) and reports the time it took,
+/// tagged with its rank and world size (`RANK`/`WORLD_SIZE` here, Slurm's in a task); the rank
+/// named by `$SLOW_RANK` sleeps 65 ms instead of 50.
+fn sleeper(dir: &std::path::Path) -> String {
+    let p = dir.join("ranks.sh");
+    std::fs::write(
+        &p,
+        r#"r=${RANK:-${SLURM_PROCID:-0}}; n=${WORLD_SIZE:-${SLURM_NTASKS:-1}}
+d=0.05; [ "$r" = "$SLOW_RANK" ] && d=0.065
+i=0
+while [ $i -lt 25 ]; do
+  s=$(date +%s%N); sleep $d; e=$(date +%s%N)
+  t=$(awk "BEGIN{print ($e-$s)/1e9}")
+  echo "{\"step\":$i,\"samples\":8,\"step_time_s\":$t,\"rank\":$r,\"world_size\":$n}" >> "$YARDSTICK_METRICS"
+  i=$((i+1))
+done
+"#,
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+fn stragglers(store: &std::path::Path, engine: &[&str], slow: &str, script: &str) -> Value {
+    let o = yardstick()
+        .args(["--json", "playbook", "stragglers", "--tasks", "2"])
+        .args(engine)
+        .arg("--store")
+        .arg(store)
+        .args(["--", "env", &format!("SLOW_RANK={slow}"), "sh", script])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    json(&o)
+}
+
+/// The stragglers playbook here (two ranks as two processes): a rank that sleeps 30 % longer
+/// each step is the straggler, on this host; equal ranks are not blamed.
+#[test]
+fn stragglers_finds_a_slow_rank_and_does_not_blame_equal_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let script = sleeper(dir.path());
+    let out = stragglers(&store, &[], "1", &script);
+    let d = &out["diagnosis"];
+    assert_eq!(d["playbook"], "stragglers", "{d:#}");
+    assert_eq!(d["verdict"], "straggler", "{d:#}");
+    assert!(d["summary"].as_str().unwrap().contains("rank 1"), "{d:#}");
+    let e = &d["evidence"][0]["figures"];
+    assert_eq!(e["rank"], 1.0, "{d:#}");
+    assert!(
+        e["median_step_time_ratio"].as_f64().unwrap() > 1.15,
+        "{d:#}"
+    );
+    assert!(
+        d["actions"][0].as_str().unwrap().contains("state=drain"),
+        "{d:#}"
+    );
+
+    let out = stragglers(&store, &[], "none", &script);
+    let d = &out["diagnosis"];
+    assert!(
+        ["no-straggler", "inconclusive"].contains(&d["verdict"].as_str().unwrap()),
+        "{d:#}"
+    );
+}
+
+/// The same on the one-node Slurm cluster CI starts: two tasks of one srun step per replicate.
+#[test]
+fn stragglers_on_slurm_finds_the_slow_task() {
+    if !crate::run_slurm::slurm_up() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let script = sleeper(dir.path());
+    let out = stragglers(&store, &["--engine", "slurm"], "1", &script);
+    let d = &out["diagnosis"];
+    assert_eq!(d["verdict"], "straggler", "{d:#}");
+    let node = String::from_utf8(
+        std::process::Command::new("hostname")
+            .arg("-s")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        d["summary"].as_str().unwrap().contains("rank 1"),
+        "{d:#} (node {node})"
+    );
+}

@@ -876,3 +876,69 @@ fn a_spec_replays_a_trace_and_refuses_a_bad_one() {
         stderr(&o)
     );
 }
+
+/// `run --preset health` runs the preset as a stored run whose spec is the one `init --preset`
+/// writes (targets filled with the defaults), kept under `<store>/presets/`; bad preset input is
+/// refused with exit 2 before anything runs.
+#[test]
+fn a_preset_runs_as_a_stored_run_of_the_spec_init_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let o = yardstick()
+        .args(["run", "--json", "-q", "--preset", "health", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "complete");
+    let ids: Vec<&str> = v["summary"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    assert!(
+        ids.iter().any(|i| i.starts_with("micro.0.memory")),
+        "{ids:?}"
+    );
+    assert!(
+        ids.iter()
+            .any(|i| i.contains("serve/D(128,32)/concurrency=8")),
+        "{ids:?}"
+    );
+    let init = yardstick()
+        .args(["init", "--preset", "health"])
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{}", stderr(&init));
+    let written = std::fs::read(store.join("presets/health.yaml")).unwrap();
+    assert_eq!(written, init.stdout);
+    let run_dir = store.join("runs").join(v["run_id"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read(run_dir.join("spec.yaml")).unwrap(),
+        init.stdout
+    );
+
+    for (args, says) in [
+        (vec!["run", "--preset", "nope"], "invalid value 'nope'"),
+        (vec!["run", "--url", "http://127.0.0.1:9"], "--preset"),
+        (
+            vec!["run", "--preset", "llm-eval", "--url", "ftp://x"],
+            "expected an http(s) URL",
+        ),
+        (
+            vec!["init", "--preset", "health", "--template", "serve"],
+            "cannot be used with",
+        ),
+    ] {
+        let o = yardstick()
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -10,6 +10,12 @@ use serde_json::Value;
 use crate::common::{json, layered_spec, yardstick};
 use crate::external;
 
+/// Whether Slurm answers on this machine (a failure under `YARDSTICK_REQUIRE_EXTERNAL=1` when
+/// it does not), for tests of other modules that need it.
+pub fn slurm_up() -> bool {
+    slurm().is_some()
+}
+
 /// Slurm answering on this machine: `sinfo` lists a node that is up.
 fn slurm() -> Option<()> {
     let ok = Command::new("sinfo")
