@@ -592,25 +592,92 @@ fn run_playbook(
     }
     let run = run_text(text, &execution(&out.store))?;
     let diagnosis = run.summary.as_ref().and_then(|s| s.diagnosis.clone());
-    if g.json {
-        output::json(&serde_json::json!({
+    let complete = run.status == yardstick_store::RunStatus::Complete;
+    report(
+        serde_json::json!({
             "run_id": run.run_id,
             "dir": run.dir,
             "status": run.status,
             "diagnosis": diagnosis,
-        }))?;
+        }),
+        complete,
+        g,
+    )
+}
+
+/// Prints a playbook run's outcome (`{run_id, dir, status, diagnosis}`) and returns its status
+/// and diagnosis.
+fn report(
+    outcome: serde_json::Value,
+    complete: bool,
+    g: &GlobalOpts,
+) -> anyhow::Result<(Status, Option<yardstick_analysis::diagnosis::Diagnosis>)> {
+    let diagnosis: Option<yardstick_analysis::diagnosis::Diagnosis> =
+        serde_json::from_value(outcome["diagnosis"].clone()).ok();
+    if g.json {
+        output::json(&outcome)?;
     } else {
-        outln!("run {} -> {}", run.run_id, run.dir.display())?;
+        outln!(
+            "run {} -> {}",
+            outcome["run_id"].as_str().unwrap_or("?"),
+            outcome["dir"].as_str().unwrap_or("?")
+        )?;
         match &diagnosis {
             Some(d) => output::text(&playbook::text(d))?,
             None => outln!("no diagnosis: the run stored no summary")?,
         }
     }
-    let status = match run.status {
-        yardstick_store::RunStatus::Complete => Status::Ok,
-        _ => Status::Failure,
+    let status = if complete {
+        Status::Ok
+    } else {
+        Status::Failure
     };
     Ok((status, diagnosis))
+}
+
+/// Runs a playbook's spec on Slurm as `yardstick run` does (it submits the batch job and follows
+/// it): the spec is written to `<store>/playbooks/NAME.yaml`, where the job's nodes read it.
+fn run_playbook_on_slurm(
+    name: &str,
+    text: &str,
+    out: &RunOut,
+    g: &GlobalOpts,
+) -> anyhow::Result<(Status, Option<yardstick_analysis::diagnosis::Diagnosis>)> {
+    if let Some(p) = &out.spec_out {
+        std::fs::write(p, text).map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+    }
+    let dir = std::path::absolute(out.store.join("playbooks"))?;
+    let spec = dir.join(format!("{name}.yaml"));
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&spec, text))
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", spec.display()))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("finding this program to submit the run: {e}"))?;
+    let o = std::process::Command::new(exe)
+        .args(["--json", "run"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(std::path::absolute(&out.store)?)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| anyhow::anyhow!("running `yardstick run {}`: {e}", spec.display()))?;
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).map_err(|e| {
+        anyhow::anyhow!(
+            "`yardstick run {}` printed no outcome ({e}; exit {})",
+            spec.display(),
+            o.status
+        )
+    })?;
+    report(
+        serde_json::json!({
+            "run_id": v["run_id"],
+            "dir": v["dir"],
+            "status": v["status"],
+            "diagnosis": v["summary"]["diagnosis"],
+        }),
+        o.status.success() && v["status"] == "complete",
+        g,
+    )
 }
 
 pub fn run(args: PlaybookArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
@@ -655,7 +722,11 @@ pub fn run(args: PlaybookArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         PlaybookCommand::Stragglers { ranks, apply, out } => {
             ranks.check()?;
             let settings = ranks.settings()?;
-            let (status, diagnosis) = run_playbook(&playbook::stragglers_spec(&settings), &out, g)?;
+            let text = playbook::stragglers_spec(&settings);
+            let (status, diagnosis) = match settings.engine {
+                RankEngine::Slurm => run_playbook_on_slurm("stragglers", &text, &out, g)?,
+                RankEngine::Local => run_playbook(&text, &out, g)?,
+            };
             if apply {
                 remedy(diagnosis.as_ref(), settings.engine)?;
             }
