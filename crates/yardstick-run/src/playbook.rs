@@ -130,6 +130,30 @@ fn yaml_str(s: &str) -> String {
     serde_json::to_string(s).expect("a string is JSON")
 }
 
+/// The workload and trials of a serving playbook's spec: `scenario` frozen, replicates
+/// interleaved after 5 warm-up requests.
+fn serve_frozen(model: &str, precision: &str, scenario: &str, replicates: u32) -> String {
+    format!(
+        "  workload:
+    model: {model}
+    precision: {precision}
+    sequenceLengths: {scenario}
+    batching: continuous
+    concurrency: 1
+    dataset: {{kind: synthetic, seed: 42}}
+    correctness: {{policy: none}}
+  trials:
+    replicates: {replicates}
+    warmup: {{requests: 5}}
+    confidenceLevel: 0.95
+    outlierPolicy: report-tukey
+    order: interleaved
+",
+        model = yaml_str(model),
+        scenario = yaml_str(scenario),
+    )
+}
+
 /// The spec of a tail-latency sweep.
 pub fn tail_latency_spec(t: &TailLatency) -> String {
     let values = rates(t.max_rate, t.levels)
@@ -152,21 +176,7 @@ metadata:
 spec:
   mode: exploratory
   playbook: tail-latency
-  workload:
-    model: {model}
-    precision: {precision}
-    sequenceLengths: {scenario}
-    batching: continuous
-    concurrency: 1
-    dataset: {{kind: synthetic, seed: 42}}
-    correctness: {{policy: none}}
-  trials:
-    replicates: {replicates}
-    warmup: {{requests: 5}}
-    confidenceLevel: 0.95
-    outlierPolicy: report-tukey
-    order: interleaved
-  layers:
+{frozen}  layers:
     component:
       - kind: serve
         target: {{url: {url}, api: {api}, model: {model}}}
@@ -179,12 +189,11 @@ spec:
         levels = t.levels.max(2),
         max = significant(t.max_rate),
         name = t.name,
+        frozen = serve_frozen(&t.model, &t.precision, &t.scenario, t.replicates),
         model = yaml_str(&t.model),
         scenario = yaml_str(&t.scenario),
-        replicates = t.replicates,
         url = yaml_str(&t.url),
         api = t.api,
-        precision = t.precision,
         requests = t.requests,
         duration = t.duration_s,
     )
@@ -266,31 +275,14 @@ metadata:
 spec:
   mode: exploratory
   playbook: starvation
-  workload:
-    model: {model}
-    precision: {precision}
-    sequenceLengths: {mix}
-    batching: continuous
-    concurrency: 1
-    dataset: {{kind: synthetic, seed: 42}}
-    correctness: {{policy: none}}
-  trials:
-    replicates: {replicates}
-    warmup: {{requests: 5}}
-    confidenceLevel: 0.95
-    outlierPolicy: report-tukey
-    order: interleaved
-  layers:
+{frozen}  layers:
     component:
 {short}{long}{mixed}  provenance:
     signing: off
 ",
         rate = significant(t.rate),
         name = t.name,
-        model = yaml_str(&t.model),
-        precision = t.precision,
-        mix = yaml_str(&t.mix()),
-        replicates = t.replicates,
+        frozen = serve_frozen(&t.model, &t.precision, &t.mix(), t.replicates),
         short = entry(&t.short, t.rate * short_share, share(short_share)),
         long = entry(&t.long, t.rate * t.long_share, share(t.long_share)),
         mixed = entry(&t.mix(), t.rate, t.requests),

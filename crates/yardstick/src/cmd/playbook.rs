@@ -119,12 +119,7 @@ pub struct RankArgs {
 
 impl RankArgs {
     fn check(&self) -> anyhow::Result<()> {
-        if self.replicates < 3 {
-            return Err(invalid(
-                "--replicates: a result needs at least 3 independent replicates",
-                Some("e.g. --replicates 3"),
-            ));
-        }
+        check_replicates(self.replicates)?;
         if self.tasks * self.nodes < 2 {
             return Err(invalid(
                 "a straggler needs at least 2 ranks to compare",
@@ -292,6 +287,17 @@ pub struct StarveArgs {
     pub load_share: f64,
 }
 
+/// A result needs at least 3 independent replicates.
+fn check_replicates(n: u32) -> anyhow::Result<()> {
+    if n < 3 {
+        return Err(invalid(
+            "--replicates: a result needs at least 3 independent replicates",
+            Some("e.g. --replicates 3 (5 gives tighter intervals)"),
+        ));
+    }
+    Ok(())
+}
+
 impl Common {
     fn check(&self, playbook: &str) -> anyhow::Result<()> {
         let url = self.url.as_deref().unwrap_or_default();
@@ -313,12 +319,7 @@ impl Common {
                 None,
             ));
         }
-        if self.replicates < 3 {
-            return Err(invalid(
-                "--replicates: a result needs at least 3 independent replicates",
-                Some("e.g. --replicates 3 (5 gives tighter intervals)"),
-            ));
-        }
+        check_replicates(self.replicates)?;
         if !(self.duration > 0.0 && self.duration.is_finite()) || self.requests < 10 {
             return Err(invalid(
                 "--duration must be above 0 and --requests at least 10",

@@ -8,36 +8,16 @@ use serde_json::Value;
 
 use crate::common::{Sim, json, yardstick};
 
-fn tail_latency(sim: &Sim, store: &std::path::Path, extra: &[&str]) -> Value {
+/// `yardstick --json playbook ARGS... --store STORE [-- CMD...]`, which must exit 0: its JSON
+/// outcome.
+fn playbook_json(args: &[&str], store: &std::path::Path) -> Value {
+    let cut = args.iter().position(|a| *a == "--").unwrap_or(args.len());
     let o = yardstick()
-        .args([
-            "--json",
-            "playbook",
-            "tail-latency",
-            "--url",
-            &sim.url,
-            "--model",
-            "m",
-        ])
-        .args([
-            "--scenario",
-            "D(16,8)",
-            "--levels",
-            "4",
-            "--replicates",
-            "3",
-        ])
-        .args([
-            "--requests",
-            "60",
-            "--duration",
-            "3",
-            "--probe-concurrency",
-            "16",
-        ])
-        .args(extra)
+        .args(["--json", "playbook"])
+        .args(&args[..cut])
         .arg("--store")
         .arg(store)
+        .args(&args[cut..])
         .output()
         .unwrap();
     assert_eq!(
@@ -47,6 +27,28 @@ fn tail_latency(sim: &Sim, store: &std::path::Path, extra: &[&str]) -> Value {
         String::from_utf8_lossy(&o.stderr)
     );
     json(&o)
+}
+
+fn tail_latency(sim: &Sim, store: &std::path::Path, extra: &[&str]) -> Value {
+    let mut args = vec!["tail-latency", "--url", &sim.url, "--model", "m"];
+    args.extend([
+        "--scenario",
+        "D(16,8)",
+        "--levels",
+        "4",
+        "--replicates",
+        "3",
+    ]);
+    args.extend([
+        "--requests",
+        "60",
+        "--duration",
+        "3",
+        "--probe-concurrency",
+        "16",
+    ]);
+    args.extend(extra);
+    playbook_json(&args, store)
 }
 
 #[test]
@@ -273,30 +275,25 @@ fn playbook_list_show_and_bad_input() {
 }
 
 fn starvation(sim: &Sim, store: &std::path::Path, extra: &[&str]) -> Value {
-    let o = yardstick()
-        .args(["--json", "playbook", "starvation", "--url", &sim.url])
-        .args(["--model", "m", "--short", "D(32,8)", "--long", "D(1024,8)"])
-        .args([
-            "--long-share",
-            "0.25",
-            "--requests",
-            "60",
-            "--duration",
-            "8",
-        ])
-        .args(["--probe-concurrency", "8"])
-        .args(extra)
-        .arg("--store")
-        .arg(store)
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    json(&o)
+    let mut args = vec!["starvation", "--url", &sim.url, "--model", "m"];
+    args.extend([
+        "--short",
+        "D(32,8)",
+        "--long",
+        "D(1024,8)",
+        "--long-share",
+        "0.25",
+    ]);
+    args.extend([
+        "--requests",
+        "60",
+        "--duration",
+        "8",
+        "--probe-concurrency",
+        "8",
+    ]);
+    args.extend(extra);
+    playbook_json(&args, store)
 }
 
 /// The starvation playbook in both directions: one request slot (a long request's 107 ms
@@ -387,21 +384,11 @@ done
 }
 
 fn stragglers(store: &std::path::Path, engine: &[&str], slow: &str, script: &str) -> Value {
-    let o = yardstick()
-        .args(["--json", "playbook", "stragglers", "--tasks", "2"])
-        .args(engine)
-        .arg("--store")
-        .arg(store)
-        .args(["--", "env", &format!("SLOW_RANK={slow}"), "sh", script])
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    json(&o)
+    let slow = format!("SLOW_RANK={slow}");
+    let mut args = vec!["stragglers", "--tasks", "2"];
+    args.extend(engine);
+    args.extend(["--", "env", &slow, "sh", script]);
+    playbook_json(&args, store)
 }
 
 /// The stragglers playbook here (two ranks as two processes): a rank that sleeps 30 % longer
