@@ -14,7 +14,7 @@ use crate::exit::{Status, invalid};
 #[command(
     after_help = "Examples:\n  yardstick init --template serve -o bench.yaml\n  \
 yardstick init --template full | yardstick validate -\n  \
-yardstick init --preset llm-eval -o llm-eval.yaml   # a preset to edit; `run --preset` runs it as is\n  \
+yardstick init --preset llm-eval -o llm-eval.yaml   # a preset, to edit\n  \
 yardstick init --ci github --spec bench.yaml   # writes .github/workflows/yardstick.yml"
 )]
 pub struct InitArgs {

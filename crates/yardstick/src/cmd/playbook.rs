@@ -34,7 +34,13 @@ pub enum PlaybookCommand {
     )]
     List,
     /// Print the spec a playbook would run (a probe runs first unless its rate is given).
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  \
+yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m --max-rate 40\n  \
+yardstick playbook show starvation --url http://127.0.0.1:8000 --model m --rate 10\n  \
+yardstick playbook show stragglers --tasks 2 > ranks.yaml"
+    )]
     Show(ShowCommand),
     /// Why is p99 TTFT bad, and from what load on? A probe finds the throughput the server
     /// sustains; an open-loop sweep of rates up to it finds the knee, where p99 TTFT leaves its
@@ -59,7 +65,7 @@ yardstick playbook tail-latency --url http://gpu:8000 --model m --max-rate 40 --
     /// a long one was in prefill with the rest (head-of-line blocking).
     #[command(after_help = "Examples:\n  \
 yardstick playbook starvation --url http://127.0.0.1:8000 --model m\n  \
-yardstick playbook starvation --url http://127.0.0.1:8000 --model m --short 'D(128,64)' --long 'D(8192,64)' --long-share 0.1\n  \
+yardstick playbook starvation --url http://gpu:8000 --model m --long 'D(8192,64)' --rate 8\n  \
 yardstick playbook starvation --url http://gpu:8000 --model m --rate 12 --json")]
     Starvation {
         #[command(flatten)]
@@ -195,7 +201,7 @@ yardstick playbook show starvation --url http://127.0.0.1:8000 --model m > starv
     /// The stragglers experiment.
     #[command(after_help = "Examples:\n  \
 yardstick playbook show stragglers --tasks 2\n  \
-yardstick playbook show stragglers --engine slurm --nodes 4 --tasks 8 -- python train.py > ranks.yaml")]
+yardstick playbook show stragglers --engine slurm --nodes 4 -- python train.py > ranks.yaml")]
     Stragglers(RankArgs),
 }
 
