@@ -70,13 +70,13 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "health",
         summary: "fast health signal: memory bandwidth and GEMM here, then serving at concurrency 1 and 8",
-        takes: "about 40 s on 2 cores",
+        takes: "about 1 min on 2 cores",
         text: include_str!("../templates/presets/health.yaml"),
     },
     Preset {
         name: "cluster-eval",
         summary: "common evaluation of a cluster machine: memory, GEMM, the GPU probes, the reference trainer and a serving sweep at concurrency 1, 8 and 32",
-        takes: "about 3 min on 2 cores",
+        takes: "about 2.5 min on 2 cores",
         text: include_str!("../templates/presets/cluster-eval.yaml"),
     },
     Preset {

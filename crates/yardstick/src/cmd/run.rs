@@ -48,8 +48,8 @@ pub struct RunArgs {
         conflicts_with = "preset"
     )]
     pub spec: Option<PathBuf>,
-    /// Run a preset instead of a spec: `health` (fast health signal, about 40 s),
-    /// `cluster-eval` (a cluster machine: micro, GPU probes, trainer, serving; about 3 min),
+    /// Run a preset instead of a spec: `health` (fast health signal, about 1 min),
+    /// `cluster-eval` (a cluster machine: micro, GPU probes, trainer, serving; about 2.5 min),
     /// `llm-eval` (an LLM endpoint: traffic shapes, capacity under an SLO, accuracy; 20-40 min),
     /// `multinode-readiness` (every node of a Slurm allocation). The filled spec is written to
     /// `<store>/presets/NAME.yaml`, so `--resume` and `yardstick run` of that file work as usual;
