@@ -82,7 +82,7 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "llm-eval",
         summary: "full evaluation of an LLM endpoint: chat, long-context and mixed traffic at concurrency 1, 16 and 64, capacity under a p99 SLO, accuracy probes",
-        takes: "20-40 min on a real server; about 10 min against the embedded simulator",
+        takes: "20-40 min on a real server; about 12 min against the embedded simulator",
         text: include_str!("../templates/presets/llm-eval.yaml"),
     },
     Preset {
