@@ -221,6 +221,16 @@ pub struct RunOut {
     store: PathBuf,
 }
 
+impl RunOut {
+    /// `--spec-out`: the spec a playbook runs, written there too.
+    fn write_spec(&self, text: &str) -> anyhow::Result<()> {
+        if let Some(p) = &self.spec_out {
+            std::fs::write(p, text).map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+        }
+        Ok(())
+    }
+}
+
 /// The server and how long each replicate runs: every playbook's options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
@@ -548,21 +558,15 @@ fn remedy(
     diagnosis: Option<&yardstick_analysis::diagnosis::Diagnosis>,
     engine: RankEngine,
 ) -> anyhow::Result<()> {
-    let diagnosis = serde_json::to_value(diagnosis)?;
-    if diagnosis["verdict"] != "straggler" {
+    let Some(diagnosis) = diagnosis.filter(|d| d.verdict == "straggler") else {
         output::info("--apply: no straggler, nothing to drain");
         return Ok(());
-    }
+    };
     if engine == RankEngine::Local {
         output::info("--apply: the local engine has no node to drain; isolate the device yourself");
         return Ok(());
     }
-    for args in diagnosis["actions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|a| drain_argv(a.as_str()?))
-    {
+    for args in diagnosis.actions.iter().filter_map(|a| drain_argv(a)) {
         output::info(&format!("--apply: {}", args.join(" ")));
         let status = std::process::Command::new(&args[0])
             .args(&args[1..])
@@ -594,9 +598,7 @@ fn run_playbook(
     out: &RunOut,
     g: &GlobalOpts,
 ) -> anyhow::Result<(Status, Option<yardstick_analysis::diagnosis::Diagnosis>)> {
-    if let Some(p) = &out.spec_out {
-        std::fs::write(p, text).map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
-    }
+    out.write_spec(text)?;
     let run = run_text(text, &execution(&out.store))?;
     let diagnosis = run.summary.as_ref().and_then(|s| s.diagnosis.clone());
     let complete = run.status == yardstick_store::RunStatus::Complete;
@@ -650,9 +652,7 @@ fn run_playbook_on_slurm(
     out: &RunOut,
     g: &GlobalOpts,
 ) -> anyhow::Result<(Status, Option<yardstick_analysis::diagnosis::Diagnosis>)> {
-    if let Some(p) = &out.spec_out {
-        std::fs::write(p, text).map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
-    }
+    out.write_spec(text)?;
     let dir = std::path::absolute(out.store.join("playbooks"))?;
     let spec = dir.join(format!("{name}.yaml"));
     std::fs::create_dir_all(&dir)
