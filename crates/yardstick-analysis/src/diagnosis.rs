@@ -9,6 +9,8 @@
 //!   other beyond what it sees alone, and whether short requests wait behind long prefills.
 //! * [`stragglers`]: whether one rank of a distributed job is slower than the others in most of
 //!   its steps, in every replicate, by more than the node-to-node band — and on which node.
+//! * [`backpressure`]: whether a server offered more than it sustains turns requests away (and
+//!   says when to come back) or queues them without bound.
 
 use std::collections::BTreeMap;
 
@@ -454,7 +456,7 @@ pub const STARVED_MIN_GROWTH: f64 = 0.20;
 pub const FAIR_JAIN: f64 = 0.9;
 
 /// The rule of [`starvation`], as stated in the diagnosis.
-pub const STARVATION_RULE: &str = "A class is slowed by the mix when its p99 TTFT in the mix has an interval wholly above its p99 TTFT alone (at its share of the mix's rate) and a mean at least 20 % above it. Short requests wait head-of-line when the mean TTFT of those sent while a long request still awaited its first token has an interval wholly above that of the others and is at least 20 % above it. Jain's fairness index is taken over the classes' p50 speeds in the mix relative to alone (alone / mix): 1 when both slow alike, 0.5 when one bears it all. Verdicts: the short class slowed with head-of-line waits is head-of-line (high confidence); slowed without them, short-starved (medium); only the long class slowed, long-starved (medium); both slowed with a fairness index of 0.9 or more, or neither slowed and both within 20 %, fair; anything else inconclusive.";
+pub const STARVATION_RULE: &str = "A class is slowed by the mix when its p99 TTFT, or its mean TTFT, in the mix has an interval wholly above the same figure alone (at its share of the mix's rate) and is at least 20 % above it. Short requests wait head-of-line when the mean TTFT of those sent while a long request still awaited its first token has an interval wholly above that of the others and is at least 20 % above it. Jain's fairness index is taken over the classes' mean-TTFT speeds in the mix relative to alone (alone / mix): 1 when both slow alike, 0.5 when one bears it all. Verdicts: the short class slowed with head-of-line waits is head-of-line (high confidence), and so is head-of-line waiting with the short class's mean TTFT in the mix at least 20 % above alone though not beyond the intervals (medium); the short class slowed without head-of-line waits, short-starved (medium); only the long class slowed, long-starved (medium); both slowed with a fairness index of 0.9 or more, or neither slowed and both within 20 %, fair; anything else inconclusive.";
 
 fn wholly_above(a: Option<Estimate>, b: Option<Estimate>) -> Option<bool> {
     let (a, b) = (a?, b?);
@@ -522,8 +524,12 @@ pub fn starvation(mix: Option<&MixFigures>) -> Diagnosis {
     };
     d.evidence.push(short_ev);
     d.evidence.push(long_ev);
-    let short_slowed = wholly_above(m.short.mix_p99_ms, m.short.alone_p99_ms).unwrap_or(false);
-    let long_slowed = wholly_above(m.long.mix_p99_ms, m.long.alone_p99_ms).unwrap_or(false);
+    // The p99 of three short replicates swings widely; the mean, over every request, less.
+    let slowed = |c: &ClassFigures| {
+        wholly_above(c.mix_p99_ms, c.alone_p99_ms).unwrap_or(false)
+            || wholly_above(c.mix_mean_ms, c.alone_mean_ms).unwrap_or(false)
+    };
+    let (short_slowed, long_slowed) = (slowed(&m.short), slowed(&m.long));
     let speed = |c: &ClassFigures| match (c.alone_mean_ms, c.mix_mean_ms) {
         (Some(a), Some(x)) if x.mean > 0.0 => Some(a.mean / x.mean),
         _ => None,
@@ -583,6 +589,13 @@ pub fn starvation(mix: Option<&MixFigures>) -> Diagnosis {
         (true, true) if jain.is_some_and(|j| j >= FAIR_JAIN) => ("fair", "medium"),
         (true, true) if hol => ("head-of-line", "medium"),
         (true, true) => ("inconclusive", "low"),
+        (false, false)
+            if hol
+                && matches!((m.short.mix_mean_ms, m.short.alone_mean_ms),
+                    (Some(x), Some(a)) if x.mean >= a.mean * (1.0 + STARVED_MIN_GROWTH)) =>
+        {
+            ("head-of-line", "medium")
+        }
         (false, false) if within(&m.short) && within(&m.long) => ("fair", "high"),
         (false, false) => ("inconclusive", "low"),
     };
@@ -794,6 +807,417 @@ pub fn stragglers(ranks: &[RankFigures]) -> Diagnosis {
     d
 }
 
+/// What one point of a backpressure experiment measured (means over replicates, intervals
+/// where the rule reads them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PressurePoint {
+    /// The point id.
+    pub point: String,
+    /// The offered rate, requests/s.
+    pub offered_rps: f64,
+    /// The rate served, requests/s, with its interval.
+    pub achieved_rps: Option<Estimate>,
+    /// p99 TTFT of the requests answered, ms, with its interval (waits to retry included).
+    pub ttft_p99_ms: Option<Estimate>,
+    /// Share of attempts turned away with 429 or 503, with its interval (`None`: none was).
+    pub refused_share: Option<Estimate>,
+    /// Share of the refusals that carried `Retry-After`.
+    pub retry_after_share: Option<f64>,
+    /// Answered requests over measured requests.
+    pub served_share: Option<f64>,
+    /// Attempts per request (the retrying client).
+    pub attempts_per_request: Option<f64>,
+    /// The server's waiting requests, median and largest over its scrapes.
+    pub server_waiting_p50: Option<f64>,
+    /// The largest.
+    pub server_waiting_max: Option<f64>,
+}
+
+/// The points of a backpressure experiment: below what the server sustains, above it with a
+/// client that takes a refusal as final, and above it with one that retries as told.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PressureFigures {
+    /// Below capacity, no retries.
+    pub below: Option<PressurePoint>,
+    /// Above capacity, no retries.
+    pub over: Option<PressurePoint>,
+    /// Above capacity, retrying refusals (honouring `Retry-After`).
+    pub retrying: Option<PressurePoint>,
+}
+
+/// The least share of attempts turned away that counts as shedding load (besides its interval).
+pub const SHED_MIN_SHARE: f64 = 0.01;
+
+/// The rule of [`backpressure`], as stated in the diagnosis.
+pub const BACKPRESSURE_RULE: &str = "The overloaded point offers more than the server sustains, \
+from a client that takes a refusal as final. The server sheds load when the interval of the share \
+of attempts it turned away (429 or 503) lies wholly above 0 and its mean is at least 1 %; it says \
+when to come back when at least half of those refusals carried Retry-After (sheds-load), \
+otherwise sheds-without-retry-after. Turning nothing away, it queues without bound \
+(unbounded-queue) when the overloaded point's served rate falls below 90 % of the offered rate \
+(its interval wholly below) or its p99 TTFT interval lies wholly above the below-capacity \
+point's and at least twice it; otherwise it kept up (not-overloaded: offer more). Confidence is \
+high when the deciding interval clears its threshold by a factor of 2 (the refused share's lower \
+bound above 1 %, or the p99 at least 4 times), medium otherwise.";
+
+fn pressure_evidence(claim: String, p: &PressurePoint) -> Evidence {
+    let e = |x: Option<Estimate>| x.map(|x| (x.mean, x.lo, x.hi));
+    let (a, t, r) = (e(p.achieved_rps), e(p.ttft_p99_ms), e(p.refused_share));
+    Evidence {
+        claim,
+        figures: fig(&[
+            ("offered_rps", Some(p.offered_rps)),
+            ("achieved_rps", a.map(|x| x.0)),
+            ("achieved_rps_lo", a.map(|x| x.1)),
+            ("achieved_rps_hi", a.map(|x| x.2)),
+            ("ttft_p99_ms", t.map(|x| x.0)),
+            ("ttft_p99_ms_lo", t.map(|x| x.1)),
+            ("ttft_p99_ms_hi", t.map(|x| x.2)),
+            ("refused_share", Some(r.map_or(0.0, |x| x.0))),
+            ("refused_share_lo", r.map(|x| x.1)),
+            ("refused_share_hi", r.map(|x| x.2)),
+            ("retry_after_share", p.retry_after_share),
+            ("served_share", p.served_share),
+            ("attempts_per_request", p.attempts_per_request),
+            ("server_waiting_p50", p.server_waiting_p50),
+            ("server_waiting_max", p.server_waiting_max),
+        ]),
+        at: p.point.clone(),
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1} %", x * 100.0)
+}
+
+/// The backpressure diagnosis of a server offered more than it sustains.
+pub fn backpressure(f: &PressureFigures) -> Diagnosis {
+    let mut d = Diagnosis {
+        playbook: "backpressure".into(),
+        question: "What does the server do when offered more than it can serve: turn requests away and say when to come back, or queue them without bound?".into(),
+        verdict: "inconclusive".into(),
+        confidence: "low".into(),
+        summary: String::new(),
+        rule: BACKPRESSURE_RULE.into(),
+        evidence: Vec::new(),
+        actions: Vec::new(),
+    };
+    let (Some(below), Some(over)) = (&f.below, &f.over) else {
+        d.summary = "The run lacks a point below or above capacity: nothing to compare.".into();
+        d.actions.push("Let `yardstick playbook show backpressure --url URL --model M` write the spec, and check the server answers.".into());
+        return d;
+    };
+    let waiting = |p: &PressurePoint| match (p.server_waiting_p50, p.server_waiting_max) {
+        (Some(m), Some(x)) => {
+            format!("; the server held {m:.0} requests waiting (median, {x:.0} at most)")
+        }
+        _ => String::new(),
+    };
+    let p99 = |p: &PressurePoint| {
+        p.ttft_p99_ms.map_or("no p99 TTFT".to_string(), |t| {
+            format!("p99 TTFT {:.1} ms [{:.1}, {:.1}]", t.mean, t.lo, t.hi)
+        })
+    };
+    let served = |p: &PressurePoint| {
+        p.achieved_rps.map_or("nothing".to_string(), |a| {
+            format!("{:.3} req/s [{:.3}, {:.3}]", a.mean, a.lo, a.hi)
+        })
+    };
+    d.evidence.push(pressure_evidence(
+        format!(
+            "Below capacity, {:.3} req/s offered: {} served, {}{}.",
+            below.offered_rps,
+            served(below),
+            p99(below),
+            waiting(below)
+        ),
+        below,
+    ));
+    let refused = over.refused_share.unwrap_or(Estimate {
+        mean: 0.0,
+        lo: 0.0,
+        hi: 0.0,
+    });
+    let sheds = refused.lo > 0.0 && refused.mean >= SHED_MIN_SHARE;
+    d.evidence.push(pressure_evidence(
+        format!(
+            "Overloaded, {:.3} req/s offered and refusals taken as final: {} served, {} of attempts turned away [{}, {}]{}, {} of the answered{}.",
+            over.offered_rps,
+            served(over),
+            pct(refused.mean),
+            pct(refused.lo),
+            pct(refused.hi),
+            over.retry_after_share.map_or(String::new(), |s| format!(" ({} with Retry-After)", pct(s))),
+            p99(over),
+            waiting(over)
+        ),
+        over,
+    ));
+    if let Some(r) = &f.retrying {
+        d.evidence.push(pressure_evidence(
+            format!(
+                "Overloaded, {:.3} req/s offered by a client that retries as told: {} of requests answered in the end (against {} without retrying), {:.2} attempts per request, {} including the waits.",
+                r.offered_rps,
+                pct(r.served_share.unwrap_or(0.0)),
+                pct(over.served_share.unwrap_or(0.0)),
+                r.attempts_per_request.unwrap_or(1.0),
+                p99(r)
+            ),
+            r,
+        ));
+    }
+    let capacity = below.achieved_rps.map_or(below.offered_rps, |a| a.mean);
+    if sheds {
+        let told = over.retry_after_share.unwrap_or(0.0) >= 0.5;
+        d.verdict = if told {
+            "sheds-load"
+        } else {
+            "sheds-without-retry-after"
+        }
+        .into();
+        d.confidence = if refused.lo >= 2.0 * SHED_MIN_SHARE {
+            "high"
+        } else {
+            "medium"
+        }
+        .into();
+        d.summary = format!(
+            "Offered {:.3} req/s, more than it sustains, the server turned away {} of attempts{}.",
+            over.offered_rps,
+            pct(refused.mean),
+            if told {
+                " and said when to come back (Retry-After): clients can back off as told"
+            } else {
+                " without saying when to come back (no Retry-After): clients can only guess, and naive ones retry at once"
+            }
+        );
+        if let (Some(o), Some(b)) = (over.ttft_p99_ms, below.ttft_p99_ms)
+            && o.lo > b.hi
+            && o.mean >= 4.0 * b.mean
+        {
+            d.evidence.push(Evidence {
+                claim: format!(
+                    "The requests it admitted still waited: p99 TTFT {:.1} ms overloaded against {:.1} ms below capacity ({:.1}x). Its queue is long for its service rate.",
+                    o.mean,
+                    b.mean,
+                    o.mean / b.mean
+                ),
+                figures: fig(&[("ttft_p99_growth", Some(o.mean / b.mean))]),
+                at: over.point.clone(),
+            });
+            d.actions.push("Shorten the server's waiting queue (fewer waiting requests admitted before refusing), so admitted requests keep their latency and the rest are told to come back.".into());
+        }
+        if !told {
+            d.actions.push("Have the server or its gateway send Retry-After with 429/503, so clients wait as long as needed and no longer.".into());
+            d.actions.push("Clients: back off exponentially with jitter (measure one with `yardstick bench serve --retry-on 429,503 --ignore-retry-after`).".into());
+        } else {
+            d.actions.push("Clients should honour Retry-After (the OpenAI SDKs do; measure yours with `yardstick bench serve --retry-on 429,503`).".into());
+        }
+        d.actions.push(format!(
+            "Plan capacity: below about {capacity:.3} req/s per replica at this traffic nothing is turned away; add replicas before the offered load reaches it."
+        ));
+    } else {
+        let short = over
+            .achieved_rps
+            .is_some_and(|a| a.hi < SATURATED_SHARE * over.offered_rps);
+        let grew = match (over.ttft_p99_ms, below.ttft_p99_ms) {
+            (Some(o), Some(b)) => o.lo > b.hi && o.mean >= 2.0 * b.mean,
+            _ => false,
+        };
+        if short || grew {
+            d.verdict = "unbounded-queue".into();
+            let strong = over
+                .ttft_p99_ms
+                .zip(below.ttft_p99_ms)
+                .is_some_and(|(o, b)| o.mean >= 4.0 * b.mean);
+            d.confidence = if strong { "high" } else { "medium" }.into();
+            d.summary = format!(
+                "Offered {:.3} req/s, more than it sustains, the server turned nothing away: it queued the excess, so {} instead of a refusal clients could act on.",
+                over.offered_rps,
+                if grew {
+                    format!(
+                        "p99 TTFT grew from {:.1} ms to {:.1} ms",
+                        below.ttft_p99_ms.map_or(0.0, |t| t.mean),
+                        over.ttft_p99_ms.map_or(0.0, |t| t.mean)
+                    )
+                } else {
+                    "it served less than offered".to_string()
+                }
+            );
+            d.actions.push("Put admission control in front: a queue limit that answers 429 with Retry-After once it is full (the server's own, e.g. TGI --max-concurrent-requests, or a gateway's rate limit).".into());
+            d.actions.push(format!(
+                "Until then keep the offered load below about {capacity:.3} req/s per replica; `yardstick playbook tail-latency` finds where p99 TTFT departs."
+            ));
+        } else {
+            d.verdict = "not-overloaded".into();
+            d.confidence = "medium".into();
+            d.summary = format!(
+                "Offered {:.3} req/s, the server kept up: nothing turned away, the served rate and p99 TTFT held. This load does not exceed what it sustains.",
+                over.offered_rps
+            );
+            d.actions.push("Offer more: a higher --overload, or --capacity with the rate the server really sustains.".into());
+        }
+    }
+    d
+}
+
+/// What a scheduler burst measured (a command point of `yardstick bench scheduler`; figures
+/// over replicates).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SchedulerFigures {
+    /// The point id.
+    pub point: String,
+    /// Submissions per second asked for.
+    pub offered_per_s: f64,
+    /// Submissions per second achieved.
+    pub submitted_per_s: Option<Estimate>,
+    /// Jobs started per second.
+    pub started_per_s: Option<Estimate>,
+    /// Jobs started before the timeout, over jobs submitted.
+    pub started_share: Option<Estimate>,
+    /// Median seconds `sbatch` took.
+    pub submit_p50_s: Option<Estimate>,
+    /// Median seconds from submission to a job's first instruction.
+    pub start_latency_p50_s: Option<Estimate>,
+    /// Mean start latency of the first quarter of the jobs, seconds.
+    pub first_quarter_s: Option<Estimate>,
+    /// Mean start latency of the last quarter, seconds.
+    pub last_quarter_s: Option<Estimate>,
+}
+
+/// The rule of [`scheduler_backpressure`], as stated in the diagnosis.
+pub const SCHEDULER_RULE: &str = "A burst of short jobs is submitted at an open-loop rate, each \
+stamping its start. The scheduler is backlogged when jobs did not all start before the timeout, \
+when the interval of jobs started per second lies wholly below 90 % of the submitted rate, or \
+when the last quarter's start latency has an interval wholly above the first quarter's, at least \
+twice it and 1 s more (each job waits longer than the one before: a queue builds); high \
+confidence with two of these, medium with one. Otherwise submission is slow when the submitted \
+rate's interval lies wholly below 90 % of the offered rate (sbatch answers slower than the \
+burst asks: the controller pushes back at admission). Otherwise the scheduler keeps up when the \
+last quarter's start latency is within twice the first quarter's or 1 s of it; anything else is \
+inconclusive.";
+
+/// The backpressure diagnosis of a scheduler burst.
+pub fn scheduler_backpressure(f: Option<&SchedulerFigures>) -> Diagnosis {
+    let mut d = Diagnosis {
+        playbook: "backpressure".into(),
+        question: "Does the scheduler keep up with a burst of submissions, or do jobs queue?"
+            .into(),
+        verdict: "inconclusive".into(),
+        confidence: "low".into(),
+        summary: String::new(),
+        rule: SCHEDULER_RULE.into(),
+        evidence: Vec::new(),
+        actions: Vec::new(),
+    };
+    let Some(f) = f else {
+        d.summary = "The run has no scheduler burst with figures: nothing to diagnose.".into();
+        d.actions.push("Check that Slurm answers (`sbatch --wrap true`) and run `yardstick bench scheduler --jobs 5 --rate 1` by hand.".into());
+        return d;
+    };
+    let m = |e: Option<Estimate>| e.map(|e| e.mean);
+    let show = |e: Option<Estimate>| {
+        e.map_or("-".to_string(), |e| {
+            format!("{:.3} [{:.3}, {:.3}]", e.mean, e.lo, e.hi)
+        })
+    };
+    d.evidence.push(Evidence {
+        claim: format!(
+            "Offered {:.3} jobs/s: {} submitted and {} started per second; {} of the jobs started before the timeout.",
+            f.offered_per_s,
+            show(f.submitted_per_s),
+            show(f.started_per_s),
+            f.started_share.map_or("-".to_string(), |s| pct(s.mean))
+        ),
+        figures: fig(&[
+            ("offered_per_s", Some(f.offered_per_s)),
+            ("submitted_per_s", m(f.submitted_per_s)),
+            ("submitted_per_s_lo", f.submitted_per_s.map(|e| e.lo)),
+            ("started_per_s", m(f.started_per_s)),
+            ("started_per_s_lo", f.started_per_s.map(|e| e.lo)),
+            ("started_per_s_hi", f.started_per_s.map(|e| e.hi)),
+            ("started_share", m(f.started_share)),
+        ]),
+        at: f.point.clone(),
+    });
+    d.evidence.push(Evidence {
+        claim: format!(
+            "sbatch answered in {} s (median); a job waited {} s from its submission to its first instruction (median): {} s for the first quarter of the jobs, {} s for the last.",
+            show(f.submit_p50_s),
+            show(f.start_latency_p50_s),
+            show(f.first_quarter_s),
+            show(f.last_quarter_s)
+        ),
+        figures: fig(&[
+            ("submit_p50_s", m(f.submit_p50_s)),
+            ("start_latency_p50_s", m(f.start_latency_p50_s)),
+            ("first_quarter_s", m(f.first_quarter_s)),
+            ("first_quarter_s_hi", f.first_quarter_s.map(|e| e.hi)),
+            ("last_quarter_s", m(f.last_quarter_s)),
+            ("last_quarter_s_lo", f.last_quarter_s.map(|e| e.lo)),
+        ]),
+        at: f.point.clone(),
+    });
+    let unstarted = f.started_share.is_some_and(|s| s.mean < 1.0);
+    let slower = match (f.started_per_s, f.submitted_per_s) {
+        (Some(st), Some(su)) => st.hi < SATURATED_SHARE * su.mean,
+        _ => false,
+    };
+    let growing = match (f.first_quarter_s, f.last_quarter_s) {
+        (Some(a), Some(z)) => z.lo > a.hi && z.mean >= 2.0 * a.mean && z.mean >= a.mean + 1.0,
+        _ => false,
+    };
+    let signs = [unstarted, slower, growing].iter().filter(|x| **x).count();
+    let throttled = f
+        .submitted_per_s
+        .is_some_and(|su| su.hi < SATURATED_SHARE * f.offered_per_s);
+    let steady = match (f.first_quarter_s, f.last_quarter_s) {
+        (Some(a), Some(z)) => z.mean <= 2.0 * a.mean || z.mean <= a.mean + 1.0,
+        _ => false,
+    };
+    if signs > 0 {
+        d.verdict = "backlogged".into();
+        d.confidence = if signs >= 2 { "high" } else { "medium" }.into();
+        d.summary = format!(
+            "Submitted at {:.3} jobs/s, the cluster started {} per second: jobs queue, each waiting longer than the one before{}.",
+            m(f.submitted_per_s).unwrap_or(f.offered_per_s),
+            m(f.started_per_s).map_or("fewer".to_string(), |x| format!("{x:.3}")),
+            if unstarted {
+                ", and some never started before the timeout"
+            } else {
+                ""
+            }
+        );
+        d.actions.push("See why jobs pend: `squeue -t PD -o '%i %r'` (Resources, Priority, a QOS or partition limit) and `sdiag` (the main and backfill scheduler's cycle times).".into());
+        d.actions.push("Submit many short tasks as one job array (`sbatch --array=0-N`): one submission and one scheduling decision instead of N.".into());
+        d.actions.push("Size bursts to the partition's free slots (`sinfo -o '%P %C'`), or give short jobs a partition or QOS of their own.".into());
+    } else if throttled {
+        d.verdict = "slow-submission".into();
+        d.confidence = "medium".into();
+        d.summary = format!(
+            "The burst asked for {:.3} submissions per second but sbatch answered slower ({} s median): the controller pushes back at admission.",
+            f.offered_per_s,
+            show(f.submit_p50_s)
+        );
+        d.actions.push("Look at the controller's RPC load with `sdiag` (server thread count, RPC counts by type and user) and `SchedulerParameters` (`max_rpc_cnt`, `defer`).".into());
+        d.actions.push("Submit job arrays instead of single jobs; cut polling (`squeue` in loops) that competes for the controller.".into());
+    } else if steady {
+        d.verdict = "keeps-up".into();
+        d.confidence = "medium".into();
+        d.summary = format!(
+            "The scheduler kept up with {:.3} submissions per second: jobs started as fast as they came, the last ones as soon as the first.",
+            f.offered_per_s
+        );
+        d.actions.push("Raise --rate or --hold (jobs that keep their slots) to find where it stops keeping up.".into());
+    } else {
+        d.summary = "Start latency moved, but not beyond its intervals or the thresholds of the rule: inconclusive.".into();
+        d.actions.push(
+            "Narrow the intervals: more jobs or replicates (--jobs 60, --replicates 5).".into(),
+        );
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -995,6 +1419,117 @@ mod tests {
             stragglers(&[rank(0, [0, 0, 0], 1.0)]).verdict,
             "inconclusive"
         );
+    }
+
+    fn pressure(
+        offered: f64,
+        achieved: f64,
+        p99: f64,
+        refused: Option<(f64, f64)>,
+        told: Option<f64>,
+    ) -> PressurePoint {
+        PressurePoint {
+            point: format!("component.0.serve/D(16,8)/rate={offered}"),
+            offered_rps: offered,
+            achieved_rps: est(achieved, achieved * 0.02),
+            ttft_p99_ms: est(p99, p99 * 0.1),
+            refused_share: refused.map(|(m, h)| Estimate {
+                mean: m,
+                lo: m - h,
+                hi: m + h,
+            }),
+            retry_after_share: told,
+            served_share: Some(1.0 - refused.map_or(0.0, |r| r.0)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn backpressure_tells_shedding_from_an_unbounded_queue() {
+        let below = pressure(29.0, 29.0, 40.0, None, None);
+        // Half of the attempts turned away, every refusal with Retry-After.
+        let d = backpressure(&PressureFigures {
+            below: Some(below.clone()),
+            over: Some(pressure(116.0, 58.0, 70.0, Some((0.5, 0.05)), Some(1.0))),
+            retrying: Some(PressurePoint {
+                attempts_per_request: Some(2.4),
+                ..pressure(116.0, 70.0, 2100.0, Some((0.6, 0.05)), Some(1.0))
+            }),
+        });
+        assert_eq!(
+            (d.verdict.as_str(), d.confidence.as_str()),
+            ("sheds-load", "high"),
+            "{d:#?}"
+        );
+        assert_eq!(d.evidence.len(), 3, "{d:#?}");
+        assert!(d.actions[0].contains("honour Retry-After"), "{d:#?}");
+        // The same without Retry-After.
+        let d = backpressure(&PressureFigures {
+            below: Some(below.clone()),
+            over: Some(pressure(116.0, 58.0, 70.0, Some((0.5, 0.05)), Some(0.0))),
+            retrying: None,
+        });
+        assert_eq!(d.verdict, "sheds-without-retry-after", "{d:#?}");
+        // Nothing refused, p99 far above: the queue takes it all.
+        let d = backpressure(&PressureFigures {
+            below: Some(below.clone()),
+            over: Some(pressure(116.0, 57.0, 3000.0, None, None)),
+            retrying: None,
+        });
+        assert_eq!(
+            (d.verdict.as_str(), d.confidence.as_str()),
+            ("unbounded-queue", "high"),
+            "{d:#?}"
+        );
+        // Nothing refused, and it kept up: the load was not an overload.
+        let d = backpressure(&PressureFigures {
+            below: Some(below.clone()),
+            over: Some(pressure(58.0, 58.0, 44.0, None, None)),
+            retrying: None,
+        });
+        assert_eq!(d.verdict, "not-overloaded", "{d:#?}");
+        // A refused share whose interval reaches 0 is not shedding.
+        let d = backpressure(&PressureFigures {
+            below: Some(below),
+            over: Some(pressure(58.0, 58.0, 44.0, Some((0.004, 0.006)), Some(1.0))),
+            retrying: None,
+        });
+        assert_eq!(d.verdict, "not-overloaded", "{d:#?}");
+        assert_eq!(
+            backpressure(&PressureFigures::default()).verdict,
+            "inconclusive"
+        );
+    }
+
+    #[test]
+    fn a_scheduler_that_falls_behind_is_backlogged_and_one_that_keeps_up_is_not_blamed() {
+        let figures = |started: f64, first: f64, last: f64| SchedulerFigures {
+            point: "e2e.0.command/burst".into(),
+            offered_per_s: 4.0,
+            submitted_per_s: est(4.0, 0.05),
+            started_per_s: est(started, started * 0.05),
+            started_share: est(1.0, 0.0),
+            submit_p50_s: est(0.01, 0.002),
+            start_latency_p50_s: est((first + last) / 2.0, 0.1),
+            first_quarter_s: est(first, first * 0.1),
+            last_quarter_s: est(last, last * 0.1),
+        };
+        let d = scheduler_backpressure(Some(&figures(1.0, 0.4, 6.0)));
+        assert_eq!(
+            (d.verdict.as_str(), d.confidence.as_str()),
+            ("backlogged", "high"),
+            "{d:#?}"
+        );
+        assert!(d.actions.iter().any(|a| a.contains("--array")), "{d:#?}");
+        let d = scheduler_backpressure(Some(&figures(4.0, 0.2, 0.25)));
+        assert_eq!(d.verdict, "keeps-up", "{d:#?}");
+        let d = scheduler_backpressure(Some(&SchedulerFigures {
+            submitted_per_s: est(1.5, 0.1),
+            submit_p50_s: est(0.6, 0.05),
+            ..figures(1.5, 0.2, 0.25)
+        }));
+        assert_eq!(d.verdict, "slow-submission", "{d:#?}");
+        assert_eq!(scheduler_backpressure(None).verdict, "inconclusive");
     }
 
     #[test]

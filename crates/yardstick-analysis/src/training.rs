@@ -389,12 +389,7 @@ impl Measured for TrainingReport {
                 ],
             );
         }
-        for (name, m) in &self.custom_metrics {
-            let metric = CustomMetric::fact_id(name);
-            for (s, v) in [("mean", m.mean), ("p50", m.p50), ("last", m.last)] {
-                out.push(Measurement::stat(&metric, s, v).in_unit(m.unit.as_ref()));
-            }
-        }
+        out.extend(custom_measurements(&self.custom_metrics));
         out
     }
 }
@@ -423,6 +418,19 @@ impl CustomMetric {
     pub fn fact_id(name: &str) -> String {
         format!("custom.{name}")
     }
+}
+
+/// The facts of custom metrics: `custom.NAME` with `mean`, `p50` and `last`, in their declared
+/// unit.
+pub fn custom_measurements(metrics: &BTreeMap<String, CustomMetric>) -> Vec<Measurement> {
+    let mut out = Vec::new();
+    for (name, m) in metrics {
+        let metric = CustomMetric::fact_id(name);
+        for (s, v) in [("mean", m.mean), ("p50", m.p50), ("last", m.last)] {
+            out.push(Measurement::stat(&metric, s, v).in_unit(m.unit.as_ref()));
+        }
+    }
+    out
 }
 
 /// The custom metrics of `parsed` with numeric values, each with its declaration.

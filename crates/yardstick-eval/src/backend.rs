@@ -90,6 +90,7 @@ impl HttpBackend {
             bearer_env: bearer_env.map(str::to_string),
             max_idle: max_idle.max(1),
             ca_cert: ca_cert.map(std::path::Path::to_path_buf),
+            retry: None,
         };
         let client = Client::new(&cfg, Clock::new(), "eval")
             .map_err(|e| EvalError::Config(e.to_string()))?

@@ -259,6 +259,10 @@ pub struct RunRecord {
     /// arrived (successful measured runs whose steps were reported as they happened).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<JobTimeline>,
+    /// The workload's own metrics when it reported no training step (records of custom keys
+    /// only: a burst of jobs, a probe); with steps they are in `training`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub custom_metrics: BTreeMap<String, training::CustomMetric>,
 }
 
 impl RunRecord {
@@ -714,6 +718,7 @@ fn one_run(
             metrics: None,
             training: None,
             timeline: None,
+            custom_metrics: BTreeMap::new(),
         });
     }
 
@@ -790,6 +795,7 @@ fn one_run(
         malformed: parsed.malformed.clone(),
     });
     let mut training = None;
+    let mut custom_metrics = BTreeMap::new();
     let mut run_timeline = None;
     if !warmup && o.success() {
         match timeline::job_timeline(&bytes, &parsed, &arrivals, launch, o.wall_s) {
@@ -806,9 +812,16 @@ fn one_run(
         }
         if !parsed.records.is_empty() {
             let tcfg = cfg.training.clone().unwrap_or_default();
-            match training::analyze_training(&parsed, &tcfg) {
-                Ok(r) => training = Some(r),
-                Err(e) => bench.result.warnings.push(format!("run {index}: {e}")),
+            let custom = training::custom_metrics(&parsed);
+            let stepped = parsed.records.iter().any(|r| r.step_time_s.is_some());
+            if !stepped && !custom.is_empty() {
+                // Custom metrics alone are a whole report: no step to analyse, no warning.
+                custom_metrics = custom;
+            } else {
+                match training::analyze_training(&parsed, &tcfg) {
+                    Ok(r) => training = Some(r),
+                    Err(e) => bench.result.warnings.push(format!("run {index}: {e}")),
+                }
             }
         } else if cfg.expect_metrics && o.success() {
             bench.result.warnings.push(format!(
@@ -835,6 +848,7 @@ fn one_run(
         metrics,
         training,
         timeline: run_timeline,
+        custom_metrics,
     })
 }
 

@@ -45,6 +45,95 @@ pub struct ClientConfig {
     /// A PEM file of extra CA certificates to trust for HTTPS (a private CA, a self-signed
     /// endpoint), beside the webpki roots. Verification is never switched off.
     pub ca_cert: Option<std::path::PathBuf>,
+    /// Try again a request the server turned away (`429`, `503`); `None` records the refusal
+    /// as the request's failure.
+    pub retry: Option<RetryPolicy>,
+}
+
+/// How a client tries again a request the server turned away: what a well-behaved production
+/// client does under backpressure. Latencies still count from when the request was scheduled,
+/// so the waits are part of what the user sees.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct RetryPolicy {
+    /// The statuses tried again (`429`, `503`).
+    pub on: Vec<u16>,
+    /// Attempts at most, the first included.
+    pub max_attempts: u32,
+    /// Wait what the server's `Retry-After` says, when it says (else the backoff).
+    pub honour_retry_after: bool,
+    /// The wait before the second attempt when there is no `Retry-After` to honour; doubled
+    /// for each further attempt, with a deterministic jitter of up to half of it.
+    #[serde(with = "secs")]
+    #[schemars(with = "f64")]
+    pub backoff: Duration,
+    /// The longest single wait: a `Retry-After` beyond it is cut to it.
+    #[serde(with = "secs")]
+    #[schemars(with = "f64")]
+    pub max_wait: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 429 and 503, 4 attempts, `Retry-After` honoured, 0.5 s backoff, waits of at most 30 s.
+    fn default() -> Self {
+        RetryPolicy {
+            on: vec![429, 503],
+            max_attempts: 4,
+            honour_retry_after: true,
+            backoff: Duration::from_millis(500),
+            max_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// How long to wait after attempt `attempt` (from 1) of request `index` was turned away
+    /// with `retry_after_s`.
+    pub fn wait(&self, index: u64, attempt: u32, retry_after_s: Option<f64>) -> Duration {
+        let wait = match retry_after_s.filter(|_| self.honour_retry_after) {
+            Some(s) => Duration::from_secs_f64(s.clamp(0.0, 86_400.0)),
+            None => {
+                let base = self
+                    .backoff
+                    .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+                // A jitter in [0.5, 1) of the base, from the request and the attempt, so
+                // clients turned away together do not come back together.
+                let mut h = index
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                    .wrapping_add(u64::from(attempt));
+                h ^= h >> 29;
+                h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                h ^= h >> 32;
+                base.mul_f64(0.5 + (h % 1024) as f64 / 2048.0)
+            }
+        };
+        wait.min(self.max_wait)
+    }
+}
+
+mod secs {
+    use std::time::Duration;
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let x = <f64 as serde::Deserialize>::deserialize(d)?;
+        Duration::try_from_secs_f64(x).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Seconds of a `Retry-After` header: delay-seconds, or an HTTP date counted from `now`
+/// (RFC 9110 §10.2.3); `None` when it is neither.
+pub fn parse_retry_after(v: &str, now: std::time::SystemTime) -> Option<f64> {
+    let v = v.trim();
+    if let Ok(s) = v.parse::<f64>() {
+        return (s.is_finite() && s >= 0.0).then_some(s);
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(
+        at.duration_since(now)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0),
+    )
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -56,6 +145,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("request_timeout", &self.request_timeout)
             .field("bearer_env", &self.bearer_env)
             .field("ca_cert", &self.ca_cert)
+            .field("retry", &self.retry)
             .finish()
     }
 }
@@ -180,6 +270,7 @@ pub struct Client {
     keep_response: bool,
     keep_text: bool,
     trace_context: bool,
+    retry: Option<RetryPolicy>,
 }
 
 /// Resolves the endpoint URL for `api` from a base URL.
@@ -306,6 +397,10 @@ impl Client {
             keep_response: false,
             keep_text: false,
             trace_context: true,
+            retry: cfg
+                .retry
+                .clone()
+                .filter(|r| r.max_attempts > 1 && !r.on.is_empty()),
         })
     }
 
@@ -457,9 +552,44 @@ impl Client {
         out
     }
 
-    /// Sends one planned request scheduled at `scheduled` and records what happens. Never
-    /// fails: every failure is a classified record.
+    /// Sends one planned request scheduled at `scheduled` and records what happens; under a
+    /// retry policy, tries again after each refusal it names. Never fails: every failure is a
+    /// classified record.
     pub async fn execute(
+        &self,
+        plan: &PlannedRequest,
+        scheduled: Instant,
+        warmup: bool,
+    ) -> RequestRecord {
+        let mut retries = Vec::new();
+        let mut first_sent = None;
+        loop {
+            let mut rec = self.attempt(plan, scheduled, warmup).await;
+            first_sent = first_sent.or(rec.sent_ns);
+            let attempt = retries.len() as u32 + 1;
+            let retry = self.retry.as_ref().filter(|p| {
+                attempt < p.max_attempts && rec.status.is_some_and(|s| p.on.contains(&s))
+            });
+            if let Some(policy) = retry {
+                let wait = policy.wait(plan.index, attempt, rec.retry_after_s);
+                retries.push(crate::record::Retry {
+                    status: rec.status.unwrap_or_default(),
+                    retry_after_s: rec.retry_after_s,
+                    waited_ms: wait.as_secs_f64() * 1e3,
+                });
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            if !retries.is_empty() {
+                rec.sent_ns = first_sent;
+                rec.retries = retries;
+            }
+            return rec;
+        }
+    }
+
+    /// One attempt of `execute`.
+    async fn attempt(
         &self,
         plan: &PlannedRequest,
         scheduled: Instant,
@@ -711,6 +841,11 @@ async fn exchange(
     rec.first_byte_ns = Some(rx.get());
     let status = resp.status().as_u16();
     rec.status = Some(status);
+    rec.retry_after_s = resp
+        .headers()
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
     let mut body = resp.into_body();
     if !(200..300).contains(&status) {
         let mut text = Vec::new();

@@ -48,7 +48,7 @@ use tokio_util::sync::CancellationToken;
 
 use yardstick_spec::scenario::{Scenario, ScenarioError};
 
-pub use client::{Client, ClientConfig, ClientError};
+pub use client::{Client, ClientConfig, ClientError, RetryPolicy};
 pub use error::PlanError;
 pub use mlperf::{Mlperf, MlperfKind, MlperfRequest, MlperfResult, MlperfRun};
 pub use openai::{Api, BodyOptions};

@@ -136,6 +136,9 @@ pub struct ServePoint {
     /// ([`crate::ServeBench::eval`]): this crate does not read eval tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval_mix: Option<EvalMixPoint>,
+    /// Refused requests tried again (`retry`): statuses, attempts, `Retry-After`, backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<crate::RetryPolicy>,
 }
 
 /// The eval items of a point (`evalMix`): task files resolved before any work.
@@ -278,6 +281,7 @@ impl ServePoint {
                 bearer_env: self.api_key_env.clone(),
                 max_idle: 1,
                 ca_cert: self.ca_cert.clone().map(PathBuf::from),
+                retry: self.retry.clone(),
             },
             model: self.model.clone(),
             models: match &self.models {

@@ -1,6 +1,6 @@
 //! The raw per-request record: every timestamp a metric is computed from.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use yardstick_spec::metrics::id;
 
 pub use yardstick_timing::Clock;
@@ -171,6 +171,16 @@ pub struct RequestRecord {
     pub content_event_ns: Vec<u64>,
     /// HTTP status, if a response head arrived.
     pub status: Option<u16>,
+    /// The `Retry-After` the last response gave, in seconds (a date is counted from when it
+    /// arrived), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<f64>,
+    /// Earlier attempts the server turned away and the client tried again (a retry policy:
+    /// `retry` on the serve entry, `--retry-on`); the fields above describe the last attempt,
+    /// except `sent_ns`, which is the first attempt's, and every latency counts from
+    /// `scheduled_ns`, waits included.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<Retry>,
     /// Why it failed, if it did.
     pub error: Option<ErrorClass>,
     /// What went wrong, for people.
@@ -217,6 +227,25 @@ pub struct RequestRecord {
     /// The tool calls of the answer, kept only while a request kind checks them.
     #[serde(skip)]
     pub tool_calls: Option<Vec<crate::kinds::ToolCall>>,
+}
+
+/// An attempt the server turned away, after which the client waited and tried again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Retry {
+    /// The status it was answered with (429, 503).
+    pub status: u16,
+    /// The `Retry-After` it gave, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<f64>,
+    /// How long the client waited before the next attempt, ms.
+    pub waited_ms: f64,
+}
+
+impl RequestRecord {
+    /// Attempts made: 1 plus the retries.
+    pub fn attempts(&self) -> u64 {
+        1 + self.retries.len() as u64
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -272,6 +301,8 @@ impl RequestRecord {
             done_ns: None,
             content_event_ns: Vec::new(),
             status: None,
+            retry_after_s: None,
+            retries: Vec::new(),
             error: None,
             error_message: None,
             prompt_tokens: None,

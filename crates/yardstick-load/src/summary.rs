@@ -314,6 +314,19 @@ impl Measured for PointSummary {
             );
             out.push(Measurement::value(id::HEAD_OF_LINE_SHARE, h.behind_share));
         }
+        if let Some(r) = &self.refusals {
+            out.push(Measurement::value(id::REFUSED_SHARE, r.refused_share));
+            if r.refused > 0 {
+                out.push(Measurement::value(
+                    id::RETRY_AFTER_SHARE,
+                    r.with_retry_after as f64 / r.refused as f64,
+                ));
+            }
+            out.push(Measurement::value(
+                id::ATTEMPTS_PER_REQUEST,
+                r.attempts as f64 / r.requests.max(1) as f64,
+            ));
+        }
         for (metric, d) in [
             (id::SESSION_DURATION_S, &self.session_duration_s),
             (id::FIRST_TURN_TTFT_MS, &self.first_turn_ttft_ms),
@@ -868,6 +881,10 @@ pub struct PointSummary {
     /// Whether the mix's short requests waited behind long ones ([`HeadOfLine`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_of_line: Option<HeadOfLine>,
+    /// Attempts the server turned away (429, 503), whether it said when to come back, and what
+    /// retrying did; absent when nothing was turned away or retried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusals: Option<Refusals>,
     /// Valid answers over checked answers of every structured kind (absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_rate: Option<f64>,
@@ -1302,6 +1319,7 @@ pub fn summarize(
             })
             .collect();
     }
+    whole.refusals = Refusals::of(records);
     if let Ok(mix) = scenario.parse::<yardstick_spec::scenario::Scenario>()
         && let Some(parts) = mix.parts()
     {
@@ -1345,6 +1363,83 @@ pub fn summarize(
         }
     }
     whole
+}
+
+/// The statuses that count as the server turning a request away: too many requests, and
+/// unavailable (what servers answer when their queue is full).
+pub const REFUSAL_STATUSES: [u16; 2] = [429, 503];
+
+/// Attempts the server turned away, over a point's measured requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Refusals {
+    /// Measured requests.
+    pub requests: u64,
+    /// Attempts made, retries included.
+    pub attempts: u64,
+    /// Attempts answered 429 or 503.
+    pub refused: u64,
+    /// `refused / attempts`.
+    pub refused_share: f64,
+    /// Refusals that said when to come back (`Retry-After`).
+    pub with_retry_after: u64,
+    /// Mean `Retry-After` of those, seconds.
+    pub retry_after_s_mean: Option<f64>,
+    /// Requests tried again at least once.
+    pub retried: u64,
+    /// Of those, the ones answered in the end.
+    pub served_after_retry: u64,
+    /// Mean time spent waiting to retry, over the retried requests, ms.
+    pub retry_wait_ms_mean: Option<f64>,
+}
+
+impl Refusals {
+    /// From a point's records (warm-up excluded); `None` when nothing was refused or retried.
+    pub fn of(records: &[RequestRecord]) -> Option<Refusals> {
+        let measured = || records.iter().filter(|r| !r.warmup);
+        let refusal = |s: Option<u16>| s.is_some_and(|s| REFUSAL_STATUSES.contains(&s));
+        let mut r = Refusals {
+            requests: 0,
+            attempts: 0,
+            refused: 0,
+            refused_share: 0.0,
+            with_retry_after: 0,
+            retry_after_s_mean: None,
+            retried: 0,
+            served_after_retry: 0,
+            retry_wait_ms_mean: None,
+        };
+        let (mut after, mut waits) = (Vec::new(), Vec::new());
+        for rec in measured() {
+            r.requests += 1;
+            r.attempts += rec.attempts();
+            let refused = rec
+                .retries
+                .iter()
+                .filter(|t| refusal(Some(t.status)))
+                .map(|t| t.retry_after_s)
+                .chain(refusal(rec.status).then_some(rec.retry_after_s));
+            for ra in refused {
+                r.refused += 1;
+                if let Some(s) = ra {
+                    r.with_retry_after += 1;
+                    after.push(s);
+                }
+            }
+            if !rec.retries.is_empty() {
+                r.retried += 1;
+                r.served_after_retry += u64::from(rec.ok());
+                waits.push(rec.retries.iter().map(|t| t.waited_ms).sum::<f64>());
+            }
+        }
+        if r.refused == 0 && r.retried == 0 {
+            return None;
+        }
+        let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        r.refused_share = r.refused as f64 / r.attempts.max(1) as f64;
+        r.retry_after_s_mean = mean(&after);
+        r.retry_wait_ms_mean = mean(&waits);
+        Some(r)
+    }
 }
 
 /// One class of a mixed scenario: its requests on their own.
@@ -1620,6 +1715,7 @@ fn summarize_refs(
         short_ttft_ms: None,
         long_ttft_ms: None,
         head_of_line: None,
+        refusals: None,
         valid_rate: None,
         eval_mix: None,
         accuracy: None,
@@ -1812,6 +1908,68 @@ pub(crate) mod tests {
 
     /// A mixed scenario reports each class, the short and long classes' TTFT, and which short
     /// requests were sent while a long one still waited for its first token.
+    #[test]
+    fn refusals_count_every_attempt_turned_away_and_what_retrying_bought() {
+        use crate::record::Retry;
+        let refused = |mut r: RequestRecord, after: Option<f64>| {
+            r.status = Some(429);
+            r.error = Some(ErrorClass::Http4xx);
+            r.retry_after_s = after;
+            r
+        };
+        let retried = |mut r: RequestRecord, n: usize| {
+            r.retries = (0..n)
+                .map(|_| Retry {
+                    status: 429,
+                    retry_after_s: Some(1.0),
+                    waited_ms: 1000.0,
+                })
+                .collect();
+            r
+        };
+        let all = vec![
+            rec(0, 0, &[10, 20], 2),
+            // Refused for good, once with Retry-After and once without.
+            refused(rec(1, 10, &[], 0), Some(2.0)),
+            refused(rec(2, 20, &[], 0), None),
+            // Served after two refusals, and refused after one more (three attempts each).
+            retried(rec(3, 30, &[2040, 2050], 2), 2),
+            retried(refused(rec(4, 40, &[], 0), Some(1.0)), 2),
+        ];
+        let r = Refusals::of(&all).unwrap();
+        assert_eq!((r.requests, r.attempts), (5, 9));
+        // 2 final refusals + 4 retried + 1 final after retries.
+        assert_eq!(r.refused, 7);
+        assert!((r.refused_share - 7.0 / 9.0).abs() < 1e-12);
+        assert_eq!(r.with_retry_after, 6);
+        assert!((r.retry_after_s_mean.unwrap() - 7.0 / 6.0).abs() < 1e-12);
+        assert_eq!((r.retried, r.served_after_retry), (2, 1));
+        assert_eq!(r.retry_wait_ms_mean, Some(2000.0));
+        let level = LoadLevel {
+            mode: "rate".into(),
+            value: 2.0,
+            arrival: None,
+        };
+        let s = summarize(
+            "D(10,2)",
+            level,
+            &all,
+            &Slo::default(),
+            StopReason::MaxRequests,
+        );
+        let m = s.measurements();
+        let stat = |metric: &str| {
+            m.iter()
+                .find(|x| x.metric == metric && x.statistic == "value")
+                .map(|x| x.value)
+        };
+        assert!((stat(id::REFUSED_SHARE).unwrap() - 7.0 / 9.0).abs() < 1e-12);
+        assert!((stat(id::RETRY_AFTER_SHARE).unwrap() - 6.0 / 7.0).abs() < 1e-12);
+        assert!((stat(id::ATTEMPTS_PER_REQUEST).unwrap() - 9.0 / 5.0).abs() < 1e-12);
+        // Nothing refused, nothing retried: no section.
+        assert!(Refusals::of(&all[..1]).is_none());
+    }
+
     #[test]
     fn a_mix_reports_its_classes_and_head_of_line_waits() {
         let class = |mut r: RequestRecord, k: u8| {

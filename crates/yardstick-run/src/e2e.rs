@@ -207,6 +207,9 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<ReplicateOutcome, RunError> 
     if let Some(t) = &run.training {
         measurements.extend(t.measurements());
     }
+    measurements.extend(yardstick_analysis::training::custom_measurements(
+        &run.custom_metrics,
+    ));
     let steps = run.training.as_ref().map_or(0, |t| t.steps);
     if let Some((_, joules)) = energy {
         measurements.push(Measurement::value(id::ENERGY_J, joules));
@@ -246,21 +249,26 @@ pub fn run_replicate(req: E2eRequest<'_>) -> Result<ReplicateOutcome, RunError> 
         for (k, v) in fields {
             summary.entry(k).or_insert(v);
         }
-        // A workload's own metrics become facts `custom.NAME` with their declared unit.
-        let mut units = serde_json::Map::new();
-        for (name, m) in &t.custom_metrics {
-            let id = yardstick_analysis::training::CustomMetric::fact_id(name);
-            summary.insert(
-                id.clone(),
-                serde_json::json!({"mean": m.mean, "p50": m.p50, "last": m.last}),
-            );
-            if let Some(u) = &m.unit {
-                units.insert(id, u.clone().into());
-            }
+    }
+    // A workload's own metrics become facts `custom.NAME` with their declared unit, from its
+    // training analysis or, without steps, on their own.
+    let custom = run
+        .training
+        .as_ref()
+        .map_or(&run.custom_metrics, |t| &t.custom_metrics);
+    let mut units = serde_json::Map::new();
+    for (name, m) in custom {
+        let id = yardstick_analysis::training::CustomMetric::fact_id(name);
+        summary.insert(
+            id.clone(),
+            serde_json::json!({"mean": m.mean, "p50": m.p50, "last": m.last}),
+        );
+        if let Some(u) = &m.unit {
+            units.insert(id, u.clone().into());
         }
-        if !units.is_empty() {
-            summary.insert("units".into(), units.into());
-        }
+    }
+    if !units.is_empty() {
+        summary.insert("units".into(), units.into());
     }
     // The command's warnings and its training analysis's (a declared metric never reported,
     // ranks missing), each once.

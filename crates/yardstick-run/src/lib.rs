@@ -28,6 +28,7 @@ pub mod pods;
 pub mod profile;
 pub mod replicate;
 pub mod scaling;
+pub mod scheduler;
 pub mod serve;
 pub mod slurm;
 pub mod startup;

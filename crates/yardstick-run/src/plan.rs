@@ -435,6 +435,18 @@ fn eval_points(
     }
 }
 
+/// A serve entry's `retry`, its unset fields at their defaults.
+pub fn retry_policy(r: &yardstick_spec::model::ServeRetry) -> yardstick_load::RetryPolicy {
+    let d = yardstick_load::RetryPolicy::default();
+    yardstick_load::RetryPolicy {
+        on: r.on.clone().unwrap_or(d.on),
+        max_attempts: r.max_attempts.unwrap_or(d.max_attempts),
+        honour_retry_after: r.retry_after.unwrap_or(d.honour_retry_after),
+        backoff: r.backoff.map_or(d.backoff, |b| b.0),
+        max_wait: r.max_wait.map_or(d.max_wait, |b| b.0),
+    }
+}
+
 fn fmt_value(v: f64) -> String {
     if v.fract() == 0.0 {
         format!("{}", v as i64)
@@ -792,6 +804,7 @@ fn plan_one(run: &BenchmarkRun) -> Plan {
                     share: m.share.unwrap_or(1.0),
                     max_tokens: m.max_tokens.unwrap_or(128),
                 }),
+            retry: c.retry.as_ref().map(retry_policy),
         };
         let cost = c
             .cost

@@ -11,9 +11,13 @@
 //! * `stragglers`: a multi-rank command (the reference trainer by default) on this machine or a
 //!   Slurm allocation; the diagnosis finds a rank that is the slowest in most steps of every
 //!   replicate, materially, and names its node.
+//! * `backpressure`: a server offered half of what it sustains, and more than it sustains from
+//!   a client that takes a refusal as final and from one that retries as told; the diagnosis
+//!   says whether it sheds load (429/503, with `Retry-After`) or queues without bound.
 
 use yardstick_analysis::diagnosis::{
-    self, ClassFigures, Diagnosis, Estimate, LoadLevel, MixFigures, RankFigures,
+    self, ClassFigures, Diagnosis, Estimate, LoadLevel, MixFigures, PressureFigures, PressurePoint,
+    RankFigures, SchedulerFigures,
 };
 use yardstick_spec::BenchmarkRun;
 use yardstick_spec::metrics::id;
@@ -78,6 +82,29 @@ pub const PLAYBOOKS: &[PlaybookInfo] = &[
                      step time against the others'; a straggler's node is named, with the \
                      command that drains or cordons it (run only with --apply)",
         verdicts: &["straggler", "no-straggler", "inconclusive"],
+    },
+    PlaybookInfo {
+        name: "backpressure",
+        question: "What does the server do when offered more than it can serve: turn requests \
+                   away and say when to come back, or queue them without bound?",
+        experiment: "a closed-loop probe for the throughput the server sustains, then three \
+                     open-loop points (3 replicates each): half of it, and --overload times it \
+                     from a client that takes a refusal (429, 503) as final and from one that \
+                     retries as the server's Retry-After says; the share turned away, whether \
+                     refusals say when to come back, the served rate and p99 TTFT against below \
+                     capacity, and what retrying bought; with --engine slurm, a burst of short \
+                     jobs at a rate (3 replicates): sbatch time, start latency by quarter, jobs \
+                     started per second against submitted",
+        verdicts: &[
+            "sheds-load",
+            "sheds-without-retry-after",
+            "unbounded-queue",
+            "not-overloaded",
+            "backlogged",
+            "slow-submission",
+            "keeps-up",
+            "inconclusive",
+        ],
     },
 ];
 
@@ -286,6 +313,187 @@ spec:
         short = entry(&t.short, t.rate * short_share, share(short_share)),
         long = entry(&t.long, t.rate * t.long_share, share(t.long_share)),
         mixed = entry(&t.mix(), t.rate, t.requests),
+    )
+}
+
+/// The settings of a backpressure experiment.
+#[derive(Debug, Clone)]
+pub struct Backpressure {
+    /// The benchmark's name (`metadata.name`).
+    pub name: String,
+    /// The server's base URL.
+    pub url: String,
+    /// The model.
+    pub model: String,
+    /// The API (`chat` or `completions`).
+    pub api: String,
+    /// The precision the server runs, recorded with the run.
+    pub precision: String,
+    /// The traffic scenario.
+    pub scenario: String,
+    /// What the server sustains, requests/s (a probe's, or given).
+    pub capacity: f64,
+    /// The overloaded points offer this many times `capacity`.
+    pub overload: f64,
+    /// Attempts per request at most of the retrying client.
+    pub max_attempts: u32,
+    /// Replicates per point.
+    pub replicates: u32,
+    /// Requests per replicate at most.
+    pub requests: u64,
+    /// Seconds per replicate at most.
+    pub duration_s: f64,
+}
+
+/// The spec of a backpressure experiment: below capacity, then overloaded without and with
+/// retries.
+pub fn backpressure_spec(t: &Backpressure) -> String {
+    let entry = |rate: f64, retry: bool, requests: u64| {
+        format!(
+            "      - kind: serve
+        target: {{url: {url}, api: {api}, model: {model}}}
+        scenarios: [{scenario}]
+        load: {{mode: rate, arrival: poisson, values: [{rate}]}}
+        stop: {{maxRequests: {requests}, maxDuration: {duration}s}}
+{retry}",
+            url = yaml_str(&t.url),
+            api = t.api,
+            model = yaml_str(&t.model),
+            scenario = yaml_str(&t.scenario),
+            rate = significant(rate),
+            duration = t.duration_s,
+            retry = if retry {
+                format!(
+                    "        retry: {{on: [429, 503], maxAttempts: {}, retryAfter: true}}\n",
+                    t.max_attempts
+                )
+            } else {
+                String::new()
+            },
+        )
+    };
+    let over = t.capacity * t.overload;
+    // The overloaded points send as many requests in the same time as the point below.
+    let more = ((t.requests as f64) * t.overload / 0.5).round() as u64;
+    format!(
+        "# Written by `yardstick playbook show backpressure`: {below} req/s (half of what the server
+# sustains), then {over} req/s from a client that takes a refusal as final and from one that
+# retries as told; the run's summary ends with the diagnosis (docs/playbooks.md).
+apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata:
+  name: {name}
+  labels: {{playbook: backpressure}}
+spec:
+  mode: exploratory
+  playbook: backpressure
+{frozen}  layers:
+    component:
+{b}{o}{r}  provenance:
+    signing: off
+",
+        below = significant(t.capacity * 0.5),
+        over = significant(over),
+        name = t.name,
+        frozen = serve_frozen(&t.model, &t.precision, &t.scenario, t.replicates),
+        b = entry(t.capacity * 0.5, false, t.requests),
+        o = entry(over, false, more),
+        r = entry(over, true, more),
+    )
+}
+
+/// The settings of a scheduler's backpressure experiment: a burst of short jobs.
+#[derive(Debug, Clone)]
+pub struct SchedulerBurst {
+    /// The benchmark's name (`metadata.name`).
+    pub name: String,
+    /// This program (the burst is `yardstick bench scheduler`).
+    pub exe: String,
+    /// Jobs per burst.
+    pub jobs: u32,
+    /// Submissions per second.
+    pub rate: f64,
+    /// Seconds each job holds its allocation.
+    pub hold_s: f64,
+    /// The partition, when not the default.
+    pub partition: Option<String>,
+    /// Where jobs stamp their start (shared with the nodes).
+    pub dir: String,
+    /// Replicates (bursts).
+    pub replicates: u32,
+    /// Seconds to wait for jobs to start after the last submission.
+    pub timeout_s: f64,
+}
+
+/// The spec of a scheduler burst: `yardstick bench scheduler` as an e2e command, reporting
+/// through the metric protocol.
+pub fn scheduler_spec(t: &SchedulerBurst) -> String {
+    let mut command = vec![
+        t.exe.clone(),
+        "bench".into(),
+        "scheduler".into(),
+        "--engine".into(),
+        "slurm".into(),
+        "--jobs".into(),
+        t.jobs.to_string(),
+        "--rate".into(),
+        t.rate.to_string(),
+        "--hold".into(),
+        t.hold_s.to_string(),
+        "--dir".into(),
+        t.dir.clone(),
+        "--timeout".into(),
+        format!("{}s", t.timeout_s),
+    ];
+    if let Some(p) = &t.partition {
+        command.extend(["--partition".to_string(), p.clone()]);
+    }
+    let command = command
+        .iter()
+        .map(|a| yaml_str(a))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // The burst's own time: its submissions, the jobs' hold, the wait for the last start.
+    let bound = f64::from(t.jobs) / t.rate + t.hold_s + t.timeout_s + 60.0;
+    format!(
+        "# Written by `yardstick playbook show backpressure --engine slurm`: {jobs} short jobs at {rate}
+# per second, {replicates} bursts; the run's summary ends with the diagnosis (docs/playbooks.md).
+apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata:
+  name: {name}
+  labels: {{playbook: backpressure}}
+spec:
+  mode: exploratory
+  playbook: backpressure
+  workload:
+    model: scheduler-burst
+    precision: fp32
+    sequenceLengths: 1
+    batching: static
+    concurrency: 1
+    dataset: {{kind: synthetic, seed: 0}}
+    correctness: {{policy: none}}
+  trials:
+    replicates: {replicates}
+    warmup: {{runs: 0}}
+    confidenceLevel: 0.95
+    outlierPolicy: report-mad
+    order: interleaved
+  layers:
+    e2e:
+      - kind: command
+        name: burst
+        command: [{command}]
+        timeout: {bound}s
+  provenance:
+    signing: off
+",
+        jobs = t.jobs,
+        rate = t.rate,
+        replicates = t.replicates,
+        name = t.name,
+        bound = bound.ceil(),
     )
 }
 
@@ -541,6 +749,72 @@ fn mix_figures(summary: &RunSummary) -> Option<MixFigures> {
     })
 }
 
+/// The points of a backpressure run: the lowest and highest offered rates of the points that
+/// take a refusal as final, and the point that retries.
+fn pressure_figures(summary: &RunSummary) -> PressureFigures {
+    let point = |p: &PointAggregates| -> Option<PressurePoint> {
+        if p.work.get("load_mode").and_then(|m| m.as_str()) != Some("rate") {
+            return None;
+        }
+        let completed = mean(p, id::REQUESTS, "completed");
+        let failed = mean(p, id::REQUESTS, "failed");
+        Some(PressurePoint {
+            point: p.id.clone(),
+            offered_rps: p.work.get("load_value")?.as_f64()?,
+            achieved_rps: estimate(p, id::REQUEST_THROUGHPUT, "value"),
+            ttft_p99_ms: estimate(p, id::TTFT_MS, "p99"),
+            refused_share: estimate(p, id::REFUSED_SHARE, "value"),
+            retry_after_share: mean(p, id::RETRY_AFTER_SHARE, "value"),
+            served_share: match (completed, failed) {
+                (Some(c), Some(f)) if c + f > 0.0 => Some(c / (c + f)),
+                (Some(_), None) => Some(1.0),
+                _ => None,
+            },
+            attempts_per_request: mean(p, id::ATTEMPTS_PER_REQUEST, "value"),
+            server_waiting_p50: mean(p, id::SERVER_WAITING, "p50"),
+            server_waiting_max: mean(p, id::SERVER_WAITING, "max"),
+        })
+    };
+    let retries = |p: &PointAggregates| p.work.get("retry").is_some_and(|r| !r.is_null());
+    let plain: Vec<PressurePoint> = summary
+        .points
+        .iter()
+        .filter(|p| !retries(p))
+        .filter_map(point)
+        .collect();
+    let by_rate = |a: &&PressurePoint, b: &&PressurePoint| a.offered_rps.total_cmp(&b.offered_rps);
+    PressureFigures {
+        below: plain.iter().min_by(by_rate).cloned(),
+        over: plain
+            .iter()
+            .max_by(by_rate)
+            .filter(|_| plain.len() >= 2)
+            .cloned(),
+        retrying: summary.points.iter().filter(|p| retries(p)).find_map(point),
+    }
+}
+
+/// The burst of a scheduler backpressure run: the first point reporting `custom.started_per_s`.
+fn scheduler_figures(summary: &RunSummary) -> Option<SchedulerFigures> {
+    let p = summary
+        .points
+        .iter()
+        .find(|p| p.metrics.contains_key("custom.started_per_s"))?;
+    let last = |name: &str| estimate(p, &format!("custom.{name}"), "last");
+    let median = |name: &str| estimate(p, &format!("custom.{name}"), "p50");
+    Some(SchedulerFigures {
+        point: p.id.clone(),
+        offered_per_s: last("offered_per_s")?.mean,
+        submitted_per_s: last("submitted_per_s"),
+        started_per_s: last("started_per_s"),
+        started_share: last("started_share"),
+        submit_p50_s: median("submit_s"),
+        start_latency_p50_s: median("start_latency_s"),
+        first_quarter_s: last("start_latency_first_quarter_s"),
+        last_quarter_s: last("start_latency_last_quarter_s"),
+    })
+}
+
 /// Each rank's figures per replicate (replicate summaries) of the first multi-rank point: how often it was the slowest,
 /// its steps, its median over the other ranks' medians, and its node (Slurm's block
 /// distribution over the allocation's nodes, `tasks_per_node` ranks each; else `host`).
@@ -644,6 +918,17 @@ pub fn diagnose(
             Some(d)
         }
         PlaybookName::Starvation => Some(diagnosis::starvation(mix_figures(summary).as_ref())),
+        PlaybookName::Backpressure => Some(
+            if summary
+                .points
+                .iter()
+                .any(|p| p.layer == "e2e" || p.metrics.contains_key("custom.started_per_s"))
+            {
+                diagnosis::scheduler_backpressure(scheduler_figures(summary).as_ref())
+            } else {
+                diagnosis::backpressure(&pressure_figures(summary))
+            },
+        ),
         PlaybookName::TailLatency => {
             let levels: Vec<LoadLevel> = summary.points.iter().filter_map(level).collect();
             let slo = summary
@@ -751,7 +1036,31 @@ mod tests {
         );
         let checked = yardstick_spec::check_str(&starve);
         assert!(checked.is_valid(), "{:#?}\n{starve}", checked.diagnostics);
-        for text in [tail_latency_spec(&settings()), probe_spec(&settings(), 32)] {
+        let pressure = backpressure_spec(&Backpressure {
+            name: "playbook-backpressure".into(),
+            url: "http://127.0.0.1:8000".into(),
+            model: "m".into(),
+            api: "chat".into(),
+            precision: "bf16".into(),
+            scenario: "D(128,32)".into(),
+            capacity: 20.0,
+            overload: 2.0,
+            max_attempts: 4,
+            replicates: 3,
+            requests: 200,
+            duration_s: 15.0,
+        });
+        assert!(
+            pressure.contains("values: [10]")
+                && pressure.matches("values: [40]").count() == 2
+                && pressure.matches("retry:").count() == 1,
+            "{pressure}"
+        );
+        for text in [
+            pressure.clone(),
+            tail_latency_spec(&settings()),
+            probe_spec(&settings(), 32),
+        ] {
             let checked = yardstick_spec::check_str(&text);
             assert!(checked.is_valid(), "{:#?}\n{text}", checked.diagnostics);
         }

@@ -113,6 +113,14 @@ pub struct SimConfig {
     /// Fraction of structured answers (tool calls, JSON schema) broken on purpose
     /// ([`structured`]).
     pub invalid_rate: f64,
+    /// Requests waiting for a running slot at most (needs `max_running`): a request that finds
+    /// the queue full is turned away with `reject_status` at once, as a server with admission
+    /// control does. `None`: the queue is unbounded.
+    pub max_waiting: Option<usize>,
+    /// The status of a request turned away (429 or 503).
+    pub reject_status: u16,
+    /// The `Retry-After` a refusal carries, whole seconds (rounded up); `None`: no header.
+    pub retry_after: Option<Duration>,
 }
 
 impl Default for SimConfig {
@@ -143,6 +151,9 @@ impl Default for SimConfig {
             max_loaded_adapters: 0,
             adapter_load: Duration::ZERO,
             invalid_rate: 0.0,
+            max_waiting: None,
+            reject_status: 429,
+            retry_after: None,
         }
     }
 }
@@ -215,6 +226,16 @@ impl Sim {
         }
         if cfg.max_running == Some(0) {
             return Err(SimError::Config("max running must be at least 1".into()));
+        }
+        if cfg.max_waiting.is_some() && cfg.max_running.is_none() {
+            return Err(SimError::Config(
+                "max waiting needs max running: requests wait only for a running slot".into(),
+            ));
+        }
+        if !(400..=599).contains(&cfg.reject_status) {
+            return Err(SimError::Config(
+                "reject status must be in 400..=599".into(),
+            ));
         }
         if !(400..=599).contains(&cfg.error_status) {
             return Err(SimError::Config("error status must be in 400..=599".into()));
@@ -512,12 +533,34 @@ async fn handle(
     }
     let disconnect = u < cfg.error_rate + cfg.timeout_rate + cfg.disconnect_rate;
 
-    // Queue for a running slot (continuous batching's max_num_seqs).
+    // Queue for a running slot (continuous batching's max_num_seqs), unless the queue is full.
     let permit = match &shared.slots {
         Some(sem) => match sem.clone().try_acquire_owned() {
             Ok(p) => (Some(p), received),
             Err(_) => {
-                shared.metrics.waiting.fetch_add(1, Ordering::Relaxed);
+                let waiting = shared.metrics.waiting.fetch_add(1, Ordering::Relaxed);
+                if cfg.max_waiting.is_some_and(|m| waiting >= m as i64) {
+                    shared.metrics.waiting.fetch_sub(1, Ordering::Relaxed);
+                    rec.outcome = Outcome::Refused;
+                    rec.status = cfg.reject_status;
+                    shared.metrics.finish(Outcome::Refused);
+                    shared.log.write(&rec);
+                    let mut resp = json_response(
+                        StatusCode::from_u16(cfg.reject_status)
+                            .unwrap_or(StatusCode::TOO_MANY_REQUESTS),
+                        &openai::error_body(
+                            "the server is at capacity: try again later",
+                            "rate_limit_exceeded",
+                            cfg.reject_status,
+                        ),
+                    );
+                    if let Some(after) = cfg.retry_after {
+                        let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+                        resp.headers_mut()
+                            .insert(header::RETRY_AFTER, header::HeaderValue::from(secs));
+                    }
+                    return Ok(resp);
+                }
                 let p = sem.clone().acquire_owned().await.ok();
                 shared.metrics.waiting.fetch_sub(1, Ordering::Relaxed);
                 (p, Instant::now())

@@ -28,6 +28,8 @@ pub enum Outcome {
     Cancelled,
     /// The request was malformed (HTTP 4xx).
     BadRequest,
+    /// Turned away: the waiting queue was full (`max_waiting`).
+    Refused,
 }
 
 /// One line of the log. Timestamps are unix-epoch nanoseconds.

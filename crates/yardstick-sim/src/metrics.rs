@@ -11,7 +11,7 @@ pub struct Metrics {
     /// Requests received (parsed or not).
     pub received: AtomicU64,
     /// Requests by outcome, indexed by [`outcome_index`].
-    pub outcomes: [AtomicU64; 6],
+    pub outcomes: [AtomicU64; 7],
     /// Sequences generating now.
     pub running: AtomicI64,
     /// Requests waiting for a running slot.
@@ -43,13 +43,14 @@ pub const TTFT_BUCKETS: [f64; 18] = [
     20.0, 40.0,
 ];
 
-const OUTCOMES: [(Outcome, &str); 6] = [
+const OUTCOMES: [(Outcome, &str); 7] = [
     (Outcome::Ok, "ok"),
     (Outcome::Error, "error"),
     (Outcome::Timeout, "timeout"),
     (Outcome::Disconnect, "disconnect"),
     (Outcome::Cancelled, "cancelled"),
     (Outcome::BadRequest, "bad_request"),
+    (Outcome::Refused, "refused"),
 ];
 
 /// The slot of `o` in [`Metrics::outcomes`].

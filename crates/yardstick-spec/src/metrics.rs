@@ -433,6 +433,12 @@ pub mod id {
     pub const HEAD_OF_LINE_TTFT_MS: &str = "head_of_line_ttft_ms";
     /// `head_of_line_share`.
     pub const HEAD_OF_LINE_SHARE: &str = "head_of_line_share";
+    /// `refused_share`.
+    pub const REFUSED_SHARE: &str = "refused_share";
+    /// `retry_after_share`.
+    pub const RETRY_AFTER_SHARE: &str = "retry_after_share";
+    /// `attempts_per_request`.
+    pub const ATTEMPTS_PER_REQUEST: &str = "attempts_per_request";
     /// `token_count_disagreements`.
     pub const TOKEN_COUNT_DISAGREEMENTS: &str = "token_count_disagreements";
     /// `cost_per_1m_output_tokens`.
@@ -934,6 +940,33 @@ pub const CATALOGUE: &[MetricDef] = &[
         VALUE,
         None,
         "Share of a mix's shortest-prompt requests sent while a longest-prompt request was still waiting for its first token."
+    ),
+    m!(
+        id::REFUSED_SHARE,
+        "ratio",
+        LowerIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Share of attempts the server turned away with 429 (too many requests) or 503 (unavailable), retries included; reported when any was."
+    ),
+    m!(
+        id::RETRY_AFTER_SHARE,
+        "ratio",
+        HigherIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Share of the server's refusals (429, 503) that said when to come back with a `Retry-After` header."
+    ),
+    m!(
+        id::ATTEMPTS_PER_REQUEST,
+        "ratio",
+        LowerIsBetter,
+        Descriptive,
+        VALUE,
+        None,
+        "Attempts per measured request under a retry policy (`retry`, `--retry-on`): 1 when nothing was tried again."
     ),
     m!(
         id::REQUESTS,

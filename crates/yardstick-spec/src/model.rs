@@ -116,6 +116,9 @@ pub enum PlaybookName {
     Starvation,
     /// Whether one rank of a multi-rank job is slower than the others, persistently.
     Stragglers,
+    /// What a server does when offered more than it can serve: turn requests away (and say
+    /// when to come back) or queue them without bound.
+    Backpressure,
 }
 
 impl PlaybookName {
@@ -125,6 +128,7 @@ impl PlaybookName {
             PlaybookName::TailLatency => "tail-latency",
             PlaybookName::Starvation => "starvation",
             PlaybookName::Stragglers => "stragglers",
+            PlaybookName::Backpressure => "backpressure",
         }
     }
 }
@@ -910,6 +914,10 @@ pub struct ComponentLayer {
     /// Accuracy under load (serve): a share of the requests are eval items, graded, and each
     /// point reports its accuracy with a Wilson interval.
     pub eval_mix: Option<EvalMixSpec>,
+    /// Try again the requests the server turns away (serve), as a production client does:
+    /// `retry: {on: [429, 503], maxAttempts: 4, retryAfter: true, backoff: 500ms}`. Without
+    /// it a refusal is the request's failure.
+    pub retry: Option<ServeRetry>,
     /// The command (startup; dataloader, when it is the user's loader speaking the metric
     /// protocol instead of the built-in reader's `source`).
     pub command: Option<Vec<String>>,
@@ -1365,6 +1373,25 @@ pub struct Stop {
     pub max_requests: Option<u64>,
     /// Stop after this long (`120s`, `5m`).
     pub max_duration: Option<DurationSpec>,
+}
+
+/// How a serve point's client tries again a request the server turned away.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct ServeRetry {
+    /// The statuses tried again (default `[429, 503]`).
+    pub on: Option<Vec<u16>>,
+    /// Attempts at most, the first included (default 4, at most 20).
+    pub max_attempts: Option<u32>,
+    /// Wait what the server's `Retry-After` says, when it says (default true); else the
+    /// backoff.
+    pub retry_after: Option<bool>,
+    /// The wait before the second attempt without a `Retry-After` to honour, doubled for each
+    /// further one, with jitter (default 500ms).
+    pub backoff: Option<DurationSpec>,
+    /// The longest single wait (default 30s).
+    pub max_wait: Option<DurationSpec>,
 }
 
 /// The price of a serving deployment.

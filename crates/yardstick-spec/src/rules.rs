@@ -427,6 +427,24 @@ fn playbook(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                 );
             }
         }
+        crate::model::PlaybookName::Backpressure => {
+            let rated = serve_entries(spec)
+                .into_iter()
+                .filter(|c| {
+                    c.load
+                        .as_ref()
+                        .is_some_and(|l| l.mode == Some(crate::model::LoadMode::Rate))
+                })
+                .count();
+            if rated < 2 && !has_e2e(spec) {
+                cx.error(
+                    "playbook-config",
+                    "/spec/playbook",
+                    format!("`playbook: backpressure` needs serve entries at open-loop rates below and above what the server sustains (at least 2; this spec has {rated}), or an e2e command that submits a burst of jobs (`yardstick bench scheduler`)"),
+                    "let `yardstick playbook show backpressure --url URL --model M` (or `--engine slurm`) write the spec",
+                );
+            }
+        }
         crate::model::PlaybookName::Starvation => {
             let mixes = serve_entries(spec)
                 .into_iter()
@@ -2265,6 +2283,40 @@ fn serve(c: &ComponentLayer, base: &str, cx: &mut Ctx<'_, '_>) {
             "add `scenarios: [\"D(100,100)\"]`",
         ),
         _ => {}
+    }
+    if let Some(r) = &c.retry {
+        let rptr = format!("{base}/retry");
+        match &r.on {
+            Some(on) if on.is_empty() => cx.error(
+                "serve-config",
+                &format!("{rptr}/on"),
+                "retry.on is empty: nothing would be tried again".into(),
+                "list the statuses to try again, e.g. `on: [429, 503]`, or remove `retry`",
+            ),
+            Some(on) => {
+                for (j, st) in on.iter().enumerate() {
+                    if !(400..=599).contains(st) {
+                        cx.error(
+                            "serve-config",
+                            &format!("{rptr}/on/{j}"),
+                            format!("retry status {st} is not an HTTP error status (400-599)"),
+                            "servers turn requests away with 429 (too many requests) or 503 (unavailable)",
+                        );
+                    }
+                }
+            }
+            None => {}
+        }
+        if let Some(n) = r.max_attempts
+            && !(2..=20).contains(&n)
+        {
+            cx.error(
+                "serve-config",
+                &format!("{rptr}/maxAttempts"),
+                format!("retry.maxAttempts {n} is outside 2..=20 (the first attempt counts)"),
+                "use `maxAttempts: 4` (one attempt and three retries); remove `retry` for none",
+            );
+        }
     }
     match &c.load {
         None if !cx.loc.exists(&format!("{base}/load")) => cx.error_at_key(

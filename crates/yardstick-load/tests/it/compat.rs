@@ -67,6 +67,7 @@ fn client(url: &str, api: Api, stream: bool, timeout: Duration) -> Client {
         bearer_env: None,
         max_idle: 1,
         ca_cert: None,
+        retry: None,
     };
     Client::new(&cfg, Clock::new(), "t").unwrap()
 }
@@ -286,6 +287,7 @@ async fn non_streaming_response_and_bearer_token() {
         bearer_env: Some("YARDSTICK_TEST_TOKEN".into()),
         max_idle: 1,
         ca_cert: None,
+        retry: None,
     };
     let c = Client::new(&cfg, Clock::new(), "t").unwrap();
     let r = c.execute(&plan(), Instant::now(), false).await;

@@ -39,6 +39,7 @@ fn bench(url: String, energy: Energy) -> ServeBench {
             bearer_env: None,
             max_idle: 1,
             ca_cert: None,
+            retry: None,
         },
         model: "m".into(),
         models: None,

@@ -45,6 +45,7 @@ fn client(url: &str, stream: bool) -> Client {
         bearer_env: None,
         max_idle: 1,
         ca_cert: None,
+        retry: None,
     };
     Client::new(&cfg, Clock::new(), "k").unwrap()
 }

@@ -9,4 +9,5 @@ mod compat;
 mod energy;
 mod keep_response;
 mod prop_inputs;
+mod retry;
 mod tls;

@@ -91,6 +91,7 @@ fn config(url: &str, ca_cert: Option<PathBuf>) -> ClientConfig {
         bearer_env: None,
         max_idle: 1,
         ca_cert,
+        retry: None,
     }
 }
 

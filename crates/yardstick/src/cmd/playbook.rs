@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use yardstick_run::playbook::{self, PLAYBOOKS, RankEngine, Starvation, Stragglers, TailLatency};
+use yardstick_run::playbook::{
+    self, Backpressure, PLAYBOOKS, RankEngine, SchedulerBurst, Starvation, Stragglers, TailLatency,
+};
 
 use crate::cli::{GlobalOpts, verbosity};
 use crate::cmd::run::{Execution, execute_spec};
@@ -19,6 +21,7 @@ use crate::output::{self, outln};
 yardstick playbook tail-latency --url http://127.0.0.1:8000 --model m --slo-ttft-ms 500\n  \
 yardstick playbook starvation --url http://127.0.0.1:8000 --model m\n  \
 yardstick playbook stragglers --engine slurm --nodes 4 --tasks 8 -- python train.py\n  \
+yardstick playbook backpressure --url http://127.0.0.1:8000 --model m\n  \
 yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m --max-rate 40")]
 pub struct PlaybookArgs {
     #[command(subcommand)]
@@ -39,7 +42,8 @@ pub enum PlaybookCommand {
         after_help = "Examples:\n  \
 yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m --max-rate 40\n  \
 yardstick playbook show starvation --url http://127.0.0.1:8000 --model m --rate 10\n  \
-yardstick playbook show stragglers --tasks 2 > ranks.yaml"
+yardstick playbook show stragglers --tasks 2 > ranks.yaml\n  \
+yardstick playbook show backpressure --url http://127.0.0.1:8000 --model m --capacity 12"
     )]
     Show(ShowCommand),
     /// Why is p99 TTFT bad, and from what load on? A probe finds the throughput the server
@@ -91,6 +95,186 @@ yardstick playbook stragglers --engine slurm --nodes 4 --tasks 8 --apply -- ./tr
         #[command(flatten)]
         out: RunOut,
     },
+    /// What does the server do when offered more than it can serve? A probe finds what it
+    /// sustains; then it is offered half of that, and --overload times it from a client that
+    /// takes a refusal (429, 503) as final and from one that retries as Retry-After says. It
+    /// sheds load (and says when to come back, or not), or queues without bound. With
+    /// --engine slurm, the scheduler instead: a burst of short jobs at --rate; it keeps up, is
+    /// backlogged, or slows submission.
+    #[command(after_help = "Examples:\n  \
+yardstick playbook backpressure --url http://127.0.0.1:8000 --model m\n  \
+yardstick playbook backpressure --url http://gpu:8000 --model m --capacity 12 --overload 3\n  \
+yardstick playbook backpressure --url http://gpu:8000 --model m --scenario 'D(1024,128)' --json\n  \
+yardstick playbook backpressure --engine slurm --jobs 40 --rate 4 --hold 2")]
+    Backpressure {
+        #[command(flatten)]
+        pressure: PressureArgs,
+        #[command(flatten)]
+        out: RunOut,
+    },
+}
+
+/// The settings of the backpressure experiment.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PressureArgs {
+    /// What is pushed: `server` (the OpenAI-compatible server at --url) or `slurm` (the
+    /// scheduler: a burst of short jobs at --rate).
+    #[arg(long, default_value = "server", value_parser = ["server", "slurm"])]
+    pub engine: String,
+    #[command(flatten)]
+    pub common: Common,
+    /// Slurm: jobs per burst (one burst per replicate).
+    #[arg(long, default_value_t = 20)]
+    pub jobs: u32,
+    /// Slurm: submissions per second.
+    #[arg(long, default_value_t = 2.0, value_name = "PER_S")]
+    pub rate: f64,
+    /// Slurm: seconds each job holds its allocation after it starts.
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    pub hold: f64,
+    /// Slurm: the partition (default: the cluster's default).
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Slurm: where jobs stamp their start, a directory every node can write (default:
+    /// `<store>/playbooks/burst`).
+    #[arg(long, value_name = "DIR")]
+    pub stamp_dir: Option<PathBuf>,
+    /// The traffic: prompt and output tokens.
+    #[arg(long, default_value = "D(128,32)")]
+    pub scenario: String,
+    /// What the server sustains, requests/s (default: what a closed-loop probe measures).
+    #[arg(long, value_name = "RPS")]
+    pub capacity: Option<f64>,
+    /// The overloaded points offer this many times the capacity (above 1).
+    #[arg(long, default_value_t = 2.0, value_name = "FACTOR")]
+    pub overload: f64,
+    /// Attempts per request at most of the retrying client, the first included (2 to 20).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub max_attempts: u32,
+}
+
+impl PressureArgs {
+    fn settings(&self, capacity: f64) -> Backpressure {
+        let c = &self.common;
+        Backpressure {
+            name: "playbook-backpressure".into(),
+            url: c.url.clone().unwrap_or_default(),
+            model: c.model.clone().unwrap_or_default(),
+            api: c.api.clone(),
+            precision: c.precision.clone(),
+            scenario: self.scenario.clone(),
+            capacity,
+            overload: self.overload,
+            max_attempts: self.max_attempts,
+            replicates: c.replicates,
+            requests: c.requests,
+            duration_s: c.duration,
+        }
+    }
+
+    fn check(&self) -> anyhow::Result<()> {
+        if self.engine == "slurm" {
+            check_replicates(self.common.replicates)?;
+            if self.common.url.is_some() {
+                return Err(invalid(
+                    "--url: with --engine slurm the scheduler is pushed, not a server",
+                    Some("drop --url, or drop --engine slurm to push the server"),
+                ));
+            }
+            return self.burst_args(std::path::Path::new(".")).burst().map(drop);
+        }
+        self.common.check("backpressure")?;
+        if !(self.overload > 1.0 && self.overload <= 100.0) {
+            return Err(invalid(
+                format!(
+                    "--overload {}: must be above 1 (and at most 100)",
+                    self.overload
+                ),
+                Some("e.g. --overload 2: twice what the server sustains"),
+            ));
+        }
+        if !(2..=20).contains(&self.max_attempts) {
+            return Err(invalid(
+                format!("--max-attempts {}: must be 2 to 20", self.max_attempts),
+                Some("e.g. --max-attempts 4: one attempt and three retries"),
+            ));
+        }
+        if self.capacity.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+            return Err(invalid(
+                "--capacity must be above 0",
+                Some("e.g. --capacity 12"),
+            ));
+        }
+        if self
+            .scenario
+            .parse::<yardstick_spec::scenario::Scenario>()
+            .is_err()
+        {
+            return Err(invalid(
+                format!("--scenario `{}`: not a scenario", self.scenario),
+                Some("e.g. --scenario 'D(128,32)'"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The `bench scheduler` arguments of a burst.
+    fn burst_args(&self, store: &std::path::Path) -> crate::cmd::bench::scheduler::SchedulerArgs {
+        crate::cmd::bench::scheduler::SchedulerArgs {
+            engine: "slurm".into(),
+            jobs: self.jobs,
+            rate: self.rate,
+            hold: self.hold,
+            partition: self.partition.clone(),
+            dir: Some(
+                self.stamp_dir
+                    .clone()
+                    .unwrap_or_else(|| store.join("playbooks").join("burst")),
+            ),
+            timeout: "120s".into(),
+        }
+    }
+
+    /// The scheduler burst's settings.
+    fn burst(&self, store: &std::path::Path) -> anyhow::Result<SchedulerBurst> {
+        let b = self.burst_args(store).burst()?;
+        let exe = std::env::current_exe()
+            .map_err(|e| anyhow::anyhow!("finding this program to submit the burst: {e}"))?;
+        Ok(SchedulerBurst {
+            name: "playbook-backpressure-slurm".into(),
+            exe: exe.display().to_string(),
+            jobs: b.jobs,
+            rate: b.rate,
+            hold_s: b.hold_s,
+            partition: b.partition,
+            dir: b.dir.display().to_string(),
+            replicates: self.common.replicates,
+            timeout_s: b.timeout.as_secs_f64(),
+        })
+    }
+
+    /// The spec the playbook runs (a probe first for a server without --capacity).
+    fn spec(&self, store: &std::path::Path) -> anyhow::Result<String> {
+        if self.engine == "slurm" {
+            let store = std::path::absolute(store).unwrap_or_else(|_| store.to_path_buf());
+            return Ok(playbook::scheduler_spec(&self.burst(&store)?));
+        }
+        Ok(playbook::backpressure_spec(
+            &self.settings(self.capacity(store)?),
+        ))
+    }
+
+    /// `--capacity`, or what a closed-loop probe sustains.
+    fn capacity(&self, store: &std::path::Path) -> anyhow::Result<f64> {
+        match self.capacity {
+            Some(r) => Ok(r),
+            None => probe(
+                &self.common,
+                &self.common.probe("playbook-backpressure", &self.scenario),
+                store,
+            ),
+        }
+    }
 }
 
 /// The settings of the stragglers experiment.
@@ -203,6 +387,11 @@ yardstick playbook show starvation --url http://127.0.0.1:8000 --model m > starv
 yardstick playbook show stragglers --tasks 2\n  \
 yardstick playbook show stragglers --engine slurm --nodes 4 -- python train.py > ranks.yaml")]
     Stragglers(RankArgs),
+    /// The backpressure experiment.
+    #[command(after_help = "Examples:\n  \
+yardstick playbook show backpressure --url http://127.0.0.1:8000 --model m --capacity 12\n  \
+yardstick playbook show backpressure --url http://127.0.0.1:8000 --model m > pressure.yaml")]
+    Backpressure(PressureArgs),
 }
 
 /// Where a playbook's run goes.
@@ -721,6 +910,15 @@ pub fn run(args: PlaybookArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 ))
             })
         }
+        PlaybookCommand::Show(ShowCommand::Backpressure(pressure)) => {
+            pressure.check()?;
+            if pressure.engine == "slurm" {
+                let store = std::path::PathBuf::from("yardstick-store");
+                output::text(&pressure.spec(&store)?)?;
+                return Ok(Status::Ok);
+            }
+            show_with(|store| pressure.spec(store))
+        }
         PlaybookCommand::Show(ShowCommand::Stragglers(ranks)) => {
             ranks.check()?;
             output::text(&playbook::stragglers_spec(&ranks.settings()?))?;
@@ -743,6 +941,11 @@ pub fn run(args: PlaybookArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
             tail.check()?;
             let rate = tail.max_rate(&out.store)?;
             Ok(run_playbook(&playbook::tail_latency_spec(&tail.settings(rate)), &out, g)?.0)
+        }
+        PlaybookCommand::Backpressure { pressure, out } => {
+            pressure.check()?;
+            let text = pressure.spec(&out.store)?;
+            Ok(run_playbook(&text, &out, g)?.0)
         }
         PlaybookCommand::Starvation { starve, out } => {
             starve.check()?;

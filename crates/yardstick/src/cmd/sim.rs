@@ -59,6 +59,17 @@ pub struct SimArgs {
     /// Sequences generating at once; further requests queue (default: unlimited).
     #[arg(long)]
     pub max_running: Option<usize>,
+    /// Requests waiting for a slot at most (needs --max-running): one that finds the queue full
+    /// is turned away at once with --reject-status, as a server with admission control does
+    /// (default: the queue is unbounded).
+    #[arg(long, value_name = "N", requires = "max_running")]
+    pub max_waiting: Option<usize>,
+    /// HTTP status of a request turned away by --max-waiting.
+    #[arg(long, default_value_t = 429, value_name = "STATUS")]
+    pub reject_status: u16,
+    /// Seconds a refusal's `Retry-After` header asks the client to wait (default: no header).
+    #[arg(long, value_name = "SECONDS")]
+    pub retry_after: Option<u64>,
     /// Output tokens when a request gives no max_tokens.
     #[arg(long, default_value_t = 100)]
     pub max_tokens: u64,
@@ -195,6 +206,9 @@ pub fn run(args: SimArgs, _g: &GlobalOpts) -> anyhow::Result<Status> {
         itl_jitter: ms("itl-jitter-ms", args.itl_jitter_ms)?,
         itl_slowdown: args.itl_slowdown,
         max_running: args.max_running,
+        max_waiting: args.max_waiting,
+        reject_status: args.reject_status,
+        retry_after: args.retry_after.map(Duration::from_secs),
         default_max_tokens: args.max_tokens,
         eos_after: args.eos_after,
         error_rate: args.error_rate,

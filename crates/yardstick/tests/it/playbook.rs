@@ -180,6 +180,13 @@ fn playbook_list_show_and_bad_input() {
     let list = json(&o);
     assert_eq!(list[0]["name"], "tail-latency");
     assert_eq!(list[1]["name"], "starvation");
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "backpressure" && p["verdicts"][0] == "sheds-load"),
+        "{list:#}"
+    );
     // `show` with --max-rate writes a spec without probing; `validate` accepts it.
     let o = yardstick()
         .args([
@@ -265,6 +272,19 @@ fn playbook_list_show_and_bad_input() {
                 "1",
             ],
             "2 to 20 rates",
+        ),
+        (
+            vec![
+                "playbook",
+                "backpressure",
+                "--url",
+                "http://127.0.0.1:9",
+                "--model",
+                "m",
+                "--overload",
+                "0.5",
+            ],
+            "must be above 1",
         ),
     ] {
         let o = yardstick().args(&args).output().unwrap();
@@ -445,5 +465,155 @@ fn stragglers_on_slurm_finds_the_slow_task() {
     assert!(
         d["summary"].as_str().unwrap().contains("rank 1"),
         "{d:#} (node {node})"
+    );
+}
+
+fn backpressure(sim: &Sim, store: &std::path::Path, extra: &[&str]) -> Value {
+    let mut args = vec!["backpressure", "--url", &sim.url, "--model", "m"];
+    args.extend([
+        "--scenario",
+        "D(16,8)",
+        "--requests",
+        "200",
+        "--duration",
+        "3",
+    ]);
+    args.extend(["--probe-concurrency", "16"]);
+    args.extend(extra);
+    playbook_json(&args, store)
+}
+
+fn evidence_at<'a>(d: &'a Value, starts: &str) -> &'a Value {
+    d["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["claim"].as_str().unwrap().starts_with(starts))
+        .unwrap_or_else(|| panic!("no evidence `{starts}` in {d:#}"))
+}
+
+/// The backpressure playbook in both directions, on two slots of 34 ms requests (about 58
+/// req/s): with an unbounded queue (planted: the excess waits, p99 TTFT grows without end) it
+/// is `unbounded-queue`; with a queue of 2 that answers 429 and `Retry-After: 1` it is
+/// `sheds-load`, and the client that retries as told gets more requests answered.
+#[test]
+fn backpressure_finds_an_unbounded_queue_and_credits_a_server_that_sheds_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let timing = ["--ttft-ms", "20", "--itl-ms", "2", "--max-running", "2"];
+
+    let unbounded = Sim::start(&timing);
+    let out = backpressure(&unbounded, &store, &[]);
+    let d = &out["diagnosis"];
+    assert_eq!(d["playbook"], "backpressure", "{d:#}");
+    assert_eq!(d["verdict"], "unbounded-queue", "{d:#}");
+    let over = evidence_at(d, "Overloaded, ");
+    assert_eq!(over["figures"]["refused_share"], 0.0, "{over:#}");
+    assert!(
+        over["figures"]["ttft_p99_ms"].as_f64().unwrap()
+            > 2.0
+                * evidence_at(d, "Below capacity")["figures"]["ttft_p99_ms"]
+                    .as_f64()
+                    .unwrap(),
+        "{d:#}"
+    );
+    assert!(
+        d["actions"][0]
+            .as_str()
+            .unwrap()
+            .contains("admission control"),
+        "{d:#}"
+    );
+
+    let shedding =
+        Sim::start(&[&timing[..], &["--max-waiting", "2", "--retry-after", "1"]].concat());
+    let out = backpressure(&shedding, &store, &["--capacity", "58"]);
+    let d = &out["diagnosis"];
+    assert_eq!(d["verdict"], "sheds-load", "{d:#}");
+    let over = evidence_at(d, "Overloaded, 116");
+    assert!(
+        over["figures"]["refused_share_lo"].as_f64().unwrap() > 0.0,
+        "{over:#}"
+    );
+    assert_eq!(over["figures"]["retry_after_share"], 1.0, "{over:#}");
+    let retrying = evidence_at(
+        d,
+        "Overloaded, 116.000 req/s offered by a client that retries",
+    );
+    assert!(
+        retrying["figures"]["attempts_per_request"]
+            .as_f64()
+            .unwrap()
+            > 1.0,
+        "{retrying:#}"
+    );
+    assert!(
+        retrying["figures"]["served_share"].as_f64().unwrap()
+            > over["figures"]["served_share"].as_f64().unwrap(),
+        "{d:#}"
+    );
+    // The retrying point's records keep every refusal they waited out.
+    let run_dir = std::path::PathBuf::from(out["dir"].as_str().unwrap());
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("summary.json")).unwrap()).unwrap();
+    let retry_point = summary["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["work"]["retry"].is_object())
+        .expect("the retrying point");
+    assert!(
+        retry_point["metrics"]["attempts_per_request"]["value"]["mean"]
+            .as_f64()
+            .unwrap()
+            > 1.0,
+        "{retry_point:#}"
+    );
+}
+
+/// The scheduler's side of backpressure on the one-node Slurm cluster, both directions: jobs
+/// that end at once, 0.7 per second, start as they come (`keeps-up`); jobs that hold a core for
+/// 2 s, submitted at twice the node's cores per second, start at a quarter of that rate, each
+/// waiting longer than the one before (`backlogged`).
+#[test]
+fn backpressure_on_slurm_finds_a_backlog_and_does_not_blame_a_scheduler_that_keeps_up() {
+    if !crate::run_slurm::slurm_up() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let burst = |extra: &[&str]| {
+        let mut args = vec!["backpressure", "--engine", "slurm"];
+        args.extend(extra);
+        playbook_json(&args, &store)
+    };
+    // This one-node cluster starts about a job a second (2 s after submission): 0.7 per second
+    // is within what it keeps up with.
+    let out = burst(&["--jobs", "6", "--rate", "0.7"]);
+    let d = &out["diagnosis"];
+    assert_eq!(d["playbook"], "backpressure", "{d:#}");
+    assert_eq!(d["verdict"], "keeps-up", "{d:#}");
+    assert_eq!(d["evidence"][0]["figures"]["started_share"], 1.0, "{d:#}");
+
+    let cpus: u32 = String::from_utf8(
+        std::process::Command::new("sinfo")
+            .args(["-h", "-o", "%c"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .trim_end_matches('+')
+    .parse()
+    .unwrap();
+    let (jobs, rate) = ((4 * cpus).to_string(), (2 * cpus).to_string());
+    let out = burst(&["--jobs", &jobs, "--rate", &rate, "--hold", "2"]);
+    let d = &out["diagnosis"];
+    assert_eq!(d["verdict"], "backlogged", "{d:#}");
+    let f = &d["evidence"][1]["figures"];
+    assert!(
+        f["last_quarter_s"].as_f64().unwrap() > f["first_quarter_s"].as_f64().unwrap() + 1.0,
+        "{d:#}"
     );
 }

@@ -347,6 +347,69 @@ fn max_running_queues_the_second_request() {
     );
 }
 
+/// With --max-waiting 0, a request that meets the only slot taken is turned away at once with
+/// 429 and the `Retry-After` asked for, counted under the `refused` outcome.
+#[test]
+fn max_waiting_turns_away_what_the_queue_cannot_hold() {
+    let sim = Sim::start(&[
+        "--max-running",
+        "1",
+        "--max-waiting",
+        "0",
+        "--retry-after",
+        "2",
+        "--ttft-ms",
+        "20",
+        "--itl-ms",
+        "250",
+    ]);
+    let addr = sim.addr.clone();
+    let a = std::thread::spawn({
+        let addr = addr.clone();
+        move || {
+            http(
+                &addr,
+                "POST",
+                "/v1/completions",
+                r#"{"prompt":"x","max_tokens":5,"stream":true}"#,
+            )
+        }
+    });
+    let mut polls = 0;
+    while gauge(&addr, "yardstick_sim_num_requests_running") < 1.0 {
+        polls += 1;
+        assert!(polls < 3000, "A never started running");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let b = http(
+        &addr,
+        "POST",
+        "/v1/completions",
+        r#"{"prompt":"y","max_tokens":2}"#,
+    );
+    assert_eq!(b.status, 429, "{}", b.head);
+    assert!(
+        b.head.to_ascii_lowercase().contains("retry-after: 2"),
+        "{}",
+        b.head
+    );
+    assert!(String::from_utf8_lossy(&b.body).contains("rate_limit_exceeded"));
+    assert!(a.join().unwrap().complete);
+    let m = http(&addr, "GET", "/metrics", "");
+    let text = String::from_utf8_lossy(&m.body);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("outcome=\"refused\"") && l.ends_with(" 1")),
+        "{text}"
+    );
+    // --max-waiting needs --max-running.
+    let o = Command::new(env!("CARGO_BIN_EXE_yardstick"))
+        .args(["sim", "--max-waiting", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
 #[test]
 fn injected_faults_and_bad_flags() {
     let sim = Sim::start(&["--error-rate", "1", "--error-status", "503"]);

@@ -4,6 +4,7 @@ pub mod capacity;
 pub mod eval;
 pub mod exec;
 pub mod micro;
+pub mod scheduler;
 pub mod serve;
 pub mod train;
 
@@ -17,7 +18,8 @@ use crate::exit::Status;
 yardstick bench micro memory gemm\n  \
 yardstick bench exec --runs 10 -- python train.py\n  \
 yardstick bench train --steps 50\n  \
-yardstick bench eval --url http://127.0.0.1:8000 --model m --tasks arith,format"
+yardstick bench eval --url http://127.0.0.1:8000 --model m --tasks arith,format\n  \
+yardstick bench scheduler --jobs 20 --rate 2"
 )]
 pub struct BenchArgs {
     #[command(subcommand)]
@@ -37,6 +39,9 @@ pub enum BenchCommand {
     Micro(Box<micro::MicroArgs>),
     /// Accuracy eval: scored probe tasks, Wilson CIs, determinism across repeats, McNemar compare.
     Eval(Box<eval::EvalArgs>),
+    /// Scheduler admission: a burst of short Slurm jobs at a rate; sbatch time, start latency,
+    /// jobs started per second against submitted.
+    Scheduler(Box<scheduler::SchedulerArgs>),
 }
 
 /// Runs the selected benchmark.
@@ -47,6 +52,7 @@ pub fn run(args: BenchArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
         BenchCommand::Train(a) => train::run(*a, g),
         BenchCommand::Micro(a) => micro::run(*a, g),
         BenchCommand::Eval(a) => eval::run(*a, g),
+        BenchCommand::Scheduler(a) => scheduler::run(*a, g),
     }
 }
 

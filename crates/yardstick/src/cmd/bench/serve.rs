@@ -226,6 +226,28 @@ pub struct ServeArgs {
     /// a private CA or a self-signed endpoint. Certificates are always verified.
     #[arg(long, value_name = "FILE")]
     pub ca_cert: Option<std::path::PathBuf>,
+    /// Try again requests the server turns away with these statuses, as a production client
+    /// does (e.g. `429,503`): wait what its `Retry-After` says, else back off exponentially
+    /// from --retry-backoff. Latencies still count from when each request was scheduled. Off
+    /// by default: a refusal is the request's failure.
+    #[arg(long, value_name = "STATUSES", value_delimiter = ',')]
+    pub retry_on: Vec<u16>,
+    /// Attempts per request at most, the first included (with --retry-on).
+    #[arg(long, default_value_t = 4, value_name = "N", requires = "retry_on")]
+    pub max_attempts: u32,
+    /// The wait before the second attempt when there is no `Retry-After` to honour, doubled
+    /// for each further attempt (with --retry-on).
+    #[arg(
+        long,
+        default_value = "500ms",
+        value_name = "DURATION",
+        requires = "retry_on"
+    )]
+    pub retry_backoff: String,
+    /// Back off without reading the server's `Retry-After` (with --retry-on): how a naive
+    /// client behaves.
+    #[arg(long, requires = "retry_on")]
+    pub ignore_retry_after: bool,
     /// Seed of request plans and arrivals.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -355,6 +377,34 @@ pub enum MlperfArg {
 
 /// The MLPerf scenario asked for, checked against the other flags.
 /// `--shard I/N` (the whole point without it).
+fn retry_of(args: &ServeArgs) -> anyhow::Result<Option<yardstick_load::RetryPolicy>> {
+    if args.retry_on.is_empty() {
+        return Ok(None);
+    }
+    if let Some(st) = args.retry_on.iter().find(|s| !(400..=599).contains(*s)) {
+        return Err(exit::invalid(
+            format!("--retry-on {st}: not an HTTP error status (400-599)"),
+            Some("servers turn requests away with 429 (too many requests) or 503 (unavailable)"),
+        ));
+    }
+    if !(2..=20).contains(&args.max_attempts) {
+        return Err(exit::invalid(
+            format!(
+                "--max-attempts {}: outside 2..=20 (the first attempt counts)",
+                args.max_attempts
+            ),
+            Some("use --max-attempts 4: one attempt and three retries"),
+        ));
+    }
+    Ok(Some(yardstick_load::RetryPolicy {
+        on: args.retry_on.clone(),
+        max_attempts: args.max_attempts,
+        honour_retry_after: !args.ignore_retry_after,
+        backoff: crate::cmd::parse_duration("retry-backoff", &args.retry_backoff)?,
+        ..Default::default()
+    }))
+}
+
 fn shard_of(args: &ServeArgs) -> anyhow::Result<(u64, u64)> {
     match &args.shard {
         Some(s) => parse_shard(s),
@@ -721,6 +771,7 @@ pub fn run(args: ServeArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 bearer_env: args.bearer_env.clone(),
                 max_idle: 1,
                 ca_cert: args.ca_cert.clone(),
+                retry: retry_of(&args)?,
             },
             model: model.clone(),
             scenarios,
