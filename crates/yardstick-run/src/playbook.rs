@@ -610,7 +610,9 @@ spec:
 }
 
 /// The spec of the probe before a tail-latency sweep: closed loop at `concurrency`, three short
-/// replicates (the fewest a result takes), each long enough to fill the server.
+/// replicates (the fewest a result takes), each long enough to fill the server. Refusals (429,
+/// 503) are tried again as `Retry-After` says, so a server that sheds load is measured at what
+/// it serves, not at how fast it refuses.
 pub fn probe_spec(t: &TailLatency, concurrency: u32) -> String {
     let requests = (u64::from(concurrency) * 2).max(32);
     format!(
@@ -642,6 +644,7 @@ spec:
         scenarios: [{scenario}]
         load: {{mode: concurrency, values: [{concurrency}]}}
         stop: {{maxRequests: {requests}, maxDuration: {duration}s}}
+        retry: {{on: [429, 503], maxAttempts: 10}}
   provenance:
     signing: off
 ",
