@@ -10,7 +10,12 @@
 //! * [`stragglers`]: whether one rank of a distributed job is slower than the others in most of
 //!   its steps, in every replicate, by more than the node-to-node band — and on which node.
 //! * [`backpressure`]: whether a server offered more than it sustains turns requests away (and
-//!   says when to come back) or queues them without bound.
+//!   says when to come back) or queues them without bound; [`scheduler_backpressure`]: whether
+//!   a scheduler keeps up with a burst of jobs.
+//! * [`readiness`]: whether every node of an allocation is fit for a multi-node workload, and
+//!   which to drain.
+//! * [`triage`]: the intake bundle's answer: the machine, its ceilings, the workload's
+//!   bottleneck class.
 
 use std::collections::BTreeMap;
 
@@ -106,7 +111,9 @@ and inconclusive otherwise. At the \
 knee, the growth of mean TTFT over the lowest rate is split into the client's own queue (its \
 mean), the server's queue (its mean queue time, or its waiting requests when it exports no \
 queue time), time outside the server (client minus server mean TTFT) and the rest (service \
-time), all means so that the parts add up; the largest share is the verdict, with high \
+time), all means so that the parts add up; a server that exports no queue figures has the rest \
+counted as queueing when its TPOT p50 held (intervals overlapping) while mean TTFT grew by at \
+least its unloaded level; the largest share is the verdict, with high \
 confidence at 60 % or more of the growth with the server's metrics, medium at 40 % or more or \
 without them, inconclusive below. A level whose achieved rate's interval lies below 90 % of what \
 an unsaturated server achieves (its requests sent at the offered rate, the last finishing its \
@@ -280,18 +287,37 @@ pub fn tail_latency(levels: &[LoadLevel], slo_ttft_ms: Option<f64>) -> Diagnosis
     }
     let explained: f64 = parts.iter().map(|(_, v)| v).sum();
     let service = (mean_growth - explained).max(0.0);
+    let tpot_steady = match (knee.tpot_p50_ms, base.tpot_p50_ms) {
+        (Some(a), Some(z)) => Some(a.lo <= z.hi && z.lo <= a.hi),
+        _ => None,
+    };
+    // A server that exports no queue figures (llama-cpp-python's): decode speed held while the
+    // time to first token grew by at least its unloaded level means the extra time was spent
+    // before service began.
+    let inferred_queue = server_queue.is_none()
+        && waiting.is_none()
+        && tpot_steady == Some(true)
+        && base.ttft_mean_ms.is_some_and(|t| mean_growth >= t.max(1.0));
     // Without a queue time, the server's waiting requests say whether it queued at all.
     let (service_name, service_share) =
-        if server_queue.is_none() && waiting.is_some_and(|w| w >= 1.0) {
+        if server_queue.is_none() && (waiting.is_some_and(|w| w >= 1.0) || inferred_queue) {
             ("queueing", service)
         } else {
             ("service-time", service)
         };
     parts.push((service_name, service_share));
-    let tpot_steady = match (knee.tpot_p50_ms, base.tpot_p50_ms) {
-        (Some(a), Some(z)) => Some(a.lo <= z.hi && z.lo <= a.hi),
-        _ => None,
-    };
+    if inferred_queue {
+        d.evidence.push(Evidence {
+            claim: format!(
+                "The server exports no queue figures; its decode speed held (TPOT p50 {:.1} ms against {:.1} ms unloaded) while mean TTFT grew by {mean_growth:.1} ms, more than its unloaded {:.1} ms: the growth is waiting before service began (queueing, from the client's timings).",
+                knee.tpot_p50_ms.map_or(0.0, |e| e.mean),
+                base.tpot_p50_ms.map_or(0.0, |e| e.mean),
+                base.ttft_mean_ms.unwrap_or(0.0)
+            ),
+            figures: Default::default(),
+            at: knee.point.clone(),
+        });
+    }
     d.evidence.push(Evidence {
         claim: format!(
             "At the knee the mean TTFT grew by {mean_growth:.1} ms: client queue {}, server queue {}, outside the server {}, the rest (service time) {service:.1} ms.",
@@ -1218,6 +1244,298 @@ pub fn scheduler_backpressure(f: Option<&SchedulerFigures>) -> Diagnosis {
     d
 }
 
+/// What one node of a readiness run showed: its environment capture, reduced to what must hold
+/// on every node of a multi-node job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NodeState {
+    /// The node.
+    pub node: String,
+    /// Whether its environment was captured.
+    pub captured: bool,
+    /// GPUs NVML saw.
+    pub gpus: u32,
+    /// The GPU driver version, when there is one.
+    pub driver: Option<String>,
+    /// The highest CUDA version the driver supports.
+    pub cuda_driver: Option<String>,
+    /// GPUs whose PCIe link trained narrower than its maximum (`GPU 3: x8 of x16`).
+    pub narrow_links: Vec<String>,
+    /// GPUs with NVLink links down (`GPU 1: 10 of 18 active`).
+    pub nvlink_down: Vec<String>,
+    /// GPUs with uncorrected ECC errors since the driver loaded (`GPU 0: 2`).
+    pub ecc_uncorrected: Vec<String>,
+}
+
+/// What a readiness run measured: each node's state, the nodes check's flags over the micro
+/// figures (node → why), how many nodes it compared, and what every node must have.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReadinessFigures {
+    /// Every node of the allocation, as captured.
+    pub nodes: Vec<NodeState>,
+    /// Nodes the micro figures compared.
+    pub compared: usize,
+    /// Nodes whose micro figures the nodes check flagged, with its reasons.
+    pub flagged: BTreeMap<String, Vec<String>>,
+    /// GPUs every node must have (`expect.gpusPerNode`).
+    pub gpus_per_node: Option<u32>,
+}
+
+/// The rule of [`readiness`], as stated in the diagnosis.
+pub const READINESS_RULE: &str = "A node is not ready when its environment could not be \
+captured; when it has fewer GPUs than every node must (expect.gpusPerNode); when a GPU's PCIe \
+link trained narrower than its maximum, NVLink links are down, or uncorrected ECC errors were \
+counted since the driver loaded; when its GPU driver or CUDA driver version differs from most \
+nodes'; or when the nodes check flagged its micro figures (memory bandwidth, GEMM, GPU probes) \
+beyond the tolerance against the other nodes' median. Any node not ready makes the allocation \
+not-ready, with that node to drain (high confidence). Otherwise it is ready: high confidence \
+when the micro figures of two or more nodes were compared, medium with one node (nothing to \
+compare it with). Nothing captured and nothing compared is inconclusive.";
+
+/// The readiness diagnosis of an allocation checked before a multi-node workload.
+pub fn readiness(f: &ReadinessFigures) -> Diagnosis {
+    let mut d = Diagnosis {
+        playbook: "readiness".into(),
+        question: "Is every node of the allocation fit for a multi-node workload?".into(),
+        verdict: "inconclusive".into(),
+        confidence: "low".into(),
+        summary: String::new(),
+        rule: READINESS_RULE.into(),
+        evidence: Vec::new(),
+        actions: Vec::new(),
+    };
+    if f.nodes.iter().all(|n| !n.captured) && f.compared == 0 {
+        d.summary = "No node's environment was captured and no micro figures were compared: nothing to judge.".into();
+        d.actions.push("Check that the job ran (`yardstick report RUN`, the run's slurm/ folder) and that `yardstick env` runs on the nodes.".into());
+        return d;
+    }
+    // The version most nodes run: a node on another is out of step.
+    let majority = |pick: fn(&NodeState) -> Option<&String>| {
+        let mut count: BTreeMap<&String, usize> = BTreeMap::new();
+        for n in &f.nodes {
+            if let Some(v) = pick(n) {
+                *count.entry(v).or_default() += 1;
+            }
+        }
+        count
+            .into_iter()
+            .max_by_key(|(_, c)| *c)
+            .map(|(v, _)| v.clone())
+    };
+    let driver = majority(|n| n.driver.as_ref());
+    let cuda = majority(|n| n.cuda_driver.as_ref());
+    let mut bad: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for n in &f.nodes {
+        let mut why = Vec::new();
+        if !n.captured {
+            why.push("its environment could not be captured".to_string());
+        }
+        if let Some(want) = f.gpus_per_node
+            && n.captured
+            && n.gpus < want
+        {
+            why.push(format!("{} GPUs where every node must have {want}", n.gpus));
+        }
+        for l in &n.narrow_links {
+            why.push(format!("PCIe link narrower than its maximum ({l})"));
+        }
+        for l in &n.nvlink_down {
+            why.push(format!("NVLink links down ({l})"));
+        }
+        for e in &n.ecc_uncorrected {
+            why.push(format!("uncorrected ECC errors ({e})"));
+        }
+        if let (Some(v), Some(m)) = (&n.driver, &driver)
+            && v != m
+        {
+            why.push(format!("GPU driver {v} where most nodes run {m}"));
+        }
+        if let (Some(v), Some(m)) = (&n.cuda_driver, &cuda)
+            && v != m
+        {
+            why.push(format!("CUDA driver {v} where most nodes support {m}"));
+        }
+        if !why.is_empty() {
+            bad.entry(n.node.clone()).or_default().extend(why);
+        }
+    }
+    for (node, why) in &f.flagged {
+        bad.entry(node.clone()).or_default().extend(
+            why.iter()
+                .map(|w| format!("the nodes check flagged it: {w}")),
+        );
+    }
+    d.evidence.push(Evidence {
+        claim: format!(
+            "{} nodes captured ({} with GPUs{}); the micro figures of {} nodes compared by the nodes check.",
+            f.nodes.iter().filter(|n| n.captured).count(),
+            f.nodes.iter().filter(|n| n.gpus > 0).count(),
+            driver.as_ref().map_or(String::new(), |v| format!(", driver {v}")),
+            f.compared
+        ),
+        figures: fig(&[
+            ("nodes", Some(f.nodes.len() as f64)),
+            ("compared", Some(f.compared as f64)),
+            ("gpus_per_node_expected", f.gpus_per_node.map(f64::from)),
+        ]),
+        at: "nodes".into(),
+    });
+    for (node, why) in &bad {
+        d.evidence.push(Evidence {
+            claim: format!("Node {node} is not ready: {}.", why.join("; ")),
+            figures: fig(&[(
+                "gpus",
+                f.nodes
+                    .iter()
+                    .find(|n| &n.node == node)
+                    .map(|n| f64::from(n.gpus)),
+            )]),
+            at: node.clone(),
+        });
+    }
+    if !bad.is_empty() {
+        let names: Vec<&str> = bad.keys().map(String::as_str).collect();
+        d.verdict = "not-ready".into();
+        d.confidence = "high".into();
+        d.summary = format!(
+            "{} of {} nodes are not ready ({}): drain them before the multi-node workload, or it runs at the pace of the worst.",
+            bad.len(),
+            f.nodes.len().max(f.compared),
+            names.join(", ")
+        );
+        for node in &names {
+            d.actions.push(format!(
+                "Drain the node (Slurm): scontrol update nodename={node} state=drain reason=\"yardstick readiness: not ready\""
+            ));
+        }
+        d.actions.push(format!(
+            "Or cordon them (Kubernetes): kubectl cordon {}",
+            names.join(" ")
+        ));
+        d.actions.push("Run the workload on the nodes that are ready (`sbatch --exclude=...`), and run this playbook again after the repair.".into());
+    } else {
+        d.verdict = "ready".into();
+        d.confidence = if f.compared >= 2 { "high" } else { "medium" }.into();
+        d.summary = if f.compared >= 2 {
+            format!(
+                "All {} nodes are ready: environments consistent, micro figures within tolerance of each other.",
+                f.nodes.len().max(f.compared)
+            )
+        } else {
+            "The node is ready: its environment holds what a workload needs; with one node there is no other to compare its micro figures with.".to_string()
+        };
+        d.actions.push("Run the workload; keep this run: `yardstick nodes check` against it tells a node that degrades later.".into());
+    }
+    d
+}
+
+/// What a triage run gathered: the machine, its ceilings, the workload's bottleneck class and
+/// the serving headline when a server was measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TriageFigures {
+    /// The machine profile the run was taken on.
+    pub machine_profile: Option<String>,
+    /// Peak compute the micro layer measured, FLOP/s.
+    pub peak_flops: Option<f64>,
+    /// Memory bandwidth the micro layer measured, bytes/s.
+    pub memory_bw: Option<f64>,
+    /// The workload point classified.
+    pub point: Option<String>,
+    /// Its bottleneck class (`compute`, `memory`, `communication`, `input`, `control-plane`,
+    /// `undetermined`).
+    pub bottleneck: Option<String>,
+    /// The classification's evidence, strongest first.
+    pub bottleneck_evidence: Vec<String>,
+    /// The serving point's headline: its id, p99 TTFT (ms), throughput (req/s).
+    pub serve: Option<(String, Option<f64>, Option<f64>)>,
+}
+
+/// The rule of [`triage`], as stated in the diagnosis.
+pub const TRIAGE_RULE: &str = "The verdict is the bottleneck class of the workload the bundle \
+ran (the reference trainer, or the command given), from the run's bottleneck analysis: its \
+step time against the ceilings this machine's micro layer measured (compute, memory), and the \
+shares of the step spent waiting for input or in collectives, or of the wall time outside the \
+steps (control-plane). High confidence with measured ceilings and a class other than \
+undetermined; medium without ceilings; inconclusive when no point was classified.";
+
+/// The triage diagnosis: the intake bundle's answer to "what is this machine and workload
+/// limited by?".
+pub fn triage(f: &TriageFigures) -> Diagnosis {
+    let mut d = Diagnosis {
+        playbook: "triage".into(),
+        question: "What is this machine, what does it measure, and what limits the workload?"
+            .into(),
+        verdict: "inconclusive".into(),
+        confidence: "low".into(),
+        summary: String::new(),
+        rule: TRIAGE_RULE.into(),
+        evidence: Vec::new(),
+        actions: Vec::new(),
+    };
+    d.evidence.push(Evidence {
+        claim: format!(
+            "Machine {}: the micro layer measured {} peak compute and {} memory bandwidth.",
+            f.machine_profile.as_deref().unwrap_or("(unknown profile)"),
+            f.peak_flops
+                .map_or("no".to_string(), |x| format!("{:.1} GFLOP/s", x / 1e9)),
+            f.memory_bw
+                .map_or("no".to_string(), |x| format!("{:.1} GB/s", x / 1e9))
+        ),
+        figures: fig(&[
+            ("peak_gflops", f.peak_flops.map(|x| x / 1e9)),
+            ("memory_gbps", f.memory_bw.map(|x| x / 1e9)),
+        ]),
+        at: "micro".into(),
+    });
+    if let Some((point, p99, rps)) = &f.serve {
+        d.evidence.push(Evidence {
+            claim: format!(
+                "Serving: {} req/s at p99 TTFT {} ms.",
+                rps.map_or("-".to_string(), |x| format!("{x:.2}")),
+                p99.map_or("-".to_string(), |x| format!("{x:.1}"))
+            ),
+            figures: fig(&[("ttft_p99_ms", *p99), ("request_throughput", *rps)]),
+            at: point.clone(),
+        });
+    }
+    let (Some(point), Some(class)) = (&f.point, &f.bottleneck) else {
+        d.summary = "No workload point was classified: the bundle holds the environment and the micro figures only.".into();
+        d.actions.push("Check the workload ran (`yardstick report RUN`); a command must report steps through the metric protocol to be classified.".into());
+        return d;
+    };
+    for e in &f.bottleneck_evidence {
+        d.evidence.push(Evidence {
+            claim: e.clone(),
+            figures: BTreeMap::new(),
+            at: point.clone(),
+        });
+    }
+    d.verdict = class.clone();
+    d.confidence = if class == "undetermined" {
+        "low"
+    } else if f.peak_flops.is_some() && f.memory_bw.is_some() {
+        "high"
+    } else {
+        "medium"
+    }
+    .into();
+    d.summary = match class.as_str() {
+        "compute" => "The workload is compute-bound on this machine: its steps run at or above the roofline's ridge; faster math (precision, kernels, more devices) is what moves it.".into(),
+        "memory" => "The workload is memory-bound on this machine: its steps sit below the ridge, limited by memory bandwidth; fewer bytes per step (fusion, precision, batch) is what moves it.".into(),
+        "communication" => "The workload is communication-bound: collectives take a large share of each step; the interconnect or the overlap of communication with compute is what moves it.".into(),
+        "input" => "The workload is input-bound: its steps wait for data; the loader (workers, prefetch, storage) is what moves it.".into(),
+        "control-plane" => "The job is control-plane-bound: start-up and teardown take a large share of its wall time; scheduling and launch, not the steps, are what moves it.".into(),
+        _ => "The bottleneck analysis could not tell what limits the workload: see the evidence.".into(),
+    };
+    d.actions.push("Attach the bundle's HTML report (written next to the run, `yardstick report RUN --html FILE`) to the ticket: environment, micro figures, the workload and this diagnosis on one page.".into());
+    match class.as_str() {
+        "input" => d.actions.push("Measure the input pipeline alone with a data-loader layer (docs/training.md) and compare its rate with the trainer's demand.".into()),
+        "communication" => d.actions.push("Check the fabric with nccl-tests (`all_reduce_perf`) and `yardstick playbook stragglers` for a slow rank.".into()),
+        "control-plane" => d.actions.push("Look at the job's start-up (the run's timeline) and the scheduler: `yardstick playbook backpressure --engine slurm`.".into()),
+        _ => d.actions.push("Compare with a known-good run of this machine profile: `yardstick compare BASELINE RUN`.".into()),
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1530,6 +1848,94 @@ mod tests {
         }));
         assert_eq!(d.verdict, "slow-submission", "{d:#?}");
         assert_eq!(scheduler_backpressure(None).verdict, "inconclusive");
+    }
+
+    #[test]
+    fn readiness_names_the_nodes_to_drain_and_passes_a_healthy_allocation() {
+        let node = |name: &str, gpus: u32, driver: &str| NodeState {
+            node: name.into(),
+            captured: true,
+            gpus,
+            driver: Some(driver.into()),
+            cuda_driver: Some("13.0".into()),
+            ..Default::default()
+        };
+        let healthy = ReadinessFigures {
+            nodes: vec![
+                node("a", 8, "580.65.06"),
+                node("b", 8, "580.65.06"),
+                node("c", 8, "580.65.06"),
+            ],
+            compared: 3,
+            flagged: BTreeMap::new(),
+            gpus_per_node: Some(8),
+        };
+        let d = readiness(&healthy);
+        assert_eq!(
+            (d.verdict.as_str(), d.confidence.as_str()),
+            ("ready", "high"),
+            "{d:#?}"
+        );
+        // A GPU fell off the bus on b, c runs another driver with a narrow link, and the nodes
+        // check flagged a.
+        let mut sick = healthy.clone();
+        sick.nodes[1].gpus = 7;
+        sick.nodes[2].driver = Some("570.1".into());
+        sick.nodes[2].narrow_links = vec!["GPU 3: x8 of x16".into()];
+        sick.flagged
+            .insert("a".into(), vec!["gemm 20 % below the median".into()]);
+        let d = readiness(&sick);
+        assert_eq!(d.verdict, "not-ready", "{d:#?}");
+        assert!(d.summary.contains("3 of 3 nodes"), "{}", d.summary);
+        let claims: Vec<&str> = d.evidence.iter().map(|e| e.claim.as_str()).collect();
+        assert!(
+            claims
+                .iter()
+                .any(|c| c.contains("7 GPUs where every node must have 8"))
+        );
+        assert!(
+            claims
+                .iter()
+                .any(|c| c.contains("GPU driver 570.1 where most nodes run 580.65.06"))
+        );
+        assert!(claims.iter().any(|c| c.contains("x8 of x16")));
+        assert!(
+            d.actions[0]
+                .starts_with("Drain the node (Slurm): scontrol update nodename=a state=drain")
+        );
+        // One node, nothing to compare: ready with medium confidence.
+        let one = ReadinessFigures {
+            nodes: vec![node("a", 0, "x")],
+            compared: 1,
+            ..Default::default()
+        };
+        assert_eq!(readiness(&one).confidence, "medium");
+        assert_eq!(
+            readiness(&ReadinessFigures::default()).verdict,
+            "inconclusive"
+        );
+    }
+
+    #[test]
+    fn triage_answers_with_the_bottleneck_class() {
+        let f = TriageFigures {
+            machine_profile: Some("cpu-x".into()),
+            peak_flops: Some(50e9),
+            memory_bw: Some(20e9),
+            point: Some("e2e.0.train".into()),
+            bottleneck: Some("compute".into()),
+            bottleneck_evidence: vec!["achieved 40 GFLOP/s of 50".into()],
+            serve: None,
+        };
+        let d = triage(&f);
+        assert_eq!(
+            (d.verdict.as_str(), d.confidence.as_str()),
+            ("compute", "high")
+        );
+        assert!(d.evidence[0].claim.contains("50.0 GFLOP/s"), "{d:#?}");
+        assert_eq!(d.evidence[1].claim, "achieved 40 GFLOP/s of 50");
+        let d = triage(&TriageFigures { point: None, ..f });
+        assert_eq!(d.verdict, "inconclusive");
     }
 
     #[test]

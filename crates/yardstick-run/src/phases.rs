@@ -913,7 +913,8 @@ fn finish(
     let precision = spec_body.and_then(|s| s.workload.as_ref()?.precision);
     summary.bottlenecks = bottleneck::bottlenecks(plan, &aggregate, precision);
     summary.sweep = crate::sut::sweep_summary(plan, &per_point);
-    summary.diagnosis = crate::playbook::diagnose(spec, &summary, &per_point);
+    summary.diagnosis =
+        crate::playbook::diagnose(spec, &summary, &per_point, Some(run.writer.dir()));
     run.writer.add(
         "summary.json",
         &serde_json::to_vec_pretty(&summary).expect("JSON"),

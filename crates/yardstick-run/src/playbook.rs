@@ -14,10 +14,14 @@
 //! * `backpressure`: a server offered half of what it sustains, and more than it sustains from
 //!   a client that takes a refusal as final and from one that retries as told; the diagnosis
 //!   says whether it sheds load (429/503, with `Retry-After`) or queues without bound.
+//! * `readiness`: every node of a Slurm allocation, its environment captured and its micro
+//!   layer compared with the others'; the diagnosis names the nodes to drain.
+//! * `triage`: the intake bundle — environment, micro, the reference trainer (or a command) and
+//!   a short serve when a server is given; the diagnosis is the workload's bottleneck class.
 
 use yardstick_analysis::diagnosis::{
-    self, ClassFigures, Diagnosis, Estimate, LoadLevel, MixFigures, PressureFigures, PressurePoint,
-    RankFigures, SchedulerFigures,
+    self, ClassFigures, Diagnosis, Estimate, LoadLevel, MixFigures, NodeState, PressureFigures,
+    PressurePoint, RankFigures, ReadinessFigures, SchedulerFigures, TriageFigures,
 };
 use yardstick_spec::BenchmarkRun;
 use yardstick_spec::metrics::id;
@@ -106,7 +110,320 @@ pub const PLAYBOOKS: &[PlaybookInfo] = &[
             "inconclusive",
         ],
     },
+    PlaybookInfo {
+        name: "readiness",
+        question: "Is every node of the allocation fit for a multi-node workload?",
+        experiment: "a Slurm batch job over --nodes nodes (3 replicates): every node's \
+                     environment (GPUs, PCIe links, NVLink, ECC, drivers) and its micro layer \
+                     (memory bandwidth, GEMM, the GPU probes where there are GPUs), the micro \
+                     figures compared across nodes; a node missing GPUs (--gpus-per-node), with \
+                     a degraded link, another driver, or figures off the others' median is not \
+                     ready, named with the command that drains it (run only with --apply)",
+        verdicts: &["ready", "not-ready", "inconclusive"],
+    },
+    PlaybookInfo {
+        name: "triage",
+        question: "What is this machine, what does it measure, and what limits the workload?",
+        experiment: "the intake bundle in one run (3 replicates): the environment, the micro \
+                     layer (memory bandwidth, GEMM, the GPU probes where there are GPUs), the \
+                     reference trainer (or the command after --) classified against the \
+                     ceilings measured, and a short serve at concurrency 1 and 8 when --url is \
+                     given; one HTML report to attach to a ticket",
+        verdicts: &[
+            "compute",
+            "memory",
+            "communication",
+            "input",
+            "control-plane",
+            "undetermined",
+            "inconclusive",
+        ],
+    },
 ];
+
+/// The settings of a triage bundle.
+#[derive(Debug, Clone)]
+pub struct Triage {
+    /// The benchmark's name (`metadata.name`).
+    pub name: String,
+    /// A server to measure too: its base URL and model.
+    pub serve: Option<(String, String)>,
+    /// The workload's command (metric protocol); the reference trainer when empty.
+    pub command: Vec<String>,
+    /// Steps of the reference trainer.
+    pub steps: u64,
+    /// Replicates.
+    pub replicates: u32,
+}
+
+/// The spec of a triage bundle.
+pub fn triage_spec(t: &Triage) -> String {
+    let serve = match &t.serve {
+        Some((url, model)) => format!(
+            "    component:
+      - kind: serve
+        target: {{url: {url}, api: chat, model: {model}}}
+        scenarios: [\"D(128,32)\"]
+        load: {{mode: concurrency, values: [1, 8]}}
+        stop: {{maxRequests: 40, maxDuration: 20s}}
+",
+            url = yaml_str(url),
+            model = yaml_str(model),
+        ),
+        None => String::new(),
+    };
+    let workload = if t.command.is_empty() {
+        format!(
+            "      - kind: train
+        preset: tiny
+        steps: {}
+        timeout: 5m
+",
+            t.steps
+        )
+    } else {
+        format!(
+            "      - kind: command
+        name: workload
+        command: [{}]
+        timeout: 30m
+",
+            t.command
+                .iter()
+                .map(|a| yaml_str(a))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!(
+        "# Written by `yardstick playbook show triage`: the intake bundle (environment, micro, the
+# workload, a short serve when a server is given); the run's summary ends with the diagnosis
+# (docs/playbooks.md).
+apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata:
+  name: {name}
+  labels: {{playbook: triage}}
+spec:
+  mode: exploratory
+  playbook: triage
+  workload:
+    model: {model}
+    precision: fp32
+    sequenceLengths: \"D(128,32)\"
+    batching: continuous
+    concurrency: [1, 8]
+    dataset: {{kind: synthetic, seed: 42}}
+    correctness: {{policy: none}}
+  trials:
+    replicates: {replicates}
+    warmup: {{requests: 4}}
+    confidenceLevel: 0.95
+    outlierPolicy: report-tukey
+    order: interleaved
+  layers:
+    micro:
+      - kind: memory
+        sizes: [67108864]
+      - kind: gemm
+        sizes: [256, 512]
+      - kind: gpu-memory
+      - kind: gpu-pcie
+      - kind: gpu-gemm
+{serve}    e2e:
+{workload}  provenance:
+    signing: off
+",
+        name = t.name,
+        model = yaml_str(t.serve.as_ref().map_or("tiny", |s| s.1.as_str())),
+        replicates = t.replicates,
+    )
+}
+
+/// The bundle's figures: the machine, its ceilings, the first classified point, the serve
+/// point at its highest concurrency.
+fn triage_figures(summary: &RunSummary, dir: Option<&std::path::Path>) -> TriageFigures {
+    let b = summary.bottlenecks.as_ref();
+    let classified = b.and_then(|b| b.points.first());
+    let serve = summary
+        .points
+        .iter()
+        .filter(|p| p.work.get("load_mode").and_then(|m| m.as_str()) == Some("concurrency"))
+        .max_by(|a, z| {
+            let v = |p: &PointAggregates| p.work.get("load_value").and_then(|v| v.as_f64());
+            v(a).unwrap_or(0.0).total_cmp(&v(z).unwrap_or(0.0))
+        })
+        .map(|p| {
+            (
+                p.id.clone(),
+                mean(p, id::TTFT_MS, "p99"),
+                mean(p, id::REQUEST_THROUGHPUT, "value"),
+            )
+        });
+    TriageFigures {
+        // The run's environment capture names the machine.
+        machine_profile: dir
+            .and_then(|d| std::fs::read(d.join("env.json")).ok())
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["machine_profile"].as_str().map(str::to_owned)),
+        peak_flops: b.and_then(|b| b.ceilings.as_ref()).map(|c| c.peak_flops),
+        memory_bw: b.and_then(|b| b.ceilings.as_ref()).map(|c| c.memory_bw),
+        point: classified.map(|c| c.point.clone()),
+        bottleneck: classified.map(|c| c.classification.bottleneck.as_str().to_string()),
+        bottleneck_evidence: classified
+            .map(|c| c.classification.evidence.clone())
+            .unwrap_or_default(),
+        serve,
+    }
+}
+
+/// The settings of a readiness check.
+#[derive(Debug, Clone)]
+pub struct Readiness {
+    /// The benchmark's name (`metadata.name`).
+    pub name: String,
+    /// Nodes of the allocation.
+    pub nodes: u32,
+    /// The partition, when not the default.
+    pub partition: Option<String>,
+    /// GPUs every node must have.
+    pub gpus_per_node: Option<u32>,
+    /// Replicates of the micro layer.
+    pub replicates: u32,
+}
+
+/// The spec of a readiness check: the micro layer on every node of a Slurm allocation, each
+/// node's environment captured (as every Slurm run does).
+pub fn readiness_spec(t: &Readiness) -> String {
+    let mut execution = format!(
+        "{{engine: slurm, nodes: {}, tasksPerNode: 1, timeLimit: 30m",
+        t.nodes.max(1)
+    );
+    if let Some(p) = &t.partition {
+        execution.push_str(&format!(", partition: {}", yaml_str(p)));
+    }
+    execution.push('}');
+    let expect = t
+        .gpus_per_node
+        .map(|g| format!("  expect: {{gpusPerNode: {g}}}\n"))
+        .unwrap_or_default();
+    format!(
+        "# Written by `yardstick playbook show readiness`: every node of a {nodes}-node allocation, its
+# environment and its micro layer compared with the others'; the run's summary ends with the
+# diagnosis (docs/playbooks.md).
+apiVersion: yardstick/v1
+kind: BenchmarkRun
+metadata:
+  name: {name}
+  labels: {{playbook: readiness}}
+spec:
+  mode: exploratory
+  playbook: readiness
+{expect}  execution: {execution}
+  trials:
+    replicates: {replicates}
+    warmup: {{runs: 1}}
+    confidenceLevel: 0.95
+    outlierPolicy: report-tukey
+    order: interleaved
+  layers:
+    micro:
+      - kind: memory
+        sizes: [67108864]
+      - kind: gemm
+        sizes: [256, 512]
+      - kind: gpu-memory
+      - kind: gpu-pcie
+      - kind: gpu-gemm
+  provenance:
+    signing: off
+",
+        nodes = t.nodes.max(1),
+        name = t.name,
+        replicates = t.replicates,
+    )
+}
+
+/// A node's state from its environment capture (`yardstick env --json`).
+pub fn node_state(node: &str, capture: Option<&yardstick_env::capture::Capture>) -> NodeState {
+    let Some(c) = capture else {
+        return NodeState {
+            node: node.into(),
+            ..Default::default()
+        };
+    };
+    let mut s = NodeState {
+        node: node.into(),
+        captured: true,
+        gpus: c.gpus.len() as u32,
+        driver: c.nvidia.driver_version.clone(),
+        cuda_driver: c.nvidia.cuda_driver_version.clone(),
+        ..Default::default()
+    };
+    for g in &c.gpus {
+        if let (Some(now), Some(max)) = (g.pcie.width_current, g.pcie.width_max)
+            && now < max
+        {
+            s.narrow_links
+                .push(format!("GPU {}: x{now} of x{max}", g.index));
+        }
+        if let Some(l) = &g.nvlink
+            && l.active < l.total
+        {
+            s.nvlink_down.push(format!(
+                "GPU {}: {} of {} active",
+                g.index, l.active, l.total
+            ));
+        }
+        if let Some(n) = g.ecc.uncorrected_volatile.filter(|n| *n > 0) {
+            s.ecc_uncorrected.push(format!("GPU {}: {n}", g.index));
+        }
+    }
+    s
+}
+
+/// The nodes of a readiness run: each environment capture under `<run>/slurm/<job>/env/`, the
+/// nodes the check compared (and the ones it names without a capture).
+fn readiness_figures(
+    spec_body: &yardstick_spec::model::Spec,
+    summary: &RunSummary,
+    dir: Option<&std::path::Path>,
+) -> ReadinessFigures {
+    let mut nodes: std::collections::BTreeMap<String, NodeState> = Default::default();
+    if let Some(dir) = dir
+        && let Ok(jobs) = std::fs::read_dir(dir.join("slurm"))
+    {
+        for job in jobs.flatten() {
+            let Ok(envs) = std::fs::read_dir(job.path().join("env")) else {
+                continue;
+            };
+            for f in envs.flatten() {
+                let path = f.path();
+                let Some(name) = path.file_stem().map(|n| n.to_string_lossy().into_owned()) else {
+                    continue;
+                };
+                let capture: Option<yardstick_env::capture::Capture> = std::fs::read(&path)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok());
+                // Named by Slurm's node name (what `scontrol` drains), as the nodes check names
+                // its micro files.
+                nodes.insert(name.clone(), node_state(&name, capture.as_ref()));
+            }
+        }
+    }
+    let report = summary.nodes.as_ref();
+    for n in report.map(|r| r.nodes.as_slice()).unwrap_or_default() {
+        nodes
+            .entry(n.clone())
+            .or_insert_with(|| node_state(n, None));
+    }
+    ReadinessFigures {
+        nodes: nodes.into_values().collect(),
+        compared: report.map_or(0, |r| r.nodes.len()),
+        flagged: report.map(|r| r.flagged.clone()).unwrap_or_default(),
+        gpus_per_node: spec_body.expect.as_ref().and_then(|e| e.gpus_per_node),
+    }
+}
 
 /// The settings of a tail-latency experiment.
 #[derive(Debug, Clone)]
@@ -878,14 +1195,20 @@ fn rank_figures(
 }
 
 /// The diagnosis of a finished run whose spec names a playbook (`None` otherwise), from its
-/// summary and each point's replicate records.
+/// summary, each point's replicate records and (readiness) the run's directory, where the
+/// nodes' environment captures are.
 pub fn diagnose(
     spec: &BenchmarkRun,
     summary: &RunSummary,
     per_point: &[(String, Vec<serde_json::Value>)],
+    dir: Option<&std::path::Path>,
 ) -> Option<Diagnosis> {
     let body = spec.spec.as_ref()?;
     match body.playbook? {
+        PlaybookName::Readiness => {
+            Some(diagnosis::readiness(&readiness_figures(body, summary, dir)))
+        }
+        PlaybookName::Triage => Some(diagnosis::triage(&triage_figures(summary, dir))),
         PlaybookName::Stragglers => {
             let execution = body.execution.as_ref();
             let tasks = execution.and_then(|x| x.tasks_per_node).unwrap_or(1);

@@ -104,6 +104,17 @@ pub struct Spec {
     /// The question this spec answers (`yardstick playbook`): the run ends with a diagnosis in
     /// its summary, from the playbook's stated rule over the figures measured.
     pub playbook: Option<PlaybookName>,
+    /// What every node of the allocation must have; `playbook: readiness` checks it.
+    pub expect: Option<Expect>,
+}
+
+/// What every node must have.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct Expect {
+    /// GPUs every node must show (a GPU fallen off the bus shows as one fewer).
+    pub gpus_per_node: Option<u32>,
 }
 
 /// The playbooks a spec can answer (docs/playbooks.md).
@@ -119,6 +130,10 @@ pub enum PlaybookName {
     /// What a server does when offered more than it can serve: turn requests away (and say
     /// when to come back) or queue them without bound.
     Backpressure,
+    /// Whether every node of an allocation is fit for a multi-node workload.
+    Readiness,
+    /// The intake bundle: the machine, its ceilings, the workload's bottleneck class.
+    Triage,
 }
 
 impl PlaybookName {
@@ -129,6 +144,8 @@ impl PlaybookName {
             PlaybookName::Starvation => "starvation",
             PlaybookName::Stragglers => "stragglers",
             PlaybookName::Backpressure => "backpressure",
+            PlaybookName::Readiness => "readiness",
+            PlaybookName::Triage => "triage",
         }
     }
 }

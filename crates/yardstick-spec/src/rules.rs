@@ -427,6 +427,30 @@ fn playbook(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                 );
             }
         }
+        crate::model::PlaybookName::Triage => {
+            if !has_e2e(spec) {
+                cx.error(
+                    "playbook-config",
+                    "/spec/playbook",
+                    "`playbook: triage` needs an e2e layer: the workload whose bottleneck it classifies".into(),
+                    "let `yardstick playbook show triage` write the spec",
+                );
+            }
+        }
+        crate::model::PlaybookName::Readiness => {
+            let slurm = spec
+                .execution
+                .as_ref()
+                .is_some_and(|x| x.engine == Some(crate::model::Engine::Slurm));
+            if !slurm {
+                cx.error(
+                    "playbook-config",
+                    "/spec/playbook",
+                    "`playbook: readiness` checks the nodes of an allocation: it needs `execution: {engine: slurm, nodes: N}`".into(),
+                    "let `yardstick playbook show readiness --nodes N` write the spec",
+                );
+            }
+        }
         crate::model::PlaybookName::Backpressure => {
             let rated = serve_entries(spec)
                 .into_iter()

@@ -22,6 +22,8 @@ yardstick playbook tail-latency --url http://127.0.0.1:8000 --model m --slo-ttft
 yardstick playbook starvation --url http://127.0.0.1:8000 --model m\n  \
 yardstick playbook stragglers --engine slurm --nodes 4 --tasks 8 -- python train.py\n  \
 yardstick playbook backpressure --url http://127.0.0.1:8000 --model m\n  \
+yardstick playbook readiness --nodes 4 --gpus-per-node 8\n  \
+yardstick playbook triage --url http://127.0.0.1:8000 --model m\n  \
 yardstick playbook show tail-latency --url http://127.0.0.1:8000 --model m --max-rate 40")]
 pub struct PlaybookArgs {
     #[command(subcommand)]
@@ -112,6 +114,129 @@ yardstick playbook backpressure --engine slurm --jobs 40 --rate 4 --hold 2")]
         #[command(flatten)]
         out: RunOut,
     },
+    /// Is every node of the allocation fit for a multi-node workload? A Slurm batch job over
+    /// --nodes nodes captures each node's environment and runs the micro layer on each; a node
+    /// missing GPUs, with a degraded link, another driver, or micro figures off the others' is
+    /// not ready, named with the command that drains it (run only with --apply).
+    #[command(after_help = "Examples:\n  \
+yardstick playbook readiness --nodes 4\n  \
+yardstick playbook readiness --nodes 16 --gpus-per-node 8 --partition gpu\n  \
+yardstick playbook readiness --nodes 16 --gpus-per-node 8 --apply")]
+    /// The intake bundle in one command: the environment, the micro layer, the reference
+    /// trainer (or the command after --) classified against the ceilings measured, a short
+    /// serve when --url is given; the diagnosis is the bottleneck class, and one HTML report
+    /// holds it all, to attach to a ticket.
+    #[command(after_help = "Examples:\n  \
+yardstick playbook triage\n  \
+yardstick playbook triage --url http://127.0.0.1:8000 --model m --html ticket-1234.html\n  \
+yardstick playbook triage -- python train.py --steps 50")]
+    Triage {
+        #[command(flatten)]
+        triage: TriageArgs,
+        /// Write the HTML report here (default: `<store>/triage/<run id>.html`).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        #[command(flatten)]
+        out: RunOut,
+    },
+    Readiness {
+        #[command(flatten)]
+        ready: ReadyArgs,
+        /// Drain the nodes that are not ready (Slurm: `scontrol update nodename=N
+        /// state=drain`); without it, the commands are printed, never run.
+        #[arg(long)]
+        apply: bool,
+        #[command(flatten)]
+        out: RunOut,
+    },
+}
+
+/// The settings of the triage bundle.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TriageArgs {
+    /// A server to measure too (OpenAI-compatible), with --model.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// The model the server serves.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Steps of the reference trainer (without a command).
+    #[arg(long, default_value_t = 40)]
+    pub steps: u64,
+    /// Replicates (at least 3).
+    #[arg(long, default_value_t = 3)]
+    pub replicates: u32,
+    /// The workload (after `--`), reporting its steps through the metric protocol; default:
+    /// the reference trainer.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+impl TriageArgs {
+    fn settings(&self) -> anyhow::Result<playbook::Triage> {
+        check_replicates(self.replicates)?;
+        let serve = match (&self.url, &self.model) {
+            (None, None) => None,
+            (Some(u), Some(m)) if u.starts_with("http://") || u.starts_with("https://") => {
+                Some((u.clone(), m.clone()))
+            }
+            _ => {
+                return Err(invalid(
+                    "--url and --model go together, the URL http(s)",
+                    Some("e.g. --url http://127.0.0.1:8000 --model my-model, or neither"),
+                ));
+            }
+        };
+        if self.steps < 10 {
+            return Err(invalid(
+                format!("--steps {}: the trainer needs at least 10", self.steps),
+                Some("e.g. --steps 40"),
+            ));
+        }
+        Ok(playbook::Triage {
+            name: "playbook-triage".into(),
+            serve,
+            command: self.command.clone(),
+            steps: self.steps,
+            replicates: self.replicates,
+        })
+    }
+}
+
+/// The settings of the readiness check.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReadyArgs {
+    /// Nodes of the allocation.
+    #[arg(long, default_value_t = 2)]
+    pub nodes: u32,
+    /// The partition (default: the cluster's default).
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// GPUs every node must show; a node with fewer (a GPU fallen off the bus) is not ready.
+    #[arg(long, value_name = "N")]
+    pub gpus_per_node: Option<u32>,
+    /// Replicates of the micro layer (at least 3).
+    #[arg(long, default_value_t = 3)]
+    pub replicates: u32,
+}
+
+impl ReadyArgs {
+    fn settings(&self) -> anyhow::Result<playbook::Readiness> {
+        check_replicates(self.replicates)?;
+        if !(1..=4096).contains(&self.nodes) {
+            return Err(invalid(
+                format!("--nodes {}: must be 1 to 4096", self.nodes),
+                Some("e.g. --nodes 4"),
+            ));
+        }
+        Ok(playbook::Readiness {
+            name: "playbook-readiness".into(),
+            nodes: self.nodes,
+            partition: self.partition.clone(),
+            gpus_per_node: self.gpus_per_node,
+            replicates: self.replicates,
+        })
+    }
 }
 
 /// The settings of the backpressure experiment.
@@ -392,6 +517,14 @@ yardstick playbook show stragglers --engine slurm --nodes 4 -- python train.py >
 yardstick playbook show backpressure --url http://127.0.0.1:8000 --model m --capacity 12\n  \
 yardstick playbook show backpressure --url http://127.0.0.1:8000 --model m > pressure.yaml")]
     Backpressure(PressureArgs),
+    /// The readiness check.
+    #[command(after_help = "Examples:\n  \
+yardstick playbook show readiness --nodes 4 --gpus-per-node 8 > ready.yaml")]
+    Readiness(ReadyArgs),
+    /// The triage bundle.
+    #[command(after_help = "Examples:\n  \
+yardstick playbook show triage --url http://127.0.0.1:8000 --model m > triage.yaml")]
+    Triage(TriageArgs),
 }
 
 /// Where a playbook's run goes.
@@ -694,7 +827,9 @@ fn run_text(text: &str, how: &Execution) -> anyhow::Result<yardstick_run::RunOut
                 "the playbook wrote a spec that does not validate: {}",
                 why.join("; ")
             ),
-            Some("check --scenario and --model"),
+            Some(
+                "check the options given (--scenario, --model, a command after --); `yardstick playbook show NAME ... > spec.yaml` and `yardstick validate spec.yaml` show where",
+            ),
         ));
     };
     execute_spec(text, spec, how)
@@ -741,14 +876,16 @@ fn show_with(
     Ok(Status::Ok)
 }
 
-/// `--apply`: drains the node of the straggler `diagnosis` names (Slurm); nothing on the local
-/// engine.
+/// `--apply`: drains the nodes `diagnosis` names (a straggler's, or those not ready) on Slurm;
+/// nothing on the local engine.
 fn remedy(
     diagnosis: Option<&yardstick_analysis::diagnosis::Diagnosis>,
     engine: RankEngine,
 ) -> anyhow::Result<()> {
-    let Some(diagnosis) = diagnosis.filter(|d| d.verdict == "straggler") else {
-        output::info("--apply: no straggler, nothing to drain");
+    let Some(diagnosis) =
+        diagnosis.filter(|d| matches!(d.verdict.as_str(), "straggler" | "not-ready"))
+    else {
+        output::info("--apply: nothing to drain");
         return Ok(());
     };
     if engine == RankEngine::Local {
@@ -918,6 +1055,70 @@ pub fn run(args: PlaybookArgs, g: &GlobalOpts) -> anyhow::Result<Status> {
                 return Ok(Status::Ok);
             }
             show_with(|store| pressure.spec(store))
+        }
+        PlaybookCommand::Show(ShowCommand::Triage(triage)) => {
+            output::text(&playbook::triage_spec(&triage.settings()?))?;
+            Ok(Status::Ok)
+        }
+        PlaybookCommand::Triage { triage, html, out } => {
+            let text = playbook::triage_spec(&triage.settings()?);
+            out.write_spec(&text)?;
+            let run = run_text(&text, &execution(&out.store))?;
+            let path = html.unwrap_or_else(|| {
+                out.store
+                    .join("triage")
+                    .join(format!("{}.html", run.run_id))
+            });
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| anyhow::anyhow!("creating {}: {e}", parent.display()))?;
+            }
+            let exe = std::env::current_exe()
+                .map_err(|e| anyhow::anyhow!("finding this program to write the report: {e}"))?;
+            let o = std::process::Command::new(exe)
+                .args(["report", &run.run_id, "--html"])
+                .arg(&path)
+                .arg("--store")
+                .arg(&out.store)
+                .stdout(std::process::Stdio::null())
+                .output()
+                .map_err(|e| anyhow::anyhow!("writing the report: {e}"))?;
+            if !o.status.success() {
+                anyhow::bail!(
+                    "writing the report {}: {}",
+                    path.display(),
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+            }
+            let diagnosis = run.summary.as_ref().and_then(|s| s.diagnosis.clone());
+            let complete = run.status == yardstick_store::RunStatus::Complete;
+            if !g.json {
+                output::info(&format!("report: {}", path.display()));
+            }
+            Ok(report(
+                serde_json::json!({
+                    "run_id": run.run_id,
+                    "dir": run.dir,
+                    "status": run.status,
+                    "report": path,
+                    "diagnosis": diagnosis,
+                }),
+                complete,
+                g,
+            )?
+            .0)
+        }
+        PlaybookCommand::Show(ShowCommand::Readiness(ready)) => {
+            output::text(&playbook::readiness_spec(&ready.settings()?))?;
+            Ok(Status::Ok)
+        }
+        PlaybookCommand::Readiness { ready, apply, out } => {
+            let text = playbook::readiness_spec(&ready.settings()?);
+            let (status, diagnosis) = run_playbook_on_slurm("readiness", &text, &out, g)?;
+            if apply {
+                remedy(diagnosis.as_ref(), RankEngine::Slurm)?;
+            }
+            Ok(status)
         }
         PlaybookCommand::Show(ShowCommand::Stragglers(ranks)) => {
             ranks.check()?;

@@ -631,3 +631,65 @@ spec:
         );
     }
 }
+
+/// The tail-latency playbook runs end to end against the real server: the probe measures what
+/// llama-cpp-python sustains, the sweep runs at rates derived from it, and the run is stored
+/// with a diagnosis whose evidence carries the figures measured there.
+/// (Which verdict is right for this server is not known beforehand — it exports no metrics and
+/// its scheduling is its own — so the planted causes are tested against the simulator, where
+/// they are known; here the verdict is printed and must be one the rule can give.)
+#[test]
+fn playbooks_run_end_to_end_against_llama_cpp() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(server) = start("playbooks_run_end_to_end_against_llama_cpp") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let store = store.to_str().unwrap();
+    let v = json_of(&yardstick(&[
+        "--json",
+        "playbook",
+        "tail-latency",
+        "--url",
+        &server.url,
+        "--model",
+        "smollm2",
+        "--scenario",
+        "D(16,8)",
+        "--levels",
+        "2",
+        "--requests",
+        "40",
+        "--duration",
+        "6",
+        "--probe-concurrency",
+        "4",
+        "--store",
+        store,
+    ]));
+    let d = &v["diagnosis"];
+    say(&format!(
+        "tail-latency against llama.cpp: {} ({})",
+        d["verdict"], d["summary"]
+    ));
+    assert!(
+        [
+            "queueing",
+            "service-time",
+            "client",
+            "network",
+            "no-knee",
+            "inconclusive"
+        ]
+        .contains(&d["verdict"].as_str().unwrap()),
+        "{d:#}"
+    );
+    let first = &d["evidence"][0];
+    assert!(
+        first["figures"]["offered_rps"].as_f64().unwrap() > 0.0
+            && first["figures"]["achieved_rps"].as_f64().unwrap() > 0.0
+            && first["figures"]["ttft_p99_ms"].as_f64().unwrap() > 0.0,
+        "{d:#}"
+    );
+}

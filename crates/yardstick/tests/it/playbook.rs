@@ -617,3 +617,102 @@ fn backpressure_on_slurm_finds_a_backlog_and_does_not_blame_a_scheduler_that_kee
         "{d:#}"
     );
 }
+
+/// Readiness on the one-node Slurm cluster, both directions: the node as it is is `ready`
+/// (medium confidence: one node, nothing to compare it with); asked for one GPU more than it
+/// shows — what a GPU fallen off the bus looks like — it is `not-ready`, named with the
+/// command that drains it (printed, not run).
+#[test]
+fn readiness_on_slurm_passes_the_node_and_fails_it_when_a_gpu_is_missing() {
+    if !crate::run_slurm::slurm_up() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let out = playbook_json(&["readiness", "--nodes", "1"], &store);
+    let d = &out["diagnosis"];
+    assert_eq!(d["playbook"], "readiness", "{d:#}");
+    assert_eq!(
+        (d["verdict"].as_str(), d["confidence"].as_str()),
+        (Some("ready"), Some("medium")),
+        "{d:#}"
+    );
+    assert_eq!(d["evidence"][0]["figures"]["nodes"], 1.0, "{d:#}");
+
+    let env = json(&yardstick().args(["env", "--json"]).output().unwrap());
+    let more = (env["gpus"].as_array().unwrap().len() + 1).to_string();
+    let out = playbook_json(
+        &["readiness", "--nodes", "1", "--gpus-per-node", &more],
+        &store,
+    );
+    let d = &out["diagnosis"];
+    assert_eq!(d["verdict"], "not-ready", "{d:#}");
+    let node = d["evidence"][1]["where"].as_str().unwrap();
+    assert!(
+        d["evidence"][1]["claim"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("GPUs where every node must have {more}")),
+        "{d:#}"
+    );
+    assert!(
+        d["actions"][0]
+            .as_str()
+            .unwrap()
+            .contains(&format!("scontrol update nodename={node} state=drain")),
+        "{d:#}"
+    );
+}
+
+/// Triage: one command stores the bundle (micro, the reference trainer, a short serve against
+/// the simulator), answers with the trainer's bottleneck class, and writes the HTML report that
+/// opens on that diagnosis.
+#[test]
+fn triage_classifies_the_workload_and_writes_one_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
+    let html = dir.path().join("ticket.html");
+    let out = playbook_json(
+        &[
+            "triage",
+            "--url",
+            &sim.url,
+            "--model",
+            "m",
+            "--steps",
+            "20",
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        &store,
+    );
+    let d = &out["diagnosis"];
+    assert_eq!(d["playbook"], "triage", "{d:#}");
+    let classes = [
+        "compute",
+        "memory",
+        "communication",
+        "input",
+        "control-plane",
+        "undetermined",
+    ];
+    assert!(classes.contains(&d["verdict"].as_str().unwrap()), "{d:#}");
+    let claims: Vec<&str> = d["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["claim"].as_str().unwrap())
+        .collect();
+    assert!(claims[0].contains("GFLOP/s peak compute"), "{claims:?}");
+    assert!(
+        claims.iter().any(|c| c.starts_with("Serving: ")),
+        "{claims:?}"
+    );
+    assert_eq!(out["report"].as_str().unwrap(), html.to_str().unwrap());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("id=\"diagnosis\""),
+        "no diagnosis in the report"
+    );
+}
