@@ -1447,6 +1447,9 @@ pub struct TriageFigures {
     pub bottleneck_evidence: Vec<String>,
     /// The serving point's headline: its id, p99 TTFT (ms), throughput (req/s).
     pub serve: Option<(String, Option<f64>, Option<f64>)>,
+    /// The workload's profile, when one was taken: the tool, and its top entries by self time
+    /// (name, share of the profiled time).
+    pub profile: Option<(String, Vec<(String, f64)>)>,
 }
 
 /// The rule of [`triage`], as stated in the diagnosis.
@@ -1502,6 +1505,26 @@ pub fn triage(f: &TriageFigures) -> Diagnosis {
         d.actions.push("Check the workload ran (`yardstick report RUN`); a command must report steps through the metric protocol to be classified.".into());
         return d;
     };
+    if let Some((tool, top)) = &f.profile {
+        d.evidence.push(Evidence {
+            claim: if top.is_empty() {
+                format!("A {tool} profile was taken; it could not be read into top entries (see the report).")
+            } else {
+                format!(
+                    "The {tool} profile's top entries by self time: {}.",
+                    top.iter()
+                        .map(|(n, s)| format!("{n} {:.0} %", s * 100.0))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            figures: top
+                .iter()
+                .map(|(n, s)| (format!("self_share.{n}"), round(*s)))
+                .collect(),
+            at: point.clone(),
+        });
+    }
     for e in &f.bottleneck_evidence {
         d.evidence.push(Evidence {
             claim: e.clone(),
@@ -1926,6 +1949,7 @@ mod tests {
             bottleneck: Some("compute".into()),
             bottleneck_evidence: vec!["achieved 40 GFLOP/s of 50".into()],
             serve: None,
+            profile: None,
         };
         let d = triage(&f);
         assert_eq!(

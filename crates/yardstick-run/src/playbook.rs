@@ -141,6 +141,18 @@ pub const PLAYBOOKS: &[PlaybookInfo] = &[
     },
 ];
 
+/// The micro layer of the readiness and triage specs: memory bandwidth, GEMM at two sizes, and
+/// the GPU probes (recorded as skipped, with the reason, where there is no GPU).
+const MICRO: &str = "    micro:
+      - kind: memory
+        sizes: [67108864]
+      - kind: gemm
+        sizes: [256, 512]
+      - kind: gpu-memory
+      - kind: gpu-pcie
+      - kind: gpu-gemm
+";
+
 /// The settings of a triage bundle.
 #[derive(Debug, Clone)]
 pub struct Triage {
@@ -152,12 +164,20 @@ pub struct Triage {
     pub command: Vec<String>,
     /// Steps of the reference trainer.
     pub steps: u64,
+    /// Profile the workload in one extra replicate with this tool (`perf`, `nsys`, `py-spy`,
+    /// `torch`), when given.
+    pub profile: Option<String>,
     /// Replicates.
     pub replicates: u32,
 }
 
 /// The spec of a triage bundle.
 pub fn triage_spec(t: &Triage) -> String {
+    let profile = t
+        .profile
+        .as_ref()
+        .map(|tool| format!("        profile: {{mode: trace, tool: {tool}}}\n"))
+        .unwrap_or_default();
     let serve = match &t.serve {
         Some((url, model)) => format!(
             "    component:
@@ -178,7 +198,7 @@ pub fn triage_spec(t: &Triage) -> String {
         preset: tiny
         steps: {}
         timeout: 5m
-",
+{profile}",
             t.steps
         )
     } else {
@@ -187,7 +207,7 @@ pub fn triage_spec(t: &Triage) -> String {
         name: workload
         command: [{}]
         timeout: 30m
-",
+{profile}",
             t.command
                 .iter()
                 .map(|a| yaml_str(a))
@@ -222,21 +242,14 @@ spec:
     outlierPolicy: report-tukey
     order: interleaved
   layers:
-    micro:
-      - kind: memory
-        sizes: [67108864]
-      - kind: gemm
-        sizes: [256, 512]
-      - kind: gpu-memory
-      - kind: gpu-pcie
-      - kind: gpu-gemm
-{serve}    e2e:
+{micro}{serve}    e2e:
 {workload}  provenance:
     signing: off
 ",
         name = t.name,
         model = yaml_str(t.serve.as_ref().map_or("tiny", |s| s.1.as_str())),
         replicates = t.replicates,
+        micro = MICRO,
     )
 }
 
@@ -260,7 +273,24 @@ fn triage_figures(summary: &RunSummary, dir: Option<&std::path::Path>) -> Triage
                 mean(p, id::REQUEST_THROUGHPUT, "value"),
             )
         });
+    let profile = classified
+        .and_then(|c| summary.profiles.as_ref()?.get(&c.point))
+        .map(|e| {
+            let a = e.analysis.as_ref();
+            (
+                a.map_or_else(|| "workload".to_string(), |a| a.tool.clone()),
+                a.map(|a| {
+                    a.top
+                        .iter()
+                        .take(3)
+                        .map(|t| (t.name.clone(), t.share))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            )
+        });
     TriageFigures {
+        profile,
         // The run's environment capture names the machine.
         machine_profile: dir
             .and_then(|d| std::fs::read(d.join("env.json")).ok())
@@ -327,20 +357,13 @@ spec:
     outlierPolicy: report-tukey
     order: interleaved
   layers:
-    micro:
-      - kind: memory
-        sizes: [67108864]
-      - kind: gemm
-        sizes: [256, 512]
-      - kind: gpu-memory
-      - kind: gpu-pcie
-      - kind: gpu-gemm
-  provenance:
+{micro}  provenance:
     signing: off
 ",
         nodes = t.nodes.max(1),
         name = t.name,
         replicates = t.replicates,
+        micro = MICRO,
     )
 }
 

@@ -114,14 +114,6 @@ yardstick playbook backpressure --engine slurm --jobs 40 --rate 4 --hold 2")]
         #[command(flatten)]
         out: RunOut,
     },
-    /// Is every node of the allocation fit for a multi-node workload? A Slurm batch job over
-    /// --nodes nodes captures each node's environment and runs the micro layer on each; a node
-    /// missing GPUs, with a degraded link, another driver, or micro figures off the others' is
-    /// not ready, named with the command that drains it (run only with --apply).
-    #[command(after_help = "Examples:\n  \
-yardstick playbook readiness --nodes 4\n  \
-yardstick playbook readiness --nodes 16 --gpus-per-node 8 --partition gpu\n  \
-yardstick playbook readiness --nodes 16 --gpus-per-node 8 --apply")]
     /// The intake bundle in one command: the environment, the micro layer, the reference
     /// trainer (or the command after --) classified against the ceilings measured, a short
     /// serve when --url is given; the diagnosis is the bottleneck class, and one HTML report
@@ -129,6 +121,7 @@ yardstick playbook readiness --nodes 16 --gpus-per-node 8 --apply")]
     #[command(after_help = "Examples:\n  \
 yardstick playbook triage\n  \
 yardstick playbook triage --url http://127.0.0.1:8000 --model m --html ticket-1234.html\n  \
+yardstick playbook triage --profile perf\n  \
 yardstick playbook triage -- python train.py --steps 50")]
     Triage {
         #[command(flatten)]
@@ -139,6 +132,14 @@ yardstick playbook triage -- python train.py --steps 50")]
         #[command(flatten)]
         out: RunOut,
     },
+    /// Is every node of the allocation fit for a multi-node workload? A Slurm batch job over
+    /// --nodes nodes captures each node's environment and runs the micro layer on each; a node
+    /// missing GPUs, with a degraded link, another driver, or micro figures off the others' is
+    /// not ready, named with the command that drains it (run only with --apply).
+    #[command(after_help = "Examples:\n  \
+yardstick playbook readiness --nodes 4\n  \
+yardstick playbook readiness --nodes 16 --gpus-per-node 8 --partition gpu\n  \
+yardstick playbook readiness --nodes 16 --gpus-per-node 8 --apply")]
     Readiness {
         #[command(flatten)]
         ready: ReadyArgs,
@@ -163,6 +164,11 @@ pub struct TriageArgs {
     /// Steps of the reference trainer (without a command).
     #[arg(long, default_value_t = 40)]
     pub steps: u64,
+    /// Profile the workload in one extra replicate (never measured) with this tool: `perf` or
+    /// `nsys` for any workload, `py-spy` for a Python one, `torch` for a PyTorch one (not the
+    /// reference trainer); its top entries join the evidence and the report.
+    #[arg(long, value_name = "TOOL", value_parser = ["perf", "nsys", "py-spy", "torch"])]
+    pub profile: Option<String>,
     /// Replicates (at least 3).
     #[arg(long, default_value_t = 3)]
     pub replicates: u32,
@@ -198,6 +204,7 @@ impl TriageArgs {
             serve,
             command: self.command.clone(),
             steps: self.steps,
+            profile: self.profile.clone(),
             replicates: self.replicates,
         })
     }

@@ -664,29 +664,32 @@ fn readiness_on_slurm_passes_the_node_and_fails_it_when_a_gpu_is_missing() {
     );
 }
 
-/// Triage: one command stores the bundle (micro, the reference trainer, a short serve against
-/// the simulator), answers with the trainer's bottleneck class, and writes the HTML report that
-/// opens on that diagnosis.
+/// Triage: one command stores the bundle (micro, the reference trainer and its perf profile, a
+/// short serve against the simulator), answers with the trainer's bottleneck class, and writes
+/// the HTML report that opens on that diagnosis.
 #[test]
 fn triage_classifies_the_workload_and_writes_one_report() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let sim = Sim::start(&["--ttft-ms", "5", "--itl-ms", "1"]);
     let html = dir.path().join("ticket.html");
-    let out = playbook_json(
-        &[
-            "triage",
-            "--url",
-            &sim.url,
-            "--model",
-            "m",
-            "--steps",
-            "20",
-            "--html",
-            html.to_str().unwrap(),
-        ],
-        &store,
-    );
+    let mut args = vec![
+        "triage",
+        "--url",
+        &sim.url,
+        "--model",
+        "m",
+        "--steps",
+        "20",
+        "--html",
+        html.to_str().unwrap(),
+    ];
+    // With perf, the bundle profiles the trainer too.
+    let perf = crate::profile::have_perf("triage_classifies_the_workload_and_writes_one_report");
+    if perf {
+        args.extend(["--profile", "perf"]);
+    }
+    let out = playbook_json(&args, &store);
     let d = &out["diagnosis"];
     assert_eq!(d["playbook"], "triage", "{d:#}");
     let classes = [

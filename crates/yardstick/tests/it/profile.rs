@@ -342,7 +342,7 @@ fn py_spy_and_perf_profile_a_python_loop_from_outside() {
 
 /// Whether Linux perf is installed, recorded for `test` (a failure under
 /// YARDSTICK_REQUIRE_EXTERNAL when it is not).
-fn have_perf(test: &str) -> bool {
+pub(crate) fn have_perf(test: &str) -> bool {
     external::require(
         "perf",
         test,
