@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Keeps a persistent cargo target directory from growing without end: in debug/deps and
-# release/deps, only the newest artifacts of each crate and kind are kept (2 per workspace crate,
-# 3 per dependency: the feature sets that are built alternate), and incremental state goes.
+# release/deps, only the newest artifacts of each crate and kind are kept (4 per workspace crate,
+# 6 per dependency: check and build, and the feature sets that are built, alternate), and
+# incremental state goes.
 # Cargo rebuilds anything removed that it still needs, so this can cost time, never correctness.
 # Usage: scripts/prune-target.sh [TARGET_DIR]   (default: $CARGO_TARGET_DIR, else ./target)
 set -euo pipefail
@@ -22,7 +23,7 @@ for profile in ("debug", "release"):
         if m:
             groups[(m.group(1), m.group(3) or "")].append(name)
     for (base, _), names in groups.items():
-        keep = 2 if base.removeprefix("lib").startswith("yardstick") or base == "it" else 3
+        keep = 4 if base.removeprefix("lib").startswith("yardstick") or base == "it" else 6
         names.sort(key=lambda n: os.path.getmtime(os.path.join(deps, n)), reverse=True)
         for n in names[keep:]:
             p = os.path.join(deps, n)
