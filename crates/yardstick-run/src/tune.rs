@@ -16,7 +16,7 @@
 //! `tune.json` in the final run, beside `best.yaml`: the spec with each factor fixed at the best
 //! level (runnable as it is) and the server's exact command line and environment.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 
 use rand::SeedableRng;
@@ -49,6 +49,20 @@ pub struct Settings {
     pub seed: u64,
     /// Confidence of the final test.
     pub confidence: f64,
+    /// The second objective the first is traded against (`tune.tradeOff`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trade_off: Option<Objective>,
+}
+
+/// A second objective, filled in.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Objective {
+    /// Metric.
+    pub metric: String,
+    /// Statistic.
+    pub statistic: String,
+    /// `maximize` or `minimize`.
+    pub goal: String,
 }
 
 /// One constraint, filled in.
@@ -123,6 +137,21 @@ impl Settings {
             .into(),
             probe: t.probe.unwrap_or(0.25),
             seed: t.seed.unwrap_or(0),
+            trade_off: t.trade_off.as_ref().and_then(|o| {
+                let (metric, goal) = match (&o.maximize, &o.minimize) {
+                    (Some(m), _) => (m.clone(), "maximize"),
+                    (None, Some(m)) => (m.clone(), "minimize"),
+                    (None, None) => return None,
+                };
+                Some(Objective {
+                    statistic: o
+                        .statistic
+                        .clone()
+                        .unwrap_or_else(|| default_statistic(&metric)),
+                    metric,
+                    goal: goal.into(),
+                })
+            }),
             confidence: spec
                 .trials
                 .as_ref()
@@ -138,6 +167,78 @@ impl Settings {
     /// `a` is better than `b`.
     fn better(&self, a: f64, b: f64) -> bool {
         if self.maximize() { a > b } else { a < b }
+    }
+
+    /// Whether `a` dominates `b` (objective, second objective): at least as good in both and
+    /// better in one.
+    fn dominates(&self, a: (f64, f64), b: (f64, f64)) -> bool {
+        let second_better = |x: f64, y: f64| match &self.trade_off {
+            Some(o) if o.goal == "maximize" => x > y,
+            _ => x < y,
+        };
+        let no_worse = !self.better(b.0, a.0) && !second_better(b.1, a.1);
+        no_worse && (self.better(a.0, b.0) || second_better(a.1, b.1))
+    }
+
+    /// Each feasible treatment's Pareto rank over the two objectives (0: on the front; 1: on the
+    /// front once those are removed; ...), `usize::MAX` for the rest. Without a second objective
+    /// the rank is the position by the objective.
+    fn ranks(&self, ms: &[&Measured]) -> Vec<usize> {
+        let pairs: Vec<Option<(f64, f64)>> = ms
+            .iter()
+            .map(|m| match (m.feasible, m.objective, m.second) {
+                (true, Some(a), Some(b)) if self.trade_off.is_some() => Some((a, b)),
+                (true, Some(a), _) if self.trade_off.is_none() => Some((a, 0.0)),
+                _ => None,
+            })
+            .collect();
+        let mut rank = vec![usize::MAX; ms.len()];
+        let mut level = 0;
+        loop {
+            let free: Vec<usize> = (0..ms.len())
+                .filter(|&i| rank[i] == usize::MAX && pairs[i].is_some())
+                .collect();
+            if free.is_empty() {
+                break;
+            }
+            let front: Vec<usize> = free
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    !free.iter().any(|&j| {
+                        j != i && self.dominates(pairs[j].expect("kept"), pairs[i].expect("kept"))
+                    })
+                })
+                .collect();
+            for i in front {
+                rank[i] = level;
+            }
+            level += 1;
+        }
+        rank
+    }
+
+    /// `ms` ordered as the search ranks them: by Pareto rank over the two objectives (with a
+    /// second objective), then by the objective; infeasible treatments last.
+    fn order<T>(&self, v: &mut Vec<T>, m: impl Fn(&T) -> &Measured) {
+        let ranks = self.ranks(&v.iter().map(&m).collect::<Vec<_>>());
+        let mut keyed: Vec<(usize, T)> = ranks.into_iter().zip(v.drain(..)).collect();
+        keyed.sort_by(|(ra, a), (rb, b)| {
+            ra.cmp(rb).then_with(|| {
+                let (x, y) = (
+                    m(a).objective.unwrap_or(f64::NAN),
+                    m(b).objective.unwrap_or(f64::NAN),
+                );
+                if self.better(x, y) {
+                    std::cmp::Ordering::Less
+                } else if self.better(y, x) {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+        });
+        v.extend(keyed.into_iter().map(|(_, x)| x));
     }
 }
 
@@ -161,6 +262,12 @@ pub struct Measured {
     /// Its interval (two replicates or more).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ci: Option<[f64; 2]>,
+    /// The second objective's mean (`tune.tradeOff`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub second: Option<f64>,
+    /// Its interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub second_ci: Option<[f64; 2]>,
     /// Whether it counts: its server started and it met every constraint.
     pub feasible: bool,
     /// Why it does not count.
@@ -193,6 +300,14 @@ pub struct TuneReport {
     /// The test's two-sided p-value.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p_value: Option<f64>,
+    /// With a second objective: the finalists on the Pareto front of the final run's means
+    /// (none does better on both), best objective first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pareto_front: Vec<String>,
+    /// Runs of earlier rounds this search took from the store instead of measuring them again
+    /// (`yardstick run --resume`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resumed_from: Vec<String>,
     /// Seconds spent measuring probes (their steps), and the final run's steps.
     pub probe_seconds: f64,
     /// See `probe_seconds`.
@@ -221,13 +336,35 @@ impl TuneReport {
             self.final_run,
             self.final_seconds,
         );
+        if !self.resumed_from.is_empty() {
+            let _ = writeln!(
+                out,
+                "  resumed: {} earlier round(s) taken from the store ({})",
+                self.resumed_from.len(),
+                self.resumed_from.join(", ")
+            );
+        }
+        if self.final_run.is_empty() {
+            out.push_str("  interrupted before the final run: continue the search with --resume\n");
+            return out;
+        }
         for (i, f) in self.finalists.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "  {} {}: {}",
-                if i == 0 { "best     " } else { "runner-up" },
+                "  {} {}: {}{}",
+                match i {
+                    0 => "best     ",
+                    1 => "runner-up",
+                    _ => "finalist ",
+                },
                 f.treatment,
-                describe(f)
+                describe(f),
+                self.settings
+                    .trade_off
+                    .as_ref()
+                    .filter(|_| f.feasible)
+                    .map(|o| format!("; {} {} {}", o.metric, o.statistic, describe_second(f)))
+                    .unwrap_or_default()
             );
         }
         match (self.significantly_better, self.p_value) {
@@ -245,10 +382,33 @@ impl TuneReport {
             }
             _ => {}
         }
+        if let Some(o) = &self.settings.trade_off
+            && !self.pareto_front.is_empty()
+        {
+            let _ = writeln!(
+                out,
+                "  Pareto front ({} {} {} vs {} {} {}; none of the others does better on both): {}",
+                s.goal,
+                s.objective,
+                s.statistic,
+                o.goal,
+                o.metric,
+                o.statistic,
+                self.pareto_front.join(", ")
+            );
+        }
         if self.best.is_none() {
             out.push_str("  no treatment was feasible\n");
         }
         out
+    }
+}
+
+fn describe_second(m: &Measured) -> String {
+    match (m.second, m.second_ci) {
+        (Some(v), Some([lo, hi])) => format!("{v:.4} [{lo:.4}, {hi:.4}]"),
+        (Some(v), None) => format!("{v:.4}"),
+        _ => "not measured".into(),
     }
 }
 
@@ -264,11 +424,93 @@ fn describe(m: &Measured) -> String {
 /// A treatment as level indices, one per factor (the sweep's factor order).
 type Combo = Vec<usize>;
 
+/// The label every round of one search carries (its value is the search's token), so that
+/// `yardstick run --resume` finds the rounds a search already measured.
+pub const SEARCH_LABEL: &str = "yardstick.tune.search";
+
+/// A round an earlier attempt of this search stored.
+#[derive(Debug, Clone)]
+struct Prior {
+    run_id: String,
+    complete: bool,
+    spec_sha256: String,
+}
+
+/// The earlier rounds of the search `run_id` belongs to: its token and its runs, oldest first.
+fn search_of(store: &Path, run_id: &str) -> Result<(String, VecDeque<Prior>), RunError> {
+    let runs = store.join("runs");
+    let dir = crate::run_dir(store, run_id)?;
+    let labels = |dir: &Path| -> Option<serde_json::Value> {
+        let text = std::fs::read_to_string(dir.join("spec.yaml")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some(v["metadata"]["labels"].clone())
+    };
+    let token = labels(&dir)
+        .and_then(|l| l[SEARCH_LABEL].as_str().map(str::to_string))
+        .ok_or_else(|| {
+            RunError::Invalid(format!(
+                "run {run_id} is not a round of a tuned search (its spec has no `{SEARCH_LABEL}` label)"
+            ))
+        })?;
+    let mut prior = Vec::new();
+    for e in std::fs::read_dir(&runs).map_err(yardstick_store::StoreError::from)? {
+        let Ok(e) = e else { continue };
+        let Some(l) = labels(&e.path()) else { continue };
+        if l[SEARCH_LABEL].as_str() != Some(token.as_str()) {
+            continue;
+        }
+        let m = yardstick_store::run::read_manifest(&e.path())?;
+        let complete = m.effective_status() == yardstick_store::RunStatus::Complete;
+        if complete && l["yardstick.tune"] == "final" {
+            return Err(RunError::Invalid(format!(
+                "the search of run {run_id} has finished: its final run is {} (`yardstick show {}`); run the spec again without --resume for a new search",
+                m.run_id, m.run_id
+            )));
+        }
+        prior.push(Prior {
+            run_id: m.run_id.clone(),
+            complete,
+            spec_sha256: m.spec_sha256.clone(),
+        });
+    }
+    // Run ids are ULIDs: their order is the order the rounds started in.
+    prior.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+    Ok((token, prior.into()))
+}
+
+/// A token no other search shares.
+fn fresh_token() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}", std::process::id())
+}
+
+/// What the rounds so far hold: their runs, probes, time, and what an earlier attempt stored.
+struct Rounds {
+    prior: VecDeque<Prior>,
+    resumed: Vec<String>,
+    probe_runs: Vec<String>,
+    probes: Vec<Measured>,
+    probe_seconds: f64,
+    /// The run that was interrupted, which ends the search for now.
+    interrupted: Option<RunOutcome>,
+}
+
 /// Runs a tuned spec: probe rounds, then the final run, whose outcome is returned with the
 /// report (also stored in it as `tune.json`, beside `best.yaml`). `make_opts` gives the
 /// options of each round's run (a fresh progress callback, the same store and cancellation).
+///
+/// `resume` names a run of an earlier, interrupted attempt (any of its rounds): the rounds it
+/// finished are taken from the store as they are, the one it interrupted is continued, and
+/// the search goes on from there. The search is deterministic given its seed and what it
+/// measured, so it asks for the same rounds again; one whose spec differs is refused.
+///
+/// An interrupted round ends the search with that round's (incomplete) outcome and a report
+/// without an answer.
 pub fn execute_tuned(
     spec: &BenchmarkRun,
+    resume: Option<&str>,
     make_opts: &mut dyn FnMut() -> RunOptions,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(RunOutcome, TuneReport), RunError> {
@@ -285,19 +527,35 @@ pub fn execute_tuned(
     let levels = yardstick_spec::sweep::levels(sweep);
     let space = yardstick_spec::sweep::grid_size(&levels) as usize;
     let full = plan(spec);
+    let (token, prior) = match resume {
+        Some(id) => search_of(&make_opts().store, id)?,
+        None => (fresh_token(), VecDeque::new()),
+    };
+    let mut spec = spec.clone();
+    spec.metadata
+        .get_or_insert_with(Default::default)
+        .labels
+        .insert(SEARCH_LABEL.into(), token);
+    let spec = &spec;
     let index_of = |c: &Combo| -> usize {
         c.iter()
             .zip(&levels)
             .fold(0, |i, (&k, (_, ls))| i * ls.len() + k)
     };
-    let mut probes: Vec<Measured> = Vec::new();
-    let mut probe_runs = Vec::new();
-    let mut probe_seconds = 0.0;
+    let mut rounds = Rounds {
+        prior,
+        resumed: Vec::new(),
+        probe_runs: Vec::new(),
+        probes: Vec::new(),
+        probe_seconds: 0.0,
+        interrupted: None,
+    };
+    // A probe round: `None` once it was interrupted.
     let mut round = |combos: &[Combo],
                      fidelity: f64,
-                     probes: &mut Vec<Measured>,
+                     rounds: &mut Rounds,
                      on_event: &mut dyn FnMut(Event)|
-     -> Result<Vec<Measured>, RunError> {
+     -> Result<Option<Vec<Measured>>, RunError> {
         let treatments: Vec<usize> = combos.iter().map(&index_of).collect();
         on_event(Event::Note(format!(
             "tune: probing {} ({:.0} % of the requests)",
@@ -308,7 +566,7 @@ pub fn execute_tuned(
                 .join(", "),
             fidelity * 100.0
         )));
-        let (outcome, measured, seconds) = run_round(
+        let r = run_round(
             spec,
             &full,
             &treatments,
@@ -316,23 +574,38 @@ pub fn execute_tuned(
             &settings,
             make_opts,
             None,
+            rounds,
         )?;
-        probe_runs.push(outcome.run_id.clone());
-        probe_seconds += seconds;
-        for m in &measured {
+        rounds.probe_runs.push(r.run_id.clone());
+        if let Some(o) = r
+            .outcome
+            .filter(|o| o.status != yardstick_store::RunStatus::Complete)
+        {
+            rounds.interrupted = Some(o);
+            return Ok(None);
+        }
+        rounds.probe_seconds += r.seconds;
+        for m in &r.measured {
             on_event(Event::Note(format!(
-                "tune: {} {}",
+                "tune: {} {}{}",
                 m.treatment,
-                describe(m)
+                describe(m),
+                settings
+                    .trade_off
+                    .as_ref()
+                    .filter(|_| m.feasible)
+                    .map(|o| format!("; {} {}", o.metric, describe_second(m)))
+                    .unwrap_or_default()
             )));
         }
-        probes.extend(measured.iter().cloned());
-        Ok(measured)
+        rounds.probes.extend(r.measured.iter().cloned());
+        Ok(Some(r.measured))
     };
     let budget = settings.budget.min(space);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(settings.seed);
-    let ranked = match settings.strategy.as_str() {
-        "halving" => {
+    // Every treatment the search measured, as it ranks them (see `Settings::order`).
+    let ranked: Vec<(Combo, Measured)> = 'search: {
+        if settings.strategy == "halving" {
             let mut alive = crate::sweep::latin_hypercube(&levels, budget, &mut rng);
             if alive.len() < budget {
                 // Fill with distinct random treatments (a small space repeats combinations).
@@ -347,28 +620,28 @@ pub fn execute_tuned(
             }
             let mut fidelity = settings.probe;
             loop {
-                let measured = round(&alive, fidelity, &mut probes, on_event)?;
-                let mut order: Vec<(Combo, &Measured)> =
-                    alive.iter().cloned().zip(measured.iter()).collect();
-                order.retain(|(_, m)| m.feasible && m.objective.is_some());
-                sort_best_first(&mut order, &settings, |(_, m)| {
-                    m.objective.unwrap_or(f64::NAN)
-                });
+                let Some(measured) = round(&alive, fidelity, &mut rounds, on_event)? else {
+                    break 'search Vec::new();
+                };
+                let mut kept: Vec<(Combo, Measured)> =
+                    alive.iter().cloned().zip(measured).collect();
+                kept.retain(|(_, m)| m.feasible && m.objective.is_some());
+                settings.order(&mut kept, |(_, m)| m);
                 let keep = alive.len().div_ceil(3).max(2);
                 // Two survivors go to the final run: probing them again would buy nothing.
-                if keep <= 2 || order.len() <= 2 || fidelity >= 1.0 {
-                    break order.into_iter().map(|(c, _)| c).collect::<Vec<_>>();
+                if keep <= 2 || kept.len() <= 2 || fidelity >= 1.0 {
+                    break 'search kept;
                 }
-                alive = order.into_iter().take(keep).map(|(c, _)| c).collect();
+                alive = kept.into_iter().take(keep).map(|(c, _)| c).collect();
                 fidelity = (fidelity * 3.0).min(1.0);
             }
         }
-        _ => {
-            // Small batches: the estimator learns from every pair of probes.
-            let batch = 2;
-            let mut tpe_rng =
-                <rand_tpe::rngs::SmallRng as rand_tpe::SeedableRng>::seed_from_u64(settings.seed);
-            let mut optimizers: Vec<_> = levels
+        // Small batches: the estimator learns from every pair of probes.
+        let batch = 2;
+        let mut tpe_rng =
+            <rand_tpe::rngs::SmallRng as rand_tpe::SeedableRng>::seed_from_u64(settings.seed);
+        let estimators = || -> Vec<_> {
+            levels
                 .iter()
                 .map(|(_, ls)| {
                     // The better quarter of the probes is "good" (the crate's default tenth
@@ -381,63 +654,77 @@ pub fn execute_tuned(
                         )
                         .expect("valid settings")
                 })
-                .collect();
-            let mut tried: Vec<(Combo, Measured)> = Vec::new();
-            while tried.len() < budget {
-                let n = batch.min(budget - tried.len());
-                let mut next: Vec<Combo> = Vec::new();
-                // The last third of the budget refines around the best so far: its neighbours
-                // (one factor one level away) that no probe measured yet.
-                if tried.len() >= budget - budget / 3 {
-                    let incumbent = tried
-                        .iter()
-                        .filter(|(_, m)| m.feasible && m.objective.is_some())
-                        .fold(None::<&(Combo, Measured)>, |best, x| match best {
-                            Some(b)
-                                if !settings.better(
-                                    x.1.objective.unwrap_or(f64::NAN),
-                                    b.1.objective.unwrap_or(f64::NAN),
-                                ) =>
-                            {
-                                Some(b)
-                            }
-                            _ => Some(x),
-                        });
-                    if let Some((best, _)) = incumbent {
-                        for c in neighbours(best, &levels) {
-                            if next.len() < n
-                                && !tried.iter().any(|(t, _)| *t == c)
-                                && !next.contains(&c)
-                            {
-                                next.push(c);
-                            }
-                        }
+                .collect()
+        };
+        let mut optimizers = estimators();
+        let mut tried: Vec<(Combo, Measured)> = Vec::new();
+        while tried.len() < budget {
+            if settings.trade_off.is_some() && !tried.is_empty() {
+                // Pareto ranks change as probes arrive: the estimators learn them afresh (an
+                // infeasible treatment is the worst there is).
+                optimizers = estimators();
+                let ranks = settings.ranks(&tried.iter().map(|(_, m)| m).collect::<Vec<_>>());
+                for ((c, _), r) in tried.iter().zip(ranks) {
+                    let value = if r == usize::MAX { 1e300 } else { r as f64 };
+                    for (o, &k) in optimizers.iter_mut().zip(c) {
+                        let _ = o.tell(k as f64 + 0.5, value);
                     }
                 }
-                while next.len() < n {
-                    let mut c: Combo = Vec::new();
-                    for (o, (_, ls)) in optimizers.iter_mut().zip(&levels) {
-                        let x = o.ask(&mut tpe_rng).unwrap_or(0.0);
-                        c.push((x.max(0.0) as usize).min(ls.len() - 1));
-                    }
-                    let seen = |c: &Combo| tried.iter().any(|(t, _)| t == c) || next.contains(c);
-                    if seen(&c) {
-                        // TPE asked for a treatment already measured: take an unmeasured one.
-                        match crate::sweep::random(&levels, space, &mut rng)
-                            .into_iter()
-                            .find(|c| !seen(c))
+            }
+            let n = batch.min(budget - tried.len());
+            let mut next: Vec<Combo> = Vec::new();
+            // The last third of the budget refines around the best so far (with a second
+            // objective, around each treatment on the front): its neighbours (one factor one
+            // level away) that no probe measured yet.
+            if tried.len() >= budget - budget / 3 {
+                let mut ordered: Vec<&(Combo, Measured)> = tried.iter().collect();
+                settings.order(&mut ordered, |x| &x.1);
+                let ranks = settings.ranks(&ordered.iter().map(|x| &x.1).collect::<Vec<_>>());
+                let incumbents = ordered.iter().zip(ranks).filter(|(_, r)| *r == 0).take(
+                    if settings.trade_off.is_some() {
+                        usize::MAX
+                    } else {
+                        1
+                    },
+                );
+                for ((best, _), _) in incumbents {
+                    for c in neighbours(best, &levels) {
+                        if next.len() < n
+                            && !tried.iter().any(|(t, _)| *t == c)
+                            && !next.contains(&c)
                         {
-                            Some(fresh) => c = fresh,
-                            None => break,
+                            next.push(c);
                         }
                     }
-                    next.push(c);
                 }
-                if next.is_empty() {
-                    break;
+            }
+            while next.len() < n {
+                let mut c: Combo = Vec::new();
+                for (o, (_, ls)) in optimizers.iter_mut().zip(&levels) {
+                    let x = o.ask(&mut tpe_rng).unwrap_or(0.0);
+                    c.push((x.max(0.0) as usize).min(ls.len() - 1));
                 }
-                let measured = round(&next, settings.probe, &mut probes, on_event)?;
-                for (c, m) in next.into_iter().zip(measured) {
+                let seen = |c: &Combo| tried.iter().any(|(t, _)| t == c) || next.contains(c);
+                if seen(&c) {
+                    // TPE asked for a treatment already measured: take an unmeasured one.
+                    match crate::sweep::random(&levels, space, &mut rng)
+                        .into_iter()
+                        .find(|c| !seen(c))
+                    {
+                        Some(fresh) => c = fresh,
+                        None => break,
+                    }
+                }
+                next.push(c);
+            }
+            if next.is_empty() {
+                break;
+            }
+            let Some(measured) = round(&next, settings.probe, &mut rounds, on_event)? else {
+                break 'search Vec::new();
+            };
+            for (c, m) in next.into_iter().zip(measured) {
+                if settings.trade_off.is_none() {
                     // TPE minimises; an infeasible treatment is the worst there is.
                     let value = match (m.feasible, m.objective) {
                         (true, Some(v)) if settings.maximize() => -v,
@@ -447,22 +734,61 @@ pub fn execute_tuned(
                     for (o, &k) in optimizers.iter_mut().zip(&c) {
                         let _ = o.tell(k as f64 + 0.5, value);
                     }
-                    tried.push((c, m));
                 }
+                tried.push((c, m));
             }
-            tried.retain(|(_, m)| m.feasible && m.objective.is_some());
-            sort_best_first(&mut tried, &settings, |(_, m)| {
-                m.objective.unwrap_or(f64::NAN)
-            });
-            tried.into_iter().map(|(c, _)| c).collect()
         }
+        tried.retain(|(_, m)| m.feasible && m.objective.is_some());
+        settings.order(&mut tried, |(_, m)| m);
+        tried
     };
-    let finalists: Vec<usize> = ranked.iter().take(2).map(&index_of).collect();
+    let Rounds {
+        mut prior,
+        mut resumed,
+        probe_runs,
+        probes,
+        probe_seconds,
+        interrupted,
+    } = rounds;
+    let mut partial = TuneReport {
+        settings: settings.clone(),
+        space,
+        probe_runs,
+        probes,
+        final_run: String::new(),
+        finalists: Vec::new(),
+        best: None,
+        significantly_better: None,
+        p_value: None,
+        pareto_front: Vec::new(),
+        resumed_from: resumed.clone(),
+        probe_seconds,
+        final_seconds: 0.0,
+    };
+    if let Some(outcome) = interrupted {
+        return Ok((outcome, partial));
+    }
+    // Two finalists; with a second objective, the probes' Pareto front (two to four of it).
+    let finalists_n = match &settings.trade_off {
+        None => 2,
+        Some(_) => settings
+            .ranks(&ranked.iter().map(|(_, m)| m).collect::<Vec<_>>())
+            .iter()
+            .filter(|&&r| r == 0)
+            .count()
+            .clamp(2, 4),
+    };
+    let finalists: Vec<usize> = ranked
+        .iter()
+        .take(finalists_n)
+        .map(|(c, _)| index_of(c))
+        .collect();
     if finalists.is_empty() {
         return Err(RunError::Workload(format!(
             "tune: none of the {} probed treatment(s) was feasible: {}",
-            probes.len(),
-            probes
+            partial.probes.len(),
+            partial
+                .probes
                 .iter()
                 .map(|p| format!("{}: {}", p.treatment, describe(p)))
                 .collect::<Vec<_>>()
@@ -475,31 +801,19 @@ pub fn execute_tuned(
             .iter()
             .map(|&t| full.treatments[t].id.as_str())
             .collect::<Vec<_>>()
-            .join(" and ")
+            .join(", ")
     )));
     // The answer is computed from the final run's own results before it is sealed, so the run
     // carries it.
     let report_slot: std::sync::Arc<std::sync::Mutex<Option<TuneReport>>> = Default::default();
     let slot = report_slot.clone();
-    let partial = TuneReport {
-        settings: settings.clone(),
-        space,
-        probe_runs,
-        probes,
-        final_run: String::new(),
-        finalists: Vec::new(),
-        best: None,
-        significantly_better: None,
-        p_value: None,
-        probe_seconds,
-        final_seconds: 0.0,
-    };
     let spec_for_hook = spec.clone();
     let full_for_hook = full.clone();
     let final_treatments = finalists.clone();
+    let for_hook = partial.clone();
     let hook: crate::BeforeSeal = Box::new(move |summary: &RunSummary, dir: &Path| {
         let (report, best_yaml) = answer(
-            partial,
+            for_hook,
             &spec_for_hook,
             &full_for_hook,
             &finalists,
@@ -514,7 +828,15 @@ pub fn execute_tuned(
         }
         files
     });
-    let (outcome, _, _) = run_round(
+    let mut last = Rounds {
+        prior: std::mem::take(&mut prior),
+        resumed: std::mem::take(&mut resumed),
+        probe_runs: Vec::new(),
+        probes: Vec::new(),
+        probe_seconds: 0.0,
+        interrupted: None,
+    };
+    let r = run_round(
         spec,
         &full,
         &final_treatments,
@@ -522,7 +844,15 @@ pub fn execute_tuned(
         &settings,
         make_opts,
         Some(hook),
+        &mut last,
     )?;
+    let outcome = r
+        .outcome
+        .ok_or_else(|| RunError::Internal("the final run was not run".into()))?;
+    if outcome.status != yardstick_store::RunStatus::Complete {
+        partial.resumed_from = last.resumed;
+        return Ok((outcome, partial));
+    }
     let report = report_slot
         .lock()
         .expect("not poisoned")
@@ -559,9 +889,21 @@ fn sort_best_first<T>(v: &mut [T], s: &Settings, key: impl Fn(&T) -> f64) {
     });
 }
 
+/// One round's run and what each of its treatments measured.
+struct Round {
+    run_id: String,
+    /// `None` for a probe round an earlier attempt finished (taken from the store).
+    outcome: Option<RunOutcome>,
+    measured: Vec<Measured>,
+    /// The steps' seconds.
+    seconds: f64,
+}
+
 /// One round: a run of `treatments` (probe fidelity, one replicate, `<name>.probe`; or the
 /// spec as it is, for the final run), and what each treatment measured. Seconds are the sum of
-/// the steps' durations.
+/// the steps' durations. When an earlier attempt of the search stored this round, its run is
+/// taken as it is (finished) or continued (interrupted).
+#[allow(clippy::too_many_arguments)]
 fn run_round(
     spec: &BenchmarkRun,
     full: &Plan,
@@ -570,7 +912,8 @@ fn run_round(
     settings: &Settings,
     make_opts: &mut dyn FnMut() -> RunOptions,
     before_seal: Option<crate::BeforeSeal>,
-) -> Result<(RunOutcome, Vec<Measured>, f64), RunError> {
+    rounds: &mut Rounds,
+) -> Result<Round, RunError> {
     let mut round = spec.clone();
     if let Some(body) = round.spec.as_mut() {
         body.tune = None;
@@ -598,29 +941,71 @@ fn run_round(
     opts.before_seal = before_seal;
     // The stored spec is the one that ran (a probe's fewer requests and single replicate).
     let text = serde_json::to_string_pretty(&round).expect("JSON");
-    let outcome = execute(&text, &round, None, opts)?;
-    if outcome.status != yardstick_store::RunStatus::Complete {
-        return Err(RunError::Workload(format!(
-            "tune: run {} was interrupted; the search stops (its finished rounds are stored)",
-            outcome.run_id
-        )));
+    let mut continued = None;
+    if let Some(p) = rounds.prior.pop_front() {
+        if p.spec_sha256 != yardstick_store::fsutil::sha256_bytes(text.as_bytes()) {
+            return Err(RunError::Invalid(format!(
+                "run {} of this search ran another round than the search asks for now (the spec or the store changed since); run the spec again without --resume",
+                p.run_id
+            )));
+        }
+        let dir = crate::run_dir(&opts.store, &p.run_id)?;
+        if p.complete && fidelity.is_some() {
+            let summary: RunSummary = std::fs::read(dir.join("summary.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .ok_or_else(|| {
+                    RunError::Invalid(format!("run {} has no readable summary.json", p.run_id))
+                })?;
+            rounds.resumed.push(p.run_id.clone());
+            let measured = treatments
+                .iter()
+                .map(|&t| {
+                    measure(
+                        full,
+                        t,
+                        &summary,
+                        &p.run_id,
+                        fidelity.unwrap_or(1.0),
+                        settings,
+                    )
+                })
+                .collect();
+            return Ok(Round {
+                seconds: step_seconds(&dir),
+                run_id: p.run_id,
+                outcome: None,
+                measured,
+            });
+        }
+        rounds.resumed.push(p.run_id.clone());
+        continued = Some(p.run_id);
     }
+    let outcome = execute(&text, &round, continued.as_deref(), opts)?;
     let summary = outcome.summary.clone().unwrap_or_default();
-    let measured = treatments
-        .iter()
-        .map(|&t| {
-            measure(
-                full,
-                t,
-                &summary,
-                &outcome.run_id,
-                fidelity.unwrap_or(1.0),
-                settings,
-            )
-        })
-        .collect();
-    let seconds = step_seconds(&outcome.dir);
-    Ok((outcome, measured, seconds))
+    let measured = if outcome.status == yardstick_store::RunStatus::Complete {
+        treatments
+            .iter()
+            .map(|&t| {
+                measure(
+                    full,
+                    t,
+                    &summary,
+                    &outcome.run_id,
+                    fidelity.unwrap_or(1.0),
+                    settings,
+                )
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Round {
+        seconds: step_seconds(&outcome.dir),
+        run_id: outcome.run_id.clone(),
+        outcome: Some(outcome),
+        measured,
+    })
 }
 
 /// Scales every serve layer's request budget to `f` of it (at least 10 requests).
@@ -675,6 +1060,8 @@ fn measure(
         point: None,
         objective: None,
         ci: None,
+        second: None,
+        second_ci: None,
         feasible: false,
         reason: None,
     };
@@ -706,6 +1093,21 @@ fn measure(
                 s.objective, s.statistic
             ));
             return m;
+        }
+    }
+    if let Some(o) = &s.trade_off {
+        match agg(&o.metric, &o.statistic) {
+            Some((_, a)) if a.mean.is_finite() => {
+                m.second = Some(a.mean);
+                m.second_ci = a.ci;
+            }
+            _ => {
+                m.reason = Some(format!(
+                    "it measured no {} {} (the objective it is traded against)",
+                    o.metric, o.statistic
+                ));
+                return m;
+            }
         }
     }
     for c in &s.constraints {
@@ -814,6 +1216,15 @@ fn answer(
             report.significantly_better = Some(t.p_value < 1.0 - s.confidence);
         }
     }
+    if s.trade_off.is_some() {
+        let ranks = s.ranks(&measured.iter().collect::<Vec<_>>());
+        report.pareto_front = measured
+            .iter()
+            .zip(ranks)
+            .filter(|(_, r)| *r == 0)
+            .map(|(m, _)| m.treatment.clone())
+            .collect();
+    }
     report.finalists = measured;
     let best_yaml = report.best.as_ref().map(|b| best_yaml(spec, full, b));
     (report, best_yaml)
@@ -906,13 +1317,22 @@ pub fn plan_line(spec: &BenchmarkRun, plan: &Plan) -> Option<String> {
     let s = Settings::of(spec.spec.as_ref()?)?;
     let space = plan.treatments.len();
     Some(format!(
-        "tune: {} {} ({}) over {space} treatment(s): {} probe(s) with {}, one replicate at {:.0} % of the requests each, then the best two in a final run of {} replicate(s); the points above are the space, not the steps",
+        "tune: {} {} ({}){} over {space} treatment(s): {} probe(s) with {}, one replicate at {:.0} % of the requests each, then {} in a final run of {} replicate(s); the points above are the space, not the steps",
         s.goal,
         s.objective,
         s.statistic,
+        s.trade_off
+            .as_ref()
+            .map(|o| format!(" against {} {} ({})", o.goal, o.metric, o.statistic))
+            .unwrap_or_default(),
         s.budget.min(space),
         s.strategy,
         s.probe * 100.0,
+        if s.trade_off.is_some() {
+            "the probes' Pareto front (2 to 4 treatments)"
+        } else {
+            "the best two"
+        },
         plan.replicates
     ))
 }
@@ -942,6 +1362,71 @@ mod tests {
         assert_eq!(stop.max_requests, Some(25));
         assert_eq!(stop.max_duration.unwrap().0.as_secs(), 10);
         assert_eq!(c[1].stop.as_ref().unwrap().max_requests, Some(10));
+    }
+
+    fn settings(trade_off: Option<&str>) -> Settings {
+        Settings {
+            objective: "request_throughput".into(),
+            statistic: "value".into(),
+            goal: "maximize".into(),
+            constraints: Vec::new(),
+            budget: 8,
+            strategy: "tpe".into(),
+            probe: 0.25,
+            seed: 0,
+            confidence: 0.95,
+            trade_off: trade_off.map(|goal| Objective {
+                metric: "tpot_ms".into(),
+                statistic: "p50".into(),
+                goal: goal.into(),
+            }),
+        }
+    }
+
+    fn probe(name: &str, objective: f64, second: f64, feasible: bool) -> Measured {
+        Measured {
+            treatment: name.into(),
+            values: BTreeMap::new(),
+            run_id: String::new(),
+            fidelity: 1.0,
+            point: None,
+            objective: Some(objective),
+            ci: None,
+            second: Some(second),
+            second_ci: None,
+            feasible,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn pareto_ranks_peel_fronts_and_leave_the_infeasible_last() {
+        // (throughput up, time per token down)
+        let ms = [
+            probe("a", 100.0, 9.0, true),  // front: the most throughput
+            probe("b", 60.0, 2.0, true),   // front: the fastest tokens
+            probe("c", 50.0, 9.5, true),   // dominated by a and b; second front? no: by a
+            probe("d", 80.0, 5.0, true),   // front: between
+            probe("e", 70.0, 6.0, true),   // dominated by d only: second front
+            probe("f", 500.0, 1.0, false), // infeasible: never ranked
+        ];
+        let refs: Vec<&Measured> = ms.iter().collect();
+        let s = settings(Some("minimize"));
+        assert_eq!(s.ranks(&refs), vec![0, 0, 2, 0, 1, usize::MAX]);
+        let mut ordered = refs.clone();
+        s.order(&mut ordered, |m| m);
+        let names: Vec<&str> = ordered.iter().map(|m| m.treatment.as_str()).collect();
+        assert_eq!(names, ["a", "d", "b", "e", "c", "f"]);
+        // Maximizing the second objective turns the trade around: b (2.0) loses to everyone.
+        let s = settings(Some("maximize"));
+        assert_eq!(s.ranks(&refs)[1], 2);
+        // Without a second objective the rank is the order by the objective alone.
+        let s = settings(None);
+        assert_eq!(s.ranks(&refs), vec![0, 3, 4, 1, 2, usize::MAX]);
+        // Equal on both: neither dominates the other.
+        let twins = [probe("x", 1.0, 1.0, true), probe("y", 1.0, 1.0, true)];
+        let s = settings(Some("minimize"));
+        assert_eq!(s.ranks(&twins.iter().collect::<Vec<_>>()), vec![0, 0]);
     }
 
     #[test]

@@ -226,6 +226,24 @@ pub struct Tune {
     pub probe: Option<f64>,
     /// Seed of the proposals (default 0).
     pub seed: Option<u64>,
+    /// A second objective to trade the first against (`{minimize: ttft_ms, statistic: p99}`):
+    /// the search ranks treatments by Pareto dominance over the two, the final run measures the
+    /// probes' Pareto front, and the answer adds the front as the final run measured it.
+    pub trade_off: Option<TuneObjective>,
+}
+
+/// A second objective of `tune.tradeOff`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct TuneObjective {
+    /// The catalogue metric to make as large as possible. Exactly one of `maximize` and
+    /// `minimize`.
+    pub maximize: Option<String>,
+    /// The catalogue metric to make as small as possible.
+    pub minimize: Option<String>,
+    /// Its statistic (default `value`, or `p50` for a latency distribution).
+    pub statistic: Option<String>,
 }
 
 /// One constraint of `tune.subjectTo`.

@@ -288,7 +288,7 @@ pub const RULES: &[RuleInfo] = &[
     },
     RuleInfo {
         id: "tune-config",
-        summary: "a tuner searches `sweep.factors` (no `design` or `samples` beside it), maximizes or minimizes one catalogue metric, its constraints name catalogue metrics with `max` or `min`, its budget is 2-1000 and its probe share in (0, 1]",
+        summary: "a tuner searches `sweep.factors` (no `design` or `samples` beside it), maximizes or minimizes one catalogue metric (and trades it off against at most one other), its constraints name catalogue metrics with `max` or `min`, its budget is 2-1000 and its probe share in (0, 1]",
         section: "sweeps-and-the-server-under-test",
         hint: "e.g. `tune: {maximize: request_throughput, budget: 12, strategy: tpe}` beside `sweep.factors`",
     },
@@ -897,6 +897,29 @@ fn tune(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             "`tune` needs exactly one of `maximize` and `minimize`".into(),
             "e.g. `maximize: request_throughput`",
         ),
+    }
+    if let Some(o) = &t.trade_off {
+        let ptr = format!("{base}/tradeOff");
+        match (&o.maximize, &o.minimize) {
+            (Some(m), None) => check_metric(cx, &format!("{ptr}/maximize"), m),
+            (None, Some(m)) => check_metric(cx, &format!("{ptr}/minimize"), m),
+            _ => cx.error_at_key(
+                "tune-config",
+                &ptr,
+                "`tradeOff` needs exactly one of `maximize` and `minimize`".into(),
+                "e.g. `tradeOff: {minimize: ttft_ms, statistic: p99}`",
+            ),
+        }
+        let first = t.maximize.as_ref().or(t.minimize.as_ref());
+        let second = o.maximize.as_ref().or(o.minimize.as_ref());
+        if first.is_some() && first == second && t.statistic == o.statistic {
+            cx.error_at_key(
+                "tune-config",
+                &ptr,
+                "`tradeOff` names the objective itself: a front of one objective is its best".into(),
+                "trade the objective against another metric, e.g. `tradeOff: {minimize: ttft_ms, statistic: p99}`",
+            );
+        }
     }
     for (i, c) in t.subject_to.iter().flatten().enumerate() {
         let ptr = format!("{base}/subjectTo/{i}");

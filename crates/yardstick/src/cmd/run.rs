@@ -79,7 +79,8 @@ pub struct RunArgs {
     /// Print the plan and its duration estimate, run nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Continue an incomplete run (same spec) instead of starting a new one.
+    /// Continue an incomplete run (same spec) instead of starting a new one. For a tuned spec,
+    /// name any run of the interrupted search: its finished rounds are taken as stored.
     #[arg(long, value_name = "RUN_ID")]
     pub resume: Option<String>,
     /// Seed of traffic plans and arrivals.
@@ -566,23 +567,26 @@ fn execute_tuned(
     spec: &yardstick_spec::BenchmarkRun,
     how: &Execution,
 ) -> anyhow::Result<(yardstick_run::RunOutcome, yardstick_run::tune::TuneReport)> {
-    if how.resume.is_some() || how.only.is_some() {
+    if how.only.is_some() {
         return Err(invalid(
-            "a tuned spec runs whole: `--resume` and `--only` do not apply to `tune`",
-            Some(
-                "run it again (its finished probe runs stay in the store), or drop `tune` to walk the sweep with --resume",
-            ),
+            "a tuned spec runs whole: `--only` does not apply to `tune`",
+            Some("drop `tune` to walk the sweep's points with --only"),
         ));
     }
     if let Some(w) = yardstick_run::tune::goal_warning(spec) {
         output::warn(&w);
     }
     let show = verbosity() >= 0;
-    yardstick_run::tune::execute_tuned(spec, &mut || options(how), &mut |e| {
-        if show && let Event::Note(n) = e {
-            output::info(&n);
-        }
-    })
+    yardstick_run::tune::execute_tuned(
+        spec,
+        how.resume.as_deref(),
+        &mut || options(how),
+        &mut |e| {
+            if show && let Event::Note(n) = e {
+                output::info(&n);
+            }
+        },
+    )
     .map_err(crate::exit::lib_error)
 }
 

@@ -533,6 +533,177 @@ fn tpe_learns_around_infeasible_treatments_and_constraints() {
 }
 
 #[test]
+fn a_second_objective_ends_with_the_pareto_front_of_the_trade() {
+    // More slots serve more requests per second, but each slot slows every token (the
+    // simulator's --itl-slowdown): throughput against time per output token is a real trade.
+    // The slower tokens (itl=4) lose on both at every slot count, so none is on the front.
+    let spec = tune_spec(
+        "{slots: [1, 2, 8], itl: [1, 4]}",
+        "{maximize: request_throughput, tradeOff: {minimize: tpot_ms, statistic: p50}, budget: 6, strategy: tpe, seed: 1}",
+    )
+    .replace("\"{itl}\"]", "\"{itl}\", --itl-slowdown, \"0.5\"]")
+    .replace("sweep-sim", "pareto-sim");
+    let (v, store, _dir) = run_tuned(&spec);
+    let t = &v["tune"];
+    assert_eq!(t["settings"]["trade_off"]["metric"], "tpot_ms", "{t}");
+    let probes = t["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 6, "{t}");
+    assert!(probes.iter().all(|p| p["second"].as_f64().is_some()), "{t}");
+    // The final run measured the probes' front: the three fast-token treatments.
+    let finalists: Vec<&str> = t["finalists"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["treatment"].as_str().unwrap())
+        .collect();
+    assert_eq!(finalists.len(), 3, "{t}");
+    assert!(finalists.iter().all(|f| f.starts_with("itl=1/")), "{t}");
+    // As the final run measured them, best throughput first: each is on the front, none
+    // dominated by another on both means.
+    assert_eq!(
+        t["pareto_front"],
+        serde_json::json!(["itl=1/slots=8", "itl=1/slots=2", "itl=1/slots=1"]),
+        "{t}"
+    );
+    let pairs: Vec<(f64, f64)> = t["finalists"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["objective"].as_f64().unwrap(),
+                f["second"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    for (i, a) in pairs.iter().enumerate() {
+        for (j, b) in pairs.iter().enumerate() {
+            assert!(
+                i == j || !(b.0 >= a.0 && b.1 <= a.1),
+                "{b:?} dominates {a:?}: {t}"
+            );
+        }
+    }
+    assert_eq!(t["best"]["treatment"], "itl=1/slots=8", "{t}");
+    assert!(t["best"]["second_ci"][0].as_f64().unwrap() > 0.0, "{t}");
+    let run_dir = store.join("runs").join(v["run_id"].as_str().unwrap());
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("tune.json")).unwrap()).unwrap();
+    assert_eq!(stored["pareto_front"], t["pareto_front"]);
+}
+
+#[test]
+fn an_interrupted_search_resumes_from_the_rounds_it_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let starts_log = dir.path().join("starts");
+    // Each server start appends its treatment, so the test interrupts the search in its second
+    // probe round and then sees which treatments the resumed search started again.
+    let command = format!(
+        "[sh, -c, \"echo {{slots}}/{{itl}} >> {log}; exec {bin} sim --port {{port}} --max-running {{slots}} --ttft-ms 10 --itl-ms {{itl}}\"]",
+        log = starts_log.display(),
+        bin = env!("CARGO_BIN_EXE_yardstick"),
+    );
+    let spec_text = sweep_spec(&command, "{slots: [1, 2, 8], itl: [1, 4]}", 3)
+        .replace("  layers:\n", "  tune: {maximize: request_throughput, budget: 4, strategy: tpe, seed: 2}\n  layers:\n")
+        .replace("sweep-sim", "resume-tune");
+    let spec = dir.path().join("spec.yaml");
+    std::fs::write(&spec, &spec_text).unwrap();
+    let store = dir.path().join("store");
+    let lines = || -> Vec<String> {
+        std::fs::read_to_string(&starts_log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let child = yardstick()
+        .args(["run", "--json"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    // The third start is the second round's first treatment.
+    while lines().len() < 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "the second probe round never started: {:?}",
+            lines()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let first = json(&o);
+    assert_eq!(first["status"], "incomplete", "{first}");
+    let t = &first["tune"];
+    let rounds = t["probe_runs"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2, "{t}");
+    assert_eq!(rounds[1], first["run_id"], "{t}");
+    assert_eq!(t["probes"].as_array().unwrap().len(), 2, "{t}");
+    assert!(t.get("best").is_none(), "{t}");
+    let before = lines();
+
+    let resumed = yardstick()
+        .args(["run", "--json", "-q"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .args(["--resume", first["run_id"].as_str().unwrap()])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(0), "{err}");
+    let v = json(&resumed);
+    let t = &v["tune"];
+    // The finished round was taken as stored, the interrupted one continued: the same runs.
+    assert_eq!(t["resumed_from"], serde_json::json!(rounds), "{t}");
+    assert_eq!(t["probe_runs"].as_array().unwrap()[..2], rounds[..], "{t}");
+    let probes = t["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 4, "{t}");
+    let treatment = |p: &serde_json::Value| {
+        format!(
+            "{}/{}",
+            p["values"]["slots"].as_str().unwrap(),
+            p["values"]["itl"].as_str().unwrap()
+        )
+    };
+    // The search went on where it stopped: the first servers it started are the interrupted
+    // round's (the replicate Ctrl-C cut short is measured again); the first round was not.
+    let after: Vec<String> = lines().split_off(before.len());
+    assert_eq!(
+        after[..2],
+        [treatment(&probes[2]), treatment(&probes[3])],
+        "{before:?} then {after:?}"
+    );
+    assert!(t["best"]["treatment"].is_string(), "{t}");
+    // Resuming a finished search is refused with where its answer is.
+    let again = yardstick()
+        .args(["run", "--json", "-q"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .args(["--resume", first["run_id"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        err.contains("has finished") && err.contains(v["run_id"].as_str().unwrap()),
+        "{err}"
+    );
+}
+
+#[test]
 fn validate_refuses_a_tuner_it_cannot_run() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("spec.yaml");
