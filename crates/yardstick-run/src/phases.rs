@@ -518,7 +518,7 @@ fn run_steps(
         wh: wh.as_mut(),
         run_id,
     };
-    let mut sut = crate::sut::ServerUnderTest::default();
+    let mut sut = crate::sut::ServerUnderTest::new(opts.slurm.is_some());
     let interrupted = steps_loop(
         &mut sink,
         &mut sut,
@@ -584,7 +584,7 @@ fn steps_loop(
             )? {
                 crate::sut::ForStep::Up { port, startup_s } => {
                     if port > 0 {
-                        filled = crate::sut::with_port(point, port);
+                        filled = sut.with_address(point, port);
                         point = &filled;
                     }
                     server_startup_s = startup_s;

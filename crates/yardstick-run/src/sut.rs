@@ -16,7 +16,7 @@ use yardstick_spec::StopSignal;
 use yardstick_store::RunWriter;
 
 use crate::plan::{Point, PointWork};
-use crate::sweep::{ServerPlan, Treatment, port_values};
+use crate::sweep::{ServerPlan, Treatment, address_values};
 use crate::{Event, RunError};
 
 /// How the error of a step of an infeasible treatment begins.
@@ -68,14 +68,39 @@ struct StartRecord {
 }
 
 /// The server under test of a run.
-#[derive(Default)]
 pub(crate) struct ServerUnderTest {
     live: Option<Live>,
     infeasible: BTreeMap<usize, String>,
     starts: u32,
+    /// `{host}`: where clients reach the server.
+    host: String,
 }
 
 impl ServerUnderTest {
+    /// The server under test of a run on this machine (`{host}` is `127.0.0.1`), or inside a
+    /// Slurm allocation (`inside_slurm`: `{host}` is this node's name, where clients of the other
+    /// nodes reach it; this run is the batch step, on the allocation's first node).
+    pub(crate) fn new(inside_slurm: bool) -> ServerUnderTest {
+        ServerUnderTest {
+            live: None,
+            infeasible: BTreeMap::new(),
+            starts: 0,
+            host: if inside_slurm {
+                std::env::var("SLURMD_NODENAME")
+                    .ok()
+                    .filter(|h| !h.is_empty())
+                    .unwrap_or_else(yardstick_env::join::hostname)
+            } else {
+                "127.0.0.1".into()
+            },
+        }
+    }
+
+    /// `point` with `{host}` and `{port}` filled in its target or command.
+    pub(crate) fn with_address(&self, point: &Point, port: u16) -> Point {
+        with_address(point, &self.host, port)
+    }
+
     /// Makes sure treatment `t`'s server runs (stopping another treatment's first).
     pub(crate) fn for_step(
         &mut self,
@@ -120,7 +145,7 @@ impl ServerUnderTest {
         }
         self.stop(writer)?;
         let port = free_port()?;
-        let live_plan = plan.with_port(port);
+        let live_plan = plan.with_address(&self.host, port);
         self.starts += 1;
         let dir = scratch.join("server").join(self.starts.to_string());
         let _ = std::fs::remove_dir_all(&dir);
@@ -333,8 +358,8 @@ fn tail_text(tail: &[String]) -> String {
 }
 
 /// `point` with `{port}` filled in its target and commands.
-pub(crate) fn with_port(point: &Point, port: u16) -> Point {
-    let v = port_values(port);
+fn with_address(point: &Point, host: &str, port: u16) -> Point {
+    let v = address_values(host, port);
     let fill = |s: &mut String| *s = yardstick_spec::sweep::fill(s, &v);
     let mut p = point.clone();
     match &mut p.work {

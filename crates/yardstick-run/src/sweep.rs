@@ -60,9 +60,9 @@ fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 impl ServerPlan {
-    /// The plan with `{port}` filled.
-    pub fn with_port(&self, port: u16) -> ServerPlan {
-        let v = port_values(port);
+    /// The plan with `{host}` and `{port}` filled.
+    pub fn with_address(&self, host: &str, port: u16) -> ServerPlan {
+        let v = address_values(host, port);
         ServerPlan {
             argv: self.argv.iter().map(|a| fill(a, &v)).collect(),
             env: self
@@ -77,9 +77,13 @@ impl ServerPlan {
     }
 }
 
-/// `{port}` → `port`.
-pub fn port_values(port: u16) -> BTreeMap<String, String> {
-    [(yardstick_spec::sweep::PORT.to_string(), port.to_string())].into()
+/// `{host}` → `host`, `{port}` → `port`.
+pub fn address_values(host: &str, port: u16) -> BTreeMap<String, String> {
+    [
+        (yardstick_spec::sweep::PORT.to_string(), port.to_string()),
+        (yardstick_spec::sweep::HOST.to_string(), host.to_string()),
+    ]
+    .into()
 }
 
 /// The treatments of `spec`, in plan order; empty when it has neither a server nor a sweep.
@@ -235,7 +239,7 @@ mod tests {
             server.argv,
             ["srv", "--port", "{port}", "--slots", "4", "--m", "tiny"]
         );
-        let live = server.with_port(9000);
+        let live = server.with_address("127.0.0.1", 9000);
         assert_eq!(live.argv[2], "9000");
         assert_eq!(
             live.ready_http.as_deref(),

@@ -682,12 +682,12 @@ fn server(spec: &Spec, cx: &mut Ctx<'_, '_>) {
         }
     }
     let engine = spec.execution.as_ref().and_then(|e| e.engine);
-    if engine.is_some_and(|e| e != Engine::Local) {
+    if engine == Some(Engine::Kubernetes) {
         cx.error_at_key(
             "server-config",
             base,
-            "a server under test is started on this machine only; Slurm and Kubernetes runs measure a server someone else started".into(),
-            "drop `execution.engine`, or start the server yourself and give its URL as the target",
+            "a server under test is started on this machine or inside a Slurm allocation; a Kubernetes run measures a server someone else started".into(),
+            "run the server as a container of the pod template (or a Deployment) and give its URL as the target; or use `engine: local` or `slurm`",
         );
     }
     for (i, c) in spec
@@ -721,14 +721,15 @@ fn sweep(spec: &Spec, cx: &mut Ctx<'_, '_>) {
     let is_factor = |n: &str| factors.is_some_and(|f| f.contains_key(n));
     for f in fields.iter().filter(|f| f.strict) {
         for name in crate::sweep::placeholders(&f.text) {
-            if name == crate::sweep::PORT {
+            if crate::sweep::is_address(name) {
                 if spec.server.is_none() {
                     cx.error(
                         "sweep-config",
                         &f.pointer,
-                        "`{port}` is the port of the server under test, and the spec starts none"
-                            .into(),
-                        "add `spec.server`, or write the port",
+                        format!(
+                            "`{{{name}}}` is the {name} of the server under test, and the spec starts none"
+                        ),
+                        &format!("add `spec.server`, or write the {name}"),
                     );
                 }
             } else if !is_factor(name) {
@@ -763,14 +764,14 @@ fn sweep(spec: &Spec, cx: &mut Ctx<'_, '_>) {
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid || name == crate::sweep::PORT {
+        if !valid || crate::sweep::is_address(name) {
             cx.error_at_key(
                 "sweep-config",
                 &ptr,
                 format!(
                     "`{name}` cannot be a factor: {}",
                     if valid {
-                        "`port` is the port yardstick picks"
+                        "`port` and `host` are the address yardstick gives the server under test"
                     } else {
                         "a factor is a name of letters, digits and `_`"
                     }

@@ -8,6 +8,16 @@ use crate::model::{BenchmarkRun, Spec, Sweep};
 /// The placeholder yardstick fills with the port it picked for the server under test.
 pub const PORT: &str = "port";
 
+/// The placeholder yardstick fills with the host the server under test runs on, as its
+/// clients reach it: `127.0.0.1` on this machine, the first node's host name inside a Slurm
+/// allocation (clients on other nodes connect to it there).
+pub const HOST: &str = "host";
+
+/// Whether `name` is a placeholder yardstick fills itself (`{port}`, `{host}`), not a factor.
+pub fn is_address(name: &str) -> bool {
+    name == PORT || name == HOST
+}
+
 /// The `{name}` placeholders of `s`, in order; a name is a letter or `_` followed by letters,
 /// digits and `_` (so JSON and other braces are left alone).
 pub fn placeholders(s: &str) -> Vec<&str> {

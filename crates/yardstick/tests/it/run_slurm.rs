@@ -362,6 +362,99 @@ fn serving_load_is_split_across_the_tasks_and_merged_exactly() {
 }
 
 #[test]
+fn a_sweep_starts_its_server_inside_the_allocation_and_the_tasks_share_the_load() {
+    if slurm().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let hosts = dir.path().join("hosts");
+    // The server writes the `{host}` it was given (the node it runs on, where clients of other
+    // nodes would reach it) and where it runs; on this one-node cluster the load stays on
+    // loopback.
+    let text = layered_spec(
+        "slurm-sweep",
+        "    component:
+      - kind: serve
+        target: {url: \"http://127.0.0.1:{port}\", api: chat, model: m}
+        scenarios: [\"D(20,10)\"]
+        load: {mode: concurrency, values: [4]}
+        stop: {maxRequests: 40, maxDuration: 60s}
+",
+    )
+    .replace(
+        "  layers:",
+        &format!(
+            "  execution: {{engine: slurm, nodes: 1, tasksPerNode: 2, timeLimit: 10m}}
+  server:
+    command: [sh, -c, \"echo {{host}} $SLURM_JOB_ID $(hostname) >> {hosts}; exec {bin} sim --port {{port}} --max-running {{slots}} --ttft-ms 20 --itl-ms 2\"]
+    ready: {{http: \"http://127.0.0.1:{{port}}/health\", timeout: 30s}}
+    stop: {{grace: 5s}}
+  sweep:
+    factors: {{slots: [1, 4]}}
+  layers:",
+            hosts = hosts.display(),
+            bin = env!("CARGO_BIN_EXE_yardstick"),
+        ),
+    );
+    let spec = dir.path().join("sweep.yaml");
+    std::fs::write(&spec, text).unwrap();
+    let o = yardstick()
+        .args(["--json", "run"])
+        .arg(&spec)
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["slurm"]["state"], "COMPLETED", "{v}");
+    let job = v["slurm"]["job_id"].as_str().unwrap();
+    // Each treatment's server started inside the job, on its node, told that node's name.
+    let starts = std::fs::read_to_string(&hosts).unwrap();
+    let lines: Vec<&str> = starts.lines().collect();
+    assert!(lines.len() >= 2, "{starts}");
+    for l in &lines {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        assert_eq!(f.len(), 3, "{l}");
+        assert_eq!(f[1], job, "{l}");
+        assert_eq!(f[0], f[2], "{{host}} is the node the server runs on: {l}");
+    }
+    let run = Path::new(v["dir"].as_str().unwrap());
+    let tput = |slots: u32| -> f64 {
+        let s = &v["summary"]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| {
+                p["id"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("slots={slots}"))
+            })
+            .unwrap_or_else(|| panic!("{v}"))["metrics"]["request_throughput"]["value"];
+        s["mean"].as_f64().unwrap()
+    };
+    for slots in [1, 4] {
+        for r in 0..3 {
+            let rec = read(&run.join(format!(
+                "results/component.0.serve_D_20_10_concurrency_4_slots_{slots}/r{r}.json"
+            )));
+            let s = &rec["summary"];
+            // Both tasks drove the server the batch step started: two shards, merged.
+            assert_eq!(s["load"]["shards"], 2, "{s}");
+            assert_eq!(s["requests"]["completed"], 40, "{s}");
+        }
+    }
+    // Four slots serve four streams at once; one slot serves them in turn.
+    assert!(tput(4) > 2.0 * tput(1), "{} vs {}", tput(4), tput(1));
+    assert!(
+        run.join("server").is_dir(),
+        "the server's output is kept with the run"
+    );
+}
+
+#[test]
 fn a_trace_is_replayed_in_shards_across_the_tasks_and_merged_whole() {
     if slurm().is_none() {
         return;

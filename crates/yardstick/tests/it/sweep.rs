@@ -246,7 +246,35 @@ fn validate_refuses_factors_and_placeholders_that_do_not_meet() {
                 "{slots: [1, 4], port: [1]}",
                 "`port` cannot be a factor",
             ),
+            (
+                "{slots: [1, 4]}",
+                "{slots: [1, 4], host: [a]}",
+                "`host` cannot be a factor",
+            ),
+            (
+                "  server:\n",
+                "  execution: {engine: kubernetes, image: example/yardstick:1}\n  server:\n",
+                "a Kubernetes run measures a server someone else started",
+            ),
         ],
+    );
+    // On Slurm the server runs inside the allocation; `{host}` is where clients reach it.
+    let on_slurm = spec
+        .replace(
+            "  server:\n",
+            "  execution: {engine: slurm, nodes: 1, tasksPerNode: 2, timeLimit: 10m}\n  server:\n",
+        )
+        .replace(
+            "url: \"http://127.0.0.1:{port}\"",
+            "url: \"http://{host}:{port}\"",
+        );
+    std::fs::write(&path, &on_slurm).unwrap();
+    let ok = yardstick().args(["validate"]).arg(&path).output().unwrap();
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
     );
     // `{port}` without a server to give it.
     let no_server = spec.split("  server:").next().unwrap().to_string()
@@ -258,6 +286,15 @@ fn validate_refuses_factors_and_placeholders_that_do_not_meet() {
             "api: chat",
             "api: chat",
             "`{port}` is the port of the server under test, and the spec starts none",
+        )],
+    );
+    assert_validate_refuses(
+        &path,
+        &no_server,
+        &[(
+            "http://127.0.0.1:{port}\", api",
+            "http://{host}:8000\", api",
+            "`{host}` is the host of the server under test, and the spec starts none",
         )],
     );
 }
