@@ -1278,6 +1278,29 @@ pub struct ReadinessFigures {
     pub flagged: BTreeMap<String, Vec<String>>,
     /// GPUs every node must have (`expect.gpusPerNode`).
     pub gpus_per_node: Option<u32>,
+    /// The nccl-tests outputs read (`expect.ncclTests`).
+    pub nccl: Vec<NcclFigures>,
+    /// The average bus bandwidth each must reach, GB/s (`expect.ncclMinBusbw`).
+    pub nccl_min_busbw: Option<f64>,
+}
+
+/// What one nccl-tests output showed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NcclFigures {
+    /// The file, as the spec names it.
+    pub file: String,
+    /// The collective (`all_reduce`...).
+    pub op: String,
+    /// The hosts its ranks ran on (its device lines).
+    pub hosts: Vec<String>,
+    /// Ranks.
+    pub ranks: usize,
+    /// `# Avg bus bandwidth`, GB/s.
+    pub avg_busbw: Option<f64>,
+    /// The largest bus bandwidth of any message size, GB/s, and that size in bytes.
+    pub peak_busbw: Option<(f64, u64)>,
+    /// Why its collectives cannot be trusted: wrong elements, out-of-bounds values.
+    pub failed: Option<String>,
 }
 
 /// The rule of [`readiness`], as stated in the diagnosis.
@@ -1286,8 +1309,11 @@ captured; when it has fewer GPUs than every node must (expect.gpusPerNode); when
 link trained narrower than its maximum, NVLink links are down, or uncorrected ECC errors were \
 counted since the driver loaded; when its GPU driver or CUDA driver version differs from most \
 nodes'; or when the nodes check flagged its micro figures (memory bandwidth, GEMM, GPU probes) \
-beyond the tolerance against the other nodes' median. Any node not ready makes the allocation \
-not-ready, with that node to drain (high confidence). Otherwise it is ready: high confidence \
+beyond the tolerance against the other nodes' median. nccl-tests outputs given with the run \
+(expect.ncclTests) count too: collectives that returned wrong data (or an output that cannot \
+be read), or an average bus \
+bandwidth below expect.ncclMinBusbw, make the hosts of that run not ready. Any node not ready \
+makes the allocation not-ready, with that node to drain (high confidence). Otherwise it is ready: high confidence \
 when the micro figures of two or more nodes were compared, medium with one node (nothing to \
 compare it with). Nothing captured and nothing compared is inconclusive.";
 
@@ -1303,7 +1329,7 @@ pub fn readiness(f: &ReadinessFigures) -> Diagnosis {
         evidence: Vec::new(),
         actions: Vec::new(),
     };
-    if f.nodes.iter().all(|n| !n.captured) && f.compared == 0 {
+    if f.nodes.iter().all(|n| !n.captured) && f.compared == 0 && f.nccl.is_empty() {
         d.summary = "No node's environment was captured and no micro figures were compared: nothing to judge.".into();
         d.actions.push("Check that the job ran (`yardstick report RUN`, the run's slurm/ folder) and that `yardstick env` runs on the nodes.".into());
         return d;
@@ -1364,6 +1390,61 @@ pub fn readiness(f: &ReadinessFigures) -> Diagnosis {
                 .map(|w| format!("the nodes check flagged it: {w}")),
         );
     }
+    let mut nccl_evidence = Vec::new();
+    let mut unplaced: Vec<String> = Vec::new();
+    for n in &f.nccl {
+        let problem = match (&n.failed, n.avg_busbw, f.nccl_min_busbw) {
+            (Some(why), _, _) => Some(format!(
+                "nccl-tests {} ({}) cannot be trusted: {why}",
+                n.op, n.file
+            )),
+            (None, Some(avg), Some(min)) if avg < min => Some(format!(
+                "nccl-tests {} ({}) averaged {avg:.1} GB/s of bus bandwidth, below the {min} GB/s required",
+                n.op, n.file
+            )),
+            _ => None,
+        };
+        nccl_evidence.push(Evidence {
+            claim: match &problem {
+                Some(p) => format!("{p}."),
+                None => format!(
+                    "nccl-tests {} ({}): {} ranks on {}, average bus bandwidth {}, peak {}.",
+                    n.op,
+                    n.file,
+                    n.ranks,
+                    if n.hosts.is_empty() {
+                        "unnamed hosts".to_string()
+                    } else {
+                        n.hosts.join(", ")
+                    },
+                    n.avg_busbw
+                        .map_or("not printed".into(), |v| format!("{v:.1} GB/s")),
+                    n.peak_busbw
+                        .map_or("not measured".into(), |(v, size)| format!(
+                            "{v:.1} GB/s at {size} B"
+                        )),
+                ),
+            },
+            figures: fig(&[
+                ("avg_busbw_gbps", n.avg_busbw),
+                ("peak_busbw_gbps", n.peak_busbw.map(|p| p.0)),
+                ("min_busbw_gbps", f.nccl_min_busbw),
+                ("ranks", Some(n.ranks as f64)),
+            ]),
+            at: "expect.ncclTests".into(),
+        });
+        match problem {
+            // The hosts its ranks ran on are not ready; an output that names none speaks for
+            // the allocation as a whole.
+            Some(p) if n.hosts.is_empty() => unplaced.push(p),
+            Some(p) => {
+                for h in &n.hosts {
+                    bad.entry(h.clone()).or_default().push(p.clone());
+                }
+            }
+            None => {}
+        }
+    }
     d.evidence.push(Evidence {
         claim: format!(
             "{} nodes captured ({} with GPUs{}); the micro figures of {} nodes compared by the nodes check.",
@@ -1379,6 +1460,7 @@ pub fn readiness(f: &ReadinessFigures) -> Diagnosis {
         ]),
         at: "nodes".into(),
     });
+    d.evidence.extend(nccl_evidence);
     for (node, why) in &bad {
         d.evidence.push(Evidence {
             claim: format!("Node {node} is not ready: {}.", why.join("; ")),
@@ -1392,6 +1474,16 @@ pub fn readiness(f: &ReadinessFigures) -> Diagnosis {
             at: node.clone(),
         });
     }
+    if !unplaced.is_empty() && bad.is_empty() {
+        d.verdict = "not-ready".into();
+        d.confidence = "high".into();
+        d.summary = format!(
+            "The allocation is not ready: {}. The output names no hosts, so no node is singled out.",
+            unplaced.join("; ")
+        );
+        d.actions.push("Run nccl-tests again per node pair (`srun -N2 -w A,B all_reduce_perf ...`) to find the link or node at fault, then drain it.".into());
+        return d;
+    }
     if !bad.is_empty() {
         let names: Vec<&str> = bad.keys().map(String::as_str).collect();
         d.verdict = "not-ready".into();
@@ -1399,9 +1491,12 @@ pub fn readiness(f: &ReadinessFigures) -> Diagnosis {
         d.summary = format!(
             "{} of {} nodes are not ready ({}): drain them before the multi-node workload, or it runs at the pace of the worst.",
             bad.len(),
-            f.nodes.len().max(f.compared),
+            f.nodes.len().max(f.compared).max(bad.len()),
             names.join(", ")
         );
+        for u in &unplaced {
+            d.summary.push_str(&format!(" Also: {u}."));
+        }
         for node in &names {
             d.actions.push(format!(
                 "Drain the node (Slurm): scontrol update nodename={node} state=drain reason=\"yardstick readiness: not ready\""
@@ -1892,6 +1987,7 @@ mod tests {
             compared: 3,
             flagged: BTreeMap::new(),
             gpus_per_node: Some(8),
+            ..Default::default()
         };
         let d = readiness(&healthy);
         assert_eq!(
@@ -1936,6 +2032,43 @@ mod tests {
         assert_eq!(
             readiness(&ReadinessFigures::default()).verdict,
             "inconclusive"
+        );
+        // nccl-tests: a fabric below the floor fails the hosts its ranks ran on, and only those.
+        let nccl = |hosts: &[&str], avg: f64| NcclFigures {
+            file: "ar.txt".into(),
+            op: "all_reduce".into(),
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            ranks: 16,
+            avg_busbw: Some(avg),
+            peak_busbw: Some((avg * 2.0, 1 << 33)),
+            failed: None,
+        };
+        let mut fabric = healthy.clone();
+        fabric.nccl = vec![nccl(&["a", "b"], 380.0), nccl(&["b", "c"], 120.0)];
+        fabric.nccl_min_busbw = Some(300.0);
+        let d = readiness(&fabric);
+        assert_eq!(d.verdict, "not-ready", "{d:#?}");
+        assert!(
+            d.summary.contains("2 of 3 nodes are not ready (b, c)"),
+            "{}",
+            d.summary
+        );
+        fabric.nccl_min_busbw = Some(100.0);
+        assert_eq!(readiness(&fabric).verdict, "ready");
+        // Wrong data fails it whatever the bandwidth; without hosts, the allocation as a whole.
+        fabric.nccl[1].failed = Some("line 3: 12 wrong elements".into());
+        fabric.nccl[1].hosts.clear();
+        let d = readiness(&fabric);
+        assert_eq!(d.verdict, "not-ready", "{d:#?}");
+        assert!(
+            d.summary.starts_with("The allocation is not ready"),
+            "{}",
+            d.summary
+        );
+        assert!(
+            !d.actions.iter().any(|a| a.contains("scontrol")),
+            "{:?}",
+            d.actions
         );
     }
 

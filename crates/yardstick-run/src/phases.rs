@@ -297,15 +297,56 @@ fn open_warehouse(
     Ok(wh)
 }
 
-/// The task files and texts an eval read, and the CA and tokenizer files of the targets, stored
-/// with the run (frozen content, hashed; a re-run reads these copies).
+/// The nccl-tests outputs `expect.ncclTests` names, read before any work: each must exist and
+/// parse (its wrong data is a finding, not an error).
+fn nccl_inputs(
+    spec: &BenchmarkRun,
+    base: Option<&Path>,
+    frozen: Option<&Path>,
+) -> Result<Vec<(String, PathBuf)>, RunError> {
+    let names = spec
+        .spec
+        .as_ref()
+        .and_then(|s| s.expect.as_ref())
+        .and_then(|e| e.nccl_tests.clone())
+        .unwrap_or_default();
+    names
+        .into_iter()
+        .map(|name| {
+            let path = crate::resolve_input(base, frozen, "nccl", &name);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                RunError::Invalid(format!(
+                    "expect.ncclTests: {}: {e} (give the output file of an nccl-tests run)",
+                    path.display()
+                ))
+            })?;
+            if let Err(e) = yardstick_workloads::micro::ingest::nccl::parse(&text)
+                && !matches!(
+                    e,
+                    yardstick_workloads::micro::ingest::IngestError::FailedRun { .. }
+                )
+            {
+                return Err(RunError::Invalid(format!(
+                    "expect.ncclTests: {} is not nccl-tests output: {e}",
+                    path.display()
+                )));
+            }
+            Ok((name, path))
+        })
+        .collect()
+}
+
+/// The task files and texts an eval read, the CA and tokenizer files of the targets, and the
+/// nccl-tests outputs a readiness check reads, stored with the run (frozen content, hashed; a re-run reads these copies).
 fn freeze_inputs(
     writer: &mut RunWriter,
     eval_inputs: &eval::EvalInputs,
     target_files: &[(String, PathBuf)],
+    nccl_files: &[(String, PathBuf)],
 ) -> Result<(), RunError> {
     let inputs = (eval_inputs.files.iter().map(|f| ("eval", f)))
-        .chain(target_files.iter().map(|f| ("target", f)));
+        .chain(target_files.iter().map(|f| ("target", f)))
+        .chain(nccl_files.iter().map(|f| ("nccl", f)));
     for (kind, (name, path)) in inputs {
         let rel = crate::input_artifact(kind, name);
         if !writer.has(&rel) {
@@ -372,6 +413,7 @@ fn prepare(
     loader::check_sources(&plan, opts.spec_dir.as_deref())?;
     let target_files =
         serve::resolve_target_files(&mut plan, opts.spec_dir.as_deref(), frozen.as_deref())?;
+    let nccl_files = nccl_inputs(spec, opts.spec_dir.as_deref(), frozen.as_deref())?;
     let mut writer = open_writer(&runs_dir, &plan, spec_text, resume, opts)?;
     let spec_body = spec.spec.as_ref();
     let mode = spec_body.and_then(|s| s.mode).map(|m| m.to_string());
@@ -418,7 +460,7 @@ fn prepare(
         .then(|| crate::start_sim(&rt, &plan))
         .transpose()?;
     let _ = yardstick_load::raise_nofile_limit();
-    freeze_inputs(&mut writer, &eval_inputs, &target_files)?;
+    freeze_inputs(&mut writer, &eval_inputs, &target_files, &nccl_files)?;
     let scratch = opts.store.join("tmp").join(&run_id);
     let gauges = Arc::new(yardstick_load::hot::Gauges::default());
     let sampler = start_telemetry(opts, (!opts.hot.is_empty()).then(|| gauges.clone()));

@@ -320,6 +320,10 @@ pub struct Readiness {
     pub gpus_per_node: Option<u32>,
     /// Replicates of the micro layer.
     pub replicates: u32,
+    /// nccl-tests outputs of the nodes (paths as the spec will name them).
+    pub nccl_tests: Vec<String>,
+    /// The average bus bandwidth each must reach, GB/s.
+    pub nccl_min_busbw: Option<f64>,
 }
 
 /// The spec of a readiness check: the micro layer on every node of a Slurm allocation, each
@@ -333,10 +337,28 @@ pub fn readiness_spec(t: &Readiness) -> String {
         execution.push_str(&format!(", partition: {}", yaml_str(p)));
     }
     execution.push('}');
-    let expect = t
-        .gpus_per_node
-        .map(|g| format!("  expect: {{gpusPerNode: {g}}}\n"))
-        .unwrap_or_default();
+    let mut expect: Vec<String> = Vec::new();
+    if let Some(g) = t.gpus_per_node {
+        expect.push(format!("gpusPerNode: {g}"));
+    }
+    if !t.nccl_tests.is_empty() {
+        expect.push(format!(
+            "ncclTests: [{}]",
+            t.nccl_tests
+                .iter()
+                .map(|f| yaml_str(f))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some(m) = t.nccl_min_busbw {
+        expect.push(format!("ncclMinBusbw: {m}"));
+    }
+    let expect = if expect.is_empty() {
+        String::new()
+    } else {
+        format!("  expect: {{{}}}\n", expect.join(", "))
+    };
     format!(
         "# Written by `yardstick playbook show readiness`: every node of a {nodes}-node allocation, its
 # environment and its micro layer compared with the others'; the run's summary ends with the
@@ -440,12 +462,83 @@ fn readiness_figures(
             .entry(n.clone())
             .or_insert_with(|| node_state(n, None));
     }
+    let expect = spec_body.expect.as_ref();
     ReadinessFigures {
         nodes: nodes.into_values().collect(),
         compared: report.map_or(0, |r| r.nodes.len()),
         flagged: report.map(|r| r.flagged.clone()).unwrap_or_default(),
-        gpus_per_node: spec_body.expect.as_ref().and_then(|e| e.gpus_per_node),
+        gpus_per_node: expect.and_then(|e| e.gpus_per_node),
+        nccl: expect
+            .and_then(|e| e.nccl_tests.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|name| nccl_figures(name, dir))
+            .collect(),
+        nccl_min_busbw: expect.and_then(|e| e.nccl_min_busbw),
     }
+}
+
+/// What the nccl-tests output `name` (its copy stored with the run) showed.
+fn nccl_figures(
+    name: &str,
+    dir: Option<&std::path::Path>,
+) -> yardstick_analysis::diagnosis::NcclFigures {
+    use yardstick_workloads::micro::ingest::{IngestError, nccl};
+    let mut f = yardstick_analysis::diagnosis::NcclFigures {
+        file: name.to_string(),
+        ..Default::default()
+    };
+    let text = dir
+        .map(|d| d.join(crate::input_artifact("nccl", name)))
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    let Some(text) = text else {
+        f.failed = Some("its output was not stored with the run".into());
+        return f;
+    };
+    // Ranks and hosts from the device lines (`#  Rank  0 Group  0 Pid  41327 on HOST device 0`),
+    // which precede any failure.
+    let mut hosts: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let toks: Vec<&str> = line.trim_start_matches('#').split_whitespace().collect();
+        if toks.first() == Some(&"Rank")
+            && let Some(i) = toks.iter().position(|t| *t == "on")
+            && let Some(h) = toks.get(i + 1)
+        {
+            f.ranks += 1;
+            if !hosts.iter().any(|x| x == h) {
+                hosts.push((*h).to_string());
+            }
+        }
+    }
+    f.hosts = hosts;
+    match nccl::parse(&text) {
+        Ok(run) => {
+            f.op = run.op.clone();
+            f.avg_busbw = run.avg_busbw;
+            f.peak_busbw = run
+                .rows
+                .iter()
+                .flat_map(|r| {
+                    std::iter::once(r.out_of_place.busbw)
+                        .chain(r.in_place.map(|p| p.busbw))
+                        .map(move |b| (b, r.size))
+                })
+                .fold(None, |best: Option<(f64, u64)>, x| match best {
+                    Some(b) if b.0 >= x.0 => Some(b),
+                    _ => Some(x),
+                });
+        }
+        Err(IngestError::FailedRun { reason, .. }) => {
+            f.op = text
+                .lines()
+                .find_map(|l| l.split("Collective test starting:").nth(1))
+                .map(|s| s.trim().trim_end_matches("_perf").to_string())
+                .unwrap_or_else(|| "collective".into());
+            f.failed = Some(reason);
+        }
+        Err(e) => f.failed = Some(format!("it could not be read: {e}")),
+    }
+    f
 }
 
 /// The settings of a tail-latency experiment.

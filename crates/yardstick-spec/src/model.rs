@@ -115,6 +115,12 @@ pub struct Spec {
 pub struct Expect {
     /// GPUs every node must show (a GPU fallen off the bus shows as one fewer).
     pub gpus_per_node: Option<u32>,
+    /// nccl-tests outputs of this allocation's nodes (`all_reduce_perf` and friends, as they
+    /// print them; paths relative to the spec), stored with the run: collectives that returned
+    /// wrong data, or an average bus bandwidth below `ncclMinBusbw`, make it not ready.
+    pub nccl_tests: Option<Vec<String>>,
+    /// The average bus bandwidth (GB/s) each nccl-tests output must reach.
+    pub nccl_min_busbw: Option<f64>,
 }
 
 /// The playbooks a spec can answer (docs/playbooks.md).

@@ -276,13 +276,13 @@ pub const RULES: &[RuleInfo] = &[
     },
     RuleInfo {
         id: "server-config",
-        summary: "the server under test has a command and exactly one readiness check (`ready.http`, an http:// URL, or `ready.log`), and runs on this machine",
+        summary: "the server under test has a command and exactly one readiness check (`ready.http`, an http:// URL, or `ready.log`), and runs on this machine or inside a Slurm allocation (not on Kubernetes)",
         section: "sweeps-and-the-server-under-test",
         hint: "add `server: {command: [..., --port, \"{port}\"], ready: {http: \"http://127.0.0.1:{port}/health\"}}`",
     },
     RuleInfo {
         id: "sweep-config",
-        summary: "every factor has levels and is a placeholder somewhere; every placeholder in the server, a target or the environment names a factor (or `{port}`, with a server); a design's samples fit it",
+        summary: "every factor has levels and is a placeholder somewhere; every placeholder in the server, a target or the environment names a factor (or `{port}` and `{host}`, with a server); a design's samples fit it",
         section: "sweeps-and-the-server-under-test",
         hint: "give each factor a list of levels and use it as `{name}` in the server's command or environment, a target or a command",
     },
@@ -300,7 +300,7 @@ pub const RULES: &[RuleInfo] = &[
     },
     RuleInfo {
         id: "playbook-config",
-        summary: "a `tail-latency` playbook's spec has exactly one serve entry whose load sweeps two or more rates; a `starvation` playbook's spec has exactly one serve entry with a mixed scenario (parts of different prompt lengths) at an open-loop rate; a `stragglers` playbook's spec has an e2e layer",
+        summary: "a `tail-latency` playbook's spec has exactly one serve entry whose load sweeps two or more rates; a `starvation` playbook's spec has exactly one serve entry with a mixed scenario (parts of different prompt lengths) at an open-loop rate; a `stragglers` playbook's spec has an e2e layer; a `readiness` playbook's runs on Slurm and its `expect.ncclMinBusbw` is above 0",
         section: "playbooks",
         hint: "let `yardstick playbook show NAME --url URL --model M` write the spec",
     },
@@ -448,6 +448,16 @@ fn playbook(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                     "/spec/playbook",
                     "`playbook: readiness` checks the nodes of an allocation: it needs `execution: {engine: slurm, nodes: N}`".into(),
                     "let `yardstick playbook show readiness --nodes N` write the spec",
+                );
+            }
+            if let Some(m) = spec.expect.as_ref().and_then(|e| e.nccl_min_busbw)
+                && !(m.is_finite() && m > 0.0)
+            {
+                cx.error(
+                    "playbook-config",
+                    "/spec/expect/ncclMinBusbw",
+                    format!("`ncclMinBusbw` is {m}: a bus bandwidth in GB/s above 0"),
+                    "e.g. ncclMinBusbw: 350 (8 H100s on NVLink reach about 400 at 8 GiB)",
                 );
             }
         }

@@ -139,7 +139,8 @@ yardstick playbook triage -- python train.py --steps 50")]
     #[command(after_help = "Examples:\n  \
 yardstick playbook readiness --nodes 4\n  \
 yardstick playbook readiness --nodes 16 --gpus-per-node 8 --partition gpu\n  \
-yardstick playbook readiness --nodes 16 --gpus-per-node 8 --apply")]
+yardstick playbook readiness --nodes 16 --gpus-per-node 8 --apply\n  \
+yardstick playbook readiness --nodes 2 --nccl-tests ar.txt --nccl-min-busbw 350")]
     Readiness {
         #[command(flatten)]
         ready: ReadyArgs,
@@ -225,6 +226,14 @@ pub struct ReadyArgs {
     /// Replicates of the micro layer (at least 3).
     #[arg(long, default_value_t = 3)]
     pub replicates: u32,
+    /// nccl-tests output of these nodes (`srun all_reduce_perf -b 8 -e 8G -f 2 -g 8 > FILE`;
+    /// repeatable), stored with the run: wrong data, or an average bus bandwidth below
+    /// --nccl-min-busbw, makes the hosts it ran on not ready.
+    #[arg(long = "nccl-tests", value_name = "FILE")]
+    pub nccl_tests: Vec<std::path::PathBuf>,
+    /// The average bus bandwidth (GB/s) each --nccl-tests output must reach.
+    #[arg(long, value_name = "GBPS", requires = "nccl_tests")]
+    pub nccl_min_busbw: Option<f64>,
 }
 
 impl ReadyArgs {
@@ -236,12 +245,47 @@ impl ReadyArgs {
                 Some("e.g. --nodes 4"),
             ));
         }
+        if let Some(m) = self.nccl_min_busbw
+            && !(m.is_finite() && m > 0.0)
+        {
+            return Err(invalid(
+                format!("--nccl-min-busbw {m}: a bandwidth in GB/s above 0"),
+                Some("e.g. --nccl-min-busbw 350 for 8 H100s on NVLink"),
+            ));
+        }
+        let mut nccl_tests = Vec::new();
+        for f in &self.nccl_tests {
+            // The spec is written elsewhere (the store's playbooks/): it names the file whole.
+            let path = std::path::absolute(f).unwrap_or_else(|_| f.clone());
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                invalid(
+                    format!("--nccl-tests {}: {e}", f.display()),
+                    Some("give the output file of an nccl-tests run (all_reduce_perf > FILE)"),
+                )
+            })?;
+            if let Err(e) = yardstick_workloads::micro::ingest::nccl::parse(&text)
+                && !matches!(
+                    e,
+                    yardstick_workloads::micro::ingest::IngestError::FailedRun { .. }
+                )
+            {
+                return Err(invalid(
+                    format!("--nccl-tests {}: {e}", f.display()),
+                    Some(
+                        "give the output of all_reduce_perf (or another nccl-tests binary) as it printed it",
+                    ),
+                ));
+            }
+            nccl_tests.push(path.display().to_string());
+        }
         Ok(playbook::Readiness {
             name: "playbook-readiness".into(),
             nodes: self.nodes,
             partition: self.partition.clone(),
             gpus_per_node: self.gpus_per_node,
             replicates: self.replicates,
+            nccl_tests,
+            nccl_min_busbw: self.nccl_min_busbw,
         })
     }
 }

@@ -664,6 +664,115 @@ fn readiness_on_slurm_passes_the_node_and_fails_it_when_a_gpu_is_missing() {
     );
 }
 
+/// Readiness with nccl-tests output: a real 8-GPU `all_reduce_perf` output (average bus
+/// bandwidth 197.2 GB/s, 414.2 at 8 GiB) passes a floor of 150 GB/s and fails one of 300, which
+/// names the host its ranks ran on with the drain command; an output whose collectives returned
+/// wrong elements makes the allocation not ready whatever the bandwidth. Bad input is refused
+/// before any job.
+#[test]
+fn readiness_reads_nccl_tests_output_in_both_directions() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../yardstick-workloads/tests/fixtures")
+        .canonicalize()
+        .unwrap();
+    let good = fixtures.join("all_reduce_perf_8xH100.txt");
+    let wrong = fixtures.join("all_reduce_perf_wrong.txt");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    for (args, needle) in [
+        (
+            vec!["--nccl-tests", "/nonexistent/ar.txt"],
+            "--nccl-tests /nonexistent/ar.txt",
+        ),
+        (vec!["--nccl-tests", "Cargo.toml"], "not nccl-tests output"),
+        (
+            vec![
+                "--nccl-tests",
+                good.to_str().unwrap(),
+                "--nccl-min-busbw",
+                "0",
+            ],
+            "a bandwidth in GB/s above 0",
+        ),
+    ] {
+        let o = yardstick()
+            .args(["playbook", "readiness", "--nodes", "1"])
+            .args(&args)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    if !crate::run_slurm::slurm_up() {
+        return;
+    }
+    let run = |extra: &[&str]| -> Value {
+        let mut args = vec!["readiness", "--nodes", "1"];
+        args.extend(extra);
+        playbook_json(&args, &store)["diagnosis"].clone()
+    };
+    let nccl = |d: &Value| -> Value {
+        d["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["where"] == "expect.ncclTests")
+            .cloned()
+            .unwrap_or_else(|| panic!("no nccl-tests evidence: {d:#}"))
+    };
+    let d = run(&[
+        "--nccl-tests",
+        good.to_str().unwrap(),
+        "--nccl-min-busbw",
+        "150",
+    ]);
+    assert_eq!(d["verdict"], "ready", "{d:#}");
+    let e = nccl(&d);
+    assert_eq!(e["figures"]["avg_busbw_gbps"], 197.172, "{e:#}");
+    assert_eq!(e["figures"]["peak_busbw_gbps"], 414.21, "{e:#}");
+    assert_eq!(e["figures"]["ranks"], 8.0, "{e:#}");
+    assert!(
+        e["claim"]
+            .as_str()
+            .unwrap()
+            .contains("8 ranks on dgx-h100-017"),
+        "{e:#}"
+    );
+
+    let d = run(&[
+        "--nccl-tests",
+        good.to_str().unwrap(),
+        "--nccl-min-busbw",
+        "300",
+    ]);
+    assert_eq!(d["verdict"], "not-ready", "{d:#}");
+    assert!(
+        nccl(&d)["claim"]
+            .as_str()
+            .unwrap()
+            .contains("averaged 197.2 GB/s of bus bandwidth, below the 300 GB/s required"),
+        "{d:#}"
+    );
+    assert!(
+        d["actions"].as_array().unwrap().iter().any(|a| a
+            .as_str()
+            .unwrap()
+            .contains("scontrol update nodename=dgx-h100-017 state=drain")),
+        "{d:#}"
+    );
+
+    let d = run(&["--nccl-tests", wrong.to_str().unwrap()]);
+    assert_eq!(d["verdict"], "not-ready", "{d:#}");
+    let s = d["summary"].as_str().unwrap();
+    assert!(
+        s.contains("cannot be trusted") && s.contains("12 wrong elements"),
+        "{d:#}"
+    );
+}
+
 /// Triage: one command stores the bundle (micro, the reference trainer and its perf profile, a
 /// short serve against the simulator), answers with the trainer's bottleneck class, and writes
 /// the HTML report that opens on that diagnosis.
