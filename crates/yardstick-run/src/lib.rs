@@ -88,14 +88,35 @@ pub fn check_group_targets(plan: &Plan, g: &pods::PodGroup) -> Result<(), RunErr
     if g.count < 2 {
         return Ok(());
     }
-    match plan
+    if let Some(p) = plan
         .points
         .iter()
         .find(|p| p.work.spans_group() && matches!(&p.work, PointWork::Serve { url: None, .. }))
     {
-        Some(p) => Err(RunError::Invalid(format!(
+        return Err(RunError::Invalid(format!(
             "{}: the serve target is the bundled simulator (`url: sim`), which would run inside \
              each pod; {} pods split the load of one server every pod reaches (a URL)",
+            p.id, g.count
+        )));
+    }
+    // The server under test runs in pod 0: a loopback target would send every other pod's
+    // shard to its own loopback.
+    let loopback = |u: &str| {
+        let rest = u.split_once("://").map_or(u, |(_, r)| r);
+        ["127.", "localhost", "[::1]"]
+            .iter()
+            .any(|l| rest.starts_with(l))
+    };
+    match plan.points.iter().find(|p| {
+        p.treatment
+            .and_then(|t| plan.treatments.get(t))
+            .is_some_and(|t| t.server.is_some())
+            && matches!(&p.work, PointWork::Serve { url: Some(u), .. } if loopback(u))
+    }) {
+        Some(p) => Err(RunError::Invalid(format!(
+            "{}: the target is this pod's loopback, but the server under test runs in pod 0 and \
+             {} pods split its load; give the target as `http://{{host}}:{{port}}` (pod 0's \
+             address) and let the server listen on every interface",
             p.id, g.count
         ))),
         None => Ok(()),

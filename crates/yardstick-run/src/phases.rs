@@ -560,7 +560,7 @@ fn run_steps(
         wh: wh.as_mut(),
         run_id,
     };
-    let mut sut = crate::sut::ServerUnderTest::new(opts.slurm.is_some());
+    let mut sut = crate::sut::ServerUnderTest::new(server_host(opts));
     let interrupted = steps_loop(
         &mut sink,
         &mut sut,
@@ -575,6 +575,21 @@ fn run_steps(
     let interrupted = interrupted?;
     stopped?;
     Ok(interrupted)
+}
+
+/// `{host}` of the server under test: where its clients reach it. This machine's loopback; inside
+/// a Slurm allocation, this node's name (the run inside the job is the batch step, on the first
+/// node); in a group of pods, pod 0's address (`MASTER_ADDR`: the rendered Job names it through
+/// the headless Service), where member 0 starts it.
+fn server_host(opts: &RunOptions) -> String {
+    let var = |k: &str| std::env::var(k).ok().filter(|h| !h.is_empty());
+    if opts.slurm.is_some() {
+        var("SLURMD_NODENAME").unwrap_or_else(yardstick_env::join::hostname)
+    } else if opts.pods.as_ref().is_some_and(|g| g.count > 1) {
+        var("MASTER_ADDR").unwrap_or_else(yardstick_env::join::hostname)
+    } else {
+        "127.0.0.1".into()
+    }
 }
 
 /// [`run_steps`]' loop: each step in order, the server under test started for its treatment.
@@ -639,7 +654,10 @@ fn steps_loop(
         }
         let started_at = yardstick_env::now_rfc3339();
         let outcome = match infeasible {
-            Some(why) => Ok(ReplicateOutcome::failed(why)),
+            Some(why) => {
+                placement.skipped(point, step, &why);
+                Ok(ReplicateOutcome::failed(why))
+            }
             None => run_step(&mut StepContext {
                 run: cx,
                 placement,

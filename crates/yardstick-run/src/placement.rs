@@ -129,6 +129,10 @@ pub(crate) trait Placement {
     ) {
     }
 
+    /// `point`'s `step` will not run (its treatment's server is infeasible, `why`): processes
+    /// of the engine that would take part in it pass it by.
+    fn skipped(&mut self, _point: &crate::Point, _step: &crate::plan::Step, _why: &str) {}
+
     /// Why the run cannot go on (a member of the group that never came): it stops, incomplete.
     fn stop_reason(&self) -> Option<String> {
         None

@@ -300,6 +300,34 @@ impl PodGroup {
             })
     }
 
+    /// Member 0: step `key` will not run (`why`); the others pass it by once they reach it.
+    pub fn skip(&self, key: &str, why: &str) {
+        let d = self.step_dir(key);
+        let _ = write_atomic(&d.join("skip"), why.as_bytes());
+        let _ = write_atomic(
+            &d.join("start"),
+            format!("{:.3}", crate::serve::start_ahead()).as_bytes(),
+        );
+    }
+
+    /// Why member 0 skipped step `key`, when it did (read after [`PodGroup::start`]).
+    pub fn skipped(&self, key: &str) -> Option<String> {
+        std::fs::read_to_string(self.step_dir(key).join("skip")).ok()
+    }
+
+    /// Member 0: the target every member's shard of serve step `key` reaches (the server under
+    /// test's address, which only member 0 knows: it started the server). Written before the
+    /// step's start time.
+    pub fn set_target(&self, key: &str, url: &str) -> Result<(), PodGroupError> {
+        let path = self.step_dir(key).join("target");
+        write_atomic(&path, url.as_bytes()).map_err(|error| PodGroupError::Io { path, error })
+    }
+
+    /// The target member 0 wrote for serve step `key`, when it wrote one.
+    pub fn target(&self, key: &str) -> Option<String> {
+        std::fs::read_to_string(self.step_dir(key).join("target")).ok()
+    }
+
     /// This member's part of step `key` ended.
     pub fn done(&self, key: &str, exit_code: Option<i32>, error: Option<String>) {
         let d = Done {
@@ -479,10 +507,26 @@ pub fn run_member(
         let start_at = group
             .start(&key)
             .map_err(|e| RunError::Workload(e.to_string()))?;
+        if let Some(why) = group.skipped(&key) {
+            let done = Done {
+                index: group.index,
+                exit_code: None,
+                error: Some(format!("skipped: {why}")),
+            };
+            steps.push(MemberStep {
+                step: key,
+                part: "skipped".into(),
+                done,
+            });
+            continue;
+        }
         let seed = seed ^ (u64::from(step.replicate) << 32);
         let (part, done) = match &point.work {
             crate::PointWork::Serve { url, .. } => {
-                let url = url.clone().unwrap_or_default();
+                // Member 0's target when it wrote one (the server under test it started).
+                let url = group
+                    .target(&key)
+                    .unwrap_or_else(|| url.clone().unwrap_or_default());
                 let job = group.shard_job(&key);
                 crate::serve::write_shard_job(&point.work, &url, seed, &job)?;
                 (
@@ -649,6 +693,7 @@ impl PodPlacement {
         let g = self.g.clone();
         let job = g.shard_job(key);
         crate::serve::write_shard_job(s.work, s.url, s.seed, &job)?;
+        g.set_target(key, s.url).map_err(|e| self.gave_up(e))?;
         let start_at = g.start(key).map_err(|e| self.gave_up(e))?;
         let own = g.run_serve_shard(s.exe, &job, key, start_at);
         g.done(key, own.exit_code, own.error.clone());
@@ -799,6 +844,12 @@ impl Placement for PodPlacement {
                 Ok(o)
             }
             (Ok(_), _, out) => out,
+        }
+    }
+
+    fn skipped(&mut self, point: &crate::Point, step: &crate::plan::Step, why: &str) {
+        if self.spans() && point.work.spans_group() && !step.profile {
+            self.g.skip(&step_key(&point.slug, step.replicate), why);
         }
     }
 

@@ -77,22 +77,13 @@ pub(crate) struct ServerUnderTest {
 }
 
 impl ServerUnderTest {
-    /// The server under test of a run on this machine (`{host}` is `127.0.0.1`), or inside a
-    /// Slurm allocation (`inside_slurm`: `{host}` is this node's name, where clients of the other
-    /// nodes reach it; this run is the batch step, on the allocation's first node).
-    pub(crate) fn new(inside_slurm: bool) -> ServerUnderTest {
+    /// The server under test of a run whose clients reach it at `host` (`{host}`).
+    pub(crate) fn new(host: String) -> ServerUnderTest {
         ServerUnderTest {
             live: None,
             infeasible: BTreeMap::new(),
             starts: 0,
-            host: if inside_slurm {
-                std::env::var("SLURMD_NODENAME")
-                    .ok()
-                    .filter(|h| !h.is_empty())
-                    .unwrap_or_else(yardstick_env::join::hostname)
-            } else {
-                "127.0.0.1".into()
-            },
+            host,
         }
     }
 

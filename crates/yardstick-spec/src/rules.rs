@@ -276,7 +276,7 @@ pub const RULES: &[RuleInfo] = &[
     },
     RuleInfo {
         id: "server-config",
-        summary: "the server under test has a command and exactly one readiness check (`ready.http`, an http:// URL, or `ready.log`), and runs on this machine or inside a Slurm allocation (not on Kubernetes)",
+        summary: "the server under test has a command and exactly one readiness check (`ready.http`, an http:// URL, or `ready.log`), wherever the run runs (this machine, the first node of a Slurm allocation, pod 0 of a Kubernetes Job)",
         section: "sweeps-and-the-server-under-test",
         hint: "add `server: {command: [..., --port, \"{port}\"], ready: {http: \"http://127.0.0.1:{port}/health\"}}`",
     },
@@ -690,15 +690,6 @@ fn server(spec: &Spec, cx: &mut Ctx<'_, '_>) {
                 );
             }
         }
-    }
-    let engine = spec.execution.as_ref().and_then(|e| e.engine);
-    if engine == Some(Engine::Kubernetes) {
-        cx.error_at_key(
-            "server-config",
-            base,
-            "a server under test is started on this machine or inside a Slurm allocation; a Kubernetes run measures a server someone else started".into(),
-            "run the server as a container of the pod template (or a Deployment) and give its URL as the target; or use `engine: local` or `slurm`",
-        );
     }
     for (i, c) in spec
         .layers

@@ -10,7 +10,8 @@ pub const PORT: &str = "port";
 
 /// The placeholder yardstick fills with the host the server under test runs on, as its
 /// clients reach it: `127.0.0.1` on this machine, the first node's host name inside a Slurm
-/// allocation (clients on other nodes connect to it there).
+/// allocation (clients on other nodes connect to it there), pod 0's address in a group of pods
+/// (`MASTER_ADDR`).
 pub const HOST: &str = "host";
 
 /// Whether `name` is a placeholder yardstick fills itself (`{port}`, `{host}`), not a factor.

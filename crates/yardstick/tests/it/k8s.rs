@@ -540,6 +540,140 @@ fn a_command_point_runs_once_per_pod_as_a_rank_and_a_failed_rank_fails_the_repli
     assert_eq!(runs(&results.join("store")).len(), 2);
 }
 
+/// The server under test on Kubernetes: pod 0 starts each treatment's server (here the
+/// simulator, as the image's server program would be) and both pods' shards drive it at
+/// `{host}` — pod 0's address through the headless Service, which the test maps to this
+/// machine's loopback as it maps the claim to a directory. A treatment whose server never gets
+/// ready is skipped by both pods (pod 1 does not wait for it) and kept as infeasible.
+#[test]
+fn pod_0_starts_the_server_under_test_and_every_pod_drives_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let starts = dir.path().join("starts");
+    let layers = "    component:
+      - kind: serve
+        target: {url: 'http://{host}:{port}', api: chat, model: m}
+        scenarios: [\"D(20,10)\"]
+        load: {mode: concurrency, values: [4]}
+        stop: {maxRequests: 40, maxDuration: 60s}
+";
+    let text = std::fs::read_to_string(spec(dir.path(), "pods-sut", "nodes: 2", layers))
+        .unwrap()
+        .replace(
+            "  layers:",
+            &format!(
+                "  server:
+    command: [sh, -c, \"echo $JOB_COMPLETION_INDEX {{slots}} >> {starts}; exec {bin} sim --port {{port}} --max-running {{slots}} --ttft-ms 20 --itl-ms 2\"]
+    ready: {{http: \"http://127.0.0.1:{{port}}/health\", timeout: 20s}}
+    stop: {{grace: 5s}}
+  sweep:
+    factors: {{slots: [0, 1, 4]}}
+  layers:",
+                starts = starts.display(),
+                bin = env!("CARGO_BIN_EXE_yardstick"),
+            ),
+        );
+    let spec = dir.path().join("pods-sut.yaml");
+    std::fs::write(&spec, text).unwrap();
+    let out = dir.path().join("k8s");
+    render(&spec, &out, &["--pvc", "results"]);
+    let job = read_yaml(&out.join("02-job.yaml"));
+    let results = dir.path().join("claim");
+    std::fs::create_dir_all(&results).unwrap();
+    let pods: Vec<_> = (0..2)
+        .map(|i| {
+            pod_command(
+                &job,
+                &job_pod_env(&job, "yardstick-pods-sut-x1", i),
+                &spec,
+                &results,
+            )
+            .env("MASTER_ADDR", "127.0.0.1")
+            .arg("--json")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = pods
+        .into_iter()
+        .map(|p| p.wait_with_output().unwrap())
+        .collect();
+    for (i, o) in outs.iter().enumerate() {
+        assert!(
+            o.status.success(),
+            "pod {i}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let v0 = json(&outs[0]);
+    assert_eq!(v0["status"], "complete", "{v0}");
+    // Only pod 0 ever started a server.
+    let log = std::fs::read_to_string(&starts).unwrap();
+    assert!(
+        !log.is_empty() && log.lines().all(|l| l.starts_with("0 ")),
+        "{log}"
+    );
+    // Pod 1 drove the feasible treatments' replicates and passed the infeasible one's by.
+    let v1 = json(&outs[1]);
+    let parts: Vec<&str> = v1["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["part"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        parts.iter().filter(|p| **p == "serve-shard").count(),
+        6,
+        "{v1}"
+    );
+    assert_eq!(parts.iter().filter(|p| **p == "skipped").count(), 3, "{v1}");
+    let run = Path::new(v0["dir"].as_str().unwrap());
+    for slots in [1, 4] {
+        for r in 0..3 {
+            let rec: Value = serde_json::from_slice(
+                &std::fs::read(run.join(format!(
+                    "results/component.0.serve_D_20_10_concurrency_4_slots_{slots}/r{r}.json"
+                )))
+                .unwrap(),
+            )
+            .unwrap();
+            let s = &rec["summary"];
+            assert_eq!(s["load"]["shards"], 2, "{s}");
+            assert_eq!(s["requests"]["completed"], 40, "{s}");
+        }
+    }
+    let sweep = v0["summary"]["sweep"].as_array().unwrap();
+    let status = |id: &str| {
+        sweep
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap_or_else(|| panic!("{sweep:?}"))["status"]
+            .clone()
+    };
+    assert_eq!(status("slots=0"), "infeasible", "{sweep:?}");
+    assert_eq!(status("slots=4"), "measured", "{sweep:?}");
+    // A loopback target with several pods is refused before any work: only pod 0 has the server.
+    let loopback = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("http://{host}:{port}", "http://127.0.0.1:{port}");
+    std::fs::write(&spec, loopback).unwrap();
+    let o = pod_command(
+        &job,
+        &job_pod_env(&job, "yardstick-pods-sut-x2", 0),
+        &spec,
+        &results,
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("give the target as `http://{host}:{port}`"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 #[test]
 fn a_pod_that_never_comes_leaves_the_run_incomplete_instead_of_hanging() {
     let sim = Sim::start(&[]);

@@ -251,31 +251,32 @@ fn validate_refuses_factors_and_placeholders_that_do_not_meet() {
                 "{slots: [1, 4], host: [a]}",
                 "`host` cannot be a factor",
             ),
-            (
-                "  server:\n",
-                "  execution: {engine: kubernetes, image: example/yardstick:1}\n  server:\n",
-                "a Kubernetes run measures a server someone else started",
-            ),
         ],
     );
-    // On Slurm the server runs inside the allocation; `{host}` is where clients reach it.
-    let on_slurm = spec
-        .replace(
-            "  server:\n",
-            "  execution: {engine: slurm, nodes: 1, tasksPerNode: 2, timeLimit: 10m}\n  server:\n",
-        )
-        .replace(
-            "url: \"http://127.0.0.1:{port}\"",
-            "url: \"http://{host}:{port}\"",
+    // On Slurm the server runs inside the allocation, on Kubernetes in pod 0; `{host}` is
+    // where clients reach it.
+    for execution in [
+        "{engine: slurm, nodes: 1, tasksPerNode: 2, timeLimit: 10m}",
+        "{engine: kubernetes, image: example/yardstick:1, nodes: 2}",
+    ] {
+        let elsewhere = spec
+            .replace(
+                "  server:\n",
+                &format!("  execution: {execution}\n  server:\n"),
+            )
+            .replace(
+                "url: \"http://127.0.0.1:{port}\"",
+                "url: \"http://{host}:{port}\"",
+            );
+        std::fs::write(&path, &elsewhere).unwrap();
+        let ok = yardstick().args(["validate"]).arg(&path).output().unwrap();
+        assert_eq!(
+            ok.status.code(),
+            Some(0),
+            "{execution}: {}",
+            String::from_utf8_lossy(&ok.stderr)
         );
-    std::fs::write(&path, &on_slurm).unwrap();
-    let ok = yardstick().args(["validate"]).arg(&path).output().unwrap();
-    assert_eq!(
-        ok.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    }
     // `{port}` without a server to give it.
     let no_server = spec.split("  server:").next().unwrap().to_string()
         + &spec[spec.find("  layers:").unwrap()..];
