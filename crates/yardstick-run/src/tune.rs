@@ -9,9 +9,10 @@
 //! `tpe` proposes each next pair of treatments from what the probes measured (one
 //! Tree-structured Parzen Estimator per factor, from the `tpe` crate; an infeasible treatment
 //! is told the worst value, so the search learns to avoid it), and spends the last third of the
-//! budget on the unprobed neighbours of the best so far (one factor one level away); `halving` probes a Latin
-//! hypercube of `budget` treatments and keeps the better third at each rung, with three times
-//! the requests, until two remain. The answer — the best treatment with its interval, whether it
+//! budget on the unprobed neighbours of the best so far (one factor one level away); `halving`
+//! probes a Latin hypercube of three quarters of `budget` and keeps the better third at each
+//! rung, with three times the requests, until two remain, then spends the last quarter on the
+//! unprobed neighbours of the last rung's best. The answer — the best treatment with its interval, whether it
 //! beats the runner-up by Welch's test at the spec's confidence, and every probe — is
 //! `tune.json` in the final run, beside `best.yaml`: the spec with each factor fixed at the best
 //! level (runnable as it is) and the server's exact command line and environment.
@@ -606,11 +607,16 @@ pub fn execute_tuned(
     // Every treatment the search measured, as it ranks them (see `Settings::order`).
     let ranked: Vec<(Combo, Measured)> = 'search: {
         if settings.strategy == "halving" {
-            let mut alive = crate::sweep::latin_hypercube(&levels, budget, &mut rng);
-            if alive.len() < budget {
+            // A quarter of the budget refines around the last rung's best (its unprobed
+            // neighbours, at that rung's share of the requests): a Latin hypercube of a few
+            // dozen treatments rarely holds the best one, but it lands near it.
+            let refine = budget / 4;
+            let first = budget - refine;
+            let mut alive = crate::sweep::latin_hypercube(&levels, first, &mut rng);
+            if alive.len() < first {
                 // Fill with distinct random treatments (a small space repeats combinations).
                 for c in crate::sweep::random(&levels, space, &mut rng) {
-                    if alive.len() >= budget {
+                    if alive.len() >= first {
                         break;
                     }
                     if !alive.contains(&c) {
@@ -618,6 +624,7 @@ pub fn execute_tuned(
                     }
                 }
             }
+            let probed = alive.clone();
             let mut fidelity = settings.probe;
             loop {
                 let Some(measured) = round(&alive, fidelity, &mut rounds, on_event)? else {
@@ -630,6 +637,25 @@ pub fn execute_tuned(
                 let keep = alive.len().div_ceil(3).max(2);
                 // Two survivors go to the final run: probing them again would buy nothing.
                 if keep <= 2 || kept.len() <= 2 || fidelity >= 1.0 {
+                    let mut next: Vec<Combo> = Vec::new();
+                    for (best, _) in incumbents(&settings, &kept) {
+                        for c in neighbours(best, &levels) {
+                            if next.len() < refine && !probed.contains(&c) && !next.contains(&c) {
+                                next.push(c);
+                            }
+                        }
+                    }
+                    if !next.is_empty() {
+                        let Some(measured) = round(&next, fidelity, &mut rounds, on_event)? else {
+                            break 'search Vec::new();
+                        };
+                        kept.extend(
+                            next.into_iter()
+                                .zip(measured)
+                                .filter(|(_, m)| m.feasible && m.objective.is_some()),
+                        );
+                        settings.order(&mut kept, |(_, m)| m);
+                    }
                     break 'search kept;
                 }
                 alive = kept.into_iter().take(keep).map(|(c, _)| c).collect();
@@ -677,17 +703,7 @@ pub fn execute_tuned(
             // objective, around each treatment on the front): its neighbours (one factor one
             // level away) that no probe measured yet.
             if tried.len() >= budget - budget / 3 {
-                let mut ordered: Vec<&(Combo, Measured)> = tried.iter().collect();
-                settings.order(&mut ordered, |x| &x.1);
-                let ranks = settings.ranks(&ordered.iter().map(|x| &x.1).collect::<Vec<_>>());
-                let incumbents = ordered.iter().zip(ranks).filter(|(_, r)| *r == 0).take(
-                    if settings.trade_off.is_some() {
-                        usize::MAX
-                    } else {
-                        1
-                    },
-                );
-                for ((best, _), _) in incumbents {
+                for (best, _) in incumbents(&settings, &tried) {
                     for c in neighbours(best, &levels) {
                         if next.len() < n
                             && !tried.iter().any(|(t, _)| *t == c)
@@ -859,6 +875,21 @@ pub fn execute_tuned(
         .take()
         .ok_or_else(|| RunError::Internal("the final run ended before its answer".into()))?;
     Ok((outcome, report))
+}
+
+/// The treatments to refine around: the best so far, or with a second objective every one on
+/// the Pareto front (infeasible ones never).
+fn incumbents<'a>(s: &Settings, tried: &'a [(Combo, Measured)]) -> Vec<&'a (Combo, Measured)> {
+    let mut ordered: Vec<&(Combo, Measured)> = tried.iter().collect();
+    s.order(&mut ordered, |x| &x.1);
+    let ranks = s.ranks(&ordered.iter().map(|x| &x.1).collect::<Vec<_>>());
+    ordered
+        .into_iter()
+        .zip(ranks)
+        .filter(|(_, r)| *r == 0)
+        .map(|(x, _)| x)
+        .take(if s.trade_off.is_some() { usize::MAX } else { 1 })
+        .collect()
 }
 
 /// The treatments one factor one level away from `c`.
@@ -1078,37 +1109,27 @@ fn measure(
                 p.metrics
                     .get(metric)
                     .and_then(|x| x.get(statistic))
+                    .filter(|a| a.mean.is_finite())
                     .map(|a| (p.id.clone(), a.clone()))
             })
     };
-    match agg(&s.objective, &s.statistic) {
-        Some((point, a)) if a.mean.is_finite() => {
-            m.point = Some(point);
-            m.objective = Some(a.mean);
-            m.ci = a.ci;
-        }
-        _ => {
+    let Some((point, a)) = agg(&s.objective, &s.statistic) else {
+        m.reason = Some(format!(
+            "it measured no {} {} (every replicate failed, or no point reports it)",
+            s.objective, s.statistic
+        ));
+        return m;
+    };
+    (m.point, m.objective, m.ci) = (Some(point), Some(a.mean), a.ci);
+    if let Some(o) = &s.trade_off {
+        let Some((_, a)) = agg(&o.metric, &o.statistic) else {
             m.reason = Some(format!(
-                "it measured no {} {} (every replicate failed, or no point reports it)",
-                s.objective, s.statistic
+                "it measured no {} {} (the objective it is traded against)",
+                o.metric, o.statistic
             ));
             return m;
-        }
-    }
-    if let Some(o) = &s.trade_off {
-        match agg(&o.metric, &o.statistic) {
-            Some((_, a)) if a.mean.is_finite() => {
-                m.second = Some(a.mean);
-                m.second_ci = a.ci;
-            }
-            _ => {
-                m.reason = Some(format!(
-                    "it measured no {} {} (the objective it is traded against)",
-                    o.metric, o.statistic
-                ));
-                return m;
-            }
-        }
+        };
+        (m.second, m.second_ci) = (Some(a.mean), a.ci);
     }
     for c in &s.constraints {
         let Some((_, a)) = agg(&c.metric, &c.statistic) else {

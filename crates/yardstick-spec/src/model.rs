@@ -224,8 +224,9 @@ pub struct Tune {
     pub budget: Option<u32>,
     /// `tpe` (a Tree-structured Parzen Estimator proposes each next pair from what the probes
     /// measured, and the last third of the budget probes the best so far's neighbours;
-    /// `bayesian` is the same), or `halving` (successive halving: a Latin hypercube of
-    /// `budget` candidates, the better third kept at each rung with more requests). Default tpe.
+    /// `bayesian` is the same), or `halving` (successive halving: a Latin hypercube of three
+    /// quarters of `budget`, the better third kept at each rung with more requests, then the
+    /// last quarter on the last rung's best's neighbours). Default tpe.
     pub strategy: Option<TuneStrategy>,
     /// Share of each serve layer's requests (`stop.maxRequests`, `maxDuration`, a capacity
     /// search's probe requests) a probe sends, in (0, 1] (default 0.25).

@@ -451,17 +451,20 @@ fn the_pods_command_lines_run_here_merge_their_shards_into_one_run() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
 }
 
-/// Runs the rendered Job `job` here as `n` pods of the Job named `name`; their outputs.
+/// Runs the rendered Job `job` here as `n` pods of the Job named `name`, with `env` over what
+/// the Job gives them; their outputs.
 fn run_pods(
     job: &Value,
     name: &str,
     n: u32,
     spec: &Path,
     results: &Path,
+    env: &[(&str, &str)],
 ) -> Vec<std::process::Output> {
     let pods: Vec<_> = (0..n)
         .map(|i| {
             pod_command(job, &job_pod_env(job, name, i), spec, results)
+                .envs(env.iter().copied())
                 .arg("--json")
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
@@ -494,7 +497,7 @@ fn a_command_point_runs_once_per_pod_as_a_rank_and_a_failed_rank_fails_the_repli
     render(&spec, &out, &["--pvc", "results"]);
     let job = read_yaml(&out.join("02-job.yaml"));
     let results = dir.path().join("claim");
-    let outs = run_pods(&job, "yardstick-ranks-a1", 2, &spec, &results);
+    let outs = run_pods(&job, "yardstick-ranks-a1", 2, &spec, &results, &[]);
     for (i, o) in outs.iter().enumerate() {
         assert!(
             o.status.success(),
@@ -516,7 +519,7 @@ fn a_command_point_runs_once_per_pod_as_a_rank_and_a_failed_rank_fails_the_repli
     // exits 1 (every replicate of the point failed); pod 1 reported its parts, so it exits 0 —
     // the Job's outcome is pod 0's, and a failing pod 1 would have the Job controller end pod 0.
     std::fs::write(marks.join("fail"), "").unwrap();
-    let outs = run_pods(&job, "yardstick-ranks-b2", 2, &spec, &results);
+    let outs = run_pods(&job, "yardstick-ranks-b2", 2, &spec, &results, &[]);
     assert_eq!(
         outs[0].status.code(),
         Some(1),
@@ -579,26 +582,15 @@ fn pod_0_starts_the_server_under_test_and_every_pod_drives_it() {
     let job = read_yaml(&out.join("02-job.yaml"));
     let results = dir.path().join("claim");
     std::fs::create_dir_all(&results).unwrap();
-    let pods: Vec<_> = (0..2)
-        .map(|i| {
-            pod_command(
-                &job,
-                &job_pod_env(&job, "yardstick-pods-sut-x1", i),
-                &spec,
-                &results,
-            )
-            .env("MASTER_ADDR", "127.0.0.1")
-            .arg("--json")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-        })
-        .collect();
-    let outs: Vec<_> = pods
-        .into_iter()
-        .map(|p| p.wait_with_output().unwrap())
-        .collect();
+    // The headless Service's name for pod 0 is this machine here.
+    let outs = run_pods(
+        &job,
+        "yardstick-pods-sut-x1",
+        2,
+        &spec,
+        &results,
+        &[("MASTER_ADDR", "127.0.0.1")],
+    );
     for (i, o) in outs.iter().enumerate() {
         assert!(
             o.status.success(),
