@@ -103,9 +103,16 @@ pub fn check_group_targets(plan: &Plan, g: &pods::PodGroup) -> Result<(), RunErr
     // shard to its own loopback.
     let loopback = |u: &str| {
         let rest = u.split_once("://").map_or(u, |(_, r)| r);
-        ["127.", "localhost", "[::1]"]
-            .iter()
-            .any(|l| rest.starts_with(l))
+        let authority = rest.split('/').next().unwrap_or_default();
+        // `[::1]:{port}`, `127.0.0.1:{port}`, `localhost:{port}`.
+        let host = match authority.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or_default(),
+            None => authority.split(':').next().unwrap_or_default(),
+        };
+        host == "localhost"
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
     };
     match plan.points.iter().find(|p| {
         p.treatment

@@ -320,17 +320,12 @@ fn nccl_inputs(
                     path.display()
                 ))
             })?;
-            if let Err(e) = yardstick_workloads::micro::ingest::nccl::parse(&text)
-                && !matches!(
-                    e,
-                    yardstick_workloads::micro::ingest::IngestError::FailedRun { .. }
-                )
-            {
-                return Err(RunError::Invalid(format!(
+            yardstick_workloads::micro::ingest::nccl::parse_checked(&text).map_err(|e| {
+                RunError::Invalid(format!(
                     "expect.ncclTests: {} is not nccl-tests output: {e}",
                     path.display()
-                )));
-            }
+                ))
+            })?;
             Ok((name, path))
         })
         .collect()

@@ -483,7 +483,6 @@ fn nccl_figures(
     name: &str,
     dir: Option<&std::path::Path>,
 ) -> yardstick_analysis::diagnosis::NcclFigures {
-    use yardstick_workloads::micro::ingest::{IngestError, nccl};
     let mut f = yardstick_analysis::diagnosis::NcclFigures {
         file: name.to_string(),
         ..Default::default()
@@ -495,49 +494,45 @@ fn nccl_figures(
         f.failed = Some("its output was not stored with the run".into());
         return f;
     };
-    // Ranks and hosts from the device lines (`#  Rank  0 Group  0 Pid  41327 on HOST device 0`),
-    // which precede any failure.
-    let mut hosts: Vec<String> = Vec::new();
-    for line in text.lines() {
-        let toks: Vec<&str> = line.trim_start_matches('#').split_whitespace().collect();
-        if toks.first() == Some(&"Rank")
-            && let Some(i) = toks.iter().position(|t| *t == "on")
-            && let Some(h) = toks.get(i + 1)
+    let (run, failed) = match yardstick_workloads::micro::ingest::nccl::parse_checked(&text) {
+        Ok(x) => x,
+        Err(e) => {
+            f.failed = Some(format!("it could not be read: {e}"));
+            return f;
+        }
+    };
+    // The hosts of its device lines (`Rank  0 Group  0 Pid  41327 on HOST device  0 ...`).
+    for d in &run.devices {
+        let toks: Vec<&str> = d.split_whitespace().collect();
+        if let Some(h) = toks
+            .iter()
+            .position(|t| *t == "on")
+            .and_then(|i| toks.get(i + 1))
+            && !f.hosts.iter().any(|x| x == h)
         {
-            f.ranks += 1;
-            if !hosts.iter().any(|x| x == h) {
-                hosts.push((*h).to_string());
-            }
+            f.hosts.push((*h).to_string());
         }
     }
-    f.hosts = hosts;
-    match nccl::parse(&text) {
-        Ok(run) => {
-            f.op = run.op.clone();
-            f.avg_busbw = run.avg_busbw;
-            f.peak_busbw = run
-                .rows
-                .iter()
-                .flat_map(|r| {
-                    std::iter::once(r.out_of_place.busbw)
-                        .chain(r.in_place.map(|p| p.busbw))
-                        .map(move |b| (b, r.size))
-                })
-                .fold(None, |best: Option<(f64, u64)>, x| match best {
-                    Some(b) if b.0 >= x.0 => Some(b),
-                    _ => Some(x),
-                });
-        }
-        Err(IngestError::FailedRun { reason, .. }) => {
-            f.op = text
-                .lines()
-                .find_map(|l| l.split("Collective test starting:").nth(1))
-                .map(|s| s.trim().trim_end_matches("_perf").to_string())
-                .unwrap_or_else(|| "collective".into());
-            f.failed = Some(reason);
-        }
-        Err(e) => f.failed = Some(format!("it could not be read: {e}")),
+    f.ranks = run.devices.len();
+    f.op = run.op.clone();
+    if failed.is_some() {
+        // Wrong collectives report no bandwidth.
+        f.failed = failed;
+        return f;
     }
+    f.avg_busbw = run.avg_busbw;
+    f.peak_busbw = run
+        .rows
+        .iter()
+        .flat_map(|r| {
+            std::iter::once(r.out_of_place.busbw)
+                .chain(r.in_place.map(|p| p.busbw))
+                .map(move |b| (b, r.size))
+        })
+        .fold(None, |best: Option<(f64, u64)>, x| match best {
+            Some(b) if b.0 >= x.0 => Some(b),
+            _ => Some(x),
+        });
     f
 }
 

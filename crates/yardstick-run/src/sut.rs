@@ -348,7 +348,7 @@ fn tail_text(tail: &[String]) -> String {
     }
 }
 
-/// `point` with `{port}` filled in its target and commands.
+/// `point` with `{host}` and `{port}` filled in its target and commands.
 fn with_address(point: &Point, host: &str, port: u16) -> Point {
     let v = address_values(host, port);
     let fill = |s: &mut String| *s = yardstick_spec::sweep::fill(s, &v);

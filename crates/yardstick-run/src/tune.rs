@@ -170,6 +170,17 @@ impl Settings {
         if self.maximize() { a > b } else { a < b }
     }
 
+    /// `a` before `b` when it is the better objective value (equal otherwise).
+    fn compare(&self, a: f64, b: f64) -> std::cmp::Ordering {
+        if self.better(a, b) {
+            std::cmp::Ordering::Less
+        } else if self.better(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    }
+
     /// Whether `a` dominates `b` (objective, second objective): at least as good in both and
     /// better in one.
     fn dominates(&self, a: (f64, f64), b: (f64, f64)) -> bool {
@@ -226,17 +237,10 @@ impl Settings {
         let mut keyed: Vec<(usize, T)> = ranks.into_iter().zip(v.drain(..)).collect();
         keyed.sort_by(|(ra, a), (rb, b)| {
             ra.cmp(rb).then_with(|| {
-                let (x, y) = (
+                self.compare(
                     m(a).objective.unwrap_or(f64::NAN),
                     m(b).objective.unwrap_or(f64::NAN),
-                );
-                if self.better(x, y) {
-                    std::cmp::Ordering::Less
-                } else if self.better(y, x) {
-                    std::cmp::Ordering::Greater
-                } else {
-                    std::cmp::Ordering::Equal
-                }
+                )
             })
         });
         v.extend(keyed.into_iter().map(|(_, x)| x));
@@ -405,20 +409,23 @@ impl TuneReport {
     }
 }
 
-fn describe_second(m: &Measured) -> String {
-    match (m.second, m.second_ci) {
+/// A mean with its interval when it has one.
+fn figure(mean: Option<f64>, ci: Option<[f64; 2]>) -> String {
+    match (mean, ci) {
         (Some(v), Some([lo, hi])) => format!("{v:.4} [{lo:.4}, {hi:.4}]"),
         (Some(v), None) => format!("{v:.4}"),
         _ => "not measured".into(),
     }
 }
 
+fn describe_second(m: &Measured) -> String {
+    figure(m.second, m.second_ci)
+}
+
 fn describe(m: &Measured) -> String {
-    match (m.objective, m.ci, &m.reason) {
-        (_, _, Some(r)) if !m.feasible => format!("infeasible ({r})"),
-        (Some(v), Some([lo, hi]), _) => format!("{v:.4} [{lo:.4}, {hi:.4}]"),
-        (Some(v), None, _) => format!("{v:.4}"),
-        _ => "not measured".into(),
+    match &m.reason {
+        Some(r) if !m.feasible => format!("infeasible ({r})"),
+        _ => figure(m.objective, m.ci),
     }
 }
 
@@ -908,16 +915,7 @@ fn neighbours(c: &Combo, levels: &[(String, Vec<String>)]) -> Vec<Combo> {
 }
 
 fn sort_best_first<T>(v: &mut [T], s: &Settings, key: impl Fn(&T) -> f64) {
-    v.sort_by(|a, b| {
-        let (x, y) = (key(a), key(b));
-        if s.better(x, y) {
-            std::cmp::Ordering::Less
-        } else if s.better(y, x) {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    });
+    v.sort_by(|a, b| s.compare(key(a), key(b)));
 }
 
 /// One round's run and what each of its treatments measured.

@@ -263,19 +263,14 @@ impl ReadyArgs {
                     Some("give the output file of an nccl-tests run (all_reduce_perf > FILE)"),
                 )
             })?;
-            if let Err(e) = yardstick_workloads::micro::ingest::nccl::parse(&text)
-                && !matches!(
-                    e,
-                    yardstick_workloads::micro::ingest::IngestError::FailedRun { .. }
-                )
-            {
-                return Err(invalid(
+            yardstick_workloads::micro::ingest::nccl::parse_checked(&text).map_err(|e| {
+                invalid(
                     format!("--nccl-tests {}: {e}", f.display()),
                     Some(
                         "give the output of all_reduce_perf (or another nccl-tests binary) as it printed it",
                     ),
-                ));
-            }
+                )
+            })?;
             nccl_tests.push(path.display().to_string());
         }
         Ok(playbook::Readiness {

@@ -74,6 +74,17 @@ fn num(tool_line: usize, s: &str) -> Result<f64, IngestError> {
 
 /// Parses nccl-tests output.
 pub fn parse(text: &str) -> Result<NcclRun, IngestError> {
+    match parse_checked(text)? {
+        (run, None) => Ok(run),
+        (_, Some(reason)) => Err(IngestError::FailedRun { tool: TOOL, reason }),
+    }
+}
+
+/// Parses nccl-tests output whose collectives may have returned wrong data: the run as far as it
+/// was printed, and the first sign of wrong data (a row's `#wrong` above 0, "Out of bounds
+/// values : N FAILED") when there is one — what [`parse`] refuses as a failed run. Text that is
+/// not nccl-tests output is an error.
+pub fn parse_checked(text: &str) -> Result<(NcclRun, Option<String>), IngestError> {
     let mut run = NcclRun {
         op: "collective".into(),
         settings: BTreeMap::new(),
@@ -81,6 +92,18 @@ pub fn parse(text: &str) -> Result<NcclRun, IngestError> {
         rows: Vec::new(),
         avg_busbw: None,
     };
+    let mut failed = None;
+    let scanned = scan(text, &mut run, &mut failed);
+    match (scanned, failed) {
+        // Whatever follows wrong data, the wrong data is the answer.
+        (_, Some(reason)) => Ok((run, Some(reason))),
+        (Err(e), None) => Err(e),
+        (Ok(()), None) => Ok((run, None)),
+    }
+}
+
+/// Reads `text` into `run` up to its first error; the first sign of wrong data goes to `failed`.
+fn scan(text: &str, run: &mut NcclRun, failed: &mut Option<String>) -> Result<(), IngestError> {
     let mut header: Option<Vec<String>> = None;
     for (i, line) in text.lines().enumerate() {
         let lineno = i + 1;
@@ -112,10 +135,7 @@ pub fn parse(text: &str) -> Result<NcclRun, IngestError> {
                 let v = v.trim_start_matches([' ', ':']).trim();
                 run.avg_busbw = Some(num(lineno, v)?);
             } else if c.starts_with("Out of bounds values") && c.contains("FAILED") {
-                return Err(IngestError::FailedRun {
-                    tool: TOOL,
-                    reason: c.to_owned(),
-                });
+                failed.get_or_insert_with(|| c.to_owned());
             }
             continue;
         }
@@ -171,11 +191,8 @@ pub fn parse(text: &str) -> Result<NcclRun, IngestError> {
             None
         };
         for p in std::iter::once(&out_of_place).chain(in_place.as_ref()) {
-            if p.wrong.is_some_and(|w| w > 0.0) {
-                return Err(IngestError::FailedRun {
-                    tool: TOOL,
-                    reason: format!("line {lineno}: {} wrong elements", p.wrong.unwrap_or(0.0)),
-                });
+            if let Some(w) = p.wrong.filter(|w| *w > 0.0) {
+                failed.get_or_insert_with(|| format!("line {lineno}: {w} wrong elements"));
             }
         }
         run.rows.push(Row {
@@ -195,7 +212,7 @@ pub fn parse(text: &str) -> Result<NcclRun, IngestError> {
             reason: "no result rows".into(),
         });
     }
-    Ok(run)
+    Ok(())
 }
 
 impl NcclRun {
